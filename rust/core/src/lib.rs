@@ -1,0 +1,15 @@
+//! jevmem-core: the memory plane of jevmem, free of Python.
+//!
+//! Canonical nodes in a multi-view graph, BM25 and vector indexes, reciprocal
+//! rank fusion, largest-remainder budgets, write-path candidate discovery and
+//! a bounded, resumable beam traversal. The Python bindings live in `rust/py`.
+
+pub mod bm25;
+pub mod error;
+pub mod graph;
+pub mod text;
+pub mod types;
+pub mod vector;
+
+pub use error::{Error, Result};
+pub use types::{Edge, EdgeOrigin, Node, NodeId, TemporalLabel, Timestamp, TypeScores, View};

@@ -1,0 +1,173 @@
+//! Plain data shared by every part of the memory plane.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{check_unit, Error, Result};
+
+/// Node ids are the insertion sequence: allocated in increasing order, never reused.
+pub type NodeId = u64;
+
+/// Unix time in whole seconds.
+pub type Timestamp = i64;
+
+pub const SECONDS_PER_DAY: f64 = 86_400.0;
+
+/// The four relational views. All of them share the same canonical nodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum View {
+    Semantic = 0,
+    Temporal = 1,
+    Causal = 2,
+    Entity = 3,
+}
+
+impl View {
+    pub const ALL: [View; 4] = [View::Semantic, View::Temporal, View::Causal, View::Entity];
+    pub const COUNT: usize = 4;
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    pub fn from_index(i: usize) -> Option<View> {
+        View::ALL.get(i).copied()
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            View::Semantic => "semantic",
+            View::Temporal => "temporal",
+            View::Causal => "causal",
+            View::Entity => "entity",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<View> {
+        View::ALL
+            .into_iter()
+            .find(|v| v.name() == s)
+            .ok_or_else(|| Error::invalid(format!("unknown view {s:?}; expected one of semantic, temporal, causal, entity")))
+    }
+}
+
+/// Allen-style relation of an edge's source to its destination in time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum TemporalLabel {
+    Before,
+    After,
+    During,
+    Contains,
+    Overlaps,
+    SameTime,
+    Unknown,
+}
+
+impl TemporalLabel {
+    pub const ALL: [TemporalLabel; 7] = [
+        TemporalLabel::Before,
+        TemporalLabel::After,
+        TemporalLabel::During,
+        TemporalLabel::Contains,
+        TemporalLabel::Overlaps,
+        TemporalLabel::SameTime,
+        TemporalLabel::Unknown,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            TemporalLabel::Before => "before",
+            TemporalLabel::After => "after",
+            TemporalLabel::During => "during",
+            TemporalLabel::Contains => "contains",
+            TemporalLabel::Overlaps => "overlaps",
+            TemporalLabel::SameTime => "same_time",
+            TemporalLabel::Unknown => "unknown",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<TemporalLabel> {
+        TemporalLabel::ALL
+            .into_iter()
+            .find(|l| l.name() == s)
+            .ok_or_else(|| Error::invalid(format!("unknown temporal label {s:?}")))
+    }
+}
+
+/// Who decided an edge: a deterministic rule (timestamps, exact entity ids) or the controller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum EdgeOrigin {
+    Rule,
+    Controller,
+}
+
+impl EdgeOrigin {
+    pub fn name(self) -> &'static str {
+        match self {
+            EdgeOrigin::Rule => "rule",
+            EdgeOrigin::Controller => "controller",
+        }
+    }
+    pub fn parse(s: &str) -> Result<EdgeOrigin> {
+        match s {
+            "rule" => Ok(EdgeOrigin::Rule),
+            "controller" => Ok(EdgeOrigin::Controller),
+            _ => Err(Error::invalid(format!("unknown edge origin {s:?}; expected rule or controller"))),
+        }
+    }
+}
+
+/// Memory-type scores, each in [0, 1] and not mutually exclusive.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TypeScores {
+    pub episodic: f32,
+    pub semantic: f32,
+    pub procedural: f32,
+    pub preference: f32,
+}
+
+impl TypeScores {
+    pub fn validate(&self) -> Result<()> {
+        check_unit("type score episodic", self.episodic)?;
+        check_unit("type score semantic", self.semantic)?;
+        check_unit("type score procedural", self.procedural)?;
+        check_unit("type score preference", self.preference)
+    }
+}
+
+/// A canonical memory node. Its embedding lives in the vector index.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Node {
+    pub id: NodeId,
+    pub content: String,
+    pub timestamp: Option<Timestamp>,
+    /// Free key/value provenance (source, session, turn id, speaker, ...), in insertion order.
+    pub provenance: Vec<(String, String)>,
+    /// Normalised entity identifiers.
+    pub entities: Vec<String>,
+    pub types: TypeScores,
+}
+
+/// A typed edge. Causal edges point cause -> effect.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Edge {
+    pub src: NodeId,
+    pub dst: NodeId,
+    pub view: View,
+    pub weight: f32,
+    pub origin: EdgeOrigin,
+    /// Only meaningful on temporal edges.
+    pub temporal: Option<TemporalLabel>,
+}
+
+impl Edge {
+    pub fn validate(&self) -> Result<()> {
+        if self.src == self.dst {
+            return Err(Error::invalid(format!("self-loop on node {}", self.src)));
+        }
+        check_unit("edge weight", self.weight)?;
+        if self.temporal.is_some() && self.view != View::Temporal {
+            return Err(Error::invalid("a temporal label is only allowed on temporal edges"));
+        }
+        Ok(())
+    }
+}
