@@ -111,6 +111,15 @@ impl Graph {
         Ok(())
     }
 
+    /// Append an id slot that stays empty (a node removed before a snapshot),
+    /// so ids after it keep their values when a snapshot is loaded.
+    pub fn push_removed(&mut self) {
+        self.nodes.push(None);
+        for adj in &mut self.adjacency {
+            adj.push(Adjacency::default());
+        }
+    }
+
     /// Remove a node and every edge that touches it, in every view.
     pub fn remove_node(&mut self, id: NodeId) -> Result<Node> {
         self.require(id)?;

@@ -5,8 +5,13 @@
 //! a bounded, resumable beam traversal. The Python bindings live in `rust/py`.
 
 pub mod bm25;
+pub mod candidates;
 pub mod error;
+pub mod fusion;
 pub mod graph;
+pub mod ops;
+pub mod snapshot;
+pub mod store;
 pub mod text;
 pub mod types;
 pub mod vector;

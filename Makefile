@@ -1,0 +1,62 @@
+# jevmem developer tasks. `make help` lists them.
+.DEFAULT_GOAL := help
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+PY_SOURCES := python tests bench
+export VIRTUAL_ENV := $(abspath $(VENV))
+export CARGO_TERM_COLOR ?= never
+
+.PHONY: help setup build build-debug test test-rust test-python lint fmt demo bench bench-rust clean
+
+help: ## List the targets
+	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "} {printf "  %-12s %s\n", $$1, $$2}'
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q "maturin>=1.9.4,<2" "numpy>=1.24" "pytest>=8" "hypothesis>=6.100" "ruff>=0.6" "mypy>=1.10"
+	touch $@
+
+setup: $(BIN)/.installed ## Create .venv with the build, test and lint tools
+
+build: setup ## Build the extension (release) into .venv
+	$(BIN)/maturin develop --release --quiet
+
+build-debug: setup ## Build the extension (debug, faster to compile) into .venv
+	$(BIN)/maturin develop --quiet
+
+test: lint test-rust build test-python ## Everything CI checks: lint, Rust tests, Python tests
+
+test-rust: ## Core crate tests (no Python needed)
+	cargo test -p jevmem-core
+
+test-python: ## Python tests against the built extension
+	$(BIN)/pytest -q
+
+lint: setup ## cargo fmt --check, clippy -D warnings, ruff, mypy
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	$(BIN)/ruff check $(PY_SOURCES)
+	$(BIN)/ruff format --check $(PY_SOURCES)
+	$(BIN)/mypy
+
+fmt: setup ## Format Rust and Python sources
+	cargo fmt --all
+	$(BIN)/ruff format $(PY_SOURCES)
+	$(BIN)/ruff check --fix $(PY_SOURCES)
+
+demo: build ## The main job on the embedded default: build a memory and query it
+	$(BIN)/python -m jevmem demo
+
+bench-rust: ## Core micro-benchmarks (release, no Python)
+	cargo bench -p jevmem-core
+
+bench: build ## Python-level benchmarks (installs the comparison libraries)
+	$(BIN)/python -m pip install -q "bm25s>=0.2" "rank-bm25>=0.2" "usearch>=2.15"
+	$(BIN)/python bench/bench_core.py
+
+clean: ## Remove build outputs and the virtualenv
+	cargo clean
+	rm -rf $(VENV) python/jevmem/*.so .pytest_cache .mypy_cache .ruff_cache .hypothesis

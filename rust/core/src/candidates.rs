@@ -1,0 +1,201 @@
+//! Write-path candidate discovery: which earlier nodes a new node should be
+//! compared with. Deterministic, and bounded by `pool` per signal, so the
+//! controller's relation batch stays at most `k` pairs however large the
+//! memory grows.
+//!
+//! The pool is the union of four short lists, each looking only at nodes
+//! inserted before the new one:
+//! - vector: the `pool` nearest embeddings (cosine, ties by smaller id);
+//! - lexical: the `pool` best BM25 matches of the new text (ties by smaller id);
+//! - entity: for each of the new node's entities, its `pool` most recent carriers;
+//! - temporal: the `pool` nearest timestamps, with every node tied at the
+//!   boundary timestamp included.
+//!
+//! Every pooled node then gets four signals in [0, 1] and is ranked by their
+//! weighted mean (ties: the more recent node first):
+//! - vector = max(0, cosine);
+//! - lexical = BM25 / (largest BM25 in the pool), 0 when nothing matches;
+//! - entity = |shared entities| / |entities of the new node|;
+//! - temporal = 1 / (1 + |Δt| / temporal_scale_s), 0 without both timestamps.
+
+use std::collections::BTreeSet;
+use std::ops::Bound;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::store::MemoryStore;
+use crate::types::{NodeId, Timestamp};
+
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CandidateConfig {
+    /// K_w: how many candidates the controller judges per write.
+    pub k: usize,
+    /// Length of each per-signal list that forms the pool.
+    pub pool: usize,
+    pub w_vector: f32,
+    pub w_lexical: f32,
+    pub w_entity: f32,
+    pub w_temporal: f32,
+    /// Time difference (seconds) at which the temporal signal halves.
+    pub temporal_scale_s: f64,
+}
+
+impl Default for CandidateConfig {
+    fn default() -> Self {
+        Self {
+            k: 10,
+            pool: 32,
+            w_vector: 0.45,
+            w_lexical: 0.25,
+            w_entity: 0.15,
+            w_temporal: 0.15,
+            temporal_scale_s: 86_400.0,
+        }
+    }
+}
+
+impl CandidateConfig {
+    pub fn validate(&self) -> Result<()> {
+        if self.k == 0 || self.pool == 0 {
+            return Err(Error::config("candidate k and pool must be at least 1"));
+        }
+        let ws = [self.w_vector, self.w_lexical, self.w_entity, self.w_temporal];
+        if ws.iter().any(|w| !w.is_finite() || *w < 0.0) || ws.iter().sum::<f32>() <= 0.0 {
+            return Err(Error::config(
+                "candidate weights must be finite, non-negative and not all zero",
+            ));
+        }
+        if !(self.temporal_scale_s.is_finite() && self.temporal_scale_s > 0.0) {
+            return Err(Error::config("temporal_scale_s must be a positive number"));
+        }
+        Ok(())
+    }
+
+    fn mix(&self, s: &Signals) -> f32 {
+        let total = self.w_vector + self.w_lexical + self.w_entity + self.w_temporal;
+        (self.w_vector * s.vector
+            + self.w_lexical * s.lexical
+            + self.w_entity * s.entity
+            + self.w_temporal * s.temporal)
+            / total
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Signals {
+    pub vector: f32,
+    pub lexical: f32,
+    pub entity: f32,
+    pub temporal: f32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CandidateMatch {
+    pub id: NodeId,
+    pub score: f32,
+    pub signals: Signals,
+}
+
+pub(crate) fn temporal_signal(a: Option<Timestamp>, b: Option<Timestamp>, scale_s: f64) -> f32 {
+    match (a, b) {
+        (Some(a), Some(b)) => (1.0 / (1.0 + (a.abs_diff(b) as f64) / scale_s)) as f32,
+        _ => 0.0,
+    }
+}
+
+/// The `pool` nodes with id < `before` nearest to `ts`, plus boundary ties.
+pub(crate) fn nearest_in_time(
+    by_time: &BTreeSet<(Timestamp, NodeId)>,
+    ts: Timestamp,
+    before: NodeId,
+    pool: usize,
+) -> Vec<NodeId> {
+    // Walk each direction until `pool` eligible nodes are found, then finish
+    // the timestamp we stopped on, so no tie at the boundary is left out.
+    fn walk<'a>(it: impl Iterator<Item = &'a (Timestamp, NodeId)>, before: NodeId, pool: usize) -> Vec<(Timestamp, NodeId)> {
+        let mut out: Vec<(Timestamp, NodeId)> = Vec::new();
+        for &(t, id) in it {
+            if id >= before {
+                continue;
+            }
+            if out.len() >= pool && out.last().is_some_and(|&(lt, _)| lt != t) {
+                break;
+            }
+            out.push((t, id));
+        }
+        out
+    }
+    let left = walk(by_time.range(..(ts, 0)).rev(), before, pool);
+    let right = walk(by_time.range((Bound::Included((ts, 0)), Bound::Unbounded)), before, pool);
+    let mut all: Vec<(u64, NodeId)> = left
+        .into_iter()
+        .chain(right)
+        .map(|(t, id)| (t.abs_diff(ts), id))
+        .collect();
+    all.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+    // Keep every node tied with the last one kept, in either direction.
+    if all.len() > pool {
+        let cut = all[pool - 1].0;
+        all.retain(|&(d, _)| d <= cut);
+    }
+    all.into_iter().map(|(_, id)| id).collect()
+}
+
+impl MemoryStore {
+    /// The best `k` (default `config.candidates.k`) earlier nodes to compare
+    /// node `id` with, best first.
+    pub fn candidates_for(&self, id: NodeId, k: Option<usize>) -> Result<Vec<CandidateMatch>> {
+        let node = self.require(id)?;
+        let cfg = self.config.candidates;
+        let k = k.unwrap_or(cfg.k);
+        let before = |other: NodeId| other < id;
+        let embedding = self.vectors.get(id).expect("every node has an embedding");
+
+        let mut pool: BTreeSet<NodeId> = BTreeSet::new();
+        for (other, _) in self.vectors.search(embedding, cfg.pool, Some(&before))? {
+            pool.insert(other);
+        }
+        let tokens = self.tokenizer.tokenize(&node.content);
+        for (other, _) in self.bm25.search(&tokens, cfg.pool, Some(&before)) {
+            pool.insert(other);
+        }
+        for e in &node.entities {
+            let carriers = self.nodes_with_entity(e);
+            let end = carriers.partition_point(|&x| x < id);
+            pool.extend(&carriers[end.saturating_sub(cfg.pool)..end]);
+        }
+        if let Some(ts) = node.timestamp {
+            pool.extend(nearest_in_time(&self.by_time, ts, id, cfg.pool));
+        }
+        if pool.is_empty() {
+            return Ok(Vec::new());
+        }
+
+        let ids: Vec<NodeId> = pool.into_iter().collect();
+        let lexical = self.bm25.score(&tokens, &ids);
+        let max_lexical = lexical.iter().copied().fold(0.0f32, f32::max);
+        let mut out: Vec<CandidateMatch> = ids
+            .iter()
+            .zip(&lexical)
+            .map(|(&other, &lex)| {
+                let o = self.graph.get(other).expect("pooled ids are live");
+                let shared = o.entities.iter().filter(|e| node.entities.contains(e)).count();
+                let signals = Signals {
+                    vector: self.vectors.similarity(embedding, other).unwrap_or(0.0).max(0.0),
+                    lexical: if max_lexical > 0.0 { lex / max_lexical } else { 0.0 },
+                    entity: if node.entities.is_empty() {
+                        0.0
+                    } else {
+                        shared as f32 / node.entities.len() as f32
+                    },
+                    temporal: temporal_signal(node.timestamp, o.timestamp, cfg.temporal_scale_s),
+                };
+                CandidateMatch { id: other, score: cfg.mix(&signals), signals }
+            })
+            .collect();
+        out.sort_unstable_by(|a, b| b.score.total_cmp(&a.score).then(b.id.cmp(&a.id)));
+        out.truncate(k);
+        Ok(out)
+    }
+}

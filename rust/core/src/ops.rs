@@ -1,0 +1,44 @@
+//! Every mutation of a memory is one of these plain, serialisable operations.
+//! The store applies nothing else, so a write-ahead log of `Op`s replays to the
+//! same state (see `MemoryStore::apply`).
+
+use serde::{Deserialize, Serialize};
+
+use crate::types::{Edge, NodeId, Timestamp, TypeScores};
+
+/// Everything needed to create a node; the store assigns the id.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NewNode {
+    pub content: String,
+    pub timestamp: Option<Timestamp>,
+    pub provenance: Vec<(String, String)>,
+    /// Raw entity identifiers; the store normalises them (trim, lowercase, collapse spaces).
+    pub entities: Vec<String>,
+    pub types: TypeScores,
+    pub embedding: Vec<f32>,
+}
+
+impl NewNode {
+    pub fn new(content: impl Into<String>, embedding: Vec<f32>) -> Self {
+        Self {
+            content: content.into(),
+            timestamp: None,
+            provenance: Vec::new(),
+            entities: Vec::new(),
+            types: TypeScores::default(),
+            embedding,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Op {
+    /// Insert a node under `id`, which must be the store's next id.
+    AddNode { id: NodeId, node: NewNode },
+    /// Insert an edge, or raise the weight of an existing (src, dst, view) edge.
+    UpsertEdge(Edge),
+    /// Replace a node's type scores.
+    SetTypes { id: NodeId, types: TypeScores },
+    /// Delete a node, its edges and its index entries for real.
+    RemoveNode { id: NodeId },
+}

@@ -1,0 +1,147 @@
+//! Whole-memory snapshots: one file holding the config, every node with its
+//! embedding, and every edge. Indexes are rebuilt on load, so the format does
+//! not depend on usearch's or our BM25's internal layout.
+//!
+//! Layout (little endian): magic `JEVMEMSS` (8 bytes), format version (u32),
+//! CRC-32 of the payload (u32), payload length (u64), payload (postcard).
+
+use std::io::Write;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::ops::NewNode;
+use crate::store::{MemoryStore, StoreConfig};
+use crate::types::{Edge, Node, NodeId};
+
+const MAGIC: &[u8; 8] = b"JEVMEMSS";
+pub const FORMAT_VERSION: u32 = 1;
+const HEADER_LEN: usize = 8 + 4 + 4 + 8;
+
+#[derive(Serialize)]
+struct BodyRef<'a> {
+    config: &'a StoreConfig,
+    next_id: NodeId,
+    ops_applied: u64,
+    nodes: Vec<&'a Node>,
+    /// Unit-normalised embeddings of `nodes`, concatenated.
+    embeddings: Vec<f32>,
+    edges: Vec<Edge>,
+}
+
+#[derive(Deserialize)]
+struct Body {
+    config: StoreConfig,
+    next_id: NodeId,
+    ops_applied: u64,
+    nodes: Vec<Node>,
+    embeddings: Vec<f32>,
+    edges: Vec<Edge>,
+}
+
+impl MemoryStore {
+    /// Serialise the whole memory.
+    pub fn to_snapshot_bytes(&self) -> Result<Vec<u8>> {
+        let nodes: Vec<&Node> = self.graph.nodes().collect();
+        let mut embeddings = Vec::with_capacity(nodes.len() * self.dim());
+        for n in &nodes {
+            embeddings.extend_from_slice(self.vectors.get(n.id).expect("every node has an embedding"));
+        }
+        let body = BodyRef {
+            config: &self.config,
+            next_id: self.next_id(),
+            ops_applied: self.ops_applied,
+            nodes,
+            embeddings,
+            edges: self.graph.all_edges(),
+        };
+        let payload = postcard::to_stdvec(&body).map_err(|e| Error::Snapshot(format!("encode: {e}")))?;
+        let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+        out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+        out.extend_from_slice(&payload);
+        Ok(out)
+    }
+
+    /// Rebuild a memory from `to_snapshot_bytes` output. Checks magic,
+    /// version, length and checksum before decoding anything.
+    pub fn from_snapshot_bytes(bytes: &[u8]) -> Result<MemoryStore> {
+        if bytes.len() < HEADER_LEN || &bytes[..8] != MAGIC {
+            return Err(Error::Snapshot("not a jevmem snapshot (bad magic)".into()));
+        }
+        let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
+        if version != FORMAT_VERSION {
+            return Err(Error::Snapshot(format!(
+                "format version {version} is not supported (this build reads {FORMAT_VERSION})"
+            )));
+        }
+        let crc = u32::from_le_bytes(bytes[12..16].try_into().expect("4 bytes"));
+        let len = u64::from_le_bytes(bytes[16..24].try_into().expect("8 bytes"));
+        let payload = &bytes[HEADER_LEN..];
+        if payload.len() as u64 != len {
+            return Err(Error::Snapshot(format!(
+                "truncated or padded: header says {len} payload bytes, found {}",
+                payload.len()
+            )));
+        }
+        if crc32fast::hash(payload) != crc {
+            return Err(Error::Snapshot("checksum mismatch: the file is corrupted".into()));
+        }
+        let body: Body = postcard::from_bytes(payload).map_err(|e| Error::Snapshot(format!("decode: {e}")))?;
+        let dim = body.config.vector.dim;
+        if body.embeddings.len() != body.nodes.len() * dim {
+            return Err(Error::Snapshot("embedding block does not match the node count".into()));
+        }
+        let mut store = MemoryStore::new(body.config)?;
+        let mut next: NodeId = 0;
+        for (node, embedding) in body.nodes.into_iter().zip(body.embeddings.chunks_exact(dim.max(1))) {
+            if node.id < next || node.id >= body.next_id {
+                return Err(Error::Snapshot(format!("node id {} out of order", node.id)));
+            }
+            while next < node.id {
+                store.graph.push_removed();
+                next += 1;
+            }
+            let id = store.add_node(NewNode {
+                content: node.content,
+                timestamp: node.timestamp,
+                provenance: node.provenance,
+                entities: node.entities,
+                types: node.types,
+                embedding: embedding.to_vec(),
+            })?;
+            debug_assert_eq!(id, node.id);
+            next += 1;
+        }
+        while next < body.next_id {
+            store.graph.push_removed();
+            next += 1;
+        }
+        for edge in body.edges {
+            store.upsert_edge(edge)?;
+        }
+        store.ops_applied = body.ops_applied;
+        Ok(store)
+    }
+
+    /// Write a snapshot atomically: to a temporary file beside `path`, fsync, rename.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let bytes = self.to_snapshot_bytes()?;
+        let tmp = path.with_extension("tmp-snapshot");
+        {
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(&bytes)?;
+            f.sync_all()?;
+        }
+        std::fs::rename(&tmp, path)?;
+        Ok(())
+    }
+
+    pub fn load(path: &Path) -> Result<MemoryStore> {
+        let bytes = std::fs::read(path)?;
+        MemoryStore::from_snapshot_bytes(&bytes)
+    }
+}

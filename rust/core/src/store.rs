@@ -1,0 +1,406 @@
+//! `MemoryStore`: the canonical graph plus its lexical and vector indexes,
+//! mutated only through validated `Op`s.
+//!
+//! Invariant: every public mutator validates its whole input against the
+//! current state before touching anything, so an `Err` leaves the memory
+//! exactly as it was, and batches are all-or-nothing.
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde::{Deserialize, Serialize};
+
+use crate::bm25::{Bm25Index, Bm25Params};
+use crate::candidates::CandidateConfig;
+use crate::error::{Error, Result};
+use crate::fusion;
+use crate::graph::{EdgeUpsert, Graph};
+use crate::ops::{NewNode, Op};
+use crate::text::{Tokenizer, TokenizerConfig};
+use crate::types::{Edge, Node, NodeId, Timestamp, TypeScores, View};
+use crate::vector::{VectorConfig, VectorIndex};
+
+/// Everything that shapes a memory. Stored in snapshots.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoreConfig {
+    pub vector: VectorConfig,
+    pub bm25: Bm25Params,
+    pub tokenizer: TokenizerConfig,
+    pub candidates: CandidateConfig,
+    /// Observations longer than this (UTF-8 bytes) are rejected.
+    pub max_content_bytes: usize,
+}
+
+impl StoreConfig {
+    pub fn new(dim: usize) -> Self {
+        Self {
+            vector: VectorConfig::new(dim),
+            bm25: Bm25Params::default(),
+            tokenizer: TokenizerConfig::default(),
+            candidates: CandidateConfig::default(),
+            max_content_bytes: 64 * 1024,
+        }
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        self.vector.validate()?;
+        self.bm25.validate()?;
+        self.candidates.validate()?;
+        if self.max_content_bytes == 0 {
+            return Err(Error::config("max_content_bytes must be at least 1"));
+        }
+        Ok(())
+    }
+}
+
+/// Result of applying one op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpOutcome {
+    NodeAdded(NodeId),
+    Edge(EdgeUpsert),
+    TypesSet,
+    NodeRemoved,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoreStats {
+    pub nodes: usize,
+    pub next_id: NodeId,
+    pub edges: [usize; View::COUNT],
+    pub ops_applied: u64,
+    pub graph_bytes: usize,
+    pub bm25_bytes: usize,
+    pub vector_bytes: usize,
+}
+
+pub struct MemoryStore {
+    pub(crate) config: StoreConfig,
+    pub(crate) graph: Graph,
+    pub(crate) bm25: Bm25Index,
+    pub(crate) vectors: VectorIndex,
+    pub(crate) tokenizer: Tokenizer,
+    /// normalised entity -> ids carrying it, ascending (ids only grow, so pushes keep order).
+    pub(crate) entity_index: HashMap<String, Vec<NodeId>>,
+    pub(crate) by_time: BTreeSet<(Timestamp, NodeId)>,
+    pub(crate) ops_applied: u64,
+}
+
+/// Entity identifiers compare after trimming, lowercasing and collapsing inner whitespace.
+pub fn normalize_entity(raw: &str) -> String {
+    raw.split_whitespace()
+        .map(str::to_lowercase)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+impl MemoryStore {
+    pub fn new(config: StoreConfig) -> Result<Self> {
+        config.validate()?;
+        Ok(Self {
+            graph: Graph::new(),
+            bm25: Bm25Index::new(config.bm25)?,
+            vectors: VectorIndex::new(config.vector)?,
+            tokenizer: Tokenizer::new(config.tokenizer),
+            entity_index: HashMap::new(),
+            by_time: BTreeSet::new(),
+            ops_applied: 0,
+            config,
+        })
+    }
+
+    pub fn config(&self) -> &StoreConfig {
+        &self.config
+    }
+
+    pub fn dim(&self) -> usize {
+        self.vectors.dim()
+    }
+
+    pub fn len(&self) -> usize {
+        self.graph.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.graph.is_empty()
+    }
+
+    pub fn next_id(&self) -> NodeId {
+        self.graph.next_id()
+    }
+
+    pub fn graph(&self) -> &Graph {
+        &self.graph
+    }
+
+    pub fn vectors(&self) -> &VectorIndex {
+        &self.vectors
+    }
+
+    pub fn bm25(&self) -> &Bm25Index {
+        &self.bm25
+    }
+
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
+    }
+
+    pub fn get(&self, id: NodeId) -> Option<&Node> {
+        self.graph.get(id)
+    }
+
+    pub fn require(&self, id: NodeId) -> Result<&Node> {
+        self.graph.require(id)
+    }
+
+    /// The node's unit-normalised embedding.
+    pub fn embedding(&self, id: NodeId) -> Option<&[f32]> {
+        self.vectors.get(id)
+    }
+
+    pub fn ops_applied(&self) -> u64 {
+        self.ops_applied
+    }
+
+    // ---- validation -------------------------------------------------------
+
+    fn validate_new_node(&self, node: &NewNode) -> Result<()> {
+        if node.content.trim().is_empty() {
+            return Err(Error::invalid("observation text is empty"));
+        }
+        if node.content.len() > self.config.max_content_bytes {
+            return Err(Error::invalid(format!(
+                "observation text is {} bytes, the limit is {}",
+                node.content.len(),
+                self.config.max_content_bytes
+            )));
+        }
+        if node.content.contains('\0') {
+            return Err(Error::invalid("observation text contains a NUL character"));
+        }
+        for (key, _) in &node.provenance {
+            if key.trim().is_empty() {
+                return Err(Error::invalid("provenance keys must be non-empty"));
+            }
+        }
+        for entity in &node.entities {
+            if normalize_entity(entity).is_empty() {
+                return Err(Error::invalid("entity identifiers must be non-empty"));
+            }
+        }
+        node.types.validate()?;
+        self.vectors.validate(&node.embedding)
+    }
+
+    /// Check an op against the current state without changing anything.
+    pub fn validate_op(&self, op: &Op) -> Result<()> {
+        match op {
+            Op::AddNode { id, node } => {
+                if *id != self.next_id() {
+                    return Err(Error::invalid(format!(
+                        "AddNode id {id} is not the next id {}",
+                        self.next_id()
+                    )));
+                }
+                self.validate_new_node(node)
+            }
+            Op::UpsertEdge(edge) => self.graph.validate_edge(edge),
+            Op::SetTypes { id, types } => {
+                self.require(*id)?;
+                types.validate()
+            }
+            Op::RemoveNode { id } => self.require(*id).map(|_| ()),
+        }
+    }
+
+    // ---- mutation ---------------------------------------------------------
+
+    /// Validate, then apply one op. The single place where state changes.
+    pub fn apply(&mut self, op: Op) -> Result<OpOutcome> {
+        self.validate_op(&op)?;
+        let outcome = match op {
+            Op::AddNode { id, node } => {
+                self.insert_validated(id, node)?;
+                OpOutcome::NodeAdded(id)
+            }
+            Op::UpsertEdge(edge) => OpOutcome::Edge(self.graph.upsert_edge(&edge)?),
+            Op::SetTypes { id, types } => {
+                self.graph.get_mut(id).expect("validated").types = types;
+                OpOutcome::TypesSet
+            }
+            Op::RemoveNode { id } => {
+                self.remove_validated(id)?;
+                OpOutcome::NodeRemoved
+            }
+        };
+        self.ops_applied += 1;
+        Ok(outcome)
+    }
+
+    fn insert_validated(&mut self, id: NodeId, node: NewNode) -> Result<()> {
+        // The vector index is the only step that can still fail (allocation
+        // inside usearch); do it first so a failure leaves nothing behind.
+        self.vectors.add(id, &node.embedding)?;
+        let mut entities: Vec<String> = Vec::with_capacity(node.entities.len());
+        for raw in &node.entities {
+            let e = normalize_entity(raw);
+            if !entities.contains(&e) {
+                entities.push(e);
+            }
+        }
+        let tokens = self.tokenizer.tokenize(&node.content);
+        self.bm25.add(id, &tokens);
+        for e in &entities {
+            self.entity_index.entry(e.clone()).or_default().push(id);
+        }
+        if let Some(ts) = node.timestamp {
+            self.by_time.insert((ts, id));
+        }
+        self.graph.push_node(Node {
+            id,
+            content: node.content,
+            timestamp: node.timestamp,
+            provenance: node.provenance,
+            entities,
+            types: node.types,
+        })
+    }
+
+    fn remove_validated(&mut self, id: NodeId) -> Result<()> {
+        self.vectors.remove(id)?;
+        let node = self.graph.remove_node(id)?;
+        self.bm25.remove(id);
+        for e in &node.entities {
+            if let Some(ids) = self.entity_index.get_mut(e) {
+                ids.retain(|&x| x != id);
+                if ids.is_empty() {
+                    self.entity_index.remove(e);
+                }
+            }
+        }
+        if let Some(ts) = node.timestamp {
+            self.by_time.remove(&(ts, id));
+        }
+        Ok(())
+    }
+
+    pub fn add_node(&mut self, node: NewNode) -> Result<NodeId> {
+        let id = self.next_id();
+        self.apply(Op::AddNode { id, node })?;
+        Ok(id)
+    }
+
+    /// Add many nodes, all or nothing: every node is validated before any is written.
+    pub fn add_nodes(&mut self, nodes: Vec<NewNode>) -> Result<Vec<NodeId>> {
+        for (i, node) in nodes.iter().enumerate() {
+            self.validate_new_node(node)
+                .map_err(|e| Error::invalid(format!("observation {i}: {e}")))?;
+        }
+        let mut ids = Vec::with_capacity(nodes.len());
+        for node in nodes {
+            ids.push(self.add_node(node)?);
+        }
+        Ok(ids)
+    }
+
+    pub fn upsert_edge(&mut self, edge: Edge) -> Result<EdgeUpsert> {
+        match self.apply(Op::UpsertEdge(edge))? {
+            OpOutcome::Edge(outcome) => Ok(outcome),
+            _ => unreachable!("UpsertEdge yields an edge outcome"),
+        }
+    }
+
+    /// Upsert many edges, all or nothing.
+    pub fn upsert_edges(&mut self, edges: Vec<Edge>) -> Result<Vec<EdgeUpsert>> {
+        for (i, edge) in edges.iter().enumerate() {
+            self.graph
+                .validate_edge(edge)
+                .map_err(|e| prefix_error(e, &format!("edge {i}")))?;
+        }
+        edges.into_iter().map(|e| self.upsert_edge(e)).collect()
+    }
+
+    pub fn set_types(&mut self, id: NodeId, types: TypeScores) -> Result<()> {
+        self.apply(Op::SetTypes { id, types }).map(|_| ())
+    }
+
+    pub fn remove_node(&mut self, id: NodeId) -> Result<()> {
+        self.apply(Op::RemoveNode { id }).map(|_| ())
+    }
+
+    // ---- reads ------------------------------------------------------------
+
+    pub fn tokenize(&self, text: &str) -> Vec<String> {
+        self.tokenizer.tokenize(text)
+    }
+
+    /// BM25 ranking of the query text.
+    pub fn search_lexical(&self, query: &str, k: usize) -> Vec<(NodeId, f32)> {
+        let tokens = self.tokenizer.tokenize(query);
+        self.bm25.search(&tokens, k, None)
+    }
+
+    /// Cosine ranking of a query embedding.
+    pub fn search_vector(&self, query: &[f32], k: usize) -> Result<Vec<(NodeId, f32)>> {
+        self.vectors.search(query, k, None)
+    }
+
+    /// Reciprocal-rank fusion of the lexical and vector rankings (each cut at
+    /// `depth` entries), top `k`. Either side may be absent.
+    pub fn fused_anchors(
+        &self,
+        query_text: Option<&str>,
+        query_vector: Option<&[f32]>,
+        k: usize,
+        depth: usize,
+        kappa: f64,
+    ) -> Result<Vec<(NodeId, f64)>> {
+        let vector: Vec<NodeId> = match query_vector {
+            Some(q) => self.vectors.search(q, depth, None)?.into_iter().map(|(id, _)| id).collect(),
+            None => Vec::new(),
+        };
+        let lexical: Vec<NodeId> = match query_text {
+            Some(t) => self.search_lexical(t, depth).into_iter().map(|(id, _)| id).collect(),
+            None => Vec::new(),
+        };
+        let mut fused = fusion::rrf(&[vector.as_slice(), lexical.as_slice()], kappa)?;
+        fused.truncate(k);
+        Ok(fused)
+    }
+
+    /// Every edge touching `id`, optionally in one view.
+    pub fn neighbors(&self, id: NodeId, view: Option<View>) -> Result<Vec<Edge>> {
+        self.require(id)?;
+        let mut edges = self.graph.incident_edges(id);
+        if let Some(v) = view {
+            edges.retain(|e| e.view == v);
+        }
+        Ok(edges)
+    }
+
+    /// Ids carrying a (normalised) entity, ascending.
+    pub fn nodes_with_entity(&self, entity: &str) -> &[NodeId] {
+        self.entity_index
+            .get(&normalize_entity(entity))
+            .map_or(&[], Vec::as_slice)
+    }
+
+    pub fn stats(&self) -> StoreStats {
+        StoreStats {
+            nodes: self.graph.len(),
+            next_id: self.graph.next_id(),
+            edges: View::ALL.map(|v| self.graph.edge_count(v)),
+            ops_applied: self.ops_applied,
+            graph_bytes: self.graph.memory_bytes()
+                + self.entity_index.values().map(|v| v.capacity() * 8 + 48).sum::<usize>()
+                + self.by_time.len() * 32,
+            bm25_bytes: self.bm25.memory_bytes(),
+            vector_bytes: self.vectors.memory_bytes(),
+        }
+    }
+}
+
+fn prefix_error(err: Error, what: &str) -> Error {
+    match err {
+        Error::InvalidInput(m) => Error::InvalidInput(format!("{what}: {m}")),
+        other => other,
+    }
+}

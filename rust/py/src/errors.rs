@@ -1,0 +1,53 @@
+//! Map core errors onto the Python exception tree defined in `jevmem.errors`.
+
+use jevmem_core::Error;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyType;
+
+static CLASSES: [PyOnceLock<Py<PyType>>; 8] = [const { PyOnceLock::new() }; 8];
+const NAMES: [&str; 8] = [
+    "InvalidInputError",
+    "DimensionMismatchError",
+    "InvalidScoreError",
+    "InvalidConfigError",
+    "NodeNotFoundError",
+    "TraversalStateError",
+    "SnapshotError",
+    "VectorIndexError",
+];
+
+fn raise(py: Python<'_>, which: usize, msg: String) -> PyErr {
+    match CLASSES[which].import(py, "jevmem.errors", NAMES[which]) {
+        Ok(cls) => PyErr::from_type(cls.clone(), msg),
+        Err(import_error) => import_error,
+    }
+}
+
+pub fn to_py(err: Error) -> PyErr {
+    Python::attach(|py| {
+        let msg = err.to_string();
+        match err {
+            Error::InvalidInput(_) => raise(py, 0, msg),
+            Error::DimensionMismatch { .. } => raise(py, 1, msg),
+            Error::InvalidScore { .. } => raise(py, 2, msg),
+            Error::InvalidConfig(_) => raise(py, 3, msg),
+            Error::NodeNotFound(_) => raise(py, 4, msg),
+            Error::InvalidState(_) => raise(py, 5, msg),
+            Error::Snapshot(_) => raise(py, 6, msg),
+            Error::Index(_) => raise(py, 7, msg),
+            Error::Io(e) => pyo3::exceptions::PyOSError::new_err(e.to_string()),
+        }
+    })
+}
+
+/// `?`-friendly conversion for core results.
+pub trait IntoPyResult<T> {
+    fn py(self) -> PyResult<T>;
+}
+
+impl<T> IntoPyResult<T> for Result<T, Error> {
+    fn py(self) -> PyResult<T> {
+        self.map_err(to_py)
+    }
+}

@@ -1,0 +1,522 @@
+//! `jevmem._core.MemoryStore`: the memory plane behind a frozen pyclass.
+//!
+//! The store sits in `Arc<RwLock<..>>`: searches take the read lock and run
+//! with the GIL released, so concurrent Python threads scale across cores;
+//! writers take the write lock and are serialised. Inputs are converted to
+//! owned Rust values before the GIL is released.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use jevmem_core::candidates::CandidateMatch;
+use jevmem_core::graph::EdgeUpsert;
+use jevmem_core::ops::NewNode;
+use jevmem_core::store::{MemoryStore as CoreStore, StoreConfig};
+use jevmem_core::vector::Quantization;
+use jevmem_core::{Edge as CoreEdge, EdgeOrigin, Error, Node as CoreNode, NodeId, TemporalLabel, TypeScores, View};
+use numpy::{AllowTypeChange, IntoPyArray, PyArray1, PyArrayLike1, PyArrayLike2};
+use parking_lot::RwLock;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::errors::IntoPyResult;
+
+pub type Shared = Arc<RwLock<CoreStore>>;
+
+/// A stored node, copied out of the memory.
+#[pyclass(frozen, module = "jevmem._core", get_all)]
+pub struct Node {
+    pub id: NodeId,
+    pub text: String,
+    pub timestamp: Option<i64>,
+    pub provenance: HashMap<String, String>,
+    pub entities: Vec<String>,
+    /// (episodic, semantic, procedural, preference)
+    pub types: (f32, f32, f32, f32),
+}
+
+#[pymethods]
+impl Node {
+    fn __repr__(&self) -> String {
+        let mut text: String = self.text.chars().take(60).collect();
+        if text.len() < self.text.len() {
+            text.push('…');
+        }
+        format!("Node(id={}, text={:?}, timestamp={:?})", self.id, text, self.timestamp)
+    }
+}
+
+impl From<&CoreNode> for Node {
+    fn from(n: &CoreNode) -> Self {
+        Node {
+            id: n.id,
+            text: n.content.clone(),
+            timestamp: n.timestamp,
+            provenance: n.provenance.iter().cloned().collect(),
+            entities: n.entities.clone(),
+            types: (n.types.episodic, n.types.semantic, n.types.procedural, n.types.preference),
+        }
+    }
+}
+
+/// A typed edge. Causal edges point cause -> effect.
+#[pyclass(frozen, module = "jevmem._core", get_all)]
+pub struct Edge {
+    pub src: NodeId,
+    pub dst: NodeId,
+    pub view: &'static str,
+    pub weight: f32,
+    pub origin: &'static str,
+    pub temporal_label: Option<&'static str>,
+}
+
+#[pymethods]
+impl Edge {
+    fn __repr__(&self) -> String {
+        format!(
+            "Edge({} -> {}, view={:?}, weight={:.3}, origin={:?})",
+            self.src, self.dst, self.view, self.weight, self.origin
+        )
+    }
+}
+
+impl From<&CoreEdge> for Edge {
+    fn from(e: &CoreEdge) -> Self {
+        Edge {
+            src: e.src,
+            dst: e.dst,
+            view: e.view.name(),
+            weight: e.weight,
+            origin: e.origin.name(),
+            temporal_label: e.temporal.map(TemporalLabel::name),
+        }
+    }
+}
+
+/// An earlier node proposed for relation judgment with a new one.
+#[pyclass(frozen, module = "jevmem._core", get_all)]
+pub struct WriteCandidate {
+    pub id: NodeId,
+    pub score: f32,
+    pub vector: f32,
+    pub lexical: f32,
+    pub entity: f32,
+    pub temporal: f32,
+}
+
+#[pymethods]
+impl WriteCandidate {
+    fn __repr__(&self) -> String {
+        format!("WriteCandidate(id={}, score={:.4})", self.id, self.score)
+    }
+}
+
+impl From<CandidateMatch> for WriteCandidate {
+    fn from(c: CandidateMatch) -> Self {
+        WriteCandidate {
+            id: c.id,
+            score: c.score,
+            vector: c.signals.vector,
+            lexical: c.signals.lexical,
+            entity: c.signals.entity,
+            temporal: c.signals.temporal,
+        }
+    }
+}
+
+fn types_arg(types: Option<(f32, f32, f32, f32)>) -> TypeScores {
+    types.map_or_else(TypeScores::default, |(episodic, semantic, procedural, preference)| TypeScores {
+        episodic,
+        semantic,
+        procedural,
+        preference,
+    })
+}
+
+fn provenance_arg(p: Option<HashMap<String, String>>) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = p.unwrap_or_default().into_iter().collect();
+    v.sort(); // dict order is not part of the data; keep stored order deterministic
+    v
+}
+
+fn parse_quantization(s: &str) -> Result<Quantization, Error> {
+    match s {
+        "f32" => Ok(Quantization::F32),
+        "f16" => Ok(Quantization::F16),
+        "i8" => Ok(Quantization::I8),
+        _ => Err(Error::InvalidConfig(format!("quantization must be f32, f16 or i8, got {s:?}"))),
+    }
+}
+
+fn vector_arg(v: &PyArrayLike1<'_, f32, AllowTypeChange>) -> Vec<f32> {
+    v.as_array().iter().copied().collect()
+}
+
+fn ranked_arrays<'py>(py: Python<'py>, ranked: Vec<(NodeId, f32)>) -> (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<f32>>) {
+    let (ids, scores): (Vec<u64>, Vec<f32>) = ranked.into_iter().unzip();
+    (ids.into_pyarray(py), scores.into_pyarray(py))
+}
+
+/// The jevmem memory plane: canonical nodes in a four-view graph (semantic,
+/// temporal, causal, entity) with BM25 and cosine vector indexes.
+#[pyclass(frozen, module = "jevmem._core")]
+pub struct MemoryStore {
+    pub(crate) inner: Shared,
+}
+
+#[pymethods]
+impl MemoryStore {
+    #[new]
+    #[pyo3(signature = (
+        dim, *, quantization = "f32", exact_threshold = None, connectivity = 16,
+        expansion_add = 128, expansion_search = 64, bm25_k1 = 1.2, bm25_b = 0.75,
+        stem = true, stopwords = true, candidate_k = 10, candidate_pool = 32,
+        max_text_bytes = 65536
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        dim: usize,
+        quantization: &str,
+        exact_threshold: Option<usize>,
+        connectivity: usize,
+        expansion_add: usize,
+        expansion_search: usize,
+        bm25_k1: f32,
+        bm25_b: f32,
+        stem: bool,
+        stopwords: bool,
+        candidate_k: usize,
+        candidate_pool: usize,
+        max_text_bytes: usize,
+    ) -> PyResult<Self> {
+        let mut config = StoreConfig::new(dim);
+        config.vector.quantization = parse_quantization(quantization).py()?;
+        if let Some(t) = exact_threshold {
+            config.vector.exact_threshold = t;
+        }
+        config.vector.connectivity = connectivity;
+        config.vector.expansion_add = expansion_add;
+        config.vector.expansion_search = expansion_search;
+        config.bm25.k1 = bm25_k1;
+        config.bm25.b = bm25_b;
+        config.tokenizer.stem = stem;
+        config.tokenizer.stopwords = stopwords;
+        config.candidates.k = candidate_k;
+        config.candidates.pool = candidate_pool;
+        config.max_content_bytes = max_text_bytes;
+        Ok(Self { inner: Arc::new(RwLock::new(CoreStore::new(config).py()?)) })
+    }
+
+    /// Embedding dimension.
+    #[getter]
+    fn dim(&self) -> usize {
+        self.inner.read().dim()
+    }
+
+    /// The id the next added node will get (ids are the insertion sequence).
+    #[getter]
+    fn next_id(&self) -> NodeId {
+        self.inner.read().next_id()
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.read().len()
+    }
+
+    fn __contains__(&self, id: NodeId) -> bool {
+        self.inner.read().get(id).is_some()
+    }
+
+    fn __repr__(&self) -> String {
+        let s = self.inner.read();
+        format!("MemoryStore(dim={}, nodes={}, edges={})", s.dim(), s.len(), s.graph().total_edges())
+    }
+
+    /// Add one observation; returns its id.
+    #[pyo3(signature = (text, embedding, *, timestamp = None, provenance = None, entities = None, types = None))]
+    fn add(
+        &self,
+        py: Python<'_>,
+        text: String,
+        embedding: PyArrayLike1<'_, f32, AllowTypeChange>,
+        timestamp: Option<i64>,
+        provenance: Option<HashMap<String, String>>,
+        entities: Option<Vec<String>>,
+        types: Option<(f32, f32, f32, f32)>,
+    ) -> PyResult<NodeId> {
+        let node = NewNode {
+            content: text,
+            timestamp,
+            provenance: provenance_arg(provenance),
+            entities: entities.unwrap_or_default(),
+            types: types_arg(types),
+            embedding: vector_arg(&embedding),
+        };
+        let inner = &self.inner;
+        py.detach(|| inner.write().add_node(node)).py()
+    }
+
+    /// Add many observations, all or nothing; returns their ids in order.
+    #[pyo3(signature = (texts, embeddings, *, timestamps = None, provenances = None, entities = None, types = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn add_batch(
+        &self,
+        py: Python<'_>,
+        texts: Vec<String>,
+        embeddings: PyArrayLike2<'_, f32, AllowTypeChange>,
+        timestamps: Option<Vec<Option<i64>>>,
+        provenances: Option<Vec<Option<HashMap<String, String>>>>,
+        entities: Option<Vec<Option<Vec<String>>>>,
+        types: Option<Vec<Option<(f32, f32, f32, f32)>>>,
+    ) -> PyResult<Vec<NodeId>> {
+        let n = texts.len();
+        let matrix = embeddings.as_array();
+        let check = |what: &str, len: Option<usize>| -> PyResult<()> {
+            match len {
+                Some(l) if l != n => Err(Error::InvalidInput(format!("{what} has {l} entries for {n} texts"))).py(),
+                _ => Ok(()),
+            }
+        };
+        check("embeddings", Some(matrix.nrows()))?;
+        check("timestamps", timestamps.as_ref().map(Vec::len))?;
+        check("provenances", provenances.as_ref().map(Vec::len))?;
+        check("entities", entities.as_ref().map(Vec::len))?;
+        check("types", types.as_ref().map(Vec::len))?;
+        let mut timestamps = timestamps.map(Vec::into_iter);
+        let mut provenances = provenances.map(Vec::into_iter);
+        let mut entities = entities.map(Vec::into_iter);
+        let mut types = types.map(Vec::into_iter);
+        let nodes: Vec<NewNode> = texts
+            .into_iter()
+            .zip(matrix.rows())
+            .map(|(content, row)| NewNode {
+                content,
+                timestamp: timestamps.as_mut().and_then(|it| it.next().flatten()),
+                provenance: provenance_arg(provenances.as_mut().and_then(|it| it.next().flatten())),
+                entities: entities.as_mut().and_then(|it| it.next().flatten()).unwrap_or_default(),
+                types: types_arg(types.as_mut().and_then(|it| it.next().flatten())),
+                embedding: row.iter().copied().collect(),
+            })
+            .collect();
+        let inner = &self.inner;
+        py.detach(|| inner.write().add_nodes(nodes)).py()
+    }
+
+    /// Insert an edge, or raise the weight of an existing (src, dst, view) edge.
+    /// Returns "inserted", "strengthened" or "unchanged".
+    #[pyo3(signature = (src, dst, view, weight, *, origin = "controller", temporal_label = None))]
+    fn add_edge(
+        &self,
+        src: NodeId,
+        dst: NodeId,
+        view: &str,
+        weight: f32,
+        origin: &str,
+        temporal_label: Option<&str>,
+    ) -> PyResult<&'static str> {
+        let edge = make_edge(src, dst, view, weight, origin, temporal_label).py()?;
+        let outcome = self.inner.write().upsert_edge(edge).py()?;
+        Ok(upsert_name(outcome))
+    }
+
+    /// Upsert many edges `(src, dst, view, weight[, origin[, temporal_label]])`, all or nothing.
+    fn add_edges(&self, py: Python<'_>, edges: Vec<Bound<'_, PyAny>>) -> PyResult<Vec<&'static str>> {
+        let mut parsed = Vec::with_capacity(edges.len());
+        for (i, item) in edges.iter().enumerate() {
+            let (src, dst, view, weight, origin, label): (NodeId, NodeId, String, f32, Option<String>, Option<String>) =
+                if let Ok((s, d, v, w)) = item.extract::<(NodeId, NodeId, String, f32)>() {
+                    (s, d, v, w, None, None)
+                } else if let Ok((s, d, v, w, o)) = item.extract::<(NodeId, NodeId, String, f32, String)>() {
+                    (s, d, v, w, Some(o), None)
+                } else {
+                    item.extract::<(NodeId, NodeId, String, f32, Option<String>, Option<String>)>()
+                        .map_err(|_| Error::InvalidInput(format!(
+                            "edge {i}: expected (src, dst, view, weight[, origin[, temporal_label]])"
+                        )))
+                        .py()?
+                };
+            parsed.push(
+                make_edge(src, dst, &view, weight, origin.as_deref().unwrap_or("controller"), label.as_deref())
+                    .map_err(|e| Error::InvalidInput(format!("edge {i}: {e}")))
+                    .py()?,
+            );
+        }
+        let inner = &self.inner;
+        let outcomes = py.detach(|| inner.write().upsert_edges(parsed)).py()?;
+        Ok(outcomes.into_iter().map(upsert_name).collect())
+    }
+
+    /// Replace a node's type scores (episodic, semantic, procedural, preference).
+    fn set_types(&self, id: NodeId, types: (f32, f32, f32, f32)) -> PyResult<()> {
+        self.inner.write().set_types(id, types_arg(Some(types))).py()
+    }
+
+    /// Delete a node, its edges and its index entries.
+    fn remove(&self, id: NodeId) -> PyResult<()> {
+        self.inner.write().remove_node(id).py()
+    }
+
+    /// The node with this id (raises NodeNotFoundError).
+    fn get(&self, id: NodeId) -> PyResult<Node> {
+        let s = self.inner.read();
+        Ok(Node::from(s.require(id).py()?))
+    }
+
+    /// The node's unit-normalised embedding.
+    fn embedding<'py>(&self, py: Python<'py>, id: NodeId) -> PyResult<Bound<'py, PyArray1<f32>>> {
+        let s = self.inner.read();
+        s.require(id).py()?;
+        Ok(s.embedding(id).expect("live node has an embedding").to_vec().into_pyarray(py))
+    }
+
+    /// Every edge touching `id`, optionally restricted to one view.
+    #[pyo3(signature = (id, view = None))]
+    fn neighbors(&self, id: NodeId, view: Option<&str>) -> PyResult<Vec<Edge>> {
+        let view = view.map(View::parse).transpose().py()?;
+        let s = self.inner.read();
+        Ok(s.neighbors(id, view).py()?.iter().map(Edge::from).collect())
+    }
+
+    /// The tokens the lexical index sees for `text`.
+    fn tokenize(&self, text: &str) -> Vec<String> {
+        self.inner.read().tokenize(text)
+    }
+
+    /// BM25 ranking: (ids, scores) arrays, best first.
+    #[pyo3(signature = (query, k = 10))]
+    fn search_lexical<'py>(
+        &self,
+        py: Python<'py>,
+        query: String,
+        k: usize,
+    ) -> (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<f32>>) {
+        let inner = &self.inner;
+        let ranked = py.detach(|| inner.read().search_lexical(&query, k));
+        ranked_arrays(py, ranked)
+    }
+
+    /// Cosine ranking of a query embedding: (ids, similarities) arrays, best first.
+    #[pyo3(signature = (query, k = 10))]
+    fn search_vector<'py>(
+        &self,
+        py: Python<'py>,
+        query: PyArrayLike1<'py, f32, AllowTypeChange>,
+        k: usize,
+    ) -> PyResult<(Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<f32>>)> {
+        let q = vector_arg(&query);
+        let inner = &self.inner;
+        let ranked = py.detach(|| inner.read().search_vector(&q, k)).py()?;
+        Ok(ranked_arrays(py, ranked))
+    }
+
+    /// Reciprocal-rank fusion of the lexical and vector rankings (each cut at
+    /// `depth`), top `k`: (ids, fused scores) arrays.
+    #[pyo3(signature = (text = None, vector = None, k = 10, *, depth = 50, kappa = 60.0))]
+    fn fused_anchors<'py>(
+        &self,
+        py: Python<'py>,
+        text: Option<String>,
+        vector: Option<PyArrayLike1<'py, f32, AllowTypeChange>>,
+        k: usize,
+        depth: usize,
+        kappa: f64,
+    ) -> PyResult<(Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<f64>>)> {
+        let q = vector.as_ref().map(vector_arg);
+        let inner = &self.inner;
+        let fused = py
+            .detach(|| inner.read().fused_anchors(text.as_deref(), q.as_deref(), k, depth, kappa))
+            .py()?;
+        let (ids, scores): (Vec<u64>, Vec<f64>) = fused.into_iter().unzip();
+        Ok((ids.into_pyarray(py), scores.into_pyarray(py)))
+    }
+
+    /// Write-path candidates for node `id`: the best earlier nodes to judge relations with.
+    #[pyo3(signature = (id, k = None))]
+    fn write_candidates(&self, py: Python<'_>, id: NodeId, k: Option<usize>) -> PyResult<Vec<WriteCandidate>> {
+        let inner = &self.inner;
+        let found = py.detach(|| inner.read().candidates_for(id, k)).py()?;
+        Ok(found.into_iter().map(WriteCandidate::from).collect())
+    }
+
+    /// Node ids carrying an entity (normalised: trimmed, lowercased).
+    fn nodes_with_entity(&self, entity: &str) -> Vec<NodeId> {
+        self.inner.read().nodes_with_entity(entity).to_vec()
+    }
+
+    /// Counts and approximate memory use.
+    fn stats(&self) -> HashMap<&'static str, u64> {
+        let s = self.inner.read().stats();
+        let mut out = HashMap::new();
+        out.insert("nodes", s.nodes as u64);
+        out.insert("next_id", s.next_id);
+        for v in View::ALL {
+            out.insert(
+                match v {
+                    View::Semantic => "edges_semantic",
+                    View::Temporal => "edges_temporal",
+                    View::Causal => "edges_causal",
+                    View::Entity => "edges_entity",
+                },
+                s.edges[v.index()] as u64,
+            );
+        }
+        out.insert("ops_applied", s.ops_applied);
+        out.insert("graph_bytes", s.graph_bytes as u64);
+        out.insert("bm25_bytes", s.bm25_bytes as u64);
+        out.insert("vector_bytes", s.vector_bytes as u64);
+        out
+    }
+
+    /// Write a snapshot (atomic: temporary file, fsync, rename).
+    fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        let inner = &self.inner;
+        py.detach(|| inner.read().save(&path)).py()
+    }
+
+    /// Load a snapshot written by `save`.
+    #[staticmethod]
+    fn load(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
+        let store = py.detach(|| CoreStore::load(&path)).py()?;
+        Ok(Self { inner: Arc::new(RwLock::new(store)) })
+    }
+
+    /// The snapshot as bytes.
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let inner = &self.inner;
+        let bytes = py.detach(|| inner.read().to_snapshot_bytes()).py()?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    #[staticmethod]
+    fn from_bytes(py: Python<'_>, data: Vec<u8>) -> PyResult<Self> {
+        let store = py.detach(|| CoreStore::from_snapshot_bytes(&data)).py()?;
+        Ok(Self { inner: Arc::new(RwLock::new(store)) })
+    }
+}
+
+fn make_edge(
+    src: NodeId,
+    dst: NodeId,
+    view: &str,
+    weight: f32,
+    origin: &str,
+    temporal_label: Option<&str>,
+) -> Result<CoreEdge, Error> {
+    Ok(CoreEdge {
+        src,
+        dst,
+        view: View::parse(view)?,
+        weight,
+        origin: EdgeOrigin::parse(origin)?,
+        temporal: temporal_label.map(TemporalLabel::parse).transpose()?,
+    })
+}
+
+fn upsert_name(u: EdgeUpsert) -> &'static str {
+    match u {
+        EdgeUpsert::Inserted => "inserted",
+        EdgeUpsert::Strengthened => "strengthened",
+        EdgeUpsert::Unchanged => "unchanged",
+    }
+}

@@ -1,0 +1,321 @@
+"""The memory plane through the bindings: typed errors that change nothing,
+batch == one-by-one, snapshots, fusion, numpy in and out, thread safety."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import jevmem
+from jevmem import (
+    DimensionMismatchError,
+    HashEmbedder,
+    InvalidConfigError,
+    InvalidInputError,
+    InvalidScoreError,
+    JevmemError,
+    MemoryStore,
+    NodeNotFoundError,
+    SnapshotError,
+)
+
+DIM = 16
+EMB = HashEmbedder(DIM)
+WORDS = ["alpha", "beta", "gamma", "paint", "paris", "trip", "camping", "dog", "music", "lake"]
+
+texts_st = st.lists(
+    st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join),
+    min_size=1,
+    max_size=25,
+)
+
+
+def build(texts: list[str], **kw: object) -> MemoryStore:
+    m = MemoryStore(DIM, **kw)  # type: ignore[arg-type]
+    for i, t in enumerate(texts):
+        m.add(t, EMB.embed_one(t), timestamp=1000 + i, entities=[t.split()[0]])
+    return m
+
+
+def test_add_get_and_types() -> None:
+    m = MemoryStore(DIM)
+    i = m.add(
+        "Caroline joined a support group",
+        EMB.embed_one("Caroline joined a support group"),
+        timestamp=1_683_000_000,
+        provenance={"speaker": "Caroline", "dia_id": "D1:3"},
+        entities=["Caroline"],
+        types=(0.9, 0.1, 0.0, 0.2),
+    )
+    assert i == 0 and len(m) == 1 and 0 in m and 1 not in m
+    n = m.get(0)
+    assert n.text.startswith("Caroline")
+    assert n.provenance == {"speaker": "Caroline", "dia_id": "D1:3"}
+    assert n.entities == ["caroline"]
+    assert n.types == pytest.approx((0.9, 0.1, 0.0, 0.2))
+    assert m.nodes_with_entity("CAROLINE") == [0]
+    e = m.embedding(0)
+    assert e.dtype == np.float32 and abs(float(np.linalg.norm(e)) - 1) < 1e-5
+
+
+def test_error_tree() -> None:
+    assert issubclass(DimensionMismatchError, InvalidInputError)
+    assert issubclass(InvalidInputError, ValueError)
+    assert issubclass(InvalidScoreError, ValueError)
+    assert issubclass(NodeNotFoundError, KeyError)
+    assert all(
+        issubclass(c, JevmemError)
+        for c in (DimensionMismatchError, InvalidConfigError, SnapshotError, NodeNotFoundError)
+    )
+    m = MemoryStore(DIM)
+    with pytest.raises(NodeNotFoundError, match="no node with id 3"):
+        m.get(3)
+    with pytest.raises(InvalidConfigError):
+        MemoryStore(0)
+    with pytest.raises(InvalidConfigError):
+        MemoryStore(DIM, quantization="f64")
+    with pytest.raises(InvalidConfigError):
+        MemoryStore(DIM, bm25_b=2.0)
+
+
+BAD_ADDS: list[tuple[str, object, dict[str, object], type[Exception]]] = [
+    ("", EMB.embed_one("x"), {}, InvalidInputError),
+    ("   ", EMB.embed_one("x"), {}, InvalidInputError),
+    ("ok", np.ones(DIM + 1, dtype=np.float32), {}, DimensionMismatchError),
+    ("ok", np.full(DIM, np.nan, dtype=np.float32), {}, InvalidInputError),
+    ("ok", np.zeros(DIM, dtype=np.float32), {}, InvalidInputError),
+    ("ok", EMB.embed_one("x"), {"types": (0.5, 0.5, 0.5, 1.5)}, InvalidScoreError),
+    ("ok", EMB.embed_one("x"), {"types": (0.5, float("nan"), 0.5, 0.5)}, InvalidScoreError),
+    ("ok", EMB.embed_one("x"), {"entities": [" "]}, InvalidInputError),
+    ("x" * 70_000, EMB.embed_one("x"), {}, InvalidInputError),
+]
+
+
+@pytest.mark.parametrize(("text", "vec", "kw", "exc"), BAD_ADDS)
+def test_bad_add_changes_nothing(
+    text: str, vec: object, kw: dict[str, object], exc: type[Exception]
+) -> None:
+    m = build(["alpha beta", "gamma paint"])
+    m.add_edge(0, 1, "semantic", 0.8)
+    before = m.to_bytes()
+    with pytest.raises(exc):
+        m.add(text, vec, **kw)  # type: ignore[arg-type]
+    assert m.to_bytes() == before
+
+
+def test_bad_edges_and_ids_change_nothing() -> None:
+    m = build(["alpha beta", "gamma paint", "paris trip"])
+    before = m.to_bytes()
+    with pytest.raises(NodeNotFoundError):
+        m.add_edge(0, 9, "semantic", 0.5)
+    with pytest.raises(InvalidInputError, match="unknown view"):
+        m.add_edge(0, 1, "spatial", 0.5)
+    with pytest.raises(InvalidScoreError):
+        m.add_edge(0, 1, "causal", 1.01)
+    with pytest.raises(InvalidInputError):
+        m.add_edge(0, 0, "causal", 0.5)
+    with pytest.raises(InvalidInputError):
+        m.add_edge(0, 1, "causal", 0.5, temporal_label="before")
+    with pytest.raises(InvalidInputError):
+        m.add_edge(0, 1, "temporal", 0.5, temporal_label="someday")
+    with pytest.raises(InvalidInputError, match="edge 1"):
+        m.add_edges([(0, 1, "semantic", 0.5), (1, 2, "semantic", float("nan"))])
+    with pytest.raises(NodeNotFoundError):
+        m.remove(17)
+    with pytest.raises(NodeNotFoundError):
+        m.set_types(17, (0, 0, 0, 0))
+    with pytest.raises(InvalidInputError, match="embeddings has 1 entries for 2 texts"):
+        m.add_batch(["a", "b"], EMB.embed(["a"]))
+    with pytest.raises(InvalidInputError, match="observation 1"):
+        m.add_batch(["fine", ""], EMB.embed(["fine", "x"]))
+    assert m.to_bytes() == before
+
+
+def test_edges_views_and_reassertion() -> None:
+    m = build(["alpha beta", "gamma paint", "paris trip"])
+    assert m.add_edge(0, 1, "causal", 0.4) == "inserted"
+    assert m.add_edge(0, 1, "causal", 0.2) == "unchanged"
+    assert m.add_edge(0, 1, "causal", 0.9) == "strengthened"
+    assert m.add_edge(0, 1, "semantic", 0.3, origin="rule") == "inserted"
+    assert m.add_edge(1, 2, "temporal", 1.0, temporal_label="before") == "inserted"
+    causal = m.neighbors(0, "causal")
+    assert [(e.src, e.dst, e.weight) for e in causal] == [(0, 1, pytest.approx(0.9))]
+    assert {e.view for e in m.neighbors(1)} == {"causal", "semantic", "temporal"}
+    assert m.neighbors(2, "temporal")[0].temporal_label == "before"
+    s = m.stats()
+    assert (s["edges_causal"], s["edges_semantic"], s["edges_temporal"]) == (1, 1, 1)
+
+
+@given(texts_st)
+def test_add_batch_equals_one_by_one(texts: list[str]) -> None:
+    one = build(texts)
+    batch = MemoryStore(DIM)
+    ids = batch.add_batch(
+        texts,
+        EMB.embed(texts),
+        timestamps=[1000 + i for i in range(len(texts))],
+        entities=[[t.split()[0]] for t in texts],
+    )
+    assert ids == list(range(len(texts)))
+    assert batch.to_bytes() == one.to_bytes()
+
+
+@given(texts_st, st.integers(0, 2**32))
+def test_snapshot_round_trip(texts: list[str], seed: int) -> None:
+    m = build(texts)
+    rng = np.random.default_rng(seed)
+    n = len(texts)
+    for _ in range(min(n, 5)):
+        a, b = (int(x) for x in rng.integers(0, n, 2))
+        if a != b:
+            m.add_edge(a, b, ["semantic", "causal", "entity"][int(rng.integers(3))], float(rng.random()))
+    if n > 2:
+        m.remove(int(rng.integers(0, n)))
+    loaded = MemoryStore.from_bytes(m.to_bytes())
+    assert len(loaded) == len(m) and loaded.next_id == m.next_id
+    assert loaded.to_bytes() == m.to_bytes()
+    for q in ("alpha", "paris trip"):
+        ids_a, sc_a = m.search_lexical(q, 10)
+        ids_b, sc_b = loaded.search_lexical(q, 10)
+        assert ids_a.tolist() == ids_b.tolist()
+        np.testing.assert_allclose(sc_a, sc_b)
+    for i in range(m.next_id):
+        if i in m:
+            assert loaded.get(i).text == m.get(i).text
+            assert [(e.src, e.dst, e.view) for e in loaded.neighbors(i)] == [
+                (e.src, e.dst, e.view) for e in m.neighbors(i)
+            ]
+
+
+def test_snapshot_files_and_corruption(tmp_path: Path) -> None:
+    m = build(["alpha beta", "gamma paint", "paris trip"])
+    path = tmp_path / "memory.jvm"
+    m.save(path)
+    assert len(MemoryStore.load(path)) == 3
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    with pytest.raises(SnapshotError, match="checksum"):
+        MemoryStore.from_bytes(bytes(data))
+    with pytest.raises(SnapshotError):
+        MemoryStore.from_bytes(b"JEVMEMSS" + b"\0" * 3)
+    with pytest.raises(OSError):
+        MemoryStore.load(tmp_path / "missing.jvm")
+
+
+def rrf_reference(lists: list[list[int]], kappa: float = 60.0) -> list[tuple[int, float]]:
+    scores: dict[int, float] = {}
+    for ranked in lists:
+        seen: set[int] = set()
+        for rank, node in enumerate(ranked, start=1):
+            if node in seen:
+                continue
+            seen.add(node)
+            scores[node] = scores.get(node, 0.0) + 1.0 / (kappa + rank)
+    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+@given(texts_st, st.sampled_from(WORDS), st.integers(1, 30), st.integers(1, 30))
+def test_fused_anchors_match_reference(texts: list[str], q: str, k: int, depth: int) -> None:
+    m = build(texts)
+    qv = EMB.embed_one(q)
+    lex_ids, _ = m.search_lexical(q, depth)
+    vec_ids, _ = m.search_vector(qv, depth)
+    want = rrf_reference([vec_ids.tolist(), lex_ids.tolist()])[:k]
+    ids, scores = m.fused_anchors(q, qv, k, depth=depth)
+    assert ids.dtype == np.uint64 and scores.dtype == np.float64
+    assert ids.tolist() == [i for i, _ in want]
+    np.testing.assert_allclose(scores, [s for _, s in want], rtol=1e-12)
+
+
+def test_numpy_inputs_are_flexible() -> None:
+    m = MemoryStore(DIM)
+    v64 = EMB.embed_one("alpha").astype(np.float64)
+    m.add("alpha", v64)
+    m.add("beta", list(EMB.embed_one("beta")))
+    ids, sims = m.search_vector(v64, 2)
+    assert ids.tolist()[0] == 0 and sims.dtype == np.float32
+    assert sims[0] == pytest.approx(1.0, abs=1e-5)
+
+
+def test_write_candidates_only_look_back() -> None:
+    texts = ["paris trip with dog", "camping at the lake", "paris music", "dog at lake", "trip"]
+    m = build(texts)
+    for i in range(len(texts)):
+        cands = m.write_candidates(i)
+        assert all(c.id < i for c in cands)
+        assert [c.score for c in cands] == sorted((c.score for c in cands), reverse=True)
+        assert all(0.0 <= x <= 1.0 for c in cands for x in (c.vector, c.lexical, c.entity, c.temporal))
+    assert m.write_candidates(0) == []
+    assert len(m.write_candidates(4, k=2)) == 2
+
+
+def test_removed_nodes_disappear() -> None:
+    m = build(["paris trip", "camping lake", "paris music"])
+    m.add_edge(0, 2, "entity", 1.0)
+    m.remove(0)
+    assert 0 not in m
+    assert 0 not in m.search_lexical("paris", 10)[0].tolist()
+    assert 0 not in m.search_vector(EMB.embed_one("paris trip"), 10)[0].tolist()
+    assert m.neighbors(2) == []
+    assert m.add("new", EMB.embed_one("new")) == 3
+
+
+def test_concurrent_searches_match_serial() -> None:
+    texts = [" ".join(WORDS[(i * 7 + j) % len(WORDS)] for j in range(4)) for i in range(300)]
+    m = build(texts)
+    queries = [WORDS[i % len(WORDS)] + " " + WORDS[(i * 3) % len(WORDS)] for i in range(40)]
+
+    def run(q: str) -> tuple[list[int], list[int]]:
+        lexical = m.search_lexical(q, 5)[0].tolist()
+        fused = m.fused_anchors(q, EMB.embed_one(q), 5)[0].tolist()
+        return lexical, fused
+
+    serial = [run(q) for q in queries]
+    mismatches: list[str] = []
+    failures: list[BaseException] = []
+
+    def reader() -> None:
+        try:
+            for q, want in zip(queries, serial):
+                if run(q) != want:
+                    mismatches.append(q)
+        except BaseException as exc:  # surfaced below
+            failures.append(exc)
+
+    threads = [threading.Thread(target=reader) for _ in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert mismatches == [] and failures == []
+
+    # Readers racing a writer: nothing raises, nothing half-written is seen.
+    def racing_reader() -> None:
+        try:
+            for q in queries:
+                ids, _ = m.fused_anchors(q, EMB.embed_one(q), 5)
+                assert len(ids) <= 5 and all(int(i) < m.next_id for i in ids)
+        except BaseException as exc:
+            failures.append(exc)
+
+    def writer() -> None:
+        for i in range(50):
+            m.add(f"extra note {i}", EMB.embed_one(f"extra note {i}"))
+
+    threads = [threading.Thread(target=racing_reader) for _ in range(3)]
+    threads.append(threading.Thread(target=writer))
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert failures == []
+    assert len(m) == 350
+
+
+def test_version() -> None:
+    assert isinstance(jevmem.__version__, str)
