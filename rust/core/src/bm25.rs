@@ -104,7 +104,12 @@ struct Scratch {
     scores: Vec<f32>,
     touched: Vec<u32>,
     cands: Vec<(u32, f32)>,
+    table: Vec<f32>,
 }
+
+/// Counts pruned searches, so tests can check the pruning path runs.
+#[cfg(test)]
+static PRUNED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 thread_local! {
     static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
@@ -113,6 +118,7 @@ thread_local! {
 /// Query term after interning: its postings and its hoisted weight
 /// `count * idf * (k1 + 1)`.
 struct QueryTerm<'a> {
+    id: u32,
     postings: &'a [Posting],
     weight: f32,
 }
@@ -121,6 +127,44 @@ struct QueryTerm<'a> {
 #[inline]
 fn rank_cmp(a: &(u32, f32), b: &(u32, f32)) -> std::cmp::Ordering {
     b.1.total_cmp(&a.1).then(a.0.cmp(&b.0))
+}
+
+/// `tf / (tf + k1 * (1 - b + b * dl / avgdl))` with `c1 = k1 * (1 - b)`,
+/// `c2 = k1 * b / avgdl`. Every scoring path goes through this (or the table
+/// built from it) so all paths agree bit for bit.
+#[inline]
+fn tf_part(tf: u32, dl: u32, c1: f32, c2: f32) -> f32 {
+    let tf = tf as f32;
+    tf / (tf + (c1 + c2 * dl as f32))
+}
+
+/// Per-query table of `tf_part` for tf in 1..=TABLE_TF and dl < TABLE_DL,
+/// built when a term has enough postings to amortise it.
+const TABLE_TF: usize = 4;
+const TABLE_DL: usize = 128;
+const TABLE_MIN_POSTINGS: usize = 4 * TABLE_TF * TABLE_DL;
+
+/// The k-th best score among the accepted touched docs, if there are k of them.
+fn kth_partial(
+    scores: &[f32],
+    touched: &[u32],
+    k: usize,
+    accept: Option<&dyn Fn(NodeId) -> bool>,
+    cands: &mut Vec<(u32, f32)>,
+) -> Option<f32> {
+    if touched.len() < k {
+        return None;
+    }
+    cands.clear();
+    cands.extend(
+        touched
+            .iter()
+            .filter(|&&d| accept.is_none_or(|f| f(NodeId::from(d))))
+            .map(|&d| (d, scores[d as usize])),
+    );
+    let th = (cands.len() >= k).then(|| *cands.select_nth_unstable_by(k - 1, rank_cmp).1);
+    cands.clear();
+    th.map(|c| c.1)
 }
 
 impl Bm25Index {
@@ -321,16 +365,24 @@ impl Bm25Index {
         (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
     }
 
+    /// Known query terms, highest weight (rarest) first: see the pruning in `search_with`.
     fn weighted_terms(&self, query: &[String]) -> Vec<QueryTerm<'_>> {
         let k1p1 = f64::from(self.params.k1) + 1.0;
-        self.query_terms(query)
+        let mut terms: Vec<QueryTerm<'_>> = self
+            .query_terms(query)
             .into_iter()
-            .map(|(t, count)| {
-                let postings = self.postings[t as usize].as_slice();
+            .map(|(id, count)| {
+                let postings = self.postings[id as usize].as_slice();
                 let weight = (f64::from(count) * self.idf(postings.len()) * k1p1) as f32;
-                QueryTerm { postings, weight }
+                QueryTerm {
+                    id,
+                    postings,
+                    weight,
+                }
             })
-            .collect()
+            .collect();
+        terms.sort_by(|a, b| b.weight.total_cmp(&a.weight).then(a.id.cmp(&b.id)));
+        terms
     }
 
     /// Top-k documents by BM25 score (> 0 only), best first, ties by smaller id.
@@ -367,7 +419,9 @@ impl Bm25Index {
             scores,
             touched,
             cands,
+            table,
         } = scratch;
+        table.clear();
         if scores.len() < n_slots {
             scores.resize(n_slots, 0.0);
         }
@@ -375,24 +429,76 @@ impl Bm25Index {
         let doc_len = &self.doc_len[..];
         let (c1, c2) = self.norm_consts();
 
-        // Dense mode when the postings cover a large share of the id range:
-        // then a linear sweep over the buffer beats tracking touched ids.
-        let total_postings: usize = terms.iter().map(|t| t.postings.len()).sum();
-        let dense = total_postings >= n_slots / 8;
-
-        // Term-at-a-time accumulation. Contributions are strictly positive
-        // (idf > 0, tf >= 1), so a zero score means "not touched yet".
+        // Term-at-a-time accumulation, rarest term first. Contributions are
+        // strictly positive (idf > 0, tf >= 1), so a zero score means "not
+        // touched yet". Once the touched docs cover a large share of the id
+        // range we stop tracking them ("dense") and sweep the buffer instead.
+        //
+        // Pruning (MaxScore-like, exact): a term contributes at most its
+        // weight (tf / (tf + norm) <= 1). Before terms whose postings far
+        // outnumber the touched docs, take the k-th best partial score among
+        // accepted touched docs; partial scores only grow, so that is a lower
+        // bound on the final k-th score. If the weights of all remaining terms
+        // add up to less, no untouched doc can make the top k, and the
+        // remaining terms only need to be looked up for the touched docs,
+        // in their (short) per-document term lists.
         touched.clear();
-        for term in terms {
+        let mut dense = false;
+        let mut done = terms.len();
+        for (i, term) in terms.iter().enumerate() {
+            // Looking a term up in a doc (pointer chase + binary search) costs
+            // far more than one sequential posting, hence the factor.
+            let rest_postings: usize = terms[i..].iter().map(|t| t.postings.len()).sum();
+            if !dense && i > 0 && touched.len() * 16 < rest_postings {
+                let rest: f32 = terms[i..].iter().map(|t| t.weight).sum();
+                // The margin covers f32 rounding in the sums.
+                if kth_partial(scores, touched, k, accept, cands)
+                    .is_some_and(|th| rest * (1.0 + 1e-4) < th)
+                {
+                    done = i;
+                    #[cfg(test)]
+                    PRUNED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    break;
+                }
+            }
+            if !dense && touched.len() + term.postings.len() > n_slots / 8 {
+                dense = true;
+            }
             let w = term.weight;
+            if term.postings.len() >= TABLE_MIN_POSTINGS && table.is_empty() {
+                table.extend((0..TABLE_TF * TABLE_DL).map(|i| {
+                    let (tf, dl) = ((i / TABLE_DL + 1) as u32, (i % TABLE_DL) as u32);
+                    tf_part(tf, dl, c1, c2)
+                }));
+            }
             for &(d, tf) in term.postings {
-                let tf = tf as f32;
-                let s = w * tf / (tf + c1 + c2 * doc_len[d as usize] as f32);
+                let dl = doc_len[d as usize];
+                // Division-free for the common small (tf, dl); same value either way.
+                let g =
+                    if (tf as usize) <= TABLE_TF && (dl as usize) < TABLE_DL && !table.is_empty() {
+                        table[(tf as usize - 1) * TABLE_DL + dl as usize]
+                    } else {
+                        tf_part(tf, dl, c1, c2)
+                    };
+                let s = w * g;
                 let slot = &mut scores[d as usize];
                 if !dense && *slot == 0.0 {
                     touched.push(d);
                 }
                 *slot += s;
+            }
+        }
+        if done < terms.len() {
+            for &d in touched.iter() {
+                let Some(doc) = &self.docs[d as usize] else {
+                    continue;
+                };
+                let slot = &mut scores[d as usize];
+                for term in &terms[done..] {
+                    if let Ok(pos) = doc.terms.binary_search_by_key(&term.id, |&(x, _)| x) {
+                        *slot += term.weight * tf_part(doc.terms[pos].1, doc.len, c1, c2);
+                    }
+                }
             }
         }
 
@@ -465,13 +571,11 @@ impl Bm25Index {
                 else {
                     return 0.0;
                 };
-                let norm = c1 + c2 * entry.len as f32;
                 weights
                     .iter()
                     .filter_map(|&(t, w)| {
                         let pos = entry.terms.binary_search_by_key(&t, |&(x, _)| x).ok()?;
-                        let tf = entry.terms[pos].1 as f32;
-                        Some(w * tf / (tf + norm))
+                        Some(w * tf_part(entry.terms[pos].1, entry.len, c1, c2))
                     })
                     .sum()
             })
@@ -669,6 +773,48 @@ mod tests {
     }
 
     #[test]
+    fn pruning_path_is_taken_and_exact() {
+        let mut ix = idx();
+        for d in 0..1000u64 {
+            let mut toks = s("common filler");
+            if d % 100 == 7 {
+                toks.push("rare".into());
+            }
+            ix.add(d, &toks);
+        }
+        let before = PRUNED.load(std::sync::atomic::Ordering::Relaxed);
+        let r = ix.search(&s("rare common"), 3, None);
+        assert!(PRUNED.load(std::sync::atomic::Ordering::Relaxed) > before);
+        assert_eq!(r.iter().map(|x| x.0).collect::<Vec<_>>(), [7, 107, 207]);
+        let full = ix.score(&s("rare common"), &[7, 107, 207]);
+        for (got, want) in r.iter().zip(full) {
+            assert!((got.1 - want).abs() <= 1e-5 * want);
+        }
+    }
+
+    #[test]
+    fn table_path_matches_direct_scoring() {
+        // Enough postings for the per-query table, with tf and lengths on both
+        // sides of its bounds.
+        let mut ix = idx();
+        for d in 0..5000u64 {
+            let mut toks = vec!["common".to_string(); 1 + (d % 7) as usize];
+            toks.extend((0..(d * 37 % 200)).map(|i| format!("x{}", i % 13)));
+            ix.add(d, &toks);
+        }
+        let q = s("common x3");
+        let r = ix.search(&q, 5000, None);
+        assert_eq!(r.len(), 5000);
+        let ids: Vec<NodeId> = r.iter().map(|x| x.0).collect();
+        for ((_, got), want) in r.iter().zip(ix.score(&q, &ids)) {
+            assert!((got - want).abs() <= 1e-6 * want, "{got} vs {want}");
+        }
+        for w in r.windows(2) {
+            assert!(w[0].1 > w[1].1 || (w[0].1 == w[1].1 && w[0].0 < w[1].0));
+        }
+    }
+
+    #[test]
     fn reentrant_search_from_filter() {
         let ix = corpus();
         let inner = |d: NodeId| !ix.search(&s("cherry"), 10, None).iter().any(|x| x.0 == d);
@@ -826,6 +972,62 @@ mod tests {
                 for (&d, &sc) in ids.iter().zip(&scored) {
                     let want = all.get(&d).copied().unwrap_or(0.0);
                     prop_assert!(rel_close(f64::from(sc), want), "score doc {}: {} vs {}", d, sc, want);
+                }
+            }
+        }
+
+        #[test]
+        fn pruned_search_matches_reference(
+            n in 100u64..500,
+            k in 1usize..12,
+            seed in any::<u64>(),
+            modulus in 0u64..4,
+            removals in proptest::collection::vec(0u64..500, 0..40),
+        ) {
+            // One term in every doc, a mid-frequency filler vocabulary and rare
+            // terms in a few docs: rare-term queries with the common term
+            // appended exercise the pruned path.
+            let mut ix = idx();
+            let mut reference = Reference { k1: 1.2, b: 0.75, docs: BTreeMap::new() };
+            let mut x = seed | 1;
+            let mut next = || {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x
+            };
+            for d in 0..n {
+                let mut toks = vec!["common".to_string(); 1 + (next() % 3) as usize];
+                for _ in 0..(next() % 6) {
+                    toks.push(format!("f{}", next() % 20));
+                }
+                if next() % 4 == 0 {
+                    toks.push(format!("r{}", next() % 10));
+                }
+                ix.add(d, &toks);
+                reference.docs.insert(d, toks);
+            }
+            for d in removals {
+                prop_assert_eq!(ix.remove(d), reference.docs.remove(&d).is_some());
+            }
+            let filter = move |d: NodeId| d % (modulus + 1) != 0;
+            let accept: Option<&dyn Fn(NodeId) -> bool> = if modulus == 0 { None } else { Some(&filter) };
+            for q in ["r1 common", "r2 r3 common", "r4 f3 common common", "r5 r6 r7 f1 common"] {
+                let q = s(q);
+                let got = ix.search(&q, k, accept);
+                let all = reference.scores(&q);
+                let mut expected: Vec<(u64, f64)> = all
+                    .iter()
+                    .filter(|(&d, &s)| s > 0.0 && accept.is_none_or(|f| f(d)))
+                    .map(|(&d, &s)| (d, s))
+                    .collect();
+                expected.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+                expected.truncate(k);
+                prop_assert_eq!(got.len(), expected.len());
+                for (&(d, s), &(_, es)) in got.iter().zip(&expected) {
+                    prop_assert!(accept.is_none_or(|f| f(d)));
+                    prop_assert!(rel_close(f64::from(s), es), "{} vs {}", s, es);
+                    prop_assert!(rel_close(f64::from(s), all[&d]), "{} vs {}", s, all[&d]);
                 }
             }
         }
