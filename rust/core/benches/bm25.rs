@@ -10,6 +10,7 @@
 use std::time::{Duration, Instant};
 
 use jevmem_core::bm25::{Bm25Index, Bm25Params};
+use jevmem_core::text::Tokenizer;
 
 const VOCAB: usize = 100_000;
 const ZIPF_S: f64 = 1.0;
@@ -131,7 +132,34 @@ fn run(n_docs: usize, words: &[String], zipf: &Zipf) {
     }
 }
 
+/// Tokenizer throughput on short conversational English.
+fn bench_tokenizer() {
+    let lines = [
+        "When did Caroline go to the LGBTQ support group? She went on 7 May 2023.",
+        "Melanie's kids loved the camping trip; they roasted marshmallows by the lake.",
+        "I've been painting sunsets lately – it's relaxing after a long week at work!",
+        "What books has Caroline recommended? \"Becoming Nicole\" and a few others.",
+    ];
+    let tok = Tokenizer::default();
+    let mut bytes = 0usize;
+    let mut n_tokens = 0usize;
+    let t = Instant::now();
+    for i in 0..200_000 {
+        let line = lines[i % lines.len()];
+        bytes += line.len();
+        n_tokens += tok.tokenize(line).len();
+    }
+    let secs = t.elapsed().as_secs_f64();
+    println!(
+        "tokenizer (stem + stopwords): {:.0} texts/s, {:.1} MB/s, {:.1} M tokens/s",
+        200_000.0 / secs,
+        bytes as f64 / secs / 1e6,
+        n_tokens as f64 / secs / 1e6
+    );
+}
+
 fn main() {
+    bench_tokenizer();
     let sizes: Vec<usize> = std::env::args()
         .skip(1)
         .filter_map(|a| a.parse().ok())

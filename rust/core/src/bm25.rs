@@ -482,7 +482,9 @@ impl Bm25Index {
                     };
                 let s = w * g;
                 let slot = &mut scores[d as usize];
-                if !dense && *slot == 0.0 {
+                // `s > 0` only fails for degenerate k1 (~1e38, overflow); such
+                // a doc then simply stays untouched instead of being listed twice.
+                if !dense && *slot == 0.0 && s > 0.0 {
                     touched.push(d);
                 }
                 *slot += s;
