@@ -59,7 +59,38 @@ impl Bm25Params {
 /// Postings and per-document arrays address documents with `u32`.
 pub const MAX_DOC_ID: NodeId = u32::MAX as NodeId - 1;
 
-type Posting = (u32, u32); // (doc, tf) in a term's list; (term, tf) in a doc's list
+/// `(term, tf)` in a document's list; `(doc, packed tf and length)` in a
+/// term's list (see [`pack`]).
+type Posting = (u32, u32);
+
+/// Escape bit of a packed posting: the low 31 bits are then the tf and the
+/// length is read from `doc_len`.
+const ESCAPE: u32 = 1 << 31;
+const TF_BITS: u32 = 3;
+const TF_MASK: u32 = (1 << TF_BITS) - 1;
+
+/// Postings carry the document length next to the tf, so the hot loop of
+/// `search` reads one sequential stream: `dl << 3 | tf` for tf < 8 and
+/// dl < 2^28, otherwise `ESCAPE | tf`. Small packed values index a per-query
+/// table of precomputed tf parts directly.
+fn pack(tf: u32, dl: u32) -> u32 {
+    if tf <= TF_MASK && dl < (1 << (31 - TF_BITS)) {
+        dl << TF_BITS | tf
+    } else {
+        // A tf of 2^31 or more needs a document of over 2 billion tokens.
+        ESCAPE | tf.min(ESCAPE - 1)
+    }
+}
+
+/// `(tf, dl)` of a packed posting of document `d`.
+#[inline]
+fn unpack(p: u32, d: u32, doc_len: &[u32]) -> (u32, u32) {
+    if p & ESCAPE == 0 {
+        (p & TF_MASK, p >> TF_BITS)
+    } else {
+        (p & !ESCAPE, doc_len[d as usize])
+    }
+}
 
 /// A document that is present. `terms` is sorted by term id.
 struct Doc {
@@ -138,11 +169,62 @@ fn tf_part(tf: u32, dl: u32, c1: f32, c2: f32) -> f32 {
     tf / (tf + (c1 + c2 * dl as f32))
 }
 
-/// Per-query table of `tf_part` for tf in 1..=TABLE_TF and dl < TABLE_DL,
-/// built when a term has enough postings to amortise it.
-const TABLE_TF: usize = 4;
-const TABLE_DL: usize = 128;
-const TABLE_MIN_POSTINGS: usize = 4 * TABLE_TF * TABLE_DL;
+/// Per-query table of `tf_part` indexed by packed posting value, i.e. for
+/// tf < 8 and dl < 128; built when a term has enough postings to amortise it.
+const TABLE_LEN: usize = 128 << TF_BITS;
+const TABLE_MIN_POSTINGS: usize = 2 * TABLE_LEN;
+
+/// Top-k selection with a running threshold: candidates collect in a buffer,
+/// and whenever it holds 2k (at least 64) it shrinks to the best k with
+/// `select_nth_unstable_by`; callers skip docs below the k-th score without
+/// calling the filter. Ties with the k-th score may still win on id, so the
+/// test is `s >= threshold`.
+struct TopK<'a> {
+    k: usize,
+    cap: usize,
+    threshold: f32,
+    cands: &'a mut Vec<(u32, f32)>,
+}
+
+impl<'a> TopK<'a> {
+    fn new(k: usize, cands: &'a mut Vec<(u32, f32)>) -> Self {
+        cands.clear();
+        Self {
+            k,
+            cap: (2 * k).max(64),
+            threshold: 0.0,
+            cands,
+        }
+    }
+
+    #[inline]
+    fn offer(&mut self, d: u32, s: f32, accept: Option<&dyn Fn(NodeId) -> bool>) {
+        if accept.is_some_and(|f| !f(NodeId::from(d))) {
+            return;
+        }
+        self.cands.push((d, s));
+        if self.cands.len() >= self.cap {
+            self.shrink();
+            self.threshold = self.cands[self.k - 1].1;
+        }
+    }
+
+    fn shrink(&mut self) {
+        if self.cands.len() > self.k {
+            self.cands.select_nth_unstable_by(self.k - 1, rank_cmp);
+            self.cands.truncate(self.k);
+        }
+    }
+
+    fn finish(mut self) -> Vec<(NodeId, f32)> {
+        self.shrink();
+        self.cands.sort_unstable_by(rank_cmp);
+        self.cands
+            .iter()
+            .map(|&(d, s)| (NodeId::from(d), s))
+            .collect()
+    }
+}
 
 /// The k-th best score among the accepted touched docs, if there are k of them.
 fn kth_partial(
@@ -252,7 +334,9 @@ impl Bm25Index {
                 _ => terms.push((t, 1)),
             }
         }
+        let len = u32::try_from(tokens.len()).unwrap_or(u32::MAX);
         for &(t, tf) in &terms {
+            let tf = pack(tf, len);
             let list = &mut self.postings[t as usize];
             // Ids are allocated in increasing order, so this is almost always a push.
             match list.last() {
@@ -269,7 +353,6 @@ impl Bm25Index {
             self.docs.resize_with(i + 1, || None);
             self.doc_len.resize(i + 1, 0);
         }
-        let len = u32::try_from(tokens.len()).unwrap_or(u32::MAX);
         self.docs[i] = Some(Doc {
             len,
             terms: terms.into_boxed_slice(),
@@ -466,20 +549,20 @@ impl Bm25Index {
             }
             let w = term.weight;
             if term.postings.len() >= TABLE_MIN_POSTINGS && table.is_empty() {
-                table.extend((0..TABLE_TF * TABLE_DL).map(|i| {
-                    let (tf, dl) = ((i / TABLE_DL + 1) as u32, (i % TABLE_DL) as u32);
-                    tf_part(tf, dl, c1, c2)
+                table.extend((0..TABLE_LEN as u32).map(|p| match p & TF_MASK {
+                    0 => 0.0, // no such posting (tf >= 1)
+                    tf => tf_part(tf, p >> TF_BITS, c1, c2),
                 }));
             }
-            for &(d, tf) in term.postings {
-                let dl = doc_len[d as usize];
+            for &(d, p) in term.postings {
                 // Division-free for the common small (tf, dl); same value either way.
-                let g =
-                    if (tf as usize) <= TABLE_TF && (dl as usize) < TABLE_DL && !table.is_empty() {
-                        table[(tf as usize - 1) * TABLE_DL + dl as usize]
-                    } else {
+                let g = match table.get(p as usize) {
+                    Some(&g) => g,
+                    None => {
+                        let (tf, dl) = unpack(p, d, doc_len);
                         tf_part(tf, dl, c1, c2)
-                    };
+                    }
+                };
                 let s = w * g;
                 let slot = &mut scores[d as usize];
                 // `s > 0` only fails for degenerate k1 (~1e38, overflow); such
@@ -504,50 +587,25 @@ impl Bm25Index {
             }
         }
 
-        // Selection with a running threshold: keep candidates in a buffer, and
-        // whenever it holds 2k (at least 64) shrink it to the best k with
-        // `select_nth_unstable_by`; later docs below the k-th score are skipped
-        // without calling the filter.
-        cands.clear();
-        let cap = (2 * k).max(64);
-        let mut threshold = 0.0f32; // docs need a score > 0
-        let mut consider = |d: u32, s: f32, cands: &mut Vec<(u32, f32)>| {
-            if s <= 0.0 || s < threshold {
-                return;
-            }
-            if let Some(f) = accept {
-                if !f(NodeId::from(d)) {
-                    return;
-                }
-            }
-            cands.push((d, s));
-            if cands.len() >= cap {
-                cands.select_nth_unstable_by(k - 1, rank_cmp);
-                cands.truncate(k);
-                // Ties with the k-th score may still win on id, hence `<` above.
-                threshold = cands[k - 1].1;
-            }
-        };
+        // Selection with a running threshold (see `TopK`).
+        let mut top = TopK::new(k, cands);
         if dense {
-            for (d, slot) in scores.iter_mut().enumerate() {
-                let s = std::mem::take(slot);
-                if s != 0.0 {
-                    consider(d as u32, s, cands);
+            // Read-only sweep (most slots fail the cheap test), then one memset.
+            for (d, &s) in scores.iter().enumerate() {
+                if s > 0.0 && s >= top.threshold {
+                    top.offer(d as u32, s, accept);
                 }
             }
+            scores.fill(0.0);
         } else {
             for &d in touched.iter() {
                 let s = std::mem::take(&mut scores[d as usize]);
-                consider(d, s, cands);
+                if s > 0.0 && s >= top.threshold {
+                    top.offer(d, s, accept);
+                }
             }
         }
-
-        if cands.len() > k {
-            cands.select_nth_unstable_by(k - 1, rank_cmp);
-            cands.truncate(k);
-        }
-        cands.sort_unstable_by(rank_cmp);
-        cands.iter().map(|&(d, s)| (NodeId::from(d), s)).collect()
+        top.finish()
     }
 
     /// BM25 score of each given document for the query (0 for unknown ids).
@@ -795,12 +853,24 @@ mod tests {
     }
 
     #[test]
+    fn pack_roundtrip() {
+        let lens = [0u32, 5, 127, 128, (1 << 28) - 1, 1 << 28, u32::MAX];
+        for tf in [1u32, 7, 8, 1000, ESCAPE - 1] {
+            for &dl in &lens {
+                let p = pack(tf, dl);
+                assert_eq!(unpack(p, 0, &[dl]), (tf, dl), "tf {tf} dl {dl}");
+                assert_eq!((p as usize) < TABLE_LEN, tf < 8 && dl < 128);
+            }
+        }
+    }
+
+    #[test]
     fn table_path_matches_direct_scoring() {
         // Enough postings for the per-query table, with tf and lengths on both
         // sides of its bounds.
         let mut ix = idx();
         for d in 0..5000u64 {
-            let mut toks = vec!["common".to_string(); 1 + (d % 7) as usize];
+            let mut toks = vec!["common".to_string(); 1 + (d % 11) as usize];
             toks.extend((0..(d * 37 % 200)).map(|i| format!("x{}", i % 13)));
             ix.add(d, &toks);
         }
