@@ -590,10 +590,17 @@ impl Bm25Index {
         // Selection with a running threshold (see `TopK`).
         let mut top = TopK::new(k, cands);
         if dense {
-            // Read-only sweep (most slots fail the cheap test), then one memset.
-            for (d, &s) in scores.iter().enumerate() {
-                if s > 0.0 && s >= top.threshold {
-                    top.offer(d as u32, s, accept);
+            // Read-only sweep, then one memset. Chunks whose maximum (a
+            // vectorisable reduction) is below the threshold are skipped whole.
+            const CHUNK: usize = 16;
+            for (c, chunk) in scores.chunks(CHUNK).enumerate() {
+                let max = chunk.iter().fold(0.0f32, |m, &s| if s > m { s } else { m });
+                if max > 0.0 && max >= top.threshold {
+                    for (j, &s) in chunk.iter().enumerate() {
+                        if s > 0.0 && s >= top.threshold {
+                            top.offer((c * CHUNK + j) as u32, s, accept);
+                        }
+                    }
                 }
             }
             scores.fill(0.0);
