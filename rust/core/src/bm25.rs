@@ -13,10 +13,14 @@
 //! occurrences, not distinct terms), so repeating a word weights it up.
 //!
 //! Layout: terms are interned to dense `u32` ids; each term keeps a posting
-//! vector of `(doc, tf)` sorted by doc; each document keeps its `(term, tf)`
-//! pairs (for removal and for [`Bm25Index::score`]) and its length. Document
-//! ids are the memory's dense node ids, so per-document data are plain vectors
-//! indexed by id.
+//! vector of `(doc, tf and doc length packed)` sorted by doc; each document
+//! keeps its `(term, tf)` pairs (for removal and for [`Bm25Index::score`]) and
+//! its length. Document ids are the memory's dense node ids, so per-document
+//! data are plain vectors indexed by id.
+//!
+//! Search is term-at-a-time into a per-thread dense score buffer, rarest term
+//! first, with exact MaxScore-style skipping of frequent terms once they can
+//! no longer change the top k, then a thresholded partial selection.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
