@@ -1,6 +1,10 @@
 //! Tokenizer for the lexical index: Unicode word segmentation, lowercasing,
 //! an English stopword list that also drops question words, optional stemming.
-//! (STUB: interface fixed, implementation pending.)
+
+use std::sync::Arc;
+
+use rust_stemmers::{Algorithm, Stemmer};
+use unicode_segmentation::UnicodeSegmentation;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TokenizerConfig {
@@ -12,18 +16,41 @@ pub struct TokenizerConfig {
 
 impl Default for TokenizerConfig {
     fn default() -> Self {
-        Self { stem: true, stopwords: true }
+        Self {
+            stem: true,
+            stopwords: true,
+        }
     }
 }
 
+/// Cheap to clone (the stemmer is shared), `Send + Sync`.
 #[derive(Clone)]
 pub struct Tokenizer {
     config: TokenizerConfig,
+    // `rust_stemmers::Stemmer` is not `Clone`; share one instance, built once.
+    stemmer: Option<Arc<Stemmer>>,
+}
+
+impl std::fmt::Debug for Tokenizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tokenizer")
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+impl Default for Tokenizer {
+    fn default() -> Self {
+        Self::new(TokenizerConfig::default())
+    }
 }
 
 impl Tokenizer {
     pub fn new(config: TokenizerConfig) -> Self {
-        Self { config }
+        let stemmer = config
+            .stem
+            .then(|| Arc::new(Stemmer::create(Algorithm::English)));
+        Self { config, stemmer }
     }
 
     pub fn config(&self) -> TokenizerConfig {
@@ -32,13 +59,349 @@ impl Tokenizer {
 
     /// Lowercased, segmented, filtered (and optionally stemmed) tokens, in text order.
     pub fn tokenize(&self, text: &str) -> Vec<String> {
-        let _ = text;
-        todo!()
+        let mut out = Vec::new();
+        for word in text.unicode_words() {
+            let word = normalize_word(word);
+            if word.is_empty() || (self.config.stopwords && is_stopword(&word)) {
+                continue;
+            }
+            match &self.stemmer {
+                Some(stemmer) => match stemmer.stem(&word) {
+                    // Reuse the normalised buffer when stemming changed nothing.
+                    std::borrow::Cow::Borrowed(s) if s.len() == word.len() => out.push(word),
+                    stemmed => out.push(stemmed.into_owned()),
+                },
+                None => out.push(word),
+            }
+        }
+        out
     }
 }
 
-/// True for words the lexical index ignores.
+/// Lowercase, fold the typographic apostrophe to ASCII (so the stopword list
+/// needs one spelling of "don't") and strip an English possessive `'s`.
+fn normalize_word(word: &str) -> String {
+    let mut w = if word.is_ascii() {
+        word.to_ascii_lowercase()
+    } else {
+        word.to_lowercase().replace('\u{2019}', "'")
+    };
+    if w.len() > 2 && w.ends_with("'s") {
+        w.truncate(w.len() - 2);
+    }
+    w
+}
+
+/// Sorted (checked by a test) so lookup is a binary search over ~190 entries.
+/// Besides the usual function words this drops question words and auxiliaries:
+/// queries are mostly questions ("When did Caroline ...?") and those words
+/// match every document that happens to contain them.
+static STOPWORDS: &[&str] = &[
+    "a",
+    "about",
+    "above",
+    "after",
+    "again",
+    "against",
+    "all",
+    "also",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "aren't",
+    "as",
+    "at",
+    "be",
+    "because",
+    "been",
+    "before",
+    "being",
+    "below",
+    "between",
+    "both",
+    "but",
+    "by",
+    "can",
+    "can't",
+    "cannot",
+    "could",
+    "couldn't",
+    "did",
+    "didn't",
+    "do",
+    "does",
+    "doesn't",
+    "doing",
+    "don't",
+    "down",
+    "during",
+    "each",
+    "either",
+    "else",
+    "ever",
+    "few",
+    "for",
+    "from",
+    "further",
+    "had",
+    "hadn't",
+    "has",
+    "hasn't",
+    "have",
+    "haven't",
+    "having",
+    "he",
+    "he'd",
+    "he'll",
+    "her",
+    "here",
+    "hers",
+    "herself",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "however",
+    "i",
+    "i'd",
+    "i'll",
+    "i'm",
+    "i've",
+    "if",
+    "in",
+    "into",
+    "is",
+    "isn't",
+    "it",
+    "its",
+    "itself",
+    "just",
+    "let's",
+    "may",
+    "me",
+    "might",
+    "more",
+    "most",
+    "must",
+    "mustn't",
+    "my",
+    "myself",
+    "neither",
+    "no",
+    "nor",
+    "not",
+    "of",
+    "off",
+    "on",
+    "once",
+    "only",
+    "or",
+    "other",
+    "ought",
+    "our",
+    "ours",
+    "ourselves",
+    "out",
+    "over",
+    "own",
+    "s",
+    "same",
+    "shall",
+    "shan't",
+    "she",
+    "she'd",
+    "she'll",
+    "should",
+    "shouldn't",
+    "so",
+    "some",
+    "such",
+    "t",
+    "than",
+    "that",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "themselves",
+    "then",
+    "there",
+    "these",
+    "they",
+    "they'd",
+    "they'll",
+    "they're",
+    "they've",
+    "this",
+    "those",
+    "through",
+    "to",
+    "too",
+    "under",
+    "until",
+    "up",
+    "upon",
+    "very",
+    "was",
+    "wasn't",
+    "we",
+    "we'd",
+    "we'll",
+    "we're",
+    "we've",
+    "were",
+    "weren't",
+    "what",
+    "whatever",
+    "when",
+    "whenever",
+    "where",
+    "whereas",
+    "wherever",
+    "whether",
+    "which",
+    "whichever",
+    "while",
+    "who",
+    "whoever",
+    "whom",
+    "whose",
+    "why",
+    "will",
+    "with",
+    "won't",
+    "would",
+    "wouldn't",
+    "yet",
+    "you",
+    "you'd",
+    "you'll",
+    "you're",
+    "you've",
+    "your",
+    "yours",
+    "yourself",
+    "yourselves",
+];
+
+/// True for words the lexical index ignores. Expects a lowercased word
+/// (as produced by the tokenizer, with `'` as the apostrophe).
 pub fn is_stopword(word: &str) -> bool {
-    let _ = word;
-    todo!()
+    STOPWORDS.binary_search(&word).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn toks(t: &Tokenizer, s: &str) -> Vec<String> {
+        t.tokenize(s)
+    }
+
+    fn plain() -> Tokenizer {
+        Tokenizer::new(TokenizerConfig {
+            stem: false,
+            stopwords: true,
+        })
+    }
+
+    #[test]
+    fn stopword_list_sorted_unique_lowercase() {
+        for w in STOPWORDS.windows(2) {
+            assert!(w[0] < w[1], "{:?} !< {:?}", w[0], w[1]);
+        }
+        for w in STOPWORDS {
+            assert_eq!(*w, w.to_lowercase());
+        }
+    }
+
+    #[test]
+    fn tokenizer_is_send_sync_clone() {
+        fn check<T: Send + Sync + Clone>() {}
+        check::<Tokenizer>();
+    }
+
+    #[test]
+    fn segmentation_punctuation_and_unicode() {
+        let t = plain();
+        assert_eq!(
+            toks(&t, "Hello, world! Foo-bar; (baz) \"qux\"..."),
+            ["hello", "world", "foo", "bar", "baz", "qux"]
+        );
+        assert_eq!(
+            toks(&t, "Café MÜNCHEN naïve Straße"),
+            ["café", "münchen", "naïve", "straße"]
+        );
+        assert_eq!(toks(&t, "東京 tokyo"), ["東", "京", "tokyo"]);
+        // Numbers survive, including decimals and years.
+        assert_eq!(
+            toks(&t, "In 2023 she ran 3.5 km, 42 times"),
+            ["2023", "ran", "3.5", "km", "42", "times"]
+        );
+    }
+
+    #[test]
+    fn possessives_stripped() {
+        let t = plain();
+        assert_eq!(toks(&t, "Caroline's dog"), ["caroline", "dog"]);
+        assert_eq!(toks(&t, "Caroline’s dog"), ["caroline", "dog"]);
+        assert_eq!(toks(&t, "JAMES'S car"), ["james", "car"]);
+        // "it's" -> "it", a stopword; contractions with the curly apostrophe are stopwords too.
+        assert_eq!(toks(&t, "it's raining, don’t go"), ["raining", "go"]);
+    }
+
+    #[test]
+    fn stopwords_including_question_words() {
+        let t = plain();
+        assert_eq!(
+            toks(&t, "When did Caroline go to the LGBTQ support group?"),
+            ["caroline", "go", "lgbtq", "support", "group"]
+        );
+        assert!(toks(
+            &t,
+            "what where who whom whose which why how did do does is are was were has have had"
+        )
+        .is_empty());
+        for w in [
+            "when", "what", "where", "who", "whom", "whose", "which", "why", "how", "did", "do",
+            "does", "is", "are", "was", "were", "has", "have", "had", "the", "a", "of",
+        ] {
+            assert!(is_stopword(w), "{w}");
+        }
+        for w in ["caroline", "dog", "2023", "support"] {
+            assert!(!is_stopword(w), "{w}");
+        }
+        let keep = Tokenizer::new(TokenizerConfig {
+            stem: false,
+            stopwords: false,
+        });
+        assert_eq!(toks(&keep, "When did she go"), ["when", "did", "she", "go"]);
+    }
+
+    #[test]
+    fn stemming_on_and_off() {
+        let stem = Tokenizer::default();
+        assert!(stem.config().stem && stem.config().stopwords);
+        assert_eq!(
+            toks(&stem, "running runs ran easily connections"),
+            ["run", "run", "ran", "easili", "connect"]
+        );
+        assert_eq!(toks(&stem, "Caroline's painting"), ["carolin", "paint"]);
+        assert_eq!(
+            toks(&plain(), "running connections"),
+            ["running", "connections"]
+        );
+        // Stopwords are checked before stemming ("does" must not survive as "doe").
+        assert!(toks(&stem, "does having").is_empty());
+    }
+
+    #[test]
+    fn empty_and_whitespace_give_nothing() {
+        let t = Tokenizer::default();
+        assert!(t.tokenize("").is_empty());
+        assert!(t.tokenize("   \t\n  ").is_empty());
+        assert!(t.tokenize("?!... --- ,,,").is_empty());
+    }
 }
