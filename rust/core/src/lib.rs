@@ -5,7 +5,9 @@
 //! a bounded, resumable beam traversal. The Python bindings live in `rust/py`.
 
 pub mod bm25;
+pub mod budget;
 pub mod error;
+pub mod fusion;
 pub mod graph;
 pub mod text;
 pub mod types;
