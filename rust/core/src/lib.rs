@@ -10,6 +10,7 @@ pub mod error;
 pub mod fusion;
 pub mod graph;
 pub mod text;
+pub mod traversal;
 pub mod types;
 pub mod vector;
 
