@@ -436,10 +436,11 @@ impl Hasher for IdHasher {
 type IdSet = HashSet<NodeId, BuildHasherDefault<IdHasher>>;
 
 /// Edge weights come from the graph, not the controller; a broken weight
-/// must not poison ordering or scores, so it is read as 0 (and clamped).
+/// must not poison ordering or scores: it is clamped to [0, 1]
+/// (NaN and -0.0 become +0.0, so ordering agrees with plain comparisons.)
 fn sane_weight(w: f32) -> f32 {
-    if w.is_finite() {
-        w.clamp(0.0, 1.0)
+    if w > 0.0 {
+        w.min(1.0)
     } else {
         0.0
     }
@@ -556,6 +557,11 @@ impl Traversal {
     ) -> Result<Traversal> {
         config.validate()?;
         routing.validate()?;
+        // -0.0 passes validation; make it +0.0 so total_cmp orderings treat it as 0.
+        let routing = Routing {
+            views: routing.views.map(|p| p + 0.0),
+            ..routing
+        };
         if let Some(q) = &unit_query {
             if q.is_empty() || q.iter().any(|x| !x.is_finite()) {
                 return Err(Error::invalid(
@@ -604,12 +610,12 @@ impl Traversal {
             .iter()
             .map(|&(node, score)| EvidenceItem {
                 node,
-                score: f64::from(score),
+                score: f64::from(score) + 0.0,
                 depth: 0,
                 via: None,
             })
             .collect();
-        let mut beam: Vec<(NodeId, f32)> = seeded.to_vec();
+        let mut beam: Vec<(NodeId, f32)> = seeded.iter().map(|&(n, s)| (n, s + 0.0)).collect();
         beam.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         let frontier: Vec<NodeId> = beam
             .iter()
@@ -2358,5 +2364,78 @@ mod tests {
                 prop_assert!((a.1 - b.1).abs() < 1e-6);
             }
         }
+    }
+
+    /// Writes random cases and their Rust outcomes as JSON lines for
+    /// `bench/check_traversal_reference.py`:
+    /// `JEVMEM_TRAVERSAL_CASES=/tmp/cases.jsonl cargo test -p jevmem-core dump_cases -- --ignored`
+    #[test]
+    #[ignore]
+    fn dump_cases_for_the_python_reference() {
+        use std::fmt::Write as _;
+        let path = std::env::var("JEVMEM_TRAVERSAL_CASES").expect("set JEVMEM_TRAVERSAL_CASES");
+        let list = |xs: &mut dyn Iterator<Item = String>| {
+            format!("[{}]", xs.collect::<Vec<_>>().join(","))
+        };
+        let mut out = String::new();
+        for seed in 0..500u64 {
+            let (g, q, oracle, mut rng) = random_case(mix(seed ^ 0xC0FFEE));
+            let mut t = start(&q, &g);
+            drive(&mut t, &g, &q, oracle, false, &mut rng);
+            let o = outcome_of(&t);
+            let c = &q.config;
+            let mode = match oracle.mode {
+                Mode::Ones => "ones",
+                Mode::Zeros => "zeros",
+                Mode::Random => "random",
+                Mode::Continue => "continue",
+            };
+            let opt = |x: Option<i64>| x.map_or("null".to_string(), |v| v.to_string());
+            write!(
+                out,
+                "{{\"nodes\":{},\"edges\":{},\"embeddings\":{},\"timestamps\":{},",
+                list(&mut g.nodes.iter().map(|n| n.to_string())),
+                list(
+                    &mut g
+                        .edge_list
+                        .iter()
+                        .map(|(s, d, v, w)| format!("[{s},{d},{},{w:?}]", v.index()))
+                ),
+                list(&mut g.embeddings.iter().map(|(n, e)| format!(
+                    "[{n},{}]",
+                    list(&mut e.iter().map(|x| format!("{x:?}")))
+                ))),
+                list(&mut g.timestamps.iter().map(|(n, ts)| format!("[{n},{ts}]"))),
+            )
+            .unwrap();
+            write!(
+                out,
+                "\"config\":{{\"total_budget\":{},\"min_per_view\":{},\"gamma\":{:?},\"theta_act\":{:?},\"depth_max\":{},\"beam_width\":{},\"max_visited\":{},\"max_edges\":{},\"max_controller_calls\":{},\"max_wall\":{:?},\"theta_suff\":{:?},\"theta_missing\":{:?},\"theta_contradiction\":{:?},\"theta_useful\":{:?},\"lambdas\":{},\"recency_weight\":{:?},\"min_admit_score\":{:?}}},",
+                c.total_budget, c.min_per_view, c.gamma, c.theta_act, c.depth_max, c.beam_width, c.max_visited,
+                c.max_edges, c.max_controller_calls, c.max_wall.as_secs_f64(), c.theta_suff, c.theta_missing,
+                c.theta_contradiction, c.theta_useful,
+                list(&mut c.lambdas.iter().map(|x| format!("{x:?}"))), c.recency_weight, c.min_admit_score,
+            )
+            .unwrap();
+            write!(
+                out,
+                "\"routing\":{{\"views\":{},\"multi_hop\":{:?},\"recency\":{:?}}},\"query\":{},\"now\":{},\"anchors\":{},\"calls_used\":{},\"mode\":\"{mode}\",\"seed\":{},",
+                list(&mut q.routing.views.iter().map(|x| format!("{x:?}"))), q.routing.multi_hop, q.routing.recency,
+                q.query.as_ref().map_or("null".to_string(), |v| list(&mut v.iter().map(|x| format!("{x:?}")))),
+                opt(q.now),
+                list(&mut q.anchors.iter().map(|(n, s)| format!("[{n},{s:?}]"))),
+                q.calls_used, oracle.seed,
+            )
+            .unwrap();
+            writeln!(
+                out,
+                "\"outcome\":{{\"evidence\":{},\"stop\":\"{}\",\"visited\":{},\"edges_examined\":{},\"controller_calls\":{},\"rounds\":{},\"spent\":{}}}}}",
+                list(&mut o.evidence.iter().map(|(n, s, d)| format!("[{n},{s:?},{d}]"))),
+                o.stop.name(), o.visited, o.edges_examined, o.controller_calls, o.rounds,
+                list(&mut o.spent.iter().map(|x| x.to_string())),
+            )
+            .unwrap();
+        }
+        std::fs::write(path, out).unwrap();
     }
 }
