@@ -5,6 +5,7 @@
 //! a bounded, resumable beam traversal. The Python bindings live in `rust/py`.
 
 pub mod bm25;
+pub mod budget;
 pub mod candidates;
 pub mod error;
 pub mod fusion;
@@ -13,6 +14,7 @@ pub mod ops;
 pub mod snapshot;
 pub mod store;
 pub mod text;
+pub mod traversal;
 pub mod types;
 pub mod vector;
 
