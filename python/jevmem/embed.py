@@ -10,6 +10,7 @@ memories whose retrieval is mostly lexical.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 from collections.abc import Sequence
 
@@ -29,7 +30,7 @@ class HashEmbedder:
 
     def _features(self, text: str) -> list[str]:
         words = _WORD.findall(text.lower())
-        return words + [f"{a} {b}" for a, b in zip(words, words[1:])]
+        return words + [f"{a} {b}" for a, b in itertools.pairwise(words)]
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """One row per text. Texts with no word characters map to a fixed unit vector."""
@@ -47,4 +48,5 @@ class HashEmbedder:
         return out
 
     def embed_one(self, text: str) -> npt.NDArray[np.float32]:
-        return self.embed([text])[0]
+        row: npt.NDArray[np.float32] = self.embed([text])[0]
+        return row

@@ -60,7 +60,12 @@ impl CandidateConfig {
         if self.k == 0 || self.pool == 0 {
             return Err(Error::config("candidate k and pool must be at least 1"));
         }
-        let ws = [self.w_vector, self.w_lexical, self.w_entity, self.w_temporal];
+        let ws = [
+            self.w_vector,
+            self.w_lexical,
+            self.w_entity,
+            self.w_temporal,
+        ];
         if ws.iter().any(|w| !w.is_finite() || *w < 0.0) || ws.iter().sum::<f32>() <= 0.0 {
             return Err(Error::config(
                 "candidate weights must be finite, non-negative and not all zero",
@@ -113,7 +118,11 @@ pub(crate) fn nearest_in_time(
 ) -> Vec<NodeId> {
     // Walk each direction until `pool` eligible nodes are found, then finish
     // the timestamp we stopped on, so no tie at the boundary is left out.
-    fn walk<'a>(it: impl Iterator<Item = &'a (Timestamp, NodeId)>, before: NodeId, pool: usize) -> Vec<(Timestamp, NodeId)> {
+    fn walk<'a>(
+        it: impl Iterator<Item = &'a (Timestamp, NodeId)>,
+        before: NodeId,
+        pool: usize,
+    ) -> Vec<(Timestamp, NodeId)> {
         let mut out: Vec<(Timestamp, NodeId)> = Vec::new();
         for &(t, id) in it {
             if id >= before {
@@ -127,7 +136,11 @@ pub(crate) fn nearest_in_time(
         out
     }
     let left = walk(by_time.range(..(ts, 0)).rev(), before, pool);
-    let right = walk(by_time.range((Bound::Included((ts, 0)), Bound::Unbounded)), before, pool);
+    let right = walk(
+        by_time.range((Bound::Included((ts, 0)), Bound::Unbounded)),
+        before,
+        pool,
+    );
     let mut all: Vec<(u64, NodeId)> = left
         .into_iter()
         .chain(right)
@@ -180,10 +193,22 @@ impl MemoryStore {
             .zip(&lexical)
             .map(|(&other, &lex)| {
                 let o = self.graph.get(other).expect("pooled ids are live");
-                let shared = o.entities.iter().filter(|e| node.entities.contains(e)).count();
+                let shared = o
+                    .entities
+                    .iter()
+                    .filter(|e| node.entities.contains(e))
+                    .count();
                 let signals = Signals {
-                    vector: self.vectors.similarity(embedding, other).unwrap_or(0.0).max(0.0),
-                    lexical: if max_lexical > 0.0 { lex / max_lexical } else { 0.0 },
+                    vector: self
+                        .vectors
+                        .similarity(embedding, other)
+                        .unwrap_or(0.0)
+                        .max(0.0),
+                    lexical: if max_lexical > 0.0 {
+                        lex / max_lexical
+                    } else {
+                        0.0
+                    },
                     entity: if node.entities.is_empty() {
                         0.0
                     } else {
@@ -191,7 +216,11 @@ impl MemoryStore {
                     },
                     temporal: temporal_signal(node.timestamp, o.timestamp, cfg.temporal_scale_s),
                 };
-                CandidateMatch { id: other, score: cfg.mix(&signals), signals }
+                CandidateMatch {
+                    id: other,
+                    score: cfg.mix(&signals),
+                    signals,
+                }
             })
             .collect();
         out.sort_unstable_by(|a, b| b.score.total_cmp(&a.score).then(b.id.cmp(&a.id)));

@@ -78,11 +78,15 @@ impl Graph {
     }
 
     pub fn get(&self, id: NodeId) -> Option<&Node> {
-        self.nodes.get(usize::try_from(id).ok()?).and_then(Option::as_ref)
+        self.nodes
+            .get(usize::try_from(id).ok()?)
+            .and_then(Option::as_ref)
     }
 
     pub fn get_mut(&mut self, id: NodeId) -> Option<&mut Node> {
-        self.nodes.get_mut(usize::try_from(id).ok()?).and_then(Option::as_mut)
+        self.nodes
+            .get_mut(usize::try_from(id).ok()?)
+            .and_then(Option::as_mut)
     }
 
     pub fn require(&self, id: NodeId) -> Result<&Node> {
@@ -172,10 +176,18 @@ impl Graph {
                 meta.temporal = edge.temporal;
             }
             let adj = &mut self.adjacency[vi];
-            for entry in adj[edge.src as usize].out.iter_mut().filter(|e| e.0 == edge.dst) {
+            for entry in adj[edge.src as usize]
+                .out
+                .iter_mut()
+                .filter(|e| e.0 == edge.dst)
+            {
                 entry.1 = edge.weight;
             }
-            for entry in adj[edge.dst as usize].inc.iter_mut().filter(|e| e.0 == edge.src) {
+            for entry in adj[edge.dst as usize]
+                .inc
+                .iter_mut()
+                .filter(|e| e.0 == edge.src)
+            {
                 entry.1 = edge.weight;
             }
             return Ok(EdgeUpsert::Strengthened);
@@ -188,8 +200,12 @@ impl Graph {
                 temporal: edge.temporal,
             },
         );
-        self.adjacency[vi][edge.src as usize].out.push((edge.dst, edge.weight));
-        self.adjacency[vi][edge.dst as usize].inc.push((edge.src, edge.weight));
+        self.adjacency[vi][edge.src as usize]
+            .out
+            .push((edge.dst, edge.weight));
+        self.adjacency[vi][edge.dst as usize]
+            .inc
+            .push((edge.src, edge.weight));
         self.edge_counts[vi] += 1;
         Ok(EdgeUpsert::Inserted)
     }
@@ -247,7 +263,11 @@ impl Graph {
         let mut bytes = self.nodes.capacity() * std::mem::size_of::<Option<Node>>();
         for n in self.nodes() {
             bytes += n.content.capacity();
-            bytes += n.provenance.iter().map(|(k, v)| k.capacity() + v.capacity() + 48).sum::<usize>();
+            bytes += n
+                .provenance
+                .iter()
+                .map(|(k, v)| k.capacity() + v.capacity() + 48)
+                .sum::<usize>();
             bytes += n.entities.iter().map(|e| e.capacity() + 24).sum::<usize>();
         }
         for adj in &self.adjacency {
@@ -280,7 +300,14 @@ mod tests {
     }
 
     fn edge(src: NodeId, dst: NodeId, view: View, weight: f32) -> Edge {
-        Edge { src, dst, view, weight, origin: EdgeOrigin::Rule, temporal: None }
+        Edge {
+            src,
+            dst,
+            view,
+            weight,
+            origin: EdgeOrigin::Rule,
+            temporal: None,
+        }
     }
 
     #[test]
@@ -289,10 +316,22 @@ mod tests {
         for i in 0..3 {
             g.push_node(node(i)).unwrap();
         }
-        assert_eq!(g.upsert_edge(&edge(0, 1, View::Semantic, 0.5)).unwrap(), EdgeUpsert::Inserted);
-        assert_eq!(g.upsert_edge(&edge(0, 1, View::Semantic, 0.3)).unwrap(), EdgeUpsert::Unchanged);
-        assert_eq!(g.upsert_edge(&edge(0, 1, View::Semantic, 0.9)).unwrap(), EdgeUpsert::Strengthened);
-        assert_eq!(g.upsert_edge(&edge(0, 1, View::Causal, 0.2)).unwrap(), EdgeUpsert::Inserted);
+        assert_eq!(
+            g.upsert_edge(&edge(0, 1, View::Semantic, 0.5)).unwrap(),
+            EdgeUpsert::Inserted
+        );
+        assert_eq!(
+            g.upsert_edge(&edge(0, 1, View::Semantic, 0.3)).unwrap(),
+            EdgeUpsert::Unchanged
+        );
+        assert_eq!(
+            g.upsert_edge(&edge(0, 1, View::Semantic, 0.9)).unwrap(),
+            EdgeUpsert::Strengthened
+        );
+        assert_eq!(
+            g.upsert_edge(&edge(0, 1, View::Causal, 0.2)).unwrap(),
+            EdgeUpsert::Inserted
+        );
         assert_eq!(g.edge(0, 1, View::Semantic).unwrap().weight, 0.9);
         assert_eq!(g.out_edges(0, View::Semantic), &[(1, 0.9)]);
         assert_eq!(g.in_edges(1, View::Semantic), &[(0, 0.9)]);
@@ -325,7 +364,9 @@ mod tests {
         g.push_node(node(1)).unwrap();
         assert!(g.upsert_edge(&edge(0, 0, View::Semantic, 0.5)).is_err());
         assert!(g.upsert_edge(&edge(0, 7, View::Semantic, 0.5)).is_err());
-        assert!(g.upsert_edge(&edge(0, 1, View::Semantic, f32::NAN)).is_err());
+        assert!(g
+            .upsert_edge(&edge(0, 1, View::Semantic, f32::NAN))
+            .is_err());
         assert!(g.upsert_edge(&edge(0, 1, View::Semantic, 1.5)).is_err());
         let mut labelled = edge(0, 1, View::Causal, 0.5);
         labelled.temporal = Some(TemporalLabel::Before);

@@ -46,7 +46,8 @@ impl MemoryStore {
         let nodes: Vec<&Node> = self.graph.nodes().collect();
         let mut embeddings = Vec::with_capacity(nodes.len() * self.dim());
         for n in &nodes {
-            embeddings.extend_from_slice(self.vectors.get(n.id).expect("every node has an embedding"));
+            embeddings
+                .extend_from_slice(self.vectors.get(n.id).expect("every node has an embedding"));
         }
         let body = BodyRef {
             config: &self.config,
@@ -56,7 +57,8 @@ impl MemoryStore {
             embeddings,
             edges: self.graph.all_edges(),
         };
-        let payload = postcard::to_stdvec(&body).map_err(|e| Error::Snapshot(format!("encode: {e}")))?;
+        let payload =
+            postcard::to_stdvec(&body).map_err(|e| Error::Snapshot(format!("encode: {e}")))?;
         let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
@@ -88,16 +90,25 @@ impl MemoryStore {
             )));
         }
         if crc32fast::hash(payload) != crc {
-            return Err(Error::Snapshot("checksum mismatch: the file is corrupted".into()));
+            return Err(Error::Snapshot(
+                "checksum mismatch: the file is corrupted".into(),
+            ));
         }
-        let body: Body = postcard::from_bytes(payload).map_err(|e| Error::Snapshot(format!("decode: {e}")))?;
+        let body: Body =
+            postcard::from_bytes(payload).map_err(|e| Error::Snapshot(format!("decode: {e}")))?;
         let dim = body.config.vector.dim;
         if body.embeddings.len() != body.nodes.len() * dim {
-            return Err(Error::Snapshot("embedding block does not match the node count".into()));
+            return Err(Error::Snapshot(
+                "embedding block does not match the node count".into(),
+            ));
         }
         let mut store = MemoryStore::new(body.config)?;
         let mut next: NodeId = 0;
-        for (node, embedding) in body.nodes.into_iter().zip(body.embeddings.chunks_exact(dim.max(1))) {
+        for (node, embedding) in body
+            .nodes
+            .into_iter()
+            .zip(body.embeddings.chunks_exact(dim.max(1)))
+        {
             if node.id < next || node.id >= body.next_id {
                 return Err(Error::Snapshot(format!("node id {} out of order", node.id)));
             }

@@ -16,6 +16,7 @@ use crate::fusion;
 use crate::graph::{EdgeUpsert, Graph};
 use crate::ops::{NewNode, Op};
 use crate::text::{Tokenizer, TokenizerConfig};
+use crate::traversal::{EdgeRef, GraphAccess};
 use crate::types::{Edge, Node, NodeId, Timestamp, TypeScores, View};
 use crate::vector::{VectorConfig, VectorIndex};
 
@@ -354,11 +355,20 @@ impl MemoryStore {
         kappa: f64,
     ) -> Result<Vec<(NodeId, f64)>> {
         let vector: Vec<NodeId> = match query_vector {
-            Some(q) => self.vectors.search(q, depth, None)?.into_iter().map(|(id, _)| id).collect(),
+            Some(q) => self
+                .vectors
+                .search(q, depth, None)?
+                .into_iter()
+                .map(|(id, _)| id)
+                .collect(),
             None => Vec::new(),
         };
         let lexical: Vec<NodeId> = match query_text {
-            Some(t) => self.search_lexical(t, depth).into_iter().map(|(id, _)| id).collect(),
+            Some(t) => self
+                .search_lexical(t, depth)
+                .into_iter()
+                .map(|(id, _)| id)
+                .collect(),
             None => Vec::new(),
         };
         let mut fused = fusion::rrf(&[vector.as_slice(), lexical.as_slice()], kappa)?;
@@ -390,7 +400,11 @@ impl MemoryStore {
             edges: View::ALL.map(|v| self.graph.edge_count(v)),
             ops_applied: self.ops_applied,
             graph_bytes: self.graph.memory_bytes()
-                + self.entity_index.values().map(|v| v.capacity() * 8 + 48).sum::<usize>()
+                + self
+                    .entity_index
+                    .values()
+                    .map(|v| v.capacity() * 8 + 48)
+                    .sum::<usize>()
                 + self.by_time.len() * 32,
             bm25_bytes: self.bm25.memory_bytes(),
             vector_bytes: self.vectors.memory_bytes(),
@@ -402,5 +416,24 @@ fn prefix_error(err: Error, what: &str) -> Error {
     match err {
         Error::InvalidInput(m) => Error::InvalidInput(format!("{what}: {m}")),
         other => other,
+    }
+}
+
+/// The traversal sees the store's graph, its embeddings and its timestamps.
+impl GraphAccess for MemoryStore {
+    fn contains(&self, node: NodeId) -> bool {
+        self.graph.contains(node)
+    }
+
+    fn edges(&self, node: NodeId, view: View, out: &mut Vec<EdgeRef>) {
+        GraphAccess::edges(&self.graph, node, view, out);
+    }
+
+    fn similarity(&self, unit_query: &[f32], node: NodeId) -> Option<f32> {
+        self.vectors.similarity(unit_query, node)
+    }
+
+    fn timestamp(&self, node: NodeId) -> Option<Timestamp> {
+        self.graph.get(node).and_then(|n| n.timestamp)
     }
 }

@@ -46,7 +46,11 @@ impl View {
         View::ALL
             .into_iter()
             .find(|v| v.name() == s)
-            .ok_or_else(|| Error::invalid(format!("unknown view {s:?}; expected one of semantic, temporal, causal, entity")))
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "unknown view {s:?}; expected one of semantic, temporal, causal, entity"
+                ))
+            })
     }
 }
 
@@ -111,7 +115,9 @@ impl EdgeOrigin {
         match s {
             "rule" => Ok(EdgeOrigin::Rule),
             "controller" => Ok(EdgeOrigin::Controller),
-            _ => Err(Error::invalid(format!("unknown edge origin {s:?}; expected rule or controller"))),
+            _ => Err(Error::invalid(format!(
+                "unknown edge origin {s:?}; expected rule or controller"
+            ))),
         }
     }
 }
@@ -166,7 +172,9 @@ impl Edge {
         }
         check_unit("edge weight", self.weight)?;
         if self.temporal.is_some() && self.view != View::Temporal {
-            return Err(Error::invalid("a temporal label is only allowed on temporal edges"));
+            return Err(Error::invalid(
+                "a temporal label is only allowed on temporal edges",
+            ));
         }
         Ok(())
     }

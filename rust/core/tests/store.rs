@@ -36,7 +36,14 @@ fn node(text: &str, seed: u64) -> NewNode {
 }
 
 fn edge(src: NodeId, dst: NodeId, view: View, weight: f32) -> Edge {
-    Edge { src, dst, view, weight, origin: EdgeOrigin::Controller, temporal: None }
+    Edge {
+        src,
+        dst,
+        view,
+        weight,
+        origin: EdgeOrigin::Controller,
+        temporal: None,
+    }
 }
 
 fn fingerprint(s: &MemoryStore) -> Vec<u8> {
@@ -48,7 +55,11 @@ fn add_and_get() {
     let mut s = store();
     let mut n = node("Caroline went to the LGBTQ support group", 1);
     n.timestamp = Some(1_683_000_000);
-    n.entities = vec!["  Caroline ".into(), "caroline".into(), "Support   Group".into()];
+    n.entities = vec![
+        "  Caroline ".into(),
+        "caroline".into(),
+        "Support   Group".into(),
+    ];
     n.provenance = vec![("speaker".into(), "Caroline".into())];
     let id = s.add_node(n).unwrap();
     assert_eq!(id, 0);
@@ -82,7 +93,10 @@ fn bad_input_changes_nothing() {
         node(&"x".repeat(70_000), 5),
     ];
     let mut bad_types = node("bad types", 6);
-    bad_types.types = TypeScores { episodic: 1.5, ..Default::default() };
+    bad_types.types = TypeScores {
+        episodic: 1.5,
+        ..Default::default()
+    };
     bad_nodes.push(bad_types);
     let mut bad_entity = node("bad entity", 7);
     bad_entity.entities = vec!["  ".into()];
@@ -93,7 +107,10 @@ fn bad_input_changes_nothing() {
     }
     assert!(matches!(
         s.add_node(NewNode::new("dim", vec![1.0; 3])),
-        Err(Error::DimensionMismatch { expected: DIM, got: 3 })
+        Err(Error::DimensionMismatch {
+            expected: DIM,
+            got: 3
+        })
     ));
 
     for e in [
@@ -101,15 +118,34 @@ fn bad_input_changes_nothing() {
         edge(0, 0, View::Semantic, 0.5),
         edge(0, 1, View::Causal, f32::NAN),
         edge(0, 1, View::Causal, -0.1),
-        Edge { temporal: Some(TemporalLabel::Before), ..edge(0, 1, View::Entity, 0.5) },
+        Edge {
+            temporal: Some(TemporalLabel::Before),
+            ..edge(0, 1, View::Entity, 0.5)
+        },
     ] {
         assert!(s.upsert_edge(e).is_err());
         assert_eq!(fingerprint(&s), before);
     }
-    assert!(matches!(s.set_types(7, TypeScores::default()), Err(Error::NodeNotFound(7))));
-    assert!(s.set_types(0, TypeScores { semantic: f32::NAN, ..Default::default() }).is_err());
+    assert!(matches!(
+        s.set_types(7, TypeScores::default()),
+        Err(Error::NodeNotFound(7))
+    ));
+    assert!(s
+        .set_types(
+            0,
+            TypeScores {
+                semantic: f32::NAN,
+                ..Default::default()
+            }
+        )
+        .is_err());
     assert!(s.remove_node(42).is_err());
-    assert!(s.apply(Op::AddNode { id: 5, node: node("wrong id", 9) }).is_err());
+    assert!(s
+        .apply(Op::AddNode {
+            id: 5,
+            node: node("wrong id", 9)
+        })
+        .is_err());
     assert_eq!(fingerprint(&s), before);
 }
 
@@ -123,11 +159,16 @@ fn batches_are_all_or_nothing() {
     assert!(err.to_string().contains("observation 2"), "{err}");
     assert_eq!(fingerprint(&s), before);
 
-    let ids = s.add_nodes(vec![node("ok one", 2), node("ok two", 3)]).unwrap();
+    let ids = s
+        .add_nodes(vec![node("ok one", 2), node("ok two", 3)])
+        .unwrap();
     assert_eq!(ids, vec![1, 2]);
     let before = fingerprint(&s);
     assert!(s
-        .upsert_edges(vec![edge(0, 1, View::Semantic, 0.5), edge(1, 77, View::Semantic, 0.5)])
+        .upsert_edges(vec![
+            edge(0, 1, View::Semantic, 0.5),
+            edge(1, 77, View::Semantic, 0.5)
+        ])
         .is_err());
     assert_eq!(fingerprint(&s), before);
 }
@@ -148,7 +189,11 @@ fn removal_is_real() {
     assert_eq!(s.len(), 2);
     assert_eq!(s.graph().total_edges(), 0);
     assert!(s.search_lexical("bicycle", 5).is_empty());
-    assert!(s.search_vector(&emb(1), 5).unwrap().iter().all(|(id, _)| *id != 0));
+    assert!(s
+        .search_vector(&emb(1), 5)
+        .unwrap()
+        .iter()
+        .all(|(id, _)| *id != 0));
     assert!(s.nodes_with_entity("bike").is_empty());
     // ids are never reused
     assert_eq!(s.add_node(node("new", 4)).unwrap(), 3);
@@ -166,8 +211,11 @@ fn snapshot_round_trip_and_corruption() {
     }
     s.remove_node(5).unwrap();
     s.remove_node(19).unwrap();
-    s.upsert_edge(Edge { temporal: Some(TemporalLabel::Before), ..edge(0, 2, View::Temporal, 1.0) })
-        .unwrap();
+    s.upsert_edge(Edge {
+        temporal: Some(TemporalLabel::Before),
+        ..edge(0, 2, View::Temporal, 1.0)
+    })
+    .unwrap();
     s.upsert_edge(edge(3, 4, View::Causal, 0.8)).unwrap();
     let bytes = s.to_snapshot_bytes().unwrap();
     let t = MemoryStore::from_snapshot_bytes(&bytes).unwrap();
@@ -181,7 +229,10 @@ fn snapshot_round_trip_and_corruption() {
         assert!(a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-6));
     }
     assert_eq!(t.search_lexical("topic", 30), s.search_lexical("topic", 30));
-    assert_eq!(t.candidates_for(12, None).unwrap(), s.candidates_for(12, None).unwrap());
+    assert_eq!(
+        t.candidates_for(12, None).unwrap(),
+        s.candidates_for(12, None).unwrap()
+    );
 
     let dir = std::env::temp_dir().join(format!("jevmem-snap-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -192,9 +243,18 @@ fn snapshot_round_trip_and_corruption() {
     let mut flipped = bytes.clone();
     let mid = flipped.len() / 2;
     flipped[mid] ^= 0x40;
-    assert!(matches!(MemoryStore::from_snapshot_bytes(&flipped), Err(Error::Snapshot(_))));
-    assert!(matches!(MemoryStore::from_snapshot_bytes(&bytes[..bytes.len() - 3]), Err(Error::Snapshot(_))));
-    assert!(matches!(MemoryStore::from_snapshot_bytes(b"nonsense"), Err(Error::Snapshot(_))));
+    assert!(matches!(
+        MemoryStore::from_snapshot_bytes(&flipped),
+        Err(Error::Snapshot(_))
+    ));
+    assert!(matches!(
+        MemoryStore::from_snapshot_bytes(&bytes[..bytes.len() - 3]),
+        Err(Error::Snapshot(_))
+    ));
+    assert!(matches!(
+        MemoryStore::from_snapshot_bytes(b"nonsense"),
+        Err(Error::Snapshot(_))
+    ));
     let mut future = bytes.clone();
     future[8] = 99;
     let err = MemoryStore::from_snapshot_bytes(&future).err().unwrap();
@@ -209,7 +269,12 @@ fn reference_candidates(s: &MemoryStore, id: NodeId) -> Vec<CandidateMatch> {
     let cfg = s.config().candidates;
     let node = s.get(id).unwrap();
     let q = s.embedding(id).unwrap();
-    let earlier: Vec<NodeId> = s.graph().nodes().map(|n| n.id).filter(|&o| o < id).collect();
+    let earlier: Vec<NodeId> = s
+        .graph()
+        .nodes()
+        .map(|n| n.id)
+        .filter(|&o| o < id)
+        .collect();
     let dot = |o: NodeId| -> f32 { s.vectors().similarity(q, o).unwrap() };
     let tokens = s.tokenize(&node.content);
 
@@ -218,13 +283,20 @@ fn reference_candidates(s: &MemoryStore, id: NodeId) -> Vec<CandidateMatch> {
     by_vec.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
     pool.extend(by_vec.iter().take(cfg.pool).map(|x| x.1));
     let lex = s.bm25().score(&tokens, &earlier);
-    let mut by_lex: Vec<(f32, NodeId)> =
-        lex.iter().copied().zip(earlier.iter().copied()).filter(|x| x.0 > 0.0).collect();
+    let mut by_lex: Vec<(f32, NodeId)> = lex
+        .iter()
+        .copied()
+        .zip(earlier.iter().copied())
+        .filter(|x| x.0 > 0.0)
+        .collect();
     by_lex.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
     pool.extend(by_lex.iter().take(cfg.pool).map(|x| x.1));
     for e in &node.entities {
-        let carriers: Vec<NodeId> =
-            earlier.iter().copied().filter(|&o| s.get(o).unwrap().entities.contains(e)).collect();
+        let carriers: Vec<NodeId> = earlier
+            .iter()
+            .copied()
+            .filter(|&o| s.get(o).unwrap().entities.contains(e))
+            .collect();
         pool.extend(carriers.iter().rev().take(cfg.pool));
     }
     if let Some(ts) = node.timestamp {
@@ -249,22 +321,43 @@ fn reference_candidates(s: &MemoryStore, id: NodeId) -> Vec<CandidateMatch> {
             let on = s.get(o).unwrap();
             let v = dot(o).max(0.0);
             let l = if max_lex > 0.0 { l / max_lex } else { 0.0 };
-            let shared = on.entities.iter().filter(|e| node.entities.contains(e)).count();
-            let e = if node.entities.is_empty() { 0.0 } else { shared as f32 / node.entities.len() as f32 };
+            let shared = on
+                .entities
+                .iter()
+                .filter(|e| node.entities.contains(e))
+                .count();
+            let e = if node.entities.is_empty() {
+                0.0
+            } else {
+                shared as f32 / node.entities.len() as f32
+            };
             let t = match (node.timestamp, on.timestamp) {
-                (Some(a), Some(b)) => (1.0 / (1.0 + a.abs_diff(b) as f64 / cfg.temporal_scale_s)) as f32,
+                (Some(a), Some(b)) => {
+                    (1.0 / (1.0 + a.abs_diff(b) as f64 / cfg.temporal_scale_s)) as f32
+                }
                 _ => 0.0,
             };
-            ((cfg.w_vector * v + cfg.w_lexical * l + cfg.w_entity * e + cfg.w_temporal * t) / wsum, o)
+            (
+                (cfg.w_vector * v + cfg.w_lexical * l + cfg.w_entity * e + cfg.w_temporal * t)
+                    / wsum,
+                o,
+            )
         })
         .collect();
     out.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
     out.truncate(cfg.k);
-    out.into_iter().map(|(score, id)| CandidateMatch { id, score, signals: Default::default() }).collect()
+    out.into_iter()
+        .map(|(score, id)| CandidateMatch {
+            id,
+            score,
+            signals: Default::default(),
+        })
+        .collect()
 }
 
-const WORDS: [&str; 10] =
-    ["alpha", "beta", "gamma", "delta", "paint", "paris", "trip", "camping", "dog", "music"];
+const WORDS: [&str; 10] = [
+    "alpha", "beta", "gamma", "delta", "paint", "paris", "trip", "camping", "dog", "music",
+];
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]

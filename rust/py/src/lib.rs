@@ -1,8 +1,12 @@
 //! PyO3 bindings for jevmem-core: the `jevmem._core` extension module.
 //! Thin by design: argument conversion, GIL release, error mapping.
 
+// Python keyword-argument signatures map to many Rust parameters by design.
+#![allow(clippy::too_many_arguments)]
+
 mod errors;
 mod store;
+mod traversal;
 
 use pyo3::prelude::*;
 
@@ -13,5 +17,13 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<store::Node>()?;
     m.add_class::<store::Edge>()?;
     m.add_class::<store::WriteCandidate>()?;
+    m.add_class::<traversal::Traversal>()?;
+    m.add_class::<traversal::TraversalConfig>()?;
+    m.add_class::<traversal::Candidate>()?;
+    m.add_class::<traversal::Evidence>()?;
+    m.add_function(wrap_pyfunction!(traversal::rrf, m)?)?;
+    m.add_function(wrap_pyfunction!(traversal::largest_remainder, m)?)?;
+    m.add_function(wrap_pyfunction!(traversal::view_budgets, m)?)?;
+    m.add_function(wrap_pyfunction!(traversal::depth_limit, m)?)?;
     Ok(())
 }

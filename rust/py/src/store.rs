@@ -14,15 +14,22 @@ use jevmem_core::graph::EdgeUpsert;
 use jevmem_core::ops::NewNode;
 use jevmem_core::store::{MemoryStore as CoreStore, StoreConfig};
 use jevmem_core::vector::Quantization;
-use jevmem_core::{Edge as CoreEdge, EdgeOrigin, Error, Node as CoreNode, NodeId, TemporalLabel, TypeScores, View};
+use jevmem_core::{
+    Edge as CoreEdge, EdgeOrigin, Error, Node as CoreNode, NodeId, TemporalLabel, TypeScores, View,
+};
 use numpy::{AllowTypeChange, IntoPyArray, PyArray1, PyArrayLike1, PyArrayLike2};
 use parking_lot::RwLock;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::errors::IntoPyResult;
+use crate::traversal::{start_traversal, Traversal, TraversalConfig};
 
 pub type Shared = Arc<RwLock<CoreStore>>;
+/// (episodic, semantic, procedural, preference)
+type TypeTuple = (f32, f32, f32, f32);
+/// A ranking as numpy arrays: (ids, scores).
+type Ranked<'py, S> = (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<S>>);
 
 /// A stored node, copied out of the memory.
 #[pyclass(frozen, module = "jevmem._core", get_all)]
@@ -43,7 +50,10 @@ impl Node {
         if text.len() < self.text.len() {
             text.push('…');
         }
-        format!("Node(id={}, text={:?}, timestamp={:?})", self.id, text, self.timestamp)
+        format!(
+            "Node(id={}, text={:?}, timestamp={:?})",
+            self.id, text, self.timestamp
+        )
     }
 }
 
@@ -55,7 +65,12 @@ impl From<&CoreNode> for Node {
             timestamp: n.timestamp,
             provenance: n.provenance.iter().cloned().collect(),
             entities: n.entities.clone(),
-            types: (n.types.episodic, n.types.semantic, n.types.procedural, n.types.preference),
+            types: (
+                n.types.episodic,
+                n.types.semantic,
+                n.types.procedural,
+                n.types.preference,
+            ),
         }
     }
 }
@@ -126,12 +141,15 @@ impl From<CandidateMatch> for WriteCandidate {
 }
 
 fn types_arg(types: Option<(f32, f32, f32, f32)>) -> TypeScores {
-    types.map_or_else(TypeScores::default, |(episodic, semantic, procedural, preference)| TypeScores {
-        episodic,
-        semantic,
-        procedural,
-        preference,
-    })
+    types.map_or_else(
+        TypeScores::default,
+        |(episodic, semantic, procedural, preference)| TypeScores {
+            episodic,
+            semantic,
+            procedural,
+            preference,
+        },
+    )
 }
 
 fn provenance_arg(p: Option<HashMap<String, String>>) -> Vec<(String, String)> {
@@ -145,7 +163,9 @@ fn parse_quantization(s: &str) -> Result<Quantization, Error> {
         "f32" => Ok(Quantization::F32),
         "f16" => Ok(Quantization::F16),
         "i8" => Ok(Quantization::I8),
-        _ => Err(Error::InvalidConfig(format!("quantization must be f32, f16 or i8, got {s:?}"))),
+        _ => Err(Error::InvalidConfig(format!(
+            "quantization must be f32, f16 or i8, got {s:?}"
+        ))),
     }
 }
 
@@ -153,7 +173,7 @@ fn vector_arg(v: &PyArrayLike1<'_, f32, AllowTypeChange>) -> Vec<f32> {
     v.as_array().iter().copied().collect()
 }
 
-fn ranked_arrays<'py>(py: Python<'py>, ranked: Vec<(NodeId, f32)>) -> (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<f32>>) {
+fn ranked_arrays<'py>(py: Python<'py>, ranked: Vec<(NodeId, f32)>) -> Ranked<'py, f32> {
     let (ids, scores): (Vec<u64>, Vec<f32>) = ranked.into_iter().unzip();
     (ids.into_pyarray(py), scores.into_pyarray(py))
 }
@@ -174,7 +194,6 @@ impl MemoryStore {
         stem = true, stopwords = true, candidate_k = 10, candidate_pool = 32,
         max_text_bytes = 65536
     ))]
-    #[allow(clippy::too_many_arguments)]
     fn new(
         dim: usize,
         quantization: &str,
@@ -205,7 +224,9 @@ impl MemoryStore {
         config.candidates.k = candidate_k;
         config.candidates.pool = candidate_pool;
         config.max_content_bytes = max_text_bytes;
-        Ok(Self { inner: Arc::new(RwLock::new(CoreStore::new(config).py()?)) })
+        Ok(Self {
+            inner: Arc::new(RwLock::new(CoreStore::new(config).py()?)),
+        })
     }
 
     /// Embedding dimension.
@@ -230,7 +251,12 @@ impl MemoryStore {
 
     fn __repr__(&self) -> String {
         let s = self.inner.read();
-        format!("MemoryStore(dim={}, nodes={}, edges={})", s.dim(), s.len(), s.graph().total_edges())
+        format!(
+            "MemoryStore(dim={}, nodes={}, edges={})",
+            s.dim(),
+            s.len(),
+            s.graph().total_edges()
+        )
     }
 
     /// Add one observation; returns its id.
@@ -259,7 +285,6 @@ impl MemoryStore {
 
     /// Add many observations, all or nothing; returns their ids in order.
     #[pyo3(signature = (texts, embeddings, *, timestamps = None, provenances = None, entities = None, types = None))]
-    #[allow(clippy::too_many_arguments)]
     fn add_batch(
         &self,
         py: Python<'_>,
@@ -268,13 +293,16 @@ impl MemoryStore {
         timestamps: Option<Vec<Option<i64>>>,
         provenances: Option<Vec<Option<HashMap<String, String>>>>,
         entities: Option<Vec<Option<Vec<String>>>>,
-        types: Option<Vec<Option<(f32, f32, f32, f32)>>>,
+        types: Option<Vec<Option<TypeTuple>>>,
     ) -> PyResult<Vec<NodeId>> {
         let n = texts.len();
         let matrix = embeddings.as_array();
         let check = |what: &str, len: Option<usize>| -> PyResult<()> {
             match len {
-                Some(l) if l != n => Err(Error::InvalidInput(format!("{what} has {l} entries for {n} texts"))).py(),
+                Some(l) if l != n => Err(Error::InvalidInput(format!(
+                    "{what} has {l} entries for {n} texts"
+                )))
+                .py(),
                 _ => Ok(()),
             }
         };
@@ -294,7 +322,10 @@ impl MemoryStore {
                 content,
                 timestamp: timestamps.as_mut().and_then(|it| it.next().flatten()),
                 provenance: provenance_arg(provenances.as_mut().and_then(|it| it.next().flatten())),
-                entities: entities.as_mut().and_then(|it| it.next().flatten()).unwrap_or_default(),
+                entities: entities
+                    .as_mut()
+                    .and_then(|it| it.next().flatten())
+                    .unwrap_or_default(),
                 types: types_arg(types.as_mut().and_then(|it| it.next().flatten())),
                 embedding: row.iter().copied().collect(),
             })
@@ -321,25 +352,44 @@ impl MemoryStore {
     }
 
     /// Upsert many edges `(src, dst, view, weight[, origin[, temporal_label]])`, all or nothing.
-    fn add_edges(&self, py: Python<'_>, edges: Vec<Bound<'_, PyAny>>) -> PyResult<Vec<&'static str>> {
+    fn add_edges(
+        &self,
+        py: Python<'_>,
+        edges: Vec<Bound<'_, PyAny>>,
+    ) -> PyResult<Vec<&'static str>> {
         let mut parsed = Vec::with_capacity(edges.len());
         for (i, item) in edges.iter().enumerate() {
-            let (src, dst, view, weight, origin, label): (NodeId, NodeId, String, f32, Option<String>, Option<String>) =
-                if let Ok((s, d, v, w)) = item.extract::<(NodeId, NodeId, String, f32)>() {
-                    (s, d, v, w, None, None)
-                } else if let Ok((s, d, v, w, o)) = item.extract::<(NodeId, NodeId, String, f32, String)>() {
-                    (s, d, v, w, Some(o), None)
-                } else {
-                    item.extract::<(NodeId, NodeId, String, f32, Option<String>, Option<String>)>()
+            let (src, dst, view, weight, origin, label): (
+                NodeId,
+                NodeId,
+                String,
+                f32,
+                Option<String>,
+                Option<String>,
+            ) = if let Ok((s, d, v, w)) = item.extract::<(NodeId, NodeId, String, f32)>() {
+                (s, d, v, w, None, None)
+            } else if let Ok((s, d, v, w, o)) =
+                item.extract::<(NodeId, NodeId, String, f32, String)>()
+            {
+                (s, d, v, w, Some(o), None)
+            } else {
+                item.extract::<(NodeId, NodeId, String, f32, Option<String>, Option<String>)>()
                         .map_err(|_| Error::InvalidInput(format!(
                             "edge {i}: expected (src, dst, view, weight[, origin[, temporal_label]])"
                         )))
                         .py()?
-                };
+            };
             parsed.push(
-                make_edge(src, dst, &view, weight, origin.as_deref().unwrap_or("controller"), label.as_deref())
-                    .map_err(|e| Error::InvalidInput(format!("edge {i}: {e}")))
-                    .py()?,
+                make_edge(
+                    src,
+                    dst,
+                    &view,
+                    weight,
+                    origin.as_deref().unwrap_or("controller"),
+                    label.as_deref(),
+                )
+                .map_err(|e| Error::InvalidInput(format!("edge {i}: {e}")))
+                .py()?,
             );
         }
         let inner = &self.inner;
@@ -349,7 +399,10 @@ impl MemoryStore {
 
     /// Replace a node's type scores (episodic, semantic, procedural, preference).
     fn set_types(&self, id: NodeId, types: (f32, f32, f32, f32)) -> PyResult<()> {
-        self.inner.write().set_types(id, types_arg(Some(types))).py()
+        self.inner
+            .write()
+            .set_types(id, types_arg(Some(types)))
+            .py()
     }
 
     /// Delete a node, its edges and its index entries.
@@ -367,7 +420,10 @@ impl MemoryStore {
     fn embedding<'py>(&self, py: Python<'py>, id: NodeId) -> PyResult<Bound<'py, PyArray1<f32>>> {
         let s = self.inner.read();
         s.require(id).py()?;
-        Ok(s.embedding(id).expect("live node has an embedding").to_vec().into_pyarray(py))
+        Ok(s.embedding(id)
+            .expect("live node has an embedding")
+            .to_vec()
+            .into_pyarray(py))
     }
 
     /// Every edge touching `id`, optionally restricted to one view.
@@ -385,12 +441,7 @@ impl MemoryStore {
 
     /// BM25 ranking: (ids, scores) arrays, best first.
     #[pyo3(signature = (query, k = 10))]
-    fn search_lexical<'py>(
-        &self,
-        py: Python<'py>,
-        query: String,
-        k: usize,
-    ) -> (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<f32>>) {
+    fn search_lexical<'py>(&self, py: Python<'py>, query: String, k: usize) -> Ranked<'py, f32> {
         let inner = &self.inner;
         let ranked = py.detach(|| inner.read().search_lexical(&query, k));
         ranked_arrays(py, ranked)
@@ -403,7 +454,7 @@ impl MemoryStore {
         py: Python<'py>,
         query: PyArrayLike1<'py, f32, AllowTypeChange>,
         k: usize,
-    ) -> PyResult<(Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<f32>>)> {
+    ) -> PyResult<Ranked<'py, f32>> {
         let q = vector_arg(&query);
         let inner = &self.inner;
         let ranked = py.detach(|| inner.read().search_vector(&q, k)).py()?;
@@ -421,11 +472,15 @@ impl MemoryStore {
         k: usize,
         depth: usize,
         kappa: f64,
-    ) -> PyResult<(Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<f64>>)> {
+    ) -> PyResult<Ranked<'py, f64>> {
         let q = vector.as_ref().map(vector_arg);
         let inner = &self.inner;
         let fused = py
-            .detach(|| inner.read().fused_anchors(text.as_deref(), q.as_deref(), k, depth, kappa))
+            .detach(|| {
+                inner
+                    .read()
+                    .fused_anchors(text.as_deref(), q.as_deref(), k, depth, kappa)
+            })
             .py()?;
         let (ids, scores): (Vec<u64>, Vec<f64>) = fused.into_iter().unzip();
         Ok((ids.into_pyarray(py), scores.into_pyarray(py)))
@@ -433,7 +488,12 @@ impl MemoryStore {
 
     /// Write-path candidates for node `id`: the best earlier nodes to judge relations with.
     #[pyo3(signature = (id, k = None))]
-    fn write_candidates(&self, py: Python<'_>, id: NodeId, k: Option<usize>) -> PyResult<Vec<WriteCandidate>> {
+    fn write_candidates(
+        &self,
+        py: Python<'_>,
+        id: NodeId,
+        k: Option<usize>,
+    ) -> PyResult<Vec<WriteCandidate>> {
         let inner = &self.inner;
         let found = py.detach(|| inner.read().candidates_for(id, k)).py()?;
         Ok(found.into_iter().map(WriteCandidate::from).collect())
@@ -468,6 +528,42 @@ impl MemoryStore {
         out
     }
 
+    /// Start a bounded traversal. `routing` holds p_g for (semantic, temporal,
+    /// causal, entity); `anchors` the seeds as (id, score in [0, 1]) pairs, best
+    /// first. `calls_used` and `elapsed_s` charge what the query already spent
+    /// (the routing call, embedding time) against the hard limits.
+    #[pyo3(signature = (
+        routing, anchors, *, multi_hop = 0.0, recency = 0.0, query_vector = None, now = None,
+        config = None, calls_used = 1, elapsed_s = 0.0
+    ))]
+    fn traverse(
+        &self,
+        py: Python<'_>,
+        routing: (f32, f32, f32, f32),
+        anchors: Vec<(NodeId, f32)>,
+        multi_hop: f32,
+        recency: f32,
+        query_vector: Option<PyArrayLike1<'_, f32, AllowTypeChange>>,
+        now: Option<i64>,
+        config: Option<Bound<'_, TraversalConfig>>,
+        calls_used: u32,
+        elapsed_s: f64,
+    ) -> PyResult<Traversal> {
+        start_traversal(
+            py,
+            &self.inner,
+            routing,
+            anchors,
+            multi_hop,
+            recency,
+            query_vector,
+            now,
+            config,
+            calls_used,
+            elapsed_s,
+        )
+    }
+
     /// Write a snapshot (atomic: temporary file, fsync, rename).
     fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
         let inner = &self.inner;
@@ -478,7 +574,9 @@ impl MemoryStore {
     #[staticmethod]
     fn load(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
         let store = py.detach(|| CoreStore::load(&path)).py()?;
-        Ok(Self { inner: Arc::new(RwLock::new(store)) })
+        Ok(Self {
+            inner: Arc::new(RwLock::new(store)),
+        })
     }
 
     /// The snapshot as bytes.
@@ -491,7 +589,9 @@ impl MemoryStore {
     #[staticmethod]
     fn from_bytes(py: Python<'_>, data: Vec<u8>) -> PyResult<Self> {
         let store = py.detach(|| CoreStore::from_snapshot_bytes(&data)).py()?;
-        Ok(Self { inner: Arc::new(RwLock::new(store)) })
+        Ok(Self {
+            inner: Arc::new(RwLock::new(store)),
+        })
     }
 }
 

@@ -1,0 +1,151 @@
+"""Shared helpers for the benchmarks: synthetic corpora, timers, reporting."""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+T = TypeVar("T")
+
+
+def machine() -> str:
+    cpu = "unknown cpu"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()}"
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def progress(items: Sequence[T], label: str, every: int | None = None) -> Iterator[T]:
+    """A dependency-free progress bar on stderr."""
+    n = len(items)
+    step = every or max(1, n // 40)
+    start = time.perf_counter()
+    for i, item in enumerate(items):
+        if i % step == 0 or i == n - 1:
+            done = (i + 1) / n
+            bar = "#" * int(done * 30)
+            elapsed = time.perf_counter() - start
+            sys.stderr.write(f"\r  {label:<28} [{bar:<30}] {i + 1}/{n} {elapsed:6.1f}s")
+            sys.stderr.flush()
+        yield item
+    sys.stderr.write("\n")
+
+
+def timed(fn: Callable[[], object]) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def latencies(fn: Callable[[T], object], args: Iterable[T], warmup: int = 3) -> list[float]:
+    """Per-call latencies in seconds (after a few warm-up calls)."""
+    args = list(args)
+    for a in args[:warmup]:
+        fn(a)
+    out = []
+    for a in args:
+        t = time.perf_counter()
+        fn(a)
+        out.append(time.perf_counter() - t)
+    return out
+
+
+def pct(xs: Sequence[float], q: float) -> float:
+    s = sorted(xs)
+    return s[min(len(s) - 1, int(q * len(s)))]
+
+
+def summary_us(xs: Sequence[float]) -> dict[str, float]:
+    return {
+        "p50_us": statistics.median(xs) * 1e6,
+        "p99_us": pct(xs, 0.99) * 1e6,
+        "mean_us": statistics.fmean(xs) * 1e6,
+    }
+
+
+class Corpus:
+    """Synthetic documents over a Zipf vocabulary, plus clustered embeddings.
+
+    Words are pseudo-words made from syllables so the tokenizer treats them as
+    ordinary English-like tokens. Embeddings are drawn around random centroids
+    (so a nearest-neighbour index has structure to find) and are unrelated to
+    the text: lexical and vector benchmarks are measured separately.
+    """
+
+    SYLLABLES = [
+        "ka", "lo", "mi", "ren", "tu", "sha", "vor", "el", "din", "qua",
+        "pe", "zo", "bar", "nik", "ul", "te", "fra", "gon", "yi", "ost",
+    ]  # fmt: skip
+
+    def __init__(self, n_docs: int, dim: int = 384, vocab: int = 50_000, seed: int = 7) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.n_docs, self.dim = n_docs, dim
+        syl = self.SYLLABLES
+        words: list[str] = []
+        seen: set[str] = set()
+        i = 0
+        while len(words) < vocab:
+            w, x = "", i
+            while True:
+                w += syl[x % len(syl)]
+                x //= len(syl)
+                if x == 0:
+                    break
+            i += 1
+            if len(w) >= 4 and w not in seen:
+                seen.add(w)
+                words.append(w)
+        self.words = words
+        ranks = np.arange(1, vocab + 1, dtype=np.float64)
+        p = 1.0 / ranks**1.07
+        self.p = p / p.sum()
+
+    def texts(self) -> list[str]:
+        lens = self.rng.integers(8, 31, self.n_docs)
+        flat = self.rng.choice(len(self.words), size=int(lens.sum()), p=self.p)
+        out, pos = [], 0
+        w = self.words
+        for n in lens:
+            out.append(" ".join(w[j] for j in flat[pos : pos + n]))
+            pos += n
+        return out
+
+    def queries(self, n: int, seed: int = 11) -> list[str]:
+        rng = np.random.default_rng(seed)
+        # queries skew to mid-frequency words, like real keyword queries
+        p = self.p**0.6
+        p /= p.sum()
+        return [
+            " ".join(self.words[j] for j in rng.choice(len(self.words), rng.integers(3, 6), p=p))
+            for _ in range(n)
+        ]
+
+    def embeddings(self, n: int, clusters: int = 1024, seed: int = 13) -> npt.NDArray[np.float32]:
+        rng = np.random.default_rng(seed)
+        centroids = rng.standard_normal((clusters, self.dim), dtype=np.float32)
+        out = np.empty((n, self.dim), dtype=np.float32)
+        for lo in range(0, n, 100_000):
+            hi = min(n, lo + 100_000)
+            idx = rng.integers(0, clusters, hi - lo)
+            out[lo:hi] = centroids[idx] + 0.6 * rng.standard_normal((hi - lo, self.dim), dtype=np.float32)
+        out /= np.linalg.norm(out, axis=1, keepdims=True)
+        return out
