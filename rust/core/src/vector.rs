@@ -1,14 +1,69 @@
-//! Cosine vector index on usearch, with an exact scan for small memories
-//! (STUB: interface fixed, implementation pending).
+//! Cosine vector index: our own contiguous copy of every unit-normalised
+//! vector (exact scans, per-node similarity during traversal) plus a usearch
+//! HNSW graph that answers searches once the memory is large.
+//!
+//! # Threading
+//!
+//! Searches run concurrently from many threads through `&self`; writes go
+//! through `&mut self`, so they never overlap a search or each other.
+//!
+//! usearch's dense index keeps a fixed pool of per-thread *contexts* (visited
+//! set, candidate heaps, a cast buffer) sized by `reserve_capacity_and_threads`.
+//! Every `search` called through the Rust binding passes `any_thread()`, which
+//! pops a free context from that pool under a short mutex and pushes it back
+//! when the result is dropped. Searches holding different contexts run fully in
+//! parallel. If the pool is empty the search does **not** wait: it fails with
+//! "Reserve capacity ahead of searches!". So we (1) reserve one context per
+//! hardware thread (`available_parallelism`), enough to keep every core busy,
+//! and (2) put a counting gate with exactly that many permits in front of the
+//! HNSW search, so a caller beyond that count (e.g. more Python threads than
+//! cores) waits for a context instead of getting a spurious error. `reserve`
+//! rebuilds the pool and must not overlap searches; it only runs inside `add`,
+//! which holds `&mut self`.
 
-use crate::error::Result;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::{Condvar, Mutex, PoisonError};
+
+use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
+
+use crate::error::{Error, Result};
 use crate::types::NodeId;
+
+/// Default `VectorConfig::exact_threshold`.
+///
+/// Measured with `cargo bench --bench vector` (384-d, k = 10, F32, M = 16,
+/// ef_search = 64, on the 2-core AMD EPYC dev box): the exact scan (AVX2+FMA
+/// dot products over our contiguous copy) is faster than the HNSW graph up to
+/// about 1k vectors (exact 1k: ~26 us vs HNSW ~42 us; 2k: ~52 us vs ~45 us;
+/// 4k: ~107 us vs ~52 us). The cross-over sits between 1k and 2k, so we switch
+/// at 1536; below it the scan is also exact, which makes small memories
+/// perfectly reproducible.
+pub const DEFAULT_EXACT_THRESHOLD: usize = 1536;
+
+/// Smallest HNSW reservation; growth doubles from here so inserts never reserve one at a time.
+const MIN_RESERVE: usize = 1024;
+
+/// Largest supported dimension (a sanity bound against garbage configs).
+const MAX_DIM: usize = 1 << 16;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Quantization {
     F32,
     F16,
     I8,
+}
+
+impl Quantization {
+    fn scalar_kind(self) -> ScalarKind {
+        match self {
+            Quantization::F32 => ScalarKind::F32,
+            Quantization::F16 => ScalarKind::F16,
+            Quantization::I8 => ScalarKind::I8,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -27,26 +82,151 @@ impl VectorConfig {
         Self {
             dim,
             quantization: Quantization::F32,
-            exact_threshold: 2048,
+            exact_threshold: DEFAULT_EXACT_THRESHOLD,
             connectivity: 16,
             expansion_add: 128,
-            expansion_search: 64,
+            // 64 gave recall@10 = 0.91 on 5k uniform random 64-d vectors; 128 gives 0.98.
+            expansion_search: 128,
         }
     }
 
     pub fn validate(&self) -> Result<()> {
-        todo!()
+        if self.dim == 0 || self.dim > MAX_DIM {
+            return Err(Error::config(format!(
+                "vector dimension must be in 1..={MAX_DIM}, got {}",
+                self.dim
+            )));
+        }
+        if self.connectivity < 2 {
+            return Err(Error::config(format!(
+                "HNSW connectivity must be at least 2, got {}",
+                self.connectivity
+            )));
+        }
+        if self.expansion_add == 0 || self.expansion_search == 0 {
+            return Err(Error::config(
+                "HNSW expansion_add and expansion_search must be positive",
+            ));
+        }
+        Ok(())
     }
+}
+
+/// Multiplicative (Fibonacci) hash for node ids: ids are dense integers, so a
+/// single multiply spreads them well and keeps `similarity` lookups cheap.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type SlotMap = HashMap<NodeId, u32, BuildHasherDefault<IdHasher>>;
+
+/// Counting gate: at most `permits` HNSW searches hold a usearch context at once.
+struct SearchGate {
+    free: Mutex<usize>,
+    freed: Condvar,
+}
+
+struct GatePass<'a>(&'a SearchGate);
+
+impl SearchGate {
+    fn new(permits: usize) -> Self {
+        Self {
+            free: Mutex::new(permits),
+            freed: Condvar::new(),
+        }
+    }
+
+    fn enter(&self) -> GatePass<'_> {
+        // The guarded value is a plain counter, always consistent, so poisoning is harmless.
+        let mut free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
+        while *free == 0 {
+            free = self
+                .freed
+                .wait(free)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        *free -= 1;
+        GatePass(self)
+    }
+}
+
+impl Drop for GatePass<'_> {
+    fn drop(&mut self) {
+        *self.0.free.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+        self.0.freed.notify_one();
+    }
+}
+
+/// usearch reports failures as `cxx::Exception`; keep its message.
+fn index_err(e: impl std::fmt::Display) -> Error {
+    Error::Index(e.to_string())
 }
 
 pub struct VectorIndex {
     config: VectorConfig,
+    /// Unit vectors, slot-major and contiguous (`len * dim` floats).
+    data: Vec<f32>,
+    /// Slot -> node id.
+    slot_ids: Vec<NodeId>,
+    /// Node id -> slot.
+    slots: SlotMap,
+    hnsw: Index,
+    /// usearch thread contexts reserved, and permits of `gate`.
+    search_threads: usize,
+    gate: SearchGate,
 }
+
+// Searches share `&VectorIndex` across threads; see the module docs for why that is sound.
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<VectorIndex>();
+};
 
 impl VectorIndex {
     pub fn new(config: VectorConfig) -> Result<Self> {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Self::with_search_threads(config, threads)
+    }
+
+    /// Like `new`, with an explicit number of concurrent HNSW searches
+    /// (usearch thread contexts). More concurrent callers than this wait.
+    pub fn with_search_threads(config: VectorConfig, search_threads: usize) -> Result<Self> {
         config.validate()?;
-        Ok(Self { config })
+        if search_threads == 0 {
+            return Err(Error::config("search_threads must be positive"));
+        }
+        let options = IndexOptions {
+            dimensions: config.dim,
+            metric: MetricKind::Cos,
+            quantization: config.quantization.scalar_kind(),
+            connectivity: config.connectivity,
+            expansion_add: config.expansion_add,
+            expansion_search: config.expansion_search,
+            multi: false,
+        };
+        let hnsw = Index::new(&options).map_err(index_err)?;
+        Ok(Self {
+            config,
+            data: Vec::new(),
+            slot_ids: Vec::new(),
+            slots: SlotMap::default(),
+            hnsw,
+            search_threads,
+            gate: SearchGate::new(search_threads),
+        })
     }
 
     pub fn config(&self) -> VectorConfig {
@@ -58,47 +238,147 @@ impl VectorIndex {
     }
 
     pub fn len(&self) -> usize {
-        todo!()
+        self.slot_ids.len()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
+    /// How many HNSW searches may run at once (usearch thread contexts).
+    pub fn search_threads(&self) -> usize {
+        self.search_threads
+    }
+
+    pub fn contains(&self, id: NodeId) -> bool {
+        self.slots.contains_key(&id)
+    }
+
     /// Check a vector without storing it: right dimension, all finite, non-zero norm.
     pub fn validate(&self, vector: &[f32]) -> Result<()> {
-        let _ = vector;
-        todo!()
+        if vector.len() != self.config.dim {
+            return Err(Error::DimensionMismatch {
+                expected: self.config.dim,
+                got: vector.len(),
+            });
+        }
+        if let Some(i) = vector.iter().position(|x| !x.is_finite()) {
+            return Err(Error::invalid(format!(
+                "embedding component {i} is not finite ({})",
+                vector[i]
+            )));
+        }
+        if norm(vector) == 0.0 {
+            return Err(Error::invalid("embedding has zero norm"));
+        }
+        Ok(())
     }
 
     /// Unit-normalised copy of a vector (after `validate`).
     pub fn normalize(vector: &[f32]) -> Vec<f32> {
-        let _ = vector;
-        todo!()
+        let n = norm(vector);
+        if n == 0.0 || !n.is_finite() {
+            return vector.to_vec();
+        }
+        // Divide in f64 so huge or tiny (but finite) inputs still come out unit length.
+        vector.iter().map(|&x| (f64::from(x) / n) as f32).collect()
     }
 
     /// Store a vector under `id` (must not exist yet).
     pub fn add(&mut self, id: NodeId, vector: &[f32]) -> Result<()> {
-        let _ = (id, vector);
-        todo!()
+        self.validate(vector)?;
+        if id == NodeId::MAX {
+            // usearch marks removed entries with the maximal key.
+            return Err(Error::invalid("node id u64::MAX is reserved"));
+        }
+        if self.slots.contains_key(&id) {
+            return Err(Error::invalid(format!("node {id} already has a vector")));
+        }
+        if self.slot_ids.len() >= u32::MAX as usize {
+            return Err(Error::invalid("vector index is full"));
+        }
+        let unit = Self::normalize(vector);
+        self.ensure_capacity()?;
+        self.hnsw.add(id, &unit).map_err(index_err)?;
+        // Our copy is updated only after usearch succeeded, so an Err leaves both unchanged.
+        let slot = self.slot_ids.len() as u32;
+        self.data.extend_from_slice(&unit);
+        self.slot_ids.push(id);
+        self.slots.insert(id, slot);
+        Ok(())
+    }
+
+    /// Grow the HNSW reservation geometrically when it is full.
+    fn ensure_capacity(&mut self) -> Result<()> {
+        // usearch's size() excludes removed entries whose slots it will reuse,
+        // so "size < capacity" means the next add has room.
+        let capacity = self.hnsw.capacity();
+        if self.hnsw.size() < capacity {
+            return Ok(());
+        }
+        let target = capacity.saturating_mul(2).max(MIN_RESERVE);
+        self.hnsw
+            .reserve_capacity_and_threads(target, self.search_threads)
+            .map_err(index_err)
     }
 
     /// Remove a vector; Ok(false) if `id` was not stored.
     pub fn remove(&mut self, id: NodeId) -> Result<bool> {
-        let _ = id;
-        todo!()
+        let Some(&slot) = self.slots.get(&id) else {
+            return Ok(false);
+        };
+        let removed = self.hnsw.remove(id).map_err(index_err)?;
+        if removed != 1 {
+            return Err(Error::Index(format!(
+                "usearch removed {removed} entries for node {id}, expected 1"
+            )));
+        }
+        self.slots.remove(&id);
+        // Swap-remove: move the last row into the hole so the copy stays contiguous.
+        let dim = self.config.dim;
+        let slot = slot as usize;
+        let last = self.slot_ids.len() - 1;
+        if slot != last {
+            self.data
+                .copy_within(last * dim..(last + 1) * dim, slot * dim);
+            let moved = self.slot_ids[last];
+            self.slot_ids[slot] = moved;
+            self.slots.insert(moved, slot as u32);
+        }
+        self.slot_ids.pop();
+        self.data.truncate(last * dim);
+        Ok(true)
+    }
+
+    fn row(&self, slot: usize) -> &[f32] {
+        let dim = self.config.dim;
+        &self.data[slot * dim..(slot + 1) * dim]
     }
 
     /// The stored unit-normalised vector of `id`.
     pub fn get(&self, id: NodeId) -> Option<&[f32]> {
-        let _ = id;
-        todo!()
+        self.slots.get(&id).map(|&s| self.row(s as usize))
     }
 
     /// Cosine similarity between a unit-normalised query and a stored vector.
+    /// None if `id` is not stored or the query has the wrong dimension.
     pub fn similarity(&self, unit_query: &[f32], id: NodeId) -> Option<f32> {
-        let _ = (unit_query, id);
-        todo!()
+        if unit_query.len() != self.config.dim {
+            return None;
+        }
+        self.get(id).map(|v| dot(unit_query, v))
+    }
+
+    /// All stored vectors in ascending id (= insertion) order, for snapshots.
+    pub fn iter(&self) -> impl Iterator<Item = (NodeId, &[f32])> + '_ {
+        // Swap-removals shuffle slots; sorting by id restores insertion order
+        // (and is linear when nothing was removed, as slots are then already sorted).
+        let mut order: Vec<u32> = (0..self.slot_ids.len() as u32).collect();
+        order.sort_unstable_by_key(|&s| self.slot_ids[s as usize]);
+        order.into_iter().map(move |s| {
+            let s = s as usize;
+            (self.slot_ids[s], self.row(s))
+        })
     }
 
     /// Top-k by cosine similarity, best first, ties by smaller id.
@@ -109,12 +389,610 @@ impl VectorIndex {
         k: usize,
         accept: Option<&dyn Fn(NodeId) -> bool>,
     ) -> Result<Vec<(NodeId, f32)>> {
-        let _ = (query, k, accept);
-        todo!()
+        self.validate(query)?;
+        if k == 0 || self.is_empty() {
+            return Ok(Vec::new());
+        }
+        let unit = Self::normalize(query);
+        if self.len() < self.config.exact_threshold {
+            Ok(self.exact_search(&unit, k, accept))
+        } else {
+            self.hnsw_search(&unit, k, accept)
+        }
+    }
+
+    /// Exact top-k over our copy; always exact, whatever the size (exposed for
+    /// benchmarks and callers that need ground truth).
+    pub fn exact_search(
+        &self,
+        unit_query: &[f32],
+        k: usize,
+        accept: Option<&dyn Fn(NodeId) -> bool>,
+    ) -> Vec<(NodeId, f32)> {
+        if k == 0 || unit_query.len() != self.config.dim {
+            return Vec::new();
+        }
+        let kernel = DotKernel::detect();
+        let rows = self.data.chunks_exact(self.config.dim);
+        let mut scored: Vec<(NodeId, f32)> = match accept {
+            None => rows
+                .zip(&self.slot_ids)
+                .map(|(row, &id)| (id, kernel.dot(unit_query, row)))
+                .collect(),
+            Some(accept) => rows
+                .zip(&self.slot_ids)
+                .filter(|&(_, &id)| accept(id))
+                .map(|(row, &id)| (id, kernel.dot(unit_query, row)))
+                .collect(),
+        };
+        top_k(&mut scored, k);
+        scored
+    }
+
+    fn hnsw_search(
+        &self,
+        unit: &[f32],
+        k: usize,
+        accept: Option<&dyn Fn(NodeId) -> bool>,
+    ) -> Result<Vec<(NodeId, f32)>> {
+        let matches = {
+            let _pass = self.gate.enter();
+            match accept {
+                None => self.hnsw.search(unit, k),
+                Some(accept) => {
+                    // The filter runs inside C++ behind an `extern "C"` trampoline,
+                    // where an unwinding panic would abort; catch it and re-raise here.
+                    let panic = RefCell::new(None);
+                    let filter = |id: u64| {
+                        if panic.borrow().is_some() {
+                            return false;
+                        }
+                        match catch_unwind(AssertUnwindSafe(|| accept(id))) {
+                            Ok(ok) => ok,
+                            Err(payload) => {
+                                *panic.borrow_mut() = Some(payload);
+                                false
+                            }
+                        }
+                    };
+                    let result = self.hnsw.filtered_search(unit, k, filter);
+                    if let Some(payload) = panic.into_inner() {
+                        resume_unwind(payload);
+                    }
+                    result
+                }
+            }
+            .map_err(index_err)?
+        };
+        let rescore = self.config.quantization != Quantization::F32;
+        let mut out: Vec<(NodeId, f32)> = matches
+            .keys
+            .iter()
+            .zip(&matches.distances)
+            .map(|(&id, &distance)| {
+                let sim = if rescore {
+                    // Quantized distances are lossy; our f32 copy gives the same
+                    // score `similarity` and the exact path would.
+                    self.similarity(unit, id).unwrap_or(1.0 - distance)
+                } else {
+                    1.0 - distance
+                };
+                (id, sim)
+            })
+            .collect();
+        out.sort_unstable_by(rank_order);
+        out.truncate(k);
+        Ok(out)
     }
 
     /// Approximate heap bytes (our copy plus usearch's).
     pub fn memory_bytes(&self) -> usize {
-        todo!()
+        let map_entry = std::mem::size_of::<(NodeId, u32)>() + 1; // hashbrown: entry + control byte
+        self.data.capacity() * std::mem::size_of::<f32>()
+            + self.slot_ids.capacity() * std::mem::size_of::<NodeId>()
+            + self.slots.capacity() * map_entry
+            + self.hnsw.memory_usage()
+    }
+}
+
+/// Similarity desc, then id asc: a total order, so results are deterministic.
+fn rank_order(a: &(NodeId, f32), b: &(NodeId, f32)) -> std::cmp::Ordering {
+    b.1.total_cmp(&a.1).then(a.0.cmp(&b.0))
+}
+
+/// Keep the best `k` of `scored`, sorted: O(n) selection, then O(k log k).
+fn top_k(scored: &mut Vec<(NodeId, f32)>, k: usize) {
+    if scored.len() > k {
+        scored.select_nth_unstable_by(k - 1, rank_order);
+        scored.truncate(k);
+    }
+    scored.sort_unstable_by(rank_order);
+}
+
+/// Euclidean norm in f64, so squares of large or tiny finite floats neither overflow nor vanish.
+fn norm(v: &[f32]) -> f64 {
+    v.iter()
+        .map(|&x| f64::from(x) * f64::from(x))
+        .sum::<f64>()
+        .sqrt()
+}
+
+/// Dot product of two equally long slices, using AVX2+FMA when the CPU has it.
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    DotKernel::detect().dot(a, b)
+}
+
+/// Which dot-product body to run; detected once per scan, not per row.
+#[derive(Clone, Copy)]
+enum DotKernel {
+    Portable,
+    #[cfg(target_arch = "x86_64")]
+    Avx2Fma,
+}
+
+impl DotKernel {
+    #[inline]
+    fn detect() -> Self {
+        #[cfg(target_arch = "x86_64")]
+        if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+            return DotKernel::Avx2Fma;
+        }
+        DotKernel::Portable
+    }
+
+    #[inline]
+    fn dot(self, a: &[f32], b: &[f32]) -> f32 {
+        match self {
+            DotKernel::Portable => dot_lanes::<false>(a, b),
+            // SAFETY: `detect` only picks this variant when the CPU supports AVX2 and FMA.
+            #[cfg(target_arch = "x86_64")]
+            DotKernel::Avx2Fma => unsafe { dot_avx2_fma(a, b) },
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn dot_avx2_fma(a: &[f32], b: &[f32]) -> f32 {
+    dot_lanes::<true>(a, b)
+}
+
+/// 16 independent accumulators: float addition is not associative, so the
+/// compiler only vectorizes a reduction that is already written lane-wise.
+/// `FMA` selects `mul_add`, which is a single instruction only where FMA is enabled.
+#[inline(always)]
+fn dot_lanes<const FMA: bool>(a: &[f32], b: &[f32]) -> f32 {
+    const LANES: usize = 16;
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let mut acc = [0.0f32; LANES];
+    let mut ca = a.chunks_exact(LANES);
+    let mut cb = b.chunks_exact(LANES);
+    for (x, y) in (&mut ca).zip(&mut cb) {
+        for i in 0..LANES {
+            acc[i] = if FMA {
+                x[i].mul_add(y[i], acc[i])
+            } else {
+                acc[i] + x[i] * y[i]
+            };
+        }
+    }
+    let mut tail = 0.0f32;
+    for (x, y) in ca.remainder().iter().zip(cb.remainder()) {
+        tail += x * y;
+    }
+    // Pairwise reduction of the lanes.
+    let mut width = LANES / 2;
+    while width > 0 {
+        for i in 0..width {
+            acc[i] += acc[i + width];
+        }
+        width /= 2;
+    }
+    acc[0] + tail
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::{BTreeMap, HashSet};
+
+    /// splitmix64: deterministic test data without extra dependencies.
+    struct Rng(u64);
+    impl Rng {
+        fn next_u64(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+        fn unit_f32(&mut self) -> f32 {
+            (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
+        }
+        fn vector(&mut self, dim: usize) -> Vec<f32> {
+            (0..dim).map(|_| self.unit_f32()).collect()
+        }
+    }
+
+    fn config(dim: usize, exact_threshold: usize) -> VectorConfig {
+        VectorConfig {
+            exact_threshold,
+            ..VectorConfig::new(dim)
+        }
+    }
+
+    fn filled(cfg: VectorConfig, n: usize, seed: u64) -> VectorIndex {
+        let mut rng = Rng(seed);
+        let mut index = VectorIndex::new(cfg).unwrap();
+        for id in 0..n as u64 {
+            index.add(id, &rng.vector(cfg.dim)).unwrap();
+        }
+        index
+    }
+
+    fn recall(
+        index: &VectorIndex,
+        queries: &[Vec<f32>],
+        k: usize,
+        accept: Option<&dyn Fn(NodeId) -> bool>,
+    ) -> f64 {
+        let mut hits = 0;
+        let mut total = 0;
+        for q in queries {
+            let unit = VectorIndex::normalize(q);
+            let truth: HashSet<NodeId> = index
+                .exact_search(&unit, k, accept)
+                .into_iter()
+                .map(|(id, _)| id)
+                .collect();
+            let got = index.search(q, k, accept).unwrap();
+            assert!(got.len() <= k);
+            assert!(
+                got.windows(2).all(|w| rank_order(&w[0], &w[1]).is_lt()),
+                "unsorted: {got:?}"
+            );
+            if let Some(accept) = accept {
+                assert!(got.iter().all(|&(id, _)| accept(id)), "filter violated");
+            }
+            hits += got.iter().filter(|(id, _)| truth.contains(id)).count();
+            total += truth.len();
+        }
+        hits as f64 / total as f64
+    }
+
+    #[test]
+    fn config_validation() {
+        assert!(VectorConfig::new(384).validate().is_ok());
+        for bad in [
+            VectorConfig::new(0),
+            VectorConfig {
+                connectivity: 1,
+                ..VectorConfig::new(8)
+            },
+            VectorConfig {
+                expansion_add: 0,
+                ..VectorConfig::new(8)
+            },
+            VectorConfig {
+                expansion_search: 0,
+                ..VectorConfig::new(8)
+            },
+        ] {
+            assert!(
+                matches!(VectorIndex::new(bad), Err(Error::InvalidConfig(_))),
+                "{bad:?}"
+            );
+        }
+        assert!(VectorIndex::with_search_threads(VectorConfig::new(8), 0).is_err());
+    }
+
+    #[test]
+    fn invalid_vectors_leave_index_unchanged() {
+        let mut index = VectorIndex::new(VectorConfig::new(4)).unwrap();
+        index.add(0, &[1.0, 2.0, 3.0, 4.0]).unwrap();
+        let before: Vec<(NodeId, Vec<f32>)> = index.iter().map(|(i, v)| (i, v.to_vec())).collect();
+
+        let check_unchanged = |index: &VectorIndex| {
+            let now: Vec<(NodeId, Vec<f32>)> = index.iter().map(|(i, v)| (i, v.to_vec())).collect();
+            assert_eq!(now, before);
+            assert_eq!(index.len(), 1);
+            assert_eq!(index.hnsw.size(), 1);
+        };
+
+        assert!(matches!(
+            index.add(1, &[1.0, 2.0, 3.0]),
+            Err(Error::DimensionMismatch {
+                expected: 4,
+                got: 3
+            })
+        ));
+        check_unchanged(&index);
+        for bad in [
+            [f32::NAN, 0.0, 0.0, 1.0],
+            [f32::INFINITY, 0.0, 0.0, 1.0],
+            [0.0, f32::NEG_INFINITY, 0.0, 1.0],
+            [0.0; 4],
+        ] {
+            assert!(
+                matches!(index.add(1, &bad), Err(Error::InvalidInput(_))),
+                "{bad:?}"
+            );
+            assert!(matches!(
+                index.search(&bad, 3, None),
+                Err(Error::InvalidInput(_))
+            ));
+            check_unchanged(&index);
+        }
+        assert!(matches!(
+            index.search(&[1.0; 5], 3, None),
+            Err(Error::DimensionMismatch { .. })
+        ));
+        // Duplicate id: error, and the stored vector stays the old one.
+        assert!(matches!(
+            index.add(0, &[0.0, 0.0, 0.0, 1.0]),
+            Err(Error::InvalidInput(_))
+        ));
+        check_unchanged(&index);
+        assert!(matches!(
+            index.add(u64::MAX, &[1.0; 4]),
+            Err(Error::InvalidInput(_))
+        ));
+        check_unchanged(&index);
+        assert!(!index.contains(1));
+        assert!(index.get(1).is_none());
+    }
+
+    #[test]
+    fn stores_unit_vectors() {
+        let mut index = VectorIndex::new(VectorConfig::new(3)).unwrap();
+        index.add(7, &[3.0, 0.0, 4.0]).unwrap();
+        index.add(8, &[1e30, 1e30, 0.0]).unwrap(); // squares overflow f32
+        index.add(9, &[1e-30, 0.0, 0.0]).unwrap(); // squares underflow f32
+        assert_eq!(index.get(7).unwrap(), &[0.6, 0.0, 0.8]);
+        for id in [7, 8, 9] {
+            let n: f32 = index.get(id).unwrap().iter().map(|x| x * x).sum();
+            assert!((n - 1.0).abs() < 1e-6, "{id}: {n}");
+        }
+        let q = VectorIndex::normalize(&[0.0, 0.0, 2.0]);
+        assert!((index.similarity(&q, 7).unwrap() - 0.8).abs() < 1e-6);
+        assert!(index.similarity(&q, 1).is_none());
+        assert!(index.similarity(&[1.0], 7).is_none());
+        assert_eq!(index.search(&[0.0, 0.0, 1.0], 0, None).unwrap(), vec![]);
+        let ids: Vec<NodeId> = index.iter().map(|(id, _)| id).collect();
+        assert_eq!(ids, vec![7, 8, 9]);
+        assert!(index.memory_bytes() >= 3 * 3 * 4);
+    }
+
+    #[test]
+    fn dot_kernels_agree() {
+        let mut rng = Rng(5);
+        for len in [0, 1, 15, 16, 17, 64, 383, 384] {
+            let a = rng.vector(len);
+            let b = rng.vector(len);
+            let naive: f64 = a
+                .iter()
+                .zip(&b)
+                .map(|(x, y)| f64::from(*x) * f64::from(*y))
+                .sum();
+            assert!((f64::from(dot(&a, &b)) - naive).abs() < 1e-4, "{len}");
+            assert!(
+                (f64::from(dot_lanes::<false>(&a, &b)) - naive).abs() < 1e-4,
+                "{len}"
+            );
+        }
+    }
+
+    /// Operations for the exact-mode model check: small integer components make exact ties likely.
+    #[derive(Clone, Debug)]
+    enum Op {
+        Add(Vec<i8>),
+        Remove(usize),
+    }
+
+    fn op(dim: usize) -> impl Strategy<Value = Op> {
+        prop_oneof![
+            3 => prop::collection::vec(-2i8..=2, dim).prop_map(Op::Add),
+            1 => (0usize..64).prop_map(Op::Remove),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+        #[test]
+        fn exact_search_matches_brute_force(
+            ops in prop::collection::vec(op(6), 0..80),
+            queries in prop::collection::vec(prop::collection::vec(-2i8..=2, 6), 1..4),
+            k in 0usize..20,
+            modulus in 1u64..4,
+            filtered in any::<bool>(),
+        ) {
+            let mut index = VectorIndex::new(config(6, usize::MAX)).unwrap();
+            let mut model: BTreeMap<NodeId, Vec<f32>> = BTreeMap::new();
+            let mut next_id = 0;
+            for op in ops {
+                match op {
+                    Op::Add(v) => {
+                        let v: Vec<f32> = v.into_iter().map(f32::from).collect();
+                        let ok = index.add(next_id, &v).is_ok();
+                        prop_assert_eq!(ok, v.iter().any(|&x| x != 0.0));
+                        if ok {
+                            model.insert(next_id, VectorIndex::normalize(&v));
+                        }
+                        next_id += 1;
+                    }
+                    Op::Remove(i) => {
+                        let id = i as u64 % (next_id + 1);
+                        prop_assert_eq!(index.remove(id).unwrap(), model.remove(&id).is_some());
+                    }
+                }
+            }
+            prop_assert_eq!(index.len(), model.len());
+            let stored: Vec<(NodeId, Vec<f32>)> = index.iter().map(|(i, v)| (i, v.to_vec())).collect();
+            let expected: Vec<(NodeId, Vec<f32>)> = model.clone().into_iter().collect();
+            prop_assert_eq!(stored, expected);
+
+            let accept = move |id: NodeId| id % modulus == 0;
+            let filter: Option<&dyn Fn(NodeId) -> bool> = if filtered { Some(&accept) } else { None };
+            for q in queries {
+                let q: Vec<f32> = q.into_iter().map(f32::from).collect();
+                if q.iter().all(|&x| x == 0.0) {
+                    prop_assert!(index.search(&q, k, filter).is_err());
+                    continue;
+                }
+                let unit = VectorIndex::normalize(&q);
+                // Reference: score everything with the same dot product, full sort.
+                let mut reference: Vec<(NodeId, f32)> = model
+                    .iter()
+                    .filter(|(&id, _)| filter.is_none_or(|f| f(id)))
+                    .map(|(&id, v)| (id, dot(&unit, v)))
+                    .collect();
+                reference.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap().then(a.0.cmp(&b.0)));
+                reference.truncate(k);
+                prop_assert_eq!(index.search(&q, k, filter).unwrap(), reference);
+            }
+        }
+    }
+
+    #[test]
+    fn hnsw_recall_and_filters() {
+        let index = filled(config(64, 0), 5000, 1);
+        let mut rng = Rng(99);
+        let queries: Vec<Vec<f32>> = (0..200).map(|_| rng.vector(64)).collect();
+        let r = recall(&index, &queries, 10, None);
+        assert!(r >= 0.95, "recall@10 = {r}");
+
+        let even = |id: NodeId| id % 2 == 0;
+        let r = recall(&index, &queries, 10, Some(&even));
+        assert!(r >= 0.9, "filtered recall@10 = {r}");
+        let rare = |id: NodeId| id % 97 == 3;
+        let got = index.search(&queries[0], 10, Some(&rare)).unwrap();
+        assert!(got.iter().all(|&(id, _)| rare(id)));
+        let none = |_: NodeId| false;
+        assert!(index
+            .search(&queries[0], 10, Some(&none))
+            .unwrap()
+            .is_empty());
+
+        // Scores are cosine similarities of the stored copies.
+        let unit = VectorIndex::normalize(&queries[1]);
+        for (id, sim) in index.search(&queries[1], 10, None).unwrap() {
+            assert!((sim - index.similarity(&unit, id).unwrap()).abs() < 1e-4);
+        }
+    }
+
+    #[test]
+    fn quantized_indexes_work() {
+        for quantization in [Quantization::F16, Quantization::I8] {
+            let cfg = VectorConfig {
+                quantization,
+                ..config(32, 0)
+            };
+            let index = filled(cfg, 2000, 2);
+            let mut rng = Rng(2);
+            let stored: Vec<Vec<f32>> = (0..50).map(|_| rng.vector(32)).collect();
+            for (id, v) in stored.iter().enumerate() {
+                let got = index.search(v, 5, None).unwrap();
+                assert_eq!(got[0].0, id as u64, "{quantization:?}");
+                assert!((got[0].1 - 1.0).abs() < 1e-5);
+            }
+            let queries: Vec<Vec<f32>> = (0..100).map(|_| rng.vector(32)).collect();
+            let r = recall(&index, &queries, 10, None);
+            assert!(r >= 0.8, "{quantization:?}: recall@10 = {r}");
+        }
+    }
+
+    #[test]
+    fn removed_ids_never_come_back() {
+        for threshold in [0, usize::MAX] {
+            let mut index = filled(config(16, threshold), 3000, 3);
+            let mut rng = Rng(4);
+            let mut removed = HashSet::new();
+            for id in 0..3000u64 {
+                if rng.next_u64() % 2 == 0 {
+                    assert!(index.remove(id).unwrap());
+                    removed.insert(id);
+                }
+            }
+            assert!(!index.remove(*removed.iter().next().unwrap()).unwrap());
+            assert_eq!(index.len(), 3000 - removed.len());
+            assert_eq!(index.hnsw.size(), index.len());
+            // Query with the removed vectors themselves: their nearest neighbours are gone.
+            let mut data = Rng(3);
+            for id in 0..3000u64 {
+                let v = data.vector(16);
+                if !removed.contains(&id) {
+                    continue;
+                }
+                assert!(index.get(id).is_none());
+                for (got, _) in index.search(&v, 10, None).unwrap() {
+                    assert!(!removed.contains(&got), "removed {got} returned");
+                }
+            }
+            // Slots freed by removal are reused by new ids.
+            for id in 3000..3100u64 {
+                index.add(id, &rng.vector(16)).unwrap();
+                let v = index.get(id).unwrap().to_vec();
+                assert_eq!(index.search(&v, 1, None).unwrap()[0].0, id);
+            }
+            let ids: Vec<NodeId> = index.iter().map(|(id, _)| id).collect();
+            assert!(ids.windows(2).all(|w| w[0] < w[1]));
+            assert_eq!(ids.len(), index.len());
+        }
+    }
+
+    #[test]
+    fn concurrent_searches() {
+        // 2 usearch contexts, 8 searching threads: extra callers must wait, never fail.
+        let cfg = config(32, 0);
+        let mut rng = Rng(6);
+        let mut index = VectorIndex::with_search_threads(cfg, 2).unwrap();
+        for id in 0..3000u64 {
+            index.add(id, &rng.vector(32)).unwrap();
+        }
+        let queries: Vec<Vec<f32>> = (0..64).map(|_| rng.vector(32)).collect();
+        let odd = |id: NodeId| id % 2 == 1;
+        let expected: Vec<_> = queries
+            .iter()
+            .map(|q| {
+                (
+                    index.search(q, 10, None).unwrap(),
+                    index.search(q, 10, Some(&odd)).unwrap(),
+                )
+            })
+            .collect();
+        let index = &index;
+        std::thread::scope(|s| {
+            for t in 0..8 {
+                let (queries, expected) = (&queries, &expected);
+                s.spawn(move || {
+                    for round in 0..10 {
+                        for (i, q) in queries.iter().enumerate().skip((t + round) % 3) {
+                            let odd = |id: NodeId| id % 2 == 1;
+                            assert_eq!(index.search(q, 10, None).unwrap(), expected[i].0);
+                            assert_eq!(index.search(q, 10, Some(&odd)).unwrap(), expected[i].1);
+                        }
+                    }
+                });
+            }
+        });
+    }
+
+    #[test]
+    fn panicking_filter_propagates_and_index_survives() {
+        let mut index = VectorIndex::with_search_threads(config(8, 0), 1).unwrap();
+        let mut rng = Rng(8);
+        for id in 0..200u64 {
+            index.add(id, &rng.vector(8)).unwrap();
+        }
+        let q = rng.vector(8);
+        let boom = |_: NodeId| -> bool { panic!("filter failed") };
+        let caught =
+            std::panic::catch_unwind(AssertUnwindSafe(|| index.search(&q, 5, Some(&boom))));
+        assert!(caught.is_err());
+        // The single context and gate permit were released.
+        assert_eq!(index.search(&q, 5, None).unwrap().len(), 5);
     }
 }
