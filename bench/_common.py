@@ -146,6 +146,8 @@ class Corpus:
         for lo in range(0, n, 100_000):
             hi = min(n, lo + 100_000)
             idx = rng.integers(0, clusters, hi - lo)
-            out[lo:hi] = centroids[idx] + 0.6 * rng.standard_normal((hi - lo, self.dim), dtype=np.float32)
+            out[lo:hi] = centroids[idx] + 0.6 * rng.standard_normal(
+                (hi - lo, self.dim), dtype=np.float32
+            )
         out /= np.linalg.norm(out, axis=1, keepdims=True)
         return out

@@ -147,7 +147,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--sizes", default="10000,100000,1000000")
     ap.add_argument("--queries", type=int, default=200)
-    ap.add_argument("--rank-bm25-max", type=int, default=100_000, help="skip rank_bm25 above this size")
+    ap.add_argument(
+        "--rank-bm25-max", type=int, default=100_000, help="skip rank_bm25 above this size"
+    )
     ap.add_argument("--skip", default="", help="comma list of: bm25s,rank_bm25,usearch")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()

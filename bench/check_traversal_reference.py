@@ -13,8 +13,15 @@ depths, stop reason and counters must be identical and scores equal to 1e-9.
 import json
 import sys
 
-from traversal_reference import (Assessment, CandidateScores, Graph, Routing, Traversal,
-                                 TraversalConfig, f32)
+from traversal_reference import (
+    Assessment,
+    CandidateScores,
+    Graph,
+    Routing,
+    Traversal,
+    TraversalConfig,
+    f32,
+)
 
 MASK = (1 << 64) - 1
 
@@ -77,8 +84,17 @@ def run_case(case: dict) -> list:
     routing = Routing(tuple(r["views"]), r["multi_hop"], r["recency"])
     anchors = [tuple(a) for a in case["anchors"]]
     oracle = Oracle(case["mode"], case["seed"])
-    t = Traversal.start(cfg, routing, case["query"], case["now"], anchors, case["calls_used"],
-                        0.0, g, clock=lambda: 0.0)
+    t = Traversal.start(
+        cfg,
+        routing,
+        case["query"],
+        case["now"],
+        anchors,
+        case["calls_used"],
+        0.0,
+        g,
+        clock=lambda: 0.0,
+    )
     while not t.done:
         rnd = len(t.rounds) - 1
         if t.phase == "assess":
@@ -90,10 +106,22 @@ def run_case(case: dict) -> list:
     want = case["outcome"]
     tr = t.trace()
     problems = []
-    got_counts = (tr["stop"], tr["visited"], tr["edges_examined"], tr["controller_calls"],
-                  len(t.rounds) - 1, tr["spent"])
-    want_counts = (want["stop"], want["visited"], want["edges_examined"],
-                   want["controller_calls"], want["rounds"], want["spent"])
+    got_counts = (
+        tr["stop"],
+        tr["visited"],
+        tr["edges_examined"],
+        tr["controller_calls"],
+        len(t.rounds) - 1,
+        tr["spent"],
+    )
+    want_counts = (
+        want["stop"],
+        want["visited"],
+        want["edges_examined"],
+        want["controller_calls"],
+        want["rounds"],
+        want["spent"],
+    )
     if got_counts != want_counts:
         problems.append(f"counters {got_counts} != {want_counts}")
     got_ev = [(e.node, e.depth) for e in t.evidence]

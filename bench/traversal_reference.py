@@ -38,9 +38,9 @@ from __future__ import annotations
 import math
 import struct
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 VIEWS = ("semantic", "temporal", "causal", "entity")
 SECONDS_PER_DAY = 86_400.0
@@ -112,7 +112,7 @@ def check_unit(what: str, x: float) -> float:
 # ---------------------------------------------------------------- budgets
 
 
-def largest_remainder(weights: Sequence[float], total: int, minimum: int) -> List[int]:
+def largest_remainder(weights: Sequence[float], total: int, minimum: int) -> list[int]:
     """Every entry gets ``minimum``; R = total - minimum*n is split by the
     weights: floors first, the leftover units to the largest remainders
     (ties to the smaller index). Exact: weights are scaled by a power of two
@@ -179,13 +179,13 @@ def depth_limit(multi_hop: float, depth_max: int) -> int:
     return min(d, depth_max)
 
 
-def rrf(lists: Sequence[Sequence[int]], kappa: float = 60.0) -> List[Tuple[int, float]]:
+def rrf(lists: Sequence[Sequence[int]], kappa: float = 60.0) -> list[tuple[int, float]]:
     """Reciprocal rank fusion; duplicates count at their first position."""
     if not (math.isfinite(kappa) and kappa > 0):
         raise InvalidConfig(f"rrf kappa must be finite and > 0, got {kappa}")
-    scores: Dict[int, float] = {}
+    scores: dict[int, float] = {}
     for lst in lists:
-        seen: Set[int] = set()
+        seen: set[int] = set()
         for pos, node in enumerate(lst):
             if node not in seen:
                 seen.add(node)
@@ -212,14 +212,20 @@ class TraversalConfig:
     theta_missing: float = 0.15
     theta_contradiction: float = 0.15
     theta_useful: float = 0.15
-    lambdas: Tuple[float, float, float, float, float] = (1.0, 1.0, 1.0, 1.0, 1.0)
+    lambdas: tuple[float, float, float, float, float] = (1.0, 1.0, 1.0, 1.0, 1.0)
     recency_weight: float = 0.1
     min_admit_score: float = 0.25
 
-    def validated(self) -> "TraversalConfig":
+    def validated(self) -> TraversalConfig:
         """A copy with float fields rounded to f32 (as Rust stores them), or InvalidConfig."""
-        for name in ("total_budget", "depth_max", "beam_width", "max_visited", "max_edges",
-                     "max_controller_calls"):
+        for name in (
+            "total_budget",
+            "depth_max",
+            "beam_width",
+            "max_visited",
+            "max_edges",
+            "max_controller_calls",
+        ):
             if getattr(self, name) < 1:
                 raise InvalidConfig(f"{name} must be >= 1")
         if self.total_budget < 4 * self.min_per_view or self.min_per_view < 0:
@@ -238,8 +244,14 @@ class TraversalConfig:
         )
         if not (math.isfinite(c.gamma) and c.gamma > 0):
             raise InvalidConfig("gamma must be finite and > 0")
-        for name in ("theta_act", "theta_suff", "theta_missing", "theta_contradiction",
-                     "theta_useful", "min_admit_score"):
+        for name in (
+            "theta_act",
+            "theta_suff",
+            "theta_missing",
+            "theta_contradiction",
+            "theta_useful",
+            "min_admit_score",
+        ):
             if not is_unit(getattr(c, name)):
                 raise InvalidConfig(f"{name} must be in [0, 1]")
         if len(c.lambdas) != 5 or any(not math.isfinite(x) or x < 0 for x in c.lambdas):
@@ -255,7 +267,7 @@ class TraversalConfig:
 
 @dataclass(frozen=True)
 class Routing:
-    views: Tuple[float, float, float, float]  # p_g(q) by view index
+    views: tuple[float, float, float, float]  # p_g(q) by view index
     multi_hop: float  # h(q)
     recency: float  # r(q)
 
@@ -291,29 +303,29 @@ class EvidenceItem:
     node: int
     score: float
     depth: int
-    via: Optional[Candidate]
+    via: Candidate | None
 
 
 @dataclass
 class Graph:
-    nodes: Set[int]
-    edges: Dict[int, Dict[int, List[Tuple[int, float, int, int]]]] = field(default_factory=dict)
-    embeddings: Dict[int, List[float]] = field(default_factory=dict)
-    timestamps: Dict[int, int] = field(default_factory=dict)
+    nodes: set[int]
+    edges: dict[int, dict[int, list[tuple[int, float, int, int]]]] = field(default_factory=dict)
+    embeddings: dict[int, list[float]] = field(default_factory=dict)
+    timestamps: dict[int, int] = field(default_factory=dict)
 
     def contains(self, node: int) -> bool:
         return node in self.nodes
 
-    def edges_of(self, node: int, view: int) -> List[Tuple[int, float, int, int]]:
+    def edges_of(self, node: int, view: int) -> list[tuple[int, float, int, int]]:
         return self.edges.get(view, {}).get(node, [])
 
-    def similarity(self, unit_query: Sequence[float], node: int) -> Optional[float]:
+    def similarity(self, unit_query: Sequence[float], node: int) -> float | None:
         emb = self.embeddings.get(node)
         if emb is None:
             return None
         return f32(sum(q * e for q, e in zip(unit_query, emb)))
 
-    def timestamp(self, node: int) -> Optional[int]:
+    def timestamp(self, node: int) -> int | None:
         return self.timestamps.get(node)
 
 
@@ -332,7 +344,7 @@ class Traversal:
 
     def __init__(self) -> None:  # use Traversal.start
         self.phase = "assess"
-        self.stop: Optional[str] = None
+        self.stop: str | None = None
 
     # --- construction
 
@@ -341,26 +353,29 @@ class Traversal:
         cls,
         config: TraversalConfig,
         routing: Routing,
-        unit_query: Optional[Sequence[float]],
-        now: Optional[int],
-        anchors: Sequence[Tuple[int, float]],
+        unit_query: Sequence[float] | None,
+        now: int | None,
+        anchors: Sequence[tuple[int, float]],
         calls_used: int,
         elapsed_before: float,
         graph: Graph,
         clock: Callable[[], float] = time.monotonic,
-    ) -> "Traversal":
+    ) -> Traversal:
         cfg = config.validated()
         views = tuple(check_unit(f"routing {VIEWS[i]}", p) for i, p in enumerate(routing.views))
-        routing = Routing(views, check_unit("routing multi_hop", routing.multi_hop),
-                          check_unit("routing recency", routing.recency))
+        routing = Routing(
+            views,
+            check_unit("routing multi_hop", routing.multi_hop),
+            check_unit("routing recency", routing.recency),
+        )
         if unit_query is not None:
             unit_query = [f32(x) for x in unit_query]
             if not unit_query or not all(math.isfinite(x) for x in unit_query):
                 raise InvalidInput("query embedding must be non-empty and finite")
         if calls_used > cfg.max_controller_calls:
             raise InvalidInput("more controller calls already used than the limit")
-        seen: Set[int] = set()
-        clean: List[Tuple[int, float]] = []
+        seen: set[int] = set()
+        clean: list[tuple[int, float]] = []
         for i, (node, score) in enumerate(anchors):
             score = check_unit(f"anchor {i} score", score)
             if not graph.contains(node):
@@ -370,27 +385,32 @@ class Traversal:
             seen.add(node)
             clean.append((node, score))
         active, budgets, fallback = view_budgets(
-            routing.views, cfg.theta_act, cfg.total_budget, cfg.min_per_view, cfg.gamma)
+            routing.views, cfg.theta_act, cfg.total_budget, cfg.min_per_view, cfg.gamma
+        )
 
         t = cls()
         t.config, t.routing, t.query, t.now = cfg, routing, unit_query, now
         t.active, t.budgets, t.spent, t.fallback = active, budgets, [0, 0, 0, 0], fallback
         # Active views by routing probability desc, ties by view index.
-        t.view_order = sorted((i for i in range(4) if active[i]), key=lambda i: (-routing.views[i], i))
+        t.view_order = sorted(
+            (i for i in range(4) if active[i]), key=lambda i: (-routing.views[i], i)
+        )
         t.depth_limit = depth_limit(routing.multi_hop, cfg.depth_max)
         # Anchors beyond max_visited are dropped in the given (ranked) order.
         seeded = clean[: cfg.max_visited]
         t.visited = {node for node, _ in seeded}
         t.evidence = [EvidenceItem(node, score, 0, None) for node, score in seeded]
-        t.frontier = [node for node, _ in sorted(seeded, key=lambda a: (-a[1], a[0]))][: cfg.beam_width]
-        t.candidates: List[Candidate] = []
+        t.frontier = [node for node, _ in sorted(seeded, key=lambda a: (-a[1], a[0]))][
+            : cfg.beam_width
+        ]
+        t.candidates: list[Candidate] = []
         t.rounds = [{"depth": 0, "assessment": None, "candidates": 0, "admitted": len(seeded)}]
         t.completed_rounds = 0
         t.edges_examined = 0
         t.controller_calls = calls_used
-        t.pending_limit: Optional[str] = None
+        t.pending_limit: str | None = None
         t.clock, t.origin, t.elapsed_before = clock, clock(), elapsed_before
-        t.finished_after: Optional[float] = None
+        t.finished_after: float | None = None
         if t._over_time():
             t._finish("time_limit")
         elif not t.frontier:
@@ -444,8 +464,11 @@ class Traversal:
         c = self.config
         self.controller_calls += 1
         self.rounds[-1]["assessment"] = a
-        if a.sufficiency >= c.theta_suff and a.missing < c.theta_missing \
-                and a.contradiction < c.theta_contradiction:
+        if (
+            a.sufficiency >= c.theta_suff
+            and a.missing < c.theta_missing
+            and a.contradiction < c.theta_contradiction
+        ):
             self._finish("sufficient")
         elif a.usefulness < c.theta_useful:
             self._finish("not_useful")
@@ -459,7 +482,7 @@ class Traversal:
             self.phase = "expand"
         return self.phase
 
-    def _limit_reached(self) -> Optional[str]:
+    def _limit_reached(self) -> str | None:
         """A hard expansion limit that is reached: edges, then visited, then budgets."""
         if self.edges_examined >= self.config.max_edges:
             return "edge_limit"
@@ -469,7 +492,7 @@ class Traversal:
             return "budget_exhausted"
         return None
 
-    def expand(self, graph: Graph) -> List[Candidate]:
+    def expand(self, graph: Graph) -> list[Candidate]:
         """Frontier in beam order; per node the active views by p desc; per view
         the edges by weight desc, neighbour id asc. Each examined edge counts;
         an edge to an unvisited, existing node spends one unit of its view's
@@ -503,8 +526,14 @@ class Traversal:
             self._finish(limit or "frontier_exhausted")
         else:
             self.pending_limit = limit
-            self.rounds.append({"depth": self.completed_rounds + 1, "assessment": None,
-                                "candidates": len(self.candidates), "admitted": 0})
+            self.rounds.append(
+                {
+                    "depth": self.completed_rounds + 1,
+                    "assessment": None,
+                    "candidates": len(self.candidates),
+                    "admitted": 0,
+                }
+            )
             self.phase = "score"
         return list(self.candidates)
 
@@ -518,8 +547,13 @@ class Traversal:
             if sim is not None and math.isfinite(sim):
                 z = min(max(sim, 0.0), 1.0)
         l1, l2, l3, l4, l5 = c.lambdas
-        s = (l1 * z + l2 * sc.relevance + l3 * r.views[cand.view] * sc.relation_usefulness
-             + l4 * sc.novelty + l5 * (cand.edge_weight + sc.support) / 2.0) / sum(c.lambdas)
+        s = (
+            l1 * z
+            + l2 * sc.relevance
+            + l3 * r.views[cand.view] * sc.relation_usefulness
+            + l4 * sc.novelty
+            + l5 * (cand.edge_weight + sc.support) / 2.0
+        ) / sum(c.lambdas)
         tau = graph.timestamp(cand.node)
         if self.now is not None and tau is not None:
             rho = 1.0 / (1.0 + max(0, self.now - tau) / SECONDS_PER_DAY)
@@ -532,7 +566,9 @@ class Traversal:
         >= min_admit_score become the frontier and join the evidence."""
         self._expect("score", "score")
         if len(scores) != len(self.candidates):
-            raise InvalidInput(f"got {len(scores)} candidate scores for {len(self.candidates)} candidates")
+            raise InvalidInput(
+                f"got {len(scores)} candidate scores for {len(self.candidates)} candidates"
+            )
         clean = [
             CandidateScores(
                 check_unit(f"candidate {i} relevance", s.relevance),
@@ -544,7 +580,10 @@ class Traversal:
         ]
         self.controller_calls += 1
         ranked = sorted(
-            ((self.combined_score(graph, cand, sc), cand) for cand, sc in zip(self.candidates, clean)),
+            (
+                (self.combined_score(graph, cand, sc), cand)
+                for cand, sc in zip(self.candidates, clean)
+            ),
             key=lambda x: (-x[0], x[1].node),
         )
         depth = self.completed_rounds + 1
@@ -571,7 +610,7 @@ class Traversal:
 
     # --- results
 
-    def result(self, k: int) -> List[EvidenceItem]:
+    def result(self, k: int) -> list[EvidenceItem]:
         """Top-k evidence by score desc, id asc."""
         return sorted(self.evidence, key=lambda e: (-e.score, e.node))[:k]
 
@@ -594,10 +633,20 @@ class Traversal:
 
 if __name__ == "__main__":
     # Tiny smoke run: 1 -semantic- 2 -semantic- 3.
-    g = Graph(nodes={1, 2, 3}, edges={0: {1: [(2, 0.5, 1, 2)], 2: [(1, 0.5, 1, 2), (3, 0.9, 2, 3)],
-                                          3: [(2, 0.9, 2, 3)]}})
-    t = Traversal.start(TraversalConfig(), Routing((1.0, 0.0, 0.0, 0.0), 1.0, 0.0), None, None,
-                        [(1, 0.9)], 1, 0.0, g)
+    g = Graph(
+        nodes={1, 2, 3},
+        edges={0: {1: [(2, 0.5, 1, 2)], 2: [(1, 0.5, 1, 2), (3, 0.9, 2, 3)], 3: [(2, 0.9, 2, 3)]}},
+    )
+    t = Traversal.start(
+        TraversalConfig(),
+        Routing((1.0, 0.0, 0.0, 0.0), 1.0, 0.0),
+        None,
+        None,
+        [(1, 0.9)],
+        1,
+        0.0,
+        g,
+    )
     go_on = Assessment(0.0, 1.0, 1.0, 0.0)
     while not t.done:
         if t.phase == "assess":

@@ -128,7 +128,7 @@ def test_bad_edges_and_ids_change_nothing() -> None:
         m.add_edge(0, 1, "causal", 0.5, temporal_label="before")
     with pytest.raises(InvalidInputError):
         m.add_edge(0, 1, "temporal", 0.5, temporal_label="someday")  # type: ignore[arg-type]
-    with pytest.raises(InvalidInputError, match="edge 1"):
+    with pytest.raises(InvalidScoreError, match="edge 1"):
         m.add_edges([(0, 1, "semantic", 0.5), (1, 2, "semantic", float("nan"))])
     with pytest.raises(NodeNotFoundError):
         m.remove(17)

@@ -8,11 +8,19 @@ the exception tree of :mod:`jevmem.errors`.
 from __future__ import annotations
 
 from jevmem._core import (
+    Candidate,
     Edge,
+    Evidence,
     MemoryStore,
     Node,
+    Traversal,
+    TraversalConfig,
     WriteCandidate,
     __version__,
+    depth_limit,
+    largest_remainder,
+    rrf,
+    view_budgets,
 )
 from jevmem.embed import HashEmbedder
 from jevmem.errors import (
@@ -28,8 +36,10 @@ from jevmem.errors import (
 )
 
 __all__ = [
+    "Candidate",
     "DimensionMismatchError",
     "Edge",
+    "Evidence",
     "HashEmbedder",
     "InvalidConfigError",
     "InvalidInputError",
@@ -39,8 +49,14 @@ __all__ = [
     "Node",
     "NodeNotFoundError",
     "SnapshotError",
+    "Traversal",
+    "TraversalConfig",
     "TraversalStateError",
     "VectorIndexError",
     "WriteCandidate",
     "__version__",
+    "depth_limit",
+    "largest_remainder",
+    "rrf",
+    "view_budgets",
 ]

@@ -2,7 +2,7 @@
 
 from collections.abc import Sequence
 from os import PathLike
-from typing import Literal, final
+from typing import Any, Literal, final
 
 import numpy as np
 import numpy.typing as npt
@@ -154,9 +154,135 @@ class MemoryStore:
     def write_candidates(self, id: int, k: int | None = None) -> list[WriteCandidate]: ...
     def nodes_with_entity(self, entity: str) -> list[int]: ...
     def stats(self) -> dict[str, int]: ...
+    def traverse(
+        self,
+        routing: tuple[float, float, float, float],
+        anchors: Sequence[tuple[int, float]],
+        *,
+        multi_hop: float = 0.0,
+        recency: float = 0.0,
+        query_vector: VectorLike | None = None,
+        now: int | None = None,
+        config: TraversalConfig | None = None,
+        calls_used: int = 1,
+        elapsed_s: float = 0.0,
+    ) -> Traversal:
+        """Start a bounded traversal.
+
+        ``routing`` is p_g for (semantic, temporal, causal, entity); ``anchors``
+        the seeds as (id, score in [0, 1]), best first. ``calls_used`` and
+        ``elapsed_s`` charge what the query already spent against the limits.
+        """
     def save(self, path: str | PathLike[str]) -> None: ...
     @staticmethod
     def load(path: str | PathLike[str]) -> MemoryStore: ...
     def to_bytes(self) -> bytes: ...
     @staticmethod
     def from_bytes(data: bytes) -> MemoryStore: ...
+
+Phase = Literal["assess", "expand", "score", "done"]
+StopReason = Literal[
+    "sufficient",
+    "not_useful",
+    "depth_limit",
+    "visited_limit",
+    "edge_limit",
+    "controller_call_limit",
+    "time_limit",
+    "budget_exhausted",
+    "frontier_exhausted",
+]
+
+@final
+class TraversalConfig:
+    """Every knob of the read path; the defaults are the paper's values."""
+
+    def __init__(
+        self,
+        *,
+        total_budget: int | None = None,
+        min_per_view: int | None = None,
+        gamma: float | None = None,
+        theta_act: float | None = None,
+        depth_max: int | None = None,
+        beam_width: int | None = None,
+        max_visited: int | None = None,
+        max_edges: int | None = None,
+        max_controller_calls: int | None = None,
+        max_wall_s: float | None = None,
+        theta_suff: float | None = None,
+        theta_missing: float | None = None,
+        theta_contradiction: float | None = None,
+        theta_useful: float | None = None,
+        lambdas: tuple[float, float, float, float, float] | None = None,
+        recency_weight: float | None = None,
+        min_admit_score: float | None = None,
+    ) -> None: ...
+    def as_dict(self) -> dict[str, object]: ...
+
+@final
+class Candidate:
+    """A node reached by expansion, waiting for the controller's scores."""
+
+    @property
+    def node(self) -> int: ...
+    @property
+    def view(self) -> ViewName: ...
+    @property
+    def edge_weight(self) -> float: ...
+    @property
+    def src(self) -> int: ...
+    @property
+    def dst(self) -> int: ...
+    @property
+    def from_node(self) -> int: ...
+
+@final
+class Evidence:
+    """A node in the evidence set, with the round that admitted it and the edge it came by."""
+
+    @property
+    def node(self) -> int: ...
+    @property
+    def score(self) -> float: ...
+    @property
+    def depth(self) -> int: ...
+    @property
+    def via(self) -> Candidate | None: ...
+
+@final
+class Traversal:
+    """A bounded, resumable beam traversal; enforces every hard limit itself."""
+
+    @property
+    def phase(self) -> Phase: ...
+    @property
+    def stop_reason(self) -> StopReason | None: ...
+    @property
+    def calls_left(self) -> int: ...
+    @property
+    def elapsed_s(self) -> float: ...
+    @property
+    def remaining_s(self) -> float: ...
+    def check_time(self) -> Phase: ...
+    def assess(
+        self, sufficiency: float, usefulness: float, missing: float, contradiction: float
+    ) -> Phase: ...
+    def expand(self) -> list[Candidate]: ...
+    def score(self, scores: VectorLike) -> Phase:
+        """One row (relevance, relation_usefulness, novelty, support) per candidate."""
+    def candidates(self) -> list[Candidate]: ...
+    def frontier(self) -> list[int]: ...
+    def result(self, k: int | None = None) -> list[Evidence]: ...
+    def trace(self) -> dict[str, Any]: ...
+
+def rrf(lists: Sequence[Sequence[int]], kappa: float = 60.0) -> list[tuple[int, float]]: ...
+def largest_remainder(weights: Sequence[float], total: int, minimum: int) -> list[int]: ...
+def view_budgets(
+    probs: tuple[float, float, float, float],
+    theta_act: float = 0.1,
+    total: int = 80,
+    minimum: int = 1,
+    gamma: float = 1.0,
+) -> tuple[list[bool], list[int], bool]: ...
+def depth_limit(multi_hop: float, depth_max: int = 8) -> int: ...

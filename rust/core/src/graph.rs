@@ -235,7 +235,8 @@ impl Graph {
             .map_or(&[], |a| a.inc.as_slice())
     }
 
-    /// Every edge touching a node, in all views (for `neighbors` and tests).
+    /// Every edge touching a node, in all views, sorted by (src, dst, view) so
+    /// the order does not depend on the history of insertions.
     pub fn incident_edges(&self, id: NodeId) -> Vec<Edge> {
         let mut edges = Vec::new();
         for view in View::ALL {
@@ -246,6 +247,7 @@ impl Graph {
                 edges.extend(self.edge(src, id, view));
             }
         }
+        edges.sort_unstable_by_key(|e| (e.src, e.dst, e.view));
         edges
     }
 

@@ -293,7 +293,7 @@ impl MemoryStore {
     pub fn add_nodes(&mut self, nodes: Vec<NewNode>) -> Result<Vec<NodeId>> {
         for (i, node) in nodes.iter().enumerate() {
             self.validate_new_node(node)
-                .map_err(|e| Error::invalid(format!("observation {i}: {e}")))?;
+                .map_err(|e| prefix_error(e, &format!("observation {i}")))?;
         }
         let mut ids = Vec::with_capacity(nodes.len());
         for node in nodes {
@@ -415,6 +415,10 @@ impl MemoryStore {
 fn prefix_error(err: Error, what: &str) -> Error {
     match err {
         Error::InvalidInput(m) => Error::InvalidInput(format!("{what}: {m}")),
+        Error::InvalidScore { what: w, value } => Error::InvalidScore {
+            what: format!("{what}: {w}"),
+            value,
+        },
         other => other,
     }
 }
