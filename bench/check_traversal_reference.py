@@ -10,20 +10,79 @@ Each case is replayed here with a port of the Rust test oracle; evidence ids,
 depths, stop reason and counters must be identical and scores equal to 1e-9.
 """
 
+from __future__ import annotations
+
 import json
 import sys
+from collections.abc import Sequence
+from typing import TypedDict
 
 from traversal_reference import (
     Assessment,
     CandidateScores,
     Graph,
     Routing,
+    StopReason,
     Traversal,
     TraversalConfig,
     f32,
 )
 
 MASK = (1 << 64) - 1
+
+
+class CaseConfig(TypedDict):
+    total_budget: int
+    min_per_view: int
+    gamma: float
+    theta_act: float
+    depth_max: int
+    beam_width: int
+    max_visited: int
+    max_edges: int
+    max_controller_calls: int
+    max_wall: float
+    theta_suff: float
+    theta_missing: float
+    theta_contradiction: float
+    theta_useful: float
+    lambdas: list[float]
+    recency_weight: float
+    min_admit_score: float
+
+
+class CaseRouting(TypedDict):
+    views: list[float]
+    multi_hop: float
+    recency: float
+
+
+class Outcome(TypedDict):
+    evidence: list[tuple[int, float, int]]  # (node, score, depth) in admission order
+    stop: StopReason
+    visited: int
+    edges_examined: int
+    controller_calls: int
+    rounds: int
+    spent: list[int]
+
+
+class Case(TypedDict):
+    """One line of the file the Rust test `dump_cases_for_the_python_reference` writes."""
+
+    nodes: list[int]
+    edges: list[tuple[int, int, int, float]]  # (src, dst, view index, weight)
+    embeddings: list[tuple[int, list[float]]]
+    timestamps: list[tuple[int, int]]
+    config: CaseConfig
+    routing: CaseRouting
+    query: list[float] | None
+    now: int | None
+    anchors: list[tuple[int, float]]
+    calls_used: int
+    mode: str
+    seed: int
+    outcome: Outcome
 
 
 def mix(x: int) -> int:
@@ -35,7 +94,7 @@ def mix(x: int) -> int:
 
 
 class Oracle:
-    def __init__(self, mode: str, seed: int):
+    def __init__(self, mode: str, seed: int) -> None:
         self.mode, self.seed = mode, seed
 
     def draw(self, rnd: int, node: int, k: int) -> float:
@@ -62,27 +121,51 @@ class Oracle:
 class F32Graph(Graph):
     """The Rust test graph accumulates the dot product in f32; emulate it exactly."""
 
-    def similarity(self, unit_query, node):
+    def similarity(self, unit_query: Sequence[float], node: int) -> float | None:
         emb = self.embeddings.get(node)
         if emb is None:
             return None
         s = 0.0
-        for q, e in zip(unit_query, emb):
+        for q, e in zip(unit_query, emb, strict=False):
             s = f32(s + f32(q * e))
         return s
 
 
-def run_case(case: dict) -> list:
+def config_of(c: CaseConfig) -> TraversalConfig:
+    l1, l2, l3, l4, l5 = c["lambdas"]
+    return TraversalConfig(
+        total_budget=c["total_budget"],
+        min_per_view=c["min_per_view"],
+        gamma=c["gamma"],
+        theta_act=c["theta_act"],
+        depth_max=c["depth_max"],
+        beam_width=c["beam_width"],
+        max_visited=c["max_visited"],
+        max_edges=c["max_edges"],
+        max_controller_calls=c["max_controller_calls"],
+        max_wall=c["max_wall"],
+        theta_suff=c["theta_suff"],
+        theta_missing=c["theta_missing"],
+        theta_contradiction=c["theta_contradiction"],
+        theta_useful=c["theta_useful"],
+        lambdas=(l1, l2, l3, l4, l5),
+        recency_weight=c["recency_weight"],
+        min_admit_score=c["min_admit_score"],
+    )
+
+
+def run_case(case: Case) -> list[str]:
     g = F32Graph(nodes=set(case["nodes"]))
     for s, d, v, w in case["edges"]:
         g.edges.setdefault(v, {}).setdefault(s, []).append((d, w, s, d))
         g.edges.setdefault(v, {}).setdefault(d, []).append((s, w, s, d))
     g.embeddings = {n: [f32(x) for x in e] for n, e in case["embeddings"]}
     g.timestamps = {n: ts for n, ts in case["timestamps"]}
-    cfg = TraversalConfig(**{**case["config"], "lambdas": tuple(case["config"]["lambdas"])})
+    cfg = config_of(case["config"])
     r = case["routing"]
-    routing = Routing(tuple(r["views"]), r["multi_hop"], r["recency"])
-    anchors = [tuple(a) for a in case["anchors"]]
+    v0, v1, v2, v3 = r["views"]
+    routing = Routing((v0, v1, v2, v3), r["multi_hop"], r["recency"])
+    anchors = [(node, score) for node, score in case["anchors"]]
     oracle = Oracle(case["mode"], case["seed"])
     t = Traversal.start(
         cfg,
@@ -105,7 +188,7 @@ def run_case(case: dict) -> list:
             t.score(g, [oracle.scores(rnd, c.node) for c in t.candidates])
     want = case["outcome"]
     tr = t.trace()
-    problems = []
+    problems: list[str] = []
     got_counts = (
         tr["stop"],
         tr["visited"],
@@ -129,9 +212,9 @@ def run_case(case: dict) -> list:
     if got_ev != want_ev:
         problems.append(f"evidence {got_ev} != {want_ev}")
     else:
-        for e, (_, s, _) in zip(t.evidence, want["evidence"]):
-            if abs(e.score - s) > 1e-9:
-                problems.append(f"score of {e.node}: {e.score} != {s}")
+        for e, (_node, want_score, _depth) in zip(t.evidence, want["evidence"], strict=True):
+            if abs(e.score - want_score) > 1e-9:
+                problems.append(f"score of {e.node}: {e.score} != {want_score}")
     return problems
 
 
@@ -139,7 +222,7 @@ def main() -> int:
     path = sys.argv[1] if len(sys.argv) > 1 else "/tmp/cases.jsonl"
     bad = 0
     with open(path) as f:
-        cases = [json.loads(line) for line in f if line.strip()]
+        cases: list[Case] = [json.loads(line) for line in f if line.strip()]
     for i, case in enumerate(cases):
         problems = run_case(case)
         if problems:

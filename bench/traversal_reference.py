@@ -41,12 +41,28 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
+from typing import Literal, TypedDict, cast
 
 VIEWS = ("semantic", "temporal", "causal", "entity")
 SECONDS_PER_DAY = 86_400.0
 WEIGHT_BITS = 41  # fixed-point bits of the largest weight in largest_remainder
 
-STOP_REASONS = (
+Phase = Literal["assess", "expand", "score", "done"]
+StopReason = Literal[
+    "sufficient",
+    "not_useful",
+    "depth_limit",
+    "visited_limit",
+    "edge_limit",
+    "controller_call_limit",
+    "time_limit",
+    "budget_exhausted",
+    "frontier_exhausted",
+]
+Views = tuple[float, float, float, float]
+Lambdas = tuple[float, float, float, float, float]
+
+STOP_REASONS: tuple[StopReason, ...] = (
     "sufficient",
     "not_useful",
     "depth_limit",
@@ -91,7 +107,8 @@ class NodeNotFound(TraversalError, KeyError):
 
 def f32(x: float) -> float:
     """Round a Python float to the nearest f32, as the Rust API receives it."""
-    return struct.unpack("f", struct.pack("f", x))[0]
+    (v,) = struct.unpack("f", struct.pack("f", x))
+    return float(v)
 
 
 def is_unit(x: float) -> bool:
@@ -103,7 +120,7 @@ def check_unit(what: str, x: float) -> float:
     try:
         v = f32(x)
     except (OverflowError, TypeError, struct.error):
-        raise InvalidScore(f"{what} must be a finite number in [0, 1], got {x!r}")
+        raise InvalidScore(f"{what} must be a finite number in [0, 1], got {x!r}") from None
     if not is_unit(v):
         raise InvalidScore(f"{what} must be a finite number in [0, 1], got {x!r}")
     return v
@@ -134,7 +151,8 @@ def largest_remainder(weights: Sequence[float], total: int, minimum: int) -> lis
     scale = Fraction(2) ** (WEIGHT_BITS - 1 - top)
     q = [math.floor(Fraction(w) * scale) for w in weights]
     q_sum = sum(q)
-    out, rems = [], []
+    out: list[int] = []
+    rems: list[int] = []
     for qi in q:
         share, rem = divmod(rest * qi, q_sum)
         out.append(minimum + share)
@@ -145,7 +163,9 @@ def largest_remainder(weights: Sequence[float], total: int, minimum: int) -> lis
     return out
 
 
-def view_budgets(probs, theta_act, total, minimum, gamma):
+def view_budgets(
+    probs: Sequence[float], theta_act: float, total: int, minimum: int, gamma: float
+) -> tuple[list[bool], list[int], bool]:
     """Returns (active[4], budgets[4], fallback)."""
     probs = [check_unit(f"routing probability of view {VIEWS[i]}", p) for i, p in enumerate(probs)]
     theta_act, gamma = f32(theta_act), f32(gamma)
@@ -162,12 +182,12 @@ def view_budgets(probs, theta_act, total, minimum, gamma):
                 best = i
         active[best] = True
     idx = [i for i in range(4) if active[i]]
-    weights = [probs[i] ** gamma for i in idx]
+    weights: list[float] = [probs[i] ** gamma for i in idx]
     if all(w == 0 for w in weights):
         weights = [1.0] * len(idx)  # all-zero routing: equal shares
     shares = largest_remainder(weights, total, minimum)
     budgets = [0] * 4
-    for i, b in zip(idx, shares):
+    for i, b in zip(idx, shares, strict=True):
         budgets[i] = b
     return active, budgets, fallback
 
@@ -212,7 +232,7 @@ class TraversalConfig:
     theta_missing: float = 0.15
     theta_contradiction: float = 0.15
     theta_useful: float = 0.15
-    lambdas: tuple[float, float, float, float, float] = (1.0, 1.0, 1.0, 1.0, 1.0)
+    lambdas: Lambdas = (1.0, 1.0, 1.0, 1.0, 1.0)
     recency_weight: float = 0.1
     min_admit_score: float = 0.25
 
@@ -238,7 +258,8 @@ class TraversalConfig:
             theta_missing=f32(self.theta_missing),
             theta_contradiction=f32(self.theta_contradiction),
             theta_useful=f32(self.theta_useful),
-            lambdas=tuple(f32(x) for x in self.lambdas),
+            # Any length is rounded here; a wrong one is rejected below.
+            lambdas=cast(Lambdas, tuple(f32(x) for x in self.lambdas)),
             recency_weight=f32(self.recency_weight),
             min_admit_score=f32(self.min_admit_score),
         )
@@ -267,7 +288,7 @@ class TraversalConfig:
 
 @dataclass(frozen=True)
 class Routing:
-    views: tuple[float, float, float, float]  # p_g(q) by view index
+    views: Views  # p_g(q) by view index
     multi_hop: float  # h(q)
     recency: float  # r(q)
 
@@ -323,7 +344,7 @@ class Graph:
         emb = self.embeddings.get(node)
         if emb is None:
             return None
-        return f32(sum(q * e for q, e in zip(unit_query, emb)))
+        return f32(sum(q * e for q, e in zip(unit_query, emb, strict=False)))
 
     def timestamp(self, node: int) -> int | None:
         return self.timestamps.get(node)
@@ -338,13 +359,86 @@ def _sane_weight(w: float) -> float:
 # ---------------------------------------------------------------- traversal
 
 
+class RoundTrace(TypedDict):
+    """Round d: the assessment of the evidence after d expansions, and what
+    expansion d produced (round 0: no candidates, the anchors as admitted)."""
+
+    depth: int
+    assessment: Assessment | None
+    candidates: int
+    admitted: int
+
+
+class Trace(TypedDict):
+    routing: Routing
+    active: list[bool]
+    budgets: list[int]
+    spent: list[int]
+    fallback: bool
+    depth_limit: int
+    rounds: list[RoundTrace]
+    stop: StopReason | None
+    visited: int
+    edges_examined: int
+    controller_calls: int
+    elapsed: float
+
+
 class Traversal:
     """One query's traversal. ``phase`` is "assess", "expand", "score" or "done";
     ``stop`` holds the stop reason once done."""
 
-    def __init__(self) -> None:  # use Traversal.start
-        self.phase = "assess"
-        self.stop: str | None = None
+    def __init__(
+        self,
+        *,
+        config: TraversalConfig,
+        routing: Routing,
+        query: list[float] | None,
+        now: int | None,
+        active: list[bool],
+        budgets: list[int],
+        fallback: bool,
+        view_order: list[int],
+        depth_limit: int,
+        seeded: list[tuple[int, float]],
+        calls_used: int,
+        elapsed_before: float,
+        clock: Callable[[], float],
+    ) -> None:  # use Traversal.start, which validates the inputs
+        self.phase: Phase = "assess"
+        self.stop: StopReason | None = None
+        self.config = config
+        self.routing = routing
+        self.query = query
+        self.now = now
+        self.active = active
+        self.budgets = budgets
+        self.spent = [0, 0, 0, 0]
+        self.fallback = fallback
+        # Active views by routing probability desc, ties by view index.
+        self.view_order = view_order
+        self.depth_limit = depth_limit
+        self.visited: set[int] = {node for node, _ in seeded}
+        self.evidence: list[EvidenceItem] = [
+            EvidenceItem(node, score, 0, None) for node, score in seeded
+        ]
+        self.frontier: list[int] = [
+            node for node, _ in sorted(seeded, key=lambda a: (-a[1], a[0]))
+        ][: config.beam_width]
+        self.candidates: list[Candidate] = []
+        self.rounds: list[RoundTrace] = [
+            {"depth": 0, "assessment": None, "candidates": 0, "admitted": len(seeded)}
+        ]
+        self.completed_rounds = 0
+        self.edges_examined = 0
+        self.controller_calls = calls_used
+        # A limit reached during the last expansion; ends the traversal after scoring.
+        self.pending_limit: StopReason | None = None
+        self.clock = clock
+        self.origin = clock()
+        self.elapsed_before = elapsed_before
+        # Elapsed time frozen when the traversal finished.
+        self.finished_after: float | None = None
 
     # --- construction
 
@@ -362,55 +456,55 @@ class Traversal:
         clock: Callable[[], float] = time.monotonic,
     ) -> Traversal:
         cfg = config.validated()
-        views = tuple(check_unit(f"routing {VIEWS[i]}", p) for i, p in enumerate(routing.views))
+        views: Views = (
+            check_unit(f"routing {VIEWS[0]}", routing.views[0]),
+            check_unit(f"routing {VIEWS[1]}", routing.views[1]),
+            check_unit(f"routing {VIEWS[2]}", routing.views[2]),
+            check_unit(f"routing {VIEWS[3]}", routing.views[3]),
+        )
         routing = Routing(
             views,
             check_unit("routing multi_hop", routing.multi_hop),
             check_unit("routing recency", routing.recency),
         )
+        query: list[float] | None = None
         if unit_query is not None:
-            unit_query = [f32(x) for x in unit_query]
-            if not unit_query or not all(math.isfinite(x) for x in unit_query):
+            query = [f32(x) for x in unit_query]
+            if not query or not all(math.isfinite(x) for x in query):
                 raise InvalidInput("query embedding must be non-empty and finite")
         if calls_used > cfg.max_controller_calls:
             raise InvalidInput("more controller calls already used than the limit")
         seen: set[int] = set()
         clean: list[tuple[int, float]] = []
         for i, (node, score) in enumerate(anchors):
-            score = check_unit(f"anchor {i} score", score)
+            unit_score = check_unit(f"anchor {i} score", score)
             if not graph.contains(node):
                 raise NodeNotFound(node)
             if node in seen:
                 raise InvalidInput(f"anchor {node} given twice")
             seen.add(node)
-            clean.append((node, score))
+            clean.append((node, unit_score))
         active, budgets, fallback = view_budgets(
             routing.views, cfg.theta_act, cfg.total_budget, cfg.min_per_view, cfg.gamma
         )
-
-        t = cls()
-        t.config, t.routing, t.query, t.now = cfg, routing, unit_query, now
-        t.active, t.budgets, t.spent, t.fallback = active, budgets, [0, 0, 0, 0], fallback
-        # Active views by routing probability desc, ties by view index.
-        t.view_order = sorted(
-            (i for i in range(4) if active[i]), key=lambda i: (-routing.views[i], i)
+        t = cls(
+            config=cfg,
+            routing=routing,
+            query=query,
+            now=now,
+            active=active,
+            budgets=budgets,
+            fallback=fallback,
+            view_order=sorted(
+                (i for i in range(4) if active[i]), key=lambda i: (-routing.views[i], i)
+            ),
+            depth_limit=depth_limit(routing.multi_hop, cfg.depth_max),
+            # Anchors beyond max_visited are dropped in the given (ranked) order.
+            seeded=clean[: cfg.max_visited],
+            calls_used=calls_used,
+            elapsed_before=elapsed_before,
+            clock=clock,
         )
-        t.depth_limit = depth_limit(routing.multi_hop, cfg.depth_max)
-        # Anchors beyond max_visited are dropped in the given (ranked) order.
-        seeded = clean[: cfg.max_visited]
-        t.visited = {node for node, _ in seeded}
-        t.evidence = [EvidenceItem(node, score, 0, None) for node, score in seeded]
-        t.frontier = [node for node, _ in sorted(seeded, key=lambda a: (-a[1], a[0]))][
-            : cfg.beam_width
-        ]
-        t.candidates: list[Candidate] = []
-        t.rounds = [{"depth": 0, "assessment": None, "candidates": 0, "admitted": len(seeded)}]
-        t.completed_rounds = 0
-        t.edges_examined = 0
-        t.controller_calls = calls_used
-        t.pending_limit: str | None = None
-        t.clock, t.origin, t.elapsed_before = clock, clock(), elapsed_before
-        t.finished_after: float | None = None
         if t._over_time():
             t._finish("time_limit")
         elif not t.frontier:
@@ -436,22 +530,22 @@ class Traversal:
     def _over_time(self) -> bool:
         return self.elapsed() >= self.config.max_wall
 
-    def _finish(self, reason: str) -> None:
+    def _finish(self, reason: StopReason) -> None:
         self.finished_after = self.elapsed()
         self.phase, self.stop = "done", reason
 
-    def _expect(self, phase: str, step: str) -> None:
+    def _expect(self, phase: Phase, step: str) -> None:
         if self.phase != phase:
             raise InvalidState(f"{step} called in phase {self.phase}, expected {phase}")
 
-    def check_time(self) -> str:
+    def check_time(self) -> Phase:
         if not self.done and self._over_time():
             self._finish("time_limit")
         return self.phase
 
     # --- steps
 
-    def assess(self, a: Assessment) -> str:
+    def assess(self, a: Assessment) -> Phase:
         """One controller call. Stop order: sufficient, not_useful, depth_limit,
         controller_call_limit (no call left for scoring), time_limit."""
         self._expect("assess", "assess")
@@ -482,7 +576,7 @@ class Traversal:
             self.phase = "expand"
         return self.phase
 
-    def _limit_reached(self) -> str | None:
+    def _limit_reached(self) -> StopReason | None:
         """A hard expansion limit that is reached: edges, then visited, then budgets."""
         if self.edges_examined >= self.config.max_edges:
             return "edge_limit"
@@ -561,7 +655,7 @@ class Traversal:
             s = (s + wr * rho) / (1.0 + wr)
         return s
 
-    def score(self, graph: Graph, scores: Sequence[CandidateScores]) -> str:
+    def score(self, graph: Graph, scores: Sequence[CandidateScores]) -> Phase:
         """One controller call. The top beam_width candidates with combined score
         >= min_admit_score become the frontier and join the evidence."""
         self._expect("score", "score")
@@ -582,7 +676,7 @@ class Traversal:
         ranked = sorted(
             (
                 (self.combined_score(graph, cand, sc), cand)
-                for cand, sc in zip(self.candidates, clean)
+                for cand, sc in zip(self.candidates, clean, strict=True)
             ),
             key=lambda x: (-x[0], x[1].node),
         )
@@ -614,7 +708,7 @@ class Traversal:
         """Top-k evidence by score desc, id asc."""
         return sorted(self.evidence, key=lambda e: (-e.score, e.node))[:k]
 
-    def trace(self) -> dict:
+    def trace(self) -> Trace:
         return {
             "routing": self.routing,
             "active": list(self.active),
@@ -622,7 +716,7 @@ class Traversal:
             "spent": list(self.spent),
             "fallback": self.fallback,
             "depth_limit": self.depth_limit,
-            "rounds": [dict(r) for r in self.rounds],
+            "rounds": [RoundTrace(**r) for r in self.rounds],
             "stop": self.stop,
             "visited": len(self.visited),
             "edges_examined": self.edges_examined,
