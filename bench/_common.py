@@ -37,17 +37,20 @@ def rss_bytes() -> int:
 def progress(items: Sequence[T], label: str, every: int | None = None) -> Iterator[T]:
     """A dependency-free progress bar on stderr."""
     n = len(items)
-    step = every or max(1, n // 40)
+    # redraw in place on a terminal; in logs, a line every 10%
+    step = every or max(1, n // 40 if sys.stderr.isatty() else n // 10)
+    end = "\r" if sys.stderr.isatty() else "\n"
     start = time.perf_counter()
     for i, item in enumerate(items):
         if i % step == 0 or i == n - 1:
             done = (i + 1) / n
             bar = "#" * int(done * 30)
             elapsed = time.perf_counter() - start
-            sys.stderr.write(f"\r  {label:<28} [{bar:<30}] {i + 1}/{n} {elapsed:6.1f}s")
+            sys.stderr.write(f"  {label:<28} [{bar:<30}] {i + 1}/{n} {elapsed:6.1f}s{end}")
             sys.stderr.flush()
         yield item
-    sys.stderr.write("\n")
+    if sys.stderr.isatty():
+        sys.stderr.write("\n")
 
 
 def timed(fn: Callable[[], object]) -> float:
