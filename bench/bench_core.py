@@ -93,7 +93,7 @@ def bench_size(n: int, n_queries: int, rank_bm25_max: int, skip: set[str]) -> di
         lat = latencies(lambda qt: np.argpartition(-rb.get_scores(qt), 10)[:10], few, warmup=1)
         res["rank_bm25"] = {**summary_us(lat), "index_s": t, "queries": len(few)}
         del rb
-    del tokens
+    tokens.clear()
     gc.collect()
 
     # ---- vector -------------------------------------------------------------

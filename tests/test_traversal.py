@@ -965,11 +965,6 @@ def test_no_anchors_is_frontier_exhausted() -> None:
     assert (t.phase, t.stop_reason, t.result()) == ("done", "frontier_exhausted", [])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=TypeError,
-    reason="score() with a 1-D array raises numpy's TypeError, not InvalidInputError",
-)
 def test_score_with_a_flat_array_is_invalid_input() -> None:
     t = chain(0.9).traverse((1.0, 0.0, 0.0, 0.0), [(0, 1.0)], multi_hop=1.0)
     t.assess(0.0, 1.0, 1.0, 0.0)

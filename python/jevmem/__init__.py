@@ -22,7 +22,13 @@ from jevmem._core import (
     rrf,
     view_budgets,
 )
-from jevmem.embed import HashEmbedder
+from jevmem.embed import (
+    Embedder,
+    EmbedderUnavailableError,
+    HashEmbedder,
+    OnnxEmbedder,
+    default_embedder,
+)
 from jevmem.errors import (
     DimensionMismatchError,
     InvalidConfigError,
@@ -39,6 +45,8 @@ __all__ = [
     "Candidate",
     "DimensionMismatchError",
     "Edge",
+    "Embedder",
+    "EmbedderUnavailableError",
     "Evidence",
     "HashEmbedder",
     "InvalidConfigError",
@@ -48,6 +56,7 @@ __all__ = [
     "MemoryStore",
     "Node",
     "NodeNotFoundError",
+    "OnnxEmbedder",
     "SnapshotError",
     "Traversal",
     "TraversalConfig",
@@ -55,6 +64,7 @@ __all__ = [
     "VectorIndexError",
     "WriteCandidate",
     "__version__",
+    "default_embedder",
     "depth_limit",
     "largest_remainder",
     "rrf",

@@ -95,9 +95,9 @@ fn crossover() {
         let mut hnsw = Vec::new();
         let mut hits = 0usize;
         for q in &queries {
-            index.set_exact_threshold(usize::MAX);
+            index.set_exact_threshold(usize::MAX).unwrap();
             let truth = index.search(q, K, None).unwrap();
-            index.set_exact_threshold(0);
+            index.set_exact_threshold(0).unwrap();
             let got = index.search(q, K, None).unwrap();
             hits += got
                 .iter()
@@ -106,13 +106,13 @@ fn crossover() {
         }
         let recall = hits as f64 / (queries.len() * K) as f64;
         for _round in 0..3 {
-            index.set_exact_threshold(usize::MAX);
+            index.set_exact_threshold(usize::MAX).unwrap();
             for q in &queries {
                 let t = Instant::now();
                 std::hint::black_box(index.search(q, K, None).unwrap());
                 exact.push(t.elapsed());
             }
-            index.set_exact_threshold(0);
+            index.set_exact_threshold(0).unwrap();
             for q in &queries {
                 let t = Instant::now();
                 std::hint::black_box(index.search(q, K, None).unwrap());

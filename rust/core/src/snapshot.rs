@@ -103,33 +103,33 @@ impl MemoryStore {
             ));
         }
         let mut store = MemoryStore::new(body.config)?;
-        let mut next: NodeId = 0;
+        let mut previous: Option<NodeId> = None;
+        let mut nodes = Vec::with_capacity(body.nodes.len());
         for (node, embedding) in body
             .nodes
             .into_iter()
             .zip(body.embeddings.chunks_exact(dim.max(1)))
         {
-            if node.id < next || node.id >= body.next_id {
+            if previous.is_some_and(|p| node.id <= p) || node.id >= body.next_id {
                 return Err(Error::Snapshot(format!("node id {} out of order", node.id)));
             }
-            while next < node.id {
-                store.graph.push_removed();
-                next += 1;
-            }
-            let id = store.add_node(NewNode {
+            previous = Some(node.id);
+            let new = NewNode {
                 content: node.content,
                 timestamp: node.timestamp,
                 provenance: node.provenance,
                 entities: node.entities,
                 types: node.types,
                 embedding: embedding.to_vec(),
-            })?;
-            debug_assert_eq!(id, node.id);
-            next += 1;
+            };
+            store
+                .validate_new_node(&new)
+                .map_err(|e| Error::Snapshot(format!("node {}: {e}", node.id)))?;
+            nodes.push((node.id, new));
         }
-        while next < body.next_id {
+        store.insert_many(nodes)?;
+        while store.graph.next_id() < body.next_id {
             store.graph.push_removed();
-            next += 1;
         }
         for edge in body.edges {
             store.upsert_edge(edge)?;

@@ -163,7 +163,7 @@ impl MemoryStore {
 
     // ---- validation -------------------------------------------------------
 
-    fn validate_new_node(&self, node: &NewNode) -> Result<()> {
+    pub(crate) fn validate_new_node(&self, node: &NewNode) -> Result<()> {
         if node.content.trim().is_empty() {
             return Err(Error::invalid("observation text is empty"));
         }
@@ -240,6 +240,11 @@ impl MemoryStore {
         // The vector index is the only step that can still fail (allocation
         // inside usearch); do it first so a failure leaves nothing behind.
         self.vectors.add(id, &node.embedding)?;
+        self.index_node(id, node)
+    }
+
+    /// Everything of an insert but the vector: entities, BM25, time, graph.
+    fn index_node(&mut self, id: NodeId, node: NewNode) -> Result<()> {
         let mut entities: Vec<String> = Vec::with_capacity(node.entities.len());
         for raw in &node.entities {
             let e = normalize_entity(raw);
@@ -263,6 +268,25 @@ impl MemoryStore {
             entities,
             types: node.types,
         })
+    }
+
+    /// Insert pre-validated nodes under the given ids (ascending; gaps become
+    /// removed slots), vectors in one batch so large loads fill the HNSW graph
+    /// from several threads.
+    pub(crate) fn insert_many(&mut self, nodes: Vec<(NodeId, NewNode)>) -> Result<()> {
+        let items: Vec<(NodeId, &[f32])> = nodes
+            .iter()
+            .map(|(id, n)| (*id, n.embedding.as_slice()))
+            .collect();
+        self.vectors.add_batch(&items)?;
+        for (id, node) in nodes {
+            while self.graph.next_id() < id {
+                self.graph.push_removed();
+            }
+            self.index_node(id, node)?;
+            self.ops_applied += 1;
+        }
+        Ok(())
     }
 
     fn remove_validated(&mut self, id: NodeId) -> Result<()> {
@@ -295,10 +319,9 @@ impl MemoryStore {
             self.validate_new_node(node)
                 .map_err(|e| prefix_error(e, &format!("observation {i}")))?;
         }
-        let mut ids = Vec::with_capacity(nodes.len());
-        for node in nodes {
-            ids.push(self.add_node(node)?);
-        }
+        let first = self.next_id();
+        let ids: Vec<NodeId> = (first..first + nodes.len() as NodeId).collect();
+        self.insert_many(ids.iter().copied().zip(nodes).collect())?;
         Ok(ids)
     }
 

@@ -184,7 +184,10 @@ pub struct VectorIndex {
     slot_ids: Vec<NodeId>,
     /// Node id -> slot.
     slots: SlotMap,
-    hnsw: Index,
+    /// Built lazily once the index reaches `exact_threshold` vectors: below it
+    /// the exact scan answers every search, so small memories skip the graph's
+    /// insertion cost (and stay exactly deterministic).
+    hnsw: Option<Index>,
     /// usearch thread contexts reserved, and permits of `gate`.
     search_threads: usize,
     gate: SearchGate,
@@ -209,25 +212,63 @@ impl VectorIndex {
         if search_threads == 0 {
             return Err(Error::config("search_threads must be positive"));
         }
-        let options = IndexOptions {
-            dimensions: config.dim,
-            metric: MetricKind::Cos,
-            quantization: config.quantization.scalar_kind(),
-            connectivity: config.connectivity,
-            expansion_add: config.expansion_add,
-            expansion_search: config.expansion_search,
-            multi: false,
-        };
-        let hnsw = Index::new(&options).map_err(index_err)?;
-        Ok(Self {
+        let mut index = Self {
             config,
             data: Vec::new(),
             slot_ids: Vec::new(),
             slots: SlotMap::default(),
-            hnsw,
+            hnsw: None,
             search_threads,
             gate: SearchGate::new(search_threads),
-        })
+        };
+        index.build_hnsw_if_due()?;
+        Ok(index)
+    }
+
+    fn new_hnsw(&self) -> Result<Index> {
+        let options = IndexOptions {
+            dimensions: self.config.dim,
+            metric: MetricKind::Cos,
+            quantization: self.config.quantization.scalar_kind(),
+            connectivity: self.config.connectivity,
+            expansion_add: self.config.expansion_add,
+            expansion_search: self.config.expansion_search,
+            multi: false,
+        };
+        Index::new(&options).map_err(index_err)
+    }
+
+    /// Whether searches are answered by the HNSW graph (else by the exact scan).
+    pub fn uses_hnsw(&self) -> bool {
+        self.hnsw.is_some() && self.len() >= self.config.exact_threshold
+    }
+
+    /// Build the HNSW graph from our copy once the size reaches the threshold.
+    fn build_hnsw_if_due(&mut self) -> Result<()> {
+        if self.hnsw.is_some() || self.len() < self.config.exact_threshold {
+            return Ok(());
+        }
+        let index = self.new_hnsw()?;
+        let target = self.len().saturating_mul(2).max(MIN_RESERVE);
+        index
+            .reserve_capacity_and_threads(target, self.search_threads)
+            .map_err(index_err)?;
+        let items: Vec<(NodeId, &[f32])> = self
+            .slot_ids
+            .iter()
+            .enumerate()
+            .map(|(slot, &id)| (id, self.row(slot)))
+            .collect();
+        insert_parallel(&index, self.insert_threads(), &items)?;
+        self.hnsw = Some(index);
+        Ok(())
+    }
+
+    /// Threads used to insert a batch into the graph (usearch supports
+    /// concurrent inserts, each holding one of the reserved contexts).
+    fn insert_threads(&self) -> usize {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        cores.min(self.search_threads).max(1)
     }
 
     pub fn config(&self) -> VectorConfig {
@@ -248,8 +289,9 @@ impl VectorIndex {
 
     /// Change where search switches from the exact scan to HNSW (the graph is
     /// always maintained, so this takes effect immediately).
-    pub fn set_exact_threshold(&mut self, exact_threshold: usize) {
+    pub fn set_exact_threshold(&mut self, exact_threshold: usize) -> Result<()> {
         self.config.exact_threshold = exact_threshold;
+        self.build_hnsw_if_due()
     }
 
     /// How many HNSW searches may run at once (usearch thread contexts).
@@ -291,9 +333,7 @@ impl VectorIndex {
         vector.iter().map(|&x| (f64::from(x) / n) as f32).collect()
     }
 
-    /// Store a vector under `id` (must not exist yet).
-    pub fn add(&mut self, id: NodeId, vector: &[f32]) -> Result<()> {
-        self.validate(vector)?;
+    fn check_new_id(&self, id: NodeId) -> Result<()> {
         if id == NodeId::MAX {
             // usearch marks removed entries with the maximal key.
             return Err(Error::invalid("node id u64::MAX is reserved"));
@@ -301,32 +341,71 @@ impl VectorIndex {
         if self.slots.contains_key(&id) {
             return Err(Error::invalid(format!("node {id} already has a vector")));
         }
-        if self.slot_ids.len() >= u32::MAX as usize {
-            return Err(Error::invalid("vector index is full"));
-        }
-        let unit = Self::normalize(vector);
-        self.ensure_capacity()?;
-        self.hnsw.add(id, &unit).map_err(index_err)?;
-        // Our copy is updated only after usearch succeeded, so an Err leaves both unchanged.
-        let slot = self.slot_ids.len() as u32;
-        self.data.extend_from_slice(&unit);
-        self.slot_ids.push(id);
-        self.slots.insert(id, slot);
         Ok(())
     }
 
-    /// Grow the HNSW reservation geometrically when it is full.
-    fn ensure_capacity(&mut self) -> Result<()> {
-        // usearch's size() excludes removed entries whose slots it will reuse,
-        // so "size < capacity" means the next add has room.
-        let capacity = self.hnsw.capacity();
-        if self.hnsw.size() < capacity {
-            return Ok(());
+    /// Store a vector under `id` (must not exist yet).
+    pub fn add(&mut self, id: NodeId, vector: &[f32]) -> Result<()> {
+        self.add_batch(&[(id, vector)])
+    }
+
+    /// Store many vectors, all or nothing. Large batches are inserted into the
+    /// HNSW graph from several threads, so the graph's shape (not the exact
+    /// scan) can differ from one-by-one insertion.
+    pub fn add_batch(&mut self, items: &[(NodeId, &[f32])]) -> Result<()> {
+        let mut batch_ids = std::collections::HashSet::with_capacity(items.len());
+        for &(id, vector) in items {
+            self.validate(vector)?;
+            self.check_new_id(id)?;
+            if items.len() > 1 && !batch_ids.insert(id) {
+                return Err(Error::invalid(format!(
+                    "node {id} appears twice in the batch"
+                )));
+            }
         }
-        let target = capacity.saturating_mul(2).max(MIN_RESERVE);
-        self.hnsw
-            .reserve_capacity_and_threads(target, self.search_threads)
-            .map_err(index_err)
+        if self.slot_ids.len() + items.len() > u32::MAX as usize {
+            return Err(Error::invalid("vector index is full"));
+        }
+        let units: Vec<(NodeId, Vec<f32>)> = items
+            .iter()
+            .map(|&(id, v)| (id, Self::normalize(v)))
+            .collect();
+        if let Some(hnsw) = &self.hnsw {
+            let needed = hnsw.size() + units.len();
+            if needed > hnsw.capacity() {
+                let target = needed
+                    .max(hnsw.capacity().saturating_mul(2))
+                    .max(MIN_RESERVE);
+                hnsw.reserve_capacity_and_threads(target, self.search_threads)
+                    .map_err(index_err)?;
+            }
+            let refs: Vec<(NodeId, &[f32])> =
+                units.iter().map(|(id, u)| (*id, u.as_slice())).collect();
+            if let Err(e) = insert_parallel(hnsw, self.insert_threads(), &refs) {
+                // Roll back whatever made it in, so an Err changes nothing.
+                for (id, _) in &refs {
+                    if hnsw.contains(*id) {
+                        let _ = hnsw.remove(*id);
+                    }
+                }
+                return Err(e);
+            }
+        }
+        // Our copy is updated only after usearch succeeded, so an Err leaves both unchanged.
+        self.data.reserve(units.len() * self.config.dim);
+        for (id, unit) in units {
+            let slot = self.slot_ids.len() as u32;
+            self.data.extend_from_slice(&unit);
+            self.slot_ids.push(id);
+            self.slots.insert(id, slot);
+        }
+        if let Err(e) = self.build_hnsw_if_due() {
+            for &(id, _) in items {
+                self.remove_from_copy(id);
+            }
+            return Err(e);
+        }
+        Ok(())
     }
 
     /// Remove a vector; Ok(false) if `id` was not stored.
@@ -334,13 +413,24 @@ impl VectorIndex {
         let Some(&slot) = self.slots.get(&id) else {
             return Ok(false);
         };
-        let removed = self.hnsw.remove(id).map_err(index_err)?;
-        if removed != 1 {
-            return Err(Error::Index(format!(
-                "usearch removed {removed} entries for node {id}, expected 1"
-            )));
+        let _ = slot;
+        if let Some(hnsw) = &self.hnsw {
+            let removed = hnsw.remove(id).map_err(index_err)?;
+            if removed != 1 {
+                return Err(Error::Index(format!(
+                    "usearch removed {removed} entries for node {id}, expected 1"
+                )));
+            }
         }
-        self.slots.remove(&id);
+        self.remove_from_copy(id);
+        Ok(true)
+    }
+
+    /// Drop `id` from our copy (swap-remove keeps it contiguous).
+    fn remove_from_copy(&mut self, id: NodeId) {
+        let Some(slot) = self.slots.remove(&id) else {
+            return;
+        };
         // Swap-remove: move the last row into the hole so the copy stays contiguous.
         let dim = self.config.dim;
         let slot = slot as usize;
@@ -354,7 +444,6 @@ impl VectorIndex {
         }
         self.slot_ids.pop();
         self.data.truncate(last * dim);
-        Ok(true)
     }
 
     fn row(&self, slot: usize) -> &[f32] {
@@ -401,10 +490,11 @@ impl VectorIndex {
             return Ok(Vec::new());
         }
         let unit = Self::normalize(query);
-        if self.len() < self.config.exact_threshold {
-            Ok(self.exact_search(&unit, k, accept))
-        } else {
-            self.hnsw_search(&unit, k, accept)
+        match &self.hnsw {
+            Some(hnsw) if self.len() >= self.config.exact_threshold => {
+                self.hnsw_search(hnsw, &unit, k, accept)
+            }
+            _ => Ok(self.exact_search(&unit, k, accept)),
         }
     }
 
@@ -438,6 +528,7 @@ impl VectorIndex {
 
     fn hnsw_search(
         &self,
+        hnsw: &Index,
         unit: &[f32],
         k: usize,
         accept: Option<&dyn Fn(NodeId) -> bool>,
@@ -445,7 +536,7 @@ impl VectorIndex {
         let matches = {
             let _pass = self.gate.enter();
             match accept {
-                None => self.hnsw.search(unit, k),
+                None => hnsw.search(unit, k),
                 Some(accept) => {
                     // The filter runs inside C++ behind an `extern "C"` trampoline,
                     // where an unwinding panic would abort; catch it and re-raise here.
@@ -462,7 +553,7 @@ impl VectorIndex {
                             }
                         }
                     };
-                    let result = self.hnsw.filtered_search(unit, k, filter);
+                    let result = hnsw.filtered_search(unit, k, filter);
                     if let Some(payload) = panic.into_inner() {
                         resume_unwind(payload);
                     }
@@ -498,8 +589,43 @@ impl VectorIndex {
         self.data.capacity() * std::mem::size_of::<f32>()
             + self.slot_ids.capacity() * std::mem::size_of::<NodeId>()
             + self.slots.capacity() * map_entry
-            + self.hnsw.memory_usage()
+            + self.hnsw.as_ref().map_or(0, Index::memory_usage)
     }
+}
+
+/// Insert into the graph from `threads` threads (contiguous chunks); usearch
+/// synchronises concurrent inserts internally, each holding its own context.
+fn insert_parallel(index: &Index, threads: usize, items: &[(NodeId, &[f32])]) -> Result<()> {
+    // Below this, thread start-up costs more than it saves.
+    const MIN_PARALLEL: usize = 512;
+    if threads <= 1 || items.len() < MIN_PARALLEL {
+        for &(id, v) in items {
+            index.add(id, v).map_err(index_err)?;
+        }
+        return Ok(());
+    }
+    let chunk = items.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = items
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || -> Result<()> {
+                    for &(id, v) in part {
+                        index.add(id, v).map_err(index_err)?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| {
+                w.join()
+                    .unwrap_or_else(|_| Err(Error::Index("an insert thread panicked".into())))
+            })
+            .collect::<Result<Vec<()>>>()
+            .map(|_| ())
+    })
 }
 
 /// Similarity desc, then id asc: a total order, so results are deterministic.
@@ -705,7 +831,7 @@ mod tests {
             let now: Vec<(NodeId, Vec<f32>)> = index.iter().map(|(i, v)| (i, v.to_vec())).collect();
             assert_eq!(now, before);
             assert_eq!(index.len(), 1);
-            assert_eq!(index.hnsw.size(), 1);
+            assert!(index.hnsw.as_ref().is_none_or(|h| h.size() == 1));
         };
 
         assert!(matches!(
@@ -925,7 +1051,7 @@ mod tests {
             }
             assert!(!index.remove(*removed.iter().next().unwrap()).unwrap());
             assert_eq!(index.len(), 3000 - removed.len());
-            assert_eq!(index.hnsw.size(), index.len());
+            assert!(index.hnsw.as_ref().is_none_or(|h| h.size() == index.len()));
             // Query with the removed vectors themselves: their nearest neighbours are gone.
             let mut data = Rng(3);
             for id in 0..3000u64 {
@@ -1001,5 +1127,54 @@ mod tests {
         assert!(caught.is_err());
         // The single context and gate permit were released.
         assert_eq!(index.search(&q, 5, None).unwrap().len(), 5);
+    }
+
+    #[test]
+    fn graph_is_built_lazily_in_parallel_and_batches_are_atomic() {
+        let mut cfg = VectorConfig::new(32);
+        cfg.exact_threshold = 1000;
+        let mut index = VectorIndex::new(cfg).unwrap();
+        let mut rng = Rng(11);
+        let vectors: Vec<Vec<f32>> = (0..3000).map(|_| rng.vector(32)).collect();
+        let first: Vec<(NodeId, &[f32])> = (0..999u64)
+            .map(|i| (i, vectors[i as usize].as_slice()))
+            .collect();
+        index.add_batch(&first).unwrap();
+        assert!(index.hnsw.is_none() && !index.uses_hnsw());
+
+        // A bad batch (duplicate id) changes nothing and builds nothing.
+        let dup: Vec<(NodeId, &[f32])> = vec![(999, &vectors[999]), (999, &vectors[1000])];
+        assert!(index.add_batch(&dup).is_err());
+        assert_eq!(index.len(), 999);
+        assert!(index.hnsw.is_none());
+
+        let rest: Vec<(NodeId, &[f32])> = (999..3000u64)
+            .map(|i| (i, vectors[i as usize].as_slice()))
+            .collect();
+        index.add_batch(&rest).unwrap();
+        assert!(index.uses_hnsw());
+        assert_eq!(index.hnsw.as_ref().unwrap().size(), 3000);
+        let mut hits = 0;
+        let mut q = Rng(12);
+        for _ in 0..50 {
+            let v = q.vector(32);
+            let unit = VectorIndex::normalize(&v);
+            let exact: HashSet<NodeId> = index
+                .exact_search(&unit, 10, None)
+                .into_iter()
+                .map(|x| x.0)
+                .collect();
+            hits += index
+                .search(&v, 10, None)
+                .unwrap()
+                .iter()
+                .filter(|x| exact.contains(&x.0))
+                .count();
+        }
+        assert!(
+            hits as f64 / 500.0 >= 0.95,
+            "recall {}",
+            hits as f64 / 500.0
+        );
     }
 }

@@ -273,11 +273,24 @@ impl Traversal {
 
     /// Feed one row (relevance, relation_usefulness, novelty, support) per
     /// candidate, in `expand` order (one controller call); returns the next phase.
-    fn score(
-        &self,
-        py: Python<'_>,
-        scores: PyArrayLike2<'_, f32, AllowTypeChange>,
-    ) -> PyResult<&'static str> {
+    fn score(&self, py: Python<'_>, scores: &Bound<'_, PyAny>) -> PyResult<&'static str> {
+        if !matches!(self.state.lock().phase(), Phase::Score) {
+            // Let the core report the phase error, whatever the array looks like.
+            let (store, state) = (&self.store, &self.state);
+            return py
+                .detach(|| state.lock().score(&*store.read(), &[]).map(phase_name))
+                .py();
+        }
+        let scores: PyArrayLike2<'_, f32, AllowTypeChange> = scores
+            .extract()
+            .map_err(|_| {
+                Error::InvalidInput(
+                    "scores must be a 2-D array of numbers: one row (relevance, \
+                     relation_usefulness, novelty, support) per candidate"
+                        .into(),
+                )
+            })
+            .py()?;
         let arr = scores.as_array();
         if arr.ncols() != 4 && arr.nrows() > 0 {
             return Err(Error::InvalidInput(format!(
