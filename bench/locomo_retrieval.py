@@ -1,0 +1,450 @@
+"""LoCoMo retrieval harness: evidence recall, abstention AUROC, build and query cost.
+
+One memory per conversation, one node per turn (text = the turn text, plus
+``" [image: <caption>]"`` when it shares a photo; speaker; timestamp = the
+session's date-time plus a few seconds per turn index; provenance
+``{"dia_id", "session", "speaker", "sample_id"}``). Every question is then
+searched once per mode at k = 20, the modes interleaved on the same memories;
+recall@5/@10 are read from the prefix of that list.
+
+Metrics, per category 1..5 and pooled over 1-4 (``overall_1_4``):
+recall@5/@10/@20 (mean fraction of gold dia_ids in the top k; questions
+without gold evidence are not scored), all-evidence@10, any-evidence@10;
+``abstain_auroc`` = AUROC of (1 - sufficiency) separating adversarial (5)
+from answerable (1-4) questions, i.e. P(sufficiency of an answerable question
+> that of an adversarial one), ties half (null when the mode has no
+controller); ``query_p50_ms``/``query_p99_ms`` per ``search`` call, query
+embedding included (after one untimed warm-up search per mode and memory);
+``build_s`` (``add_batch`` with the memory embedding the texts itself),
+``embed_s`` and ``build_s_no_embed`` (texts embedded first, then
+``add_batch(..., embeddings=)``; null when the backend has no such argument);
+controller calls per write and per query.
+
+    .venv/bin/python bench/locomo_retrieval.py --data FILE [--json OUT]
+        [--backend memory|baseline] [--embedder onnx|hash]
+        [--modes lexical,anchors,traversal,full] [--limit-conversations N]
+
+``--backend memory`` (default) uses ``jevmem.Memory``; ``--backend baseline``
+a stand-in with the same interface on ``jevmem.MemoryStore`` alone (modes
+``lexical`` = BM25, ``anchors`` = RRF of BM25 and vector; no controller).
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import shlex
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+from _common import machine
+from locomo_data import (
+    ADVERSARIAL,
+    ANSWERABLE,
+    CATEGORIES,
+    Conversation,
+    aggregate,
+    auroc,
+    default_data_path,
+    load_samples,
+    percentile,
+)
+
+import jevmem
+from jevmem.embed import Embedder, HashEmbedder
+
+ALL_MODES = ("lexical", "anchors", "traversal", "full")
+KS = (5, 10, 20)
+
+
+# --- the interface the harness codes against ----------------------------------------------------
+
+
+class SearchResultLike(Protocol):
+    @property
+    def evidence(self) -> Sequence[Any]: ...
+    @property
+    def trace(self) -> dict[str, Any]: ...
+    @property
+    def sufficiency(self) -> float | None: ...
+
+
+class MemoryLike(Protocol):
+    def add_batch(
+        self,
+        texts: Sequence[str],
+        *,
+        timestamps: Sequence[int | None] | None = ...,
+        speakers: Sequence[str] | None = ...,
+        provenances: Sequence[dict[str, str]] | None = ...,
+    ) -> list[int]: ...
+    def search(self, query: str, k: int = ..., mode: str = ...) -> SearchResultLike: ...
+    def stats(self) -> dict[str, Any]: ...
+
+
+# --- the baseline stand-in: jevmem.MemoryStore alone ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class BaselineEvidence:
+    id: int
+    text: str
+    score: float
+    timestamp: int | None
+    provenance: dict[str, str]
+    via: None = None
+
+
+@dataclass(frozen=True)
+class BaselineResult:
+    evidence: list[BaselineEvidence]
+    trace: dict[str, Any] = field(default_factory=dict)
+    sufficiency: float | None = None
+
+
+class BaselineMemory:
+    """``jevmem.Memory``'s interface on a bare :class:`jevmem.MemoryStore`, no controller.
+
+    ``lexical``: BM25 (``search_lexical``); ``anchors``: reciprocal rank fusion of
+    BM25 and cosine (``fused_anchors``). No traversal, no write-time relations.
+    """
+
+    modes = ("lexical", "anchors")
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+        self.store = jevmem.MemoryStore(embedder.dim)
+
+    def add_batch(
+        self,
+        texts: Sequence[str],
+        *,
+        timestamps: Sequence[int | None] | None = None,
+        speakers: Sequence[str] | None = None,
+        provenances: Sequence[dict[str, str]] | None = None,
+        embeddings: npt.NDArray[np.float32] | None = None,
+    ) -> list[int]:
+        vecs = self.embedder.embed(texts) if embeddings is None else embeddings
+        provs = [dict(p) for p in (provenances or [{} for _ in texts])]
+        if speakers is not None:
+            for p, s in zip(provs, speakers, strict=True):
+                p.setdefault("speaker", s)
+        return self.store.add_batch(texts, vecs, timestamps=timestamps, provenances=provs)
+
+    def search(self, query: str, k: int = 20, mode: str = "anchors") -> BaselineResult:
+        if mode == "lexical":
+            ids, scores = self.store.search_lexical(query, k)
+            pairs = list(zip(ids.tolist(), scores.tolist(), strict=True))
+        elif mode == "anchors":
+            vec = self.embedder.embed_one(query)
+            fid, fscores = self.store.fused_anchors(query, vec, k)
+            pairs = list(zip(fid.tolist(), fscores.tolist(), strict=True))
+        else:
+            raise ValueError(f"baseline backend has no mode {mode!r}; it has {self.modes}")
+        out = []
+        for i, s in pairs:
+            node = self.store.get(int(i))
+            out.append(BaselineEvidence(node.id, node.text, s, node.timestamp, node.provenance))
+        return BaselineResult(out, {"controller_calls": 0, "stop_reason": None}, None)
+
+    def stats(self) -> dict[str, Any]:
+        return {**self.store.stats(), "controller_calls_write": 0}
+
+
+# --- running -------------------------------------------------------------------------------------
+
+
+def make_embedder(kind: str, threads: int) -> Embedder:
+    if kind == "hash":
+        return HashEmbedder(256)
+    emb = jevmem.default_embedder(threads=threads, warn=False)
+    if isinstance(emb, HashEmbedder):
+        raise SystemExit(
+            "--embedder onnx: the ONNX stack is not installed (pip install 'jevmem[onnx]')"
+        )
+    return emb
+
+
+def make_memory(backend: str, emb: Embedder) -> Any:
+    if backend == "baseline":
+        return BaselineMemory(emb)
+    cls = getattr(jevmem, "Memory", None)
+    if cls is None:
+        raise SystemExit(
+            "jevmem.Memory is not available in this build of jevmem (the high-level Memory API "
+            "is missing); run with --backend baseline for the MemoryStore-only stand-in"
+        )
+    return cls(embedder=emb)
+
+
+def accepts_embeddings(mem: Any) -> bool:
+    try:
+        return "embeddings" in inspect.signature(mem.add_batch).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+@dataclass
+class ModeRecords:
+    rows: dict[int, list[tuple[list[str | None], tuple[str, ...]]]] = field(
+        default_factory=lambda: {c: [] for c in CATEGORIES}
+    )
+    suff: dict[int, list[float]] = field(default_factory=lambda: {c: [] for c in CATEGORIES})
+    suff_missing: int = 0
+    latency_s: list[float] = field(default_factory=list)
+    controller_calls: list[float] = field(default_factory=list)
+    stop_reasons: dict[str, int] = field(default_factory=dict)
+
+
+def dia_ids(res: Any) -> list[str | None]:
+    out: list[str | None] = []
+    for item in res.evidence:
+        prov = getattr(item, "provenance", None) or {}
+        out.append(prov.get("dia_id"))
+    return out
+
+
+def conversation_inputs(
+    conv: Conversation,
+) -> tuple[list[str], list[int | None], list[str], list[dict[str, str]]]:
+    texts = [t.memory_text for t in conv.turns]
+    ts = [t.timestamp for t in conv.turns]
+    spk = [t.speaker for t in conv.turns]
+    provs = [
+        {
+            "dia_id": t.dia_id,
+            "session": str(t.session),
+            "speaker": t.speaker,
+            "sample_id": conv.sample_id,
+        }
+        for t in conv.turns
+    ]
+    return texts, ts, spk, provs
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    samples = json.loads(args.data.read_text())
+    if args.limit_conversations is not None:
+        samples = samples[: args.limit_conversations]
+    convs, report = load_samples(samples)  # the drop report covers the conversations run
+    emb = make_embedder(args.embedder, args.threads)
+    modes: list[str] = args.modes or (
+        list(BaselineMemory.modes) if args.backend == "baseline" else list(ALL_MODES)
+    )
+    probe = make_memory(args.backend, emb)
+    have = getattr(probe, "modes", None)
+    if have is not None and (bad := [m for m in modes if m not in have]):
+        raise SystemExit(f"backend {args.backend!r} has no mode(s) {bad}; it has {list(have)}")
+    split_timing = accepts_embeddings(probe) and not args.no_embed_split
+    del probe
+    kmax = max(KS)
+    n_q = sum(len(c.qas[: args.limit_questions or None]) for c in convs)
+    log(
+        f"{args.data.name}: {len(convs)} conversations, {sum(len(c.turns) for c in convs)} "
+        f"turns, {n_q} questions; backend={args.backend} embedder={emb!r} modes={modes}"
+    )
+    log(report.summary())
+
+    recs = {m: ModeRecords() for m in modes}
+    build_s = 0.0
+    embed_s = 0.0
+    build_no_embed_s = 0.0
+    writes = 0
+    write_calls = 0.0
+    done_q = 0
+    for ci, conv in enumerate(convs, 1):
+        texts, ts, spk, provs = conversation_inputs(conv)
+        if split_timing:
+            t0 = time.perf_counter()
+            vecs = emb.embed(texts)
+            embed_s += time.perf_counter() - t0
+            other = make_memory(args.backend, emb)
+            t0 = time.perf_counter()
+            other.add_batch(texts, timestamps=ts, speakers=spk, provenances=provs, embeddings=vecs)
+            build_no_embed_s += time.perf_counter() - t0
+            del other
+        mem = make_memory(args.backend, emb)
+        t0 = time.perf_counter()
+        ids = mem.add_batch(texts, timestamps=ts, speakers=spk, provenances=provs)
+        dt = time.perf_counter() - t0
+        build_s += dt
+        if len(ids) != len(texts):
+            raise SystemExit(f"add_batch returned {len(ids)} ids for {len(texts)} texts")
+        writes += len(texts)
+        write_calls += float(mem.stats().get("controller_calls_write", 0) or 0)
+        log(
+            f"[{ci}/{len(convs)}] {conv.sample_id}: {len(texts)} turns built in {dt:.2f}s; "
+            f"{len(conv.qas)} questions"
+        )
+        qas = conv.qas[: args.limit_questions or None]
+        if qas:
+            for m in modes:  # warm-up: lazy indexes, caches, the first onnx run
+                mem.search(qas[0].question, k=kmax, mode=m)
+        for qi, qa in enumerate(qas, 1):
+            for m in modes:
+                t0 = time.perf_counter()
+                res = mem.search(qa.question, k=kmax, mode=m)
+                lat = time.perf_counter() - t0
+                r = recs[m]
+                r.latency_s.append(lat)
+                r.rows[qa.category].append((dia_ids(res)[:kmax], qa.evidence))
+                trace = getattr(res, "trace", None) or {}
+                r.controller_calls.append(float(trace.get("controller_calls", 0) or 0))
+                stop = str(trace.get("stop_reason"))
+                r.stop_reasons[stop] = r.stop_reasons.get(stop, 0) + 1
+                suff = getattr(res, "sufficiency", None)
+                if suff is None:
+                    r.suff_missing += 1
+                else:
+                    r.suff[qa.category].append(float(suff))
+            done_q += 1
+            if qi % 50 == 0 or qi == len(qas):
+                log(f"    questions {qi}/{len(qas)} (total {done_q}/{n_q})")
+
+    out_modes: dict[str, Any] = {}
+    for m, r in recs.items():
+        d: dict[str, Any] = {
+            "overall_1_4": aggregate([row for c in ANSWERABLE for row in r.rows[c]], KS)
+        }
+        for c in CATEGORIES:
+            d[str(c)] = aggregate(r.rows[c], KS)
+        pos = [s for c in ANSWERABLE for s in r.suff[c]]
+        neg = r.suff[ADVERSARIAL]
+        d["abstain_auroc"] = auroc(pos, neg) if r.suff_missing == 0 else None
+        d["abstain_n"] = {"answerable": len(pos), "adversarial": len(neg)}
+        p50, p99 = percentile(r.latency_s, 0.5), percentile(r.latency_s, 0.99)
+        d["query_p50_ms"] = None if p50 is None else 1e3 * p50
+        d["query_p99_ms"] = None if p99 is None else 1e3 * p99
+        d["query_mean_ms"] = 1e3 * statistics.fmean(r.latency_s) if r.latency_s else None
+        d["controller_calls_per_query"] = (
+            statistics.fmean(r.controller_calls) if r.controller_calls else None
+        )
+        d["stop_reasons"] = r.stop_reasons
+        out_modes[m] = d
+
+    return {
+        "modes": out_modes,
+        "build_s": build_s,
+        "embed_s": embed_s if split_timing else None,
+        "build_s_no_embed": build_no_embed_s if split_timing else None,
+        "controller_calls_per_write": write_calls / writes if writes else None,
+        "dropped": report.as_dict(),
+        "dropped_summary": report.summary(),
+        "backend": args.backend,
+        "embedder": repr(emb),
+        "data": str(args.data),
+        "conversations": len(convs),
+        "turns": writes,
+        "questions": done_q,
+        "ks": list(KS),
+        "machine": machine(),
+        "command": " ".join([".venv/bin/python", *map(shlex.quote, sys.argv)]),
+    }
+
+
+def fmt(x: object, digits: int = 3) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        return f"{x:.{digits}f}"
+    return str(x)
+
+
+def markdown(result: dict[str, Any]) -> str:
+    lines = [f"`{result['command']}`", ""]
+    lines.append(
+        f"backend {result['backend']}, embedder {result['embedder']}, "
+        f"{result['conversations']} conversations, {result['turns']} turns, "
+        f"{result['questions']} questions; {result['machine']}"
+    )
+    lines.append("")
+    cats = " | ".join(f"R@10 c{c}" for c in CATEGORIES)
+    lines.append(f"| mode | {cats} | R@10 1-4 | AUROC | p50 ms |")
+    lines.append("|---|" + "---|" * (len(CATEGORIES) + 3))
+    for m, d in result["modes"].items():
+        by_cat = " | ".join(fmt(d[str(c)]["recall@10"]) for c in CATEGORIES)
+        lines.append(
+            f"| {m} | {by_cat} | {fmt(d['overall_1_4']['recall@10'])} | "
+            f"{fmt(d['abstain_auroc'])} | {fmt(d['query_p50_ms'], 2)} |"
+        )
+    lines.append("")
+    lines.append(
+        "| mode (1-4 pooled) | n | R@5 | R@10 | R@20 | all@10 | any@10 | p99 ms | ctrl calls/q |"
+    )
+    lines.append("|---|---|---|---|---|---|---|---|---|")
+    for m, d in result["modes"].items():
+        o = d["overall_1_4"]
+        lines.append(
+            f"| {m} | {o['n']} | {fmt(o['recall@5'])} | {fmt(o['recall@10'])} | "
+            f"{fmt(o['recall@20'])} | {fmt(o['all_evidence@10'])} | {fmt(o['any_evidence@10'])} | "
+            f"{fmt(d['query_p99_ms'], 2)} | {fmt(d['controller_calls_per_query'], 2)} |"
+        )
+    lines.append("")
+    lines.append(
+        f"build {fmt(result['build_s'], 2)} s (embedding included); embedding alone "
+        f"{fmt(result['embed_s'], 2)} s, build with precomputed embeddings "
+        f"{fmt(result['build_s_no_embed'], 2)} s; controller calls per write "
+        f"{fmt(result['controller_calls_per_write'], 3)}"
+    )
+    lines.append("")
+    lines.append(result["dropped_summary"])
+    for issue in result["dropped"]["issues"]:
+        fixed = f" -> {issue['result']}" if issue["result"] else ""
+        lines.append(
+            f"- {issue['reason']}: {issue['raw']!r}{fixed} ({issue['sample_id']}: "
+            f"{issue['question']})"
+        )
+    return "\n".join(lines)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--data", type=Path, default=default_data_path())
+    ap.add_argument("--json", type=Path, default=None, help="write the results here")
+    ap.add_argument("--backend", choices=("memory", "baseline"), default="memory")
+    ap.add_argument("--embedder", choices=("onnx", "hash"), default="onnx")
+    ap.add_argument("--threads", type=int, default=2, help="onnxruntime threads")
+    ap.add_argument(
+        "--modes",
+        type=lambda s: [m.strip() for m in s.split(",") if m.strip()],
+        default=None,
+        help="comma-separated, from lexical,anchors,traversal,full (default: all the backend has)",
+    )
+    ap.add_argument("--limit-conversations", type=int, default=None)
+    ap.add_argument("--limit-questions", type=int, default=None, help="per conversation")
+    ap.add_argument(
+        "--no-embed-split",
+        action="store_true",
+        help="skip the second build with precomputed embeddings (build_s_no_embed = null)",
+    )
+    args = ap.parse_args(argv)
+    for m in args.modes or []:
+        if m not in ALL_MODES:
+            ap.error(f"unknown mode {m!r}; expected some of {','.join(ALL_MODES)}")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    result = run(args)
+    print(markdown(result))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
