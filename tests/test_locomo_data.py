@@ -1,0 +1,416 @@
+"""LoCoMo loader, evidence-id repair and retrieval scoring (bench/locomo_data.py).
+
+Everything here runs on hand-made data: the real LoCoMo files are not needed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+import locomo_data as ld
+import locomo_retrieval as lr
+
+import jevmem
+from jevmem.embed import HashEmbedder
+from jevmem.temporal import parse_timestamp
+
+KNOWN = {"D1:1", "D1:2", "D1:3", "D2:1", "D8:6", "D9:17", "D11:26", "D30:5"}
+
+
+def repair(raw: list[object]) -> tuple[tuple[str, ...], ld.DropReport]:
+    rep = ld.DropReport()
+    return ld.repair_evidence(raw, KNOWN, report=rep), rep
+
+
+# --- evidence-id repair ----------------------------------------------------------------------
+
+
+def test_canonical_ids_pass_untouched() -> None:
+    out, rep = repair(["D1:1", "D2:1"])
+    assert out == ("D1:1", "D2:1")
+    assert rep.issues == []
+    assert (rep.ids_read, rep.ids_kept) == (2, 2)
+
+
+@pytest.mark.parametrize(
+    ("raw", "fixed"),
+    [("D:11:26", "D11:26"), ("D30:05", "D30:5"), ("D 1:3", "D1:3"), ("d1:2", "D1:2")],
+)
+def test_malformed_ids_are_repaired(raw: str, fixed: str) -> None:
+    out, rep = repair([raw])
+    assert out == (fixed,)
+    assert rep.repaired == 1
+    assert rep.issues[0].reason == "repaired"
+    assert rep.issues[0].result == fixed
+    assert rep.dangling == rep.unparsable == 0
+
+
+def test_surrounding_whitespace_is_not_a_repair() -> None:
+    out, rep = repair([" D1:3 "])
+    assert out == ("D1:3",)
+    assert rep.issues == []
+
+
+@pytest.mark.parametrize("raw", ["D8:6; D9:17", "D8:6,D9:17", "D8:6 D9:17"])
+def test_two_ids_in_one_string_are_split(raw: str) -> None:
+    out, rep = repair([raw])
+    assert out == ("D8:6", "D9:17")
+    assert rep.split == 1
+    assert rep.repaired == 0
+    assert rep.ids_read == 2
+
+
+def test_split_pieces_are_repaired_each() -> None:
+    out, rep = repair(["D8:6; D:11:26"])
+    assert out == ("D8:6", "D11:26")
+    assert (rep.split, rep.repaired) == (1, 1)
+
+
+@pytest.mark.parametrize("raw", ["D", "", "session 3", 17])
+def test_unparsable_ids_are_dropped(raw: object) -> None:
+    out, rep = repair([raw, "D1:1"])
+    assert out == ("D1:1",)
+    assert rep.unparsable == 1
+    assert rep.ids_read == 1  # an unparsable string holds no id
+
+
+def test_ids_pointing_at_no_turn_are_dropped() -> None:
+    out, rep = repair(["D10:19", "D1:1", "D30:50"])
+    assert out == ("D1:1",)
+    assert rep.dangling == 2
+    assert {i.result for i in rep.issues} == {"D10:19", "D30:50"}
+
+
+def test_repaired_but_dangling_counts_twice() -> None:
+    out, rep = repair(["D:40:01"])
+    assert out == ()
+    assert (rep.repaired, rep.dangling) == (1, 1)
+
+
+def test_duplicates_are_dropped_in_order() -> None:
+    out, rep = repair(["D2:1", "D1:1", "D2:1", "D02:01"])
+    assert out == ("D2:1", "D1:1")
+    assert rep.duplicate == 2
+    assert rep.repaired == 1
+
+
+def test_report_merge_and_dict() -> None:
+    _, a = repair(["D", "D10:19"])
+    _, b = repair(["D:11:26"])
+    a.merge(b)
+    d = a.as_dict()
+    assert (d["unparsable"], d["dangling"], d["repaired"]) == (1, 1, 1)
+    assert len(d["issues"]) == 3
+    json.dumps(d)  # serialisable
+    assert "1 unparsable" in a.summary()
+
+
+# --- conversations ----------------------------------------------------------------------------
+
+
+def sample(**over: Any) -> dict[str, Any]:
+    s: dict[str, Any] = {
+        "sample_id": "conv-x",
+        "conversation": {
+            "speaker_a": "Ann",
+            "speaker_b": "Bob",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a dog."},
+                {
+                    "speaker": "Bob",
+                    "dia_id": "D1:2",
+                    "text": "Look at this!",
+                    "blip_caption": "a photo of a red kite",
+                    "img_url": ["http://x"],
+                },
+                {"speaker": "Ann", "dia_id": "D1:3", "text": "Nice kite."},
+            ],
+            # keys out of numeric order, and a session with a time but no turns
+            "session_10_date_time": "9:00 am on 1 July, 2023",
+            "session_10": [{"speaker": "Bob", "dia_id": "D10:1", "text": "Back from Rome."}],
+            "session_2_date_time": "7:31 pm on 21 May, 2023",
+            "session_2": [
+                {"speaker": "Bob", "dia_id": "D2:1", "text": "The dog is named Rex."},
+                {"speaker": "Ann", "dia_id": "D2:2", "text": "Rex is cute."},
+            ],
+            "session_3_date_time": "10:00 am on 2 June, 2023",
+        },
+        "qa": [
+            {"question": "What pet?", "answer": "a dog", "evidence": ["D1:1"], "category": 4},
+            {"question": "Which year?", "answer": 2023, "evidence": ["D1:1; D2:1"], "category": 2},
+            {"question": "Why?", "answer": "because", "evidence": [], "category": 3},
+            {"question": "Who?", "answer": "Ann", "evidence": ["D", "D9:9"], "category": 1},
+            {
+                "question": "What color is Bob's cat?",
+                "adversarial_answer": "black",
+                "evidence": ["D:1:2"],
+                "category": 5,
+            },
+        ],
+    }
+    s.update(over)
+    return s
+
+
+def test_parse_conversation_turns_in_session_order() -> None:
+    rep = ld.DropReport()
+    conv = ld.parse_conversation(sample(), rep)
+    assert conv.sample_id == "conv-x"
+    assert (conv.speaker_a, conv.speaker_b) == ("Ann", "Bob")
+    assert [t.dia_id for t in conv.turns] == ["D1:1", "D1:2", "D1:3", "D2:1", "D2:2", "D10:1"]
+    assert [t.session for t in conv.turns] == [1, 1, 1, 2, 2, 10]
+    assert [t.index for t in conv.turns] == [0, 1, 2, 0, 1, 0]
+    assert [t.position for t in conv.turns] == list(range(6))
+    t = conv.turn("D1:2")
+    assert t.blip_caption == "a photo of a red kite"
+    assert t.memory_text == "Look at this! [image: a photo of a red kite]"
+    assert conv.turn("D1:1").memory_text == "I adopted a dog."
+    assert t.session_datetime == "1:56 pm on 8 May, 2023"
+    assert t.session_timestamp == parse_timestamp("1:56 pm on 8 May, 2023")
+    with pytest.raises(KeyError):
+        conv.turn("D7:7")
+
+
+def test_parse_conversation_qas_and_report() -> None:
+    rep = ld.DropReport()
+    conv = ld.parse_conversation(sample(), rep)
+    qa = {q.question: q for q in conv.qas}
+    assert len(conv.qas) == 5  # no question is dropped
+    assert qa["What pet?"].evidence == ("D1:1",)
+    assert qa["Which year?"].answer == "2023"
+    assert qa["Which year?"].evidence == ("D1:1", "D2:1")
+    assert qa["Why?"].evidence == ()
+    assert qa["Who?"].evidence == ()
+    adv = qa["What color is Bob's cat?"]
+    assert adv.adversarial and adv.category == 5
+    assert adv.answer == "black"
+    assert adv.evidence == ("D1:2",)
+    assert adv.raw_evidence == ("D:1:2",)
+    c = rep.counts()
+    assert c["questions"] == 5
+    assert c["split"] == 1
+    assert c["unparsable"] == 1
+    assert c["dangling"] == 1
+    assert c["repaired"] == 1
+    assert c["qa_no_evidence"] == 1
+    assert c["qa_all_dropped"] == 1
+    assert c["session_time_unparsable"] == 0
+
+
+def test_unparsable_session_time_gives_no_timestamp() -> None:
+    s = sample()
+    s["conversation"]["session_2_date_time"] = "sometime in spring"
+    rep = ld.DropReport()
+    conv = ld.parse_conversation(s, rep)
+    assert conv.turn("D2:1").timestamp is None
+    assert conv.turn("D1:1").timestamp is not None
+    assert rep.session_time_unparsable == 1
+
+
+def test_load_file(tmp_path: Path) -> None:
+    p = tmp_path / "l.json"
+    p.write_text(json.dumps([sample(), sample(sample_id="conv-y")]))
+    convs, rep = ld.load(p)
+    assert [c.sample_id for c in convs] == ["conv-x", "conv-y"]
+    assert rep.questions == 10 and rep.dangling == 2
+
+
+# --- timestamps -------------------------------------------------------------------------------
+
+
+def test_timestamps_follow_turn_order() -> None:
+    conv = ld.parse_conversation(sample())
+    ts = [t.timestamp for t in conv.turns if t.timestamp is not None]
+    assert len(ts) == len(conv.turns)
+    assert ts == sorted(ts) and len(set(ts)) == len(ts)
+    base = parse_timestamp("7:31 pm on 21 May, 2023")
+    assert conv.turn("D2:1").timestamp == base
+    assert conv.turn("D2:2").timestamp == base + ld.TURN_STEP_S
+
+
+@given(
+    sizes=st.lists(st.integers(1, 60), min_size=1, max_size=8),
+    gaps_h=st.lists(st.integers(1, 24 * 60), min_size=8, max_size=8),
+)
+def test_timestamps_strictly_increase_with_position(sizes: list[int], gaps_h: list[int]) -> None:
+    t0 = parse_timestamp("2023-01-01T09:00:00Z")
+    conv: dict[str, Any] = {"speaker_a": "A", "speaker_b": "B"}
+    at = t0
+    for n, size in enumerate(sizes, 1):
+        at += gaps_h[n - 1] * 3600
+        conv[f"session_{n}_date_time"] = f"{ld_iso(at)}"
+        conv[f"session_{n}"] = [
+            {"speaker": "AB"[i % 2], "dia_id": f"D{n}:{i + 1}", "text": f"t{i}"}
+            for i in range(size)
+        ]
+    c = ld.parse_conversation({"sample_id": "s", "conversation": conv, "qa": []})
+    ts = [t.timestamp for t in c.turns]
+    assert len(ts) == sum(sizes)
+    assert all(a is not None and b is not None and a < b for a, b in itertools.pairwise(ts))
+    for t in c.turns:  # every turn stays inside its session's hour
+        assert t.session_timestamp is not None and t.timestamp is not None
+        assert 0 <= t.timestamp - t.session_timestamp < 3600
+
+
+def ld_iso(ts: int) -> str:
+    import datetime as dt
+
+    return dt.datetime.fromtimestamp(ts, tz=dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# --- recall / all / any -----------------------------------------------------------------------
+
+
+def test_hits_at_k() -> None:
+    retrieved: list[str | None] = ["D1:1", None, "D2:1", "D1:1", "D3:3", "D4:4"]
+    h = ld.hits_at_k(retrieved, ["D2:1", "D4:4"], 3)
+    assert (h.found, h.gold) == (1, 2)
+    assert h.recall == 0.5 and h.any and not h.all
+    h = ld.hits_at_k(retrieved, ["D2:1", "D4:4"], 10)
+    assert h.recall == 1.0 and h.all
+    h = ld.hits_at_k(retrieved, ["D9:9"], 10)
+    assert h.recall == 0.0 and not h.any and not h.all
+    h = ld.hits_at_k(retrieved, [], 10)
+    assert math.isnan(h.recall) and not h.all and not h.any
+    # a gold id listed twice counts once
+    assert ld.hits_at_k(retrieved, ["D1:1", "D1:1"], 1).recall == 1.0
+
+
+def test_aggregate_by_hand() -> None:
+    top: list[str | None] = [f"D1:{i}" for i in range(1, 21)]  # D1:1 .. D1:20 in rank order
+    rows: list[tuple[list[str | None], tuple[str, ...]]] = [
+        (top, ("D1:1",)),  # rank 1: recall 1 at 5, 10, 20
+        (top, ("D1:3", "D1:8")),  # 0.5 at 5, 1 at 10
+        (top, ("D1:15", "D1:99")),  # 0 at 5 and 10, 0.5 at 20
+        (top, ("D2:1",)),  # never
+        (top, ()),  # no gold: not scored
+    ]
+    a = ld.aggregate(rows)
+    assert a["n"] == 4 and a["no_gold"] == 1
+    assert a["recall@5"] == pytest.approx((1 + 0.5 + 0 + 0) / 4)
+    assert a["recall@10"] == pytest.approx((1 + 1 + 0 + 0) / 4)
+    assert a["recall@20"] == pytest.approx((1 + 1 + 0.5 + 0) / 4)
+    assert a["all_evidence@10"] == pytest.approx(2 / 4)
+    assert a["any_evidence@10"] == pytest.approx(2 / 4)
+
+
+def test_aggregate_empty() -> None:
+    a = ld.aggregate([([], ())])
+    assert a["n"] == 0 and a["recall@10"] is None and a["all_evidence@10"] is None
+
+
+# --- AUROC ------------------------------------------------------------------------------------
+
+
+def brute_auroc(pos: list[float], neg: list[float]) -> float:
+    wins = sum(1.0 if p > n else 0.5 if p == n else 0.0 for p in pos for n in neg)
+    return wins / (len(pos) * len(neg))
+
+
+@given(
+    pos=st.lists(st.integers(0, 6).map(lambda x: x / 6), min_size=1, max_size=30),
+    neg=st.lists(st.integers(0, 6).map(lambda x: x / 6), min_size=1, max_size=30),
+)
+def test_auroc_matches_pairwise_count_with_ties(pos: list[float], neg: list[float]) -> None:
+    got = ld.auroc(pos, neg)
+    assert got == pytest.approx(brute_auroc(pos, neg), abs=1e-12)
+    # AUROC of (1 - s) with the classes swapped is the same number (what abstain_auroc uses)
+    assert ld.auroc([1 - x for x in neg], [1 - x for x in pos]) == pytest.approx(got, abs=1e-12)
+
+
+@given(
+    pos=st.lists(st.floats(0, 1), min_size=1, max_size=40),
+    neg=st.lists(st.floats(0, 1), min_size=1, max_size=40),
+)
+def test_auroc_matches_pairwise_count(pos: list[float], neg: list[float]) -> None:
+    got = ld.auroc(pos, neg)
+    assert got is not None
+    assert got == pytest.approx(brute_auroc(pos, neg), abs=1e-12)
+    # swapping the classes mirrors the score: AUROC(1 - s) for the other class
+    assert ld.auroc(neg, pos) == pytest.approx(1 - got, abs=1e-12)
+
+
+def test_auroc_edges() -> None:
+    assert ld.auroc([], [0.5]) is None and ld.auroc([0.5], []) is None
+    assert ld.auroc([0.9, 0.8], [0.1, 0.2]) == 1.0
+    assert ld.auroc([0.1], [0.9]) == 0.0
+    assert ld.auroc([0.5, 0.5], [0.5]) == 0.5
+
+
+def test_percentile() -> None:
+    assert ld.percentile([], 0.5) is None
+    assert ld.percentile([3.0], 0.99) == 3.0
+    assert ld.percentile([4.0, 1.0, 3.0, 2.0], 0.5) == 2.5
+    assert ld.percentile([float(i) for i in range(101)], 0.99) == pytest.approx(99.0)
+
+
+# --- the harness on the baseline backend, on hand-made data ----------------------------------
+
+
+def test_conversation_inputs() -> None:
+    conv = ld.parse_conversation(sample())
+    texts, ts, spk, provs = lr.conversation_inputs(conv)
+    assert texts[1] == "Look at this! [image: a photo of a red kite]"
+    assert ts == [t.timestamp for t in conv.turns]
+    assert spk[:3] == ["Ann", "Bob", "Ann"]
+    assert provs[3] == {"dia_id": "D2:1", "session": "2", "speaker": "Bob", "sample_id": "conv-x"}
+
+
+def test_harness_end_to_end_on_baseline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "mini.json"
+    data.write_text(json.dumps([sample(), sample(sample_id="conv-y")]))
+    out = tmp_path / "out.json"
+    argv = ["--data", str(data), "--backend", "baseline", "--embedder", "hash"]
+    assert lr.main([*argv, "--json", str(out)]) == 0
+    res = json.loads(out.read_text())
+    assert set(res["modes"]) == {"lexical", "anchors"}
+    lex = res["modes"]["lexical"]
+    # per conversation, 2 of the 4 answerable questions have gold evidence left
+    assert lex["overall_1_4"]["n"] == 4
+    assert lex["5"]["n"] == 2
+    assert lex["abstain_auroc"] is None  # no controller, no sufficiency
+    assert lex["controller_calls_per_query"] == 0
+    assert res["controller_calls_per_write"] == 0
+    assert res["turns"] == 12 and res["questions"] == 10
+    assert res["build_s_no_embed"] is not None and res["embed_s"] is not None
+    assert res["dropped"]["dangling"] == 2
+    anchors = res["modes"]["anchors"]
+    # six turns per memory: top 20 holds them all, so every gold id is found
+    assert anchors["overall_1_4"]["recall@20"] == 1.0
+    printed = capsys.readouterr().out
+    assert "| lexical |" in printed and "| anchors |" in printed
+
+
+def test_harness_rejects_modes_the_baseline_lacks(tmp_path: Path) -> None:
+    data = tmp_path / "mini.json"
+    data.write_text(json.dumps([sample()]))
+    with pytest.raises(SystemExit, match="no mode"):
+        lr.main(
+            [
+                "--data",
+                str(data),
+                "--backend",
+                "baseline",
+                "--embedder",
+                "hash",
+                "--modes",
+                "traversal",
+            ]
+        )
+
+
+def test_memory_backend_missing_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delattr(jevmem, "Memory", raising=False)
+    with pytest.raises(SystemExit, match="--backend baseline"):
+        lr.make_memory("memory", HashEmbedder(16))
