@@ -22,6 +22,7 @@ from jevmem._core import (
     rrf,
     view_budgets,
 )
+from jevmem.controller import LocalController, SystemOne
 from jevmem.embed import (
     Embedder,
     EmbedderUnavailableError,
@@ -40,6 +41,7 @@ from jevmem.errors import (
     TraversalStateError,
     VectorIndexError,
 )
+from jevmem.memory import EvidenceItem, Memory, MemoryConfig, SearchResult, Via
 
 __all__ = [
     "Candidate",
@@ -48,20 +50,27 @@ __all__ = [
     "Embedder",
     "EmbedderUnavailableError",
     "Evidence",
+    "EvidenceItem",
     "HashEmbedder",
     "InvalidConfigError",
     "InvalidInputError",
     "InvalidScoreError",
     "JevmemError",
+    "LocalController",
+    "Memory",
+    "MemoryConfig",
     "MemoryStore",
     "Node",
     "NodeNotFoundError",
     "OnnxEmbedder",
+    "SearchResult",
     "SnapshotError",
+    "SystemOne",
     "Traversal",
     "TraversalConfig",
     "TraversalStateError",
     "VectorIndexError",
+    "Via",
     "WriteCandidate",
     "__version__",
     "default_embedder",

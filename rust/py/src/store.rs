@@ -13,7 +13,7 @@ use jevmem_core::candidates::CandidateMatch;
 use jevmem_core::graph::EdgeUpsert;
 use jevmem_core::ops::NewNode;
 use jevmem_core::store::{MemoryStore as CoreStore, StoreConfig};
-use jevmem_core::vector::Quantization;
+use jevmem_core::vector::{Quantization, VectorIndex};
 use jevmem_core::{
     Edge as CoreEdge, EdgeOrigin, Error, Node as CoreNode, NodeId, TemporalLabel, TypeScores, View,
 };
@@ -459,6 +459,45 @@ impl MemoryStore {
         let inner = &self.inner;
         let ranked = py.detach(|| inner.read().search_vector(&q, k)).py()?;
         Ok(ranked_arrays(py, ranked))
+    }
+
+    /// BM25 scores of the given nodes for a query (0 for unknown ids).
+    fn lexical_scores<'py>(
+        &self,
+        py: Python<'py>,
+        query: String,
+        ids: Vec<NodeId>,
+    ) -> Bound<'py, PyArray1<f32>> {
+        let inner = &self.inner;
+        let scores = py.detach(|| {
+            let s = inner.read();
+            let tokens = s.tokenize(&query);
+            s.bm25().score(&tokens, &ids)
+        });
+        scores.into_pyarray(py)
+    }
+
+    /// Cosine similarity of a query vector with each given node (NaN for unknown ids).
+    fn similarities<'py>(
+        &self,
+        py: Python<'py>,
+        query: PyArrayLike1<'py, f32, AllowTypeChange>,
+        ids: Vec<NodeId>,
+    ) -> PyResult<Bound<'py, PyArray1<f32>>> {
+        let q = vector_arg(&query);
+        let inner = &self.inner;
+        let sims = py
+            .detach(|| -> Result<Vec<f32>, Error> {
+                let s = inner.read();
+                s.vectors().validate(&q)?;
+                let unit = VectorIndex::normalize(&q);
+                Ok(ids
+                    .iter()
+                    .map(|&id| s.vectors().similarity(&unit, id).unwrap_or(f32::NAN))
+                    .collect())
+            })
+            .py()?;
+        Ok(sims.into_pyarray(py))
     }
 
     /// Reciprocal-rank fusion of the lexical and vector rankings (each cut at

@@ -1,0 +1,367 @@
+"""The default System-One controller: in-process, deterministic, no model.
+
+It answers every question kind from fast signals: the similarities, overlaps
+and time gaps the memory plane puts in each request's ``signals``, plus cue
+lexicons read off the texts. Each answer is a smooth function of its inputs
+(never a constant), so a model-backed controller can replace it question by
+question without changing the memory code.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from jevmem.controller.catalogue import REPRESENTATION_OPTIONS, TEMPORAL_LABELS
+from jevmem.controller.types import (
+    Answer,
+    Choice,
+    ChoiceAnswer,
+    DecisionRequest,
+    Noul,
+    NoulAnswer,
+)
+from jevmem.temporal import query_time_cues
+
+__all__ = ["LocalController"]
+
+
+def _cues(*words: str) -> re.Pattern[str]:
+    return re.compile(r"\b(?:" + "|".join(words) + r")\b", re.IGNORECASE)
+
+
+_EPISODIC = _cues(
+    r"yesterday", r"today", r"tonight", r"last (?:week|night|month|year|weekend|\w+day)",
+    r"went", r"visited", r"met", r"saw", r"took", r"made", r"did", r"got", r"had", r"just",
+    r"ago", r"this (?:morning|afternoon|evening|week)", r"on (?:mon|tues|wednes|thurs|fri|satur|sun)day",
+)  # fmt: skip
+_SEMANTIC = _cues(
+    r"is", r"are", r"works? (?:at|as|for)", r"lives? in", r"born", r"my (?:\w+ )?(?:sister|brother|mother|father|son|daughter|wife|husband|partner|friend|job|name)",
+    r"always", r"usually", r"means", r"consists?", r"every",
+)  # fmt: skip
+_PROCEDURAL = _cues(
+    r"how to", r"step", r"first", r"then", r"next", r"finally", r"make sure", r"remember to",
+    r"use", r"run", r"install", r"recipe", r"procedure", r"when .{1,40}, (?:do|use|try|run|prune|restart)",
+    r"should", r"need to", r"in order to",
+)  # fmt: skip
+_PREFERENCE = _cues(
+    r"prefer\w*", r"like", r"likes", r"love\w*", r"enjoy\w*", r"hate\w*", r"dislike\w*",
+    r"favou?rite", r"fan of", r"into", r"wish", r"want\w*", r"rather", r"can't stand",
+    r"passionate", r"my go-to",
+)  # fmt: skip
+_CAUSE = _cues(
+    r"because", r"so", r"therefore", r"since", r"due to", r"as a result", r"led to",
+    r"caused?", r"thanks to", r"which is why", r"that's why", r"resulted", r"made me", r"inspired",
+)  # fmt: skip
+_WHY = _cues(
+    r"why",
+    r"reason",
+    r"cause[sd]?",
+    r"led to",
+    r"result(?:ed)? in",
+    r"how come",
+    r"motivat\w+",
+    r"inspired?",
+)
+_RECENT = _cues(
+    r"now",
+    r"currently",
+    r"current",
+    r"latest",
+    r"recent(?:ly)?",
+    r"still",
+    r"these days",
+    r"anymore",
+    r"most recent",
+)
+_MULTI = _cues(
+    r"and",
+    r"both",
+    r"after",
+    r"before",
+    r"while",
+    r"between",
+    r"also",
+    r"which .* and",
+    r"how many",
+    r"what (?:kinds?|things|activities|events)",
+)
+_NEGATION = _cues(
+    r"not", r"never", r"no longer", r"don't", r"doesn't", r"didn't", r"isn't", r"wasn't", r"won't"
+)
+
+
+def _squash(x: float, mid: float = 0.5, steep: float = 8.0) -> float:
+    """Logistic map of a raw signal onto (0, 1), centred on ``mid``."""
+    return 1.0 / (1.0 + math.exp(-steep * (x - mid)))
+
+
+def _density(pattern: re.Pattern[str], text: str, per: float = 2.0) -> float:
+    """Saturating count of cue matches: 0 -> 0, `per` matches -> ~0.63, many -> 1."""
+    n = len(pattern.findall(text))
+    return 1.0 - math.exp(-n / per)
+
+
+def _clip(x: float) -> float:
+    return 0.0 if not math.isfinite(x) else min(1.0, max(0.0, x))
+
+
+def _sig(item: Mapping[str, Any], name: str, default: float = 0.0) -> float:
+    v = item.get("signals", {}).get(name, default)
+    return default if v is None else float(v)
+
+
+class LocalController:
+    """Answers every question kind from signals and cue lexicons, in microseconds."""
+
+    name = "local"
+
+    def __init__(self) -> None:
+        self._handlers: dict[
+            str, Callable[[DecisionRequest, Noul | Choice, int | None], Answer]
+        ] = {
+            "type.episodic": self._typing,
+            "type.semantic": self._typing,
+            "type.procedural": self._typing,
+            "type.preference": self._typing,
+            "relation.semantic": self._relation,
+            "relation.causal_candidate_to_new": self._relation,
+            "relation.causal_new_to_candidate": self._relation,
+            "relation.same_episode": self._relation,
+            "relation.entity_alias": self._relation,
+            "relation.temporal": self._temporal_choice,
+            "consolidate.redundant": self._consolidation,
+            "consolidate.contradicting": self._consolidation,
+            "consolidate.obsolete": self._consolidation,
+            "consolidate.extra_link": self._consolidation,
+            "consolidate.representation": self._representation,
+            "route.semantic": self._routing,
+            "route.temporal": self._routing,
+            "route.causal": self._routing,
+            "route.entity": self._routing,
+            "route.multi_hop": self._routing,
+            "route.recency": self._routing,
+            "score.relevance": self._scoring,
+            "score.relation_usefulness": self._scoring,
+            "score.novelty": self._scoring,
+            "score.support": self._scoring,
+            "assess.sufficiency": self._assessment,
+            "assess.usefulness": self._assessment,
+            "assess.missing": self._assessment,
+            "assess.contradiction": self._assessment,
+        }
+
+    @staticmethod
+    def kinds() -> tuple[str, ...]:
+        return tuple(LocalController()._handlers)
+
+    def decide(self, requests: Sequence[DecisionRequest]) -> list[dict[str, Answer]]:
+        out: list[dict[str, Answer]] = []
+        for req in requests:
+            answers: dict[str, Answer] = {}
+            for q in req.questions:
+                handler = self._handlers.get(q.kind)
+                if handler is None:
+                    raise KeyError(
+                        f"the local controller has no answer for question kind {q.kind!r}"
+                    )
+                answers[q.id] = handler(req, q, _index_of(q.id))
+            out.append(answers)
+        return out
+
+    # ---- typing ------------------------------------------------------------
+
+    def _typing(self, req: DecisionRequest, q: Noul | Choice, _: int | None) -> Answer:
+        text = str(req.state["observation"]["text"])
+        which = q.kind.split(".", 1)[1]
+        pattern = {
+            "episodic": _EPISODIC,
+            "semantic": _SEMANTIC,
+            "procedural": _PROCEDURAL,
+            "preference": _PREFERENCE,
+        }[which]
+        score = _density(pattern, text)
+        if which == "episodic" and req.state["observation"].get("time_refs"):
+            score = max(score, 0.8)  # a grounded time reference dates a happening
+        return NoulAnswer(_clip(score))
+
+    # ---- relations ---------------------------------------------------------
+
+    def _relation(self, req: DecisionRequest, q: Noul | Choice, i: int | None) -> Answer:
+        assert i is not None
+        new = req.state["observation"]
+        cand = req.state["candidates"][i]
+        vec, lex = _sig(cand, "vector"), _sig(cand, "lexical")
+        ent, tmp = _sig(cand, "entity"), _sig(cand, "temporal")
+        kind = q.kind
+        if kind == "relation.semantic":
+            return NoulAnswer(_clip(_squash(0.6 * vec + 0.4 * lex, mid=0.55, steep=10.0)))
+        if kind == "relation.same_episode":
+            same = _sig(cand, "same_session")
+            return NoulAnswer(_clip(0.55 * same + 0.35 * tmp + 0.1 * vec))
+        if kind == "relation.entity_alias":
+            return NoulAnswer(_clip(_sig(cand, "alias") * (0.5 + 0.5 * vec)))
+        # Causal: the cause comes first; the explaining text carries the cue word.
+        topical = _squash(0.6 * vec + 0.4 * lex, mid=0.45, steep=10.0)
+        if kind == "relation.causal_candidate_to_new":
+            cue = _density(_CAUSE, str(new["text"]), per=1.0)
+        else:
+            cue = _density(_CAUSE, str(cand["text"]), per=1.0) * 0.8
+        return NoulAnswer(_clip(topical * (0.25 + 0.75 * cue) * (0.6 + 0.4 * max(ent, tmp))))
+
+    def _temporal_choice(self, req: DecisionRequest, q: Noul | Choice, i: int | None) -> Answer:
+        assert i is not None and isinstance(q, Choice)
+        cand = req.state["candidates"][i]
+        # Without timestamps, insertion order is the only evidence: earlier ids
+        # were observed first, which weakly suggests "before".
+        order = _sig(cand, "inserted_before", 1.0)
+        same = _sig(cand, "same_session")
+        weights = {label: 0.05 for label in TEMPORAL_LABELS}
+        weights["before"] += 0.35 * order
+        weights["after"] += 0.35 * (1.0 - order)
+        weights["same_time"] += 0.2 * same
+        weights["unknown"] += 0.3
+        total = sum(weights.values())
+        dist = {k: v / total for k, v in weights.items()}
+        return ChoiceAnswer(max(dist, key=lambda k: dist[k]), dist)
+
+    # ---- consolidation -----------------------------------------------------
+
+    def _consolidation(self, req: DecisionRequest, q: Noul | Choice, _: int | None) -> Answer:
+        focus = req.state["focus"]
+        nbrs: list[Mapping[str, Any]] = list(req.state.get("neighbours", []))
+        if not nbrs:
+            return NoulAnswer(0.0)
+        best = max(nbrs, key=lambda n: _sig(n, "vector") + _sig(n, "lexical"))
+        sim = 0.6 * _sig(best, "vector") + 0.4 * _sig(best, "lexical")
+        if q.kind == "consolidate.redundant":
+            return NoulAnswer(_clip(_squash(sim, mid=0.85, steep=14.0)))
+        focus_neg = bool(_NEGATION.search(str(focus["text"])))
+        if q.kind == "consolidate.contradicting":
+            flips = [
+                0.6 * _sig(n, "vector") + 0.4 * _sig(n, "lexical")
+                for n in nbrs
+                if bool(_NEGATION.search(str(n["text"]))) != focus_neg
+            ]
+            return NoulAnswer(_clip(_squash(max(flips, default=0.0), mid=0.7, steep=10.0) * 0.8))
+        if q.kind == "consolidate.obsolete":
+            newer = [
+                0.6 * _sig(n, "vector") + 0.4 * _sig(n, "lexical")
+                for n in nbrs
+                if _sig(n, "newer") > 0
+            ]
+            return NoulAnswer(_clip(_squash(max(newer, default=0.0), mid=0.75, steep=10.0) * 0.7))
+        # extra_link: a close neighbour not yet connected
+        unlinked = [
+            0.6 * _sig(n, "vector") + 0.4 * _sig(n, "lexical")
+            for n in nbrs
+            if not _sig(n, "linked")
+        ]
+        return NoulAnswer(_clip(_squash(max(unlinked, default=0.0), mid=0.6, steep=10.0)))
+
+    def _representation(self, req: DecisionRequest, q: Noul | Choice, _: int | None) -> Answer:
+        nbrs: list[Mapping[str, Any]] = list(req.state.get("neighbours", []))
+        sims = sorted(
+            (0.6 * _sig(n, "vector") + 0.4 * _sig(n, "lexical") for n in nbrs), reverse=True
+        )
+        tight = sum(sims[:3]) / 3 if sims else 0.0
+        merge = _squash(tight, mid=0.85, steep=14.0)
+        promote = _squash(tight, mid=0.7, steep=10.0) * 0.5 * (1.0 - merge)
+        uncertain = 0.15
+        keep = max(0.05, 1.0 - merge - promote - uncertain)
+        raw = dict(zip(REPRESENTATION_OPTIONS, (keep, merge, promote, uncertain), strict=True))
+        total = sum(raw.values())
+        dist = {k: v / total for k, v in raw.items()}
+        return ChoiceAnswer(max(dist, key=lambda k: dist[k]), dist)
+
+    # ---- routing -----------------------------------------------------------
+
+    def _routing(self, req: DecisionRequest, q: Noul | Choice, _: int | None) -> Answer:
+        query = req.state["query"]
+        text = str(query["text"])
+        which = q.kind.split(".", 1)[1]
+        if which == "semantic":
+            # topical context helps unless the query is a pure date or list lookup
+            return NoulAnswer(_clip(0.6 + 0.3 * min(1.0, len(text.split()) / 12.0)))
+        if which == "temporal":
+            cues = query.get("time") or query_time_cues(text)
+            return NoulAnswer(_clip(0.15 + 0.85 * float(cues["score"])))
+        if which == "causal":
+            return NoulAnswer(_clip(0.1 + 0.85 * _density(_WHY, text, per=1.0)))
+        if which == "entity":
+            n = len(query.get("entities", []))
+            return NoulAnswer(_clip(0.2 + 0.35 * n))
+        if which == "multi_hop":
+            n = len(query.get("entities", []))
+            return NoulAnswer(
+                _clip(0.15 + 0.5 * _density(_MULTI, text, per=2.0) + 0.15 * max(0, n - 1))
+            )
+        return NoulAnswer(_clip(0.05 + 0.9 * _density(_RECENT, text, per=1.0)))
+
+    # ---- candidate scoring -------------------------------------------------
+
+    def _scoring(self, req: DecisionRequest, q: Noul | Choice, i: int | None) -> Answer:
+        assert i is not None
+        cand = req.state["candidates"][i]
+        which = q.kind.split(".", 1)[1]
+        if which == "relevance":
+            return NoulAnswer(_clip(relevance(cand)))
+        if which == "relation_usefulness":
+            route = req.state["query"].get("routing", {})
+            p = float(route.get(cand.get("view", "semantic"), 0.5))
+            return NoulAnswer(
+                _clip(0.5 * p + 0.3 * _sig(cand, "edge_weight") + 0.2 * _sig(cand, "same_session"))
+            )
+        if which == "novelty":
+            return NoulAnswer(_clip(1.0 - _sig(cand, "max_evidence_similarity")))
+        return NoulAnswer(_clip(_sig(cand, "support")))
+
+    # ---- assessment --------------------------------------------------------
+
+    def _assessment(self, req: DecisionRequest, q: Noul | Choice, _: int | None) -> Answer:
+        evidence: list[Mapping[str, Any]] = list(req.state.get("evidence", []))
+        coverage = float(req.state.get("coverage", 0.0))
+        best = max(
+            (_sig(e, "relevance") * (0.35 + 0.65 * _sig(e, "entity_ok", 1.0)) for e in evidence),
+            default=0.0,
+        )
+        which = q.kind.split(".", 1)[1]
+        if which == "sufficiency":
+            return NoulAnswer(_clip(best * (0.5 + 0.5 * coverage)))
+        if which == "missing":
+            return NoulAnswer(_clip(1.0 - coverage))
+        if which == "contradiction":
+            top = sorted(evidence, key=lambda e: -_sig(e, "relevance"))[:5]
+            negs = [bool(_NEGATION.search(str(e["text"]))) for e in top]
+            mixed = 0.0 if not negs else min(sum(negs), len(negs) - sum(negs)) / len(negs)
+            return NoulAnswer(_clip(0.4 * mixed))
+        frontier = float(req.state.get("frontier_best", 0.0))
+        return NoulAnswer(_clip((1.0 - best * coverage) * (0.3 + 0.7 * frontier)))
+
+
+def relevance(item: Mapping[str, Any]) -> float:
+    """How much a node is about the query, from its retrieval signals.
+
+    A weighted mean of BM25 (normalised by the query's best), embedding
+    similarity (normalised likewise), agreement with the people the query
+    names, and a time match for "when" questions.
+    """
+    return (
+        0.45 * _sig(item, "lexical")
+        + 0.35 * _sig(item, "dense")
+        + 0.15 * _sig(item, "entity_match")
+        + 0.05 * _sig(item, "time_match")
+    )
+
+
+def _index_of(question_id: str) -> int | None:
+    """The i of a pair_{i}_ / candidate_{i}_ id."""
+    for prefix in ("pair_", "candidate_"):
+        if question_id.startswith(prefix):
+            rest = question_id[len(prefix) :]
+            head = rest.split("_", 1)[0]
+            if head.isdigit():
+                return int(head)
+    return None

@@ -1,0 +1,966 @@
+"""``jevmem.Memory``: the product API over the memory plane and a controller.
+
+Write path (SPEC §2): admit every valid observation; ask the controller to
+type it; find at most K_w earlier candidates (Rust); add the edges structure
+already decides (time order, exact shared entities); ask the controller to
+judge the candidate pairs and insert an edge per view whose score reaches
+theta_rel; every 20 writes, consolidate a small neighbourhood.
+
+Read path (SPEC §3): route the query, anchor by fused BM25 + vector search,
+then alternate assess / expand / score inside the Rust traversal, which
+enforces every hard limit, and return the top evidence with a trace.
+
+Controller cost: a write batch makes one typing call and one relation call
+(plus one consolidation call per 20 writes); a query makes one call for
+routing and anchor scoring, then at most one assessment and one scoring call
+per round. ``search_batch`` runs queries in lockstep, so each round is one
+call for all of them.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import math
+import time
+from collections.abc import Callable, Generator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from jevmem._core import MemoryStore, Node, Traversal, TraversalConfig
+from jevmem.controller import catalogue
+from jevmem.controller.local import LocalController
+from jevmem.controller.types import (
+    Answer,
+    ChoiceAnswer,
+    DecisionRequest,
+    NoulAnswer,
+    SystemOne,
+    validate_answers,
+)
+from jevmem.embed import Embedder, HashEmbedder
+from jevmem.entities import extract_entities, mentions
+from jevmem.errors import InvalidConfigError, InvalidInputError
+from jevmem.temporal import TimeRef, describe, ground, query_time_cues, to_timestamp
+
+__all__ = ["EvidenceItem", "Memory", "MemoryConfig", "SearchResult", "Via"]
+
+Mode = Literal["lexical", "anchors", "traversal", "full"]
+VIEWS = ("semantic", "temporal", "causal", "entity")
+Summariser = Callable[[Sequence[Node]], str]
+#: A query's read path: yields controller requests, receives their answers.
+_Steps = Generator[list[DecisionRequest], list[dict[str, Answer]], None]
+
+
+@dataclass(frozen=True)
+class MemoryConfig:
+    """Write- and read-path settings; defaults are the paper's values."""
+
+    theta_rel: float = 0.60
+    consolidation_period: int = 20
+    consolidation_neighbours: int = 5
+    summary_min_prob: float = 0.85
+    summary_max_contradiction: float = 0.85
+    #: How deep each of the lexical and vector lists is before fusion.
+    anchor_depth: int = 50
+    #: How many fused nodes seed the traversal.
+    anchors: int = 20
+    kappa: float = 60.0
+    traversal: TraversalConfig = field(default_factory=TraversalConfig)
+
+    def __post_init__(self) -> None:
+        for name in ("theta_rel", "summary_min_prob", "summary_max_contradiction"):
+            v = getattr(self, name)
+            if not (isinstance(v, float | int) and 0.0 <= v <= 1.0):
+                raise InvalidConfigError(f"{name} must be in [0, 1], got {v!r}")
+        for name in ("consolidation_period", "consolidation_neighbours", "anchor_depth", "anchors"):
+            v = getattr(self, name)
+            if not (isinstance(v, int) and v >= 1):
+                raise InvalidConfigError(f"{name} must be a positive integer, got {v!r}")
+        if not (math.isfinite(self.kappa) and self.kappa > 0):
+            raise InvalidConfigError(f"kappa must be positive, got {self.kappa!r}")
+
+
+@dataclass(frozen=True)
+class Via:
+    """The edge an evidence item was reached by."""
+
+    view: str
+    src: int
+    dst: int
+    weight: float
+    from_node: int
+
+
+@dataclass(frozen=True)
+class EvidenceItem:
+    id: int
+    text: str
+    score: float
+    #: Observation time (when it was recorded), not the time of the event it describes.
+    timestamp: int | None
+    provenance: dict[str, str]
+    via: Via | None
+    #: Time expressions in the text, resolved against the observation time.
+    time_refs: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass
+class SearchResult:
+    query: str
+    evidence: list[EvidenceItem]
+    trace: dict[str, Any]
+    sufficiency: float | None = None
+    usefulness: float | None = None
+    missing: float | None = None
+    contradiction: float | None = None
+
+    @property
+    def sufficient(self) -> bool:
+        """The last assessment met the stop rule (sufficient, nothing missing, no contradiction)."""
+        cfg = self.trace.get("thresholds", {})
+        return (
+            self.sufficiency is not None
+            and self.sufficiency >= cfg.get("theta_suff", 0.95)
+            and (self.missing or 0.0) < cfg.get("theta_missing", 0.15)
+            and (self.contradiction or 0.0) < cfg.get("theta_contradiction", 0.15)
+        )
+
+
+def _answer_value(a: Answer) -> float:
+    if isinstance(a, NoulAnswer):
+        return a.value
+    raise TypeError("expected a Noul answer")
+
+
+class Memory:
+    """An agent memory: add observations, search for evidence.
+
+    >>> m = Memory()                       # default embedder and local controller
+    >>> m.add("Maya started cello lessons with Ines", speaker="Maya")
+    0
+    >>> [e.text for e in m.search("who teaches Maya?").evidence][:1]
+    ['Maya started cello lessons with Ines']
+    """
+
+    def __init__(
+        self,
+        embedder: Embedder | None = None,
+        controller: SystemOne | None = None,
+        *,
+        config: MemoryConfig | None = None,
+        summariser: Summariser | None = None,
+        store: MemoryStore | None = None,
+    ) -> None:
+        self.embedder: Embedder = embedder if embedder is not None else HashEmbedder(256)
+        self.controller: SystemOne = controller if controller is not None else LocalController()
+        self.config = config or MemoryConfig()
+        self.summariser = summariser
+        self.store = store if store is not None else MemoryStore(self.embedder.dim)
+        if self.store.dim != self.embedder.dim:
+            raise InvalidConfigError(
+                f"the store has dimension {self.store.dim}, the embedder {self.embedder.dim}"
+            )
+        self._timeline: list[tuple[int, int]] = []  # (timestamp, id), sorted
+        self._time_refs: dict[int, tuple[TimeRef, ...]] = {}
+        self._entity_counts: dict[str, int] = {}
+        self._writes = 0
+        self.decisions: list[dict[str, Any]] = []
+        self.calls = {"write": 0, "query": 0}
+        for i in range(self.store.next_id):
+            if i in self.store:
+                self._index_python_side(self.store.get(i))
+
+    # ---- bookkeeping ------------------------------------------------------
+
+    def _index_python_side(self, node: Node) -> None:
+        if node.timestamp is not None:
+            bisect.insort(self._timeline, (node.timestamp, node.id))
+            refs = tuple(ground(node.text, node.timestamp))
+            if refs:
+                self._time_refs[node.id] = refs
+        for e in node.entities:
+            self._entity_counts[e] = self._entity_counts.get(e, 0) + 1
+
+    def _decide(self, requests: list[DecisionRequest], path: str) -> list[dict[str, Answer]]:
+        if not requests:
+            return []
+        answers = self.controller.decide(requests)
+        validate_answers(requests, answers)
+        self.calls[path] += 1
+        return answers
+
+    def __len__(self) -> int:
+        return len(self.store)
+
+    def __contains__(self, node_id: int) -> bool:
+        return node_id in self.store
+
+    # ---- write path -------------------------------------------------------
+
+    def add(
+        self,
+        text: str,
+        *,
+        timestamp: int | float | str | Any | None = None,
+        speaker: str | None = None,
+        provenance: Mapping[str, str] | None = None,
+        entities: Sequence[str] | None = None,
+        embedding: npt.ArrayLike | None = None,
+    ) -> int:
+        """Add one observation; returns its id. Bad input raises and changes nothing."""
+        return self.add_batch(
+            [text],
+            timestamps=[timestamp],
+            speakers=[speaker],
+            provenances=[provenance],
+            entities=[entities],
+            embeddings=None
+            if embedding is None
+            else np.asarray(embedding, dtype=np.float32)[None, :],
+        )[0]
+
+    def add_batch(
+        self,
+        texts: Sequence[str],
+        *,
+        timestamps: Sequence[Any] | None = None,
+        speakers: Sequence[str | None] | None = None,
+        provenances: Sequence[Mapping[str, str] | None] | None = None,
+        entities: Sequence[Sequence[str] | None] | None = None,
+        embeddings: npt.ArrayLike | None = None,
+    ) -> list[int]:
+        """Add many observations with batched controller calls.
+
+        The result equals adding them one by one: each new observation only
+        ever sees candidates inserted before it.
+        """
+        n = len(texts)
+
+        def column(name: str, values: Sequence[Any] | None) -> list[Any]:
+            if values is None:
+                return [None] * n
+            if len(values) != n:
+                raise InvalidInputError(f"{name} has {len(values)} entries for {n} texts")
+            return list(values)
+
+        ts_col = column("timestamps", timestamps)
+        spk_col = column("speakers", speakers)
+        prov_col = column("provenances", provenances)
+        ent_col = column("entities", entities)
+        parsed: list[int | None] = []
+        for i, raw in enumerate(ts_col):
+            try:
+                parsed.append(None if raw is None else to_timestamp(raw))
+            except (TypeError, ValueError) as exc:
+                raise InvalidInputError(f"observation {i}: bad timestamp {raw!r}: {exc}") from None
+        for i, t in enumerate(texts):
+            if not isinstance(t, str) or not t.strip():
+                raise InvalidInputError(f"observation {i}: text must be a non-empty string")
+        if embeddings is None:
+            vectors = (
+                self.embedder.embed(list(texts))
+                if n
+                else np.zeros((0, self.embedder.dim), np.float32)
+            )
+        else:
+            vectors = np.asarray(embeddings, dtype=np.float32)
+            if vectors.shape != (n, self.store.dim):
+                raise InvalidInputError(
+                    f"embeddings must have shape ({n}, {self.store.dim}), got {vectors.shape}"
+                )
+        provs: list[dict[str, str]] = []
+        ents: list[list[str]] = []
+        for text, spk, prov, extra in zip(texts, spk_col, prov_col, ent_col, strict=True):
+            p = {str(k): str(v) for k, v in (prov or {}).items()}
+            if spk is not None:
+                p.setdefault("speaker", str(spk))
+            provs.append(p)
+            ents.append(extract_entities(text, speaker=spk, provenance=p, extra=extra or ()))
+
+        # 1. typing: one call for the whole batch; it needs no memory state
+        typing_q = catalogue.typing_questions()
+        typing = self._decide(
+            [
+                DecisionRequest(
+                    "typing",
+                    {
+                        "observation": {
+                            "text": t,
+                            "speaker": s,
+                            "timestamp": ts,
+                            "time_refs": bool(ts is not None and ground(t, ts)),
+                        }
+                    },
+                    typing_q,
+                )
+                for t, s, ts in zip(texts, spk_col, parsed, strict=True)
+            ],
+            "write",
+        )
+        types = [tuple(_answer_value(a[q.id]) for q in typing_q) for a in typing]
+
+        # 2. validate everything in one atomic store call on a scratch copy first?
+        #    The store's add_batch is all-or-nothing; then nodes are linked one
+        #    at a time so each sees exactly the memory before it.
+        ids = self.store.add_batch(
+            list(texts),
+            vectors,
+            timestamps=parsed,
+            provenances=provs,
+            entities=ents,
+            types=types,  # type: ignore[arg-type]
+        )
+        relation_requests: list[DecisionRequest] = []
+        pair_index: list[tuple[int, list[int]]] = []
+        rule_edges: list[tuple[object, ...]] = []
+        for node_id in ids:
+            node = self.store.get(node_id)
+            self._index_python_side(node)
+            rule_edges.extend(self._rule_time_edges(node))
+            cands = self.store.write_candidates(node_id)
+            cand_state = []
+            cand_ids = []
+            for c in cands:
+                other = self.store.get(c.id)
+                if c.entity > 0:
+                    rule_edges.append((c.id, node_id, "entity", float(c.entity), "rule"))
+                cand_ids.append(c.id)
+                cand_state.append(
+                    {
+                        "id": c.id,
+                        "text": other.text,
+                        "speaker": other.provenance.get("speaker"),
+                        "timestamp": other.timestamp,
+                        "signals": {
+                            "vector": c.vector,
+                            "lexical": c.lexical,
+                            "entity": c.entity,
+                            "temporal": c.temporal,
+                            "same_session": _same_session(node, other),
+                            "alias": _alias_signal(node.entities, other.entities),
+                            "inserted_before": 1.0,
+                        },
+                    }
+                )
+            if not cand_ids:
+                continue
+            questions: list[Any] = []
+            for i, c in enumerate(cands):
+                ordered = node.timestamp is not None and self.store.get(c.id).timestamp is not None
+                questions.extend(
+                    catalogue.relation_questions(
+                        i, ask_alias=c.entity == 0, ask_temporal=not ordered
+                    )
+                )
+            relation_requests.append(
+                DecisionRequest(
+                    "relations",
+                    {
+                        "observation": {
+                            "id": node_id,
+                            "text": node.text,
+                            "speaker": node.provenance.get("speaker"),
+                            "timestamp": node.timestamp,
+                        },
+                        "candidates": cand_state,
+                    },
+                    tuple(questions),
+                )
+            )
+            pair_index.append((node_id, cand_ids))
+        if rule_edges:
+            self.store.add_edges(rule_edges)
+
+        # 3. relation judgment: one call for every pair of the batch
+        answers = self._decide(relation_requests, "write")
+        controller_edges: list[tuple[object, ...]] = []
+        theta = self.config.theta_rel
+        for (node_id, cand_ids), got in zip(pair_index, answers, strict=True):
+            for i, cid in enumerate(cand_ids):
+                prefix = f"pair_{i}_"
+
+                def val(name: str, _p: str = prefix, _got: Mapping[str, Answer] = got) -> float:
+                    a = _got.get(_p + name)
+                    return a.value if isinstance(a, NoulAnswer) else 0.0
+
+                if val("semantic") >= theta:
+                    controller_edges.append((cid, node_id, "semantic", val("semantic")))
+                if val("causal_candidate_to_new") >= theta:
+                    controller_edges.append(
+                        (cid, node_id, "causal", val("causal_candidate_to_new"))
+                    )
+                if val("causal_new_to_candidate") >= theta:
+                    controller_edges.append(
+                        (node_id, cid, "causal", val("causal_new_to_candidate"))
+                    )
+                if val("same_episode") >= theta:
+                    controller_edges.append(
+                        (cid, node_id, "temporal", val("same_episode"), "controller", "overlaps")
+                    )
+                if val("entity_alias") >= theta:
+                    controller_edges.append((cid, node_id, "entity", val("entity_alias")))
+                choice = got.get(prefix + "temporal")
+                if isinstance(choice, ChoiceAnswer) and choice.label != "unknown":
+                    prob = choice.distribution[choice.label]
+                    if prob >= theta:
+                        controller_edges.append(
+                            (cid, node_id, "temporal", prob, "controller", choice.label)
+                        )
+        if controller_edges:
+            self.store.add_edges(controller_edges)
+
+        # 4. consolidation every `consolidation_period` successful writes
+        focus: list[int] = []
+        for node_id in ids:
+            self._writes += 1
+            if self._writes % self.config.consolidation_period == 0:
+                focus.append(node_id)
+        if focus:
+            self._consolidate(focus)
+        return ids
+
+    def _rule_time_edges(self, node: Node) -> list[tuple[object, ...]]:
+        """Link a node to its neighbours in time order (already in `_timeline`)."""
+        if node.timestamp is None:
+            return []
+        pos = bisect.bisect_left(self._timeline, (node.timestamp, node.id))
+        edges: list[tuple[object, ...]] = []
+        if pos > 0:
+            ts, prev = self._timeline[pos - 1]
+            label = "same_time" if ts == node.timestamp else "before"
+            edges.append((prev, node.id, "temporal", 1.0, "rule", label))
+        if pos + 1 < len(self._timeline):
+            ts, nxt = self._timeline[pos + 1]
+            label = "same_time" if ts == node.timestamp else "before"
+            edges.append((node.id, nxt, "temporal", 1.0, "rule", label))
+        return edges
+
+    def _consolidate(self, focus_ids: list[int]) -> None:
+        questions = catalogue.consolidation_questions()
+        requests: list[DecisionRequest] = []
+        neighbourhoods: list[list[int]] = []
+        for fid in focus_ids:
+            node = self.store.get(fid)
+            cands = self.store.write_candidates(fid, k=self.config.consolidation_neighbours)
+            linked = {e.src for e in self.store.neighbors(fid)} | {
+                e.dst for e in self.store.neighbors(fid)
+            }
+            nbrs = []
+            for c in cands:
+                other = self.store.get(c.id)
+                nbrs.append(
+                    {
+                        "id": c.id,
+                        "text": other.text,
+                        "signals": {
+                            "vector": c.vector,
+                            "lexical": c.lexical,
+                            "newer": 0.0,  # candidates are always earlier than the focus
+                            "linked": 1.0 if c.id in linked else 0.0,
+                        },
+                    }
+                )
+            neighbourhoods.append([c.id for c in cands])
+            requests.append(
+                DecisionRequest(
+                    "consolidation",
+                    {"focus": {"id": fid, "text": node.text}, "neighbours": nbrs},
+                    questions,
+                )
+            )
+        answers = self._decide(requests, "write")
+        for fid, nbr_ids, got, req in zip(
+            focus_ids, neighbourhoods, answers, requests, strict=True
+        ):
+            rep = got["representation"]
+            assert isinstance(rep, ChoiceAnswer)
+            decision: dict[str, Any] = {
+                "focus": fid,
+                "neighbours": nbr_ids,
+                **{
+                    k: _answer_value(got[k])
+                    for k in ("redundant", "contradicting", "obsolete", "extra_link")
+                },
+                "representation": rep.label,
+                "distribution": dict(rep.distribution),
+            }
+            self.decisions.append(decision)
+            if decision["extra_link"] >= self.config.theta_rel and nbr_ids:
+                unlinked = [n["id"] for n in req.state["neighbours"] if not n["signals"]["linked"]]
+                if unlinked:
+                    self.store.add_edge(unlinked[0], fid, "semantic", decision["extra_link"])
+            escalate = rep.label in ("merge", "promote") and (
+                rep.distribution[rep.label] >= self.config.summary_min_prob
+                and decision["contradicting"] < self.config.summary_max_contradiction
+            )
+            decision["escalated"] = bool(escalate and self.summariser is not None)
+            if escalate and self.summariser is not None:
+                sources = [self.store.get(i) for i in [fid, *nbr_ids]]
+                summary = self.summariser(sources)
+                vec = self.embedder.embed_one(summary)
+                sid = self.store.add(
+                    summary,
+                    vec,
+                    provenance={
+                        "kind": "summary",
+                        "summary_of": ",".join(str(s.id) for s in sources),
+                    },
+                )
+                self.store.add_edges([(sid, s.id, "semantic", 1.0) for s in sources])
+                decision["summary_id"] = sid
+
+    # ---- read path --------------------------------------------------------
+
+    def search(
+        self, query: str, k: int = 10, *, now: Any | None = None, mode: Mode = "full"
+    ) -> SearchResult:
+        """Evidence for a query: the top ``k`` memories with provenance and a trace."""
+        return self.search_batch([query], k, now=now, mode=mode)[0]
+
+    def search_batch(
+        self,
+        queries: Sequence[str],
+        k: int = 10,
+        *,
+        now: Any | None = None,
+        mode: Mode = "full",
+    ) -> list[SearchResult]:
+        """Run queries in lockstep: each round is one controller call for all of them."""
+        if mode not in ("lexical", "anchors", "traversal", "full"):
+            raise InvalidInputError(f"unknown mode {mode!r}")
+        if k < 1:
+            raise InvalidInputError("k must be at least 1")
+        for q in queries:
+            if not isinstance(q, str) or not q.strip():
+                raise InvalidInputError("queries must be non-empty strings")
+        now_ts = None if now is None else to_timestamp(now)
+        starts = [time.perf_counter() for _ in queries]
+        qvecs = self.embedder.embed(list(queries)) if queries else np.zeros((0, self.store.dim))
+        runs = [
+            _QueryRun(self, q, qv, k, now_ts, mode, t0)
+            for q, qv, t0 in zip(queries, qvecs, starts, strict=True)
+        ]
+        if mode in ("lexical", "anchors"):
+            return [r.simple_result() for r in runs]
+        # Each run is a generator of requests; one decide() per lockstep step.
+        active = [(r, r.steps()) for r in runs]
+        pending: list[tuple[_QueryRun, _Steps, list[DecisionRequest]]] = []
+        for r, gen in active:
+            req = next(gen, None)
+            if req is not None:
+                pending.append((r, gen, req))
+        while pending:
+            flat = [q for _, _, reqs in pending for q in reqs]
+            answers = self._decide(flat, "query") if mode == "full" else _neutral(flat)
+            nxt = []
+            pos = 0
+            for r, gen, reqs in pending:
+                got = answers[pos : pos + len(reqs)]
+                pos += len(reqs)
+                r.calls += 1
+                try:
+                    req = gen.send(got)
+                except StopIteration:
+                    continue
+                nxt.append((r, gen, req))
+            pending = nxt
+        return [r.result() for r in runs]
+
+    # ---- reads and persistence ---------------------------------------------
+
+    def get(self, node_id: int) -> Node:
+        return self.store.get(node_id)
+
+    def neighbors(self, node_id: int, view: str | None = None) -> list[Any]:
+        return self.store.neighbors(node_id, view)  # type: ignore[arg-type]
+
+    def stats(self) -> dict[str, Any]:
+        s: dict[str, Any] = dict(self.store.stats())
+        s["controller"] = getattr(self.controller, "name", type(self.controller).__name__)
+        s["controller_calls_write"] = self.calls["write"]
+        s["controller_calls_query"] = self.calls["query"]
+        s["writes"] = self._writes
+        s["consolidation_decisions"] = len(self.decisions)
+        return s
+
+    def save(self, path: str | Path) -> None:
+        """Snapshot the memory (and, beside it, the consolidation decisions)."""
+        path = Path(path)
+        self.store.save(path)
+        side = {"writes": self._writes, "decisions": self.decisions, "calls": self.calls}
+        path.with_name(path.name + ".decisions.json").write_text(json.dumps(side))
+
+    @classmethod
+    def load(
+        cls,
+        path: str | Path,
+        embedder: Embedder | None = None,
+        controller: SystemOne | None = None,
+        *,
+        config: MemoryConfig | None = None,
+    ) -> Memory:
+        path = Path(path)
+        store = MemoryStore.load(path)
+        m = cls(embedder, controller, config=config, store=store)
+        side_path = path.with_name(path.name + ".decisions.json")
+        if side_path.exists():
+            side = json.loads(side_path.read_text())
+            m._writes = int(side.get("writes", 0))
+            m.decisions = list(side.get("decisions", []))
+        return m
+
+    def known_entities(self) -> list[str]:
+        return list(self._entity_counts)
+
+
+def _same_session(a: Node, b: Node) -> float:
+    for key in ("session", "session_id", "episode"):
+        if key in a.provenance and key in b.provenance:
+            return 1.0 if a.provenance[key] == b.provenance[key] else 0.0
+    return 0.0
+
+
+def _alias_signal(a: Sequence[str], b: Sequence[str]) -> float:
+    """Best prefix/containment match between differing entity ids ('mel' ~ 'melanie')."""
+    best = 0.0
+    for x in a:
+        for y in b:
+            if x == y or len(x) < 3 or len(y) < 3:
+                continue
+            short, long_ = sorted((x, y), key=len)
+            if long_.startswith(short) or f" {short}" in f" {long_}":
+                best = max(best, len(short) / len(long_) + 0.3)
+    return min(1.0, best)
+
+
+def _neutral(requests: Sequence[DecisionRequest]) -> list[dict[str, Answer]]:
+    """The 'traversal' ablation: signals only, no controller judgment.
+
+    Routing is uniform, candidates are scored by embedding similarity and
+    edge weight, and the assessment never stops early.
+    """
+    out: list[dict[str, Answer]] = []
+    for req in requests:
+        ans: dict[str, Answer] = {}
+        for q in req.questions:
+            kind = q.kind
+            if kind.startswith("route."):
+                ans[q.id] = NoulAnswer(0.5)
+            elif kind.startswith("assess."):
+                ans[q.id] = NoulAnswer(
+                    1.0 if kind in ("assess.usefulness", "assess.missing") else 0.0
+                )
+            else:
+                i = int(q.id.split("_")[1])
+                sig = req.state["candidates"][i]["signals"]
+                field_ = {
+                    "score.relevance": "dense",
+                    "score.relation_usefulness": "edge_weight",
+                    "score.novelty": "novelty",
+                    "score.support": "support",
+                }[kind]
+                ans[q.id] = NoulAnswer(float(min(1.0, max(0.0, sig.get(field_, 0.0)))))
+        out.append(ans)
+    return out
+
+
+class _QueryRun:
+    """One query's read path as a generator of controller requests."""
+
+    def __init__(
+        self,
+        memory: Memory,
+        query: str,
+        qvec: npt.NDArray[np.float32],
+        k: int,
+        now: int | None,
+        mode: Mode,
+        t0: float,
+    ) -> None:
+        self.m, self.query, self.qvec, self.k, self.now, self.mode, self.t0 = (
+            memory,
+            query,
+            qvec,
+            k,
+            now,
+            mode,
+            t0,
+        )
+        store = memory.store
+        cfg = memory.config
+        self.calls = 0
+        self.assessment: tuple[float, float, float, float] | None = None
+        self.traversal: Traversal | None = None
+        self.routing: dict[str, float] = {}
+        depth = max(cfg.anchor_depth, k)
+        lex_ids, lex_scores = store.search_lexical(query, depth)
+        _, vec_sims = store.search_vector(qvec, depth)
+        self.lex_ids = [int(i) for i in lex_ids]
+        self.fused_ids, fused = store.fused_anchors(
+            query, qvec, max(cfg.anchors, k), depth=depth, kappa=cfg.kappa
+        )
+        self.fused_scores = fused
+        self.max_lex = float(lex_scores[0]) if len(lex_scores) else 0.0
+        self.max_sim = float(vec_sims[0]) if len(vec_sims) else 0.0
+        self.query_entities = mentions(query, memory.known_entities())
+        self.time_cues = query_time_cues(query, now=now)
+        self.query_tokens = set(store.tokenize(query))
+        self.relevance: dict[int, float] = {}
+        self.entity_ok: dict[int, float] = {}
+
+    # -- signals -------------------------------------------------------------
+
+    def signals(self, ids: list[int]) -> list[dict[str, float]]:
+        store = self.m.store
+        lex = store.lexical_scores(self.query, ids)
+        sims = store.similarities(self.qvec, ids)
+        out = []
+        wants_time = self.time_cues["asks_when"] or self.time_cues["temporal"]
+        for i, node_id in enumerate(ids):
+            node = store.get(node_id)
+            speaker = node.provenance.get("speaker", "").lower()
+            if self.query_entities:
+                if speaker and speaker in self.query_entities:
+                    ent = 1.0
+                elif any(e in node.entities for e in self.query_entities):
+                    ent = 0.6
+                else:
+                    ent = 0.0
+            else:
+                ent = 0.0
+            sig = {
+                "lexical": float(lex[i]) / self.max_lex if self.max_lex > 0 else 0.0,
+                "dense": max(0.0, float(sims[i])) / self.max_sim if self.max_sim > 0 else 0.0,
+                "entity_match": ent,
+                "time_match": 1.0 if wants_time and node_id in self.m._time_refs else 0.0,
+            }
+            sig["lexical"] = min(1.0, sig["lexical"])
+            sig["dense"] = min(1.0, sig["dense"])
+            out.append(sig)
+            self.entity_ok[node_id] = (
+                1.0 if not self.query_entities else min(1.0, ent + 0.4 * (ent > 0))
+            )
+        return out
+
+    def query_state(self) -> dict[str, Any]:
+        return {
+            "text": self.query,
+            "entities": self.query_entities,
+            "time": self.time_cues,
+            "routing": self.routing,
+        }
+
+    # -- the loop --------------------------------------------------------------
+
+    def steps(self) -> _Steps:
+        store = self.m.store
+        cfg = self.m.config
+        anchor_ids = [int(i) for i in self.fused_ids]
+        anchor_sig = self.signals(anchor_ids)
+        cands = [
+            {
+                "id": a,
+                "text": store.get(a).text,
+                "view": "semantic",
+                "signals": {**sig, "edge_weight": 1.0, "support": 0.0, "novelty": 1.0,
+                            "max_evidence_similarity": 0.0, "same_session": 0.0},
+            }
+            for a, sig in zip(anchor_ids, anchor_sig, strict=True)
+        ]  # fmt: skip
+        scoring_q = tuple(q for i in range(len(cands)) for q in catalogue.scoring_questions(i))
+        got = yield [
+            DecisionRequest(
+                "routing", {"query": self.query_state()}, catalogue.routing_questions()
+            ),
+            DecisionRequest(
+                "scoring", {"query": self.query_state(), "candidates": cands}, scoring_q
+            ),
+        ]
+        route = {q.id: _answer_value(got[0][q.id]) for q in catalogue.routing_questions()}
+        self.routing = {v: route[v] for v in VIEWS}
+        anchors = []
+        for i, anchor in enumerate(anchor_ids):
+            rel = _answer_value(got[1][f"candidate_{i}_relevance"])
+            self.relevance[anchor] = rel
+            anchors.append((anchor, rel))
+        anchors.sort(key=lambda x: (-x[1], x[0]))
+        t = store.traverse(
+            tuple(self.routing[v] for v in VIEWS),  # type: ignore[arg-type]
+            anchors[: max(cfg.anchors, self.k)],
+            multi_hop=route["multi_hop"],
+            recency=route["recency"],
+            query_vector=self.qvec,
+            now=self.now,
+            config=cfg.traversal,
+            calls_used=1,
+            elapsed_s=time.perf_counter() - self.t0,
+        )
+        self.traversal = t
+        while t.phase != "done":
+            if t.phase == "assess":
+                got = yield [self.assessment_request(t)]
+                a = got[0]
+                vals = tuple(
+                    _answer_value(a[n])
+                    for n in ("sufficiency", "usefulness", "missing", "contradiction")
+                )
+                self.assessment = vals  # type: ignore[assignment]
+                t.assess(*vals)
+            elif t.phase == "expand":
+                found = t.expand()
+                if not found:
+                    continue
+                got = yield [self.scoring_request(t, found)]
+                a = got[0]
+                rows = np.array(
+                    [
+                        [_answer_value(a[f"candidate_{i}_{n}"]) for n in ("relevance", "relation_usefulness", "novelty", "support")]
+                        for i in range(len(found))
+                    ],
+                    dtype=np.float32,
+                )  # fmt: skip
+                for i, c in enumerate(found):
+                    self.relevance[c.node] = float(rows[i, 0])
+                t.score(rows)
+            else:  # "score" without candidates cannot happen; guard anyway
+                break
+
+    def assessment_request(self, t: Traversal) -> DecisionRequest:
+        store = self.m.store
+        top = t.result(8)
+        ev = []
+        covered: set[str] = set()
+        for e in top[:5]:
+            covered.update(store.tokenize(store.get(e.node).text))
+        for e in top:
+            ev.append(
+                {
+                    "id": e.node,
+                    "text": store.get(e.node).text,
+                    "score": e.score,
+                    "signals": {
+                        "relevance": self.relevance.get(e.node, 0.0),
+                        "entity_ok": self.entity_ok.get(e.node, 1.0),
+                    },
+                }
+            )
+        coverage = (
+            len(self.query_tokens & covered) / len(self.query_tokens) if self.query_tokens else 1.0
+        )
+        frontier = t.frontier()
+        frontier_best = max((self.relevance.get(f, 0.0) for f in frontier), default=0.0)
+        return DecisionRequest(
+            "assessment",
+            {
+                "query": self.query_state(),
+                "evidence": ev,
+                "coverage": coverage,
+                "frontier_best": frontier_best,
+            },
+            catalogue.assessment_questions(),
+        )
+
+    def scoring_request(self, t: Traversal, found: list[Any]) -> DecisionRequest:
+        store = self.m.store
+        ids = [c.node for c in found]
+        sigs = self.signals(ids)
+        evidence = [e.node for e in t.result()]
+        ev_vecs = np.stack([store.embedding(e) for e in evidence]) if evidence else None
+        score_of = {e.node: e.score for e in t.result()}
+        cands = []
+        for c, sig in zip(found, sigs, strict=True):
+            v = store.embedding(c.node)
+            max_sim = float((ev_vecs @ v).max()) if ev_vecs is not None else 0.0
+            src = store.get(c.from_node)
+            node = store.get(c.node)
+            sig.update(
+                {
+                    "edge_weight": float(c.edge_weight),
+                    "max_evidence_similarity": max(0.0, min(1.0, max_sim)),
+                    "novelty": 1.0 - max(0.0, min(1.0, max_sim)),
+                    "support": float(c.edge_weight) * min(1.0, score_of.get(c.from_node, 0.0)),
+                    "same_session": _same_session(node, src),
+                }
+            )
+            cands.append({"id": c.node, "text": node.text, "view": c.view, "signals": sig})
+        qs = tuple(q for i in range(len(cands)) for q in catalogue.scoring_questions(i))
+        return DecisionRequest("scoring", {"query": self.query_state(), "candidates": cands}, qs)
+
+    # -- results ---------------------------------------------------------------
+
+    def item(self, node_id: int, score: float, via: Via | None) -> EvidenceItem:
+        node = self.m.store.get(node_id)
+        refs = tuple(
+            {
+                "text": r.text,
+                "start": r.start,
+                "end": r.end,
+                "precision": r.precision,
+                "resolved": describe(r),
+                "role": "event time, resolved against the observation time",
+            }
+            for r in self.m._time_refs.get(node_id, ())
+        )
+        return EvidenceItem(
+            node_id, node.text, score, node.timestamp, dict(node.provenance), via, refs
+        )
+
+    def simple_result(self) -> SearchResult:
+        store = self.m.store
+        if self.mode == "lexical":
+            ids, scores = store.search_lexical(self.query, self.k)
+            pairs = [(int(i), float(s)) for i, s in zip(ids, scores, strict=True)]
+        else:
+            pairs = [
+                (int(i), float(s))
+                for i, s in zip(self.fused_ids[: self.k], self.fused_scores, strict=False)
+            ]
+        evidence = [self.item(i, s, None) for i, s in pairs]
+        trace = {
+            "mode": self.mode,
+            "controller": None,
+            "controller_calls": 0,
+            "stop_reason": None,
+            "elapsed_s": time.perf_counter() - self.t0,
+        }
+        return SearchResult(self.query, evidence, trace)
+
+    def result(self) -> SearchResult:
+        t = self.traversal
+        assert t is not None
+        evidence = []
+        for e in t.result(self.k):
+            via = None
+            if e.via is not None:
+                via = Via(e.via.view, e.via.src, e.via.dst, e.via.edge_weight, e.via.from_node)
+            evidence.append(self.item(e.node, e.score, via))
+        trace = dict(t.trace())
+        cfg = self.m.config.traversal.as_dict()
+        trace.update(
+            {
+                "mode": self.mode,
+                "controller": getattr(self.m.controller, "name", "custom")
+                if self.mode == "full"
+                else "signals",
+                "query_entities": self.query_entities,
+                "anchors": len(self.fused_ids),
+                "total_elapsed_s": time.perf_counter() - self.t0,
+                "thresholds": {
+                    "theta_suff": cfg["theta_suff"],
+                    "theta_missing": cfg["theta_missing"],
+                    "theta_contradiction": cfg["theta_contradiction"],
+                },
+            }
+        )
+        s = self.assessment
+        return SearchResult(
+            self.query,
+            evidence,
+            trace,
+            *(s if s is not None else (None, None, None, None)),
+        )
