@@ -213,9 +213,16 @@ def dia_ids(res: Any) -> list[str | None]:
 
 
 def conversation_inputs(
-    conv: Conversation,
+    conv: Conversation, *, speaker_in_text: bool = False
 ) -> tuple[list[str], list[int | None], list[str], list[dict[str, str]]]:
-    texts = [t.memory_text for t in conv.turns]
+    """Node texts, timestamps, speakers and provenances for one memory, one node per turn.
+
+    ``speaker_in_text`` writes ``"<speaker>: <text>"`` (an experiment: the contract is
+    the bare turn text, with the speaker passed separately).
+    """
+    texts = [
+        f"{t.speaker}: {t.memory_text}" if speaker_in_text else t.memory_text for t in conv.turns
+    ]
     ts = [t.timestamp for t in conv.turns]
     spk = [t.speaker for t in conv.turns]
     provs = [
@@ -265,7 +272,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     write_calls = 0.0
     done_q = 0
     for ci, conv in enumerate(convs, 1):
-        texts, ts, spk, provs = conversation_inputs(conv)
+        texts, ts, spk, provs = conversation_inputs(conv, speaker_in_text=args.speaker_in_text)
         if split_timing:
             t0 = time.perf_counter()
             vecs = emb.embed(texts)
@@ -343,6 +350,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "dropped": report.as_dict(),
         "dropped_summary": report.summary(),
         "backend": args.backend,
+        "speaker_in_text": args.speaker_in_text,
         "embedder": repr(emb),
         "data": str(args.data),
         "conversations": len(convs),
@@ -366,6 +374,7 @@ def markdown(result: dict[str, Any]) -> str:
     lines = [f"`{result['command']}`", ""]
     lines.append(
         f"backend {result['backend']}, embedder {result['embedder']}, "
+        f"speaker in text: {result['speaker_in_text']}, "
         f"{result['conversations']} conversations, {result['turns']} turns, "
         f"{result['questions']} questions; {result['machine']}"
     )
@@ -424,6 +433,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     ap.add_argument("--limit-conversations", type=int, default=None)
     ap.add_argument("--limit-questions", type=int, default=None, help="per conversation")
+    ap.add_argument(
+        "--speaker-in-text",
+        action="store_true",
+        help='node text "<speaker>: <turn text>" instead of the bare turn text (experiment)',
+    )
     ap.add_argument(
         "--no-embed-split",
         action="store_true",

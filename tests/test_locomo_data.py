@@ -365,6 +365,8 @@ def test_conversation_inputs() -> None:
     assert ts == [t.timestamp for t in conv.turns]
     assert spk[:3] == ["Ann", "Bob", "Ann"]
     assert provs[3] == {"dia_id": "D2:1", "session": "2", "speaker": "Bob", "sample_id": "conv-x"}
+    texts, *_ = lr.conversation_inputs(conv, speaker_in_text=True)
+    assert texts[0] == "Ann: I adopted a dog."
 
 
 def test_harness_end_to_end_on_baseline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
