@@ -92,7 +92,9 @@ class MemoryStore:
         candidate_k: int = 10,
         candidate_pool: int = 32,
         max_text_bytes: int = 65536,
-    ) -> None: ...
+        lexical_fields: Sequence[str] | None = None,
+    ) -> None:
+        """``lexical_fields``: provenance keys BM25 indexes with the text (default ``["speaker"]``)."""
     @property
     def dim(self) -> int: ...
     @property
@@ -119,6 +121,17 @@ class MemoryStore:
         entities: Sequence[Sequence[str] | None] | None = None,
         types: Sequence[TypeScores | None] | None = None,
     ) -> list[int]: ...
+    def check_batch(
+        self,
+        texts: Sequence[str],
+        embeddings: VectorLike,
+        *,
+        timestamps: Sequence[int | None] | None = None,
+        provenances: Sequence[dict[str, str] | None] | None = None,
+        entities: Sequence[Sequence[str] | None] | None = None,
+        types: Sequence[TypeScores | None] | None = None,
+    ) -> None:
+        """Validate a batch exactly as ``add_batch`` would, writing nothing."""
     def add_edge(
         self,
         src: int,

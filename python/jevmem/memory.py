@@ -262,8 +262,11 @@ class Memory:
             if not isinstance(t, str) or not t.strip():
                 raise InvalidInputError(f"observation {i}: text must be a non-empty string")
         if embeddings is None:
+            # Speakers are embedded with their words: queries name people, turns rarely do.
             vectors = (
-                self.embedder.embed(list(texts))
+                self.embedder.embed(
+                    [f"{spk}: {t}" if spk else t for t, spk in zip(texts, spk_col, strict=True)]
+                )
                 if n
                 else np.zeros((0, self.embedder.dim), np.float32)
             )
@@ -281,6 +284,11 @@ class Memory:
                 p.setdefault("speaker", str(spk))
             provs.append(p)
             ents.append(extract_entities(text, speaker=spk, provenance=p, extra=extra or ()))
+
+        # Validate the whole batch before anything is asked or written.
+        self.store.check_batch(
+            list(texts), vectors, timestamps=parsed, provenances=provs, entities=ents
+        )
 
         # 1. typing: one call for the whole batch; it needs no memory state
         typing_q = catalogue.typing_questions()
@@ -304,23 +312,29 @@ class Memory:
         )
         types = [tuple(_answer_value(a[q.id]) for q in typing_q) for a in typing]
 
-        # 2. validate everything in one atomic store call on a scratch copy first?
-        #    The store's add_batch is all-or-nothing; then nodes are linked one
-        #    at a time so each sees exactly the memory before it.
-        ids = self.store.add_batch(
-            list(texts),
-            vectors,
-            timestamps=parsed,
-            provenances=provs,
-            entities=ents,
-            types=types,  # type: ignore[arg-type]
-        )
+        # 2. insert and link one node at a time, so each sees exactly the memory
+        #    that one-by-one adds would have shown it.
+        ids: list[int] = []
+        focus: list[tuple[int, list[Any]]] = []
         relation_requests: list[DecisionRequest] = []
         pair_index: list[tuple[int, list[int]]] = []
         rule_edges: list[tuple[object, ...]] = []
-        for node_id in ids:
+        for t, v, ts, p, e, ty in zip(texts, vectors, parsed, provs, ents, types, strict=True):
+            node_id = self.store.add(t, v, timestamp=ts, provenance=p, entities=e, types=ty)
+            ids.append(node_id)
             node = self.store.get(node_id)
             self._index_python_side(node)
+            self._writes += 1
+            if self._writes % self.config.consolidation_period == 0:
+                # the neighbourhood as this write saw it (later writes change BM25 statistics)
+                focus.append(
+                    (
+                        node_id,
+                        self.store.write_candidates(
+                            node_id, k=self.config.consolidation_neighbours
+                        ),
+                    )
+                )
             rule_edges.extend(self._rule_time_edges(node))
             cands = self.store.write_candidates(node_id)
             cand_state = []
@@ -415,11 +429,6 @@ class Memory:
             self.store.add_edges(controller_edges)
 
         # 4. consolidation every `consolidation_period` successful writes
-        focus: list[int] = []
-        for node_id in ids:
-            self._writes += 1
-            if self._writes % self.config.consolidation_period == 0:
-                focus.append(node_id)
         if focus:
             self._consolidate(focus)
         return ids
@@ -440,13 +449,13 @@ class Memory:
             edges.append((node.id, nxt, "temporal", 1.0, "rule", label))
         return edges
 
-    def _consolidate(self, focus_ids: list[int]) -> None:
+    def _consolidate(self, focus: list[tuple[int, list[Any]]]) -> None:
         questions = catalogue.consolidation_questions()
         requests: list[DecisionRequest] = []
         neighbourhoods: list[list[int]] = []
-        for fid in focus_ids:
+        focus_ids = [fid for fid, _ in focus]
+        for fid, cands in focus:
             node = self.store.get(fid)
-            cands = self.store.write_candidates(fid, k=self.config.consolidation_neighbours)
             linked = {e.src for e in self.store.neighbors(fid)} | {
                 e.dst for e in self.store.neighbors(fid)
             }

@@ -169,7 +169,7 @@ impl MemoryStore {
         for (other, _) in self.vectors.search(embedding, cfg.pool, Some(&before))? {
             pool.insert(other);
         }
-        let tokens = self.tokenizer.tokenize(&node.content);
+        let tokens = self.lexical_tokens(&node.content, &node.provenance);
         for (other, _) in self.bm25.search(&tokens, cfg.pool, Some(&before)) {
             pool.insert(other);
         }

@@ -29,6 +29,10 @@ pub struct StoreConfig {
     pub candidates: CandidateConfig,
     /// Observations longer than this (UTF-8 bytes) are rejected.
     pub max_content_bytes: usize,
+    /// Provenance keys whose values BM25 indexes along with the text, like
+    /// extra fields ("speaker": questions name people, turns rarely do).
+    #[serde(default)]
+    pub lexical_fields: Vec<String>,
 }
 
 impl StoreConfig {
@@ -39,6 +43,7 @@ impl StoreConfig {
             tokenizer: TokenizerConfig::default(),
             candidates: CandidateConfig::default(),
             max_content_bytes: 64 * 1024,
+            lexical_fields: vec!["speaker".to_string()],
         }
     }
 
@@ -191,6 +196,15 @@ impl MemoryStore {
         self.vectors.validate(&node.embedding)
     }
 
+    /// Check a batch of new nodes without writing anything (errors name the index).
+    pub fn validate_new_nodes(&self, nodes: &[NewNode]) -> Result<()> {
+        for (i, node) in nodes.iter().enumerate() {
+            self.validate_new_node(node)
+                .map_err(|e| prefix_error(e, &format!("observation {i}")))?;
+        }
+        Ok(())
+    }
+
     /// Check an op against the current state without changing anything.
     pub fn validate_op(&self, op: &Op) -> Result<()> {
         match op {
@@ -252,7 +266,7 @@ impl MemoryStore {
                 entities.push(e);
             }
         }
-        let tokens = self.tokenizer.tokenize(&node.content);
+        let tokens = self.lexical_tokens(&node.content, &node.provenance);
         self.bm25.add(id, &tokens);
         for e in &entities {
             self.entity_index.entry(e.clone()).or_default().push(id);
@@ -315,10 +329,7 @@ impl MemoryStore {
 
     /// Add many nodes, all or nothing: every node is validated before any is written.
     pub fn add_nodes(&mut self, nodes: Vec<NewNode>) -> Result<Vec<NodeId>> {
-        for (i, node) in nodes.iter().enumerate() {
-            self.validate_new_node(node)
-                .map_err(|e| prefix_error(e, &format!("observation {i}")))?;
-        }
+        self.validate_new_nodes(&nodes)?;
         let first = self.next_id();
         let ids: Vec<NodeId> = (first..first + nodes.len() as NodeId).collect();
         self.insert_many(ids.iter().copied().zip(nodes).collect())?;
@@ -351,6 +362,19 @@ impl MemoryStore {
     }
 
     // ---- reads ------------------------------------------------------------
+
+    /// What BM25 indexes for a node: its text plus the configured provenance fields.
+    pub fn lexical_tokens(&self, content: &str, provenance: &[(String, String)]) -> Vec<String> {
+        let mut tokens = self.tokenizer.tokenize(content);
+        for field in &self.config.lexical_fields {
+            for (key, value) in provenance {
+                if key == field {
+                    tokens.extend(self.tokenizer.tokenize(value));
+                }
+            }
+        }
+        tokens
+    }
 
     pub fn tokenize(&self, text: &str) -> Vec<String> {
         self.tokenizer.tokenize(text)

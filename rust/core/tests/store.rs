@@ -276,7 +276,7 @@ fn reference_candidates(s: &MemoryStore, id: NodeId) -> Vec<CandidateMatch> {
         .filter(|&o| o < id)
         .collect();
     let dot = |o: NodeId| -> f32 { s.vectors().similarity(q, o).unwrap() };
-    let tokens = s.tokenize(&node.content);
+    let tokens = s.lexical_tokens(&node.content, &node.provenance);
 
     let mut pool = BTreeSet::new();
     let mut by_vec: Vec<(f32, NodeId)> = earlier.iter().map(|&o| (dot(o), o)).collect();

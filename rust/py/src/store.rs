@@ -192,7 +192,7 @@ impl MemoryStore {
         dim, *, quantization = "f32", exact_threshold = None, connectivity = 16,
         expansion_add = 128, expansion_search = 64, bm25_k1 = 1.2, bm25_b = 0.75,
         stem = true, stopwords = true, candidate_k = 10, candidate_pool = 32,
-        max_text_bytes = 65536
+        max_text_bytes = 65536, lexical_fields = None
     ))]
     fn new(
         dim: usize,
@@ -208,6 +208,7 @@ impl MemoryStore {
         candidate_k: usize,
         candidate_pool: usize,
         max_text_bytes: usize,
+        lexical_fields: Option<Vec<String>>,
     ) -> PyResult<Self> {
         let mut config = StoreConfig::new(dim);
         config.vector.quantization = parse_quantization(quantization).py()?;
@@ -224,6 +225,9 @@ impl MemoryStore {
         config.candidates.k = candidate_k;
         config.candidates.pool = candidate_pool;
         config.max_content_bytes = max_text_bytes;
+        if let Some(fields) = lexical_fields {
+            config.lexical_fields = fields;
+        }
         Ok(Self {
             inner: Arc::new(RwLock::new(CoreStore::new(config).py()?)),
         })
@@ -295,43 +299,26 @@ impl MemoryStore {
         entities: Option<Vec<Option<Vec<String>>>>,
         types: Option<Vec<Option<TypeTuple>>>,
     ) -> PyResult<Vec<NodeId>> {
-        let n = texts.len();
-        let matrix = embeddings.as_array();
-        let check = |what: &str, len: Option<usize>| -> PyResult<()> {
-            match len {
-                Some(l) if l != n => Err(Error::InvalidInput(format!(
-                    "{what} has {l} entries for {n} texts"
-                )))
-                .py(),
-                _ => Ok(()),
-            }
-        };
-        check("embeddings", Some(matrix.nrows()))?;
-        check("timestamps", timestamps.as_ref().map(Vec::len))?;
-        check("provenances", provenances.as_ref().map(Vec::len))?;
-        check("entities", entities.as_ref().map(Vec::len))?;
-        check("types", types.as_ref().map(Vec::len))?;
-        let mut timestamps = timestamps.map(Vec::into_iter);
-        let mut provenances = provenances.map(Vec::into_iter);
-        let mut entities = entities.map(Vec::into_iter);
-        let mut types = types.map(Vec::into_iter);
-        let nodes: Vec<NewNode> = texts
-            .into_iter()
-            .zip(matrix.rows())
-            .map(|(content, row)| NewNode {
-                content,
-                timestamp: timestamps.as_mut().and_then(|it| it.next().flatten()),
-                provenance: provenance_arg(provenances.as_mut().and_then(|it| it.next().flatten())),
-                entities: entities
-                    .as_mut()
-                    .and_then(|it| it.next().flatten())
-                    .unwrap_or_default(),
-                types: types_arg(types.as_mut().and_then(|it| it.next().flatten())),
-                embedding: row.iter().copied().collect(),
-            })
-            .collect();
+        let nodes = batch_nodes(texts, embeddings, timestamps, provenances, entities, types)?;
         let inner = &self.inner;
         py.detach(|| inner.write().add_nodes(nodes)).py()
+    }
+
+    /// Validate a batch exactly as `add_batch` would, without writing anything.
+    #[pyo3(signature = (texts, embeddings, *, timestamps = None, provenances = None, entities = None, types = None))]
+    fn check_batch(
+        &self,
+        py: Python<'_>,
+        texts: Vec<String>,
+        embeddings: PyArrayLike2<'_, f32, AllowTypeChange>,
+        timestamps: Option<Vec<Option<i64>>>,
+        provenances: Option<Vec<Option<HashMap<String, String>>>>,
+        entities: Option<Vec<Option<Vec<String>>>>,
+        types: Option<Vec<Option<TypeTuple>>>,
+    ) -> PyResult<()> {
+        let nodes = batch_nodes(texts, embeddings, timestamps, provenances, entities, types)?;
+        let inner = &self.inner;
+        py.detach(|| inner.read().validate_new_nodes(&nodes)).py()
     }
 
     /// Insert an edge, or raise the weight of an existing (src, dst, view) edge.
@@ -632,6 +619,52 @@ impl MemoryStore {
             inner: Arc::new(RwLock::new(store)),
         })
     }
+}
+
+/// Zip `add_batch`'s columns into owned nodes, checking the column lengths.
+fn batch_nodes(
+    texts: Vec<String>,
+    embeddings: PyArrayLike2<'_, f32, AllowTypeChange>,
+    timestamps: Option<Vec<Option<i64>>>,
+    provenances: Option<Vec<Option<HashMap<String, String>>>>,
+    entities: Option<Vec<Option<Vec<String>>>>,
+    types: Option<Vec<Option<TypeTuple>>>,
+) -> PyResult<Vec<NewNode>> {
+    let n = texts.len();
+    let matrix = embeddings.as_array();
+    let check = |what: &str, len: Option<usize>| -> PyResult<()> {
+        match len {
+            Some(l) if l != n => Err(Error::InvalidInput(format!(
+                "{what} has {l} entries for {n} texts"
+            )))
+            .py(),
+            _ => Ok(()),
+        }
+    };
+    check("embeddings", Some(matrix.nrows()))?;
+    check("timestamps", timestamps.as_ref().map(Vec::len))?;
+    check("provenances", provenances.as_ref().map(Vec::len))?;
+    check("entities", entities.as_ref().map(Vec::len))?;
+    check("types", types.as_ref().map(Vec::len))?;
+    let mut timestamps = timestamps.map(Vec::into_iter);
+    let mut provenances = provenances.map(Vec::into_iter);
+    let mut entities = entities.map(Vec::into_iter);
+    let mut types = types.map(Vec::into_iter);
+    Ok(texts
+        .into_iter()
+        .zip(matrix.rows())
+        .map(|(content, row)| NewNode {
+            content,
+            timestamp: timestamps.as_mut().and_then(|it| it.next().flatten()),
+            provenance: provenance_arg(provenances.as_mut().and_then(|it| it.next().flatten())),
+            entities: entities
+                .as_mut()
+                .and_then(|it| it.next().flatten())
+                .unwrap_or_default(),
+            types: types_arg(types.as_mut().and_then(|it| it.next().flatten())),
+            embedding: row.iter().copied().collect(),
+        })
+        .collect())
 }
 
 fn make_edge(

@@ -1,0 +1,237 @@
+"""jevmem.Memory: batch == one-by-one, hard limits, call budgets, bad input, escalation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jevmem import (
+    HashEmbedder,
+    InvalidInputError,
+    LocalController,
+    Memory,
+    MemoryConfig,
+    TraversalConfig,
+)
+from jevmem._core import Node
+from jevmem.controller import Answer, ChoiceAnswer, DecisionRequest, NoulAnswer
+from jevmem.memory import Mode
+
+NAMES = ["Maya", "Lena", "Ines", "Tom"]
+WORDS = ["cello", "lisbon", "release", "deploy", "coffee", "milk", "lake", "hiking", "job", "lab"]
+DAY = 86_400
+
+
+@st.composite
+def observations(draw: st.DrawFn) -> list[dict[str, Any]]:
+    n = draw(st.integers(1, 30))
+    out = []
+    for i in range(n):
+        words = draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=5))
+        day = draw(st.one_of(st.none(), st.integers(0, 30)))
+        name = draw(st.sampled_from(NAMES))
+        out.append(
+            {
+                "text": f"{name} talked about " + " ".join(words),
+                "timestamp": None if day is None else 1_700_000_000 + day * DAY + i,
+                "speaker": draw(st.sampled_from([None, *NAMES])),
+                "session": str(draw(st.integers(0, 3))),
+            }
+        )
+    return out
+
+
+def fresh(**kw: Any) -> Memory:
+    return Memory(HashEmbedder(64), **kw)
+
+
+def add_all(m: Memory, obs: list[dict[str, Any]]) -> list[int]:
+    return m.add_batch(
+        [o["text"] for o in obs],
+        timestamps=[o["timestamp"] for o in obs],
+        speakers=[o["speaker"] for o in obs],
+        provenances=[{"session": o["session"]} for o in obs],
+    )
+
+
+@settings(max_examples=25)
+@given(observations())
+def test_add_batch_equals_one_by_one(obs: list[dict[str, Any]]) -> None:
+    batch = fresh()
+    add_all(batch, obs)
+    single = fresh()
+    for o in obs:
+        single.add(
+            o["text"],
+            timestamp=o["timestamp"],
+            speaker=o["speaker"],
+            provenance={"session": o["session"]},
+        )
+    assert batch.store.to_bytes() == single.store.to_bytes()
+    assert batch.decisions == single.decisions
+    # one typing call and at most one relation call per batch (+1 per 20 writes)
+    assert batch.calls["write"] <= 2 + len(obs) // 20
+
+
+QUERIES = [
+    "what did Maya say about the cello?",
+    "when was the release?",
+    "why lisbon",
+    "coffee milk now",
+]
+
+
+@settings(max_examples=20)
+@given(
+    observations(), st.lists(st.sampled_from(QUERIES), min_size=1, max_size=4), st.integers(1, 15)
+)
+def test_search_batch_equals_one_by_one_and_respects_limits(
+    obs: list[dict[str, Any]], queries: list[str], k: int
+) -> None:
+    cfg = MemoryConfig(
+        traversal=TraversalConfig(max_visited=25, max_controller_calls=7, total_budget=20)
+    )
+    m = fresh(config=cfg)
+    add_all(m, obs)
+    calls_before = m.calls["query"]
+    together = m.search_batch(queries, k)
+    lockstep_calls = m.calls["query"] - calls_before
+    alone = [m.search(q, k) for q in queries]
+    assert lockstep_calls <= 7  # one call per round for all queries together
+    for a, b in zip(together, alone, strict=True):
+        assert [e.id for e in a.evidence] == [e.id for e in b.evidence]
+        assert [round(e.score, 9) for e in a.evidence] == [round(e.score, 9) for e in b.evidence]
+        tr = a.trace
+        assert len(a.evidence) <= k
+        assert tr["controller_calls"] <= 7
+        assert tr["visited"] <= 25
+        assert sum(tr["spent"].values()) <= 20
+        assert tr["edges_examined"] <= cfg.traversal.as_dict()["max_edges"]
+        scores = [e.score for e in a.evidence]
+        assert scores == sorted(scores, reverse=True)
+
+
+def test_default_query_calls_stay_within_sixteen() -> None:
+    m = fresh()
+    add_all(m, [{"text": f"Maya note {i} about cello and lisbon", "timestamp": 1_700_000_000 + i, "speaker": "Maya", "session": str(i // 5)} for i in range(80)])  # fmt: skip
+    for q in QUERIES:
+        r = m.search(q, 10)
+        assert r.trace["controller_calls"] <= 16
+        assert r.trace["stop_reason"] is not None
+
+
+def test_modes_and_result_fields() -> None:
+    m = fresh()
+    ids = add_all(m, [{"text": "Maya started cello lessons with Ines yesterday", "timestamp": 1_700_000_000, "speaker": "Maya", "session": "1"}, {"text": "Lena moved to Lisbon", "timestamp": 1_700_000_100, "speaker": "Lena", "session": "1"}])  # fmt: skip
+    modes: list[Mode] = ["lexical", "anchors", "traversal", "full"]
+    for mode in modes:
+        r = m.search("cello lessons", 2, mode=mode)
+        assert r.evidence[0].id == ids[0]
+        assert r.evidence[0].provenance["speaker"] == "Maya"
+    full = m.search("when did Maya start cello?", 2)
+    top = full.evidence[0]
+    assert top.time_refs and top.time_refs[0]["resolved"]
+    assert 0.0 <= (full.sufficiency or 0.0) <= 1.0
+    assert full.trace["controller"] == "local"
+    with pytest.raises(InvalidInputError):
+        m.search("x", 2, mode="magic")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError):
+        m.search("  ", 2)
+
+
+def test_bad_input_changes_nothing() -> None:
+    m = fresh()
+    add_all(
+        m,
+        [
+            {
+                "text": "Maya plays cello",
+                "timestamp": 1_700_000_000,
+                "speaker": "Maya",
+                "session": "1",
+            }
+        ],
+    )
+    before = m.store.to_bytes()
+    calls = dict(m.calls)
+    for bad in (
+        lambda: m.add(""),
+        lambda: m.add("fine", timestamp="not a date"),
+        lambda: m.add_batch(["a", "b"], timestamps=[1]),
+        lambda: m.add_batch(["a", " "]),
+        lambda: m.add("x", embedding=[0.0] * 64),
+        lambda: m.add("x", embedding=[1.0] * 3),
+    ):
+        with pytest.raises(InvalidInputError):
+            bad()
+    assert m.store.to_bytes() == before
+    assert m.calls == calls
+
+
+class Scripted(LocalController):
+    """The local controller, except consolidation answers are forced."""
+
+    name = "scripted"
+
+    def __init__(self, label: str, prob: float, contradicting: float) -> None:
+        super().__init__()
+        self.label, self.prob, self.contra = label, prob, contradicting
+
+    def decide(self, requests: Sequence[DecisionRequest]) -> list[dict[str, Answer]]:
+        out = super().decide(requests)
+        for req, ans in zip(requests, out, strict=True):
+            if req.purpose == "consolidation":
+                rest = (1.0 - self.prob) / 3
+                dist = {
+                    o: (self.prob if o == self.label else rest)
+                    for o in ("keep_separate", "merge", "promote", "uncertain")
+                }
+                ans["representation"] = ChoiceAnswer(self.label, dist)
+                ans["contradicting"] = NoulAnswer(self.contra)
+        return out
+
+
+@pytest.mark.parametrize(
+    ("label", "prob", "contra", "fires"),
+    [
+        ("merge", 0.9, 0.1, True),
+        ("promote", 0.85, 0.84, True),
+        ("merge", 0.84, 0.1, False),
+        ("merge", 0.9, 0.85, False),
+        ("keep_separate", 0.99, 0.0, False),
+        ("uncertain", 0.99, 0.0, False),
+    ],
+)
+def test_summary_escalation_rule(label: str, prob: float, contra: float, fires: bool) -> None:
+    seen: list[list[int]] = []
+
+    def summarise(nodes: Sequence[Node]) -> str:
+        seen.append([n.id for n in nodes])
+        return "summary of " + ", ".join(n.text for n in nodes)
+
+    m = Memory(HashEmbedder(64), Scripted(label, prob, contra), summariser=summarise)
+    add_all(m, [{"text": f"Maya note {i} about cello", "timestamp": 1_700_000_000 + i, "speaker": "Maya", "session": "1"} for i in range(20)])  # fmt: skip
+    assert len(m.decisions) == 1
+    assert bool(seen) == fires
+    assert m.decisions[0]["escalated"] == fires
+    if fires:
+        sid = m.decisions[0]["summary_id"]
+        assert m.get(sid).provenance["kind"] == "summary"
+        assert {e.dst for e in m.neighbors(sid)} >= set(seen[0])
+        # sources are never replaced or deleted
+        assert all(i in m for i in seen[0])
+
+
+def test_save_load_round_trip(tmp_path: Any) -> None:
+    m = fresh()
+    add_all(m, [{"text": f"Maya note {i} about cello", "timestamp": 1_700_000_000 + i, "speaker": "Maya", "session": "1"} for i in range(25)])  # fmt: skip
+    m.save(tmp_path / "m.jvm")
+    m2 = Memory.load(tmp_path / "m.jvm", HashEmbedder(64))
+    assert m2.store.to_bytes() == m.store.to_bytes()
+    assert m2.decisions == m.decisions
+    q = "what about the cello?"
+    assert [e.id for e in m2.search(q, 5).evidence] == [e.id for e in m.search(q, 5).evidence]
