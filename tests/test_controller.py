@@ -111,14 +111,16 @@ def test_scoring_and_assessment_follow_signals() -> None:
 
     aq = catalogue.assessment_questions()
 
-    def assess(rel: float, entity_ok: float, coverage: float) -> dict[str, float]:
-        ev = [{"id": 1, "text": "x", "signals": {"relevance": rel, "entity_ok": entity_ok}}]
+    def assess(rel: float, grounded: float, coverage: float) -> dict[str, float]:
+        # content_coverage: what the item asserts about the entity asked about
+        ev = [{"id": 1, "text": "x", "signals": {"relevance": rel, "content_coverage": grounded}}]
         got = one("assessment", {"evidence": ev, "coverage": coverage, "frontier_best": 0.5}, aq)
         return {k: a.value for k, a in got.items()}
 
     good, wrong_person = assess(0.9, 1.0, 1.0), assess(0.9, 0.0, 1.0)
     assert good["sufficiency"] > wrong_person["sufficiency"]
-    assert assess(0.9, 1.0, 0.2)["missing"] > good["missing"]
+    assert wrong_person["missing"] > good["missing"]
+    assert wrong_person["usefulness"] > good["usefulness"]
 
 
 def test_relations_and_choices() -> None:

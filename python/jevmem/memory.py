@@ -22,6 +22,7 @@ from __future__ import annotations
 import bisect
 import json
 import math
+import re
 import time
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -67,7 +68,9 @@ class MemoryConfig:
     summary_max_contradiction: float = 0.85
     #: How deep each of the lexical and vector lists is before fusion.
     anchor_depth: int = 50
-    #: How many fused nodes seed the traversal.
+    #: How many fused nodes the controller scores before seeding.
+    anchor_pool: int = 50
+    #: How many of the best-scored pool nodes seed the traversal.
     anchors: int = 20
     kappa: float = 60.0
     traversal: TraversalConfig = field(default_factory=TraversalConfig)
@@ -77,7 +80,13 @@ class MemoryConfig:
             v = getattr(self, name)
             if not (isinstance(v, float | int) and 0.0 <= v <= 1.0):
                 raise InvalidConfigError(f"{name} must be in [0, 1], got {v!r}")
-        for name in ("consolidation_period", "consolidation_neighbours", "anchor_depth", "anchors"):
+        for name in (
+            "consolidation_period",
+            "consolidation_neighbours",
+            "anchor_depth",
+            "anchor_pool",
+            "anchors",
+        ):
             v = getattr(self, name)
             if not (isinstance(v, int) and v >= 1):
                 raise InvalidConfigError(f"{name} must be a positive integer, got {v!r}")
@@ -627,6 +636,57 @@ class Memory:
         return list(self._entity_counts)
 
 
+#: Words that frame a question about a conversation rather than carry its content.
+_QUESTION_FRAME = (
+    "mention",
+    "mentioned",
+    "say",
+    "said",
+    "talk",
+    "talked",
+    "discuss",
+    "discussed",
+    "tell",
+    "told",
+    "share",
+    "shared",
+    "ask",
+    "asked",
+    "think",
+    "thought",
+)
+_SENTENCES = re.compile(r"[^.!?]+[.!?]*")
+_FIRST_PERSON = re.compile(
+    r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|our|ours|us)\b", re.IGNORECASE
+)
+_SECOND_PERSON = re.compile(r"\b(?:you|your|yours|you're|you've|you'll|yourself)\b", re.IGNORECASE)
+_CAPITALISED = re.compile(r"\b([A-Z][a-z]{2,})\b")
+_GREETING = re.compile(
+    r"(?:^|\b(?:hey|hi|hello|thanks|thank you|congrats|congratulations|wow|oh|yes|yeah|yep|sure|ok|okay|well|great|bye|dear|aww|haha|omg)[\s,!]*)$",
+    re.IGNORECASE,
+)
+
+
+def _is_vocative(text: str, m: re.Match[str]) -> bool:
+    """A name used to address someone: 'Hey Gina, ...', 'Thanks, Mel!', '..., Caroline!'."""
+    after = text[m.end() : m.end() + 2]
+    before = text[max(0, m.start() - 24) : m.start()]
+    if not after or after[0] not in ",!?.":
+        return False
+    return bool(_GREETING.search(before.rstrip(" ,")) or before.rstrip().endswith(","))
+
+
+def _alias(entity: str, name: str) -> bool:
+    """'mel' and 'caro' name 'melanie' and 'caroline': equal, or a 3+ letter prefix either way."""
+    if not name or not entity:
+        return False
+    first = entity.split()[0]
+    if entity == name or first == name:
+        return True
+    short, long_ = sorted((first, name), key=len)
+    return len(short) >= 3 and long_.startswith(short)
+
+
 def _same_session(a: Node, b: Node) -> float:
     for key in ("session", "session_id", "episode"):
         if key in a.provenance and key in b.provenance:
@@ -710,17 +770,28 @@ class _QueryRun:
         lex_ids, lex_scores = store.search_lexical(query, depth)
         _, vec_sims = store.search_vector(qvec, depth)
         self.lex_ids = [int(i) for i in lex_ids]
-        self.fused_ids, fused = store.fused_anchors(
-            query, qvec, max(cfg.anchors, k), depth=depth, kappa=cfg.kappa
-        )
+        pool = k if mode in ("lexical", "anchors") else max(cfg.anchor_pool, cfg.anchors, k)
+        self.fused_ids, fused = store.fused_anchors(query, qvec, pool, depth=depth, kappa=cfg.kappa)
         self.fused_scores = fused
         self.max_lex = float(lex_scores[0]) if len(lex_scores) else 0.0
         self.max_sim = float(vec_sims[0]) if len(vec_sims) else 0.0
-        self.query_entities = mentions(query, memory.known_entities())
+        # Entities the query names as proper nouns and the memory knows (a
+        # lower-case common word that happens to be an entity id elsewhere is
+        # not a name here).
+        named = set(extract_entities(query))
+        self.query_entities = [e for e in mentions(query, memory.known_entities()) if e in named]
         self.time_cues = query_time_cues(query, now=now)
         self.query_tokens = set(store.tokenize(query))
+        # What the query asks about, without the names of whom it asks about:
+        # evidence must match both parts, separately (SPEC §3: sufficiency).
+        name_tokens = {t for e in self.query_entities for t in store.tokenize(e)}
+        frame = {t for w in _QUESTION_FRAME for t in store.tokenize(w)}
+        self.content_tokens = (
+            self.query_tokens - name_tokens - frame or self.query_tokens - name_tokens
+        )
         self.relevance: dict[int, float] = {}
         self.entity_ok: dict[int, float] = {}
+        self.coverage: dict[int, float] = {}
 
     # -- signals -------------------------------------------------------------
 
@@ -754,6 +825,62 @@ class _QueryRun:
             self.entity_ok[node_id] = (
                 1.0 if not self.query_entities else min(1.0, ent + 0.4 * (ent > 0))
             )
+            self.coverage[node_id] = self.content_coverage(node)
+        return out
+
+    def content_coverage(self, node: Node) -> float:
+        """Share of the query's content words the node asserts *about the
+        entity the query asks about*.
+
+        Sentence by sentence: a sentence is about its speaker when it speaks
+        in the first person (or uses no person at all), about the addressee
+        (the other speaker of the adjacent turns) in the second person, and
+        about whoever the turn names, except names used to address someone
+        ("Thanks, Mel!"). Words that only occur in questions count half.
+        """
+        if not self.content_tokens:
+            return 0.0
+        store = self.m.store
+        speaker = node.provenance.get("speaker", "").lower()
+        addressees: set[str] | None = None
+        named = {
+            m.group(1).lower()
+            for m in _CAPITALISED.finditer(node.text)
+            if not _is_vocative(node.text, m)
+        }
+        asserted: set[str] = set()
+        asked: set[str] = set()
+        for sentence in _SENTENCES.findall(node.text):
+            words = store.tokenize(sentence)
+            hits = self.content_tokens.intersection(words)
+            if not hits:
+                continue
+            if self.query_entities:
+                about: set[str] = set(named)
+                first, second = _FIRST_PERSON.search(sentence), _SECOND_PERSON.search(sentence)
+                if first or not second:
+                    about.add(speaker)
+                if second:
+                    if addressees is None:
+                        addressees = self.addressees(node)
+                    about |= addressees
+                if not any(_alias(q, a) for q in self.query_entities for a in about):
+                    continue
+            (asked if sentence.rstrip().endswith("?") else asserted).update(hits)
+        full = len(asserted)
+        half = len(asked - asserted)
+        return (full + 0.5 * half) / len(self.content_tokens)
+
+    def addressees(self, node: Node) -> set[str]:
+        """Speakers of the turns next to this one in time, other than its own."""
+        store = self.m.store
+        own = node.provenance.get("speaker", "").lower()
+        out = set()
+        for e in store.neighbors(node.id, "temporal"):
+            other = e.dst if e.src == node.id else e.src
+            spk = store.get(other).provenance.get("speaker", "").lower()
+            if spk and spk != own:
+                out.add(spk)
         return out
 
     def query_state(self) -> dict[str, Any]:
@@ -855,6 +982,7 @@ class _QueryRun:
                     "signals": {
                         "relevance": self.relevance.get(e.node, 0.0),
                         "entity_ok": self.entity_ok.get(e.node, 1.0),
+                        "content_coverage": self.coverage.get(e.node, 0.0),
                     },
                 }
             )

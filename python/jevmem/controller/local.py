@@ -323,22 +323,25 @@ class LocalController:
     def _assessment(self, req: DecisionRequest, q: Noul | Choice, _: int | None) -> Answer:
         evidence: list[Mapping[str, Any]] = list(req.state.get("evidence", []))
         coverage = float(req.state.get("coverage", 0.0))
-        best = max(
-            (_sig(e, "relevance") * (0.35 + 0.65 * _sig(e, "entity_ok", 1.0)) for e in evidence),
+        # An item answers the query only if it covers what is asked AND is
+        # about whom it is asked: a strong topical match about someone else
+        # (the usual unanswerable question) must not count.
+        grounded = max(
+            (_sig(e, "content_coverage") * (0.6 + 0.4 * _sig(e, "relevance")) for e in evidence),
             default=0.0,
         )
         which = q.kind.split(".", 1)[1]
         if which == "sufficiency":
-            return NoulAnswer(_clip(best * (0.5 + 0.5 * coverage)))
+            return NoulAnswer(_clip(grounded))
         if which == "missing":
-            return NoulAnswer(_clip(1.0 - coverage))
+            return NoulAnswer(_clip(1.0 - max(grounded, 0.5 * coverage)))
         if which == "contradiction":
             top = sorted(evidence, key=lambda e: -_sig(e, "relevance"))[:5]
             negs = [bool(_NEGATION.search(str(e["text"]))) for e in top]
             mixed = 0.0 if not negs else min(sum(negs), len(negs) - sum(negs)) / len(negs)
             return NoulAnswer(_clip(0.4 * mixed))
         frontier = float(req.state.get("frontier_best", 0.0))
-        return NoulAnswer(_clip((1.0 - best * coverage) * (0.3 + 0.7 * frontier)))
+        return NoulAnswer(_clip((1.0 - grounded) * (0.3 + 0.7 * frontier)))
 
 
 def relevance(item: Mapping[str, Any]) -> float:
