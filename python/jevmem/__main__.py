@@ -8,7 +8,6 @@ canonical nodes, rule edges, fused anchors, budgets and the bounded loop.
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import sys
 import time
@@ -164,13 +163,9 @@ def demo() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m jevmem")
-    sub = ap.add_subparsers(dest="command", required=True)
-    sub.add_parser("demo", help="build a small memory and query it")
-    args = ap.parse_args(argv)
-    if args.command == "demo":
-        demo()
-    return 0
+    from jevmem.cli import main as cli_main
+
+    return cli_main(argv)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,208 @@
+"""The ``jevmem`` command line: ingest observations, search a memory, run the demo.
+
+jevmem ingest notes.jsonl --memory agent.jvm     # JSONL or a LoCoMo file
+jevmem search "when did Maya start cello?" --memory agent.jvm --trace
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from jevmem.embed import Embedder, HashEmbedder, OnnxEmbedder, default_embedder
+from jevmem.errors import JevmemError
+from jevmem.memory import Memory
+
+__all__ = ["main"]
+
+DEFAULT_MEMORY = Path("jevmem.jvm")
+
+
+def _embedder(name: str) -> Embedder:
+    if name == "default":
+        return default_embedder()
+    if name.startswith("hash"):
+        _, _, dim = name.partition("-")
+        return HashEmbedder(int(dim or 256))
+    if name.startswith("onnx"):
+        _, _, model = name.partition(":")
+        return OnnxEmbedder(model) if model else OnnxEmbedder()
+    raise SystemExit(f"unknown embedder {name!r}: use default, hash[-DIM] or onnx[:MODEL]")
+
+
+def _embedder_name(e: Embedder) -> str:
+    if isinstance(e, HashEmbedder):
+        return f"hash-{e.dim}"
+    if isinstance(e, OnnxEmbedder):
+        return f"onnx:{e.name}"
+    return "default"
+
+
+def _meta_path(memory: Path) -> Path:
+    return memory.with_name(memory.name + ".meta.json")
+
+
+def _open(memory: Path, embedder: str | None) -> Memory:
+    if memory.exists():
+        meta = json.loads(_meta_path(memory).read_text()) if _meta_path(memory).exists() else {}
+        return Memory.load(memory, _embedder(embedder or meta.get("embedder", "default")))
+    return Memory(_embedder(embedder or "default"))
+
+
+def _save(m: Memory, memory: Path) -> None:
+    m.save(memory)
+    _meta_path(memory).write_text(json.dumps({"embedder": _embedder_name(m.embedder)}))
+
+
+def _observations(path: Path) -> Iterator[dict[str, Any]]:
+    """JSONL observations, or every turn of a LoCoMo-format file."""
+    text = path.read_text()
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        data = json.loads(text)
+        for sample in data:
+            conv = sample.get("conversation", {})
+            sid = str(sample.get("sample_id", ""))
+            n = 1
+            while f"session_{n}" in conv:
+                when = conv.get(f"session_{n}_date_time")
+                for i, turn in enumerate(conv[f"session_{n}"]):
+                    body = str(turn["text"])
+                    if turn.get("blip_caption"):
+                        body += f" [image: {turn['blip_caption']}]"
+                    yield {
+                        "text": body,
+                        "speaker": turn.get("speaker"),
+                        "timestamp": when,
+                        "offset_s": i,
+                        "provenance": {
+                            "dia_id": str(turn.get("dia_id", "")),
+                            "session": str(n),
+                            "sample_id": sid,
+                        },
+                    }
+                n += 1
+        return
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise SystemExit(f"{path}:{lineno}: not JSON: {exc}") from None
+        if isinstance(obj, str):
+            obj = {"text": obj}
+        if not isinstance(obj, dict) or "text" not in obj:
+            raise SystemExit(f'{path}:{lineno}: expected an object with a "text" field')
+        yield obj
+
+
+def _progress(done: int, total: int, t0: float) -> None:
+    width = 30
+    filled = int(width * done / max(total, 1))
+    rate = done / max(time.perf_counter() - t0, 1e-9)
+    sys.stderr.write(
+        f"\r  [{'#' * filled}{' ' * (width - filled)}] {done}/{total}  {rate:,.0f} obs/s"
+    )
+    sys.stderr.flush()
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from jevmem.temporal import to_timestamp
+
+    obs = list(_observations(Path(args.file)))
+    m = _open(args.memory, args.embedder)
+    t0 = time.perf_counter()
+    for lo in range(0, len(obs), args.batch):
+        chunk = obs[lo : lo + args.batch]
+        stamps = []
+        for o in chunk:
+            ts = o.get("timestamp")
+            stamps.append(None if ts is None else to_timestamp(ts) + int(o.get("offset_s", 0)))
+        m.add_batch(
+            [str(o["text"]) for o in chunk],
+            timestamps=stamps,
+            speakers=[o.get("speaker") for o in chunk],
+            provenances=[
+                {str(k): str(v) for k, v in (o.get("provenance") or {}).items()} for o in chunk
+            ],
+            entities=[o.get("entities") for o in chunk],
+        )
+        _progress(min(lo + args.batch, len(obs)), len(obs), t0)
+    sys.stderr.write("\n")
+    _save(m, args.memory)
+    s = m.stats()
+    edges = sum(v for k, v in s.items() if k.startswith("edges_"))
+    print(
+        f"ingested {len(obs)} observations in {time.perf_counter() - t0:.1f}s: memory {args.memory} "
+        f"now holds {s['nodes']} nodes and {edges} edges ({s['controller_calls_write']} controller calls)"
+    )
+    return 0
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    if not args.memory.exists():
+        raise SystemExit(f"no memory at {args.memory}; run `jevmem ingest` first")
+    m = _open(args.memory, args.embedder)
+    r = m.search(args.query, args.k, now=args.now)
+    for rank, e in enumerate(r.evidence, 1):
+        when = (
+            "" if e.timestamp is None else time.strftime("%Y-%m-%d %H:%M", time.gmtime(e.timestamp))
+        )
+        how = "anchor" if e.via is None else f"{e.via.view} edge from {e.via.from_node}"
+        who = e.provenance.get("speaker", "")
+        print(f"{rank:2d}. [{e.score:.3f}] {when} {who + ': ' if who else ''}{e.text}")
+        print(f"      id {e.id} via {how}; provenance {e.provenance}")
+        for ref in e.time_refs:
+            print(f"      time: {ref['text']!r} -> {ref['resolved']} ({ref['precision']})")
+    suff = "n/a" if r.sufficiency is None else f"{r.sufficiency:.2f}"
+    print(
+        f"sufficiency {suff} ({'sufficient' if r.sufficient else 'not sufficient'}), stop: {r.trace.get('stop_reason')}"
+    )
+    if args.trace:
+        print(json.dumps(r.trace, indent=2, default=str))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="jevmem", description="A memory engine for LLM agents.")
+    sub = ap.add_subparsers(dest="command", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--memory", type=Path, default=DEFAULT_MEMORY, help="snapshot file (default ./jevmem.jvm)"
+    )
+    common.add_argument("--embedder", default=None, help="default, hash[-DIM] or onnx[:MODEL]")
+    p = sub.add_parser(
+        "ingest", parents=[common], help="add observations from JSONL or a LoCoMo file"
+    )
+    p.add_argument("file")
+    p.add_argument("--batch", type=int, default=256)
+    p.set_defaults(func=cmd_ingest)
+    p = sub.add_parser("search", parents=[common], help="retrieve evidence for a query")
+    p.add_argument("query")
+    p.add_argument("-k", type=int, default=10)
+    p.add_argument("--now", default=None, help="query time (ISO 8601), for recency")
+    p.add_argument(
+        "--trace", action="store_true", help="print routing, budgets, rounds and the stop reason"
+    )
+    p.set_defaults(func=cmd_search)
+    p = sub.add_parser("demo", help="build a small memory and query it")
+    p.set_defaults(func=lambda _: _demo())
+    args = ap.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except JevmemError as exc:
+        print(f"jevmem: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+
+
+def _demo() -> int:
+    from jevmem.__main__ import demo
+
+    demo()
+    return 0
