@@ -186,10 +186,11 @@ class Memory:
 
     # ---- bookkeeping ------------------------------------------------------
 
-    def _index_python_side(self, node: Node) -> None:
+    def _index_python_side(self, node: Node, refs: tuple[TimeRef, ...] | None = None) -> None:
         if node.timestamp is not None:
             bisect.insort(self._timeline, (node.timestamp, node.id))
-            refs = tuple(ground(node.text, node.timestamp))
+            if refs is None:
+                refs = tuple(ground(node.text, node.timestamp))
             if refs:
                 self._time_refs[node.id] = refs
         for e in node.entities:
@@ -299,6 +300,10 @@ class Memory:
             list(texts), vectors, timestamps=parsed, provenances=provs, entities=ents
         )
 
+        grounded = [
+            () if ts is None else tuple(ground(t, ts)) for t, ts in zip(texts, parsed, strict=True)
+        ]
+
         # 1. typing: one call for the whole batch; it needs no memory state
         typing_q = catalogue.typing_questions()
         typing = self._decide(
@@ -310,12 +315,12 @@ class Memory:
                             "text": t,
                             "speaker": s,
                             "timestamp": ts,
-                            "time_refs": bool(ts is not None and ground(t, ts)),
+                            "time_refs": bool(refs),
                         }
                     },
                     typing_q,
                 )
-                for t, s, ts in zip(texts, spk_col, parsed, strict=True)
+                for t, s, ts, refs in zip(texts, spk_col, parsed, grounded, strict=True)
             ],
             "write",
         )
@@ -332,7 +337,7 @@ class Memory:
             node_id = self.store.add(t, v, timestamp=ts, provenance=p, entities=e, types=ty)
             ids.append(node_id)
             node = self.store.get(node_id)
-            self._index_python_side(node)
+            self._index_python_side(node, grounded[len(ids) - 1])
             self._writes += 1
             if self._writes % self.config.consolidation_period == 0:
                 # the neighbourhood as this write saw it (later writes change BM25 statistics)

@@ -8,6 +8,8 @@ controller reads). Per-pair and per-candidate questions get ``pair_{i}_`` /
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from jevmem.controller.types import Choice, Noul
 
 __all__ = [
@@ -79,6 +81,7 @@ _TEMPORAL_MEANINGS = (
 )
 
 
+@lru_cache(maxsize=1024)
 def relation_questions(i: int, *, ask_alias: bool, ask_temporal: bool) -> tuple[Noul | Choice, ...]:
     """Questions about pair ``i`` (new observation, candidate ``i``).
 
@@ -272,6 +275,7 @@ _SCORING: dict[str, tuple[str, str, str]] = {
 SCORING_KINDS = tuple(f"score.{k}" for k in _SCORING)
 
 
+@lru_cache(maxsize=1024)
 def scoring_questions(i: int) -> tuple[Noul, ...]:
     return tuple(
         Noul(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 from jevmem.controller.catalogue import REPRESENTATION_OPTIONS, TEMPORAL_LABELS
@@ -100,8 +101,13 @@ def _squash(x: float, mid: float = 0.5, steep: float = 8.0) -> float:
 
 def _density(pattern: re.Pattern[str], text: str, per: float = 2.0) -> float:
     """Saturating count of cue matches: 0 -> 0, `per` matches -> ~0.63, many -> 1."""
-    n = len(pattern.findall(text))
-    return 1.0 - math.exp(-n / per)
+    return 1.0 - math.exp(-_count(pattern, text) / per)
+
+
+@lru_cache(maxsize=8192)
+def _count(pattern: re.Pattern[str], text: str) -> int:
+    # A write asks several questions about the same texts; count each cue once.
+    return len(pattern.findall(text))
 
 
 def _clip(x: float) -> float:
@@ -359,6 +365,7 @@ def relevance(item: Mapping[str, Any]) -> float:
     )
 
 
+@lru_cache(maxsize=4096)
 def _index_of(question_id: str) -> int | None:
     """The i of a pair_{i}_ / candidate_{i}_ id."""
     for prefix in ("pair_", "candidate_"):
