@@ -52,6 +52,8 @@ __all__ = ["EvidenceItem", "Memory", "MemoryConfig", "SearchResult", "Via"]
 
 Mode = Literal["lexical", "anchors", "traversal", "full"]
 VIEWS = ("semantic", "temporal", "causal", "entity")
+#: Share of a seed's score that is its own relevance (the rest: neighbour support).
+ANCHOR_RELEVANCE_WEIGHT = 0.75
 Summariser = Callable[[Sequence[Node]], str]
 #: A query's read path: yields controller requests, receives their answers.
 _Steps = Generator[list[DecisionRequest], list[dict[str, Answer]], None]
@@ -903,12 +905,25 @@ class _QueryRun:
         cfg = self.m.config
         anchor_ids = [int(i) for i in self.fused_ids]
         anchor_sig = self.signals(anchor_ids)
+        # Support of a pool node: how strongly the nodes next to it in time
+        # (adjacent turns of a dialogue, steps of a task) match the query.
+        raw = {
+            a: 0.5 * sig["lexical"] + 0.5 * sig["dense"]
+            for a, sig in zip(anchor_ids, anchor_sig, strict=True)
+        }
+        support = {}
+        for a in anchor_ids:
+            best = 0.0
+            for e in store.neighbors(a, "temporal"):
+                other = e.dst if e.src == a else e.src
+                best = max(best, e.weight * raw.get(other, 0.0))
+            support[a] = best
         cands = [
             {
                 "id": a,
                 "text": store.get(a).text,
                 "view": "semantic",
-                "signals": {**sig, "edge_weight": 1.0, "support": 0.0, "novelty": 1.0,
+                "signals": {**sig, "edge_weight": 1.0, "support": support[a], "novelty": 1.0,
                             "max_evidence_similarity": 0.0, "same_session": 0.0},
             }
             for a, sig in zip(anchor_ids, anchor_sig, strict=True)
@@ -927,8 +942,15 @@ class _QueryRun:
         anchors = []
         for i, anchor in enumerate(anchor_ids):
             rel = _answer_value(got[1][f"candidate_{i}_relevance"])
+            sup = _answer_value(got[1][f"candidate_{i}_support"])
             self.relevance[anchor] = rel
-            anchors.append((anchor, rel))
+            # A seed's score: its own relevance, lifted by support from its neighbours.
+            anchors.append(
+                (
+                    anchor,
+                    min(1.0, ANCHOR_RELEVANCE_WEIGHT * rel + (1 - ANCHOR_RELEVANCE_WEIGHT) * sup),
+                )
+            )
         anchors.sort(key=lambda x: (-x[1], x[0]))
         t = store.traverse(
             tuple(self.routing[v] for v in VIEWS),  # type: ignore[arg-type]
