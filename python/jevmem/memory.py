@@ -908,16 +908,16 @@ class _QueryRun:
         # Support of a pool node: how strongly the nodes next to it in time
         # (adjacent turns of a dialogue, steps of a task) match the query.
         raw = {
-            a: 0.5 * sig["lexical"] + 0.5 * sig["dense"]
-            for a, sig in zip(anchor_ids, anchor_sig, strict=True)
+            n: 0.5 * sig["lexical"] + 0.5 * sig["dense"]
+            for n, sig in zip(anchor_ids, anchor_sig, strict=True)
         }
-        support = {}
-        for a in anchor_ids:
+        support: dict[int, float] = {}
+        for node_id in anchor_ids:
             best = 0.0
-            for e in store.neighbors(a, "temporal"):
-                other = e.dst if e.src == a else e.src
+            for e in store.neighbors(node_id, "temporal"):
+                other = e.dst if e.src == node_id else e.src
                 best = max(best, e.weight * raw.get(other, 0.0))
-            support[a] = best
+            support[node_id] = best
         cands = [
             {
                 "id": a,
@@ -967,9 +967,9 @@ class _QueryRun:
         while t.phase != "done":
             if t.phase == "assess":
                 got = yield [self.assessment_request(t)]
-                a = got[0]
+                answer = got[0]
                 vals = tuple(
-                    _answer_value(a[n])
+                    _answer_value(answer[n])
                     for n in ("sufficiency", "usefulness", "missing", "contradiction")
                 )
                 self.assessment = vals  # type: ignore[assignment]
