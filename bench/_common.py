@@ -29,6 +29,21 @@ def machine() -> str:
     return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()}"
 
 
+def load() -> str:
+    """The 1/5/15-minute load averages, as ``uptime`` prints them."""
+    a, b, c = os.getloadavg()
+    return f"{a:.2f} {b:.2f} {c:.2f}"
+
+
+def peak_rss_bytes() -> int:
+    """Peak resident set of this process so far (VmHWM)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
 def rss_bytes() -> int:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
@@ -142,9 +157,19 @@ class Corpus:
             for _ in range(n)
         ]
 
-    def embeddings(self, n: int, clusters: int = 1024, seed: int = 13) -> npt.NDArray[np.float32]:
+    def embeddings(
+        self, n: int, clusters: int = 1024, seed: int = 13, noise_seed: int | None = None
+    ) -> npt.NDArray[np.float32]:
+        """``n`` unit vectors around ``clusters`` centroids drawn from ``seed``.
+
+        Queries must share the corpus' centroids (same ``seed``) and differ only
+        in ``noise_seed``; a different ``seed`` gives unrelated centroids, i.e.
+        queries that lie near no document.
+        """
         rng = np.random.default_rng(seed)
         centroids = rng.standard_normal((clusters, self.dim), dtype=np.float32)
+        if noise_seed is not None:
+            rng = np.random.default_rng(noise_seed)
         out = np.empty((n, self.dim), dtype=np.float32)
         for lo in range(0, n, 100_000):
             hi = min(n, lo + 100_000)
