@@ -81,7 +81,7 @@ def demo() -> None:
             f"visited={tr['visited']}, controller calls={tr['controller_calls']}\n"
         )
     print(
-        f"{len(QUERIES)} queries in lockstep: {s['controller_calls_query']} -> {memory.calls['query']} controller calls in total"
+        f"{len(QUERIES)} queries ran in lockstep: {memory.calls['query']} controller calls for all of them"
     )
 
 
