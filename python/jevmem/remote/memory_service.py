@@ -1,0 +1,426 @@
+"""``jevmem.v1.MemoryService``: named memories over gRPC, and a thin client.
+
+Each name is its own :class:`~jevmem.memory.Memory`: separate store, indexes
+and controller counters, so nothing written under one name can be found
+under another. Calls on one memory are serialised by its own lock; calls on
+different memories run in parallel (up to the server's concurrency cap).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, NoReturn
+
+import grpc
+
+from jevmem._proto.jevmem.v1 import memory_pb2 as pb
+from jevmem._proto.jevmem.v1 import memory_pb2_grpc as pb_grpc
+from jevmem.errors import JevmemError
+from jevmem.memory import EvidenceItem, Memory, SearchResult, Via
+from jevmem.remote.server import RunningServer, ServerOptions, start_server
+
+__all__ = ["MEMORY_SERVICE", "MemoryClient", "MemoryServicer", "serve_memory"]
+
+MEMORY_SERVICE = "jevmem.v1.MemoryService"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+MAX_K = 1000
+
+
+class _Abort(Exception):
+    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+def _bad(message: str) -> NoReturn:
+    raise _Abort(grpc.StatusCode.INVALID_ARGUMENT, message)
+
+
+def _obs_kwargs(o: pb.Observation, where: str) -> dict[str, Any]:
+    if not o.text.strip():
+        _bad(f"{where}.text must be non-empty")
+    which = o.WhichOneof("time")
+    ts: int | str | None = (
+        o.unix_seconds if which == "unix_seconds" else o.time_text if which == "time_text" else None
+    )
+    return {
+        "text": o.text,
+        "timestamp": ts,
+        "speaker": o.speaker or None,
+        "provenance": dict(o.provenance),
+        "entities": list(o.entities) or None,
+    }
+
+
+def _result_to_proto(r: SearchResult) -> pb.SearchResult:
+    out = pb.SearchResult(
+        query=r.query,
+        sufficient=r.sufficient,
+        trace_json=json.dumps(r.trace, default=str, separators=(",", ":")),
+    )
+    for name in ("sufficiency", "usefulness", "missing", "contradiction"):
+        v = getattr(r, name)
+        if v is not None:
+            setattr(out, name, float(v))
+    for e in r.evidence:
+        item = out.evidence.add(
+            id=e.id,
+            text=e.text,
+            score=float(e.score),
+            provenance=e.provenance,
+            time_refs_json=json.dumps(list(e.time_refs), default=str),
+        )
+        if e.timestamp is not None:
+            item.timestamp = e.timestamp
+        if e.via is not None:
+            item.via.CopyFrom(
+                pb.Via(
+                    view=e.via.view,
+                    src=e.via.src,
+                    dst=e.via.dst,
+                    weight=float(e.via.weight),
+                    from_node=e.via.from_node,
+                )
+            )
+    return out
+
+
+def _result_from_proto(m: pb.SearchResult) -> SearchResult:
+    evidence = [
+        EvidenceItem(
+            e.id,
+            e.text,
+            e.score,
+            e.timestamp if e.HasField("timestamp") else None,
+            dict(e.provenance),
+            Via(e.via.view, e.via.src, e.via.dst, e.via.weight, e.via.from_node)
+            if e.HasField("via")
+            else None,
+            tuple(json.loads(e.time_refs_json or "[]")),
+        )
+        for e in m.evidence
+    ]
+    opt = {
+        n: getattr(m, n) if m.HasField(n) else None
+        for n in ("sufficiency", "usefulness", "missing", "contradiction")
+    }
+    return SearchResult(m.query, evidence, json.loads(m.trace_json or "{}"), **opt)
+
+
+class MemoryServicer(pb_grpc.MemoryServiceServicer):
+    """Hosts named memories; ``factory(name)`` makes a new one on first write."""
+
+    def __init__(
+        self,
+        memories: Mapping[str, Memory] | None = None,
+        *,
+        factory: Callable[[str], Memory] | None = None,
+        max_memories: int = 1024,
+    ) -> None:
+        self._memories: dict[str, Memory] = dict(memories or {})
+        self._locks: dict[str, threading.Lock] = {n: threading.Lock() for n in self._memories}
+        self._factory = factory
+        self._max = max_memories
+        self._registry = threading.Lock()
+
+    @property
+    def memories(self) -> dict[str, Memory]:
+        return dict(self._memories)
+
+    @contextmanager
+    def _memory(self, name: str, *, create: bool = False) -> Iterator[Memory]:
+        if not _NAME.match(name):
+            _bad(
+                f"memory name {name!r} is invalid: use 1-128 letters, digits, '.', '_' or '-', "
+                "starting with a letter or digit"
+            )
+        with self._registry:
+            m = self._memories.get(name)
+            if m is None:
+                if not create or self._factory is None:
+                    raise _Abort(grpc.StatusCode.NOT_FOUND, f"no memory named {name!r}")
+                if len(self._memories) >= self._max:
+                    raise _Abort(
+                        grpc.StatusCode.RESOURCE_EXHAUSTED,
+                        f"this server holds its maximum of {self._max} memories",
+                    )
+                m = self._memories[name] = self._factory(name)
+                self._locks[name] = threading.Lock()
+            lock = self._locks[name]
+        with lock:
+            yield m
+
+    def _run(self, context: grpc.ServicerContext, fn: Callable[[], Any]) -> Any:
+        try:
+            return fn()
+        except _Abort as exc:
+            context.abort(exc.code, exc.message)
+        except KeyError as exc:  # NodeNotFoundError included
+            context.abort(grpc.StatusCode.NOT_FOUND, str(exc.args[0] if exc.args else exc))
+        except (ValueError, TypeError) as exc:  # InvalidInputError and friends
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{type(exc).__name__}: {exc}")
+        except JevmemError as exc:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"{type(exc).__name__}: {exc}")
+
+    # ---- writes -----------------------------------------------------------------
+
+    def Add(self, request: pb.AddRequest, context: grpc.ServicerContext) -> pb.AddResponse:
+        def go() -> pb.AddResponse:
+            if not request.HasField("observation"):
+                _bad("observation is required")
+            kw = _obs_kwargs(request.observation, "observation")
+            with self._memory(request.memory, create=True) as m:
+                text = kw.pop("text")
+                return pb.AddResponse(id=m.add(text, **kw))
+
+        result: pb.AddResponse = self._run(context, go)
+        return result
+
+    def AddBatch(
+        self, request: pb.AddBatchRequest, context: grpc.ServicerContext
+    ) -> pb.AddBatchResponse:
+        def go() -> pb.AddBatchResponse:
+            if not request.observations:
+                _bad("observations is empty: send at least one")
+            rows = [
+                _obs_kwargs(o, f"observations[{i}]") for i, o in enumerate(request.observations)
+            ]
+            with self._memory(request.memory, create=True) as m:
+                ids = m.add_batch(
+                    [r["text"] for r in rows],
+                    timestamps=[r["timestamp"] for r in rows],
+                    speakers=[r["speaker"] for r in rows],
+                    provenances=[r["provenance"] for r in rows],
+                    entities=[r["entities"] for r in rows],
+                )
+            return pb.AddBatchResponse(ids=ids)
+
+        result: pb.AddBatchResponse = self._run(context, go)
+        return result
+
+    # ---- reads ------------------------------------------------------------------
+
+    @staticmethod
+    def _options(o: pb.SearchOptions) -> dict[str, Any]:
+        k = o.k or 10
+        if k > MAX_K:
+            _bad(f"options.k must be at most {MAX_K}, got {k}")
+        which = o.WhichOneof("now")
+        now = (
+            o.now_unix_seconds
+            if which == "now_unix_seconds"
+            else o.now_text
+            if which == "now_text"
+            else None
+        )
+        return {"k": k, "mode": o.mode or "full", "now": now}
+
+    def Search(self, request: pb.SearchRequest, context: grpc.ServicerContext) -> pb.SearchResponse:
+        def go() -> pb.SearchResponse:
+            if not request.query.strip():
+                _bad("query must be non-empty")
+            opts = self._options(request.options)
+            with self._memory(request.memory) as m:
+                r = m.search(request.query, opts["k"], now=opts["now"], mode=opts["mode"])
+            return pb.SearchResponse(result=_result_to_proto(r))
+
+        result: pb.SearchResponse = self._run(context, go)
+        return result
+
+    def SearchBatch(
+        self, request: pb.SearchBatchRequest, context: grpc.ServicerContext
+    ) -> pb.SearchBatchResponse:
+        def go() -> pb.SearchBatchResponse:
+            if not request.queries:
+                _bad("queries is empty: send at least one")
+            for i, q in enumerate(request.queries):
+                if not q.strip():
+                    _bad(f"queries[{i}] must be non-empty")
+            opts = self._options(request.options)
+            with self._memory(request.memory) as m:
+                rs = m.search_batch(
+                    list(request.queries), opts["k"], now=opts["now"], mode=opts["mode"]
+                )
+            return pb.SearchBatchResponse(results=[_result_to_proto(r) for r in rs])
+
+        result: pb.SearchBatchResponse = self._run(context, go)
+        return result
+
+    def Get(self, request: pb.GetRequest, context: grpc.ServicerContext) -> pb.GetResponse:
+        def go() -> pb.GetResponse:
+            with self._memory(request.memory) as m:
+                if request.id not in m:
+                    raise _Abort(
+                        grpc.StatusCode.NOT_FOUND,
+                        f"memory {request.memory!r} has no node {request.id}",
+                    )
+                n = m.get(request.id)
+            node = pb.Node(
+                id=n.id,
+                text=n.text,
+                provenance=n.provenance,
+                entities=n.entities,
+                types=[float(t) for t in n.types],
+            )
+            if n.timestamp is not None:
+                node.timestamp = n.timestamp
+            return pb.GetResponse(node=node)
+
+        result: pb.GetResponse = self._run(context, go)
+        return result
+
+    def Stats(self, request: pb.StatsRequest, context: grpc.ServicerContext) -> pb.StatsResponse:
+        def go() -> pb.StatsResponse:
+            with self._memory(request.memory) as m:
+                s = m.stats()
+            return pb.StatsResponse(stats_json=json.dumps(s, default=str))
+
+        result: pb.StatsResponse = self._run(context, go)
+        return result
+
+    def Health(
+        self, request: pb.MemoryHealthRequest, context: grpc.ServicerContext
+    ) -> pb.MemoryHealthResponse:
+        def go() -> pb.MemoryHealthResponse:
+            if not _NAME.match(request.memory):
+                _bad(f"memory name {request.memory!r} is invalid")
+            m = self._memories.get(request.memory)
+            if m is None:
+                return pb.MemoryHealthResponse(status=pb.MemoryHealthResponse.UNKNOWN_MEMORY)
+            return pb.MemoryHealthResponse(status=pb.MemoryHealthResponse.SERVING, nodes=len(m))
+
+        result: pb.MemoryHealthResponse = self._run(context, go)
+        return result
+
+
+def serve_memory(
+    memories: Mapping[str, Memory] | None = None,
+    opts: ServerOptions | None = None,
+    *,
+    factory: Callable[[str], Memory] | None = None,
+    max_memories: int = 1024,
+) -> tuple[RunningServer, MemoryServicer]:
+    """Start a ``jevmem.v1.MemoryService``; with a ``factory``, names are created on first write."""
+    servicer = MemoryServicer(memories, factory=factory, max_memories=max_memories)
+
+    def register(server: grpc.Server) -> list[str]:
+        pb_grpc.add_MemoryServiceServicer_to_server(servicer, server)
+        return [MEMORY_SERVICE]
+
+    return start_server(register, opts or ServerOptions()), servicer
+
+
+class MemoryClient:
+    """A thin client of one server; results come back as :class:`SearchResult`."""
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        token: str | None = None,
+        timeout_s: float = 30.0,
+        root_certificates: bytes | None = None,
+        max_message_bytes: int = 64 * 1024 * 1024,
+    ) -> None:
+        options = [
+            ("grpc.max_send_message_length", max_message_bytes),
+            ("grpc.max_receive_message_length", max_message_bytes),
+        ]
+        self._channel = (
+            grpc.secure_channel(
+                target, grpc.ssl_channel_credentials(root_certificates), options=options
+            )
+            if root_certificates is not None
+            else grpc.insecure_channel(target, options=options)
+        )
+        self.stub = pb_grpc.MemoryServiceStub(self._channel)
+        self.timeout_s = timeout_s
+        self.metadata: tuple[tuple[str, str], ...] = (
+            (("authorization", f"Bearer {token}"),) if token else ()
+        )
+
+    @staticmethod
+    def observation(
+        text: str,
+        *,
+        timestamp: int | str | None = None,
+        speaker: str | None = None,
+        provenance: Mapping[str, str] | None = None,
+        entities: Sequence[str] = (),
+    ) -> pb.Observation:
+        o = pb.Observation(
+            text=text, speaker=speaker or "", provenance=provenance or {}, entities=entities
+        )
+        if isinstance(timestamp, int):
+            o.unix_seconds = timestamp
+        elif isinstance(timestamp, str):
+            o.time_text = timestamp
+        return o
+
+    def add(self, memory: str, text: str, **kw: Any) -> int:
+        r = self.stub.Add(
+            pb.AddRequest(memory=memory, observation=self.observation(text, **kw)),
+            timeout=self.timeout_s,
+            metadata=self.metadata,
+        )
+        return int(r.id)
+
+    def add_batch(self, memory: str, observations: Sequence[pb.Observation]) -> list[int]:
+        r = self.stub.AddBatch(
+            pb.AddBatchRequest(memory=memory, observations=observations),
+            timeout=self.timeout_s,
+            metadata=self.metadata,
+        )
+        return [int(i) for i in r.ids]
+
+    def search(self, memory: str, query: str, k: int = 10, *, mode: str = "") -> SearchResult:
+        r = self.stub.Search(
+            pb.SearchRequest(memory=memory, query=query, options=pb.SearchOptions(k=k, mode=mode)),
+            timeout=self.timeout_s,
+            metadata=self.metadata,
+        )
+        return _result_from_proto(r.result)
+
+    def search_batch(
+        self, memory: str, queries: Sequence[str], k: int = 10, *, mode: str = ""
+    ) -> list[SearchResult]:
+        r = self.stub.SearchBatch(
+            pb.SearchBatchRequest(
+                memory=memory, queries=queries, options=pb.SearchOptions(k=k, mode=mode)
+            ),
+            timeout=self.timeout_s,
+            metadata=self.metadata,
+        )
+        return [_result_from_proto(x) for x in r.results]
+
+    def get(self, memory: str, node_id: int) -> pb.Node:
+        r = self.stub.Get(
+            pb.GetRequest(memory=memory, id=node_id), timeout=self.timeout_s, metadata=self.metadata
+        )
+        return r.node
+
+    def stats(self, memory: str) -> dict[str, Any]:
+        r = self.stub.Stats(
+            pb.StatsRequest(memory=memory), timeout=self.timeout_s, metadata=self.metadata
+        )
+        out: dict[str, Any] = json.loads(r.stats_json)
+        return out
+
+    def health(self, memory: str) -> pb.MemoryHealthResponse:
+        r: pb.MemoryHealthResponse = self.stub.Health(
+            pb.MemoryHealthRequest(memory=memory), timeout=self.timeout_s, metadata=self.metadata
+        )
+        return r
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> MemoryClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,243 @@
+"""gRPC servers: shared plumbing and the System-One controller service.
+
+Every server built here binds an explicit address (``127.0.0.1`` unless told
+otherwise), serves the standard ``grpc.health.v1.Health`` service, caps its
+message sizes, sheds load past ``max_concurrent_rpcs`` with
+RESOURCE_EXHAUSTED, optionally speaks TLS, optionally requires a bearer
+token (UNAUTHENTICATED without it; the health service stays open to probes),
+and shuts down gracefully: health turns NOT_SERVING, in-flight calls get
+``grace_s`` to finish.
+"""
+
+from __future__ import annotations
+
+import hmac
+import importlib
+import logging
+import signal
+import threading
+from collections.abc import Callable, Sequence
+from concurrent import futures
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+from jevmem._proto.jevmem.v1 import controller_pb2 as pb
+from jevmem._proto.jevmem.v1 import controller_pb2_grpc as pb_grpc
+from jevmem.controller.local import LocalController
+from jevmem.controller.types import ControllerError, SystemOne, validate_answers
+from jevmem.remote.convert import BadRequest, answers_to_proto, requests_from_proto
+
+__all__ = [
+    "ControllerServicer",
+    "RunningServer",
+    "ServerOptions",
+    "load_controller",
+    "serve_controller",
+    "start_server",
+]
+
+log = logging.getLogger("jevmem.remote")
+
+HEALTH_PREFIX = "/grpc.health.v1.Health/"
+CONTROLLER_SERVICE = "jevmem.v1.SystemOne"
+
+
+@dataclass
+class ServerOptions:
+    host: str = "127.0.0.1"
+    #: 0 picks a free port; :attr:`RunningServer.port` tells which.
+    port: int = 0
+    max_workers: int = 16
+    #: Calls beyond this many in flight are refused with RESOURCE_EXHAUSTED.
+    max_concurrent_rpcs: int = 64
+    max_message_bytes: int = 64 * 1024 * 1024
+    #: When set, every call but health checks needs ``authorization: Bearer <token>``.
+    token: str | None = None
+    #: PEM bytes; both set switches the port to TLS.
+    tls_cert: bytes | None = None
+    tls_key: bytes | None = None
+    grace_s: float = 5.0
+
+
+class _BearerAuth(grpc.ServerInterceptor):
+    def __init__(self, token: str) -> None:
+        self._expected = f"Bearer {token}".encode()
+
+        def deny(request: Any, context: grpc.ServicerContext) -> NoReturn:
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+
+        self._deny: grpc.RpcMethodHandler[Any, Any] = grpc.unary_unary_rpc_method_handler(deny)
+
+    def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler[Any, Any] | None],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler[Any, Any] | None:
+        if handler_call_details.method.startswith(HEALTH_PREFIX):
+            return continuation(handler_call_details)
+        for key, value in handler_call_details.invocation_metadata:
+            if key == "authorization":
+                got = value.encode() if isinstance(value, str) else value
+                if hmac.compare_digest(got, self._expected):
+                    return continuation(handler_call_details)
+        return self._deny
+
+
+class RunningServer:
+    """A started server: its port, its health servicer, and a graceful stop."""
+
+    def __init__(
+        self, server: grpc.Server, port: int, health_servicer: Any, services: Sequence[str]
+    ) -> None:
+        self.server, self.port, self.health, self.services = (
+            server,
+            port,
+            health_servicer,
+            tuple(services),
+        )
+        self._stopped = threading.Event()
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def stop(self, grace_s: float | None = 0.0) -> None:
+        """Stop: health NOT_SERVING, refuse new calls, give in-flight ones ``grace_s``."""
+        if self._stopped.is_set():
+            return
+        self._stopped.set()
+        self.health.enter_graceful_shutdown()
+        self.server.stop(grace_s).wait()
+
+    def wait(self) -> None:
+        self.server.wait_for_termination()
+
+    def serve_forever(self, grace_s: float = 5.0) -> None:
+        """Block until SIGINT/SIGTERM, then stop gracefully."""
+        done = threading.Event()
+
+        def on_signal(signum: int, frame: object) -> None:
+            log.info("signal %s: shutting down (grace %.1fs)", signum, grace_s)
+            done.set()
+
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, on_signal)
+        done.wait()
+        self.stop(grace_s)
+
+    def __enter__(self) -> RunningServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop(0.0)
+
+
+def start_server(
+    register: Callable[[grpc.Server], Sequence[str]], opts: ServerOptions
+) -> RunningServer:
+    """Build, bind and start a server; ``register`` adds the services and names them."""
+    if opts.max_concurrent_rpcs < 1 or opts.max_workers < 1 or opts.max_message_bytes < 1024:
+        raise ValueError("max_concurrent_rpcs and max_workers must be >= 1, messages >= 1 KiB")
+    interceptors: list[grpc.ServerInterceptor] = [_BearerAuth(opts.token)] if opts.token else []
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=opts.max_workers, thread_name_prefix="jevmem-grpc"),
+        interceptors=interceptors,
+        options=[
+            ("grpc.max_send_message_length", opts.max_message_bytes),
+            ("grpc.max_receive_message_length", opts.max_message_bytes),
+            ("grpc.so_reuseport", 0),
+        ],
+        maximum_concurrent_rpcs=opts.max_concurrent_rpcs,
+    )
+    services = list(register(server))
+    health_servicer = health.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    address = f"{opts.host}:{opts.port}"
+    if opts.tls_cert is not None and opts.tls_key is not None:
+        creds = grpc.ssl_server_credentials([(opts.tls_key, opts.tls_cert)])
+        port = server.add_secure_port(address, creds)
+    elif opts.tls_cert is not None or opts.tls_key is not None:
+        raise ValueError("TLS needs both a certificate and a key")
+    else:
+        port = server.add_insecure_port(address)
+    if port == 0:
+        raise OSError(f"could not bind {address}")
+    server.start()
+    for name in [*services, ""]:
+        health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    return RunningServer(server, port, health_servicer, services)
+
+
+# ---- the controller service ----------------------------------------------------
+
+
+class ControllerServicer(pb_grpc.SystemOneServicer):
+    """Serves any :class:`SystemOne`; checks requests in and answers out."""
+
+    def __init__(self, controller: SystemOne, *, validate: bool = True) -> None:
+        self.controller = controller
+        self.validate = validate
+        self.controller_name = str(getattr(controller, "name", type(controller).__name__))
+
+    def Decide(self, request: pb.DecideRequest, context: grpc.ServicerContext) -> pb.DecideResponse:
+        try:
+            requests = requests_from_proto(request)
+        except BadRequest as exc:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        if not requests:
+            return pb.DecideResponse(controller=self.controller_name)
+        try:
+            answers = self.controller.decide(requests)
+        except KeyError as exc:  # the local controller's "no answer for kind ..."
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc.args[0] if exc.args else exc))
+        except Exception as exc:
+            log.exception("controller %s failed", self.controller_name)
+            context.abort(
+                grpc.StatusCode.INTERNAL,
+                f"controller {self.controller_name} failed: {type(exc).__name__}: {exc}",
+            )
+        if self.validate:
+            try:
+                validate_answers(requests, answers)
+            except ControllerError as exc:
+                context.abort(
+                    grpc.StatusCode.INTERNAL,
+                    f"controller {self.controller_name} gave invalid answers: {exc}",
+                )
+        return answers_to_proto(answers, self.controller_name)
+
+
+def load_controller(spec: str | None) -> SystemOne:
+    """``None`` or ``"local"``: the local controller; else ``module:Class`` built with no arguments."""
+    if spec in (None, "", "local"):
+        return LocalController()
+    assert spec is not None
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"controller must be 'local' or 'module:Class', got {spec!r}")
+    obj: Any = importlib.import_module(module_name)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    controller = obj() if isinstance(obj, type) or callable(obj) else obj
+    if not isinstance(controller, SystemOne):
+        raise TypeError(f"{spec} is not a SystemOne controller (it needs name and decide())")
+    return controller
+
+
+def serve_controller(
+    controller: SystemOne | None = None,
+    opts: ServerOptions | None = None,
+    *,
+    validate: bool = True,
+) -> RunningServer:
+    """Start a ``jevmem.v1.SystemOne`` server for ``controller`` (local by default)."""
+    servicer = ControllerServicer(controller or LocalController(), validate=validate)
+
+    def register(server: grpc.Server) -> list[str]:
+        pb_grpc.add_SystemOneServicer_to_server(servicer, server)
+        return [CONTROLLER_SERVICE]
+
+    return start_server(register, opts or ServerOptions())
