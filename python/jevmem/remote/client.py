@@ -116,9 +116,9 @@ class CircuitBreaker:
 
 
 class _Failure(Exception):
-    def __init__(self, reason: str, detail: str) -> None:
+    def __init__(self, reason: str, detail: str, attempts: int = 0) -> None:
         super().__init__(f"{reason}: {detail}")
-        self.reason, self.detail = reason, detail
+        self.reason, self.detail, self.attempts = reason, detail, attempts
 
 
 class GrpcController:
@@ -187,6 +187,7 @@ class GrpcController:
         self._batch_fell_back = False
         self._name_read = False
         self.remote_name: str | None = None
+        self._label: str | None = None
         self.outcomes: deque[CallOutcome] = deque(maxlen=history)
         self.counters: Counter[str] = Counter()
 
@@ -204,7 +205,14 @@ class GrpcController:
             self._name_read = True
             if self._batch_fell_back:
                 return FALLBACK_NAME
+        if self._label is not None:
+            return self._label
         return f"grpc:{self.remote_name}" if self.remote_name else "grpc"
+
+    @name.setter
+    def name(self, value: str) -> None:
+        """Override the label used while calls go to the remote (the fallback mark stays)."""
+        self._label = value
 
     @property
     def last_outcome(self) -> CallOutcome | None:
@@ -260,7 +268,7 @@ class GrpcController:
             self._record(CallOutcome("remote", None, attempts, time.monotonic() - t0))
             return answers
         except _Failure as f:
-            return self._fall_back(requests, f, attempts, t0)
+            return self._fall_back(requests, f, max(attempts, f.attempts), t0)
 
     def _call(self, message: pb.DecideRequest, end: float) -> tuple[pb.DecideResponse, int]:
         attempt = 0
@@ -269,7 +277,9 @@ class GrpcController:
             self.counters["rpcs"] += 1
             timeout = min(self.timeout_s, end - time.monotonic())
             if timeout <= 0.001:
-                raise _Failure("DEADLINE_EXCEEDED", "the time budget ran out between retries")
+                raise _Failure(
+                    "DEADLINE_EXCEEDED", "the time budget ran out between retries", attempt - 1
+                )
             try:
                 response: pb.DecideResponse = self._stub.Decide(
                     message, timeout=timeout, metadata=self._metadata, wait_for_ready=False
@@ -279,11 +289,11 @@ class GrpcController:
                 code = exc.code() if isinstance(exc, grpc.Call) else grpc.StatusCode.UNKNOWN
                 detail = exc.details() if isinstance(exc, grpc.Call) else str(exc)
                 if code != grpc.StatusCode.UNAVAILABLE or attempt > self.retries:
-                    raise _Failure(code.name, detail or "") from None
+                    raise _Failure(code.name, detail or "", attempt) from None
                 pause = min(self.backoff_max_s, self.backoff_s * 2 ** (attempt - 1))
                 pause *= 0.5 + random.random() / 2
                 if time.monotonic() + pause >= end:
-                    raise _Failure(code.name, detail or "") from None
+                    raise _Failure(code.name, detail or "", attempt) from None
                 self.counters["retries"] += 1
                 time.sleep(pause)
 

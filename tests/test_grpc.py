@@ -1,0 +1,682 @@
+"""gRPC: remote controllers (equivalence, faults, breaker), the servers' limits, the memory service.
+
+Every server runs on 127.0.0.1 with a port picked at run time and is stopped
+by its fixture; every remote call in here has a deadline.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import select
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from jevmem import HashEmbedder, LocalController, Memory
+from jevmem._proto.jevmem.v1 import controller_pb2 as cpb
+from jevmem._proto.jevmem.v1 import controller_pb2_grpc as cpb_grpc
+from jevmem._proto.jevmem.v1 import memory_pb2 as mpb
+from jevmem.controller import Answer, DecisionRequest, NoulAnswer
+from jevmem.controller.catalogue import routing_questions
+from jevmem.remote import (
+    GrpcController,
+    MemoryClient,
+    RemoteControllerError,
+    RunningServer,
+    ServerOptions,
+    load_controller,
+    serve_controller,
+    serve_memory,
+)
+from jevmem.remote.convert import requests_to_proto
+from jevmem.remote.server import start_server
+
+REPO = Path(__file__).resolve().parents[1]
+NAMES = ["Maya", "Lena", "Ines", "Tom"]
+TOPICS = ["cello lessons", "a trip to Lisbon", "the release deploy", "oat milk coffee", "hiking"]
+TEXTS = [f"{n} talked about {t} with friends" for n in NAMES for t in TOPICS]
+STAMPS = [1_700_000_000 + i * 3_600 for i in range(len(TEXTS))]
+QUERIES = [
+    "what does Maya play?",
+    "where did Lena travel?",
+    "why did Tom deploy the release?",
+    "what coffee does Ines like?",
+]
+
+
+def fill(m: Memory) -> None:
+    m.add_batch(TEXTS, timestamps=STAMPS, speakers=[t.split()[0] for t in TEXTS])
+
+
+def local_memory() -> Memory:
+    m = Memory(HashEmbedder(64))
+    fill(m)
+    return m
+
+
+def evidence(rs: Sequence[Any]) -> list[list[tuple[int, float]]]:
+    return [[(e.id, e.score) for e in r.evidence] for r in rs]
+
+
+def health_status(address: str, service: str = "") -> int:
+    with grpc.insecure_channel(address) as ch:
+        r = health_pb2_grpc.HealthStub(ch).Check(
+            health_pb2.HealthCheckRequest(service=service), timeout=2
+        )
+    return int(r.status)
+
+
+@pytest.fixture(scope="module")
+def local_server() -> Iterator[RunningServer]:
+    with serve_controller() as s:
+        yield s
+
+
+class RawServicer(cpb_grpc.SystemOneServicer):
+    """Answers through ``respond`` with full control of the wire: garbage, delays, errors."""
+
+    def __init__(
+        self, respond: Callable[[cpb.DecideRequest, grpc.ServicerContext], cpb.DecideResponse]
+    ) -> None:
+        self.respond = respond
+        self.calls = 0
+
+    def Decide(
+        self, request: cpb.DecideRequest, context: grpc.ServicerContext
+    ) -> cpb.DecideResponse:
+        self.calls += 1
+        return self.respond(request, context)
+
+
+def raw_server(
+    respond: Callable[[cpb.DecideRequest, grpc.ServicerContext], cpb.DecideResponse],
+    **opts: Any,
+) -> tuple[RunningServer, RawServicer]:
+    servicer = RawServicer(respond)
+
+    def register(server: grpc.Server) -> list[str]:
+        cpb_grpc.add_SystemOneServicer_to_server(servicer, server)
+        return ["jevmem.v1.SystemOne"]
+
+    return start_server(register, ServerOptions(**opts)), servicer
+
+
+def local_answers(request: cpb.DecideRequest) -> cpb.DecideResponse:
+    """The local controller's answers, as the real server would send them."""
+    from jevmem.remote.convert import answers_to_proto, requests_from_proto
+
+    return answers_to_proto(LocalController().decide(requests_from_proto(request)), "raw")
+
+
+def routing_request() -> list[DecisionRequest]:
+    return [
+        DecisionRequest(
+            "routing",
+            {"query": {"text": "why did Tom deploy?", "entities": ["Tom"]}},
+            routing_questions(),
+        )
+    ]
+
+
+# ---- equivalence and RPC counts ----------------------------------------------------------
+
+
+def test_remote_local_controller_gives_the_same_evidence(local_server: RunningServer) -> None:
+    base = local_memory()
+    with GrpcController(local_server.address, use_fallback=False) as g:
+        remote = Memory(HashEmbedder(64), controller=g)
+        fill(remote)
+        assert g.counters["rpcs"] == remote.calls["write"]  # one RPC per add_batch phase
+        rs = remote.search_batch(QUERIES)
+        assert evidence(rs) == evidence(base.search_batch(QUERIES))
+        for a, b in zip(rs, base.search_batch(QUERIES), strict=True):
+            assert a.sufficiency == b.sufficiency
+            assert a.trace["controller"] == "grpc:local"
+            assert a.trace["stop_reason"] == b.trace["stop_reason"]
+        # one RPC per lockstep round, not per query
+        assert g.counters["rpcs"] == remote.calls["write"] + remote.calls["query"]
+        assert remote.calls["query"] < len(QUERIES) * max(r.trace["controller_calls"] for r in rs)
+        assert g.counters["fallbacks"] == 0
+
+
+def test_search_batch_makes_one_rpc_per_round(local_server: RunningServer) -> None:
+    with GrpcController(local_server.address, use_fallback=False) as g:
+        m = Memory(HashEmbedder(64), controller=g)
+        fill(m)
+        before = g.counters["rpcs"]
+        rs = m.search_batch(QUERIES * 8)
+        rounds = max(r.trace["controller_calls"] for r in rs)
+        assert g.counters["rpcs"] - before == rounds
+
+
+# ---- faults ------------------------------------------------------------------------------
+
+
+def _spawn_controller() -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jevmem", "serve-controller", "--port", "0", "--grace", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        cwd=REPO,
+    )
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], 20)
+    if not ready:
+        proc.kill()
+        pytest.fail("serve-controller did not start within 20 s")
+    line = proc.stdout.readline()
+    assert "listening on 127.0.0.1:" in line, line
+    return proc, line.rsplit(" ", 1)[1].strip()
+
+
+class KillOnCall:
+    """Delegates to ``inner``; kills ``proc`` just before call number ``n``."""
+
+    def __init__(self, inner: GrpcController, proc: subprocess.Popen[str], n: int) -> None:
+        self.inner, self.proc, self.n, self.calls = inner, proc, n, 0
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @name.setter
+    def name(self, value: str) -> None:
+        self.inner.name = value
+
+    def decide(self, requests: Sequence[DecisionRequest]) -> list[dict[str, Answer]]:
+        self.calls += 1
+        if self.calls == self.n:
+            self.proc.kill()
+            self.proc.wait(5)
+        return self.inner.decide(requests)
+
+
+def test_controller_killed_mid_search_batch_falls_back_and_marks_the_trace() -> None:
+    proc, address = _spawn_controller()
+    try:
+        g = GrpcController(address, timeout_s=1.0, backoff_s=0.01, breaker_failures=2)
+        g.wait_ready(10)
+        m = Memory(HashEmbedder(64), controller=LocalController())
+        fill(m)
+        killer = KillOnCall(g, proc, n=2)
+        m.controller = killer
+        t0 = time.monotonic()
+        rs = m.search_batch(QUERIES)
+        elapsed = time.monotonic() - t0
+        assert elapsed < 5.0
+        assert all(r.trace["controller"] == "local-fallback" for r in rs)
+        assert g.counters["fallbacks"] >= 1
+        assert g.outcomes[0].source == "remote"
+        assert {o.reason for o in g.outcomes if o.source == "fallback"} <= {
+            "UNAVAILABLE",
+            "breaker_open",
+            "CANCELLED",
+        }
+        # the fallback is the local controller: same evidence as in-process
+        assert evidence(rs) == evidence(local_memory().search_batch(QUERIES))
+        g.close()
+    finally:
+        proc.kill()
+        proc.wait(5)
+
+
+def test_slow_controller_past_deadline_falls_back_in_time_and_the_breaker_opens() -> None:
+    def slow(request: cpb.DecideRequest, context: grpc.ServicerContext) -> cpb.DecideResponse:
+        time.sleep(1.0)
+        return local_answers(request)
+
+    server, servicer = raw_server(slow)
+    with server, GrpcController(server.address, timeout_s=0.15, breaker_failures=2) as g:
+        m = Memory(HashEmbedder(64), controller=g)
+        t0 = time.monotonic()
+        fill(m)
+        rs = m.search_batch(QUERIES)
+        elapsed = time.monotonic() - t0
+        # two timed-out calls open the breaker; every later call is answered locally at once
+        assert elapsed < 1.5
+        assert servicer.calls == 2
+        assert [o.reason for o in g.outcomes][:2] == ["DEADLINE_EXCEEDED"] * 2
+        assert g.breaker.state == "open"
+        assert all(r.trace["controller"] == "local-fallback" for r in rs)
+        assert evidence(rs) == evidence(local_memory().search_batch(QUERIES))
+
+
+def _garbage(kind: str) -> Callable[[cpb.DecideRequest, grpc.ServicerContext], cpb.DecideResponse]:
+    def respond(request: cpb.DecideRequest, context: grpc.ServicerContext) -> cpb.DecideResponse:
+        good = local_answers(request)
+        first = good.results[0].answers[0]
+        if kind == "nan":
+            first.noul.value = math.nan
+        elif kind == "out_of_range":
+            first.noul.value = 1.5
+        elif kind == "negative":
+            first.noul.value = -0.1
+        elif kind == "missing":
+            del good.results[0].answers[0]
+        elif kind == "extra":
+            good.results[0].answers.add(question_id="nope", noul=cpb.NoulAnswer(value=0.5))
+        elif kind == "duplicate":
+            good.results[0].answers.append(first)
+        elif kind == "wrong_type":
+            first.choice.label = "yes"
+        elif kind == "no_value":
+            first.ClearField("noul")
+        elif kind == "too_few_results":
+            del good.results[-1]
+        elif kind == "too_many_results":
+            good.results.add()
+        return good
+
+    return respond
+
+
+GARBAGE = [
+    "nan",
+    "out_of_range",
+    "negative",
+    "missing",
+    "extra",
+    "duplicate",
+    "wrong_type",
+    "no_value",
+    "too_few_results",
+    "too_many_results",
+]
+
+
+@pytest.mark.parametrize("kind", GARBAGE)
+def test_garbage_answers_are_never_trusted(kind: str) -> None:
+    server, _ = raw_server(_garbage(kind))
+    with server:
+        with GrpcController(server.address, timeout_s=2.0) as g:
+            got = g.decide(routing_request())
+            assert got == LocalController().decide(routing_request())
+            assert g.last_outcome is not None
+            assert (g.last_outcome.source, g.last_outcome.reason) == ("fallback", "invalid_answers")
+            assert g.name == "local-fallback"
+        with GrpcController(server.address, use_fallback=False) as strict:
+            with pytest.raises(RemoteControllerError, match="invalid_answers"):
+                strict.decide(routing_request())
+
+
+def test_garbage_search_batch_finishes_with_marked_fallback() -> None:
+    server, _ = raw_server(_garbage("nan"))
+    with server, GrpcController(server.address) as g:
+        m = Memory(HashEmbedder(64), controller=g)
+        fill(m)
+        rs = m.search_batch(QUERIES)
+        assert all(r.trace["controller"] == "local-fallback" for r in rs)
+        assert evidence(rs) == evidence(local_memory().search_batch(QUERIES))
+
+
+def test_only_unavailable_is_retried() -> None:
+    def flaky(request: cpb.DecideRequest, context: grpc.ServicerContext) -> cpb.DecideResponse:
+        if servicer.calls <= 2:
+            context.abort(grpc.StatusCode.UNAVAILABLE, "warming up")
+        return local_answers(request)
+
+    server, servicer = raw_server(flaky)
+    with server, GrpcController(server.address, retries=2, backoff_s=0.01) as g:
+        g.decide(routing_request())
+        assert g.last_outcome is not None
+        assert (g.last_outcome.source, g.last_outcome.attempts) == ("remote", 3)
+        assert g.counters["retries"] == 2
+
+    def broken(request: cpb.DecideRequest, context: grpc.ServicerContext) -> cpb.DecideResponse:
+        context.abort(grpc.StatusCode.INTERNAL, "boom")
+
+    server, servicer = raw_server(broken)
+    with server, GrpcController(server.address, retries=3) as g:
+        g.decide(routing_request())
+        assert servicer.calls == 1
+        assert g.last_outcome is not None
+        assert (g.last_outcome.reason, g.last_outcome.attempts) == ("INTERNAL", 1)
+
+
+def test_unreachable_server_fails_fast() -> None:
+    server = serve_controller()
+    address = server.address
+    server.stop()
+    with GrpcController(address, timeout_s=0.5, retries=2, backoff_s=0.01) as g:
+        t0 = time.monotonic()
+        g.decide(routing_request())
+        assert time.monotonic() - t0 < 2.0
+        assert g.last_outcome is not None and g.last_outcome.reason == "UNAVAILABLE"
+        with GrpcController(address, use_fallback=False, timeout_s=0.3) as strict:
+            with pytest.raises(RemoteControllerError, match="UNAVAILABLE"):
+                strict.decide(routing_request())
+
+
+def test_breaker_half_opens_and_recovers() -> None:
+    healthy = threading.Event()
+
+    def respond(request: cpb.DecideRequest, context: grpc.ServicerContext) -> cpb.DecideResponse:
+        if not healthy.is_set():
+            context.abort(grpc.StatusCode.INTERNAL, "down")
+        return local_answers(request)
+
+    server, servicer = raw_server(respond)
+    with server, GrpcController(server.address, breaker_failures=2, breaker_reset_s=0.2) as g:
+        for _ in range(4):
+            g.decide(routing_request())
+        assert servicer.calls == 2 and g.breaker.state == "open"
+        healthy.set()
+        time.sleep(0.25)
+        assert g.breaker.state == "half-open"
+        g.decide(routing_request())
+        assert g.breaker.state == "closed"
+        assert g.last_outcome is not None and g.last_outcome.source == "remote"
+
+
+def test_remaining_budget_bounds_the_call() -> None:
+    def slow(request: cpb.DecideRequest, context: grpc.ServicerContext) -> cpb.DecideResponse:
+        time.sleep(0.5)
+        return local_answers(request)
+
+    server, servicer = raw_server(slow)
+    with server, GrpcController(server.address, timeout_s=5.0, reserve_s=0.05) as g:
+        g.decide(routing_request(), budget_s=0.01)  # nothing left: no RPC at all
+        assert g.last_outcome is not None and g.last_outcome.reason == "no_budget"
+        assert servicer.calls == 0
+        t0 = time.monotonic()
+        g.decide(routing_request(), budget_s=0.2)  # the deadline is the budget, not timeout_s
+        assert time.monotonic() - t0 < 0.4
+        assert g.last_outcome is not None and g.last_outcome.reason == "DEADLINE_EXCEEDED"
+
+
+def test_the_fallback_mark_is_per_batch(local_server: RunningServer) -> None:
+    with GrpcController(local_server.address) as g:
+        m = Memory(HashEmbedder(64), controller=g)
+        fill(m)
+        assert all(r.trace["controller"] == "grpc:local" for r in m.search_batch(QUERIES))
+        for _ in range(3):  # force it open
+            g.breaker.failure()
+        assert all(r.trace["controller"] == "local-fallback" for r in m.search_batch(QUERIES))
+        g.breaker.success()
+        assert all(r.trace["controller"] == "grpc:local" for r in m.search_batch(QUERIES))
+
+
+# ---- server limits: auth, bad requests, load shedding, health ----------------------------
+
+
+def test_bearer_token_is_required() -> None:
+    with serve_controller(opts=ServerOptions(token="s3cret")) as server:
+        with GrpcController(server.address, use_fallback=False) as anon:
+            with pytest.raises(RemoteControllerError, match="UNAUTHENTICATED"):
+                anon.decide(routing_request())
+        with GrpcController(server.address, use_fallback=False, token="wrong") as bad:
+            with pytest.raises(RemoteControllerError, match="UNAUTHENTICATED"):
+                bad.decide(routing_request())
+        with GrpcController(server.address, use_fallback=False, token="s3cret") as ok:
+            assert ok.decide(routing_request()) == LocalController().decide(routing_request())
+        # health probes need no token
+        assert health_status(server.address) == health_pb2.HealthCheckResponse.SERVING
+
+
+def _raw_decide(address: str, request: cpb.DecideRequest) -> grpc.RpcError:
+    with grpc.insecure_channel(address) as ch:
+        with pytest.raises(grpc.RpcError) as info:
+            cpb_grpc.SystemOneStub(ch).Decide(request, timeout=2)
+    return info.value
+
+
+def _bad_request(kind: str) -> cpb.DecideRequest:
+    msg = requests_to_proto(routing_request())
+    r, q = msg.requests[0], msg.requests[0].questions[0]
+    if kind == "empty_id":
+        q.id = ""
+    elif kind == "duplicate_id":
+        r.questions.append(q)
+    elif kind == "bad_json":
+        r.state_json = "{not json"
+    elif kind == "not_object":
+        r.state_json = "[1, 2]"
+    elif kind == "no_spec":
+        q.ClearField("noul")
+    elif kind == "one_option":
+        q.choice.options.add(label="only")
+    elif kind == "unknown_kind":
+        q.kind = "route.astrology"
+    elif kind == "empty_purpose":
+        r.purpose = ""
+    return msg
+
+
+@pytest.mark.parametrize(
+    ("kind", "message"),
+    [
+        ("empty_id", "id is empty"),
+        ("duplicate_id", "repeated"),
+        ("bad_json", "not valid JSON"),
+        ("not_object", "JSON object"),
+        ("no_spec", "exactly one of noul or choice"),
+        ("one_option", "at least two"),
+        ("unknown_kind", "route.astrology"),
+        ("empty_purpose", "purpose is empty"),
+    ],
+)
+def test_bad_requests_get_invalid_argument(
+    local_server: RunningServer, kind: str, message: str
+) -> None:
+    err = _raw_decide(local_server.address, _bad_request(kind))
+    assert isinstance(err, grpc.Call)
+    assert err.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert message in (err.details() or "")
+
+
+class SlowLocal(LocalController):
+    name = "slow-local"
+
+    def decide(self, requests: Sequence[DecisionRequest]) -> list[dict[str, Answer]]:
+        time.sleep(0.3)
+        return super().decide(requests)
+
+
+def test_overload_is_shed_with_resource_exhausted() -> None:
+    opts = ServerOptions(max_concurrent_rpcs=2, max_workers=4)
+    with serve_controller(SlowLocal(), opts) as server:
+        msg = requests_to_proto(routing_request())
+        with grpc.insecure_channel(server.address) as ch:
+            stub = cpb_grpc.SystemOneStub(ch)
+
+            def call(_: int) -> str:
+                try:
+                    stub.Decide(msg, timeout=5)
+                    return "OK"
+                except grpc.RpcError as exc:
+                    assert isinstance(exc, grpc.Call)
+                    return exc.code().name
+
+            with ThreadPoolExecutor(6) as pool:
+                codes = list(pool.map(call, range(6)))
+        assert codes.count("OK") >= 2
+        assert "RESOURCE_EXHAUSTED" in codes
+        assert set(codes) <= {"OK", "RESOURCE_EXHAUSTED"}
+
+
+def test_server_validates_its_own_controller() -> None:
+    class Broken:
+        name = "broken"
+
+        def decide(self, requests: Sequence[DecisionRequest]) -> list[dict[str, Answer]]:
+            return [{q.id: NoulAnswer(2.0) for q in r.questions} for r in requests]
+
+    with serve_controller(Broken()) as server:
+        err = _raw_decide(server.address, requests_to_proto(routing_request()))
+        assert isinstance(err, grpc.Call) and err.code() == grpc.StatusCode.INTERNAL
+        assert "invalid answers" in (err.details() or "")
+
+
+def test_graceful_stop_turns_health_not_serving() -> None:
+    server = serve_controller()
+    assert health_status(server.address, "jevmem.v1.SystemOne") == 1
+    server.health.enter_graceful_shutdown()
+    assert health_status(server.address, "jevmem.v1.SystemOne") == 2  # NOT_SERVING
+    server.stop(0.5)
+
+
+def test_load_controller_specs() -> None:
+    assert isinstance(load_controller("local"), LocalController)
+    assert load_controller(f"{__name__}:SlowLocal").name == "slow-local"
+    with pytest.raises(ValueError, match="module:Class"):
+        load_controller("nonsense")
+    with pytest.raises(TypeError, match="not a SystemOne"):
+        load_controller("json:JSONDecoder")
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl CLI")
+def test_tls(tmp_path: Path) -> None:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True, timeout=30,
+    )  # fmt: skip
+    opts = ServerOptions(tls_cert=cert.read_bytes(), tls_key=key.read_bytes(), token="t")
+    with serve_controller(opts=opts) as server:
+        with GrpcController(
+            f"localhost:{server.port}",
+            use_fallback=False,
+            root_certificates=cert.read_bytes(),
+            token="t",
+        ) as g:
+            assert g.decide(routing_request()) == LocalController().decide(routing_request())
+        with GrpcController(server.address, use_fallback=False, timeout_s=0.5) as plain:
+            with pytest.raises(RemoteControllerError):
+                plain.decide(routing_request())
+
+
+# ---- the memory service ------------------------------------------------------------------
+
+
+@pytest.fixture()
+def memory_server() -> Iterator[tuple[RunningServer, MemoryClient]]:
+    server, _ = serve_memory(
+        opts=ServerOptions(token="tok"), factory=lambda _: Memory(HashEmbedder(64))
+    )
+    with server, MemoryClient(server.address, token="tok", timeout_s=10) as client:
+        yield server, client
+
+
+def test_memory_names_are_separate_namespaces(
+    memory_server: tuple[RunningServer, MemoryClient],
+) -> None:
+    _, c = memory_server
+    canary = {"alpha": "zebracanary alpha secret 1111", "beta": "quokkacanary beta secret 2222"}
+    for name, text in canary.items():
+        obs = [c.observation(t, timestamp=s) for t, s in zip(TEXTS, STAMPS, strict=True)]
+        c.add_batch(name, [*obs, c.observation(text, speaker="Maya")])
+    for name, text in canary.items():
+        other = next(t for n, t in canary.items() if n != name)
+        for query in (text, other):
+            for mode in ("full", "lexical"):
+                got = [e.text for e in c.search(name, query, k=50, mode=mode).evidence]
+                assert text in got or query == other
+                assert other not in got
+        assert c.stats(name)["nodes"] == len(TEXTS) + 1
+    for r in c.search_batch("alpha", ["zebracanary", "quokkacanary"], k=50):
+        assert canary["beta"] not in [e.text for e in r.evidence]
+
+
+def test_memory_service_round_trip(memory_server: tuple[RunningServer, MemoryClient]) -> None:
+    _, c = memory_server
+    i = c.add("m1", "Maya started cello lessons with Ines", speaker="Maya", timestamp=1_700_000_000)
+    j = c.add("m1", "Lena flew to Lisbon last week", timestamp="2023-05-08")
+    assert (i, j) == (0, 1)
+    node = c.get("m1", i)
+    assert node.text.startswith("Maya") and node.timestamp == 1_700_000_000
+    assert node.provenance["speaker"] == "Maya" and len(node.types) == 4
+    r = c.search("m1", "who teaches Maya cello?", k=5)
+    assert r.evidence and r.evidence[0].id == i
+    assert "stop_reason" in r.trace
+    assert c.health("m1").status == mpb.MemoryHealthResponse.SERVING
+    assert c.health("m1").nodes == 2
+    assert c.health("nobody").status == mpb.MemoryHealthResponse.UNKNOWN_MEMORY
+    # the service equals the library
+    m = Memory(HashEmbedder(64))
+    m.add("Maya started cello lessons with Ines", speaker="Maya", timestamp=1_700_000_000)
+    m.add("Lena flew to Lisbon last week", timestamp="2023-05-08")
+    assert evidence([m.search("who teaches Maya cello?", k=5)]) == evidence([r])
+
+
+def _code(fn: Callable[[], object]) -> tuple[grpc.StatusCode, str]:
+    with pytest.raises(grpc.RpcError) as info:
+        fn()
+    err = info.value
+    assert isinstance(err, grpc.Call)
+    return err.code(), err.details() or ""
+
+
+def test_memory_service_bad_requests(memory_server: tuple[RunningServer, MemoryClient]) -> None:
+    server, c = memory_server
+    c.add("m", "Maya plays the cello")
+    bad = grpc.StatusCode.INVALID_ARGUMENT
+    cases: list[tuple[Callable[[], object], grpc.StatusCode, str]] = [
+        (lambda: c.add("m", "   "), bad, "non-empty"),
+        (lambda: c.add("bad name!", "x"), bad, "invalid"),
+        (lambda: c.add("", "x"), bad, "invalid"),
+        (lambda: c.add("m", "x", timestamp="not a date at all"), bad, "timestamp"),
+        (lambda: c.add_batch("m", []), bad, "at least one"),
+        (lambda: c.search("m", ""), bad, "non-empty"),
+        (lambda: c.search("m", "cello", k=100_000), bad, "at most"),
+        (lambda: c.search("m", "cello", mode="psychic"), bad, "mode"),
+        (lambda: c.search_batch("m", ["ok", " "]), bad, "queries[1]"),
+        (lambda: c.search("nobody", "cello"), grpc.StatusCode.NOT_FOUND, "no memory"),
+        (lambda: c.get("m", 99), grpc.StatusCode.NOT_FOUND, "no node 99"),
+        (lambda: c.stats("nobody"), grpc.StatusCode.NOT_FOUND, "no memory"),
+    ]
+    for fn, code, text in cases:
+        got_code, details = _code(fn)
+        assert got_code == code, (text, details)
+        assert text in details, (text, details)
+    assert c.stats("m")["nodes"] == 1  # nothing bad was written
+    with MemoryClient(server.address, timeout_s=5) as anon:
+        code, _ = _code(lambda: anon.search("m", "cello"))
+        assert code == grpc.StatusCode.UNAUTHENTICATED
+
+
+def test_fixed_memory_server_never_creates() -> None:
+    server, _ = serve_memory({"only": Memory(HashEmbedder(64))})
+    with server, MemoryClient(server.address, timeout_s=5) as c:
+        assert c.add("only", "Maya plays the cello") == 0
+        code, details = _code(lambda: c.add("other", "x"))
+        assert code == grpc.StatusCode.NOT_FOUND and "other" in details
+
+
+def test_serve_cli_hosts_named_memories(tmp_path: Path) -> None:
+    snap = tmp_path / "a.jvm"
+    env = {**os.environ, "JEVMEM_TEST_TOKEN": "tok"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jevmem", "serve", "--port", "0", "--embedder", "hash-64",
+         "--memory", f"a={snap}", "--fixed", "--token-env", "JEVMEM_TEST_TOKEN", "--grace", "1"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO, env=env,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        ready, _, _ = select.select([proc.stdout], [], [], 20)
+        assert ready, "jevmem serve did not start within 20 s"
+        address = proc.stdout.readline().rsplit(" ", 1)[1].strip()
+        with MemoryClient(address, token="tok", timeout_s=10) as c:
+            c.add("a", "Maya plays the cello")
+            assert json.loads(json.dumps(c.stats("a")))["nodes"] == 1
+            assert _code(lambda: c.add("b", "x"))[0] == grpc.StatusCode.NOT_FOUND
+        proc.terminate()
+        assert proc.wait(10) == 0
+        assert snap.exists()  # saved on graceful shutdown
+    finally:
+        proc.kill()
+        proc.wait(5)
