@@ -128,6 +128,9 @@ class GrpcController:
     <token>``; ``root_certificates`` (PEM bytes) switches to TLS.
     """
 
+    #: ``decide`` takes ``budget_s`` (the caller's remaining time) to derive its deadline.
+    accepts_budget = True
+
     def __init__(
         self,
         target: str,
