@@ -198,10 +198,16 @@ class Memory:
         for e in node.entities:
             self._entity_counts[e] = self._entity_counts.get(e, 0) + 1
 
-    def _decide(self, requests: list[DecisionRequest], path: str) -> list[dict[str, Answer]]:
+    def _decide(
+        self, requests: list[DecisionRequest], path: str, *, budget_s: float | None = None
+    ) -> list[dict[str, Answer]]:
         if not requests:
             return []
-        answers = self.controller.decide(requests)
+        if budget_s is not None and getattr(self.controller, "accepts_budget", False):
+            # remote controllers derive their deadline from the query's time left
+            answers = self.controller.decide(requests, budget_s=budget_s)  # type: ignore[call-arg]
+        else:
+            answers = self.controller.decide(requests)
         validate_answers(requests, answers)
         self.calls[path] += 1
         return answers
@@ -572,6 +578,7 @@ class Memory:
         ]
         if mode in ("lexical", "anchors"):
             return [r.simple_result() for r in runs]
+        max_wall = float(self.config.traversal.as_dict()["max_wall_s"])  # type: ignore[arg-type]
         # Each run is a generator of requests; one decide() per lockstep step.
         active = [(r, r.steps()) for r in runs]
         pending: list[tuple[_QueryRun, _Steps, list[DecisionRequest]]] = []
@@ -581,7 +588,14 @@ class Memory:
                 pending.append((r, gen, req))
         while pending:
             flat = [q for _, _, reqs in pending for q in reqs]
-            answers = self._decide(flat, "query") if mode == "full" else _neutral(flat)
+            if mode == "full":
+                budget = min(max_wall - (time.perf_counter() - r.t0) for r, _, _ in pending)
+                answers = self._decide(flat, "query", budget_s=max(0.0, budget))
+                if getattr(self.controller, "name", "") == "local-fallback":
+                    for r, _, _ in pending:
+                        r.fell_back = True
+            else:
+                answers = _neutral(flat)
             nxt = []
             pos = 0
             for r, gen, reqs in pending:
@@ -770,6 +784,7 @@ class _QueryRun:
         store = memory.store
         cfg = memory.config
         self.calls = 0
+        self.fell_back = False
         self.assessment: tuple[float, float, float, float] | None = None
         self.traversal: Traversal | None = None
         self.routing: dict[str, float] = {}
@@ -832,7 +847,6 @@ class _QueryRun:
             self.entity_ok[node_id] = (
                 1.0 if not self.query_entities else min(1.0, ent + 0.4 * (ent > 0))
             )
-            self.coverage[node_id] = self.content_coverage(node)
         return out
 
     def content_coverage(self, node: Node) -> float:
@@ -877,6 +891,12 @@ class _QueryRun:
         full = len(asserted)
         half = len(asked - asserted)
         return (full + 0.5 * half) / len(self.content_tokens)
+
+    def coverage_of(self, node_id: int) -> float:
+        """`content_coverage`, computed once per node and only when assessed."""
+        if node_id not in self.coverage:
+            self.coverage[node_id] = self.content_coverage(self.m.store.get(node_id))
+        return self.coverage[node_id]
 
     def addressees(self, node: Node) -> set[str]:
         """Speakers of the turns next to this one in time, other than its own."""
@@ -1009,7 +1029,7 @@ class _QueryRun:
                     "signals": {
                         "relevance": self.relevance.get(e.node, 0.0),
                         "entity_ok": self.entity_ok.get(e.node, 1.0),
-                        "content_coverage": self.coverage.get(e.node, 0.0),
+                        "content_coverage": self.coverage_of(e.node),
                     },
                 }
             )
@@ -1108,9 +1128,13 @@ class _QueryRun:
         trace.update(
             {
                 "mode": self.mode,
-                "controller": getattr(self.m.controller, "name", "custom")
-                if self.mode == "full"
-                else "signals",
+                "controller": (
+                    "local-fallback"
+                    if self.fell_back
+                    else getattr(self.m.controller, "name", "custom")
+                    if self.mode == "full"
+                    else "signals"
+                ),
                 "query_entities": self.query_entities,
                 "anchors": len(self.fused_ids),
                 "total_elapsed_s": time.perf_counter() - self.t0,
