@@ -28,6 +28,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -51,12 +52,19 @@ import jevmem
 
 DIM = 384
 K1 = 1.2  # jevmem default bm25_k1
-HNSW = {"connectivity": 16, "expansion_add": 128, "expansion_search": 64}
+# the same HNSW parameters on both sides
+M, EF_ADD, EF_SEARCH = 16, 128, 64
 
 
 def bench_size(
-    n: int, n_queries: int, rank_bm25_max: int, skip: set[str], usearch_threads: int
+    n: int,
+    n_queries: int,
+    rank_bm25_max: int,
+    skip: set[str],
+    usearch_threads: int,
+    checkpoint: Callable[[dict[str, Any]], None],
 ) -> dict[str, Any]:
+    """Measure one size; ``checkpoint(res)`` saves partial results after each phase."""
     print(f"\n== {n:,} nodes (load {load()})", file=sys.stderr)
     load_start = load()
     corpus = Corpus(n, DIM)
@@ -70,7 +78,14 @@ def bench_size(
     # ---- build --------------------------------------------------------------
     gc.collect()
     rss0 = rss_bytes()
-    store = jevmem.MemoryStore(DIM, bm25_k1=K1, bm25_b=0.75, **HNSW)
+    store = jevmem.MemoryStore(
+        DIM,
+        bm25_k1=K1,
+        bm25_b=0.75,
+        connectivity=M,
+        expansion_add=EF_ADD,
+        expansion_search=EF_SEARCH,
+    )
     chunk = 10_000
     t0 = time.perf_counter()
     for lo in progress(range(0, n, chunk), "jevmem add_batch"):
@@ -87,6 +102,7 @@ def bench_size(
         k: stats[f"{k}_bytes"] / n for k in ("graph", "bm25", "vector")
     }
     print(f"  built in {build_s:.1f}s ({n / build_s:,.0f}/s), load {load()}", file=sys.stderr)
+    checkpoint(res)
 
     # ---- lexical ------------------------------------------------------------
     tokens = [store.tokenize(t) for t in progress(texts, "tokenize (shared tokens)")]
@@ -101,10 +117,11 @@ def bench_size(
         idx = bm25s.BM25(k1=K1, b=0.75, method="lucene", backend="numpy")
         t = timed(lambda: idx.index(tokens, show_progress=False))
 
-        def bm25s_query(qt: list[str]) -> object:
-            return idx.retrieve(
+        def bm25s_query(qt: list[str]) -> tuple[Any, Any]:
+            docs, scores = idx.retrieve(
                 [qt], k=10, show_progress=False, n_threads=0, backend_selection="numpy"
             )
+            return docs, scores
 
         # interleaved with ours, query by query, so load drift hits both alike
         ours_lat, theirs_lat = [], []
@@ -130,7 +147,7 @@ def bench_size(
         agree, same_scores = [], []
         for q, qt in zip(queries[:50], qtokens[:50], strict=True):
             ids, scores = store.search_lexical(q, 10)
-            docs, theirs = bm25s_query(qt)  # type: ignore[misc]
+            docs, theirs = bm25s_query(qt)
             pos = {int(d) for d, sc in zip(docs[0], theirs[0], strict=True) if sc > 0}
             agree.append(len(set(ids.tolist()) & pos) / max(1, len(pos)))
             a = np.sort(scores / (K1 + 1.0))[::-1]
@@ -156,6 +173,7 @@ def bench_size(
         res["rank_bm25"] = {"skipped": f"pure Python; n > --rank-bm25-max {rank_bm25_max}"}
     tokens.clear()
     gc.collect()
+    checkpoint(res)
 
     # ---- vector -------------------------------------------------------------
     vec = latencies(lambda q: store.search_vector(q, 10), list(qvecs))
@@ -168,10 +186,25 @@ def bench_size(
         ]
     )
     res["vector_jevmem"]["recall@10"] = float(ours_recall)
+
+    # ---- fused anchors -----------------------------------------------------
+    pairs = list(zip(queries, qvecs, strict=True))
+    fused = latencies(lambda p: store.fused_anchors(p[0], p[1], 10, depth=50), pairs)
+    res["fused_anchors"] = summary_us(fused)
+    checkpoint(res)
+
+    # ---- raw usearch (last: at 1M its build is the slowest step) ----------
     if "usearch" not in skip:
         from usearch.index import Index
 
-        raw = Index(ndim=DIM, metric="cos", dtype="f32", **HNSW)
+        raw = Index(
+            ndim=DIM,
+            metric="cos",
+            dtype="f32",
+            connectivity=M,
+            expansion_add=EF_ADD,
+            expansion_search=EF_SEARCH,
+        )
         t0 = time.perf_counter()
         raw.add(np.arange(n, dtype=np.uint64), vectors, threads=usearch_threads)
         res["usearch_build_s"] = time.perf_counter() - t0
@@ -204,10 +237,6 @@ def bench_size(
         )
         del raw
 
-    # ---- fused anchors -----------------------------------------------------
-    pairs = list(zip(queries, qvecs, strict=True))
-    fused = latencies(lambda p: store.fused_anchors(p[0], p[1], 10, depth=50), pairs)
-    res["fused_anchors"] = summary_us(fused)
     res["peak_rss_bytes"] = peak_rss_bytes()
     res["load_end"] = load()
     return res
@@ -231,13 +260,20 @@ def main() -> None:
     args = ap.parse_args()
     skip = {s for s in args.skip.split(",") if s}
     out: dict[str, Any] = {"machine": machine(), "jevmem": jevmem.__version__, "sizes": []}
+
+    def save(partial: dict[str, Any] | None = None) -> None:
+        # after every phase, so a later failure or timeout keeps what was measured
+        if args.json:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            now = {"partial": True, "peak_rss_bytes": peak_rss_bytes(), "load_now": load()}
+            sizes = out["sizes"] + ([{**partial, **now}] if partial else [])
+            args.json.write_text(json.dumps({**out, "sizes": sizes}, indent=1))
+
     for n in (int(s) for s in args.sizes.split(",")):
-        r = bench_size(n, args.queries, args.rank_bm25_max, skip, args.usearch_threads)
+        r = bench_size(n, args.queries, args.rank_bm25_max, skip, args.usearch_threads, save)
         out["sizes"].append(r)
         print(json.dumps(r, indent=1))
-        if args.json:  # after every size, so a later failure keeps what was measured
-            args.json.parent.mkdir(parents=True, exist_ok=True)
-            args.json.write_text(json.dumps(out, indent=1))
+        save()
 
 
 if __name__ == "__main__":
