@@ -35,13 +35,13 @@ use crate::types::NodeId;
 /// Default `VectorConfig::exact_threshold`.
 ///
 /// Measured with `cargo bench --bench vector` (384-d, k = 10, F32, M = 16,
-/// ef_search = 128; shared 2-core AMD EPYC, p50 per query). On embedding-like
-/// data (24-d latent mapped to 384-d) the exact AVX2+FMA scan over our copy
-/// costs ~58 ns/vector: 60 us at 1k, 118 us at 2k, 235 us at 4k, 474 us at 8k;
-/// HNSW costs 113, 159, 215, 376 us at the same sizes. The cross-over is
-/// ~3.5k. On uniform random 384-d data (worst case for HNSW) the scan still
-/// wins at 16k. Below 4096 the scan is at most ~10% slower than the graph,
-/// and it is exact, so that is where we switch.
+/// ef_search = 128; shared 2-core AMD EPYC, p50 per query; see BENCHMARKS.md).
+/// The exact AVX2+FMA scan over our copy costs ~58 ns/vector (60 us at 1k,
+/// 118 us at 2k, 235 us at 4k); HNSW overtakes it between 2k and 4k vectors
+/// on embedding-like data, and on uniform random data the scan still wins at
+/// 16k. Just below 4096 the scan can be ~25% (~50 us) slower than the graph
+/// would be, in exchange for exact results and no graph to maintain: the
+/// graph is only built when the memory reaches this size.
 pub const DEFAULT_EXACT_THRESHOLD: usize = 4096;
 
 /// Smallest HNSW reservation; growth doubles from here so inserts never reserve one at a time.
