@@ -854,10 +854,12 @@ class _QueryRun:
         entity the query asks about*.
 
         Sentence by sentence: a sentence is about its speaker when it speaks
-        in the first person (or uses no person at all), about the addressee
-        (the other speaker of the adjacent turns) in the second person, and
-        about whoever the turn names, except names used to address someone
-        ("Thanks, Mel!"). Words that only occur in questions count half.
+        in the first person, about the addressee (the other speaker of the
+        adjacent turns) in the second person, and about whoever the turn
+        names, except names used to address someone ("Thanks, Mel!"). A
+        sentence that marks no person at all is credited to its speaker at
+        half weight (likely, not certain); words that only occur in questions
+        count half too.
         """
         if not self.content_tokens:
             return 0.0
@@ -869,28 +871,30 @@ class _QueryRun:
             for m in _CAPITALISED.finditer(node.text)
             if not _is_vocative(node.text, m)
         }
-        asserted: set[str] = set()
-        asked: set[str] = set()
+        credit: dict[str, float] = {}
         for sentence in _SENTENCES.findall(node.text):
             words = store.tokenize(sentence)
             hits = self.content_tokens.intersection(words)
             if not hits:
                 continue
+            weight = 0.5 if sentence.rstrip().endswith("?") else 1.0
             if self.query_entities:
-                about: set[str] = set(named)
                 first, second = _FIRST_PERSON.search(sentence), _SECOND_PERSON.search(sentence)
-                if first or not second:
+                about: set[str] = set(named)
+                if first:
                     about.add(speaker)
                 if second:
                     if addressees is None:
                         addressees = self.addressees(node)
                     about |= addressees
                 if not any(_alias(q, a) for q in self.query_entities for a in about):
-                    continue
-            (asked if sentence.rstrip().endswith("?") else asserted).update(hits)
-        full = len(asserted)
-        half = len(asked - asserted)
-        return (full + 0.5 * half) / len(self.content_tokens)
+                    if first or second or not any(_alias(q, speaker) for q in self.query_entities):
+                        continue
+                    # no person marked at all: probably the speaker's own, not surely
+                    weight *= 0.5
+            for h in hits:
+                credit[h] = max(credit.get(h, 0.0), weight)
+        return sum(credit.values()) / len(self.content_tokens)
 
     def coverage_of(self, node_id: int) -> float:
         """`content_coverage`, computed once per node and only when assessed."""
