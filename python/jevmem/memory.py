@@ -43,7 +43,7 @@ from jevmem.controller.types import (
     SystemOne,
     validate_answers,
 )
-from jevmem.embed import Embedder, HashEmbedder
+from jevmem.embed import Embedder, default_embedder
 from jevmem.entities import extract_entities, mentions
 from jevmem.errors import InvalidConfigError, InvalidInputError
 from jevmem.temporal import TimeRef, describe, ground, query_time_cues, to_timestamp
@@ -167,7 +167,9 @@ class Memory:
         summariser: Summariser | None = None,
         store: MemoryStore | None = None,
     ) -> None:
-        self.embedder: Embedder = embedder if embedder is not None else HashEmbedder(256)
+        # The measured offline default (ONNX MiniLM), or the hashing embedder
+        # with a warning when the `onnx` extra is not installed.
+        self.embedder: Embedder = embedder if embedder is not None else default_embedder()
         self.controller: SystemOne = controller if controller is not None else LocalController()
         self.config = config or MemoryConfig()
         self.summariser = summariser
