@@ -32,7 +32,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from jevmem._core import MemoryStore, Node, Traversal, TraversalConfig
+from jevmem._core import MemoryStore, Node, Traversal, TraversalConfig, rrf
 from jevmem.controller import catalogue
 from jevmem.controller.local import LocalController
 from jevmem.controller.types import (
@@ -792,11 +792,12 @@ class _QueryRun:
         self.routing: dict[str, float] = {}
         depth = max(cfg.anchor_depth, k)
         lex_ids, lex_scores = store.search_lexical(query, depth)
-        _, vec_sims = store.search_vector(qvec, depth)
-        self.lex_ids = [int(i) for i in lex_ids]
+        vec_ids, vec_sims = store.search_vector(qvec, depth)
         pool = k if mode in ("lexical", "anchors") else max(cfg.anchor_pool, cfg.anchors, k)
-        self.fused_ids, fused = store.fused_anchors(query, qvec, pool, depth=depth, kappa=cfg.kappa)
-        self.fused_scores = fused
+        # the same fusion as MemoryStore.fused_anchors, on the lists already in hand
+        fused = rrf([vec_ids.tolist(), lex_ids.tolist()], cfg.kappa)[:pool]
+        self.fused_ids = [node for node, _ in fused]
+        self.fused_scores = [score for _, score in fused]
         self.max_lex = float(lex_scores[0]) if len(lex_scores) else 0.0
         self.max_sim = float(vec_sims[0]) if len(vec_sims) else 0.0
         # Entities the query names as proper nouns and the memory knows (a
