@@ -23,13 +23,28 @@ from typing import Any
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from hypothesis import given
+from hypothesis import strategies as st
 
 from jevmem import HashEmbedder, LocalController, Memory
 from jevmem._proto.jevmem.v1 import controller_pb2 as cpb
 from jevmem._proto.jevmem.v1 import controller_pb2_grpc as cpb_grpc
 from jevmem._proto.jevmem.v1 import memory_pb2 as mpb
-from jevmem.controller import Answer, DecisionRequest, NoulAnswer
-from jevmem.controller.catalogue import routing_questions
+from jevmem.controller import (
+    Answer,
+    Choice,
+    ChoiceAnswer,
+    ControllerError,
+    DecisionRequest,
+    Noul,
+    NoulAnswer,
+    Question,
+)
+from jevmem.controller.catalogue import (
+    relation_questions,
+    routing_questions,
+    scoring_questions,
+)
 from jevmem.remote import (
     GrpcController,
     MemoryClient,
@@ -40,7 +55,13 @@ from jevmem.remote import (
     serve_controller,
     serve_memory,
 )
-from jevmem.remote.convert import requests_to_proto
+from jevmem.remote.convert import (
+    BadRequest,
+    answers_from_proto,
+    answers_to_proto,
+    requests_from_proto,
+    requests_to_proto,
+)
 from jevmem.remote.server import start_server
 
 REPO = Path(__file__).resolve().parents[1]
@@ -115,9 +136,8 @@ def raw_server(
 
 def local_answers(request: cpb.DecideRequest) -> cpb.DecideResponse:
     """The local controller's answers, as the real server would send them."""
-    from jevmem.remote.convert import answers_to_proto, requests_from_proto
-
-    return answers_to_proto(LocalController().decide(requests_from_proto(request)), "raw")
+    requests = requests_from_proto(request)
+    return answers_to_proto(requests, LocalController().decide(requests), "raw")
 
 
 def routing_request() -> list[DecisionRequest]:
@@ -159,6 +179,160 @@ def test_search_batch_makes_one_rpc_per_round(local_server: RunningServer) -> No
         rs = m.search_batch(QUERIES * 8)
         rounds = max(r.trace["controller_calls"] for r in rs)
         assert g.counters["rpcs"] - before == rounds
+
+
+# ---- the wire format ---------------------------------------------------------------------
+
+_text = st.text(max_size=12)
+_name = st.text(min_size=1, max_size=12)
+_json = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | _text,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_text, inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@st.composite
+def _template(draw: st.DrawFn) -> Callable[[str], Question]:
+    kind, instruction = draw(_name), draw(_text)
+    if draw(st.booleans()):
+        t, f = draw(_text), draw(_text)
+        return lambda qid: Noul(qid, kind, instruction, t, f)
+    labels = tuple(draw(st.lists(_name, min_size=2, max_size=4, unique=True)))
+    meanings = tuple(draw(st.lists(_text, min_size=len(labels), max_size=len(labels))))
+    return lambda qid: Choice(qid, kind, instruction, labels, meanings)
+
+
+@st.composite
+def decision_requests(draw: st.DrawFn) -> list[DecisionRequest]:
+    pool = draw(st.lists(_template(), min_size=1, max_size=4))
+    out = []
+    for _ in range(draw(st.integers(0, 3))):
+        ids = draw(st.lists(_name, max_size=6, unique=True))
+        qs = tuple(draw(st.sampled_from(pool))(qid) for qid in ids)
+        state = draw(st.dictionaries(_text, _json, max_size=3))
+        out.append(DecisionRequest(draw(_name), state, qs))
+    return out
+
+
+@st.composite
+def requests_and_answers(
+    draw: st.DrawFn,
+) -> tuple[list[DecisionRequest], list[dict[str, Answer]]]:
+    requests = draw(decision_requests())
+    unit = st.floats(0.0, 1.0)
+    answers: list[dict[str, Answer]] = []
+    for r in requests:
+        got: dict[str, Answer] = {}
+        for q in r.questions:
+            if isinstance(q, Noul):
+                got[q.id] = NoulAnswer(draw(unit))
+            else:
+                dist = {label: draw(unit) for label in q.options}
+                got[q.id] = ChoiceAnswer(draw(st.sampled_from(q.options)), dist)
+        answers.append(got)
+    return requests, answers
+
+
+@given(decision_requests())
+def test_requests_round_trip_exactly(requests: list[DecisionRequest]) -> None:
+    msg = requests_to_proto(requests)
+    assert requests_from_proto(msg) == requests
+    assert requests_from_proto(cpb.DecideRequest.FromString(msg.SerializeToString())) == requests
+    # every distinct question text is sent once
+    assert len(msg.templates) == len(
+        {
+            (type(q), *(getattr(q, f) for f in q.__slots__[1:]))
+            for r in requests
+            for q in r.questions
+        }
+    )
+
+
+@given(requests_and_answers())
+def test_answers_round_trip_exactly(
+    pair: tuple[list[DecisionRequest], list[dict[str, Answer]]],
+) -> None:
+    requests, answers = pair
+    msg = answers_to_proto(requests, answers, "x")
+    wire = cpb.DecideResponse.FromString(msg.SerializeToString())
+    assert answers_from_proto(wire, requests) == answers
+    assert wire.controller == "x"
+
+
+def scoring_round(n: int = 50) -> list[DecisionRequest]:
+    cands = [{"id": i, "text": f"turn {i}", "signals": {"dense": 0.5}} for i in range(n)]
+    return [
+        DecisionRequest("routing", {"query": {"text": "q"}}, routing_questions()),
+        DecisionRequest(
+            "scoring",
+            {"query": {"text": "q"}, "candidates": cands},
+            tuple(q for i in range(n) for q in scoring_questions(i)),
+        ),
+        DecisionRequest(
+            "relations",
+            {"candidates": cands[:2]},
+            relation_questions(0, ask_alias=True, ask_temporal=True)
+            + relation_questions(1, ask_alias=False, ask_temporal=True),
+        ),
+    ]
+
+
+def plain_answers(requests: Sequence[DecisionRequest]) -> list[dict[str, Answer]]:
+    """Valid answers of the right shape: 0.25 for every Noul, the first label of every Choice."""
+    return [
+        {
+            q.id: NoulAnswer(0.25)
+            if isinstance(q, Noul)
+            else ChoiceAnswer(q.options[0], {o: 1.0 / len(q.options) for o in q.options})
+            for q in r.questions
+        }
+        for r in requests
+    ]
+
+
+def test_question_text_is_sent_once_per_call() -> None:
+    requests = scoring_round()
+    msg = requests_to_proto(requests)
+    kinds = {q.kind for r in requests for q in r.questions}
+    assert sorted(t.kind for t in msg.templates) == sorted(kinds)  # 16 templates, 218 questions
+    wire = msg.SerializeToString()
+    for r in requests:
+        for q in r.questions:
+            assert wire.count(q.instruction.encode()) == 1
+    assert list(msg.requests[1].question_ids) == [q.id for q in requests[1].questions]
+    assert requests_from_proto(msg) == requests
+    answers = plain_answers(requests)
+    back = answers_to_proto(requests, answers, "local")
+    assert [len(r.choices) for r in back.results] == [0, 0, 2]
+    assert answers_from_proto(back, requests) == answers
+
+
+def test_answers_that_do_not_fit_are_refused_both_ways() -> None:
+    requests = scoring_round(3)
+    answers = plain_answers(requests)
+    short = [dict(a) for a in answers]
+    short[1].pop(next(iter(short[1])))
+    with pytest.raises(ControllerError, match="answers for"):
+        answers_to_proto(requests, short, "x")
+    mistyped = [dict(a) for a in answers]
+    mistyped[0]["semantic"] = ChoiceAnswer("a", {"a": 1.0})
+    with pytest.raises(ControllerError, match="cannot take"):
+        answers_to_proto(requests, mistyped, "x")
+    good = answers_to_proto(requests, answers, "x")
+    with pytest.raises(ControllerError, match="requests"):
+        answers_from_proto(good, requests[:2])
+    good.results[2].choices.add(label="before")
+    with pytest.raises(ControllerError, match="choices"):
+        answers_from_proto(good, requests)
+    with pytest.raises(BadRequest, match="does not exist"):
+        msg = requests_to_proto(requests)
+        del msg.templates[-1]
+        requests_from_proto(msg)
 
 
 # ---- faults ------------------------------------------------------------------------------
@@ -257,23 +431,32 @@ def test_slow_controller_past_deadline_falls_back_in_time_and_the_breaker_opens(
 def _garbage(kind: str) -> Callable[[cpb.DecideRequest, grpc.ServicerContext], cpb.DecideResponse]:
     def respond(request: cpb.DecideRequest, context: grpc.ServicerContext) -> cpb.DecideResponse:
         good = local_answers(request)
-        first = good.results[0].answers[0]
+        first = good.results[0]
         if kind == "nan":
-            first.noul.value = math.nan
+            first.noul_values[0] = math.nan
         elif kind == "out_of_range":
-            first.noul.value = 1.5
+            first.noul_values[0] = 1.5
         elif kind == "negative":
-            first.noul.value = -0.1
+            first.noul_values[0] = -0.1
         elif kind == "missing":
-            del good.results[0].answers[0]
+            del first.question_ids[0]
+            del first.noul_values[0]
         elif kind == "extra":
-            good.results[0].answers.add(question_id="nope", noul=cpb.NoulAnswer(value=0.5))
+            first.question_ids.append("nope")
+            first.noul_values.append(0.5)
         elif kind == "duplicate":
-            good.results[0].answers.append(first)
+            first.question_ids.append(first.question_ids[0])
+            first.noul_values.append(first.noul_values[0])
+        elif kind == "reordered":
+            first.question_ids[0], first.question_ids[1] = (
+                first.question_ids[1],
+                first.question_ids[0],
+            )
         elif kind == "wrong_type":
-            first.choice.label = "yes"
+            del first.noul_values[0]
+            first.choices.add(label="yes", distribution={"yes": 1.0})
         elif kind == "no_value":
-            first.ClearField("noul")
+            del first.noul_values[0]
         elif kind == "too_few_results":
             del good.results[-1]
         elif kind == "too_many_results":
@@ -290,6 +473,7 @@ GARBAGE = [
     "missing",
     "extra",
     "duplicate",
+    "reordered",
     "wrong_type",
     "no_value",
     "too_few_results",
@@ -435,23 +619,32 @@ def _raw_decide(address: str, request: cpb.DecideRequest) -> grpc.RpcError:
 
 def _bad_request(kind: str) -> cpb.DecideRequest:
     msg = requests_to_proto(routing_request())
-    r, q = msg.requests[0], msg.requests[0].questions[0]
+    r, t = msg.requests[0], msg.templates[0]
     if kind == "empty_id":
-        q.id = ""
+        r.question_ids[0] = ""
     elif kind == "duplicate_id":
-        r.questions.append(q)
+        r.question_ids.append(r.question_ids[0])
+        r.question_templates.append(r.question_templates[0])
     elif kind == "bad_json":
         r.state_json = "{not json"
     elif kind == "not_object":
         r.state_json = "[1, 2]"
     elif kind == "no_spec":
-        q.ClearField("noul")
+        t.ClearField("noul")
     elif kind == "one_option":
-        q.choice.options.add(label="only")
+        t.choice.options.add(label="only")
     elif kind == "unknown_kind":
-        q.kind = "route.astrology"
+        t.kind = "route.astrology"
+    elif kind == "empty_kind":
+        t.kind = ""
     elif kind == "empty_purpose":
         r.purpose = ""
+    elif kind == "no_template":
+        r.question_templates[0] = len(msg.templates)
+    elif kind == "id_without_template":
+        r.question_ids.append("orphan")
+    elif kind == "template_without_id":
+        r.question_templates.append(0)
     return msg
 
 
@@ -466,6 +659,10 @@ def _bad_request(kind: str) -> cpb.DecideRequest:
         ("one_option", "at least two"),
         ("unknown_kind", "route.astrology"),
         ("empty_purpose", "purpose is empty"),
+        ("empty_kind", "kind is empty"),
+        ("no_template", "does not exist"),
+        ("id_without_template", "exactly one template"),
+        ("template_without_id", "exactly one template"),
     ],
 )
 def test_bad_requests_get_invalid_argument(

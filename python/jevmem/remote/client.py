@@ -258,7 +258,7 @@ class GrpcController:
             message = requests_to_proto(requests)
             try:
                 response, attempts = self._call(message, end)
-                answers = answers_from_proto(response)
+                answers = answers_from_proto(response, requests)
                 validate_answers(requests, answers)
             except _Failure:
                 self.breaker.failure()

@@ -3,6 +3,14 @@
 Decoding is strict in both directions: a server rejects a malformed request
 with :class:`BadRequest` (sent as INVALID_ARGUMENT), a client rejects a
 malformed response with :class:`~jevmem.controller.types.ControllerError`.
+
+The wire form is compact: a ``DecideRequest`` carries each distinct question
+text (kind, instruction, criteria or options) once, as a template, and every
+question only its id and its template's index; answers are one id list and
+one value list per request, in question order. Both directions cache what
+repeats between calls (template messages on the way out, decoded questions
+on the way in), so a scoring round of hundreds of questions builds no
+per-question protobuf messages.
 """
 
 from __future__ import annotations
@@ -56,43 +64,118 @@ def dumps(state: Mapping[str, Any]) -> str:
 
 # ---- requests ---------------------------------------------------------------
 
+# What identifies a template: the question's type and all of its text.
+_TemplateKey = tuple[type, str, str, Any, Any]
 
-def _question_to_proto(q: Question) -> pb.Question:
-    if isinstance(q, Noul):
-        return pb.Question(
-            id=q.id,
-            kind=q.kind,
-            instruction=q.instruction,
-            noul=pb.NoulSpec(true_if=q.true_if, false_if=q.false_if),
-        )
-    return pb.Question(
-        id=q.id,
-        kind=q.kind,
-        instruction=q.instruction,
-        choice=pb.ChoiceSpec(
-            options=[
-                pb.ChoiceOption(label=label, meaning=meaning)
-                for label, meaning in zip(q.options, q.option_meanings, strict=True)
-            ]
-        ),
-    )
+_CACHE_TEMPLATES = 512  # distinct templates remembered between calls
+_CACHE_IDS = 8192  # decoded questions remembered per template
+
+# encode: template key -> its message (copied into each request)
+_pb_templates: dict[_TemplateKey, pb.QuestionTemplate] = {}
+# decode: template key -> {question id -> decoded question}
+_decoded: dict[_TemplateKey, dict[str, Question]] = {}
+
+
+def _key(q: Question) -> _TemplateKey:
+    if type(q) is Noul:
+        return (Noul, q.kind, q.instruction, q.true_if, q.false_if)
+    if type(q) is Choice:
+        return (Choice, q.kind, q.instruction, q.options, q.option_meanings)
+    raise TypeError(f"not a question: {type(q).__name__}")
+
+
+def _template_to_proto(key: _TemplateKey) -> pb.QuestionTemplate:
+    t = _pb_templates.get(key)
+    if t is None:
+        cls, kind, instruction, a, b = key
+        if cls is Noul:
+            t = pb.QuestionTemplate(
+                kind=kind, instruction=instruction, noul=pb.NoulSpec(true_if=a, false_if=b)
+            )
+        else:
+            t = pb.QuestionTemplate(
+                kind=kind,
+                instruction=instruction,
+                choice=pb.ChoiceSpec(
+                    options=[
+                        pb.ChoiceOption(label=label, meaning=meaning)
+                        for label, meaning in zip(a, b, strict=True)
+                    ]
+                ),
+            )
+        if len(_pb_templates) >= _CACHE_TEMPLATES:
+            _pb_templates.clear()
+        _pb_templates[key] = t
+    return t
 
 
 def requests_to_proto(requests: Sequence[DecisionRequest]) -> pb.DecideRequest:
-    return pb.DecideRequest(
-        requests=[
+    index: dict[_TemplateKey, int] = {}
+    templates: list[pb.QuestionTemplate] = []
+    out: list[pb.DecisionRequest] = []
+    for r in requests:
+        refs: list[int] = []
+        for q in r.questions:
+            key = _key(q)
+            t = index.get(key)
+            if t is None:
+                t = index[key] = len(templates)
+                templates.append(_template_to_proto(key))
+            refs.append(t)
+        out.append(
             pb.DecisionRequest(
                 purpose=r.purpose,
                 state_json=dumps(r.state),
-                questions=[_question_to_proto(q) for q in r.questions],
+                question_ids=[q.id for q in r.questions],
+                question_templates=refs,
             )
-            for r in requests
-        ]
-    )
+        )
+    return pb.DecideRequest(requests=out, templates=templates)
+
+
+def _template_from_proto(
+    t: pb.QuestionTemplate, where: str
+) -> tuple[_TemplateKey, dict[str, Question]]:
+    """Check one template; its key and the cache of questions decoded with it."""
+    if not t.kind:
+        raise BadRequest(f"{where}: kind is empty")
+    spec = t.WhichOneof("spec")
+    key: _TemplateKey
+    if spec == "noul":
+        key = (Noul, t.kind, t.instruction, t.noul.true_if, t.noul.false_if)
+    elif spec == "choice":
+        labels = tuple(o.label for o in t.choice.options)
+        if len(labels) < 2 or len(set(labels)) != len(labels) or not all(labels):
+            raise BadRequest(
+                f"{where} ({t.kind}): a choice needs at least two distinct non-empty labels, "
+                f"got {list(labels)}"
+            )
+        key = (Choice, t.kind, t.instruction, labels, tuple(o.meaning for o in t.choice.options))
+    else:
+        raise BadRequest(f"{where} ({t.kind}): set exactly one of noul or choice")
+    cache = _decoded.get(key)
+    if cache is None:
+        if len(_decoded) >= _CACHE_TEMPLATES:
+            _decoded.clear()
+        cache = _decoded[key] = {}
+    return key, cache
+
+
+def _question(key: _TemplateKey, cache: dict[str, Question], qid: str) -> Question:
+    q = cache.get(qid)
+    if q is None:
+        cls, kind, instruction, a, b = key
+        q = (Noul if cls is Noul else Choice)(qid, kind, instruction, a, b)
+        if len(cache) >= _CACHE_IDS:
+            cache.clear()
+        cache[qid] = q
+    return q
 
 
 def requests_from_proto(msg: pb.DecideRequest) -> list[DecisionRequest]:
     """Decode and check a Decide request; raises :class:`BadRequest`."""
+    templates = [_template_from_proto(t, f"templates[{i}]") for i, t in enumerate(msg.templates)]
+    n_templates = len(templates)
     out: list[DecisionRequest] = []
     for r, req in enumerate(msg.requests):
         where = f"requests[{r}]"
@@ -106,79 +189,127 @@ def requests_from_proto(msg: pb.DecideRequest) -> list[DecisionRequest]:
             raise BadRequest(
                 f"{where}.state_json must be a JSON object, got {type(state).__name__}"
             )
-        questions: list[Question] = []
-        seen: set[str] = set()
-        for i, q in enumerate(req.questions):
-            qw = f"{where}.questions[{i}]"
-            if not q.id:
-                raise BadRequest(f"{qw}.id is empty")
-            if q.id in seen:
-                raise BadRequest(f"{qw}.id {q.id!r} is repeated in its request")
-            seen.add(q.id)
-            if not q.kind:
-                raise BadRequest(f"{qw} ({q.id}): kind is empty")
-            spec = q.WhichOneof("spec")
-            if spec == "noul":
-                questions.append(Noul(q.id, q.kind, q.instruction, q.noul.true_if, q.noul.false_if))
-            elif spec == "choice":
-                labels = tuple(o.label for o in q.choice.options)
-                if len(labels) < 2 or len(set(labels)) != len(labels) or not all(labels):
+        ids = list(req.question_ids)
+        refs = list(req.question_templates)
+        if len(ids) != len(refs):
+            raise BadRequest(
+                f"{where}: {len(ids)} question_ids but {len(refs)} question_templates; "
+                "every question needs exactly one template"
+            )
+        if len(set(ids)) != len(ids) or "" in ids:
+            seen: set[str] = set()
+            for i, qid in enumerate(ids):
+                if not qid:
+                    raise BadRequest(f"{where}.question_ids[{i}]: id is empty")
+                if qid in seen:
                     raise BadRequest(
-                        f"{qw} ({q.id}): a choice needs at least two distinct non-empty labels, got {list(labels)}"
+                        f"{where}.question_ids[{i}]: id {qid!r} is repeated in its request"
                     )
-                meanings = tuple(o.meaning for o in q.choice.options)
-                questions.append(Choice(q.id, q.kind, q.instruction, labels, meanings))
-            else:
-                raise BadRequest(f"{qw} ({q.id}): set exactly one of noul or choice")
-        out.append(DecisionRequest(req.purpose, state, tuple(questions)))
+                seen.add(qid)
+        if refs and max(refs) >= n_templates:
+            i = next(i for i, t in enumerate(refs) if t >= n_templates)
+            raise BadRequest(
+                f"{where}.question_templates[{i}] ({ids[i]}): template {refs[i]} does not "
+                f"exist (the call has {n_templates})"
+            )
+        questions = tuple([_question(*templates[t], qid) for qid, t in zip(ids, refs, strict=True)])
+        out.append(DecisionRequest(req.purpose, state, questions))
     return out
 
 
 # ---- answers ----------------------------------------------------------------
 
 
-def answers_to_proto(answers: Sequence[Mapping[str, Answer]], controller: str) -> pb.DecideResponse:
-    results = []
-    for got in answers:
-        items = []
-        for qid, a in got.items():
-            if isinstance(a, NoulAnswer):
-                items.append(pb.Answer(question_id=qid, noul=pb.NoulAnswer(value=float(a.value))))
-            else:
-                items.append(
-                    pb.Answer(
-                        question_id=qid,
-                        choice=pb.ChoiceAnswer(
-                            label=a.label,
-                            distribution={k: float(v) for k, v in a.distribution.items()},
-                        ),
+def answers_to_proto(
+    requests: Sequence[DecisionRequest],
+    answers: Sequence[Mapping[str, Answer]],
+    controller: str,
+) -> pb.DecideResponse:
+    """Encode ``answers`` in each request's question order.
+
+    Raises :class:`ControllerError` when an answer is missing, extra or of the
+    wrong type for its question (the compact form cannot carry those).
+    """
+    if len(answers) != len(requests):
+        raise ControllerError(f"expected answers for {len(requests)} requests, got {len(answers)}")
+    results: list[pb.DecisionAnswers] = []
+    for r, (req, got) in enumerate(zip(requests, answers, strict=True)):
+        ids = [q.id for q in req.questions]
+        if len(got) != len(ids):
+            raise ControllerError(f"request {r}: {len(got)} answers for {len(ids)} questions")
+        values: list[float] = []
+        choices: list[pb.ChoiceAnswer] = []
+        for q in req.questions:
+            a = got.get(q.id)
+            if type(q) is Noul and isinstance(a, NoulAnswer):
+                values.append(float(a.value))
+            elif type(q) is Choice and isinstance(a, ChoiceAnswer):
+                choices.append(
+                    pb.ChoiceAnswer(
+                        label=a.label,
+                        distribution={k: float(v) for k, v in a.distribution.items()},
                     )
                 )
-        results.append(pb.DecisionAnswers(answers=items))
+            elif a is None:
+                raise ControllerError(f"request {r}: no answer to {q.id!r}")
+            else:
+                raise ControllerError(
+                    f"{q.id}: a {type(q).__name__} cannot take a {type(a).__name__}"
+                )
+        results.append(pb.DecisionAnswers(question_ids=ids, noul_values=values, choices=choices))
     return pb.DecideResponse(results=results, controller=controller)
 
 
-def answers_from_proto(msg: pb.DecideResponse) -> list[dict[str, Answer]]:
-    """Decode a Decide response; shape and range are checked by ``validate_answers``.
+def answers_from_proto(
+    msg: pb.DecideResponse, requests: Sequence[DecisionRequest]
+) -> list[dict[str, Answer]]:
+    """Decode a Decide response to ``requests``; range is checked by ``validate_answers``.
 
-    Only what the typed form cannot hold is rejected here: repeated ids and
-    answers with no value.
+    Rejected here with :class:`ControllerError`: a result count other than
+    one per request, question ids other than the request's (in its order),
+    and value lists that do not match the questions' types one to one.
     """
+    if len(msg.results) != len(requests):
+        raise ControllerError(
+            f"expected answers for {len(requests)} requests, got {len(msg.results)}"
+        )
     out: list[dict[str, Answer]] = []
-    for r, res in enumerate(msg.results):
-        got: dict[str, Answer] = {}
-        for a in res.answers:
-            if a.question_id in got:
-                raise ControllerError(f"request {r}: question {a.question_id!r} answered twice")
-            which = a.WhichOneof("value")
-            if which == "noul":
-                got[a.question_id] = NoulAnswer(a.noul.value)
-            elif which == "choice":
-                dist = dict(a.choice.distribution)
-                if not all(math.isfinite(v) for v in dist.values()):
-                    raise ControllerError(f"{a.question_id}: non-finite probability")
-                got[a.question_id] = ChoiceAnswer(a.choice.label, dist)
-            else:
-                raise ControllerError(f"request {r}: answer to {a.question_id!r} has no value")
+    for r, (req, res) in enumerate(zip(requests, msg.results, strict=True)):
+        qs = req.questions
+        ids = [q.id for q in qs]
+        got_ids = list(res.question_ids)
+        if got_ids != ids:
+            missing = sorted(set(ids) - set(got_ids))
+            extra = sorted(set(got_ids) - set(ids))
+            raise ControllerError(
+                f"request {r} ({req.purpose}): answered ids do not match the questions "
+                f"(missing {missing[:5]}, unexpected {extra[:5]}, "
+                f"{len(got_ids)} answered for {len(ids)})"
+            )
+        values = list(res.noul_values)
+        choices = res.choices
+        n_choice = sum(type(q) is Choice for q in qs)
+        if len(values) != len(qs) - n_choice or len(choices) != n_choice:
+            raise ControllerError(
+                f"request {r} ({req.purpose}): {len(values)} noul values and {len(choices)} "
+                f"choices for {len(qs) - n_choice} Noul and {n_choice} Choice questions"
+            )
+        got: dict[str, Answer]
+        if not n_choice:
+            got = dict(zip(ids, map(NoulAnswer, values), strict=True))
+        else:
+            got = {}
+            vi = ci = 0
+            for q in qs:
+                if type(q) is Choice:
+                    c = choices[ci]
+                    ci += 1
+                    dist = dict(c.distribution)
+                    if not all(math.isfinite(v) for v in dist.values()):
+                        raise ControllerError(f"{q.id}: non-finite probability")
+                    got[q.id] = ChoiceAnswer(c.label, dist)
+                else:
+                    got[q.id] = NoulAnswer(values[vi])
+                    vi += 1
         out.append(got)
     return out

@@ -199,15 +199,17 @@ class ControllerServicer(pb_grpc.SystemOneServicer):
                 grpc.StatusCode.INTERNAL,
                 f"controller {self.controller_name} failed: {type(exc).__name__}: {exc}",
             )
-        if self.validate:
-            try:
+        try:
+            if self.validate:
                 validate_answers(requests, answers)
-            except ControllerError as exc:
-                context.abort(
-                    grpc.StatusCode.INTERNAL,
-                    f"controller {self.controller_name} gave invalid answers: {exc}",
-                )
-        return answers_to_proto(answers, self.controller_name)
+            # the compact wire form cannot carry a missing, extra or mistyped
+            # answer, so encoding checks those even without validation
+            return answers_to_proto(requests, answers, self.controller_name)
+        except ControllerError as exc:
+            context.abort(
+                grpc.StatusCode.INTERNAL,
+                f"controller {self.controller_name} gave invalid answers: {exc}",
+            )
 
 
 def load_controller(spec: str | None) -> SystemOne:

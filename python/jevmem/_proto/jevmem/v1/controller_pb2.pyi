@@ -109,24 +109,22 @@ class ChoiceSpec(_message.Message):
 Global___ChoiceSpec: _TypeAlias = ChoiceSpec  # noqa: Y015
 
 @_typing.final
-class Question(_message.Message):
-    """One question about the request's state."""
+class QuestionTemplate(_message.Message):
+    """The text shared by every question of one kind: what a model-backed backend
+    reads. A DecideRequest sends each distinct template once; questions refer to
+    it by index, so a round of 200 questions carries a handful of templates.
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
-    ID_FIELD_NUMBER: _builtins.int
     KIND_FIELD_NUMBER: _builtins.int
     INSTRUCTION_FIELD_NUMBER: _builtins.int
     NOUL_FIELD_NUMBER: _builtins.int
     CHOICE_FIELD_NUMBER: _builtins.int
-    id: _builtins.str
-    """Bookkeeping key, unique within its request; not model input. Questions
-    about the i-th pair or candidate of the state are prefixed "pair_{i}_" or
-    "candidate_{i}_", where i indexes the state's "candidates" list.
-    """
     kind: _builtins.str
     """Stable machine-readable kind (e.g. "relation.semantic",
-    "assess.sufficiency"); a fast backend dispatches on it.
+    "assess.sufficiency"); a fast backend dispatches on it. Never empty. Two
+    templates may share a kind (with different text); each is used as sent.
     """
     instruction: _builtins.str
     """The question in plain words; a model-backed backend reads this."""
@@ -137,7 +135,6 @@ class Question(_message.Message):
     def __init__(
         self,
         *,
-        id: _builtins.str = ...,
         kind: _builtins.str = ...,
         instruction: _builtins.str = ...,
         noul: Global___NoulSpec | None = ...,
@@ -145,23 +142,30 @@ class Question(_message.Message):
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["choice", b"choice", "noul", b"noul", "spec", b"spec"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["choice", b"choice", "id", b"id", "instruction", b"instruction", "kind", b"kind", "noul", b"noul", "spec", b"spec"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["choice", b"choice", "instruction", b"instruction", "kind", b"kind", "noul", b"noul", "spec", b"spec"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType_spec: _TypeAlias = _typing.Literal["noul", "choice"]  # noqa: Y015
     _WhichOneofArgType_spec: _TypeAlias = _typing.Literal["spec", b"spec"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_spec) -> _WhichOneofReturnType_spec | None: ...
 
-Global___Question: _TypeAlias = Question  # noqa: Y015
+Global___QuestionTemplate: _TypeAlias = QuestionTemplate  # noqa: Y015
 
 @_typing.final
 class DecisionRequest(_message.Message):
-    """One structured state and the questions asked about it."""
+    """One structured state and the questions asked about it.
+
+    Question i of the request is question_ids[i] asked with template
+    DecideRequest.templates[question_templates[i]]; the two lists have the same
+    length. A backend reads the question as that template's kind, instruction
+    and spec applied to this request's state.
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
     PURPOSE_FIELD_NUMBER: _builtins.int
     STATE_JSON_FIELD_NUMBER: _builtins.int
-    QUESTIONS_FIELD_NUMBER: _builtins.int
+    QUESTION_IDS_FIELD_NUMBER: _builtins.int
+    QUESTION_TEMPLATES_FIELD_NUMBER: _builtins.int
     purpose: _builtins.str
     """The decision family: "typing", "relations", "consolidation", "routing",
     "scoring" or "assessment".
@@ -173,19 +177,31 @@ class DecisionRequest(_message.Message):
     numbers the memory plane computed (similarities, overlaps, time gaps).
     """
     @_builtins.property
-    def questions(self) -> _containers.RepeatedCompositeFieldContainer[Global___Question]:
-        """The questions, answered independently of one another."""
+    def question_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The id of each question: a bookkeeping key, unique within its request and
+        never empty; not model input. Questions about the i-th pair or candidate
+        of the state are prefixed "pair_{i}_" or "candidate_{i}_", where i indexes
+        the state's "candidates" list.
+        """
+
+    @_builtins.property
+    def question_templates(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """For each question (same order and length as question_ids), the index of
+        its template in DecideRequest.templates. Questions are answered
+        independently of one another.
+        """
 
     def __init__(
         self,
         *,
         purpose: _builtins.str = ...,
         state_json: _builtins.str = ...,
-        questions: _abc.Iterable[Global___Question] | None = ...,
+        question_ids: _abc.Iterable[_builtins.str] | None = ...,
+        question_templates: _abc.Iterable[_builtins.int] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["purpose", b"purpose", "questions", b"questions", "state_json", b"state_json"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["purpose", b"purpose", "question_ids", b"question_ids", "question_templates", b"question_templates", "state_json", b"state_json"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -196,44 +212,31 @@ class DecideRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     REQUESTS_FIELD_NUMBER: _builtins.int
+    TEMPLATES_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def requests(self) -> _containers.RepeatedCompositeFieldContainer[Global___DecisionRequest]:
         """The requests of one step, answered in order."""
+
+    @_builtins.property
+    def templates(self) -> _containers.RepeatedCompositeFieldContainer[Global___QuestionTemplate]:
+        """The question templates of this call, referenced by index from every
+        request's question_templates. Each distinct (kind, instruction, spec) is
+        sent once per call.
+        """
 
     def __init__(
         self,
         *,
         requests: _abc.Iterable[Global___DecisionRequest] | None = ...,
+        templates: _abc.Iterable[Global___QuestionTemplate] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["requests", b"requests"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["requests", b"requests", "templates", b"templates"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___DecideRequest: _TypeAlias = DecideRequest  # noqa: Y015
-
-@_typing.final
-class NoulAnswer(_message.Message):
-    """The answer to a Noul."""
-
-    DESCRIPTOR: _descriptor.Descriptor
-
-    VALUE_FIELD_NUMBER: _builtins.int
-    value: _builtins.float
-    """Finite, in [0, 1]."""
-    def __init__(
-        self,
-        *,
-        value: _builtins.float = ...,
-    ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
-
-Global___NoulAnswer: _TypeAlias = NoulAnswer  # noqa: Y015
 
 @_typing.final
 class ChoiceAnswer(_message.Message):
@@ -286,54 +289,45 @@ class ChoiceAnswer(_message.Message):
 Global___ChoiceAnswer: _TypeAlias = ChoiceAnswer  # noqa: Y015
 
 @_typing.final
-class Answer(_message.Message):
-    """The answer to one question."""
-
-    DESCRIPTOR: _descriptor.Descriptor
-
-    QUESTION_ID_FIELD_NUMBER: _builtins.int
-    NOUL_FIELD_NUMBER: _builtins.int
-    CHOICE_FIELD_NUMBER: _builtins.int
-    question_id: _builtins.str
-    """The id of the question answered."""
-    @_builtins.property
-    def noul(self) -> Global___NoulAnswer: ...
-    @_builtins.property
-    def choice(self) -> Global___ChoiceAnswer: ...
-    def __init__(
-        self,
-        *,
-        question_id: _builtins.str = ...,
-        noul: Global___NoulAnswer | None = ...,
-        choice: Global___ChoiceAnswer | None = ...,
-    ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["choice", b"choice", "noul", b"noul", "value", b"value"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["choice", b"choice", "noul", b"noul", "question_id", b"question_id", "value", b"value"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_value: _TypeAlias = _typing.Literal["noul", "choice"]  # noqa: Y015
-    _WhichOneofArgType_value: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
-    def WhichOneof(self, oneof_group: _WhichOneofArgType_value) -> _WhichOneofReturnType_value | None: ...
-
-Global___Answer: _TypeAlias = Answer  # noqa: Y015
-
-@_typing.final
 class DecisionAnswers(_message.Message):
-    """The answers to one DecisionRequest: exactly one per question."""
+    """The answers to one DecisionRequest: exactly one per question, in the
+    request's question order. Walk the request's questions in order: a Noul
+    question takes the next entry of noul_values, a Choice question the next
+    entry of choices. Both lists must be used up exactly.
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
-    ANSWERS_FIELD_NUMBER: _builtins.int
+    QUESTION_IDS_FIELD_NUMBER: _builtins.int
+    NOUL_VALUES_FIELD_NUMBER: _builtins.int
+    CHOICES_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def answers(self) -> _containers.RepeatedCompositeFieldContainer[Global___Answer]: ...
+    def question_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The ids of the questions answered: exactly the request's question_ids, in
+        the same order. It lets the client check that the answers line up.
+        """
+
+    @_builtins.property
+    def noul_values(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
+        """The answers to the request's Noul questions, in question order: each
+        finite, in [0, 1] (1 means the proposition holds). The value need not be
+        a calibrated probability.
+        """
+
+    @_builtins.property
+    def choices(self) -> _containers.RepeatedCompositeFieldContainer[Global___ChoiceAnswer]:
+        """The answers to the request's Choice questions, in question order."""
+
     def __init__(
         self,
         *,
-        answers: _abc.Iterable[Global___Answer] | None = ...,
+        question_ids: _abc.Iterable[_builtins.str] | None = ...,
+        noul_values: _abc.Iterable[_builtins.float] | None = ...,
+        choices: _abc.Iterable[Global___ChoiceAnswer] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["answers", b"answers"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["choices", b"choices", "noul_values", b"noul_values", "question_ids", b"question_ids"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
