@@ -179,3 +179,32 @@ def test_validation_rejects_bad_answers() -> None:
         validate_answers(
             [choice_req], [{"representation": ChoiceAnswer("delete", dict.fromkeys(opts, 0.25))}]
         )
+
+
+def nbr(text: str, vector: float, lexical: float, **extra: float) -> dict[str, Any]:
+    return {"id": 1, "text": text, "signals": {"vector": vector, "lexical": lexical, **extra}}
+
+
+def test_consolidation_answers_follow_the_neighbourhood() -> None:
+    qs = catalogue.consolidation_questions()
+
+    def ask(
+        neighbours: list[dict[str, Any]], focus: str = "I take oat milk in coffee"
+    ) -> dict[str, Any]:
+        return one("consolidation", {"focus": {"text": focus}, "neighbours": neighbours}, qs)
+
+    dup = ask([nbr("I take oat milk in coffee", 0.98, 0.95, linked=1.0)] * 3)
+    far = ask([nbr("the deploy failed", 0.1, 0.0, linked=1.0)])
+    flip = ask([nbr("I do not take oat milk in coffee", 0.9, 0.8, linked=1.0)])
+    newer = ask([nbr("I switched to soy milk in coffee", 0.85, 0.7, newer=1.0, linked=1.0)])
+    unlinked = ask([nbr("oat milk and coffee again", 0.8, 0.6, linked=0.0)])
+    v = {name: {k: (a.value if isinstance(a, NoulAnswer) else a) for k, a in d.items()} for name, d in (("dup", dup), ("far", far), ("flip", flip), ("newer", newer), ("unlinked", unlinked))}  # fmt: skip
+    assert v["dup"]["redundant"] > 0.5 > v["far"]["redundant"]
+    assert v["flip"]["contradicting"] > v["dup"]["contradicting"]
+    assert v["newer"]["obsolete"] > v["dup"]["obsolete"]
+    assert v["unlinked"]["extra_link"] > v["dup"]["extra_link"]
+    rep_dup, rep_far = dup["representation"], far["representation"]
+    assert isinstance(rep_dup, ChoiceAnswer) and isinstance(rep_far, ChoiceAnswer)
+    assert rep_dup.label == "merge" and rep_far.label == "keep_separate"
+    assert rep_dup.distribution["merge"] > rep_far.distribution["merge"]
+    assert ask([])["redundant"].value == 0.0  # nothing to compare with
