@@ -60,11 +60,19 @@ _TYPING: dict[str, tuple[str, str, str]] = {
 TYPING_KINDS = tuple(f"type.{k}" for k in _TYPING)
 
 
-def typing_questions() -> tuple[Noul, ...]:
+def _nouls(
+    table: dict[str, tuple[str, str, str]], kind: str, id_prefix: str = ""
+) -> tuple[Noul, ...]:
+    """One Noul per (instruction, true criterion, false criterion) entry of a table."""
     return tuple(
-        Noul(id=name, kind=f"type.{name}", instruction=i, true_if=t, false_if=f)
-        for name, (i, t, f) in _TYPING.items()
+        Noul(id=f"{id_prefix}{name}", kind=f"{kind}.{name}", instruction=i, true_if=t, false_if=f)
+        for name, (i, t, f) in table.items()
     )
+
+
+@lru_cache(maxsize=1)
+def typing_questions() -> tuple[Noul, ...]:
+    return _nouls(_TYPING, "type")
 
 
 # ---- relations between a new observation and one earlier candidate ---------
@@ -158,6 +166,7 @@ CONSOLIDATION_KINDS = (
 )
 
 
+@lru_cache(maxsize=1)
 def consolidation_questions() -> tuple[Noul | Choice, ...]:
     return (
         Noul(
@@ -240,11 +249,9 @@ _ROUTING: dict[str, tuple[str, str, str]] = {
 ROUTING_KINDS = tuple(f"route.{k}" for k in _ROUTING)
 
 
+@lru_cache(maxsize=1)
 def routing_questions() -> tuple[Noul, ...]:
-    return tuple(
-        Noul(id=name, kind=f"route.{name}", instruction=i, true_if=t, false_if=f)
-        for name, (i, t, f) in _ROUTING.items()
-    )
+    return _nouls(_ROUTING, "route")
 
 
 # ---- scoring a traversal candidate -------------------------------------------
@@ -277,12 +284,7 @@ SCORING_KINDS = tuple(f"score.{k}" for k in _SCORING)
 
 @lru_cache(maxsize=1024)
 def scoring_questions(i: int) -> tuple[Noul, ...]:
-    return tuple(
-        Noul(
-            id=f"candidate_{i}_{name}", kind=f"score.{name}", instruction=ins, true_if=t, false_if=f
-        )
-        for name, (ins, t, f) in _SCORING.items()
-    )
+    return _nouls(_SCORING, "score", f"candidate_{i}_")
 
 
 # ---- assessing the evidence gathered so far ---------------------------------
@@ -312,8 +314,6 @@ _ASSESSMENT: dict[str, tuple[str, str, str]] = {
 ASSESSMENT_KINDS = tuple(f"assess.{k}" for k in _ASSESSMENT)
 
 
+@lru_cache(maxsize=1)
 def assessment_questions() -> tuple[Noul, ...]:
-    return tuple(
-        Noul(id=name, kind=f"assess.{name}", instruction=i, true_if=t, false_if=f)
-        for name, (i, t, f) in _ASSESSMENT.items()
-    )
+    return _nouls(_ASSESSMENT, "assess")
