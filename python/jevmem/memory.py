@@ -52,8 +52,13 @@ __all__ = ["EvidenceItem", "Memory", "MemoryConfig", "SearchResult", "Via"]
 
 Mode = Literal["lexical", "anchors", "traversal", "full"]
 VIEWS = ("semantic", "temporal", "causal", "entity")
-#: Share of a seed's score that is its own relevance (the rest: neighbour support).
-ANCHOR_RELEVANCE_WEIGHT = 0.75
+#: Share of a seed's score that is its own relevance (the rest: support from
+#: its temporal neighbours and its episode).
+ANCHOR_RELEVANCE_WEIGHT = 0.6
+#: Support through a second temporal step counts this much of a first (a reply
+#: to a reply: "How was it?" / "Super good!").
+SECOND_STEP_DECAY = 0.7
+_DAY_S = 86_400
 Summariser = Callable[[Sequence[Node]], str]
 #: A query's read path: yields controller requests, receives their answers.
 _Steps = Generator[list[DecisionRequest], list[dict[str, Answer]], None]
@@ -69,9 +74,15 @@ class MemoryConfig:
     summary_min_prob: float = 0.85
     summary_max_contradiction: float = 0.85
     #: How deep each of the lexical and vector lists is before fusion.
-    anchor_depth: int = 50
+    anchor_depth: int = 100
     #: How many fused nodes the controller scores before seeding.
-    anchor_pool: int = 50
+    anchor_pool: int = 100
+    #: How many of the strongest pool nodes bring their temporal context (the
+    #: observations up to two steps before and after, same episode) into the pool.
+    context_seeds: int = 30
+    #: At most this many nodes observed inside a time window the query names
+    #: ("on 9 November 2022") join the pool.
+    time_window_nodes: int = 64
     #: How many of the best-scored pool nodes seed the traversal.
     anchors: int = 20
     kappa: float = 60.0
@@ -92,6 +103,10 @@ class MemoryConfig:
             v = getattr(self, name)
             if not (isinstance(v, int) and v >= 1):
                 raise InvalidConfigError(f"{name} must be a positive integer, got {v!r}")
+        for name in ("context_seeds", "time_window_nodes"):
+            v = getattr(self, name)
+            if not (isinstance(v, int) and v >= 0):
+                raise InvalidConfigError(f"{name} must be a non-negative integer, got {v!r}")
         if not (math.isfinite(self.kappa) and self.kappa > 0):
             raise InvalidConfigError(f"kappa must be positive, got {self.kappa!r}")
 
@@ -181,6 +196,8 @@ class Memory:
         self._timeline: list[tuple[int, int]] = []  # (timestamp, id), sorted
         self._time_refs: dict[int, tuple[TimeRef, ...]] = {}
         self._entity_counts: dict[str, int] = {}
+        self._episodes: dict[int, str | None] = {}
+        self._asks: dict[int, float] = {}
         self._writes = 0
         self.decisions: list[dict[str, Any]] = []
         self.calls = {"write": 0, "query": 0}
@@ -191,6 +208,9 @@ class Memory:
     # ---- bookkeeping ------------------------------------------------------
 
     def _index_python_side(self, node: Node, refs: tuple[TimeRef, ...] | None = None) -> None:
+        # per-node facts the read path asks for on every query, computed once
+        self._episodes[node.id] = _episode(node)
+        self._asks[node.id] = _question_share(node.text)
         if node.timestamp is not None:
             bisect.insort(self._timeline, (node.timestamp, node.id))
             if refs is None:
@@ -710,6 +730,36 @@ def _alias(entity: str, name: str) -> bool:
     return len(short) >= 3 and long_.startswith(short)
 
 
+def _evidence_score(relevance: float, support: float) -> float:
+    """A node's score as evidence: its own relevance, lifted by its support."""
+    w = ANCHOR_RELEVANCE_WEIGHT
+    return min(1.0, w * float(relevance) + (1 - w) * float(support))
+
+
+def _raw(sig: Mapping[str, float]) -> float:
+    """A pool node's plain topical match, before any controller judgment."""
+    return 0.5 * sig["lexical"] + 0.5 * sig["dense"]
+
+
+def _question_share(text: str) -> float:
+    """Share of a text's sentences that are questions."""
+    sentences = [x for x in _SENTENCES.findall(text) if x.strip()]
+    if not sentences:
+        return 0.0
+    return float(sum(x.rstrip().endswith("?") for x in sentences) / len(sentences))
+
+
+def _episode(node: Node) -> str | None:
+    """The episode a node belongs to: the session its provenance names, else
+    the calendar day (UTC) it was observed on, else none."""
+    for key in ("session", "session_id", "episode"):
+        if key in node.provenance:
+            return f"{key}:{node.provenance[key]}"
+    if node.timestamp is not None:
+        return f"day:{node.timestamp // _DAY_S}"
+    return None
+
+
 def _same_session(a: Node, b: Node) -> float:
     for key in ("session", "session_id", "episode"):
         if key in a.provenance and key in b.provenance:
@@ -814,18 +864,28 @@ class _QueryRun:
         self.content_tokens = (
             self.query_tokens - name_tokens - frame or self.query_tokens - name_tokens
         )
+        self.wants_time = bool(self.time_cues["asks_when"] or self.time_cues["temporal"])
         self.relevance: dict[int, float] = {}
         self.entity_ok: dict[int, float] = {}
         self.coverage: dict[int, float] = {}
+        self.nodes: dict[int, Node] = {}
+        self.evidence_score: dict[int, float] = {}
+        self.topical: dict[int, float] = {}
+        self.episode_strength: dict[str | None, float] = {}
+        self.context_cache: dict[int, list[tuple[int, float]]] = {}
 
     # -- signals -------------------------------------------------------------
 
     def signals(self, ids: list[int]) -> list[dict[str, float]]:
+        """Per-node retrieval signals, each in [0, 1]: BM25 and embedding
+        similarity (normalised by the query's best), agreement with the people
+        the query names, a match with the time the query names (or, for "when"
+        questions, a grounded date in the node), and how much of the node is
+        itself a question (a question asserts nothing)."""
         store = self.m.store
         lex = store.lexical_scores(self.query, ids)
         sims = store.similarities(self.qvec, ids)
         out = []
-        wants_time = self.time_cues["asks_when"] or self.time_cues["temporal"]
         for i, node_id in enumerate(ids):
             node = store.get(node_id)
             speaker = node.provenance.get("speaker", "").lower()
@@ -839,18 +899,112 @@ class _QueryRun:
             else:
                 ent = 0.0
             sig = {
-                "lexical": float(lex[i]) / self.max_lex if self.max_lex > 0 else 0.0,
-                "dense": max(0.0, float(sims[i])) / self.max_sim if self.max_sim > 0 else 0.0,
+                "lexical": min(1.0, float(lex[i]) / self.max_lex) if self.max_lex > 0 else 0.0,
+                "dense": min(1.0, max(0.0, float(sims[i])) / self.max_sim)
+                if self.max_sim > 0
+                else 0.0,
                 "entity_match": ent,
-                "time_match": 1.0 if wants_time and node_id in self.m._time_refs else 0.0,
+                "time_match": self.time_match(node),
+                "asks": self.m._asks.get(node_id, 0.0),
             }
-            sig["lexical"] = min(1.0, sig["lexical"])
-            sig["dense"] = min(1.0, sig["dense"])
+            self.nodes[node_id] = node
             out.append(sig)
             self.entity_ok[node_id] = (
                 1.0 if not self.query_entities else min(1.0, ent + 0.4 * (ent > 0))
             )
         return out
+
+    def time_match(self, node: Node) -> float:
+        """How well the node's time fits the time the query names.
+
+        With a window in the query ("on 9 November, 2022", "in August 2023"):
+        1 when the node was observed in it or refers to a time in it, decaying
+        with the distance to it (scale: the window's width, at least 3 days).
+        Without one, a "when" question prefers nodes that state a date.
+        """
+        window = self.time_cues["constraint"]
+        refs = self.m._time_refs.get(node.id, ())
+        if window is None:
+            return 0.3 if self.wants_time and refs else 0.0
+        lo, hi = window
+        scale = max(3 * _DAY_S, hi - lo)
+        spans = [(r.start, r.end) for r in refs]
+        if node.timestamp is not None:
+            spans.append((node.timestamp, node.timestamp))
+        best = 0.0
+        for start, end in spans:
+            gap = max(0, lo - end, start - hi)
+            best = max(best, math.exp(-gap / scale))
+        return best
+
+    def pool(self) -> tuple[list[int], list[dict[str, float]]]:
+        """The nodes the controller ranks before seeding, with their signals:
+        the fused lexical + vector lists, the nodes observed inside a time
+        window the query names, and the temporal context (two steps each way,
+        same episode) of the strongest of them: answers often sit in the reply
+        to the turn that matches the query."""
+        cfg = self.m.config
+        ids = [int(i) for i in self.fused_ids]
+        seen = set(ids)
+        window = self.time_cues["constraint"]
+        if window is not None and cfg.time_window_nodes:
+            timeline = self.m._timeline
+            lo = bisect.bisect_left(timeline, (window[0], -1))
+            hi = bisect.bisect_right(timeline, (window[1], 1 << 62))
+            for _, node_id in timeline[lo : min(hi, lo + cfg.time_window_nodes)]:
+                if node_id not in seen:
+                    seen.add(node_id)
+                    ids.append(node_id)
+        sigs = self.signals(ids)
+        raw = {n: _raw(sig) for n, sig in zip(ids, sigs, strict=True)}
+        strongest = sorted(ids, key=lambda n: (-raw[n], n))[: cfg.context_seeds]
+        context = []
+        for node_id in strongest:
+            for other, _w in self.temporal_context(node_id):
+                if other not in seen:
+                    seen.add(other)
+                    context.append(other)
+        if context:
+            sigs += self.signals(context)
+            ids += context
+        return ids, sigs
+
+    def near_support(self, node_id: int) -> float:
+        """How strongly the node's temporal context matches the query (the
+        best neighbour's topical match times the path weight)."""
+        return max(
+            (w * self.topical.get(o, 0.0) for o, w in self.temporal_context(node_id)),
+            default=0.0,
+        )
+
+    def temporal_context(self, node_id: int) -> list[tuple[int, float]]:
+        """The observations one and two steps before and after a node in time
+        order, in its episode, with weight 1 and SECOND_STEP_DECAY.
+
+        These are the temporal view's time-order links (the rule edges each
+        write adds); read off the sorted timeline, which also stays exact when
+        observations arrive out of order.
+        """
+        cached = self.context_cache.get(node_id)
+        if cached is not None:
+            return cached
+        node = self.nodes.get(node_id) or self.m.store.get(node_id)
+        out: list[tuple[int, float]] = []
+        if node.timestamp is not None:
+            timeline = self.m._timeline
+            pos = bisect.bisect_left(timeline, (node.timestamp, node_id))
+            episode = self.m._episodes.get(node_id)
+            for step, weight in ((1, 1.0), (2, SECOND_STEP_DECAY)):
+                for at in (pos - step, pos + step):
+                    if 0 <= at < len(timeline):
+                        other = timeline[at][1]
+                        if self.m._episodes.get(other) == episode:
+                            out.append((other, weight))
+        self.context_cache[node_id] = out
+        return out
+
+    def episode(self, node_id: int) -> str | None:
+        return self.m._episodes.get(node_id)
 
     def content_coverage(self, node: Node) -> float:
         """Share of the query's content words the node asserts *about the
@@ -930,32 +1084,26 @@ class _QueryRun:
     def steps(self) -> _Steps:
         store = self.m.store
         cfg = self.m.config
-        anchor_ids = [int(i) for i in self.fused_ids]
-        anchor_sig = self.signals(anchor_ids)
-        # Support of a pool node: how strongly the nodes next to it in time
-        # (adjacent turns of a dialogue, steps of a task) match the query.
-        raw = {
-            n: 0.5 * sig["lexical"] + 0.5 * sig["dense"]
-            for n, sig in zip(anchor_ids, anchor_sig, strict=True)
+        anchor_ids, anchor_sig = self.pool()
+        # Support of a pool node: how strongly the nodes around it in time
+        # (adjacent turns of a dialogue, steps of a task) match the query, and
+        # how strongly its episode does (mean of the episode's best three).
+        raw = self.topical = {n: _raw(sig) for n, sig in zip(anchor_ids, anchor_sig, strict=True)}
+        by_episode: dict[str | None, list[float]] = {}
+        for n in anchor_ids:
+            by_episode.setdefault(self.episode(n), []).append(raw[n])
+        episode_strength = self.episode_strength = {
+            ep: sum(sorted(v, reverse=True)[:3]) / 3 for ep, v in by_episode.items() if ep
         }
-        support: dict[int, float] = {}
-        for node_id in anchor_ids:
-            best = 0.0
-            for e in store.neighbors(node_id, "temporal"):
-                other = e.dst if e.src == node_id else e.src
-                best = max(best, e.weight * raw.get(other, 0.0))
-            support[node_id] = best
-        cands = [
-            {
-                "id": a,
-                "text": store.get(a).text,
-                "view": "semantic",
-                "signals": {**sig, "edge_weight": 1.0, "support": support[a], "novelty": 1.0,
-                            "max_evidence_similarity": 0.0, "same_session": 0.0},
-            }
-            for a, sig in zip(anchor_ids, anchor_sig, strict=True)
-        ]  # fmt: skip
-        scoring_q = tuple(q for i in range(len(cands)) for q in catalogue.scoring_questions(i))
+        cands = []
+        for a, sig in zip(anchor_ids, anchor_sig, strict=True):
+            sig.update(
+                support=self.near_support(a),
+                episode_support=episode_strength.get(self.episode(a), 0.0),
+                edge_weight=1.0,
+            )
+            cands.append({"id": a, "text": self.nodes[a].text, "view": "semantic", "signals": sig})
+        scoring_q = tuple(q for i in range(len(cands)) for q in catalogue.anchor_questions(i))
         got = yield [
             DecisionRequest(
                 "routing", {"query": self.query_state()}, catalogue.routing_questions()
@@ -972,12 +1120,7 @@ class _QueryRun:
             sup = _answer_value(got[1][f"candidate_{i}_support"])
             self.relevance[anchor] = rel
             # A seed's score: its own relevance, lifted by support from its neighbours.
-            anchors.append(
-                (
-                    anchor,
-                    min(1.0, ANCHOR_RELEVANCE_WEIGHT * rel + (1 - ANCHOR_RELEVANCE_WEIGHT) * sup),
-                )
-            )
+            anchors.append((anchor, _evidence_score(rel, sup)))
         anchors.sort(key=lambda x: (-x[1], x[0]))
         t = store.traverse(
             tuple(self.routing[v] for v in VIEWS),  # type: ignore[arg-type]
@@ -1006,16 +1149,17 @@ class _QueryRun:
                 if not found:
                     continue
                 got = yield [self.scoring_request(t, found)]
-                a = got[0]
+                scored = got[0]
                 rows = np.array(
                     [
-                        [_answer_value(a[f"candidate_{i}_{n}"]) for n in ("relevance", "relation_usefulness", "novelty", "support")]
+                        [_answer_value(scored[f"candidate_{i}_{n}"]) for n in ("relevance", "relation_usefulness", "novelty", "support")]
                         for i in range(len(found))
                     ],
                     dtype=np.float32,
                 )  # fmt: skip
                 for i, c in enumerate(found):
                     self.relevance[c.node] = float(rows[i, 0])
+                    self.evidence_score[c.node] = _evidence_score(rows[i, 0], rows[i, 3])
                 t.score(rows)
             else:  # "score" without candidates cannot happen; guard anyway
                 break
@@ -1062,19 +1206,22 @@ class _QueryRun:
         sigs = self.signals(ids)
         evidence = [e.node for e in t.result()]
         ev_vecs = np.stack([store.embedding(e) for e in evidence]) if evidence else None
-        score_of = {e.node: e.score for e in t.result()}
         cands = []
         for c, sig in zip(found, sigs, strict=True):
             v = store.embedding(c.node)
             max_sim = float((ev_vecs @ v).max()) if ev_vecs is not None else 0.0
             src = store.get(c.from_node)
             node = store.get(c.node)
+            self.topical[c.node] = _raw(sig)
             sig.update(
                 {
                     "edge_weight": float(c.edge_weight),
                     "max_evidence_similarity": max(0.0, min(1.0, max_sim)),
                     "novelty": 1.0 - max(0.0, min(1.0, max_sim)),
-                    "support": float(c.edge_weight) * min(1.0, score_of.get(c.from_node, 0.0)),
+                    # the same support as a seed's: its temporal neighbours and
+                    # its episode (the edge it came by is judged by usefulness)
+                    "support": self.near_support(c.node),
+                    "episode_support": self.episode_strength.get(self.episode(c.node), 0.0),
                     "same_session": _same_session(node, src),
                 }
             )
@@ -1125,11 +1272,17 @@ class _QueryRun:
         t = self.traversal
         assert t is not None
         evidence = []
-        for e in t.result(self.k):
+        # The traversal's transition score decides where to go next; the
+        # answer ranks every gathered node on one scale, the one seeds had.
+        gathered = sorted(
+            t.result(),
+            key=lambda e: (-self.evidence_score.get(e.node, e.score), e.node),
+        )
+        for e in gathered[: self.k]:
             via = None
             if e.via is not None:
                 via = Via(e.via.view, e.via.src, e.via.dst, e.via.edge_weight, e.via.from_node)
-            evidence.append(self.item(e.node, e.score, via))
+            evidence.append(self.item(e.node, self.evidence_score.get(e.node, e.score), via))
         trace = dict(t.trace())
         cfg = self.m.config.traversal.as_dict()
         trace.update(

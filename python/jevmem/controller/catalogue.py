@@ -20,6 +20,7 @@ __all__ = [
     "SCORING_KINDS",
     "TEMPORAL_LABELS",
     "TYPING_KINDS",
+    "anchor_questions",
     "assessment_questions",
     "consolidation_questions",
     "relation_questions",
@@ -285,6 +286,13 @@ SCORING_KINDS = tuple(f"score.{k}" for k in _SCORING)
 @lru_cache(maxsize=1024)
 def scoring_questions(i: int) -> tuple[Noul, ...]:
     return _nouls(_SCORING, "score", f"candidate_{i}_")
+
+
+@lru_cache(maxsize=1024)
+def anchor_questions(i: int) -> tuple[Noul, ...]:
+    """The scoring questions that rank the anchor pool: no edge led to an anchor
+    and nothing has been gathered yet, so usefulness and novelty do not apply."""
+    return tuple(q for q in scoring_questions(i) if q.kind in ("score.relevance", "score.support"))
 
 
 # ---- assessing the evidence gathered so far ---------------------------------

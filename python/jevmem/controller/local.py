@@ -322,7 +322,10 @@ class LocalController:
             )
         if which == "novelty":
             return NoulAnswer(_clip(1.0 - _sig(cand, "max_evidence_similarity")))
-        return NoulAnswer(_clip(_sig(cand, "support")))
+        # Support from the temporal neighbours, and from the whole episode when
+        # the memory plane measured it (two thirds / one third).
+        near = _sig(cand, "support")
+        return NoulAnswer(_clip((2.0 * near + _sig(cand, "episode_support", near)) / 3.0))
 
     # ---- assessment --------------------------------------------------------
 
@@ -353,15 +356,17 @@ class LocalController:
 def relevance(item: Mapping[str, Any]) -> float:
     """How much a node is about the query, from its retrieval signals.
 
-    A weighted mean of BM25 (normalised by the query's best), embedding
-    similarity (normalised likewise), agreement with the people the query
-    names, and a time match for "when" questions.
+    BM25 and embedding similarity (each normalised by the query's best) carry
+    the topic; agreement with the people the query names and a match with the
+    time it names add to it; a node that is mostly a question asserts little
+    and loses some. Clipped to [0, 1].
     """
-    return (
+    return _clip(
         0.45 * _sig(item, "lexical")
         + 0.35 * _sig(item, "dense")
-        + 0.15 * _sig(item, "entity_match")
-        + 0.05 * _sig(item, "time_match")
+        + 0.2 * _sig(item, "entity_match")
+        + 0.3 * _sig(item, "time_match")
+        - 0.1 * _sig(item, "asks")
     )
 
 

@@ -1,0 +1,122 @@
+"""Read-path signals: time windows, temporal context, episodes, question turns."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jevmem import HashEmbedder, LocalController, Memory, MemoryConfig
+from jevmem.controller import catalogue
+from jevmem.memory import _episode, _QueryRun, _question_share
+from jevmem.temporal import to_timestamp
+
+DAY = 86_400
+T0 = 1_700_000_000
+
+
+def memory(**cfg: Any) -> Memory:
+    return Memory(HashEmbedder(64), config=MemoryConfig(**cfg))
+
+
+def pool(m: Memory, query: str) -> list[int]:
+    """The nodes the controller ranks before the traversal (no expansion yet)."""
+    run = _QueryRun(m, query, m.embedder.embed([query])[0], 1, None, "full", 0.0)
+    return run.pool()[0]
+
+
+def dialogue(m: Memory, turns: list[tuple[str, str, int, str]]) -> list[int]:
+    """(speaker, text, timestamp, session) rows, one node each."""
+    return m.add_batch(
+        [t[1] for t in turns],
+        speakers=[t[0] for t in turns],
+        timestamps=[t[2] for t in turns],
+        provenances=[{"session": t[3]} for t in turns],
+    )
+
+
+def test_question_share_counts_question_sentences() -> None:
+    assert _question_share("How was it?") == 1.0
+    assert _question_share("Great pic! Is that recent? Looks fun!") == 1 / 3
+    assert _question_share("I made ice cream.") == 0.0
+    assert _question_share("") == 0.0
+
+
+def test_episode_prefers_the_session_then_the_day() -> None:
+    m = memory()
+    a, b, c = dialogue(m, [("Ana", "one", T0, "s1"), ("Bo", "two", T0 + 5, "s1"), ("Ana", "three", T0 + 9, "s2")])  # fmt: skip
+    assert _episode(m.get(a)) == _episode(m.get(b)) != _episode(m.get(c))
+    d = m.add("no session", timestamp=T0 + 3 * DAY)
+    assert _episode(m.get(d)) == f"day:{(T0 + 3 * DAY) // DAY}"
+    e = m.add("no time, no session")
+    assert _episode(m.get(e)) is None
+
+
+def test_a_named_date_pulls_in_what_was_said_that_day() -> None:
+    # Two identical reports on different days: only the date tells them apart.
+    nov9 = to_timestamp("2022-11-09T12:00:00")
+    m = memory()
+    filler = [("Ana", f"Ana chatted about weather number {i}", T0 + i * DAY, f"f{i}") for i in range(40)]  # fmt: skip
+    ids = dialogue(m, [*filler, ("Ana", "Ana cooked a new dish for the family", nov9 - 30 * DAY, "a"), ("Ana", "Ana cooked a new dish for the family", nov9, "b")])  # fmt: skip
+    r = m.search("What dish did Ana cook on 9 November, 2022?", 3)
+    assert r.evidence[0].id == ids[-1]
+    # and it reaches the pool from the timeline even when the fused lists miss it
+    narrow = memory(anchor_depth=1, anchor_pool=1, anchors=1, context_seeds=0)
+    ids = dialogue(narrow, [*filler, ("Ana", "Ana cooked a new dish for the family", nov9 - 30 * DAY, "a"), ("Ana", "something else entirely", nov9, "b")])  # fmt: skip
+    query = "What dish did Ana cook on 9 November, 2022?"
+    assert ids[-1] in [e.id for e in narrow.search(query, 5).evidence]
+    assert ids[-1] in pool(narrow, query)
+    blind = memory(anchor_depth=1, anchor_pool=1, anchors=1, context_seeds=0, time_window_nodes=0)
+    ids = dialogue(blind, [*filler, ("Ana", "Ana cooked a new dish for the family", nov9 - 30 * DAY, "a"), ("Ana", "something else entirely", nov9, "b")])  # fmt: skip
+    assert ids[-1] not in pool(blind, query)
+
+
+def test_the_reply_to_a_matching_turn_joins_the_pool() -> None:
+    turns = [("Bo", f"Bo mentioned unrelated topic {i}", T0 + i * DAY, f"x{i}") for i in range(30)]
+    turns += [
+        ("Nate", "I made coconut milk ice cream yesterday", T0 + 100 * DAY, "s"),
+        ("Jo", "Oh nice, how did it turn out?", T0 + 100 * DAY + 5, "s"),
+        ("Nate", "Super good! Rich and creamy, maybe my new favourite", T0 + 100 * DAY + 10, "s"),
+    ]
+    query = "What did Nate think of the coconut milk ice cream?"
+    with_context = memory(anchor_depth=1, anchor_pool=1, anchors=1)
+    ids = dialogue(with_context, turns)
+    assert ids[-1] in [e.id for e in with_context.search(query, 5).evidence]
+    assert ids[-1] in pool(with_context, query)
+    without = memory(anchor_depth=1, anchor_pool=1, anchors=1, context_seeds=0)
+    ids = dialogue(without, turns)
+    assert ids[-1] not in pool(without, query)
+
+
+def test_support_counts_the_neighbours_and_the_episode() -> None:
+    ctl = LocalController()
+    q = catalogue.anchor_questions(0)
+    assert [x.kind for x in q] == ["score.relevance", "score.support"]
+
+    def support(sig: dict[str, float]) -> float:
+        req = catalogue_request(sig)
+        return float(ctl.decide([req])[0]["candidate_0_support"].value)  # type: ignore[union-attr]
+
+    base = {"lexical": 0.2, "dense": 0.2, "entity_match": 0.0, "time_match": 0.0, "asks": 0.0}
+    lone = support({**base, "support": 0.0, "episode_support": 0.0})
+    near = support({**base, "support": 0.9, "episode_support": 0.0})
+    both = support({**base, "support": 0.9, "episode_support": 0.9})
+    assert lone == 0.0 < near < both
+
+
+def test_relevance_rewards_the_named_person_and_time_and_discounts_questions() -> None:
+    ctl = LocalController()
+    base = {"lexical": 0.5, "dense": 0.5, "entity_match": 0.0, "time_match": 0.0, "asks": 0.0}
+
+    def rel(**over: float) -> float:
+        return float(ctl.decide([catalogue_request({**base, **over})])[0]["candidate_0_relevance"].value)  # type: ignore[union-attr]  # fmt: skip
+
+    plain = rel()
+    assert rel(entity_match=1.0) > plain
+    assert rel(time_match=1.0) > plain
+    assert rel(asks=1.0) < plain
+
+
+def catalogue_request(sig: dict[str, float]) -> Any:
+    from jevmem.controller import DecisionRequest
+
+    state = {"query": {"text": "q", "entities": [], "time": {}, "routing": {}}, "candidates": [{"id": 0, "text": "t", "view": "semantic", "signals": sig}]}  # fmt: skip
+    return DecisionRequest("scoring", state, catalogue.anchor_questions(0))
