@@ -123,6 +123,29 @@ def test_scoring_and_assessment_follow_signals() -> None:
     assert wrong_person["usefulness"] > good["usefulness"]
 
 
+def test_sufficiency_weighs_evidence_about_someone_else_against() -> None:
+    aq = catalogue.assessment_questions()
+
+    def sufficiency(mine: float, theirs: float, score: float = 0.8) -> float:
+        sig = {"relevance": 0.8, "content_coverage": mine, "other_coverage": theirs}
+        ev = [{"id": 1, "text": "x", "score": score, "signals": sig}]
+        got = one("assessment", {"evidence": ev, "coverage": 1.0, "frontier_best": 0.1}, aq)
+        return float(got["sufficiency"].value)
+
+    only_mine, both, only_theirs = (
+        sufficiency(1.0, 0.0),
+        sufficiency(1.0, 1.0),
+        sufficiency(0.0, 1.0),
+    )
+    assert only_mine > both > only_theirs
+    assert both == pytest.approx(0.5)
+    assert sufficiency(0.5, 0.0) < only_mine  # ordered by the margin, not clipped
+    assert sufficiency(0.2, 0.6) < sufficiency(0.2, 0.3) < 0.5
+    # nothing asserted either way: the topical match alone stays below undecided
+    assert sufficiency(0.0, 0.0, score=1.0) <= 0.5
+    assert sufficiency(0.0, 0.0, score=0.2) < sufficiency(0.0, 0.0, score=0.9)
+
+
 def test_relations_and_choices() -> None:
     qs = catalogue.relation_questions(0, ask_alias=True, ask_temporal=True)
     base = {"observation": {"text": "So we postponed the release because the deploy failed"}}

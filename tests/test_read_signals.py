@@ -120,3 +120,29 @@ def catalogue_request(sig: dict[str, float]) -> Any:
 
     state = {"query": {"text": "q", "entities": [], "time": {}, "routing": {}}, "candidates": [{"id": 0, "text": "t", "view": "semantic", "signals": sig}]}  # fmt: skip
     return DecisionRequest("scoring", state, catalogue.anchor_questions(0))
+
+
+def test_coverage_tells_whom_the_content_is_about() -> None:
+    m = memory()
+    ids = dialogue(m, [
+        ("Caroline", "I researched adoption agencies last week.", T0, "s"),
+        ("Melanie", "That's wonderful! Did the research help you?", T0 + 5, "s"),
+        ("Melanie", "I went camping with my kids.", T0 + 10, "s"),
+    ])  # fmt: skip
+
+    def shares(query: str, node: int) -> tuple[float, float]:
+        run = _QueryRun(m, query, m.embedder.embed([query])[0], 5, None, "full", 0.0)
+        return run.coverage_of(node)
+
+    mine, theirs = shares("What did Caroline research?", ids[0])
+    assert mine > 0.0 and theirs == 0.0
+    mine, theirs = shares("What did Melanie research?", ids[0])
+    assert mine == 0.0 and theirs > 0.0
+    # Melanie's question about "you" is about Caroline, at half weight
+    mine, theirs = shares("What did Melanie research?", ids[1])
+    assert mine == 0.0 and 0.0 < theirs
+    mine, theirs = shares("Where did Melanie go camping?", ids[2])
+    assert mine > 0.0 and theirs == 0.0
+    r = m.search("What did Melanie research?", 3)
+    s = m.search("What did Caroline research?", 3)
+    assert (s.sufficiency or 0.0) > (r.sufficiency or 0.0)

@@ -59,6 +59,8 @@ ANCHOR_RELEVANCE_WEIGHT = 0.6
 #: to a reply: "How was it?" / "Super good!").
 SECOND_STEP_DECAY = 0.7
 _DAY_S = 86_400
+#: How many of the best evidence items an assessment looks at.
+ASSESSED_ITEMS = 8
 Summariser = Callable[[Sequence[Node]], str]
 #: A query's read path: yields controller requests, receives their answers.
 _Steps = Generator[list[DecisionRequest], list[dict[str, Answer]], None]
@@ -197,6 +199,7 @@ class Memory:
         self._time_refs: dict[int, tuple[TimeRef, ...]] = {}
         self._entity_counts: dict[str, int] = {}
         self._episodes: dict[int, str | None] = {}
+        self._speakers: set[str] = set()
         self._asks: dict[int, float] = {}
         self._writes = 0
         self.decisions: list[dict[str, Any]] = []
@@ -210,6 +213,9 @@ class Memory:
     def _index_python_side(self, node: Node, refs: tuple[TimeRef, ...] | None = None) -> None:
         # per-node facts the read path asks for on every query, computed once
         self._episodes[node.id] = _episode(node)
+        speaker = node.provenance.get("speaker", "").lower()
+        if speaker:
+            self._speakers.add(speaker)
         self._asks[node.id] = _question_share(node.text)
         if node.timestamp is not None:
             bisect.insort(self._timeline, (node.timestamp, node.id))
@@ -867,9 +873,11 @@ class _QueryRun:
         self.wants_time = bool(self.time_cues["asks_when"] or self.time_cues["temporal"])
         self.relevance: dict[int, float] = {}
         self.entity_ok: dict[int, float] = {}
-        self.coverage: dict[int, float] = {}
+        self.coverage: dict[int, tuple[float, float]] = {}
         self.nodes: dict[int, Node] = {}
         self.evidence_score: dict[int, float] = {}
+        self.assessed_top: list[int] = []
+        self.final_assessment = False
         self.topical: dict[int, float] = {}
         self.episode_strength: dict[str | None, float] = {}
         self.context_cache: dict[int, list[tuple[int, float]]] = {}
@@ -1006,9 +1014,10 @@ class _QueryRun:
     def episode(self, node_id: int) -> str | None:
         return self.m._episodes.get(node_id)
 
-    def content_coverage(self, node: Node) -> float:
+    def content_coverage(self, node: Node) -> tuple[float, float]:
         """Share of the query's content words the node asserts *about the
-        entity the query asks about*.
+        entity the query asks about*, and the share it asserts about other
+        people the memory knows (speakers the query does not name).
 
         Sentence by sentence: a sentence is about its speaker when it speaks
         in the first person, about the addressee (the other speaker of the
@@ -1016,11 +1025,14 @@ class _QueryRun:
         names, except names used to address someone ("Thanks, Mel!"). A
         sentence that marks no person at all is credited to its speaker at
         half weight (likely, not certain); words that only occur in questions
-        count half too.
+        count half too. The second share is what tells "Caroline researched
+        adoption agencies" apart from a question about what Melanie researched.
         """
         if not self.content_tokens:
-            return 0.0
+            return 0.0, 0.0
         store = self.m.store
+        asked = self.query_entities
+        people = self.m._speakers
         speaker = node.provenance.get("speaker", "").lower()
         addressees: set[str] | None = None
         named = {
@@ -1029,31 +1041,45 @@ class _QueryRun:
             if not _is_vocative(node.text, m)
         }
         credit: dict[str, float] = {}
+        other: dict[str, float] = {}
         for sentence in _SENTENCES.findall(node.text):
             words = store.tokenize(sentence)
             hits = self.content_tokens.intersection(words)
             if not hits:
                 continue
             weight = 0.5 if sentence.rstrip().endswith("?") else 1.0
-            if self.query_entities:
-                first, second = _FIRST_PERSON.search(sentence), _SECOND_PERSON.search(sentence)
-                about: set[str] = set(named)
-                if first:
-                    about.add(speaker)
-                if second:
-                    if addressees is None:
-                        addressees = self.addressees(node)
-                    about |= addressees
-                if not any(_alias(q, a) for q in self.query_entities for a in about):
-                    if first or second or not any(_alias(q, speaker) for q in self.query_entities):
-                        continue
-                    # no person marked at all: probably the speaker's own, not surely
-                    weight *= 0.5
+            if not asked:
+                for h in hits:
+                    credit[h] = max(credit.get(h, 0.0), weight)
+                continue
+            first, second = _FIRST_PERSON.search(sentence), _SECOND_PERSON.search(sentence)
+            about: set[str] = set(named)
+            if first:
+                about.add(speaker)
+            if second:
+                if addressees is None:
+                    addressees = self.addressees(node)
+                about |= addressees
+            unmarked = not first and not second  # probably the speaker's own, not surely
+            mine = weight if any(_alias(q, a) for q in asked for a in about) else 0.0
+            if not mine and unmarked and any(_alias(q, speaker) for q in asked):
+                mine = 0.5 * weight
+            others = {a for a in about if a in people and not any(_alias(q, a) for q in asked)}
+            theirs = weight if others else 0.0
+            if (
+                not theirs
+                and unmarked
+                and speaker in people
+                and not any(_alias(q, speaker) for q in asked)
+            ):
+                theirs = 0.5 * weight
             for h in hits:
-                credit[h] = max(credit.get(h, 0.0), weight)
-        return sum(credit.values()) / len(self.content_tokens)
+                credit[h] = max(credit.get(h, 0.0), mine)
+                other[h] = max(other.get(h, 0.0), theirs)
+        n = len(self.content_tokens)
+        return sum(credit.values()) / n, sum(other.values()) / n
 
-    def coverage_of(self, node_id: int) -> float:
+    def coverage_of(self, node_id: int) -> tuple[float, float]:
         """`content_coverage`, computed once per node and only when assessed."""
         if node_id not in self.coverage:
             self.coverage[node_id] = self.content_coverage(self.m.store.get(node_id))
@@ -1143,6 +1169,7 @@ class _QueryRun:
                     for n in ("sufficiency", "usefulness", "missing", "contradiction")
                 )
                 self.assessment = vals  # type: ignore[assignment]
+                self.assessed_top = [e.node for e in self.ranked(t)[:ASSESSED_ITEMS]]
                 t.assess(*vals)
             elif t.phase == "expand":
                 found = t.expand()
@@ -1163,10 +1190,26 @@ class _QueryRun:
                 t.score(rows)
             else:  # "score" without candidates cannot happen; guard anyway
                 break
+        # A traversal that stops right after a scoring round (visited or edge
+        # limit) was last assessed on less evidence than it returns: assess
+        # once more, so the result's sufficiency describes its own evidence,
+        # when the call budget and the time allow.
+        limits = cfg.traversal.as_dict()
+        if (
+            [e.node for e in self.ranked(t)[:ASSESSED_ITEMS]] != self.assessed_top
+            and int(t.trace()["controller_calls"]) < int(limits["max_controller_calls"])  # type: ignore[call-overload]
+            and time.perf_counter() - self.t0 < float(limits["max_wall_s"])  # type: ignore[arg-type]
+        ):
+            got = yield [self.assessment_request(t)]
+            self.assessment = tuple(  # type: ignore[assignment]
+                _answer_value(got[0][n])
+                for n in ("sufficiency", "usefulness", "missing", "contradiction")
+            )
+            self.final_assessment = True
 
     def assessment_request(self, t: Traversal) -> DecisionRequest:
         store = self.m.store
-        top = t.result(8)
+        top = self.ranked(t)[:ASSESSED_ITEMS]
         ev = []
         covered: set[str] = set()
         for e in top[:5]:
@@ -1176,11 +1219,12 @@ class _QueryRun:
                 {
                     "id": e.node,
                     "text": store.get(e.node).text,
-                    "score": e.score,
+                    "score": self.evidence_score.get(e.node, e.score),
                     "signals": {
                         "relevance": self.relevance.get(e.node, 0.0),
                         "entity_ok": self.entity_ok.get(e.node, 1.0),
-                        "content_coverage": self.coverage_of(e.node),
+                        "content_coverage": self.coverage_of(e.node)[0],
+                        "other_coverage": self.coverage_of(e.node)[1],
                     },
                 }
             )
@@ -1199,6 +1243,12 @@ class _QueryRun:
             },
             catalogue.assessment_questions(),
         )
+
+    def ranked(self, t: Traversal) -> list[Any]:
+        """Everything gathered so far, best first. The traversal's transition
+        score decides where to go next; the answer ranks every gathered node on
+        one scale, the one seeds had."""
+        return sorted(t.result(), key=lambda e: (-self.evidence_score.get(e.node, e.score), e.node))
 
     def scoring_request(self, t: Traversal, found: list[Any]) -> DecisionRequest:
         store = self.m.store
@@ -1272,13 +1322,7 @@ class _QueryRun:
         t = self.traversal
         assert t is not None
         evidence = []
-        # The traversal's transition score decides where to go next; the
-        # answer ranks every gathered node on one scale, the one seeds had.
-        gathered = sorted(
-            t.result(),
-            key=lambda e: (-self.evidence_score.get(e.node, e.score), e.node),
-        )
-        for e in gathered[: self.k]:
+        for e in self.ranked(t)[: self.k]:
             via = None
             if e.via is not None:
                 via = Via(e.via.view, e.via.src, e.via.dst, e.via.edge_weight, e.via.from_node)
@@ -1298,6 +1342,9 @@ class _QueryRun:
                 "query_entities": self.query_entities,
                 "anchors": len(self.fused_ids),
                 "total_elapsed_s": time.perf_counter() - self.t0,
+                # one more assessment after the traversal stopped (see steps)
+                "final_assessment": self.final_assessment,
+                "controller_calls": int(trace["controller_calls"]) + self.final_assessment,
                 "thresholds": {
                     "theta_suff": cfg["theta_suff"],
                     "theta_missing": cfg["theta_missing"],

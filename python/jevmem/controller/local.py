@@ -332,16 +332,30 @@ class LocalController:
     def _assessment(self, req: DecisionRequest, q: Noul | Choice, _: int | None) -> Answer:
         evidence: list[Mapping[str, Any]] = list(req.state.get("evidence", []))
         coverage = float(req.state.get("coverage", 0.0))
+
         # An item answers the query only if it covers what is asked AND is
         # about whom it is asked: a strong topical match about someone else
-        # (the usual unanswerable question) must not count.
-        grounded = max(
-            (_sig(e, "content_coverage") * (0.6 + 0.4 * _sig(e, "relevance")) for e in evidence),
-            default=0.0,
-        )
+        # (the usual unanswerable question) must not count, and evidence that
+        # asserts the same content about another person counts against.
+        def strength(name: str) -> float:
+            # weighed by how well the item ranks as evidence (its score)
+            return max(
+                (_sig(e, name) * (0.6 + 0.4 * _clip(float(e.get("score", 0.0)))) for e in evidence),
+                default=0.0,
+            )
+
+        grounded = strength("content_coverage")
+        against = strength("other_coverage")
         which = q.kind.split(".", 1)[1]
         if which == "sufficiency":
-            return NoulAnswer(_clip(grounded))
+            if grounded + against > 0:
+                # 1: asserted about whom it asks, nobody else; 0.5: as much
+                # about someone else; 0: only about someone else
+                return NoulAnswer(_clip(0.5 + 0.5 * (grounded - against)))
+            # nothing asserts the content either way: topical match alone
+            # never gets past undecided
+            best = max((_clip(float(e.get("score", 0.0))) for e in evidence), default=0.0)
+            return NoulAnswer(_clip(0.5 * best))
         if which == "missing":
             return NoulAnswer(_clip(1.0 - max(grounded, 0.5 * coverage)))
         if which == "contradiction":
