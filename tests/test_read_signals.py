@@ -146,3 +146,32 @@ def test_coverage_tells_whom_the_content_is_about() -> None:
     r = m.search("What did Melanie research?", 3)
     s = m.search("What did Caroline research?", 3)
     assert (s.sufficiency or 0.0) > (r.sufficiency or 0.0)
+
+
+def test_feedback_moves_the_query_towards_its_best_matches() -> None:
+    import numpy as np
+    import pytest
+
+    from jevmem import InvalidConfigError
+
+    texts = [
+        f"Ana talked about {w} today" for w in ("cello", "lisbon", "coffee", "hiking", "the lab")
+    ]
+    for cfg in ({"feedback_weight": 0.0}, {"feedback_weight": 0.5}):
+        m = memory(**cfg)
+        dialogue(m, [("Ana", t, T0 + i, "s") for i, t in enumerate(texts)])
+        query = "what did Ana say about cello?"
+        run = _QueryRun(m, query, m.embedder.embed([query])[0], 1, None, "full", 0.0)
+        before = run.qvec.copy()
+        ids, sigs = run.pool()
+        best = max(ids, key=lambda n: sigs[ids.index(n)]["lexical"])
+        moved = float(run.qvec @ m.store.embedding(best)) - float(before @ m.store.embedding(best))
+        if cfg["feedback_weight"] == 0.0:
+            assert np.array_equal(run.qvec, before)
+        else:
+            assert moved > 0.0
+            assert abs(float(np.linalg.norm(run.qvec)) - 1.0) < 1e-5
+    with pytest.raises(InvalidConfigError):
+        MemoryConfig(feedback_weight=-0.1)
+    with pytest.raises(InvalidConfigError):
+        MemoryConfig(feedback_weight=float("nan"))

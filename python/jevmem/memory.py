@@ -85,6 +85,10 @@ class MemoryConfig:
     #: At most this many nodes observed inside a time window the query names
     #: ("on 9 November 2022") join the pool.
     time_window_nodes: int = 64
+    #: Pseudo-relevance feedback: the query vector moves towards the mean of
+    #: its `feedback_nodes` best pool matches by this weight (0 turns it off).
+    feedback_weight: float = 0.5
+    feedback_nodes: int = 3
     #: How many of the best-scored pool nodes seed the traversal.
     anchors: int = 20
     kappa: float = 60.0
@@ -105,7 +109,15 @@ class MemoryConfig:
             v = getattr(self, name)
             if not (isinstance(v, int) and v >= 1):
                 raise InvalidConfigError(f"{name} must be a positive integer, got {v!r}")
-        for name in ("context_seeds", "time_window_nodes"):
+        if not (
+            isinstance(self.feedback_weight, float | int)
+            and math.isfinite(self.feedback_weight)
+            and self.feedback_weight >= 0
+        ):
+            raise InvalidConfigError(
+                f"feedback_weight must be a non-negative number, got {self.feedback_weight!r}"
+            )
+        for name in ("context_seeds", "time_window_nodes", "feedback_nodes"):
             v = getattr(self, name)
             if not (isinstance(v, int) and v >= 0):
                 raise InvalidConfigError(f"{name} must be a non-negative integer, got {v!r}")
@@ -965,6 +977,22 @@ class _QueryRun:
                     ids.append(node_id)
         sigs = self.signals(ids)
         raw = {n: _raw(sig) for n, sig in zip(ids, sigs, strict=True)}
+        if cfg.feedback_weight > 0 and cfg.feedback_nodes > 0 and ids:
+            # Pseudo-relevance feedback (Rocchio, in embedding space): move the
+            # query towards its best few matches, then re-measure similarity.
+            top = sorted(ids, key=lambda n: (-raw[n], n))[: cfg.feedback_nodes]
+            centroid = np.mean([self.m.store.embedding(n) for n in top], axis=0)
+            moved = self.qvec + cfg.feedback_weight * centroid
+            norm = float(np.linalg.norm(moved))
+            if norm > 0:
+                self.qvec = (moved / norm).astype(np.float32)
+                sims = self.m.store.similarities(self.qvec, ids)
+                self.max_sim = float(sims.max())
+                for sig, sim in zip(sigs, sims, strict=True):
+                    sig["dense"] = (
+                        min(1.0, max(0.0, float(sim)) / self.max_sim) if self.max_sim > 0 else 0.0
+                    )
+                raw = {n: _raw(sig) for n, sig in zip(ids, sigs, strict=True)}
         strongest = sorted(ids, key=lambda n: (-raw[n], n))[: cfg.context_seeds]
         context = []
         for node_id in strongest:
