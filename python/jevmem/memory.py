@@ -212,6 +212,8 @@ class Memory:
         self._entity_counts: dict[str, int] = {}
         self._episodes: dict[int, str | None] = {}
         self._speakers: set[str] = set()
+        self._stamps: dict[int, int] = {}
+        self._context: dict[int, list[tuple[int, float]]] = {}
         self._asks: dict[int, float] = {}
         self._writes = 0
         self.decisions: list[dict[str, Any]] = []
@@ -225,6 +227,9 @@ class Memory:
     def _index_python_side(self, node: Node, refs: tuple[TimeRef, ...] | None = None) -> None:
         # per-node facts the read path asks for on every query, computed once
         self._episodes[node.id] = _episode(node)
+        self._context.clear()  # time-order neighbourhoods may have changed
+        if node.timestamp is not None:
+            self._stamps[node.id] = node.timestamp
         speaker = node.provenance.get("speaker", "").lower()
         if speaker:
             self._speakers.add(speaker)
@@ -693,6 +698,32 @@ class Memory:
             m.decisions = list(side.get("decisions", []))
         return m
 
+    def _temporal_context(self, node_id: int) -> list[tuple[int, float]]:
+        """The observations one and two steps before and after a node in time
+        order, in its episode, with weight 1 and SECOND_STEP_DECAY.
+
+        These are the temporal view's time-order links (the rule edges each
+        write adds); read off the sorted timeline, which also stays exact when
+        observations arrive out of order. Cached until the next write.
+        """
+        cached = self._context.get(node_id)
+        if cached is not None:
+            return cached
+        out: list[tuple[int, float]] = []
+        stamp = self._stamps.get(node_id)
+        if stamp is not None:
+            timeline = self._timeline
+            pos = bisect.bisect_left(timeline, (stamp, node_id))
+            episode = self._episodes.get(node_id)
+            for step, weight in ((1, 1.0), (2, SECOND_STEP_DECAY)):
+                for at in (pos - step, pos + step):
+                    if 0 <= at < len(timeline):
+                        other = timeline[at][1]
+                        if self._episodes.get(other) == episode:
+                            out.append((other, weight))
+        self._context[node_id] = out
+        return out
+
     def known_entities(self) -> list[str]:
         return list(self._entity_counts)
 
@@ -892,7 +923,6 @@ class _QueryRun:
         self.final_assessment = False
         self.topical: dict[int, float] = {}
         self.episode_strength: dict[str | None, float] = {}
-        self.context_cache: dict[int, list[tuple[int, float]]] = {}
 
     # -- signals -------------------------------------------------------------
 
@@ -1014,30 +1044,7 @@ class _QueryRun:
         )
 
     def temporal_context(self, node_id: int) -> list[tuple[int, float]]:
-        """The observations one and two steps before and after a node in time
-        order, in its episode, with weight 1 and SECOND_STEP_DECAY.
-
-        These are the temporal view's time-order links (the rule edges each
-        write adds); read off the sorted timeline, which also stays exact when
-        observations arrive out of order.
-        """
-        cached = self.context_cache.get(node_id)
-        if cached is not None:
-            return cached
-        node = self.nodes.get(node_id) or self.m.store.get(node_id)
-        out: list[tuple[int, float]] = []
-        if node.timestamp is not None:
-            timeline = self.m._timeline
-            pos = bisect.bisect_left(timeline, (node.timestamp, node_id))
-            episode = self.m._episodes.get(node_id)
-            for step, weight in ((1, 1.0), (2, SECOND_STEP_DECAY)):
-                for at in (pos - step, pos + step):
-                    if 0 <= at < len(timeline):
-                        other = timeline[at][1]
-                        if self.m._episodes.get(other) == episode:
-                            out.append((other, weight))
-        self.context_cache[node_id] = out
-        return out
+        return self.m._temporal_context(node_id)
 
     def episode(self, node_id: int) -> str | None:
         return self.m._episodes.get(node_id)

@@ -311,16 +311,16 @@ class LocalController:
     def _scoring(self, req: DecisionRequest, q: Noul | Choice, i: int | None) -> Answer:
         assert i is not None
         cand = req.state["candidates"][i]
-        which = q.kind.split(".", 1)[1]
-        if which == "relevance":
-            return NoulAnswer(_clip(relevance(cand)))
-        if which == "relation_usefulness":
+        kind = q.kind  # compared whole: this runs for every pool candidate
+        if kind == "score.relevance":
+            return NoulAnswer(relevance(cand))
+        if kind == "score.relation_usefulness":
             route = req.state["query"].get("routing", {})
             p = float(route.get(cand.get("view", "semantic"), 0.5))
             return NoulAnswer(
                 _clip(0.5 * p + 0.3 * _sig(cand, "edge_weight") + 0.2 * _sig(cand, "same_session"))
             )
-        if which == "novelty":
+        if kind == "score.novelty":
             return NoulAnswer(_clip(1.0 - _sig(cand, "max_evidence_similarity")))
         # Support from the temporal neighbours, and from the whole episode when
         # the memory plane measured it (two thirds / one third).
@@ -375,12 +375,14 @@ def relevance(item: Mapping[str, Any]) -> float:
     time it names add to it; a node that is mostly a question asserts little
     and loses some. Clipped to [0, 1].
     """
+    sig = item.get("signals") or {}
+    get = sig.get
     return _clip(
-        0.45 * _sig(item, "lexical")
-        + 0.35 * _sig(item, "dense")
-        + 0.2 * _sig(item, "entity_match")
-        + 0.3 * _sig(item, "time_match")
-        - 0.1 * _sig(item, "asks")
+        0.45 * float(get("lexical") or 0.0)
+        + 0.35 * float(get("dense") or 0.0)
+        + 0.2 * float(get("entity_match") or 0.0)
+        + 0.3 * float(get("time_match") or 0.0)
+        - 0.1 * float(get("asks") or 0.0)
     )
 
 
