@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -333,6 +334,97 @@ def test_answers_that_do_not_fit_are_refused_both_ways() -> None:
         msg = requests_to_proto(requests)
         del msg.templates[-1]
         requests_from_proto(msg)
+
+
+_signal_value = (
+    st.floats(allow_nan=False, allow_infinity=False) | st.integers(-3, 3) | st.booleans()
+)
+
+
+@given(
+    st.lists(
+        st.fixed_dictionaries(
+            {
+                "id": st.integers(0, 9),
+                "signals": st.dictionaries(st.sampled_from("abc"), _signal_value, max_size=3),
+            }
+        ),
+        max_size=5,
+    )
+)
+def test_signals_round_trip_exactly_with_their_types(items: list[dict[str, Any]]) -> None:
+    requests = [DecisionRequest("scoring", {"query": {"text": "q"}, "candidates": items}, ())]
+    msg = requests_to_proto(requests)
+    back = requests_from_proto(cpb.DecideRequest.FromString(msg.SerializeToString()))
+    assert back == requests
+    for got, sent in zip(back[0].state["candidates"], items, strict=True):
+        assert list(got["signals"]) == list(sent["signals"])  # names in their order
+        assert [type(v) for v in got["signals"].values()] == [
+            type(v) for v in sent["signals"].values()
+        ]
+
+
+def test_float_signals_travel_as_numbers() -> None:
+    requests = scoring_round()
+    requests[1].state["candidates"][0]["signals"]["dense"] = 0.1 + 0.2  # not short in decimal
+    evidence_items = [{"id": 1, "text": "t", "signals": {"relevance": 0.5, "ok": True}}]
+    requests.append(DecisionRequest("assessment", {"evidence": evidence_items}, ()))
+    msg = requests_to_proto(requests)
+    scoring = msg.requests[1]
+    assert [(t.list, list(t.names)) for t in scoring.signal_tables] == [("candidates", ["dense"])]
+    assert scoring.signal_tables[0].values[0] == 0.1 + 0.2  # exact, not rounded
+    assert '"signals"' not in scoring.state_json
+    # a bool among the signals keeps the whole list in JSON
+    assert not msg.requests[-1].signal_tables and '"signals"' in msg.requests[-1].state_json
+    assert requests_from_proto(msg) == requests
+    assert "signals" in requests[1].state["candidates"][0]  # the caller's state is untouched
+
+
+def test_bad_signal_tables_are_refused() -> None:
+    requests = scoring_round(3)
+
+    def broken(change: Callable[[cpb.DecisionRequest], None]) -> cpb.DecideRequest:
+        msg = requests_to_proto(requests)
+        change(msg.requests[1])
+        return msg
+
+    def add_signals(r: cpb.DecisionRequest) -> None:
+        r.state_json = r.state_json.replace('"id":0,', '"id":0,"signals":{},', 1)
+
+    def wrong_list(r: cpb.DecisionRequest) -> None:
+        r.signal_tables[0].list = "nope"
+
+    cases: list[tuple[Callable[[cpb.DecisionRequest], None], str]] = [
+        (lambda r: r.signal_tables[0].values.append(0.5), "values for 3 items"),
+        (lambda r: r.signal_tables[0].names.append("dense"), "distinct"),
+        (lambda r: r.signal_tables.append(r.signal_tables[0]), "second table"),
+        (wrong_list, "no list 'nope'"),
+        (add_signals, "without their own signals"),
+    ]
+    for change, message in cases:
+        with pytest.raises(BadRequest, match=message):
+            requests_from_proto(broken(change))
+
+    def nan(r: cpb.DecisionRequest) -> None:
+        r.signal_tables[0].values[1] = math.nan
+
+    with pytest.raises(BadRequest, match="finite"):
+        requests_from_proto(broken(nan))
+    # NaN is refused before anything is sent, as JSON refuses it
+    requests[1].state["candidates"][2]["signals"]["dense"] = math.inf
+    with pytest.raises(ValueError, match="JSON"):
+        requests_to_proto(requests)
+
+
+def test_query_time_expressions_reach_the_remote(local_server: RunningServer) -> None:
+    # the query state carries grounded time references (dataclasses), sent as JSON objects
+    queries = ["what did Maya do on 8 May 2023?", "where was Lena in November 2023?"]
+    base = local_memory()
+    with GrpcController(local_server.address, use_fallback=False) as g:
+        remote = Memory(HashEmbedder(64), controller=g)
+        fill(remote)
+        assert evidence(remote.search_batch(queries)) == evidence(base.search_batch(queries))
+        assert g.counters["fallbacks"] == 0
 
 
 # ---- faults ------------------------------------------------------------------------------
@@ -734,8 +826,11 @@ def test_load_controller_specs() -> None:
         load_controller("json:JSONDecoder")
 
 
-@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl CLI")
-def test_tls(tmp_path: Path) -> None:
+needs_openssl = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl CLI")
+
+
+def self_signed(tmp_path: Path) -> tuple[Path, Path]:
+    """A throw-away certificate for localhost and 127.0.0.1, and its key."""
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     subprocess.run(
         ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
@@ -743,6 +838,12 @@ def test_tls(tmp_path: Path) -> None:
          "-keyout", str(key), "-out", str(cert)],
         check=True, capture_output=True, timeout=30,
     )  # fmt: skip
+    return cert, key
+
+
+@needs_openssl
+def test_tls(tmp_path: Path) -> None:
+    cert, key = self_signed(tmp_path)
     opts = ServerOptions(tls_cert=cert.read_bytes(), tls_key=key.read_bytes(), token="t")
     with serve_controller(opts=opts) as server:
         with GrpcController(
@@ -854,19 +955,32 @@ def test_fixed_memory_server_never_creates() -> None:
         assert code == grpc.StatusCode.NOT_FOUND and "other" in details
 
 
-def test_serve_cli_hosts_named_memories(tmp_path: Path) -> None:
-    snap = tmp_path / "a.jvm"
-    env = {**os.environ, "JEVMEM_TEST_TOKEN": "tok"}
+@contextmanager
+def serve_cli(
+    *args: str, env: dict[str, str] | None = None
+) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """``jevmem serve --port 0 --embedder hash-64 ARGS`` in a process; its address."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jevmem", "serve", "--port", "0", "--embedder", "hash-64",
-         "--memory", f"a={snap}", "--fixed", "--token-env", "JEVMEM_TEST_TOKEN", "--grace", "1"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO, env=env,
+        [sys.executable, "-m", "jevmem", "serve", "--port", "0", "--embedder", "hash-64", *args],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO,
+        env={**os.environ, **(env or {})},
     )  # fmt: skip
     try:
         assert proc.stdout is not None
         ready, _, _ = select.select([proc.stdout], [], [], 20)
         assert ready, "jevmem serve did not start within 20 s"
-        address = proc.stdout.readline().rsplit(" ", 1)[1].strip()
+        yield proc, proc.stdout.readline().rsplit(" ", 1)[1].strip()
+    finally:
+        proc.kill()
+        proc.wait(5)
+
+
+def test_serve_cli_hosts_named_memories(tmp_path: Path) -> None:
+    snap = tmp_path / "a.jvm"
+    with serve_cli(
+        "--memory", f"a={snap}", "--fixed", "--token-env", "JEVMEM_TEST_TOKEN", "--grace", "1",
+        env={"JEVMEM_TEST_TOKEN": "tok"},
+    ) as (proc, address):  # fmt: skip
         with MemoryClient(address, token="tok", timeout_s=10) as c:
             c.add("a", "Maya plays the cello")
             assert json.loads(json.dumps(c.stats("a")))["nodes"] == 1
@@ -874,6 +988,55 @@ def test_serve_cli_hosts_named_memories(tmp_path: Path) -> None:
         proc.terminate()
         assert proc.wait(10) == 0
         assert snap.exists()  # saved on graceful shutdown
-    finally:
-        proc.kill()
-        proc.wait(5)
+
+
+@needs_openssl
+def test_memory_client_over_tls(tmp_path: Path) -> None:
+    cert, key = self_signed(tmp_path)
+    with serve_cli(
+        "--tls-cert", str(cert), "--tls-key", str(key), "--token-env", "JEVMEM_TEST_TOKEN",
+        "--grace", "0", env={"JEVMEM_TEST_TOKEN": "tok"},
+    ) as (_, address):  # fmt: skip
+        port = address.rsplit(":", 1)[1]
+        for target in (address, f"localhost:{port}"):  # the certificate names both
+            with MemoryClient(
+                target, token="tok", timeout_s=10, root_certificates=cert.read_bytes()
+            ) as c:
+                c.add_batch("m", [c.observation(t, timestamp=s) for t, s in zip(TEXTS, STAMPS, strict=True)])  # fmt: skip
+                assert c.search("m", "what does Maya play?", k=3).evidence
+        with MemoryClient(
+            f"127.0.0.1:{port}",
+            token="tok",
+            timeout_s=10,
+            root_certificates=cert.read_bytes(),
+            server_name="localhost",
+        ) as c:
+            assert c.stats("m")["nodes"] == 2 * len(TEXTS)
+        with MemoryClient(address, token="tok", timeout_s=2) as plain:  # no TLS: refused
+            code, _ = _code(lambda: plain.stats("m"))
+            assert code == grpc.StatusCode.UNAVAILABLE
+
+
+def test_serve_cli_with_a_remote_controller() -> None:
+    with serve_controller() as controller:
+        with serve_cli(
+            "--controller", controller.address, "--memory", "a", "--grace", "0"
+        ) as (_, address), MemoryClient(address, timeout_s=20) as c:  # fmt: skip
+            obs = [
+                c.observation(t, timestamp=s, speaker=t.split()[0])
+                for t, s in zip(TEXTS, STAMPS, strict=True)
+            ]
+            c.add_batch("a", obs)
+            c.add_batch("b", obs)  # created on first write, with its own remote controller
+            for name in ("a", "b"):
+                rs = c.search_batch(name, QUERIES)
+                assert evidence(rs) == evidence(local_memory().search_batch(QUERIES))
+                assert {r.trace["controller"] for r in rs} == {"grpc:local"}
+                assert c.stats(name)["controller_calls_write"] > 0
+            controller.stop()
+            # the controller is gone: each query still finishes, answered locally and marked
+            t0 = time.monotonic()
+            r = c.search("a", QUERIES[0])
+            assert time.monotonic() - t0 < 5.0
+            assert r.trace["controller"] == "local-fallback"
+            assert evidence([r]) == evidence([local_memory().search(QUERIES[0])])

@@ -77,12 +77,40 @@ def cmd_serve_controller(args: argparse.Namespace) -> int:
     return 0
 
 
+def _remote_controller(args: argparse.Namespace) -> Any:
+    """A ``GrpcController`` for ``--controller``, or None for the in-process local one.
+
+    Each memory gets its own (its own circuit breaker and fallback mark, so
+    one memory's fallback never marks another's traces); channels to the same
+    address share their connection.
+    """
+    if not args.controller:
+        return None
+    from jevmem.remote.client import GrpcController
+
+    token = None
+    if args.controller_token_env:
+        token = os.environ.get(args.controller_token_env)
+        if not token:
+            raise SystemExit(
+                f"--controller-token-env {args.controller_token_env}: the variable is unset or empty"
+            )
+    return GrpcController(
+        args.controller,
+        token=token,
+        root_certificates=args.controller_ca.read_bytes() if args.controller_ca else None,
+        server_name=args.controller_server_name,
+    )
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from jevmem.cli import _embedder, _open, _save
     from jevmem.memory import Memory
     from jevmem.remote.memory_service import serve_memory
 
     logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+    if args.controller_ca and not args.controller:
+        raise SystemExit("--controller-ca needs --controller")
     snapshots: dict[str, Path] = {}
     memories: dict[str, Memory] = {}
     for spec in args.memory or []:
@@ -90,22 +118,36 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if sep and path:
             snapshots[name] = Path(path)
             memories[name] = _open(Path(path), args.embedder)
+            remote = _remote_controller(args)
+            if remote is not None:
+                memories[name].controller = remote
         else:
-            memories[name] = Memory(_embedder(args.embedder or "default"))
+            memories[name] = Memory(
+                _embedder(args.embedder or "default"), controller=_remote_controller(args)
+            )
     factory = None
     if not args.fixed:
 
         def factory(_: str) -> Memory:
-            return Memory(_embedder(args.embedder or "default"))
+            return Memory(
+                _embedder(args.embedder or "default"), controller=_remote_controller(args)
+            )
 
     opts = _options(args)
     server, servicer = serve_memory(memories, opts, factory=factory)
+    where = f", controller at {args.controller}" if args.controller else ""
+    log = logging.getLogger("jevmem.remote")
+    log.info("hosting %d memories%s", len(memories), where)
     _announce("serve", args.host, server.port)
     server.serve_forever(opts.grace_s)
     hosted = servicer.memories
     for name, path in snapshots.items():
         _save(hosted[name], path)
         print(f"saved {name} to {path}", file=sys.stderr)
+    for m in hosted.values():
+        close = getattr(m.controller, "close", None)
+        if callable(close):
+            close()
     return 0
 
 
@@ -135,5 +177,29 @@ def add_commands(sub: Any) -> None:
         "--fixed", action="store_true", help="host only the --memory names; never create one"
     )
     p.add_argument("--embedder", default=None, help="default, hash[-DIM] or onnx[:MODEL]")
+    p.add_argument(
+        "--controller",
+        default=None,
+        metavar="HOST:PORT",
+        help="a remote System-One controller (jevmem serve-controller or your own) for every "
+        "memory; a failed call falls back to the local controller and marks the query's trace",
+    )
+    p.add_argument(
+        "--controller-token-env",
+        default=None,
+        metavar="VAR",
+        help="send 'authorization: Bearer <token>' to --controller, the token read from VAR",
+    )
+    p.add_argument(
+        "--controller-ca",
+        type=Path,
+        default=None,
+        help="PEM root certificate(s): reach --controller over TLS",
+    )
+    p.add_argument(
+        "--controller-server-name",
+        default=None,
+        help="TLS name to expect from --controller when it differs from its host",
+    )
     _server_args(p, 50062)
     p.set_defaults(func=cmd_serve)

@@ -193,6 +193,10 @@ class GrpcController:
         self._label: str | None = None
         self.outcomes: deque[CallOutcome] = deque(maxlen=history)
         self.counters: Counter[str] = Counter()
+        #: Seconds spent by remote calls, summed: "encode" (building the
+        #: request), "call" (the RPC: network and the server's work, retries
+        #: included) and "decode" (reading and checking the answers).
+        self.seconds: dict[str, float] = {"encode": 0.0, "call": 0.0, "decode": 0.0}
 
     # ---- the trace label ----------------------------------------------------
 
@@ -255,11 +259,18 @@ class GrpcController:
                 raise _Failure("no_budget", f"{max(0.0, end - t0) * 1000:.1f} ms left for the call")
             if not self.breaker.allow():
                 raise _Failure("breaker_open", f"after repeated failures of {self.target}")
+            t1 = time.perf_counter()
             message = requests_to_proto(requests)
+            t2 = time.perf_counter()
             try:
                 response, attempts = self._call(message, end)
+                t3 = time.perf_counter()
                 answers = answers_from_proto(response, requests)
                 validate_answers(requests, answers)
+                seconds = self.seconds
+                seconds["encode"] += t2 - t1
+                seconds["call"] += t3 - t2
+                seconds["decode"] += time.perf_counter() - t3
             except _Failure:
                 self.breaker.failure()
                 raise

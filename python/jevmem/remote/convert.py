@@ -10,11 +10,14 @@ question only its id and its template's index; answers are one id list and
 one value list per request, in question order. Both directions cache what
 repeats between calls (template messages on the way out, decoded questions
 on the way in), so a scoring round of hundreds of questions builds no
-per-question protobuf messages.
+per-question protobuf messages. The float signals of a state's item lists
+travel as packed doubles (``SignalTable``) rather than JSON text: printing
+and parsing them was most of the cost of a scoring round.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -54,12 +57,95 @@ def _json_default(x: object) -> Any:
         return x.tolist()
     if isinstance(x, set | frozenset):
         return sorted(x, key=str)
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        # e.g. the grounded time expressions (TimeRef) of a query's time cues
+        return dataclasses.asdict(x)
     raise TypeError(f"{type(x).__name__} is not JSON serialisable")
+
+
+_ENCODER = json.JSONEncoder(default=_json_default, separators=(",", ":"), allow_nan=False)
 
 
 def dumps(state: Mapping[str, Any]) -> str:
     """The state as compact JSON; NaN/Infinity are refused (not JSON)."""
-    return json.dumps(state, default=_json_default, separators=(",", ":"), allow_nan=False)
+    return _ENCODER.encode(state)
+
+
+# ---- signals as numbers -------------------------------------------------------
+#
+# Most of a scoring state is numbers: every candidate carries a dozen signals.
+# Written as JSON text they cost more to print and parse than everything else
+# in the state, so a list whose items all carry float signals under the same
+# names travels as a SignalTable of packed doubles instead (exact, not
+# rounded); the receiver puts each item's "signals" back before anyone reads
+# the state. Anything else (ints, bools, differing names) stays in the JSON.
+
+
+def split_signals(state: Mapping[str, Any]) -> tuple[Mapping[str, Any], list[pb.SignalTable]]:
+    """``state`` without the signals that go as tables, and the tables.
+
+    ``state`` itself is not modified: the lists that give up their signals
+    are copied item by item (shallow copies).
+    """
+    stripped: dict[str, list[dict[str, Any]]] = {}
+    tables: list[pb.SignalTable] = []
+    for key, items in state.items():
+        if type(items) not in (list, tuple) or not items or type(items[0]) is not dict:
+            continue
+        first = items[0].get("signals")
+        if type(first) is not dict or not first:
+            continue
+        names = tuple(first)
+        values: list[float] = []
+        extend = values.extend
+        copies: list[dict[str, Any]] = []
+        for item in items:
+            sig = item.get("signals") if type(item) is dict else None
+            if type(sig) is not dict or tuple(sig) != names:
+                break
+            extend(sig.values())
+            copy = item.copy()
+            del copy["signals"]
+            copies.append(copy)
+        else:
+            # floats only (an int or a bool keeps its JSON type); a non-finite
+            # sum sends the list through JSON, which refuses NaN and infinity
+            if set(map(type, values)) == {float} and math.isfinite(sum(values)):
+                stripped[key] = copies
+                tables.append(pb.SignalTable(list=key, names=names, values=values))
+    if not stripped:
+        return state, tables
+    return {**state, **stripped}, tables
+
+
+def _restore_signals(state: dict[str, Any], tables: Sequence[pb.SignalTable], where: str) -> None:
+    """Put the tabled signals back into ``state``'s items; raises :class:`BadRequest`."""
+    seen: set[str] = set()
+    for t, table in enumerate(tables):
+        at = f"{where}.signal_tables[{t}]"
+        key = table.list
+        if key in seen:
+            raise BadRequest(f"{at}: a second table for the list {key!r}")
+        seen.add(key)
+        items = state.get(key)
+        if not isinstance(items, list):
+            raise BadRequest(f"{at}: the state has no list {key!r}")
+        names = tuple(table.names)
+        n = len(names)
+        if not n or len(set(names)) != n:
+            raise BadRequest(f"{at} ({key}): names must be at least one and distinct")
+        values = list(table.values)
+        if len(values) != n * len(items):
+            raise BadRequest(
+                f"{at} ({key}): {len(values)} values for {len(items)} items x {n} names"
+            )
+        if not math.isfinite(sum(values)) and not all(map(math.isfinite, values)):
+            raise BadRequest(f"{at} ({key}): values must be finite")
+        if not all(type(item) is dict and "signals" not in item for item in items):
+            raise BadRequest(f"{at} ({key}): items must be JSON objects without their own signals")
+        columns = [values[j::n] for j in range(n)]
+        for item, row in zip(items, zip(*columns, strict=True), strict=True):
+            item["signals"] = dict(zip(names, row, strict=True))
 
 
 # ---- requests ---------------------------------------------------------------
@@ -122,12 +208,14 @@ def requests_to_proto(requests: Sequence[DecisionRequest]) -> pb.DecideRequest:
                 t = index[key] = len(templates)
                 templates.append(_template_to_proto(key))
             refs.append(t)
+        state, tables = split_signals(r.state)
         out.append(
             pb.DecisionRequest(
                 purpose=r.purpose,
-                state_json=dumps(r.state),
+                state_json=dumps(state),
                 question_ids=[q.id for q in r.questions],
                 question_templates=refs,
+                signal_tables=tables,
             )
         )
     return pb.DecideRequest(requests=out, templates=templates)
@@ -189,6 +277,8 @@ def requests_from_proto(msg: pb.DecideRequest) -> list[DecisionRequest]:
             raise BadRequest(
                 f"{where}.state_json must be a JSON object, got {type(state).__name__}"
             )
+        if req.signal_tables:
+            _restore_signals(state, req.signal_tables, where)
         ids = list(req.question_ids)
         refs = list(req.question_templates)
         if len(ids) != len(refs):

@@ -315,7 +315,12 @@ def serve_memory(
 
 
 class MemoryClient:
-    """A thin client of one server; results come back as :class:`SearchResult`."""
+    """A thin client of one server; results come back as :class:`SearchResult`.
+
+    ``token`` sends ``authorization: Bearer <token>``; ``root_certificates``
+    (PEM bytes) switches to TLS, with ``server_name`` overriding the name the
+    server's certificate must carry.
+    """
 
     def __init__(
         self,
@@ -324,12 +329,15 @@ class MemoryClient:
         token: str | None = None,
         timeout_s: float = 30.0,
         root_certificates: bytes | None = None,
+        server_name: str | None = None,
         max_message_bytes: int = 64 * 1024 * 1024,
     ) -> None:
-        options = [
+        options: list[tuple[str, Any]] = [
             ("grpc.max_send_message_length", max_message_bytes),
             ("grpc.max_receive_message_length", max_message_bytes),
         ]
+        if root_certificates is not None and server_name:
+            options.append(("grpc.ssl_target_name_override", server_name))
         self._channel = (
             grpc.secure_channel(
                 target, grpc.ssl_channel_credentials(root_certificates), options=options

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1ajevmem/v1/controller.proto\x12\tjevmem.v1\"-\n\x08NoulSpec\x12\x0f\n\x07true_if\x18\x01 \x01(\t\x12\x10\n\x08\x66\x61lse_if\x18\x02 \x01(\t\".\n\x0c\x43hoiceOption\x12\r\n\x05label\x18\x01 \x01(\t\x12\x0f\n\x07meaning\x18\x02 \x01(\t\"6\n\nChoiceSpec\x12(\n\x07options\x18\x01 \x03(\x0b\x32\x17.jevmem.v1.ChoiceOption\"\x8b\x01\n\x10QuestionTemplate\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x13\n\x0binstruction\x18\x02 \x01(\t\x12#\n\x04noul\x18\x03 \x01(\x0b\x32\x13.jevmem.v1.NoulSpecH\x00\x12\'\n\x06\x63hoice\x18\x04 \x01(\x0b\x32\x15.jevmem.v1.ChoiceSpecH\x00\x42\x06\n\x04spec\"y\n\x0f\x44\x65\x63isionRequest\x12\x0f\n\x07purpose\x18\x01 \x01(\t\x12\x12\n\nstate_json\x18\x02 \x01(\t\x12\x14\n\x0cquestion_ids\x18\x04 \x03(\t\x12\x1a\n\x12question_templates\x18\x05 \x03(\rJ\x04\x08\x03\x10\x04R\tquestions\"m\n\rDecideRequest\x12,\n\x08requests\x18\x01 \x03(\x0b\x32\x1a.jevmem.v1.DecisionRequest\x12.\n\ttemplates\x18\x02 \x03(\x0b\x32\x1b.jevmem.v1.QuestionTemplate\"\x93\x01\n\x0c\x43hoiceAnswer\x12\r\n\x05label\x18\x01 \x01(\t\x12?\n\x0c\x64istribution\x18\x02 \x03(\x0b\x32).jevmem.v1.ChoiceAnswer.DistributionEntry\x1a\x33\n\x11\x44istributionEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"u\n\x0f\x44\x65\x63isionAnswers\x12\x14\n\x0cquestion_ids\x18\x02 \x03(\t\x12\x13\n\x0bnoul_values\x18\x03 \x03(\x01\x12(\n\x07\x63hoices\x18\x04 \x03(\x0b\x32\x17.jevmem.v1.ChoiceAnswerJ\x04\x08\x01\x10\x02R\x07\x61nswers\"Q\n\x0e\x44\x65\x63ideResponse\x12+\n\x07results\x18\x01 \x03(\x0b\x32\x1a.jevmem.v1.DecisionAnswers\x12\x12\n\ncontroller\x18\x02 \x01(\t2J\n\tSystemOne\x12=\n\x06\x44\x65\x63ide\x12\x18.jevmem.v1.DecideRequest\x1a\x19.jevmem.v1.DecideResponseB%\n\rdev.jevmem.v1P\x01Z\x12jevmem/v1;jevmemv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1ajevmem/v1/controller.proto\x12\tjevmem.v1\"-\n\x08NoulSpec\x12\x0f\n\x07true_if\x18\x01 \x01(\t\x12\x10\n\x08\x66\x61lse_if\x18\x02 \x01(\t\".\n\x0c\x43hoiceOption\x12\r\n\x05label\x18\x01 \x01(\t\x12\x0f\n\x07meaning\x18\x02 \x01(\t\"6\n\nChoiceSpec\x12(\n\x07options\x18\x01 \x03(\x0b\x32\x17.jevmem.v1.ChoiceOption\"\x8b\x01\n\x10QuestionTemplate\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x13\n\x0binstruction\x18\x02 \x01(\t\x12#\n\x04noul\x18\x03 \x01(\x0b\x32\x13.jevmem.v1.NoulSpecH\x00\x12\'\n\x06\x63hoice\x18\x04 \x01(\x0b\x32\x15.jevmem.v1.ChoiceSpecH\x00\x42\x06\n\x04spec\"\xa8\x01\n\x0f\x44\x65\x63isionRequest\x12\x0f\n\x07purpose\x18\x01 \x01(\t\x12\x12\n\nstate_json\x18\x02 \x01(\t\x12\x14\n\x0cquestion_ids\x18\x04 \x03(\t\x12\x1a\n\x12question_templates\x18\x05 \x03(\r\x12-\n\rsignal_tables\x18\x06 \x03(\x0b\x32\x16.jevmem.v1.SignalTableJ\x04\x08\x03\x10\x04R\tquestions\":\n\x0bSignalTable\x12\x0c\n\x04list\x18\x01 \x01(\t\x12\r\n\x05names\x18\x02 \x03(\t\x12\x0e\n\x06values\x18\x03 \x03(\x01\"m\n\rDecideRequest\x12,\n\x08requests\x18\x01 \x03(\x0b\x32\x1a.jevmem.v1.DecisionRequest\x12.\n\ttemplates\x18\x02 \x03(\x0b\x32\x1b.jevmem.v1.QuestionTemplate\"\x93\x01\n\x0c\x43hoiceAnswer\x12\r\n\x05label\x18\x01 \x01(\t\x12?\n\x0c\x64istribution\x18\x02 \x03(\x0b\x32).jevmem.v1.ChoiceAnswer.DistributionEntry\x1a\x33\n\x11\x44istributionEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"u\n\x0f\x44\x65\x63isionAnswers\x12\x14\n\x0cquestion_ids\x18\x02 \x03(\t\x12\x13\n\x0bnoul_values\x18\x03 \x03(\x01\x12(\n\x07\x63hoices\x18\x04 \x03(\x0b\x32\x17.jevmem.v1.ChoiceAnswerJ\x04\x08\x01\x10\x02R\x07\x61nswers\"Q\n\x0e\x44\x65\x63ideResponse\x12+\n\x07results\x18\x01 \x03(\x0b\x32\x1a.jevmem.v1.DecisionAnswers\x12\x12\n\ncontroller\x18\x02 \x01(\t2J\n\tSystemOne\x12=\n\x06\x44\x65\x63ide\x12\x18.jevmem.v1.DecideRequest\x1a\x19.jevmem.v1.DecideResponseB%\n\rdev.jevmem.v1P\x01Z\x12jevmem/v1;jevmemv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -42,18 +42,20 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CHOICESPEC']._serialized_end=190
   _globals['_QUESTIONTEMPLATE']._serialized_start=193
   _globals['_QUESTIONTEMPLATE']._serialized_end=332
-  _globals['_DECISIONREQUEST']._serialized_start=334
-  _globals['_DECISIONREQUEST']._serialized_end=455
-  _globals['_DECIDEREQUEST']._serialized_start=457
-  _globals['_DECIDEREQUEST']._serialized_end=566
-  _globals['_CHOICEANSWER']._serialized_start=569
-  _globals['_CHOICEANSWER']._serialized_end=716
-  _globals['_CHOICEANSWER_DISTRIBUTIONENTRY']._serialized_start=665
-  _globals['_CHOICEANSWER_DISTRIBUTIONENTRY']._serialized_end=716
-  _globals['_DECISIONANSWERS']._serialized_start=718
-  _globals['_DECISIONANSWERS']._serialized_end=835
-  _globals['_DECIDERESPONSE']._serialized_start=837
-  _globals['_DECIDERESPONSE']._serialized_end=918
-  _globals['_SYSTEMONE']._serialized_start=920
-  _globals['_SYSTEMONE']._serialized_end=994
+  _globals['_DECISIONREQUEST']._serialized_start=335
+  _globals['_DECISIONREQUEST']._serialized_end=503
+  _globals['_SIGNALTABLE']._serialized_start=505
+  _globals['_SIGNALTABLE']._serialized_end=563
+  _globals['_DECIDEREQUEST']._serialized_start=565
+  _globals['_DECIDEREQUEST']._serialized_end=674
+  _globals['_CHOICEANSWER']._serialized_start=677
+  _globals['_CHOICEANSWER']._serialized_end=824
+  _globals['_CHOICEANSWER_DISTRIBUTIONENTRY']._serialized_start=773
+  _globals['_CHOICEANSWER_DISTRIBUTIONENTRY']._serialized_end=824
+  _globals['_DECISIONANSWERS']._serialized_start=826
+  _globals['_DECISIONANSWERS']._serialized_end=943
+  _globals['_DECIDERESPONSE']._serialized_start=945
+  _globals['_DECIDERESPONSE']._serialized_end=1026
+  _globals['_SYSTEMONE']._serialized_start=1028
+  _globals['_SYSTEMONE']._serialized_end=1102
 # @@protoc_insertion_point(module_scope)

@@ -166,6 +166,7 @@ class DecisionRequest(_message.Message):
     STATE_JSON_FIELD_NUMBER: _builtins.int
     QUESTION_IDS_FIELD_NUMBER: _builtins.int
     QUESTION_TEMPLATES_FIELD_NUMBER: _builtins.int
+    SIGNAL_TABLES_FIELD_NUMBER: _builtins.int
     purpose: _builtins.str
     """The decision family: "typing", "relations", "consolidation", "routing",
     "scoring" or "assessment".
@@ -175,6 +176,7 @@ class DecisionRequest(_message.Message):
     ("observation", "query", "candidates", "evidence", "focus",
     "neighbours"...) and, under each item's "signals", the deterministic
     numbers the memory plane computed (similarities, overlaps, time gaps).
+    The signals of a list may travel in signal_tables instead (see there).
     """
     @_builtins.property
     def question_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
@@ -191,6 +193,15 @@ class DecisionRequest(_message.Message):
         independently of one another.
         """
 
+    @_builtins.property
+    def signal_tables(self) -> _containers.RepeatedCompositeFieldContainer[Global___SignalTable]:
+        """Signals carried as numbers instead of JSON text (optional; the state is
+        the same either way). Each table holds the "signals" objects of every
+        item of one top-level list of the state: the items of that list in
+        state_json have no "signals" key, and a reader restores them before use.
+        At most one table per list.
+        """
+
     def __init__(
         self,
         *,
@@ -198,14 +209,55 @@ class DecisionRequest(_message.Message):
         state_json: _builtins.str = ...,
         question_ids: _abc.Iterable[_builtins.str] | None = ...,
         question_templates: _abc.Iterable[_builtins.int] | None = ...,
+        signal_tables: _abc.Iterable[Global___SignalTable] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["purpose", b"purpose", "question_ids", b"question_ids", "question_templates", b"question_templates", "state_json", b"state_json"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["purpose", b"purpose", "question_ids", b"question_ids", "question_templates", b"question_templates", "signal_tables", b"signal_tables", "state_json", b"state_json"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___DecisionRequest: _TypeAlias = DecisionRequest  # noqa: Y015
+
+@_typing.final
+class SignalTable(_message.Message):
+    """The "signals" of the items of one list of a state, as a table of numbers.
+    Item i of state[list] gets the signals object
+      {names[j]: values[i * len(names) + j] for j in 0 .. len(names) - 1}
+    (in that key order). A sender uses a table only when every item of the list
+    has signals with exactly these names, all of them finite floating-point
+    numbers; anything else stays in state_json.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LIST_FIELD_NUMBER: _builtins.int
+    NAMES_FIELD_NUMBER: _builtins.int
+    VALUES_FIELD_NUMBER: _builtins.int
+    list: _builtins.str
+    """The key of the list in the state, e.g. "candidates", "evidence"."""
+    @_builtins.property
+    def names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The signal names, distinct, at least one."""
+
+    @_builtins.property
+    def values(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
+        """Row-major: len(state[list]) * len(names) finite values."""
+
+    def __init__(
+        self,
+        *,
+        list: _builtins.str = ...,
+        names: _abc.Iterable[_builtins.str] | None = ...,
+        values: _abc.Iterable[_builtins.float] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["list", b"list", "names", b"names", "values", b"values"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SignalTable: _TypeAlias = SignalTable  # noqa: Y015
 
 @_typing.final
 class DecideRequest(_message.Message):
