@@ -173,7 +173,30 @@ def make_embedder(kind: str, threads: int) -> Embedder:
     return emb
 
 
-def make_memory(backend: str, emb: Embedder) -> Any:
+class TimedController:
+    """The default local controller, with the time of each read-path call
+    recorded by round kind: the anchor round (routing + scoring the pool),
+    expansion scoring rounds (at most beam-width candidates) and assessments."""
+
+    name = "local"
+
+    def __init__(self) -> None:
+        self.inner = jevmem.LocalController()
+        self.rounds: list[tuple[str, int, float]] = []  # (kind, candidates, seconds)
+
+    def decide(self, requests: Sequence[Any]) -> list[dict[str, Any]]:
+        t0 = time.perf_counter()
+        out = self.inner.decide(requests)
+        dt = time.perf_counter() - t0
+        purposes = {r.purpose for r in requests}
+        if purposes & {"routing", "scoring", "assessment"}:
+            n = sum(len(r.state.get("candidates", ())) for r in requests if r.purpose == "scoring")
+            kind = "anchor" if "routing" in purposes else "scoring" if n else "assessment"
+            self.rounds.append((kind, n, dt))
+        return out
+
+
+def make_memory(backend: str, emb: Embedder, controller: Any = None) -> Any:
     if backend == "baseline":
         return BaselineMemory(emb)
     cls = getattr(jevmem, "Memory", None)
@@ -182,7 +205,7 @@ def make_memory(backend: str, emb: Embedder) -> Any:
             "jevmem.Memory is not available in this build of jevmem (the high-level Memory API "
             "is missing); run with --backend baseline for the MemoryStore-only stand-in"
         )
-    return cls(embedder=emb)
+    return cls(embedder=emb, controller=controller)
 
 
 def accepts_embeddings(mem: Any) -> bool:
@@ -265,6 +288,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     log(report.summary())
 
     recs = {m: ModeRecords() for m in modes}
+    timed = TimedController() if args.backend != "baseline" else None
     build_s = 0.0
     embed_s = 0.0
     build_no_embed_s = 0.0
@@ -282,7 +306,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             other.add_batch(texts, timestamps=ts, speakers=spk, provenances=provs, embeddings=vecs)
             build_no_embed_s += time.perf_counter() - t0
             del other
-        mem = make_memory(args.backend, emb)
+        mem = make_memory(args.backend, emb, timed)
         t0 = time.perf_counter()
         ids = mem.add_batch(texts, timestamps=ts, speakers=spk, provenances=provs)
         dt = time.perf_counter() - t0
@@ -299,6 +323,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if qas:
             for m in modes:  # warm-up: lazy indexes, caches, the first onnx run
                 mem.search(qas[0].question, k=kmax, mode=m)
+            if timed is not None:
+                timed.rounds.clear()
         for qi, qa in enumerate(qas, 1):
             for m in modes:
                 t0 = time.perf_counter()
@@ -341,8 +367,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         d["stop_reasons"] = r.stop_reasons
         out_modes[m] = d
 
+    rounds: dict[str, Any] = {}
+    for kind in ("anchor", "scoring", "assessment"):
+        got = [(n, dt) for k, n, dt in (timed.rounds if timed else []) if k == kind]
+        if got:
+            rounds[kind] = {
+                "rounds": len(got),
+                "candidates_p50": percentile([float(n) for n, _ in got], 0.5),
+                "ms_p50": 1e3 * (percentile([dt for _, dt in got], 0.5) or 0.0),
+                "ms_p99": 1e3 * (percentile([dt for _, dt in got], 0.99) or 0.0),
+            }
     return {
         "modes": out_modes,
+        "controller_round_ms": rounds,
         "build_s": build_s,
         "embed_s": embed_s if split_timing else None,
         "build_s_no_embed": build_no_embed_s if split_timing else None,
@@ -407,6 +444,12 @@ def markdown(result: dict[str, Any]) -> str:
         f"{fmt(result['build_s_no_embed'], 2)} s; controller calls per write "
         f"{fmt(result['controller_calls_per_write'], 3)}"
     )
+    for kind, r in result.get("controller_round_ms", {}).items():
+        lines.append(
+            f"controller time, {kind} rounds (full mode): p50 {fmt(r['ms_p50'], 3)} ms, "
+            f"p99 {fmt(r['ms_p99'], 3)} ms over {r['rounds']} rounds, "
+            f"{fmt(r['candidates_p50'], 0)} candidates (p50)"
+        )
     lines.append("")
     lines.append(result["dropped_summary"])
     for issue in result["dropped"]["issues"]:
