@@ -1,132 +1,353 @@
-"""gRPC benchmarks: remote controller overhead, batching through the remote, memory-service load.
+"""gRPC benchmarks on the LoCoMo dev split: remote controller, batching through it, memory service.
 
-    .venv/bin/python bench/bench_grpc.py [--nodes 600] [--queries 64] [--quick]
+    .venv/bin/python bench/bench_grpc.py [--data FILE] [--server process|thread]
+        [--queries N] [--limit-conversations N] [--seconds S] [--json OUT] [--quick]
 
-1. in-process vs gRPC loopback controller: per-query latency ratio and RPCs
-   per query (single ``search`` calls);
-2. ``search_batch`` of 64 / 256 queries vs a loop of single searches, both
-   through the remote controller: throughput ratio;
-3. ``jevmem serve`` (a separate process) under 1 / 8 / 32 / 64 calls in
-   flight with a concurrency cap of 32: the 64 run is a 2x overload that must
-   shed with RESOURCE_EXHAUSTED rather than queue.
+One memory per conversation, built as ``bench/locomo_retrieval.py`` builds
+them (one node per turn, its speaker, timestamp and provenance), with the
+default embedder; the turns are embedded once and the same vectors go into
+the in-process memory and the one whose controller is remote. Questions are
+searched at k = 20 in ``full`` mode.
+
+1. in-process local controller vs the same controller behind
+   ``jevmem serve-controller`` on loopback: per-query latency of single
+   ``search`` calls, the two interleaved question by question (alternating
+   which goes first) so load drift hits both; RPCs per query; and whether
+   the evidence is identical.
+2. per conversation, ``search_batch`` of 64 and 256 of its questions (cycled
+   when it has fewer) through the remote, against a loop of single searches
+   through the same remote and against a loop of single searches in-process
+   (and, for reference, ``search_batch`` in-process): throughput ratios. Each
+   batch runs once before and once after the loops, which alternate query by
+   query.
+3. ``jevmem serve`` (a separate process, default embedder, one named memory
+   per conversation) under 1 / 8 / 32 / 64 calls in flight with a
+   concurrency cap of 32: the 64 run is a 2x overload that must shed with
+   RESOURCE_EXHAUSTED rather than queue. Queries are the conversations'
+   questions, round-robin over the memories.
+
+``--server process`` (default) runs the controller server as its own process,
+as a remote controller is deployed; ``--server thread`` runs it on a thread
+of the benchmark process (client and server then share one interpreter).
 All servers bind 127.0.0.1 on ports picked at run time.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+import json
 import platform
-import random
 import select
+import shlex
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import grpc
+import numpy as np
+import numpy.typing as npt
+from _common import load as load_average
+from _common import machine
+from locomo_data import Conversation, default_data_path, load, percentile
+from locomo_retrieval import conversation_inputs
 
-from jevmem import HashEmbedder, Memory
+import jevmem
+from jevmem import Memory, SearchResult
+from jevmem.embed import Embedder, HashEmbedder
 from jevmem.remote import GrpcController, MemoryClient, serve_controller
 
 REPO = Path(__file__).resolve().parents[1]
-NAMES = ["Maya", "Lena", "Ines", "Tom", "Ravi", "Omar", "Sara", "Jonas"]
-TOPICS = ["cello", "Lisbon", "deploy", "coffee", "hiking", "the lab", "a new job", "the lake",
-          "a concert", "the garden", "a marathon", "the bakery"]  # fmt: skip
+K = 20
+SIZES = (64, 256)
 
 
-def corpus(n: int, seed: int = 7) -> tuple[list[str], list[int], list[str]]:
-    rng = random.Random(seed)
-    texts, stamps, speakers = [], [], []
-    for i in range(n):
-        who, what = rng.choice(NAMES), rng.sample(TOPICS, 2)
-        texts.append(f"{who} talked about {what[0]} and {what[1]} because of {rng.choice(TOPICS)}")
-        stamps.append(1_700_000_000 + i * 1_800)
-        speakers.append(who)
-    return texts, stamps, speakers
+@dataclass
+class Prepared:
+    """One conversation's inputs for ``Memory.add_batch``, turns embedded once."""
 
+    conv: Conversation
+    texts: list[str]
+    stamps: list[int | None]
+    speakers: list[str]
+    provenances: list[dict[str, str]]
+    vectors: npt.NDArray[np.float32]
+    embedder: Embedder
 
-def queries(n: int, seed: int = 11) -> list[str]:
-    rng = random.Random(seed)
-    forms = ["what did {w} say about {t}?", "why did {w} go to {t}?", "when was {w} at {t}?"]
-    return [rng.choice(forms).format(w=rng.choice(NAMES), t=rng.choice(TOPICS)) for _ in range(n)]
+    @property
+    def questions(self) -> list[str]:
+        return [qa.question for qa in self.conv.qas]
 
-
-def build(controller: object | None, n: int) -> Memory:
-    m = Memory(HashEmbedder(128), controller=controller)  # type: ignore[arg-type]
-    texts, stamps, speakers = corpus(n)
-    for i in range(0, n, 200):
+    def build(self, controller: Any | None) -> Memory:
+        m = Memory(self.embedder, controller=controller)
         m.add_batch(
-            texts[i : i + 200], timestamps=stamps[i : i + 200], speakers=speakers[i : i + 200]
+            self.texts,
+            timestamps=self.stamps,
+            speakers=self.speakers,
+            provenances=self.provenances,
+            embeddings=self.vectors,
         )
-    return m
+        return m
 
 
-def latency(m: Memory, qs: list[str]) -> list[float]:
+def prepare(convs: Sequence[Conversation], emb: Embedder) -> list[Prepared]:
     out = []
-    for q in qs:
-        t0 = time.perf_counter()
-        m.search(q)
-        out.append(time.perf_counter() - t0)
+    for conv in convs:
+        texts, stamps, speakers, provs = conversation_inputs(conv)
+        # what Memory.add_batch embeds when it is given speakers
+        vecs = emb.embed([f"{s}: {t}" for s, t in zip(speakers, texts, strict=True)])
+        out.append(Prepared(conv, texts, stamps, speakers, provs, vecs, emb))
     return out
 
 
-def bench_controller(n: int, nq: int) -> None:
-    print(f"\n## 1. in-process vs gRPC loopback controller ({n} nodes, {nq} single queries)")
-    with serve_controller() as server, GrpcController(server.address, use_fallback=False) as g:
-        local, remote = build(None, n), build(g, n)
-        qs = queries(nq)
-        latency(local, qs[:8]), latency(remote, qs[:8])  # warm up
-        rpcs0, calls0 = g.counters["rpcs"], remote.calls["query"]
-        a, b = latency(local, qs), latency(remote, qs)
-        rpcs = g.counters["rpcs"] - rpcs0
-        ma, mb = statistics.median(a), statistics.median(b)
-        print(f"median per query: in-process {ma * 1e3:.2f} ms, gRPC {mb * 1e3:.2f} ms, "
-              f"ratio {mb / ma:.2f}x (p90 {sorted(b)[int(0.9 * len(b))] * 1e3:.2f} ms)")  # fmt: skip
-        print(f"RPCs per query: {rpcs / nq:.2f} (controller calls per query "
-              f"{(remote.calls['query'] - calls0) / nq:.2f}); fallbacks {g.counters['fallbacks']}")  # fmt: skip
-
-        print("\n## 2. search_batch vs a loop of single searches, both through the remote")
-        for size in (64, 256):
-            qs = queries(size, seed=size)
-            r0 = g.counters["rpcs"]
-            t0 = time.perf_counter()
-            remote.search_batch(qs)
-            tb = time.perf_counter() - t0
-            rb = g.counters["rpcs"] - r0
-            r0 = g.counters["rpcs"]
-            t0 = time.perf_counter()
-            for q in qs:
-                remote.search(q)
-            tl = time.perf_counter() - t0
-            rl = g.counters["rpcs"] - r0
-            print(f"{size:4d} queries: batch {size / tb:7.1f} q/s ({rb} RPCs), loop {size / tl:7.1f} q/s "
-                  f"({rl} RPCs): throughput ratio {tl / tb:.2f}x")  # fmt: skip
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
 
 
-def bench_service(n: int, seconds: float) -> None:
-    cap = 32
-    print(
-        f"\n## 3. jevmem serve load test ({n} nodes, cap {cap} in flight, {seconds:.0f} s per level)"
+def ms(x: float | None) -> str:
+    return "-" if x is None else f"{x * 1e3:.2f} ms"
+
+
+def same(a: SearchResult, b: SearchResult) -> bool:
+    """Identical evidence (ids, scores, provenance, paths) and assessment."""
+    return a.evidence == b.evidence and all(
+        getattr(a, n) == getattr(b, n)
+        for n in ("sufficiency", "usefulness", "missing", "contradiction")
     )
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jevmem", "serve", "--port", "0", "--embedder", "hash-128",
-         "--max-concurrent", str(cap), "--max-workers", str(cap), "--grace", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO,
-    )  # fmt: skip
+
+
+@contextmanager
+def controller_server(kind: str) -> Iterator[str]:
+    """The address of a local controller served over gRPC, in a process or on a thread."""
+    if kind == "thread":
+        with serve_controller() as server:
+            yield server.address
+        return
+    proc = spawn(["serve-controller", "--grace", "0"])
     try:
-        assert proc.stdout is not None
-        if not select.select([proc.stdout], [], [], 30)[0]:
-            raise SystemExit("jevmem serve did not start")
-        address = proc.stdout.readline().rsplit(" ", 1)[1].strip()
-        with MemoryClient(address, timeout_s=60) as c:
-            texts, stamps, speakers = corpus(n)
-            for i in range(0, n, 200):
-                c.add_batch("bench", [c.observation(t, timestamp=s, speaker=p) for t, s, p in
-                                      zip(texts[i:i + 200], stamps[i:i + 200], speakers[i:i + 200], strict=True)])  # fmt: skip
-            qs = queries(512)
+        yield announced(proc, "serve-controller")
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def spawn(args: Sequence[str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "jevmem", *args, "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        cwd=REPO,
+    )
+
+
+def announced(proc: subprocess.Popen[str], what: str, timeout_s: float = 60.0) -> str:
+    assert proc.stdout is not None
+    if not select.select([proc.stdout], [], [], timeout_s)[0]:
+        proc.kill()
+        raise SystemExit(f"jevmem {what} did not start within {timeout_s:.0f} s")
+    return proc.stdout.readline().rsplit(" ", 1)[1].strip()
+
+
+# ---- 1. single queries, in-process vs remote ---------------------------------------------------
+
+
+def bench_latency(
+    pairs: Sequence[tuple[Prepared, Memory, Memory]], g: GrpcController, per_conv: int | None
+) -> dict[str, Any]:
+    n_q = sum(len(p.questions[:per_conv]) for p, _, _ in pairs)
+    print(f"\n## 1. single searches, in-process vs gRPC loopback ({n_q} questions, k={K})")
+    for p, local, remote in pairs:  # warm-up: lazy indexes, the first ONNX run
+        local.search(p.questions[0], K)
+        remote.search(p.questions[0], K)
+    lat_local: list[float] = []
+    lat_remote: list[float] = []
+    ratios: list[float] = []
+    rpcs: list[int] = []
+    calls: list[int] = []
+    differ: list[str] = []
+    seconds0 = dict(g.seconds)
+    i = 0
+    for p, local, remote in pairs:
+        for q in p.questions[:per_conv]:
+            r0 = g.counters["rpcs"]
+            order = ((local, lat_local), (remote, lat_remote))
+            got: dict[int, SearchResult] = {}
+            for m, lat in order if i % 2 == 0 else order[::-1]:
+                t0 = time.perf_counter()
+                got[id(m)] = m.search(q, K)
+                lat.append(time.perf_counter() - t0)
+            i += 1
+            ratios.append(lat_remote[-1] / lat_local[-1])
+            rpcs.append(g.counters["rpcs"] - r0)
+            calls.append(int(got[id(remote)].trace["controller_calls"]))
+            if not same(got[id(local)], got[id(remote)]):
+                differ.append(f"{p.conv.sample_id}: {q}")
+    a, b = statistics.median(lat_local), statistics.median(lat_remote)
+    spent = {k: (g.seconds[k] - seconds0[k]) / n_q for k in g.seconds}
+
+    def dist(xs: list[float]) -> dict[str, float]:
+        return {
+            q: 1e3 * (percentile(xs, v) or 0.0)
+            for q, v in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))
+        }
+
+    out: dict[str, Any] = {
+        "questions": n_q,
+        "in_process_ms": dist(lat_local),
+        "grpc_ms": dist(lat_remote),
+        "ratio_of_p50": b / a,
+        "median_per_query_ratio": statistics.median(ratios),
+        "rpcs_per_query": statistics.fmean(rpcs),
+        "controller_calls_per_query": statistics.fmean(calls),
+        "client_ms_per_query": {k: v * 1e3 for k, v in spent.items()},
+        "identical_evidence": n_q - len(differ),
+        "different": differ[:10],
+    }
+    print(
+        f"p50 per query: in-process {ms(a)}, gRPC {ms(b)}: ratio {b / a:.2f}x "
+        f"(median of per-query ratios {out['median_per_query_ratio']:.2f}x; target <= 2x)"
+    )
+    print(
+        f"p90 / p99: in-process {out['in_process_ms']['p90']:.2f} / "
+        f"{out['in_process_ms']['p99']:.2f} ms, gRPC {out['grpc_ms']['p90']:.2f} / "
+        f"{out['grpc_ms']['p99']:.2f} ms"
+    )
+    print(
+        f"RPCs per query {out['rpcs_per_query']:.2f} (= controller calls per query "
+        f"{out['controller_calls_per_query']:.2f}); client side per query: building requests "
+        f"{spent['encode'] * 1e3:.2f} ms, RPCs {spent['call'] * 1e3:.2f} ms, reading answers "
+        f"{spent['decode'] * 1e3:.2f} ms"
+    )
+    print(f"identical evidence in-process and remote: {n_q - len(differ)}/{n_q}")
+    for d in differ[:10]:
+        print(f"  differs: {d}")
+    return out
+
+
+# ---- 2. search_batch vs loops ------------------------------------------------------------------
+
+
+def batch_of(p: Prepared, size: int) -> list[str]:
+    qs = p.questions
+    return [qs[i % len(qs)] for i in range(size)]
+
+
+class Tally:
+    """Wall time, queries and RPCs per way of running them."""
+
+    def __init__(self, g: GrpcController) -> None:
+        self.g = g
+        names = ("remote_batch", "remote_loop", "local_loop", "local_batch")
+        self.wall = dict.fromkeys(names, 0.0)
+        self.done = dict.fromkeys(names, 0)
+        self.rpcs = dict.fromkeys(names, 0)
+
+    def run(self, name: str, m: Memory, qs: list[str], *, batch: bool) -> None:
+        r0 = self.g.counters["rpcs"]
+        t0 = time.perf_counter()
+        if batch:
+            m.search_batch(qs, K)
+        else:
+            for q in qs:
+                m.search(q, K)
+        self.wall[name] += time.perf_counter() - t0
+        self.done[name] += len(qs)
+        self.rpcs[name] += self.g.counters["rpcs"] - r0
+
+
+def bench_batches(
+    pairs: Sequence[tuple[Prepared, Memory, Memory]], g: GrpcController
+) -> dict[str, Any]:
+    print(
+        "\n## 2. search_batch vs loops of single searches "
+        f"(one batch per conversation and size, k={K})"
+    )
+    out: dict[str, Any] = {}
+    for size in SIZES:
+        t = Tally(g)
+        for p, local, remote in pairs:
+            qs = batch_of(p, size)
+            # each batch runs before and after the loops (mirrored), and the two
+            # loops alternate query by query, so load drift hits all four alike
+            t.run("remote_batch", remote, qs, batch=True)
+            t.run("local_batch", local, qs, batch=True)
+            for i, q in enumerate(qs):
+                loops = [("remote_loop", remote), ("local_loop", local)]
+                for name, m in loops if i % 2 == 0 else loops[::-1]:
+                    t.run(name, m, [q], batch=False)
+            t.run("local_batch", local, qs, batch=True)
+            t.run("remote_batch", remote, qs, batch=True)
+        n = len(pairs) * size
+        qps = {k: t.done[k] / t.wall[k] for k in t.wall}
+        row = {
+            "queries_per_mode": dict(t.done),
+            "batches": 2 * len(pairs),
+            "qps": qps,
+            "rpcs_per_batch": t.rpcs["remote_batch"] / (2 * len(pairs)),
+            "rpcs_per_loop": t.rpcs["remote_loop"] / len(pairs),
+            "batch_vs_remote_loop": qps["remote_batch"] / qps["remote_loop"],
+            "batch_vs_local_loop": qps["remote_batch"] / qps["local_loop"],
+            "local_batch_vs_local_loop": qps["local_batch"] / qps["local_loop"],
+        }
+        out[str(size)] = row
+        print(
+            f"{size:4d} per batch ({2 * len(pairs)} batches, {n} looped): remote search_batch "
+            f"{qps['remote_batch']:6.1f} q/s ({row['rpcs_per_batch']:.1f} RPCs a batch), "
+            f"remote loop {qps['remote_loop']:6.1f} q/s ({row['rpcs_per_loop']:.0f} RPCs per "
+            f"{size}), in-process loop {qps['local_loop']:6.1f} q/s, in-process search_batch "
+            f"{qps['local_batch']:6.1f} q/s"
+        )
+        print(
+            f"      remote batch / remote loop {row['batch_vs_remote_loop']:.2f}x (target >= 3x), "
+            f"remote batch / in-process loop {row['batch_vs_local_loop']:.2f}x (target >= 1x), "
+            f"in-process batch / in-process loop {row['local_batch_vs_local_loop']:.2f}x"
+        )
+    return out
+
+
+# ---- 3. jevmem serve under load ----------------------------------------------------------------
+
+
+def bench_service(preps: Sequence[Prepared], seconds: float) -> dict[str, Any]:
+    cap = 32
+    n_turns = sum(len(p.texts) for p in preps)
+    print(
+        f"\n## 3. jevmem serve load test ({len(preps)} memories, {n_turns} turns, default "
+        f"embedder in the server; cap {cap} in flight, {seconds:.0f} s per level)"
+    )
+    proc = spawn(
+        ["serve", "--embedder", "default", "--max-concurrent", str(cap),
+         "--max-workers", str(cap), "--grace", "0"]
+    )  # fmt: skip
+    out: dict[str, Any] = {}
+    try:
+        address = announced(proc, "serve")
+        with MemoryClient(address, timeout_s=120) as c:
+            t0 = time.perf_counter()
+            for p in preps:
+                name = p.conv.sample_id
+                obs = [
+                    c.observation(t, timestamp=s, speaker=sp, provenance=pv)
+                    for t, s, sp, pv in zip(
+                        p.texts, p.stamps, p.speakers, p.provenances, strict=True
+                    )
+                ]
+                c.add_batch(name, obs)
+            print(f"built over the service in {time.perf_counter() - t0:.1f} s (server embeds)")
+            work = [
+                (p.conv.sample_id, q)
+                for qs in zip(*[p.questions for p in preps], strict=False)
+                for p, q in zip(preps, qs, strict=True)
+            ]
+            for name, q in work[: len(preps)]:
+                c.search(name, q, K)  # warm-up
             for inflight in (1, 8, 32, 64):
                 lat: list[float] = []
                 codes: dict[str, int] = {}
@@ -141,15 +362,16 @@ def bench_service(n: int, seconds: float) -> None:
                 ) -> None:
                     i = wid
                     while time.perf_counter() < stop:
+                        name, q = work[i % len(work)]
                         t0 = time.perf_counter()
                         try:
-                            c.search("bench", qs[i % len(qs)])
+                            c.search(name, q, K)
                             lat.append(time.perf_counter() - t0)
                             codes["OK"] = codes.get("OK", 0) + 1
                         except grpc.RpcError as exc:
-                            name = exc.code().name if isinstance(exc, grpc.Call) else "ERROR"
-                            codes[name] = codes.get(name, 0) + 1
-                            if name == "RESOURCE_EXHAUSTED":
+                            code = exc.code().name if isinstance(exc, grpc.Call) else "ERROR"
+                            codes[code] = codes.get(code, 0) + 1
+                            if code == "RESOURCE_EXHAUSTED":
                                 time.sleep(0.005)  # a shed client backs off a little
                         i += inflight
 
@@ -157,32 +379,104 @@ def bench_service(n: int, seconds: float) -> None:
                 with ThreadPoolExecutor(inflight) as pool:
                     list(pool.map(worker, range(inflight)))
                 wall = time.perf_counter() - t0
-                lat.sort()
-                p50 = lat[len(lat) // 2] * 1e3 if lat else float("nan")
-                p99 = lat[int(0.99 * (len(lat) - 1))] * 1e3 if lat else float("nan")
+                p50, p99 = percentile(lat, 0.5), percentile(lat, 0.99)
                 tag = " (2x overload)" if inflight == 2 * cap else ""
-                print(f"{inflight:3d} in flight{tag}: {codes.get('OK', 0) / wall:7.1f} ok/s, "
-                      f"p50 {p50:.1f} ms, p99 {p99:.1f} ms, outcomes {codes}")  # fmt: skip
+                row = {
+                    "ok_per_s": codes.get("OK", 0) / wall,
+                    "p50_ms": None if p50 is None else p50 * 1e3,
+                    "p99_ms": None if p99 is None else p99 * 1e3,
+                    "outcomes": codes,
+                }
+                out[str(inflight)] = row
+                print(
+                    f"{inflight:3d} in flight{tag}: {row['ok_per_s']:7.1f} ok/s, p50 {ms(p50)}, "
+                    f"p99 {ms(p99)}, outcomes {codes}"
+                )
     finally:
         proc.terminate()
         proc.wait(10)
+    return out
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--nodes", type=int, default=600)
-    ap.add_argument("--queries", type=int, default=64)
-    ap.add_argument("--seconds", type=float, default=3.0)
-    ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
-    args = ap.parse_args()
-    if args.quick:
-        args.nodes, args.queries, args.seconds = 200, 16, 1.0
-    print(
-        f"# bench_grpc: Python {platform.python_version()}, {os.cpu_count()} cores, grpcio {grpc.__version__}"
+# ---- main --------------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    bench_controller(args.nodes, args.queries)
-    bench_service(args.nodes, args.seconds)
+    ap.add_argument("--data", type=Path, default=default_data_path())
+    ap.add_argument("--server", choices=("process", "thread"), default="process")
+    ap.add_argument("--queries", type=int, default=None, help="part 1: per conversation")
+    ap.add_argument("--limit-conversations", type=int, default=None)
+    ap.add_argument("--seconds", type=float, default=3.0, help="part 3: per load level")
+    ap.add_argument("--threads", type=int, default=2, help="onnxruntime threads")
+    ap.add_argument("--skip-service", action="store_true", help="skip part 3")
+    ap.add_argument("--json", type=Path, default=None, help="write the figures here")
+    ap.add_argument("--quick", action="store_true", help="one conversation, few queries")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.limit_conversations, args.queries, args.seconds = 1, 24, 1.0
+    start_load = load_average()
+    convs, _ = load(args.data)
+    convs = convs[: args.limit_conversations]
+    emb = jevmem.default_embedder(threads=args.threads, warn=False)
+    if isinstance(emb, HashEmbedder):
+        raise SystemExit("the default embedder (ONNX) is not installed: pip install 'jevmem[onnx]'")
+    print(
+        f"# bench_grpc: {machine()}, grpcio {grpc.__version__}; load {start_load}\n"
+        f"# {args.data.name}: {len(convs)} conversations, "
+        f"{sum(len(c.turns) for c in convs)} turns, {sum(len(c.qas) for c in convs)} questions; "
+        f"embedder {emb!r}; controller server: {args.server}"
+    )
+    t0 = time.perf_counter()
+    preps = prepare(convs, emb)
+    log(f"embedded the turns once in {time.perf_counter() - t0:.1f} s")
+    result: dict[str, Any] = {
+        "command": " ".join([".venv/bin/python", *map(shlex.quote, sys.argv)]),
+        "machine": machine(),
+        "python": platform.python_version(),
+        "grpcio": grpc.__version__,
+        "server": args.server,
+        "load_start": start_load,
+    }
+    with (
+        controller_server(args.server) as address,
+        GrpcController(address, use_fallback=False, timeout_s=30.0, call_budget_s=60.0) as g,
+    ):
+        g.wait_ready(30.0)
+        t_local = t_remote = 0.0
+        pairs = []
+        for p in preps:
+            t0 = time.perf_counter()
+            local = p.build(None)
+            t_local += time.perf_counter() - t0
+            r0 = g.counters["rpcs"]
+            t0 = time.perf_counter()
+            remote = p.build(g)
+            t_remote += time.perf_counter() - t0
+            assert g.counters["rpcs"] - r0 == remote.calls["write"]
+            pairs.append((p, local, remote))
+        write_rpcs = sum(r.calls["write"] for _, _, r in pairs)
+        print(
+            f"build from the shared vectors: in-process {t_local:.2f} s, remote controller "
+            f"{t_remote:.2f} s ({write_rpcs} RPCs, one per add_batch phase)"
+        )
+        result["build_s"] = {"in_process": t_local, "remote": t_remote, "rpcs": write_rpcs}
+        result["latency"] = bench_latency(pairs, g, args.queries)
+        result["batches"] = bench_batches(pairs, g)
+        if g.counters["fallbacks"] or g.counters["retries"]:
+            print(f"!! fallbacks {g.counters['fallbacks']}, retries {g.counters['retries']}")
+        result["controller_counters"] = dict(g.counters)
+    if not args.skip_service:
+        result["service"] = bench_service(preps, args.seconds)
+    result["load_end"] = load_average()
+    print(f"\n# load average at start {start_load}, at end {result['load_end']}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
