@@ -20,6 +20,12 @@ searched at k = 20 in ``full`` mode.
    (and, for reference, ``search_batch`` in-process): throughput ratios. Each
    batch runs once before and once after the loops, which alternate query by
    query.
+Then, where the remote time goes: the controller calls of 64 single searches
+and of one 256-batch on the largest conversation are replayed stage by stage
+(building the request, serialising, the server's decoding, the controller,
+encoding and reading the answers; best of 3 each), next to the round trip of
+a minimal Decide.
+
 3. ``jevmem serve`` (a separate process, default embedder, one named memory
    per conversation) under 1 / 8 / 32 / 64 calls in flight with a
    concurrency cap of 32: the 64 run is a 2x overload that must shed with
@@ -60,8 +66,19 @@ from locomo_retrieval import conversation_inputs
 
 import jevmem
 from jevmem import Memory, SearchResult
+from jevmem._proto.jevmem.v1 import controller_pb2 as cpb
+from jevmem._proto.jevmem.v1 import controller_pb2_grpc as cpb_grpc
+from jevmem.controller import catalogue
+from jevmem.controller.local import LocalController
+from jevmem.controller.types import Answer, DecisionRequest, validate_answers
 from jevmem.embed import Embedder, HashEmbedder
 from jevmem.remote import GrpcController, MemoryClient, serve_controller
+from jevmem.remote.convert import (
+    answers_from_proto,
+    answers_to_proto,
+    requests_from_proto,
+    requests_to_proto,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 K = 20
@@ -312,6 +329,125 @@ def bench_batches(
     return out
 
 
+# ---- where the remote time goes -------------------------------------------------------------
+
+
+class Recorder:
+    """The local controller, keeping every ``decide`` call's requests."""
+
+    name = "local"
+
+    def __init__(self) -> None:
+        self.inner = LocalController()
+        self.calls: list[list[DecisionRequest]] = []
+
+    def decide(self, requests: Sequence[DecisionRequest]) -> list[dict[str, Answer]]:
+        self.calls.append(list(requests))
+        return self.inner.decide(requests)
+
+
+def stage_costs(calls: Sequence[list[DecisionRequest]], repeat: int = 3) -> dict[str, float]:
+    """Seconds per stage of sending ``calls`` through the wire form (best of ``repeat``)."""
+    ctrl = LocalController()
+    total: dict[str, float] = {}
+    for requests in calls:
+        best: dict[str, float] = {}
+        for _ in range(repeat):
+            t: dict[str, float] = {}
+            t0 = time.perf_counter()
+            msg = requests_to_proto(requests)
+            t1 = time.perf_counter()
+            wire = msg.SerializeToString()
+            t2 = time.perf_counter()
+            got = requests_from_proto(cpb.DecideRequest.FromString(wire))
+            t3 = time.perf_counter()
+            answers = ctrl.decide(got)
+            t4 = time.perf_counter()
+            validate_answers(got, answers)
+            back = answers_to_proto(got, answers, "local").SerializeToString()
+            t5 = time.perf_counter()
+            decoded = answers_from_proto(cpb.DecideResponse.FromString(back), requests)
+            validate_answers(requests, decoded)
+            t6 = time.perf_counter()
+            t["client: build request"] = t1 - t0
+            t["serialize request"] = t2 - t1
+            t["server: decode request"] = t3 - t2
+            t["controller decide (also paid in-process)"] = t4 - t3
+            t["server: check + encode answers"] = t5 - t4
+            t["client: read + check answers"] = t6 - t5
+            t["request bytes"] = float(len(wire))
+            t["answer bytes"] = float(len(back))
+            for k, v in t.items():
+                best[k] = min(best.get(k, v), v)
+        for k, v in best.items():
+            total[k] = total.get(k, 0.0) + v
+    return total
+
+
+def bench_breakdown(
+    pairs: Sequence[tuple[Prepared, Memory, Memory]], address: str
+) -> dict[str, Any]:
+    """Replay the controller calls of single searches and of one 256-batch, stage by stage."""
+    p, local, _ = max(pairs, key=lambda x: len(x[0].texts))
+    print(
+        f"\n## where the remote time goes ({p.conv.sample_id}, {len(p.texts)} turns; "
+        "best of 3 per stage, replayed in this process)"
+    )
+    saved = local.controller
+    out: dict[str, Any] = {}
+    try:
+        singles = p.questions[:64]
+        rec = Recorder()
+        local.controller = rec
+        for q in singles:
+            local.search(q, K)
+        out["single"] = stage_costs(rec.calls)
+        out["single"]["queries"] = len(singles)
+        out["single"]["rpcs"] = len(rec.calls)
+        rec = Recorder()
+        local.controller = rec
+        local.search_batch(batch_of(p, 256), K)
+        out["batch_256"] = stage_costs(rec.calls)
+        out["batch_256"]["queries"] = 256
+        out["batch_256"]["rpcs"] = len(rec.calls)
+    finally:
+        local.controller = saved
+    # the fixed cost of one RPC: a routing-only Decide (4 questions, ~0.3 KB)
+    small = requests_to_proto(
+        [DecisionRequest("routing", {"query": {"text": "when?"}}, catalogue.routing_questions())]
+    )
+    with grpc.insecure_channel(address) as ch:
+        stub = cpb_grpc.SystemOneStub(ch)
+        lat = []
+        for i in range(330):
+            t0 = time.perf_counter()
+            stub.Decide(small, timeout=5)
+            if i >= 30:
+                lat.append(time.perf_counter() - t0)
+    rtt = statistics.median(lat)
+    out["small_rpc_s"] = rtt
+    rows = [
+        k for k in out["single"] if k not in ("queries", "rpcs", "request bytes", "answer bytes")
+    ]
+    print("| stage, per query | single searches | search_batch of 256 |")
+    print("|---|---:|---:|")
+    for k in rows:
+        a = out["single"][k] / out["single"]["queries"]
+        b = out["batch_256"][k] / out["batch_256"]["queries"]
+        print(f"| {k} | {a * 1e3:.3f} ms | {b * 1e3:.3f} ms |")
+    for k in ("request bytes", "answer bytes"):
+        a = out["single"][k] / out["single"]["queries"]
+        b = out["batch_256"][k] / out["batch_256"]["queries"]
+        print(f"| {k} | {a / 1e3:.1f} KB | {b / 1e3:.1f} KB |")
+    rq = out["single"]["rpcs"] / out["single"]["queries"]
+    rb = out["batch_256"]["rpcs"] / out["batch_256"]["queries"]
+    print(
+        f"| RPCs per query x {rtt * 1e3:.3f} ms (a routing-only Decide round trip, p50) | "
+        f"{rq:.2f} x = {rq * rtt * 1e3:.3f} ms | {rb:.3f} x = {rb * rtt * 1e3:.3f} ms |"
+    )
+    return out
+
+
 # ---- 3. jevmem serve under load ----------------------------------------------------------------
 
 
@@ -465,6 +601,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         result["build_s"] = {"in_process": t_local, "remote": t_remote, "rpcs": write_rpcs}
         result["latency"] = bench_latency(pairs, g, args.queries)
         result["batches"] = bench_batches(pairs, g)
+        result["breakdown"] = bench_breakdown(pairs, address)
         if g.counters["fallbacks"] or g.counters["retries"]:
             print(f"!! fallbacks {g.counters['fallbacks']}, retries {g.counters['retries']}")
         result["controller_counters"] = dict(g.counters)
