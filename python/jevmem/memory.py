@@ -798,22 +798,32 @@ def _question_share(text: str) -> float:
     return float(sum(x.rstrip().endswith("?") for x in sentences) / len(sentences))
 
 
-def _episode(node: Node) -> str | None:
-    """The episode a node belongs to: the session its provenance names, else
-    the calendar day (UTC) it was observed on, else none."""
+def _session(node: Node) -> str | None:
+    """The session (or episode) the node's provenance names, if any."""
+    prov = node.provenance
     for key in ("session", "session_id", "episode"):
-        if key in node.provenance:
-            return f"{key}:{node.provenance[key]}"
-    if node.timestamp is not None:
-        return f"day:{node.timestamp // _DAY_S}"
+        if key in prov:
+            return f"{key}:{prov[key]}"
     return None
 
 
+def _episode(node: Node) -> str | None:
+    """The episode a node belongs to: the session its provenance names, else
+    the calendar day (UTC) it was observed on, else none."""
+    named = _session(node)
+    if named is None and node.timestamp is not None:
+        return f"day:{node.timestamp // _DAY_S}"
+    return named
+
+
 def _same_session(a: Node, b: Node) -> float:
-    for key in ("session", "session_id", "episode"):
-        if key in a.provenance and key in b.provenance:
-            return 1.0 if a.provenance[key] == b.provenance[key] else 0.0
-    return 0.0
+    sa = _session(a)
+    return 1.0 if sa is not None and sa == _session(b) else 0.0
+
+
+def _share_of_best(x: float, best: float) -> float:
+    """A score as a share of the query's best, in [0, 1]."""
+    return min(1.0, max(0.0, x) / best) if best > 0 else 0.0
 
 
 def _alias_signal(a: Sequence[str], b: Sequence[str]) -> float:
@@ -949,10 +959,8 @@ class _QueryRun:
             else:
                 ent = 0.0
             sig = {
-                "lexical": min(1.0, float(lex[i]) / self.max_lex) if self.max_lex > 0 else 0.0,
-                "dense": min(1.0, max(0.0, float(sims[i])) / self.max_sim)
-                if self.max_sim > 0
-                else 0.0,
+                "lexical": _share_of_best(float(lex[i]), self.max_lex),
+                "dense": _share_of_best(float(sims[i]), self.max_sim),
                 "entity_match": ent,
                 "time_match": self.time_match(node),
                 "asks": self.m._asks.get(node_id, 0.0),
@@ -1019,9 +1027,7 @@ class _QueryRun:
                 sims = self.m.store.similarities(self.qvec, ids)
                 self.max_sim = float(sims.max())
                 for sig, sim in zip(sigs, sims, strict=True):
-                    sig["dense"] = (
-                        min(1.0, max(0.0, float(sim)) / self.max_sim) if self.max_sim > 0 else 0.0
-                    )
+                    sig["dense"] = _share_of_best(float(sim), self.max_sim)
                 raw = {n: _raw(sig) for n, sig in zip(ids, sigs, strict=True)}
         strongest = sorted(ids, key=lambda n: (-raw[n], n))[: cfg.context_seeds]
         context = []
