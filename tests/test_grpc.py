@@ -121,6 +121,12 @@ class RawServicer(cpb_grpc.SystemOneServicer):
         self.calls += 1
         return self.respond(request, context)
 
+    def DecideStream(
+        self, request_iterator: Iterator[cpb.DecideRequest], context: grpc.ServicerContext
+    ) -> Iterator[cpb.DecideResponse]:
+        # a backend with Decide only, as the generated base class behaves
+        context.abort(grpc.StatusCode.UNIMPLEMENTED, "Method not implemented!")
+
 
 def raw_server(
     respond: Callable[[cpb.DecideRequest, grpc.ServicerContext], cpb.DecideResponse],
@@ -683,6 +689,276 @@ def test_the_fallback_mark_is_per_batch(local_server: RunningServer) -> None:
         assert all(r.trace["controller"] == "local-fallback" for r in m.search_batch(QUERIES))
         g.breaker.success()
         assert all(r.trace["controller"] == "grpc:local" for r in m.search_batch(QUERIES))
+
+
+# ---- streamed calls (DecideStream) ---------------------------------------------------------
+
+
+def test_streamed_rounds_give_the_same_evidence(local_server: RunningServer) -> None:
+    """Any chunk size (one question a chunk, boundaries inside a query's requests,
+    one chunk for everything) gives what unary calls and in-process give."""
+    queries = QUERIES * 3
+    base = local_memory()
+    want = base.search_batch(queries)
+    for chunk in (1, 5, 64, 10**9):
+        for stream in (True, False):
+            with GrpcController(
+                local_server.address, use_fallback=False, chunk_questions=chunk, stream=stream
+            ) as g:
+                m = Memory(HashEmbedder(64), controller=g)
+                fill(m)
+                rs = m.search_batch(queries)
+                assert evidence(rs) == evidence(want), (chunk, stream)
+                for a, b in zip(rs, want, strict=True):
+                    assert (a.sufficiency, a.usefulness) == (b.sufficiency, b.usefulness)
+                    assert a.trace["controller_calls"] == b.trace["controller_calls"]
+                    assert a.trace["controller"] == "grpc:local"
+                # still one RPC per round and per add_batch phase
+                assert m.calls == base.calls
+                assert g.counters["rpcs"] == m.calls["write"] + m.calls["query"]
+                streamed = stream and chunk < 10**9
+                assert bool(g.counters["streams"]) == streamed
+                assert g.counters["fallbacks"] == 0
+    assert evidence(base.search_batch(queries)) == evidence(want)
+
+
+def test_a_call_that_fits_one_chunk_is_unary(local_server: RunningServer) -> None:
+    with GrpcController(local_server.address, use_fallback=False, chunk_questions=4) as g:
+        one = routing_request()  # 4 questions: exactly one chunk
+        assert g.decide(one) == LocalController().decide(one)
+        assert (g.counters["rpcs"], g.counters["streams"]) == (1, 0)
+        assert g.decide([]) == [] and g.counters["rpcs"] == 1
+        two = one * 2
+        assert g.decide(two) == LocalController().decide(two)
+        assert (g.counters["streams"], g.counters["chunks"]) == (1, 2)
+        # lazily produced requests: pulled as the chunks go out, each once
+        pulled: list[int] = []
+
+        def lazy() -> Iterator[DecisionRequest]:
+            for i in range(5):
+                pulled.append(i)
+                yield from routing_request()
+
+        assert g.decide_stream(lazy()) == LocalController().decide(one * 5)
+        assert pulled == list(range(5))
+        assert g.counters["chunks"] == 2 + 5
+
+
+def test_streams_fall_back_to_decide_on_unimplemented() -> None:
+    def respond(request: cpb.DecideRequest, context: grpc.ServicerContext) -> cpb.DecideResponse:
+        return local_answers(request)
+
+    server, servicer = raw_server(respond)  # RawServicer has Decide only
+    with server, GrpcController(server.address, chunk_questions=8) as g:
+        m = Memory(HashEmbedder(64), controller=g)
+        fill(m)
+        rs = m.search_batch(QUERIES * 2)
+        assert evidence(rs) == evidence(local_memory().search_batch(QUERIES * 2))
+        assert all(r.trace["controller"] == "grpc:raw" for r in rs)
+        assert g.counters["stream_unimplemented"] == 1 and not g.stream
+        assert g.counters["fallbacks"] == 0 and g.breaker.state == "closed"
+        assert servicer.calls == m.calls["write"] + m.calls["query"]
+
+    # a server that does not know the method at all (an older build)
+    def register(server: grpc.Server) -> list[str]:
+        handler = grpc.unary_unary_rpc_method_handler(
+            lambda req, ctx: local_answers(req),
+            request_deserializer=cpb.DecideRequest.FromString,
+            response_serializer=cpb.DecideResponse.SerializeToString,
+        )
+        server.add_generic_rpc_handlers(
+            (grpc.method_handlers_generic_handler("jevmem.v1.SystemOne", {"Decide": handler}),)
+        )
+        return ["jevmem.v1.SystemOne"]
+
+    with start_server(register, ServerOptions()) as old:
+        with GrpcController(old.address, use_fallback=False, chunk_questions=4) as g:
+            two = routing_request() * 2
+            assert g.decide(two) == LocalController().decide(two)
+            assert g.counters["stream_unimplemented"] == 1 and not g.stream
+
+
+class StreamServicer(RawServicer):
+    """Streams answers through ``chunk(i, request, context)``; None ends the stream (OK)."""
+
+    def __init__(
+        self,
+        chunk: Callable[[int, cpb.DecideRequest, grpc.ServicerContext], cpb.DecideResponse | None],
+    ) -> None:
+        super().__init__(lambda request, context: local_answers(request))
+        self.chunk = chunk
+        self.streams = 0
+
+    def DecideStream(
+        self, request_iterator: Iterator[cpb.DecideRequest], context: grpc.ServicerContext
+    ) -> Iterator[cpb.DecideResponse]:
+        self.streams += 1
+        for i, request in enumerate(request_iterator):
+            out = self.chunk(i, request, context)
+            if out is None:
+                return
+            yield out
+
+
+def stream_server(
+    chunk: Callable[[int, cpb.DecideRequest, grpc.ServicerContext], cpb.DecideResponse | None],
+) -> tuple[RunningServer, StreamServicer]:
+    servicer = StreamServicer(chunk)
+
+    def register(server: grpc.Server) -> list[str]:
+        cpb_grpc.add_SystemOneServicer_to_server(servicer, server)
+        return ["jevmem.v1.SystemOne"]
+
+    return start_server(register, ServerOptions()), servicer
+
+
+def _dies_after_first(
+    i: int, request: cpb.DecideRequest, context: grpc.ServicerContext
+) -> cpb.DecideResponse:
+    if i >= 1:
+        context.abort(grpc.StatusCode.UNAVAILABLE, "going away")
+    return local_answers(request)
+
+
+def _slow_after_first(
+    i: int, request: cpb.DecideRequest, context: grpc.ServicerContext
+) -> cpb.DecideResponse:
+    if i >= 1:
+        time.sleep(1.0)
+    return local_answers(request)
+
+
+def _nan_in_second(
+    i: int, request: cpb.DecideRequest, context: grpc.ServicerContext
+) -> cpb.DecideResponse:
+    out = local_answers(request)
+    if i == 1:
+        out.results[0].noul_values[0] = math.nan
+    return out
+
+
+def _stops_after_first(
+    i: int, request: cpb.DecideRequest, context: grpc.ServicerContext
+) -> cpb.DecideResponse | None:
+    return local_answers(request) if i == 0 else None
+
+
+def _too_few_results(
+    i: int, request: cpb.DecideRequest, context: grpc.ServicerContext
+) -> cpb.DecideResponse:
+    out = local_answers(request)
+    if i == 1:
+        del out.results[-1]
+    return out
+
+
+@pytest.mark.parametrize(
+    ("fault", "reason"),
+    [
+        (_dies_after_first, "UNAVAILABLE"),
+        (_slow_after_first, "DEADLINE_EXCEEDED"),
+        (_nan_in_second, "invalid_answers"),
+        (_stops_after_first, "invalid_answers"),
+        (_too_few_results, "invalid_answers"),
+    ],
+)
+def test_a_fault_mid_stream_fails_the_whole_round_over(
+    fault: Callable[[int, cpb.DecideRequest, grpc.ServicerContext], cpb.DecideResponse | None],
+    reason: str,
+) -> None:
+    server, servicer = stream_server(fault)
+    with server:
+        with GrpcController(
+            server.address, chunk_questions=4, timeout_s=0.2, retries=1, backoff_s=0.01
+        ) as g:
+            calls = routing_request() * 3
+            t0 = time.monotonic()
+            assert g.decide(calls) == LocalController().decide(calls)  # all from the fallback
+            assert time.monotonic() - t0 < 1.0
+            assert g.last_outcome is not None
+            assert (g.last_outcome.source, g.last_outcome.reason) == ("fallback", reason)
+            assert g.name == "local-fallback"
+            assert servicer.streams == (2 if reason == "UNAVAILABLE" else 1)  # one retry
+        with GrpcController(
+            server.address, use_fallback=False, chunk_questions=4, timeout_s=0.2, retries=0
+        ) as strict:
+            with pytest.raises(RemoteControllerError, match=reason):
+                strict.decide(routing_request() * 3)
+
+
+def test_search_batch_with_a_stream_dying_mid_round_finishes_marked() -> None:
+    server, servicer = stream_server(_dies_after_first)
+    with server, GrpcController(server.address, chunk_questions=64, timeout_s=0.5) as g:
+        m = Memory(HashEmbedder(64), controller=LocalController())
+        fill(m)
+        m.controller = g
+        t0 = time.monotonic()
+        rs = m.search_batch(QUERIES * 4)
+        assert time.monotonic() - t0 < 5.0
+        assert servicer.streams >= 1
+        assert all(r.trace["controller"] == "local-fallback" for r in rs)
+        assert evidence(rs) == evidence(local_memory().search_batch(QUERIES * 4))
+
+
+def test_stream_survives_a_retry_after_unavailable() -> None:
+    def flaky(
+        i: int, request: cpb.DecideRequest, context: grpc.ServicerContext
+    ) -> cpb.DecideResponse:
+        if servicer.streams == 1 and i == 1:
+            context.abort(grpc.StatusCode.UNAVAILABLE, "hiccup")
+        return local_answers(request)
+
+    server, servicer = stream_server(flaky)
+    with server, GrpcController(server.address, chunk_questions=4, backoff_s=0.01) as g:
+        calls = routing_request() * 3
+        assert g.decide(calls) == LocalController().decide(calls)
+        assert g.last_outcome is not None
+        assert (g.last_outcome.source, g.last_outcome.attempts) == ("remote", 2)
+        assert servicer.streams == 2 and g.counters["retries"] == 1
+
+
+def test_an_error_producing_the_requests_is_raised_not_blamed_on_the_remote(
+    local_server: RunningServer,
+) -> None:
+    def broken() -> Iterator[DecisionRequest]:
+        yield from routing_request() * 3
+        raise RuntimeError("bug in the caller")
+
+    with GrpcController(local_server.address, chunk_questions=4) as g:
+        with pytest.raises(RuntimeError, match="bug in the caller"):
+            g.decide_stream(broken())
+        assert g.counters["fallbacks"] == 0 and g.breaker.state == "closed"
+        assert g.decide(routing_request() * 2) == LocalController().decide(routing_request() * 2)
+
+
+def test_bad_chunk_mid_stream_gets_invalid_argument(local_server: RunningServer) -> None:
+    good = requests_to_proto(routing_request())
+    with grpc.insecure_channel(local_server.address) as ch:
+        stub = cpb_grpc.SystemOneStub(ch)
+        call = stub.DecideStream(iter([good, _bad_request("bad_json"), good]), timeout=5)
+        got = []
+        with pytest.raises(grpc.RpcError) as info:
+            for response in call:
+                got.append(response)
+        assert len(got) == 1  # the good chunk before it was answered
+        err = info.value
+        assert isinstance(err, grpc.Call)
+        assert err.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "requests[0].state_json is not valid JSON" in (err.details() or "")
+
+
+def test_streams_need_the_bearer_token() -> None:
+    with serve_controller(opts=ServerOptions(token="s3cret")) as server:
+        calls = routing_request() * 2
+        with GrpcController(server.address, use_fallback=False, chunk_questions=4) as anon:
+            with pytest.raises(RemoteControllerError, match="UNAUTHENTICATED"):
+                anon.decide(calls)
+            assert anon.counters["streams"] == 1
+        with GrpcController(
+            server.address, use_fallback=False, chunk_questions=4, token="s3cret"
+        ) as ok:
+            assert ok.decide(calls) == LocalController().decide(calls)
+            assert ok.counters["streams"] == 1
 
 
 # ---- server limits: auth, bad requests, load shedding, health ----------------------------

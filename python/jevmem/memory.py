@@ -24,7 +24,7 @@ import json
 import math
 import re
 import time
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -244,8 +244,30 @@ class Memory:
             self._entity_counts[e] = self._entity_counts.get(e, 0) + 1
 
     def _decide(
-        self, requests: list[DecisionRequest], path: str, *, budget_s: float | None = None
+        self,
+        requests: list[DecisionRequest] | Iterator[DecisionRequest],
+        path: str,
+        *,
+        budget_s: float | None = None,
     ) -> list[dict[str, Answer]]:
+        if not isinstance(requests, list):
+            # A lazy round, for a controller with decide_stream (see
+            # search_batch): it pulls the requests as it sends them.
+            built: list[DecisionRequest] = []
+
+            def kept(source: Iterator[DecisionRequest] = requests) -> Iterator[DecisionRequest]:
+                for r in source:
+                    built.append(r)
+                    yield r
+
+            answers = self.controller.decide_stream(  # type: ignore[attr-defined]
+                kept(), budget_s=budget_s
+            )
+            if not built:
+                return []
+            validate_answers(built, answers)
+            self.calls[path] += 1
+            return answers  # type: ignore[no-any-return]
         if not requests:
             return []
         if budget_s is not None and getattr(self.controller, "accepts_budget", False):
@@ -624,6 +646,45 @@ class Memory:
         if mode in ("lexical", "anchors"):
             return [r.simple_result() for r in runs]
         max_wall = float(self.config.traversal.as_dict()["max_wall_s"])  # type: ignore[arg-type]
+        if mode == "full" and callable(getattr(self.controller, "decide_stream", None)):
+            # A controller that streams gets the same rounds, the same requests
+            # in the same order, one call each; but each query's next requests
+            # are produced (its generator advanced with the last round's
+            # answers) only when the controller pulls them, so a remote server
+            # answers the first queries of a round while the later ones are
+            # still being worked out here.
+            waiting: list[tuple[_QueryRun, _Steps, list[dict[str, Answer]] | None]] = [
+                (r, r.steps(), None) for r in runs
+            ]
+            while waiting:
+                asked: list[tuple[_QueryRun, _Steps, int]] = []
+
+                def round_requests(
+                    waiting: list[tuple[_QueryRun, _Steps, list[dict[str, Answer]] | None]] = (
+                        waiting
+                    ),
+                    asked: list[tuple[_QueryRun, _Steps, int]] = asked,
+                ) -> Iterator[DecisionRequest]:
+                    for r, gen, got in waiting:
+                        try:
+                            reqs = next(gen) if got is None else gen.send(got)
+                        except StopIteration:
+                            continue
+                        asked.append((r, gen, len(reqs)))
+                        yield from reqs
+
+                budget = min(max_wall - (time.perf_counter() - r.t0) for r, _, _ in waiting)
+                answers = self._decide(round_requests(), "query", budget_s=max(0.0, budget))
+                fell_back = getattr(self.controller, "name", "") == "local-fallback"
+                waiting = []
+                pos = 0
+                for r, gen, n in asked:
+                    r.calls += 1
+                    if fell_back:
+                        r.fell_back = True
+                    waiting.append((r, gen, answers[pos : pos + n]))
+                    pos += n
+            return [r.result() for r in runs]
         # Each run is a generator of requests; one decide() per lockstep step.
         active = [(r, r.steps()) for r in runs]
         pending: list[tuple[_QueryRun, _Steps, list[DecisionRequest]]] = []

@@ -1,8 +1,13 @@
 """``GrpcController``: a System-One controller that answers over gRPC.
 
-Each ``decide`` is one ``SystemOne.Decide`` RPC, so a ``search_batch`` round
-or an ``add_batch`` phase costs exactly one round trip. The remote is never
-trusted:
+Each ``decide`` is one RPC, so a ``search_batch`` round or an ``add_batch``
+phase costs exactly one round trip. A call whose requests fit in one chunk
+(``chunk_questions`` questions) is a unary ``SystemOne.Decide``; a larger one
+is one ``DecideStream`` that sends its requests in chunks, so the server
+decodes and answers chunk k while this side builds chunk k + 1 (and, through
+``decide_stream``, while the caller is still producing the requests of the
+later chunks). A server without ``DecideStream`` (UNIMPLEMENTED) is then
+called with ``Decide`` only. The remote is never trusted:
 
 * every call has a deadline, derived from the caller's remaining time budget
   when the caller passes one (``decide(requests, budget_s=...)``), else from
@@ -11,6 +16,10 @@ trusted:
   and never past the deadline;
 * answers are decoded strictly and checked with ``validate_answers``: a
   wrong-shaped, NaN or out-of-range answer is a failure, never used;
+* a streamed call is all or nothing: a failure anywhere in it (a chunk's
+  answers, the stream's status, fewer or more answer chunks than were sent)
+  fails the whole call, which then falls back exactly as a unary call does;
+  partial answers are never used;
 * a failed call is answered by the fallback controller (the local one by
   default) and marked: while any call of the current batch fell back,
   :attr:`GrpcController.name` reads ``"local-fallback"``, which is what the
@@ -29,7 +38,7 @@ import random
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -121,6 +130,112 @@ class _Failure(Exception):
         self.reason, self.detail, self.attempts = reason, detail, attempts
 
 
+class _Unimplemented(Exception):
+    """The server has no ``DecideStream``."""
+
+
+class _Chunks:
+    """A call's requests, pulled from ``source`` one chunk at a time.
+
+    gRPC pulls the chunks of a stream from its own thread while the caller
+    reads the answers, so everything here happens under one lock. Every
+    request pulled is kept (:attr:`built`, so a failed call can be answered
+    in full by the fallback), and every chunk keeps its encoded message (so a
+    retried stream resends them without building them again). An exception
+    from ``source`` on gRPC's thread is kept in :attr:`error` and raised in
+    the caller's thread by :meth:`check`.
+    """
+
+    def __init__(self, source: Iterator[DecisionRequest], chunk_questions: int) -> None:
+        self._source = source
+        self._chunk_questions = chunk_questions
+        self._lock = threading.Lock()
+        self._ahead: DecisionRequest | None = None
+        self.exhausted = False
+        self.error: Exception | None = None
+        self.built: list[DecisionRequest] = []
+        self.chunks: list[list[DecisionRequest]] = []
+        self.messages: list[pb.DecideRequest] = []
+        #: seconds spent pulling requests from ``source`` and encoding chunks
+        self.produce_s = self.encode_s = 0.0
+
+    def _pull(self) -> DecisionRequest | None:
+        if self._ahead is not None:
+            r, self._ahead = self._ahead, None
+            return r
+        if self.exhausted:
+            return None
+        t0 = time.perf_counter()
+        try:
+            r = next(self._source)
+        except StopIteration:
+            self.exhausted = True
+            return None
+        finally:
+            self.produce_s += time.perf_counter() - t0
+        self.built.append(r)
+        return r
+
+    def _next_chunk(self) -> bool:
+        chunk: list[DecisionRequest] = []
+        n = 0
+        while n < self._chunk_questions:
+            r = self._pull()
+            if r is None:
+                break
+            chunk.append(r)
+            n += len(r.questions)
+        if not chunk:
+            return False
+        t0 = time.perf_counter()
+        self.messages.append(requests_to_proto(chunk))
+        self.encode_s += time.perf_counter() - t0
+        self.chunks.append(chunk)
+        return True
+
+    def first(self) -> bool:
+        """Build the first chunk (False: there are no requests at all)."""
+        with self._lock:
+            return self._next_chunk()
+
+    def more(self) -> bool:
+        """Is there a request beyond the chunks built so far? (Pulls it ahead.)"""
+        with self._lock:
+            if self._ahead is None and not self.exhausted:
+                self._ahead = self._pull()
+            return self._ahead is not None
+
+    def stream(self, on_end: Callable[[], None]) -> Iterator[pb.DecideRequest]:
+        """The messages of one attempt: the chunks built so far, then new ones."""
+        i = 0
+        while True:
+            with self._lock:
+                if i == len(self.messages):
+                    try:
+                        if not self._next_chunk():
+                            break
+                    except Exception as exc:  # the caller's bug, not the remote's
+                        self.error = exc
+                        break
+                msg = self.messages[i]
+            i += 1
+            yield msg
+        on_end()
+
+    def check(self) -> None:
+        """Raise the exception ``source`` raised on gRPC's thread, if any."""
+        if self.error is not None:
+            raise self.error
+
+    def drain(self) -> list[DecisionRequest]:
+        """Every request of the call (pulling the rest of ``source``)."""
+        self.check()
+        with self._lock:
+            while self._pull() is not None:
+                pass
+            return self.built
+
+
 class GrpcController:
     """A :class:`~jevmem.controller.types.SystemOne` served by a remote ``SystemOne`` service.
 
@@ -150,6 +265,8 @@ class GrpcController:
         server_name: str | None = None,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         history: int = 256,
+        chunk_questions: int = 2048,
+        stream: bool = True,
     ) -> None:
         for name, v in (
             ("timeout_s", timeout_s),
@@ -160,6 +277,13 @@ class GrpcController:
                 raise ValueError(f"{name} must be positive, got {v!r}")
         if retries < 0 or backoff_s < 0 or reserve_s < 0:
             raise ValueError("retries, backoff_s and reserve_s must be >= 0")
+        if chunk_questions < 1:
+            raise ValueError(f"chunk_questions must be >= 1, got {chunk_questions!r}")
+        #: A chunk of a streamed call closes once it holds this many questions.
+        self.chunk_questions = chunk_questions
+        #: Send calls larger than one chunk as a ``DecideStream``; turned off
+        #: for good when the server answers it with UNIMPLEMENTED.
+        self.stream = stream
         self.target = target
         self.fallback: SystemOne | None = (
             (fallback if fallback is not None else LocalController()) if use_fallback else None
@@ -195,7 +319,9 @@ class GrpcController:
         self.counters: Counter[str] = Counter()
         #: Seconds spent by remote calls, summed: "encode" (building the
         #: request), "call" (the RPC: network and the server's work, retries
-        #: included) and "decode" (reading and checking the answers).
+        #: included; for a stream, its whole wall time, which overlaps the
+        #: encoding and reading of its chunks and the caller producing its
+        #: requests) and "decode" (reading and checking the answers).
         self.seconds: dict[str, float] = {"encode": 0.0, "call": 0.0, "decode": 0.0}
 
     # ---- the trace label ----------------------------------------------------
@@ -243,11 +369,28 @@ class GrpcController:
         budget minus its elapsed time): the call, retries included, ends
         ``reserve_s`` before it, leaving time to fall back and finish.
         """
+        return self.decide_stream(requests, budget_s=budget_s)
+
+    def decide_stream(
+        self, requests: Iterable[DecisionRequest], *, budget_s: float | None = None
+    ) -> list[dict[str, Answer]]:
+        """``decide`` for requests that may be produced lazily, as the call sends them.
+
+        ``requests`` is consumed as the chunks of the stream go out (on a gRPC
+        thread, never concurrently), so the server answers the first chunks
+        while the caller is still producing the later ones. The call is still
+        all or nothing: every request is answered remotely or, when anything
+        fails, every request by the fallback. An exception raised by
+        ``requests`` propagates to the caller.
+        """
         with self._lock:
             if self._name_read:
                 self._name_read, self._batch_fell_back = False, False
         t0 = time.monotonic()
-        if not requests:
+        chunks = _Chunks(iter(requests), self.chunk_questions if self.stream else 2**62)
+        # The first chunk is built here: a call without requests costs nothing,
+        # and one that fits in a chunk goes as a unary Decide.
+        if not chunks.first():
             return []
         if budget_s is None:
             end = t0 + self.call_budget_s
@@ -259,18 +402,16 @@ class GrpcController:
                 raise _Failure("no_budget", f"{max(0.0, end - t0) * 1000:.1f} ms left for the call")
             if not self.breaker.allow():
                 raise _Failure("breaker_open", f"after repeated failures of {self.target}")
-            t1 = time.perf_counter()
-            message = requests_to_proto(requests)
-            t2 = time.perf_counter()
             try:
-                response, attempts = self._call(message, end)
-                t3 = time.perf_counter()
-                answers = answers_from_proto(response, requests)
-                validate_answers(requests, answers)
-                seconds = self.seconds
-                seconds["encode"] += t2 - t1
-                seconds["call"] += t3 - t2
-                seconds["decode"] += time.perf_counter() - t3
+                answers: list[dict[str, Answer]] | None = None
+                if self.stream and chunks.more():
+                    try:
+                        answers, controller, attempts = self._stream_call(chunks, end)
+                    except _Unimplemented:
+                        self.stream = False
+                        self.counters["stream_unimplemented"] += 1
+                if answers is None:
+                    answers, controller, attempts = self._unary(chunks, end, attempts)
             except _Failure:
                 self.breaker.failure()
                 raise
@@ -278,11 +419,140 @@ class GrpcController:
                 self.breaker.failure()
                 raise _Failure("invalid_answers", str(exc)) from None
             self.breaker.success()
-            self.remote_name = response.controller or self.remote_name
+            self.remote_name = controller or self.remote_name
             self._record(CallOutcome("remote", None, attempts, time.monotonic() - t0))
             return answers
         except _Failure as f:
-            return self._fall_back(requests, f, max(attempts, f.attempts), t0)
+            return self._fall_back(chunks.drain(), f, max(attempts, f.attempts), t0)
+
+    def _unary(
+        self, chunks: _Chunks, end: float, attempts_before: int
+    ) -> tuple[list[dict[str, Answer]], str, int]:
+        """One ``Decide`` for every request (built in full here if not yet)."""
+        t1 = time.perf_counter()
+        requests = chunks.drain()
+        message = (
+            chunks.messages[0]
+            if len(chunks.chunks[0]) == len(requests)
+            else requests_to_proto(requests)
+        )
+        t2 = time.perf_counter()
+        try:
+            response, attempts = self._call(message, end)
+        except _Failure as f:
+            f.attempts += attempts_before
+            raise
+        t3 = time.perf_counter()
+        answers = answers_from_proto(response, requests)
+        validate_answers(requests, answers)
+        seconds = self.seconds
+        seconds["encode"] += chunks.encode_s + t2 - t1
+        seconds["call"] += t3 - t2
+        seconds["decode"] += time.perf_counter() - t3
+        return answers, response.controller, attempts_before + attempts
+
+    def _stream_call(self, chunks: _Chunks, end: float) -> tuple[list[dict[str, Answer]], str, int]:
+        """One ``DecideStream`` for the chunks of ``chunks``; retried on UNAVAILABLE only.
+
+        Raises :class:`_Unimplemented` when the server has no such method,
+        :class:`_Failure` or :class:`ControllerError` when the call fails.
+        The stream's deadline is the call's end; besides, the server must
+        have answered every chunk ``timeout_s`` after the last one was sent.
+        """
+        t_start = time.perf_counter()
+        decode_s = 0.0
+        attempt = 0
+        while True:
+            attempt += 1
+            self.counters["rpcs"] += 1
+            self.counters["streams"] += 1
+            timeout = end - time.monotonic()
+            if timeout <= 0.001:
+                raise _Failure(
+                    "DEADLINE_EXCEEDED", "the time budget ran out between retries", attempt - 1
+                )
+            expired = threading.Event()
+            calls: list[grpc.RpcContext] = []
+
+            def expire(
+                expired: threading.Event = expired, calls: list[grpc.RpcContext] = calls
+            ) -> None:
+                expired.set()
+                for c in calls:
+                    c.cancel()
+
+            timer = threading.Timer(self.timeout_s, expire)
+            timer.daemon = True
+
+            def on_end(
+                timer: threading.Timer = timer, calls: list[grpc.RpcContext] = calls
+            ) -> None:
+                if chunks.error is not None:
+                    for c in calls:
+                        c.cancel()
+                else:
+                    timer.start()
+
+            call = self._stub.DecideStream(
+                chunks.stream(on_end),
+                timeout=timeout,
+                metadata=self._metadata,
+                wait_for_ready=False,
+            )
+            calls.append(call)
+            if expired.is_set() or chunks.error is not None:
+                call.cancel()
+            answers: list[dict[str, Answer]] = []
+            controller = ""
+            try:
+                for i, response in enumerate(call):
+                    if i >= len(chunks.chunks):
+                        raise ControllerError(
+                            f"more answer chunks than the {len(chunks.chunks)} chunks sent"
+                        )
+                    requests = chunks.chunks[i]
+                    t0 = time.perf_counter()
+                    got = answers_from_proto(response, requests)
+                    validate_answers(requests, got)
+                    decode_s += time.perf_counter() - t0
+                    answers.extend(got)
+                    controller = response.controller or controller
+            except grpc.RpcError as exc:
+                timer.cancel()
+                chunks.check()  # the caller's requests failed: raise that, not a remote failure
+                code = exc.code() if isinstance(exc, grpc.Call) else grpc.StatusCode.UNKNOWN
+                detail = (exc.details() if isinstance(exc, grpc.Call) else str(exc)) or ""
+                if expired.is_set():
+                    code = grpc.StatusCode.DEADLINE_EXCEEDED
+                    detail = f"no answer {self.timeout_s:.3g} s after the last chunk"
+                if code == grpc.StatusCode.UNIMPLEMENTED:
+                    raise _Unimplemented(detail) from None
+                if code != grpc.StatusCode.UNAVAILABLE or attempt > self.retries:
+                    raise _Failure(code.name, detail, attempt) from None
+                pause = min(self.backoff_max_s, self.backoff_s * 2 ** (attempt - 1))
+                pause *= 0.5 + random.random() / 2
+                if time.monotonic() + pause >= end:
+                    raise _Failure(code.name, detail, attempt) from None
+                self.counters["retries"] += 1
+                time.sleep(pause)
+                continue
+            except BaseException:
+                call.cancel()
+                raise
+            finally:
+                timer.cancel()
+            chunks.check()
+            if not chunks.exhausted or len(answers) != len(chunks.built):
+                raise ControllerError(
+                    f"the stream ended with answers to {len(answers)} of "
+                    f"{len(chunks.built)}{'' if chunks.exhausted else '+'} requests"
+                )
+            self.counters["chunks"] += len(chunks.chunks)
+            seconds = self.seconds
+            seconds["encode"] += chunks.encode_s
+            seconds["call"] += time.perf_counter() - t_start
+            seconds["decode"] += decode_s
+            return answers, controller, attempt
 
     def _call(self, message: pb.DecideRequest, end: float) -> tuple[pb.DecideResponse, int]:
         attempt = 0

@@ -16,7 +16,7 @@ import importlib
 import logging
 import signal
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent import futures
 from dataclasses import dataclass
 from typing import Any, NoReturn
@@ -69,7 +69,13 @@ class _BearerAuth(grpc.ServerInterceptor):
         def deny(request: Any, context: grpc.ServicerContext) -> NoReturn:
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
 
-        self._deny: grpc.RpcMethodHandler[Any, Any] = grpc.unary_unary_rpc_method_handler(deny)
+        # one refusal per call shape: the server reads a call as its handler's shape says
+        self._deny: dict[tuple[bool, bool], grpc.RpcMethodHandler[Any, Any]] = {
+            (False, False): grpc.unary_unary_rpc_method_handler(deny),
+            (False, True): grpc.unary_stream_rpc_method_handler(deny),
+            (True, False): grpc.stream_unary_rpc_method_handler(deny),
+            (True, True): grpc.stream_stream_rpc_method_handler(deny),
+        }
 
     def intercept_service(
         self,
@@ -83,7 +89,10 @@ class _BearerAuth(grpc.ServerInterceptor):
                 got = value.encode() if isinstance(value, str) else value
                 if hmac.compare_digest(got, self._expected):
                     return continuation(handler_call_details)
-        return self._deny
+        handler = continuation(handler_call_details)
+        if handler is None:
+            return self._deny[(False, False)]
+        return self._deny[(handler.request_streaming, handler.response_streaming)]
 
 
 class RunningServer:
@@ -183,6 +192,18 @@ class ControllerServicer(pb_grpc.SystemOneServicer):
         self.controller_name = str(getattr(controller, "name", type(controller).__name__))
 
     def Decide(self, request: pb.DecideRequest, context: grpc.ServicerContext) -> pb.DecideResponse:
+        return self._answer(request, context)
+
+    def DecideStream(
+        self, request_iterator: Iterator[pb.DecideRequest], context: grpc.ServicerContext
+    ) -> Iterator[pb.DecideResponse]:
+        """Answer each chunk as it arrives, with the same checks as ``Decide``."""
+        for request in request_iterator:
+            yield self._answer(request, context)
+
+    def _answer(
+        self, request: pb.DecideRequest, context: grpc.ServicerContext
+    ) -> pb.DecideResponse:
         try:
             requests = requests_from_proto(request)
         except BadRequest as exc:

@@ -261,13 +261,15 @@ Global___SignalTable: _TypeAlias = SignalTable  # noqa: Y015
 
 @_typing.final
 class DecideRequest(_message.Message):
+    """One call's requests (for DecideStream: one chunk of the call's requests)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     REQUESTS_FIELD_NUMBER: _builtins.int
     TEMPLATES_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def requests(self) -> _containers.RepeatedCompositeFieldContainer[Global___DecisionRequest]:
-        """The requests of one step, answered in order."""
+        """The requests of one step (or chunk), answered in order."""
 
     @_builtins.property
     def templates(self) -> _containers.RepeatedCompositeFieldContainer[Global___QuestionTemplate]:
@@ -387,6 +389,8 @@ Global___DecisionAnswers: _TypeAlias = DecisionAnswers  # noqa: Y015
 
 @_typing.final
 class DecideResponse(_message.Message):
+    """The answers to one DecideRequest (for DecideStream: to one chunk)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     RESULTS_FIELD_NUMBER: _builtins.int
@@ -395,7 +399,7 @@ class DecideResponse(_message.Message):
     """The backend's name (for traces), e.g. "local" or "my-llm-judge"."""
     @_builtins.property
     def results(self) -> _containers.RepeatedCompositeFieldContainer[Global___DecisionAnswers]:
-        """One entry per request, in request order."""
+        """One entry per request of the DecideRequest answered, in request order."""
 
     def __init__(
         self,

@@ -40,6 +40,11 @@ class SystemOneStub:
                 request_serializer=jevmem_dot_v1_dot_controller__pb2.DecideRequest.SerializeToString,
                 response_deserializer=jevmem_dot_v1_dot_controller__pb2.DecideResponse.FromString,
                 _registered_method=True)
+        self.DecideStream = channel.stream_stream(
+                '/jevmem.v1.SystemOne/DecideStream',
+                request_serializer=jevmem_dot_v1_dot_controller__pb2.DecideRequest.SerializeToString,
+                response_deserializer=jevmem_dot_v1_dot_controller__pb2.DecideResponse.FromString,
+                _registered_method=True)
 
 
 class SystemOneServicer:
@@ -56,11 +61,35 @@ class SystemOneServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DecideStream(self, request_iterator, context):
+        """Optional: the same call as Decide, with its requests sent in chunks so
+        the backend can answer the first chunk while the client is still
+        building the next one. Each streamed DecideRequest is one chunk and is
+        self-contained (its own templates; question_templates index into that
+        chunk's templates). The backend answers every chunk with exactly one
+        DecideResponse, in the order the chunks arrive, and closes the stream
+        after answering the last chunk the client sent. Every chunk is checked
+        and answered as a Decide would be; a chunk that cannot be answered ends
+        the stream with the status Decide would give (INVALID_ARGUMENT for a
+        bad chunk). The client uses the answers only if every chunk was
+        answered, so a failure anywhere fails the whole call. A backend may
+        leave this unimplemented: clients fall back to Decide on UNIMPLEMENTED.
+        The deadline covers the whole stream.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SystemOneServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'Decide': grpc.unary_unary_rpc_method_handler(
                     servicer.Decide,
+                    request_deserializer=jevmem_dot_v1_dot_controller__pb2.DecideRequest.FromString,
+                    response_serializer=jevmem_dot_v1_dot_controller__pb2.DecideResponse.SerializeToString,
+            ),
+            'DecideStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.DecideStream,
                     request_deserializer=jevmem_dot_v1_dot_controller__pb2.DecideRequest.FromString,
                     response_serializer=jevmem_dot_v1_dot_controller__pb2.DecideResponse.SerializeToString,
             ),
@@ -91,6 +120,33 @@ class SystemOne:
             request,
             target,
             '/jevmem.v1.SystemOne/Decide',
+            jevmem_dot_v1_dot_controller__pb2.DecideRequest.SerializeToString,
+            jevmem_dot_v1_dot_controller__pb2.DecideResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DecideStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/jevmem.v1.SystemOne/DecideStream',
             jevmem_dot_v1_dot_controller__pb2.DecideRequest.SerializeToString,
             jevmem_dot_v1_dot_controller__pb2.DecideResponse.FromString,
             options,

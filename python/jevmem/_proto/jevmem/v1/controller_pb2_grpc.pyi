@@ -49,6 +49,21 @@ class SystemOneStub:
     derived from the query's remaining time budget; a backend that cannot
     answer in time should fail with DEADLINE_EXCEEDED rather than guess.
     """
+    DecideStream: _grpc.StreamStreamMultiCallable[_controller_pb2.DecideRequest, _controller_pb2.DecideResponse]
+    """Optional: the same call as Decide, with its requests sent in chunks so
+    the backend can answer the first chunk while the client is still
+    building the next one. Each streamed DecideRequest is one chunk and is
+    self-contained (its own templates; question_templates index into that
+    chunk's templates). The backend answers every chunk with exactly one
+    DecideResponse, in the order the chunks arrive, and closes the stream
+    after answering the last chunk the client sent. Every chunk is checked
+    and answered as a Decide would be; a chunk that cannot be answered ends
+    the stream with the status Decide would give (INVALID_ARGUMENT for a
+    bad chunk). The client uses the answers only if every chunk was
+    answered, so a failure anywhere fails the whole call. A backend may
+    leave this unimplemented: clients fall back to Decide on UNIMPLEMENTED.
+    The deadline covers the whole stream.
+    """
 
 @_typing.type_check_only
 class SystemOneAsyncStub(SystemOneStub):
@@ -60,6 +75,21 @@ class SystemOneAsyncStub(SystemOneStub):
     DecisionAnswers per request, in request order. Clients set a deadline
     derived from the query's remaining time budget; a backend that cannot
     answer in time should fail with DEADLINE_EXCEEDED rather than guess.
+    """
+    DecideStream: _aio.StreamStreamMultiCallable[_controller_pb2.DecideRequest, _controller_pb2.DecideResponse]  # type: ignore[assignment]
+    """Optional: the same call as Decide, with its requests sent in chunks so
+    the backend can answer the first chunk while the client is still
+    building the next one. Each streamed DecideRequest is one chunk and is
+    self-contained (its own templates; question_templates index into that
+    chunk's templates). The backend answers every chunk with exactly one
+    DecideResponse, in the order the chunks arrive, and closes the stream
+    after answering the last chunk the client sent. Every chunk is checked
+    and answered as a Decide would be; a chunk that cannot be answered ends
+    the stream with the status Decide would give (INVALID_ARGUMENT for a
+    bad chunk). The client uses the answers only if every chunk was
+    answered, so a failure anywhere fails the whole call. A backend may
+    leave this unimplemented: clients fall back to Decide on UNIMPLEMENTED.
+    The deadline covers the whole stream.
     """
 
 class SystemOneServicer(metaclass=_abc_1.ABCMeta):
@@ -75,6 +105,27 @@ class SystemOneServicer(metaclass=_abc_1.ABCMeta):
         DecisionAnswers per request, in request order. Clients set a deadline
         derived from the query's remaining time budget; a backend that cannot
         answer in time should fail with DEADLINE_EXCEEDED rather than guess.
+        """
+
+    @_abc_1.abstractmethod
+    def DecideStream(
+        self,
+        request_iterator: _MaybeAsyncIterator[_controller_pb2.DecideRequest],
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_controller_pb2.DecideResponse], _abc.AsyncIterator[_controller_pb2.DecideResponse]]:
+        """Optional: the same call as Decide, with its requests sent in chunks so
+        the backend can answer the first chunk while the client is still
+        building the next one. Each streamed DecideRequest is one chunk and is
+        self-contained (its own templates; question_templates index into that
+        chunk's templates). The backend answers every chunk with exactly one
+        DecideResponse, in the order the chunks arrive, and closes the stream
+        after answering the last chunk the client sent. Every chunk is checked
+        and answered as a Decide would be; a chunk that cannot be answered ends
+        the stream with the status Decide would give (INVALID_ARGUMENT for a
+        bad chunk). The client uses the answers only if every chunk was
+        answered, so a failure anywhere fails the whole call. A backend may
+        leave this unimplemented: clients fall back to Decide on UNIMPLEMENTED.
+        The deadline covers the whole stream.
         """
 
 def add_SystemOneServicer_to_server(servicer: SystemOneServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
