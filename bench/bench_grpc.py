@@ -17,9 +17,11 @@ searched at k = 20 in ``full`` mode.
 2. per conversation, ``search_batch`` of 64 and 256 of its questions (cycled
    when it has fewer) through the remote, against a loop of single searches
    through the same remote and against a loop of single searches in-process
-   (and, for reference, ``search_batch`` in-process): throughput ratios. Each
-   batch runs once before and once after the loops, which alternate query by
-   query.
+   (and, for reference, ``search_batch`` in-process): throughput ratios. The
+   remote batch runs twice: with each round streamed in chunks
+   (``DecideStream``, the default) and as one unary ``Decide`` per round
+   (``GrpcController(stream=False)``). Each batch runs once before and once
+   after the loops, which alternate query by query.
 Then, where the remote time goes: the controller calls of 64 single searches
 and of one 256-batch on the largest conversation are replayed stage by stage
 (building the request, serialising, the server's decoding, the controller,
@@ -261,13 +263,14 @@ class Tally:
 
     def __init__(self, g: GrpcController) -> None:
         self.g = g
-        names = ("remote_batch", "remote_loop", "local_loop", "local_batch")
+        names = ("remote_batch", "remote_batch_unary", "remote_loop", "local_loop", "local_batch")
         self.wall = dict.fromkeys(names, 0.0)
         self.done = dict.fromkeys(names, 0)
         self.rpcs = dict.fromkeys(names, 0)
 
     def run(self, name: str, m: Memory, qs: list[str], *, batch: bool) -> None:
-        r0 = self.g.counters["rpcs"]
+        g = m.controller if isinstance(m.controller, GrpcController) else self.g
+        r0 = g.counters["rpcs"]
         t0 = time.perf_counter()
         if batch:
             m.search_batch(qs, K)
@@ -276,11 +279,11 @@ class Tally:
                 m.search(q, K)
         self.wall[name] += time.perf_counter() - t0
         self.done[name] += len(qs)
-        self.rpcs[name] += self.g.counters["rpcs"] - r0
+        self.rpcs[name] += g.counters["rpcs"] - r0
 
 
 def bench_batches(
-    pairs: Sequence[tuple[Prepared, Memory, Memory]], g: GrpcController
+    pairs: Sequence[tuple[Prepared, Memory, Memory]], g: GrpcController, unary: GrpcController
 ) -> dict[str, Any]:
     print(
         "\n## 2. search_batch vs loops of single searches "
@@ -295,10 +298,16 @@ def bench_batches(
             # loops alternate query by query, so load drift hits all four alike
             t.run("remote_batch", remote, qs, batch=True)
             t.run("local_batch", local, qs, batch=True)
+            remote.controller = unary
+            t.run("remote_batch_unary", remote, qs, batch=True)
+            remote.controller = g
             for i, q in enumerate(qs):
                 loops = [("remote_loop", remote), ("local_loop", local)]
                 for name, m in loops if i % 2 == 0 else loops[::-1]:
                     t.run(name, m, [q], batch=False)
+            remote.controller = unary
+            t.run("remote_batch_unary", remote, qs, batch=True)
+            remote.controller = g
             t.run("local_batch", local, qs, batch=True)
             t.run("remote_batch", remote, qs, batch=True)
         n = len(pairs) * size
@@ -308,22 +317,29 @@ def bench_batches(
             "batches": 2 * len(pairs),
             "qps": qps,
             "rpcs_per_batch": t.rpcs["remote_batch"] / (2 * len(pairs)),
+            "rpcs_per_batch_unary": t.rpcs["remote_batch_unary"] / (2 * len(pairs)),
             "rpcs_per_loop": t.rpcs["remote_loop"] / len(pairs),
             "batch_vs_remote_loop": qps["remote_batch"] / qps["remote_loop"],
             "batch_vs_local_loop": qps["remote_batch"] / qps["local_loop"],
+            "unary_batch_vs_local_loop": qps["remote_batch_unary"] / qps["local_loop"],
+            "streamed_vs_unary_batch": qps["remote_batch"] / qps["remote_batch_unary"],
             "local_batch_vs_local_loop": qps["local_batch"] / qps["local_loop"],
         }
         out[str(size)] = row
         print(
             f"{size:4d} per batch ({2 * len(pairs)} batches, {n} looped): remote search_batch "
-            f"{qps['remote_batch']:6.1f} q/s ({row['rpcs_per_batch']:.1f} RPCs a batch), "
+            f"{qps['remote_batch']:6.1f} q/s streamed ({row['rpcs_per_batch']:.1f} RPCs a batch), "
+            f"{qps['remote_batch_unary']:6.1f} q/s unary "
+            f"({row['rpcs_per_batch_unary']:.1f} RPCs a batch), "
             f"remote loop {qps['remote_loop']:6.1f} q/s ({row['rpcs_per_loop']:.0f} RPCs per "
             f"{size}), in-process loop {qps['local_loop']:6.1f} q/s, in-process search_batch "
             f"{qps['local_batch']:6.1f} q/s"
         )
         print(
             f"      remote batch / remote loop {row['batch_vs_remote_loop']:.2f}x (target >= 3x), "
-            f"remote batch / in-process loop {row['batch_vs_local_loop']:.2f}x (target >= 1x), "
+            f"remote batch / in-process loop {row['batch_vs_local_loop']:.2f}x (target >= 1x; "
+            f"unary {row['unary_batch_vs_local_loop']:.2f}x), streamed / unary "
+            f"{row['streamed_vs_unary_batch']:.2f}x, "
             f"in-process batch / in-process loop {row['local_batch_vs_local_loop']:.2f}x"
         )
     return out
@@ -579,8 +595,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     with (
         controller_server(args.server) as address,
         GrpcController(address, use_fallback=False, timeout_s=30.0, call_budget_s=60.0) as g,
+        GrpcController(
+            address, use_fallback=False, timeout_s=30.0, call_budget_s=60.0, stream=False
+        ) as unary,
     ):
         g.wait_ready(30.0)
+        unary.wait_ready(30.0)
         t_local = t_remote = 0.0
         pairs = []
         for p in preps:
@@ -600,11 +620,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         result["build_s"] = {"in_process": t_local, "remote": t_remote, "rpcs": write_rpcs}
         result["latency"] = bench_latency(pairs, g, args.queries)
-        result["batches"] = bench_batches(pairs, g)
+        result["batches"] = bench_batches(pairs, g, unary)
         result["breakdown"] = bench_breakdown(pairs, address)
         if g.counters["fallbacks"] or g.counters["retries"]:
             print(f"!! fallbacks {g.counters['fallbacks']}, retries {g.counters['retries']}")
         result["controller_counters"] = dict(g.counters)
+        result["controller_counters_unary"] = dict(unary.counters)
     if not args.skip_service:
         result["service"] = bench_service(preps, args.seconds)
     result["load_end"] = load_average()
