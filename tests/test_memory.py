@@ -82,6 +82,9 @@ QUERIES = [
     "when was the release?",
     "why lisbon",
     "coffee milk now",
+    # names a time window: the pool also takes what was observed in it
+    "what did Maya say about the lake on 20 November 2023?",
+    "Tom and hiking in November 2023",
 ]
 
 
@@ -113,6 +116,7 @@ def test_search_batch_equals_one_by_one_and_respects_limits(
         assert tr["edges_examined"] <= cfg.traversal.as_dict()["max_edges"]
         scores = [e.score for e in a.evidence]
         assert scores == sorted(scores, reverse=True)
+        assert a.sufficiency is None or 0.0 <= a.sufficiency <= 1.0
 
 
 def test_default_query_calls_stay_within_sixteen() -> None:
