@@ -225,6 +225,10 @@ class ModeRecords:
     latency_s: list[float] = field(default_factory=list)
     controller_calls: list[float] = field(default_factory=list)
     stop_reasons: dict[str, int] = field(default_factory=dict)
+    #: per conversation: (rows of categories 1-4, answerable sufficiencies, adversarial ones)
+    per_conversation: dict[str, tuple[list[Any], list[float], list[float]]] = field(
+        default_factory=dict
+    )
 
 
 def dia_ids(res: Any) -> list[str | None]:
@@ -334,6 +338,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 r = recs[m]
                 r.latency_s.append(lat)
                 r.rows[qa.category].append((dia_ids(res)[:kmax], qa.evidence))
+                mine = r.per_conversation.setdefault(conv.sample_id, ([], [], []))
+                if qa.category in ANSWERABLE:
+                    mine[0].append((dia_ids(res)[:kmax], qa.evidence))
                 trace = getattr(res, "trace", None) or {}
                 r.controller_calls.append(float(trace.get("controller_calls", 0) or 0))
                 stop = str(trace.get("stop_reason"))
@@ -343,6 +350,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     r.suff_missing += 1
                 else:
                     r.suff[qa.category].append(float(suff))
+                    mine[1 if qa.category in ANSWERABLE else 2].append(float(suff))
             done_q += 1
             if qi % 50 == 0 or qi == len(qas):
                 log(f"    questions {qi}/{len(qas)} (total {done_q}/{n_q})")
@@ -366,6 +374,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             statistics.fmean(r.controller_calls) if r.controller_calls else None
         )
         d["stop_reasons"] = r.stop_reasons
+        d["per_conversation"] = {
+            cid: {
+                "recall@10": aggregate(rows, KS).get("recall@10"),
+                "abstain_auroc": auroc(p, n) if p and n else None,
+            }
+            for cid, (rows, p, n) in r.per_conversation.items()
+        }
         out_modes[m] = d
 
     rounds: dict[str, Any] = {}
@@ -445,6 +460,15 @@ def markdown(result: dict[str, Any]) -> str:
         f"{fmt(result['build_s_no_embed'], 2)} s; controller calls per write "
         f"{fmt(result['controller_calls_per_write'], 3)}"
     )
+    full = result["modes"].get("full")
+    if full and full.get("per_conversation"):
+        lines.append(
+            "per conversation (full): "
+            + ", ".join(
+                f"{cid} R@10 {fmt(v['recall@10'])} AUROC {fmt(v['abstain_auroc'])}"
+                for cid, v in full["per_conversation"].items()
+            )
+        )
     for kind, r in result.get("controller_round_ms", {}).items():
         lines.append(
             f"controller time, {kind} rounds (full mode): p50 {fmt(r['ms_p50'], 3)} ms, "
