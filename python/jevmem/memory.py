@@ -646,74 +646,48 @@ class Memory:
         if mode in ("lexical", "anchors"):
             return [r.simple_result() for r in runs]
         max_wall = float(self.config.traversal.as_dict()["max_wall_s"])  # type: ignore[arg-type]
-        if mode == "full" and callable(getattr(self.controller, "decide_stream", None)):
-            # A controller that streams gets the same rounds, the same requests
-            # in the same order, one call each; but each query's next requests
-            # are produced (its generator advanced with the last round's
-            # answers) only when the controller pulls them, so a remote server
-            # answers the first queries of a round while the later ones are
-            # still being worked out here.
-            waiting: list[tuple[_QueryRun, _Steps, list[dict[str, Answer]] | None]] = [
-                (r, r.steps(), None) for r in runs
-            ]
-            while waiting:
-                asked: list[tuple[_QueryRun, _Steps, int]] = []
+        streams = mode == "full" and callable(getattr(self.controller, "decide_stream", None))
+        # Each run is a generator of requests; one decide() per lockstep round
+        # for all of them. A query's next requests are produced (its generator
+        # advanced with the last round's answers) only when they are pulled: a
+        # streaming controller pulls them as it sends, so a remote server
+        # answers the first queries of a round while the later ones are still
+        # being worked out here. Same rounds, same requests, same order.
+        waiting: list[tuple[_QueryRun, _Steps, list[dict[str, Answer]] | None]] = [
+            (r, r.steps(), None) for r in runs
+        ]
+        while waiting:
+            asked: list[tuple[_QueryRun, _Steps, int]] = []
 
-                def round_requests(
-                    waiting: list[tuple[_QueryRun, _Steps, list[dict[str, Answer]] | None]] = (
-                        waiting
-                    ),
-                    asked: list[tuple[_QueryRun, _Steps, int]] = asked,
-                ) -> Iterator[DecisionRequest]:
-                    for r, gen, got in waiting:
-                        try:
-                            reqs = next(gen) if got is None else gen.send(got)
-                        except StopIteration:
-                            continue
-                        asked.append((r, gen, len(reqs)))
-                        yield from reqs
+            def round_requests(
+                waiting: list[tuple[_QueryRun, _Steps, list[dict[str, Answer]] | None]] = waiting,
+                asked: list[tuple[_QueryRun, _Steps, int]] = asked,
+            ) -> Iterator[DecisionRequest]:
+                for r, gen, got in waiting:
+                    try:
+                        reqs = next(gen) if got is None else gen.send(got)
+                    except StopIteration:
+                        continue
+                    asked.append((r, gen, len(reqs)))
+                    yield from reqs
 
-                budget = min(max_wall - (time.perf_counter() - r.t0) for r, _, _ in waiting)
-                answers = self._decide(round_requests(), "query", budget_s=max(0.0, budget))
-                fell_back = getattr(self.controller, "name", "") == "local-fallback"
-                waiting = []
-                pos = 0
-                for r, gen, n in asked:
-                    r.calls += 1
-                    if fell_back:
-                        r.fell_back = True
-                    waiting.append((r, gen, answers[pos : pos + n]))
-                    pos += n
-            return [r.result() for r in runs]
-        # Each run is a generator of requests; one decide() per lockstep step.
-        active = [(r, r.steps()) for r in runs]
-        pending: list[tuple[_QueryRun, _Steps, list[DecisionRequest]]] = []
-        for r, gen in active:
-            req = next(gen, None)
-            if req is not None:
-                pending.append((r, gen, req))
-        while pending:
-            flat = [q for _, _, reqs in pending for q in reqs]
             if mode == "full":
-                budget = min(max_wall - (time.perf_counter() - r.t0) for r, _, _ in pending)
-                answers = self._decide(flat, "query", budget_s=max(0.0, budget))
-                if getattr(self.controller, "name", "") == "local-fallback":
-                    for r, _, _ in pending:
-                        r.fell_back = True
+                budget = min(max_wall - (time.perf_counter() - r.t0) for r, _, _ in waiting)
+                lazy = round_requests()
+                answers = self._decide(
+                    lazy if streams else list(lazy), "query", budget_s=max(0.0, budget)
+                )
             else:
-                answers = _neutral(flat)
-            nxt = []
+                answers = _neutral(list(round_requests()))
+            fell_back = getattr(self.controller, "name", "") == "local-fallback"
+            waiting = []
             pos = 0
-            for r, gen, reqs in pending:
-                got = answers[pos : pos + len(reqs)]
-                pos += len(reqs)
+            for r, gen, n in asked:
                 r.calls += 1
-                try:
-                    req = gen.send(got)
-                except StopIteration:
-                    continue
-                nxt.append((r, gen, req))
-            pending = nxt
+                if fell_back and mode == "full":
+                    r.fell_back = True
+                waiting.append((r, gen, answers[pos : pos + n]))
+                pos += n
         return [r.result() for r in runs]
 
     # ---- reads and persistence ---------------------------------------------
