@@ -978,13 +978,14 @@ class _QueryRun:
         questions, a grounded date in the node), and how much of the node is
         itself a question (a question asserts nothing)."""
         store = self.m.store
-        lex = store.lexical_scores(self.query, ids)
-        sims = store.similarities(self.qvec, ids)
+        lex = store.lexical_scores(self.query, ids).tolist()
+        sims = store.similarities(self.qvec, ids).tolist()
+        asks = self.m._asks
         out = []
         for i, node_id in enumerate(ids):
             node = store.get(node_id)
-            speaker = node.provenance.get("speaker", "").lower()
             if self.query_entities:
+                speaker = node.provenance.get("speaker", "").lower()
                 if speaker and speaker in self.query_entities:
                     ent = 1.0
                 elif any(e in node.entities for e in self.query_entities):
@@ -994,11 +995,11 @@ class _QueryRun:
             else:
                 ent = 0.0
             sig = {
-                "lexical": _share_of_best(float(lex[i]), self.max_lex),
-                "dense": _share_of_best(float(sims[i]), self.max_sim),
+                "lexical": _share_of_best(lex[i], self.max_lex),
+                "dense": _share_of_best(sims[i], self.max_sim),
                 "entity_match": ent,
                 "time_match": self.time_match(node),
-                "asks": self.m._asks.get(node_id, 0.0),
+                "asks": asks.get(node_id, 0.0),
             }
             self.nodes[node_id] = node
             out.append(sig)
@@ -1013,12 +1014,15 @@ class _QueryRun:
         With a window in the query ("on 9 November, 2022", "in August 2023"):
         1 when the node was observed in it or refers to a time in it, decaying
         with the distance to it (scale: the window's width, at least 3 days).
-        Without one, a "when" question prefers nodes that state a date.
+        Without one, a "when" question prefers nodes that state a date (0.3:
+        a hint, not a match).
         """
         window = self.time_cues["constraint"]
-        refs = self.m._time_refs.get(node.id, ())
         if window is None:
-            return 0.3 if self.wants_time and refs else 0.0
+            if not self.wants_time:
+                return 0.0
+            return 0.3 if node.id in self.m._time_refs else 0.0
+        refs = self.m._time_refs.get(node.id, ())
         lo, hi = window
         scale = max(3 * _DAY_S, hi - lo)
         spans = [(r.start, r.end) for r in refs]
