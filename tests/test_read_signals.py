@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from jevmem import HashEmbedder, LocalController, Memory, MemoryConfig
 from jevmem.controller import catalogue
 from jevmem.memory import _episode, _QueryRun, _question_share
@@ -175,3 +178,30 @@ def test_feedback_moves_the_query_towards_its_best_matches() -> None:
         MemoryConfig(feedback_weight=-0.1)
     with pytest.raises(InvalidConfigError):
         MemoryConfig(feedback_weight=float("nan"))
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from(["Ana", "Bo", "Cy"]), st.integers(0, 60), st.integers(0, 4)), min_size=1, max_size=60),
+    st.sampled_from(["what did Ana cook on 20 November 2023?", "Bo hiking in November 2023", "why coffee?", "when did Cy move?"]),
+    st.integers(1, 20), st.integers(0, 10), st.integers(0, 8),
+)  # fmt: skip
+def test_the_pool_stays_within_its_bounds(
+    rows: list[tuple[str, int, int]], query: str, pool_size: int, seeds: int, window: int
+) -> None:
+    m = memory(
+        anchor_depth=pool_size,
+        anchor_pool=pool_size,
+        anchors=1,
+        context_seeds=seeds,
+        time_window_nodes=window,
+    )
+    words = ["cooked", "hiking", "coffee", "moved", "lisbon"]
+    dialogue(m, [(who, f"{who} {words[day % 5]} on day {day}", T0 + day * DAY + i, str(s)) for i, (who, day, s) in enumerate(rows)])  # fmt: skip
+    run = _QueryRun(m, query, m.embedder.embed([query])[0], 1, None, "full", 0.0)
+    ids, sigs = run.pool()
+    assert len(ids) == len(set(ids)) == len(sigs)
+    assert len(ids) <= pool_size + window + 4 * seeds
+    assert all(i in m for i in ids)
+    for sig in sigs:
+        assert all(0.0 <= v <= 1.0 for v in sig.values()), sig
