@@ -84,7 +84,7 @@ from jevmem.remote.convert import (
 
 REPO = Path(__file__).resolve().parents[1]
 K = 20
-SIZES = (64, 256)
+SIZES: tuple[int, ...] = (64, 256)
 
 
 @dataclass
