@@ -65,7 +65,9 @@ def test_a_named_date_pulls_in_what_was_said_that_day() -> None:
     narrow = memory(anchor_depth=1, anchor_pool=1, anchors=1, context_seeds=0)
     ids = dialogue(narrow, [*filler, ("Ana", "Ana cooked a new dish for the family", nov9 - 30 * DAY, "a"), ("Ana", "something else entirely", nov9, "b")])  # fmt: skip
     query = "What dish did Ana cook on 9 November, 2022?"
-    assert ids[-1] in [e.id for e in narrow.search(query, 5).evidence]
+    found = narrow.search(query, 5)
+    assert ids[-1] in [e.id for e in found.evidence]
+    assert found.trace["pool"]["time_window"] >= 1
     assert ids[-1] in pool(narrow, query)
     blind = memory(anchor_depth=1, anchor_pool=1, anchors=1, context_seeds=0, time_window_nodes=0)
     ids = dialogue(blind, [*filler, ("Ana", "Ana cooked a new dish for the family", nov9 - 30 * DAY, "a"), ("Ana", "something else entirely", nov9, "b")])  # fmt: skip
@@ -82,7 +84,9 @@ def test_the_reply_to_a_matching_turn_joins_the_pool() -> None:
     query = "What did Nate think of the coconut milk ice cream?"
     with_context = memory(anchor_depth=1, anchor_pool=1, anchors=1)
     ids = dialogue(with_context, turns)
-    assert ids[-1] in [e.id for e in with_context.search(query, 5).evidence]
+    found = with_context.search(query, 5)
+    assert ids[-1] in [e.id for e in found.evidence]
+    assert found.trace["pool"]["context"] >= 1
     assert ids[-1] in pool(with_context, query)
     without = memory(anchor_depth=1, anchor_pool=1, anchors=1, context_seeds=0)
     ids = dialogue(without, turns)

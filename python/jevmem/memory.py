@@ -966,6 +966,7 @@ class _QueryRun:
         self.evidence_score: dict[int, float] = {}
         self.assessed_top: list[int] = []
         self.final_assessment = False
+        self.pool_sources: dict[str, int] = {}
         self.topical: dict[int, float] = {}
         self.episode_strength: dict[str | None, float] = {}
 
@@ -1052,6 +1053,10 @@ class _QueryRun:
                 if node_id not in seen:
                     seen.add(node_id)
                     ids.append(node_id)
+        self.pool_sources = {
+            "fused": len(self.fused_ids),
+            "time_window": len(ids) - len(self.fused_ids),
+        }
         sigs = self.signals(ids)
         raw = {n: _raw(sig) for n, sig in zip(ids, sigs, strict=True)}
         if cfg.feedback_weight > 0 and cfg.feedback_nodes > 0 and ids:
@@ -1078,6 +1083,7 @@ class _QueryRun:
         if context:
             sigs += self.signals(context)
             ids += context
+        self.pool_sources["context"] = len(context)
         return ids, sigs
 
     def near_support(self, node_id: int) -> float:
@@ -1421,6 +1427,9 @@ class _QueryRun:
                 ),
                 "query_entities": self.query_entities,
                 "anchors": len(self.fused_ids),
+                # where the ranked pool came from: the fused lists, a time
+                # window the query names, the time-order context of the best
+                "pool": dict(self.pool_sources),
                 "total_elapsed_s": time.perf_counter() - self.t0,
                 # one more assessment after the traversal stopped (see steps)
                 "final_assessment": self.final_assessment,
