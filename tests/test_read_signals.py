@@ -20,10 +20,14 @@ def memory(**cfg: Any) -> Memory:
     return Memory(HashEmbedder(64), config=MemoryConfig(**cfg))
 
 
-def pool(m: Memory, query: str) -> list[int]:
-    """The nodes the controller ranks before the traversal (no expansion yet)."""
+def pool(m: Memory, query: str, sources: dict[str, int] | None = None) -> list[int]:
+    """The nodes the controller ranks before the traversal (no expansion yet);
+    ``sources`` receives their count by source, as the trace reports it."""
     run = _QueryRun(m, query, m.embedder.embed([query])[0], 1, None, "full", 0.0)
-    return run.pool()[0]
+    ids = run.pool()[0]
+    if sources is not None:
+        sources.update(run.pool_sources)
+    return ids
 
 
 def dialogue(m: Memory, turns: list[tuple[str, str, int, str]]) -> list[int]:
@@ -84,10 +88,10 @@ def test_the_reply_to_a_matching_turn_joins_the_pool() -> None:
     query = "What did Nate think of the coconut milk ice cream?"
     with_context = memory(anchor_depth=1, anchor_pool=1, anchors=1)
     ids = dialogue(with_context, turns)
-    found = with_context.search(query, 5)
-    assert ids[-1] in [e.id for e in found.evidence]
-    assert found.trace["pool"]["context"] >= 1
-    assert ids[-1] in pool(with_context, query)
+    assert ids[-1] in [e.id for e in with_context.search(query, 5).evidence]
+    sources: dict[str, int] = {}
+    assert ids[-1] in pool(with_context, query, sources)
+    assert sources["context"] >= 1 and sources["fused"] == 1
     without = memory(anchor_depth=1, anchor_pool=1, anchors=1, context_seeds=0)
     ids = dialogue(without, turns)
     assert ids[-1] not in pool(without, query)
