@@ -213,3 +213,17 @@ def test_the_pool_stays_within_its_bounds(
     assert all(i in m for i in ids)
     for sig in sigs:
         assert all(0.0 <= v <= 1.0 for v in sig.values()), sig
+
+
+def test_a_crowded_time_window_gives_the_pool_its_best_matches() -> None:
+    # 100 observations on one day; two mention cooking, both late in the day.
+    day = to_timestamp("2023-11-20T08:00:00")
+    turns = [("Ana", f"Ana chatted about the weather, part {i}", day + 60 * i, "d") for i in range(100)]  # fmt: skip
+    turns[70] = ("Ana", "Ana cooked a pumpkin soup", day + 60 * 70, "d")
+    turns[90] = ("Ana", "Ana cooked fresh pasta", day + 60 * 90, "d")
+    m = memory(anchor_depth=1, anchor_pool=1, anchors=1, context_seeds=0, time_window_nodes=10)
+    ids = dialogue(m, turns)
+    sources: dict[str, int] = {}
+    got = pool(m, "What did Ana cook on 20 November 2023?", sources)
+    assert sources["time_window"] == 10
+    assert ids[70] in got and ids[90] in got  # one fused, the other chosen from the window

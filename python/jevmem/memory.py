@@ -59,6 +59,8 @@ ANCHOR_RELEVANCE_WEIGHT = 0.6
 #: to a reply: "How was it?" / "Super good!").
 SECOND_STEP_DECAY = 0.7
 _DAY_S = 86_400
+#: At most this many nodes of a time window are scored to choose the pool's share.
+WINDOW_SCAN = 4096
 #: How many of the best evidence items an assessment looks at.
 ASSESSED_ITEMS = 8
 Summariser = Callable[[Sequence[Node]], str]
@@ -1049,10 +1051,24 @@ class _QueryRun:
             timeline = self.m._timeline
             lo = bisect.bisect_left(timeline, (window[0], -1))
             hi = bisect.bisect_right(timeline, (window[1], 1 << 62))
-            for _, node_id in timeline[lo : min(hi, lo + cfg.time_window_nodes)]:
-                if node_id not in seen:
-                    seen.add(node_id)
-                    ids.append(node_id)
+            inside = [n for _, n in timeline[lo:hi] if n not in seen]
+            if len(inside) > cfg.time_window_nodes:
+                # More than the pool takes: the best topical matches among
+                # them (the window's first ones would favour its start); at
+                # most WINDOW_SCAN of them are scored, evenly spread.
+                step = max(1, len(inside) // WINDOW_SCAN)
+                inside = inside[::step][:WINDOW_SCAN]
+                lex = self.m.store.lexical_scores(self.query, inside).tolist()
+                sims = self.m.store.similarities(self.qvec, inside).tolist()
+                top_lex, top_sim = max(lex), max(sims)
+                match = {
+                    n: _share_of_best(a, top_lex) + _share_of_best(b, top_sim)
+                    for n, a, b in zip(inside, lex, sims, strict=True)
+                }
+                inside = sorted(inside, key=lambda n: (-match[n], n))[: cfg.time_window_nodes]
+            for node_id in inside:
+                seen.add(node_id)
+                ids.append(node_id)
         self.pool_sources = {
             "fused": len(self.fused_ids),
             "time_window": len(ids) - len(self.fused_ids),
