@@ -950,7 +950,10 @@ class _QueryRun:
         # lower-case common word that happens to be an entity id elsewhere is
         # not a name here).
         named = set(extract_entities(query))
-        self.query_entities = [e for e in mentions(query, memory.known_entities()) if e in named]
+        # only the names the query itself carries can match: no scan of every
+        # entity the memory knows (that grows with the memory)
+        known = [e for e in named if e in memory._entity_counts]
+        self.query_entities = mentions(query, known) if known else []
         self.time_cues = query_time_cues(query, now=now)
         self.query_tokens = set(store.tokenize(query))
         # What the query asks about, without the names of whom it asks about:
