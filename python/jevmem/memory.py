@@ -252,32 +252,29 @@ class Memory:
         *,
         budget_s: float | None = None,
     ) -> list[dict[str, Answer]]:
-        if not isinstance(requests, list):
+        if isinstance(requests, list):
+            if not requests:
+                return []
+            asked = requests
+            if budget_s is not None and getattr(self.controller, "accepts_budget", False):
+                # remote controllers derive their deadline from the query's time left
+                answers = self.controller.decide(requests, budget_s=budget_s)  # type: ignore[call-arg]
+            else:
+                answers = self.controller.decide(requests)
+        else:
             # A lazy round, for a controller with decide_stream (see
             # search_batch): it pulls the requests as it sends them.
-            built: list[DecisionRequest] = []
+            asked = []
 
             def kept(source: Iterator[DecisionRequest] = requests) -> Iterator[DecisionRequest]:
                 for r in source:
-                    built.append(r)
+                    asked.append(r)
                     yield r
 
-            answers = self.controller.decide_stream(  # type: ignore[attr-defined]
-                kept(), budget_s=budget_s
-            )
-            if not built:
+            answers = self.controller.decide_stream(kept(), budget_s=budget_s)  # type: ignore[attr-defined]
+            if not asked:
                 return []
-            validate_answers(built, answers)
-            self.calls[path] += 1
-            return answers  # type: ignore[no-any-return]
-        if not requests:
-            return []
-        if budget_s is not None and getattr(self.controller, "accepts_budget", False):
-            # remote controllers derive their deadline from the query's time left
-            answers = self.controller.decide(requests, budget_s=budget_s)  # type: ignore[call-arg]
-        else:
-            answers = self.controller.decide(requests)
-        validate_answers(requests, answers)
+        validate_answers(asked, answers)
         self.calls[path] += 1
         return answers
 
