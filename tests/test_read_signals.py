@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jevmem import HashEmbedder, LocalController, Memory, MemoryConfig
+from jevmem import memory as memory_module
 from jevmem.controller import catalogue
-from jevmem.memory import _episode, _QueryRun, _question_share
+from jevmem.memory import _episode, _QueryRun, _question_share, _raw
 from jevmem.temporal import to_timestamp
 
 DAY = 86_400
@@ -227,3 +229,41 @@ def test_a_crowded_time_window_gives_the_pool_its_best_matches() -> None:
     got = pool(m, "What did Ana cook on 20 November 2023?", sources)
     assert sources["time_window"] == 10
     assert ids[70] in got and ids[90] in got  # one fused, the other chosen from the window
+
+
+def test_a_question_lifts_its_reply_more_than_a_statement_lifts_its_neighbour(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    m = memory()
+    ask, reply, own_next, said, after_said = dialogue(
+        m,
+        [
+            ("Jo", "What did you bring to the fair?", T0, "s1"),
+            ("Nate", "A tray of lemon bars, all gone by noon", T0 + 5, "s1"),
+            ("Nate", "Also some bread for home", T0 + 10, "s1"),
+            ("Jo", "I heard Nate baked for the fair.", T0 + DAY, "s2"),
+            ("Nate", "A tray of plum tarts, all gone by noon", T0 + DAY + 5, "s2"),
+        ],
+    )
+    weights = dict(m._temporal_context(reply))
+    assert weights[ask] == 2.0  # a whole question, asked by someone else: 1 + REPLY_LINK
+    assert weights[own_next] == 1.0  # the turn after: a plain neighbour
+    # the asker's own next turn does not answer its question; a statement lifts
+    # its neighbour with the plain weight; second steps decay
+    assert dict(m._temporal_context(own_next))[reply] == 1.0
+    assert dict(m._temporal_context(own_next))[ask] == 0.7
+    assert dict(m._temporal_context(after_said))[said] == 1.0
+
+    query = "What did Nate bake for the fair?"
+    run = _QueryRun(m, query, m.embedder.embed([query])[0], 5, None, "full", 0.0)
+    ids, sigs = run.pool()
+    run.topical = {n: _raw(s) for n, s in zip(ids, sigs, strict=True)}
+    # the statement matches the query better than the question does...
+    assert run.topical[said] > run.topical[ask] > 0
+    # ...yet the reply to the question gets the stronger support
+    assert run.near_support(reply) > run.near_support(after_said)
+    assert 0.0 <= run.near_support(reply) <= 1.0
+    # without the reply link, the better-matching statement would win
+    monkeypatch.setattr(memory_module, "REPLY_LINK", 0.0)
+    m._context.clear()
+    assert run.near_support(reply) < run.near_support(after_said)

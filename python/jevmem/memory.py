@@ -58,6 +58,10 @@ ANCHOR_RELEVANCE_WEIGHT = 0.6
 #: Support through a second temporal step counts this much of a first (a reply
 #: to a reply: "How was it?" / "Super good!").
 SECOND_STEP_DECAY = 0.7
+#: A reply to a question answers it: the step from a question to the next turn
+#: (by someone else) weighs 1 + REPLY_LINK x the question's question share, so
+#: a turn that asks what the query asks lifts its reply above plain neighbours.
+REPLY_LINK = 1.0
 _DAY_S = 86_400
 #: At most this many nodes of a time window are scored to choose the pool's share.
 WINDOW_SCAN = 4096
@@ -215,6 +219,7 @@ class Memory:
         self._episodes: dict[int, str | None] = {}
         self._speakers: set[str] = set()
         self._stamps: dict[int, int] = {}
+        self._speaker_of: dict[int, str] = {}
         self._context: dict[int, list[tuple[int, float]]] = {}
         self._asks: dict[int, float] = {}
         self._writes = 0
@@ -235,6 +240,7 @@ class Memory:
         speaker = node.provenance.get("speaker", "").lower()
         if speaker:
             self._speakers.add(speaker)
+            self._speaker_of[node.id] = speaker
         self._asks[node.id] = _question_share(node.text)
         if node.timestamp is not None:
             bisect.insort(self._timeline, (node.timestamp, node.id))
@@ -734,7 +740,9 @@ class Memory:
 
     def _temporal_context(self, node_id: int) -> list[tuple[int, float]]:
         """The observations one and two steps before and after a node in time
-        order, in its episode, with weight 1 and SECOND_STEP_DECAY.
+        order, in its episode, with weight 1 and SECOND_STEP_DECAY; the one
+        right before weighs 1 + REPLY_LINK x its question share when someone
+        else asked it (this node is then its reply).
 
         These are the temporal view's time-order links (the rule edges each
         write adds); read off the sorted timeline, which also stays exact when
@@ -754,9 +762,22 @@ class Memory:
                     if 0 <= at < len(timeline):
                         other = timeline[at][1]
                         if self._episodes.get(other) == episode:
-                            out.append((other, weight))
+                            w = weight
+                            if at == pos - 1:
+                                w += REPLY_LINK * self._reply_share(other, node_id)
+                            out.append((other, w))
         self._context[node_id] = out
         return out
+
+    def _reply_share(self, asked_by: int, answered_by: int) -> float:
+        """How much ``answered_by`` is a reply to a question in ``asked_by``
+        (the turn before it): the question share of that turn, unless the
+        same speaker said both (a question followed by its asker's own next
+        turn is not answered by it)."""
+        a, b = self._speaker_of.get(asked_by), self._speaker_of.get(answered_by)
+        if a is not None and a == b:
+            return 0.0
+        return self._asks.get(asked_by, 0.0)
 
     def known_entities(self) -> list[str]:
         return list(self._entity_counts)
@@ -1104,10 +1125,13 @@ class _QueryRun:
 
     def near_support(self, node_id: int) -> float:
         """How strongly the node's temporal context matches the query (the
-        best neighbour's topical match times the path weight)."""
-        return max(
-            (w * self.topical.get(o, 0.0) for o, w in self.temporal_context(node_id)),
-            default=0.0,
+        best neighbour's topical match times the path weight, at most 1)."""
+        return min(
+            1.0,
+            max(
+                (w * self.topical.get(o, 0.0) for o, w in self.temporal_context(node_id)),
+                default=0.0,
+            ),
         )
 
     def temporal_context(self, node_id: int) -> list[tuple[int, float]]:
