@@ -161,6 +161,36 @@ def test_coverage_tells_whom_the_content_is_about() -> None:
     assert (s.sufficiency or 0.0) > (r.sufficiency or 0.0)
 
 
+def test_places_and_things_a_query_names_are_what_it_asks_not_whom() -> None:
+    m = memory()
+    trip, desert = dialogue(m, [
+        ("Maria", "We went to Oregon to see the desert.", T0, "s"),
+        ("John", "I want to see the desert too!", T0 + 5, "s"),
+    ])  # fmt: skip
+
+    def run(query: str) -> _QueryRun:
+        return _QueryRun(m, query, m.embedder.embed([query])[0], 5, None, "full", 0.0)
+
+    asked = run("What did Maria see in Oregon?")
+    assert asked.query_entities == ["maria", "oregon"]
+    assert asked.asked_people == ["maria"]  # Oregon is no speaker
+    assert "oregon" in asked.content_tokens and "maria" not in asked.content_tokens
+    # a turn that says it about Maria, place included, covers all of it; one
+    # about the same place by someone else counts against
+    assert asked.coverage_of(trip) == (1.0, 0.0)
+    other = run("What did John see in Oregon?")
+    mine, theirs = other.coverage_of(trip)
+    assert mine == 0.0 and theirs > 0.0
+    # John's own turn, not naming the place, covers only part of what is asked
+    assert other.coverage_of(desert) == (0.5, 0.0)
+    # a memory that knows no speakers cannot tell people from places: all names count
+    bare = memory()
+    bare.add("We went to Oregon to see the desert.", entities=["Maria"])
+    q = "What did Maria see in Oregon?"
+    blind = _QueryRun(bare, q, bare.embedder.embed([q])[0], 5, None, "full", 0.0)
+    assert sorted(blind.asked_people) == sorted(blind.query_entities)
+
+
 def test_feedback_moves_the_query_towards_its_best_matches() -> None:
     import numpy as np
     import pytest

@@ -972,11 +972,21 @@ class _QueryRun:
         # entity the memory knows (that grows with the memory)
         known = [e for e in named if e in memory._entity_counts]
         self.query_entities = mentions(query, known) if known else []
+        # Whom the query asks about, for sufficiency: the people it names. When
+        # the memory knows its speakers, a named place or thing ("Oregon", "the
+        # LGBTQ workshop") is part of what is asked, not whom; without
+        # speakers there is no telling, and every name counts.
+        speakers = memory._speakers
+        self.asked_people = (
+            [e for e in self.query_entities if any(_alias(e, s) for s in speakers)]
+            if speakers
+            else list(self.query_entities)
+        )
         self.time_cues = query_time_cues(query, now=now)
         self.query_tokens = set(store.tokenize(query))
         # What the query asks about, without the names of whom it asks about:
         # evidence must match both parts, separately (SPEC §3: sufficiency).
-        name_tokens = {t for e in self.query_entities for t in store.tokenize(e)}
+        name_tokens = {t for e in self.asked_people for t in store.tokenize(e)}
         frame = {t for w in _QUESTION_FRAME for t in store.tokenize(w)}
         self.content_tokens = (
             self.query_tokens - name_tokens - frame or self.query_tokens - name_tokens
@@ -1157,7 +1167,7 @@ class _QueryRun:
         if not self.content_tokens:
             return 0.0, 0.0
         store = self.m.store
-        asked = self.query_entities
+        asked = self.asked_people
         people = self.m._speakers
         speaker = node.provenance.get("speaker", "").lower()
         addressees: set[str] | None = None
