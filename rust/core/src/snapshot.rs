@@ -127,7 +127,7 @@ impl MemoryStore {
                 .map_err(|e| Error::Snapshot(format!("node {}: {e}", node.id)))?;
             nodes.push((node.id, new));
         }
-        store.insert_many(nodes)?;
+        store.insert_many(nodes, true)?;
         while store.graph.next_id() < body.next_id {
             store.graph.push_removed();
         }

@@ -286,13 +286,22 @@ impl MemoryStore {
 
     /// Insert pre-validated nodes under the given ids (ascending; gaps become
     /// removed slots), vectors in one batch so large loads fill the HNSW graph
-    /// from several threads.
-    pub(crate) fn insert_many(&mut self, nodes: Vec<(NodeId, NewNode)>) -> Result<()> {
+    /// from several threads. `from_snapshot`: the embeddings are the stored
+    /// unit vectors, kept exactly (see `VectorIndex::add_batch_stored`).
+    pub(crate) fn insert_many(
+        &mut self,
+        nodes: Vec<(NodeId, NewNode)>,
+        from_snapshot: bool,
+    ) -> Result<()> {
         let items: Vec<(NodeId, &[f32])> = nodes
             .iter()
             .map(|(id, n)| (*id, n.embedding.as_slice()))
             .collect();
-        self.vectors.add_batch(&items)?;
+        if from_snapshot {
+            self.vectors.add_batch_stored(&items)?;
+        } else {
+            self.vectors.add_batch(&items)?;
+        }
         for (id, node) in nodes {
             while self.graph.next_id() < id {
                 self.graph.push_removed();
@@ -332,7 +341,7 @@ impl MemoryStore {
         self.validate_new_nodes(&nodes)?;
         let first = self.next_id();
         let ids: Vec<NodeId> = (first..first + nodes.len() as NodeId).collect();
-        self.insert_many(ids.iter().copied().zip(nodes).collect())?;
+        self.insert_many(ids.iter().copied().zip(nodes).collect(), false)?;
         Ok(ids)
     }
 

@@ -353,6 +353,28 @@ impl VectorIndex {
     /// HNSW graph from several threads, so the graph's shape (not the exact
     /// scan) can differ from one-by-one insertion.
     pub fn add_batch(&mut self, items: &[(NodeId, &[f32])]) -> Result<()> {
+        self.add_batch_with(items, Self::normalize)
+    }
+
+    /// `add_batch` for vectors read back from a snapshot: a stored vector that
+    /// is already unit length is kept bit for bit (normalising it again can
+    /// move its last bit, and save -> load -> save would not give the same
+    /// file); any other is normalised as usual.
+    pub(crate) fn add_batch_stored(&mut self, items: &[(NodeId, &[f32])]) -> Result<()> {
+        self.add_batch_with(items, |v| {
+            if (norm(v) - 1.0).abs() <= 1e-6 {
+                v.to_vec()
+            } else {
+                Self::normalize(v)
+            }
+        })
+    }
+
+    fn add_batch_with(
+        &mut self,
+        items: &[(NodeId, &[f32])],
+        unit: impl Fn(&[f32]) -> Vec<f32>,
+    ) -> Result<()> {
         let mut batch_ids = std::collections::HashSet::with_capacity(items.len());
         for &(id, vector) in items {
             self.validate(vector)?;
@@ -366,10 +388,7 @@ impl VectorIndex {
         if self.slot_ids.len() + items.len() > u32::MAX as usize {
             return Err(Error::invalid("vector index is full"));
         }
-        let units: Vec<(NodeId, Vec<f32>)> = items
-            .iter()
-            .map(|&(id, v)| (id, Self::normalize(v)))
-            .collect();
+        let units: Vec<(NodeId, Vec<f32>)> = items.iter().map(|&(id, v)| (id, unit(v))).collect();
         if let Some(hnsw) = &self.hnsw {
             let needed = hnsw.size() + units.len();
             if needed > hnsw.capacity() {
