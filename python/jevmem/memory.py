@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -66,6 +66,27 @@ ASSESSED_ITEMS = 8
 Summariser = Callable[[Sequence[Node]], str]
 #: A query's read path: yields controller requests, receives their answers.
 _Steps = Generator[list[DecisionRequest], list[dict[str, Answer]], None]
+
+
+class _NodeFacts(NamedTuple):
+    """What the read path reads off a node on every query, kept in Python so
+    it never asks the store (each ``MemoryStore.get`` builds a whole Node)."""
+
+    text: str
+    #: the provenance's speaker, lower-cased ("" when none)
+    speaker: str
+    entities: frozenset[str]
+    #: see `_session`
+    session: str | None
+
+    @staticmethod
+    def of(node: Node) -> _NodeFacts:
+        return _NodeFacts(
+            node.text,
+            node.provenance.get("speaker", "").lower(),
+            frozenset(node.entities),
+            _session(node),
+        )
 
 
 @dataclass(frozen=True)
@@ -217,6 +238,7 @@ class Memory:
         self._stamps: dict[int, int] = {}
         self._context: dict[int, list[tuple[int, float]]] = {}
         self._asks: dict[int, float] = {}
+        self._facts: dict[int, _NodeFacts] = {}
         self._writes = 0
         self.decisions: list[dict[str, Any]] = []
         self.calls = {"write": 0, "query": 0}
@@ -229,6 +251,7 @@ class Memory:
     def _index_python_side(self, node: Node, refs: tuple[TimeRef, ...] | None = None) -> None:
         # per-node facts the read path asks for on every query, computed once
         self._episodes[node.id] = _episode(node)
+        self._facts[node.id] = _NodeFacts.of(node)
         self._context.clear()  # time-order neighbourhoods may have changed
         if node.timestamp is not None:
             self._stamps[node.id] = node.timestamp
@@ -277,6 +300,14 @@ class Memory:
         validate_answers(asked, answers)
         self.calls[path] += 1
         return answers
+
+    def _node_facts(self, node_id: int) -> _NodeFacts:
+        """A node's `_NodeFacts`; nodes written past `add_batch` (summaries)
+        are read from the store once."""
+        facts = self._facts.get(node_id)
+        if facts is None:
+            facts = self._facts[node_id] = _NodeFacts.of(self.store.get(node_id))
+        return facts
 
     def __len__(self) -> int:
         return len(self.store)
@@ -964,7 +995,8 @@ class _QueryRun:
         self.relevance: dict[int, float] = {}
         self.entity_ok: dict[int, float] = {}
         self.coverage: dict[int, tuple[float, float]] = {}
-        self.nodes: dict[int, Node] = {}
+        #: the text of every node whose signals were measured
+        self.texts: dict[int, str] = {}
         self.evidence_score: dict[int, float] = {}
         self.assessed_top: list[int] = []
         self.final_assessment = False
@@ -980,38 +1012,43 @@ class _QueryRun:
         the query names, a match with the time the query names (or, for "when"
         questions, a grounded date in the node), and how much of the node is
         itself a question (a question asserts nothing)."""
-        store = self.m.store
-        lex = store.lexical_scores(self.query, ids).tolist()
-        sims = store.similarities(self.qvec, ids).tolist()
-        asks = self.m._asks
+        m = self.m
+        lex = m.store.lexical_scores(self.query, ids).tolist()
+        sims = m.store.similarities(self.qvec, ids).tolist()
+        asks = m._asks
+        facts = m._facts
+        texts, entity_ok = self.texts, self.entity_ok
+        named = self.query_entities
+        max_lex, max_sim = self.max_lex, self.max_sim
+        # a query that names no time gives every node 0 (see time_match)
+        timed = self.time_cues["constraint"] is not None or self.wants_time
         out = []
-        for i, node_id in enumerate(ids):
-            node = store.get(node_id)
-            if self.query_entities:
-                speaker = node.provenance.get("speaker", "").lower()
-                if speaker and speaker in self.query_entities:
+        for node_id, lx, sim in zip(ids, lex, sims, strict=True):
+            f = facts.get(node_id) or m._node_facts(node_id)
+            if named:
+                if f.speaker and f.speaker in named:
                     ent = 1.0
-                elif any(e in node.entities for e in self.query_entities):
+                elif any(e in f.entities for e in named):
                     ent = 0.6
                 else:
                     ent = 0.0
             else:
                 ent = 0.0
-            sig = {
-                "lexical": _share_of_best(lex[i], self.max_lex),
-                "dense": _share_of_best(sims[i], self.max_sim),
-                "entity_match": ent,
-                "time_match": self.time_match(node),
-                "asks": asks.get(node_id, 0.0),
-            }
-            self.nodes[node_id] = node
-            out.append(sig)
-            self.entity_ok[node_id] = (
-                1.0 if not self.query_entities else min(1.0, ent + 0.4 * (ent > 0))
+            out.append(
+                {
+                    # _share_of_best, inlined: this runs for every pool node
+                    "lexical": min(1.0, max(0.0, lx) / max_lex) if max_lex > 0 else 0.0,
+                    "dense": min(1.0, max(0.0, sim) / max_sim) if max_sim > 0 else 0.0,
+                    "entity_match": ent,
+                    "time_match": self.time_match(node_id) if timed else 0.0,
+                    "asks": asks.get(node_id, 0.0),
+                }
             )
+            texts[node_id] = f.text
+            entity_ok[node_id] = 1.0 if not named else min(1.0, ent + 0.4 * (ent > 0))
         return out
 
-    def time_match(self, node: Node) -> float:
+    def time_match(self, node_id: int) -> float:
         """How well the node's time fits the time the query names.
 
         With a window in the query ("on 9 November, 2022", "in August 2023"):
@@ -1024,13 +1061,14 @@ class _QueryRun:
         if window is None:
             if not self.wants_time:
                 return 0.0
-            return 0.3 if node.id in self.m._time_refs else 0.0
-        refs = self.m._time_refs.get(node.id, ())
+            return 0.3 if node_id in self.m._time_refs else 0.0
+        refs = self.m._time_refs.get(node_id, ())
         lo, hi = window
         scale = max(3 * _DAY_S, hi - lo)
         spans = [(r.start, r.end) for r in refs]
-        if node.timestamp is not None:
-            spans.append((node.timestamp, node.timestamp))
+        stamp = self.m._stamps.get(node_id)
+        if stamp is not None:
+            spans.append((stamp, stamp))
         best = 0.0
         for start, end in spans:
             gap = max(0, lo - end, start - hi)
@@ -1110,13 +1148,17 @@ class _QueryRun:
             default=0.0,
         )
 
+    def text(self, node_id: int) -> str:
+        got = self.texts.get(node_id)
+        return got if got is not None else self.m._node_facts(node_id).text
+
     def temporal_context(self, node_id: int) -> list[tuple[int, float]]:
         return self.m._temporal_context(node_id)
 
     def episode(self, node_id: int) -> str | None:
         return self.m._episodes.get(node_id)
 
-    def content_coverage(self, node: Node) -> tuple[float, float]:
+    def content_coverage(self, node_id: int) -> tuple[float, float]:
         """Share of the query's content words the node asserts *about the
         entity the query asks about*, and the share it asserts about other
         people the memory knows (speakers the query does not name).
@@ -1135,16 +1177,15 @@ class _QueryRun:
         store = self.m.store
         asked = self.query_entities
         people = self.m._speakers
-        speaker = node.provenance.get("speaker", "").lower()
+        facts = self.m._node_facts(node_id)
+        text, speaker = facts.text, facts.speaker
         addressees: set[str] | None = None
         named = {
-            m.group(1).lower()
-            for m in _CAPITALISED.finditer(node.text)
-            if not _is_vocative(node.text, m)
+            m.group(1).lower() for m in _CAPITALISED.finditer(text) if not _is_vocative(text, m)
         }
         credit: dict[str, float] = {}
         other: dict[str, float] = {}
-        for sentence in _SENTENCES.findall(node.text):
+        for sentence in _SENTENCES.findall(text):
             words = store.tokenize(sentence)
             hits = self.content_tokens.intersection(words)
             if not hits:
@@ -1160,7 +1201,7 @@ class _QueryRun:
                 about.add(speaker)
             if second:
                 if addressees is None:
-                    addressees = self.addressees(node)
+                    addressees = self.addressees(node_id)
                 about |= addressees
             unmarked = not first and not second  # probably the speaker's own, not surely
             mine = weight if any(_alias(q, a) for q in asked for a in about) else 0.0
@@ -1184,17 +1225,17 @@ class _QueryRun:
     def coverage_of(self, node_id: int) -> tuple[float, float]:
         """`content_coverage`, computed once per node and only when assessed."""
         if node_id not in self.coverage:
-            self.coverage[node_id] = self.content_coverage(self.m.store.get(node_id))
+            self.coverage[node_id] = self.content_coverage(node_id)
         return self.coverage[node_id]
 
-    def addressees(self, node: Node) -> set[str]:
+    def addressees(self, node_id: int) -> set[str]:
         """Speakers of the turns next to this one in time, other than its own."""
-        store = self.m.store
-        own = node.provenance.get("speaker", "").lower()
+        m = self.m
+        own = m._node_facts(node_id).speaker
         out = set()
-        for e in store.neighbors(node.id, "temporal"):
-            other = e.dst if e.src == node.id else e.src
-            spk = store.get(other).provenance.get("speaker", "").lower()
+        for e in m.store.neighbors(node_id, "temporal"):
+            other = e.dst if e.src == node_id else e.src
+            spk = m._node_facts(other).speaker
             if spk and spk != own:
                 out.add(spk)
         return out
@@ -1230,7 +1271,7 @@ class _QueryRun:
                 episode_support=episode_strength.get(self.episode(a), 0.0),
                 edge_weight=1.0,
             )
-            cands.append({"id": a, "text": self.nodes[a].text, "view": "semantic", "signals": sig})
+            cands.append({"id": a, "text": self.texts[a], "view": "semantic", "signals": sig})
         scoring_q = tuple(q for i in range(len(cands)) for q in catalogue.anchor_questions(i))
         got = yield [
             DecisionRequest(
@@ -1311,16 +1352,17 @@ class _QueryRun:
 
     def assessment_request(self, t: Traversal) -> DecisionRequest:
         store = self.m.store
+        text = self.text
         top = self.ranked(t)[:ASSESSED_ITEMS]
         ev = []
         covered: set[str] = set()
         for e in top[:5]:
-            covered.update(store.tokenize(store.get(e.node).text))
+            covered.update(store.tokenize(text(e.node)))
         for e in top:
             ev.append(
                 {
                     "id": e.node,
-                    "text": store.get(e.node).text,
+                    "text": text(e.node),
                     "score": self.evidence_score.get(e.node, e.score),
                     "signals": {
                         "relevance": self.relevance.get(e.node, 0.0),
@@ -1362,8 +1404,8 @@ class _QueryRun:
         for c, sig in zip(found, sigs, strict=True):
             v = store.embedding(c.node)
             max_sim = float((ev_vecs @ v).max()) if ev_vecs is not None else 0.0
-            src = store.get(c.from_node)
-            node = store.get(c.node)
+            src = self.m._node_facts(c.from_node)
+            node = self.m._node_facts(c.node)
             self.topical[c.node] = _raw(sig)
             sig.update(
                 {
@@ -1374,7 +1416,9 @@ class _QueryRun:
                     # its episode (the edge it came by is judged by usefulness)
                     "support": self.near_support(c.node),
                     "episode_support": self.episode_strength.get(self.episode(c.node), 0.0),
-                    "same_session": _same_session(node, src),
+                    "same_session": 1.0
+                    if node.session is not None and node.session == src.session
+                    else 0.0,
                 }
             )
             cands.append({"id": c.node, "text": node.text, "view": c.view, "signals": sig})
