@@ -26,6 +26,8 @@ import re
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
@@ -39,6 +41,7 @@ from jevmem.controller.types import (
     Answer,
     ChoiceAnswer,
     DecisionRequest,
+    Noul,
     NoulAnswer,
     SystemOne,
     validate_answers,
@@ -935,6 +938,17 @@ def _neutral(requests: Sequence[DecisionRequest]) -> list[dict[str, Answer]]:
     return out
 
 
+#: An expansion round's answers, per candidate, as `Traversal.score` takes them.
+_SCORE_ROW = ("score.relevance", "score.relation_usefulness", "score.novelty", "score.support")
+assert tuple(q.kind for q in catalogue.scoring_questions(0)) == _SCORE_ROW
+
+
+@lru_cache(maxsize=1024)
+def _round_questions(per_candidate: Callable[[int], tuple[Noul, ...]], n: int) -> tuple[Noul, ...]:
+    """The questions of a scoring round over ``n`` candidates, candidate by candidate."""
+    return tuple(q for i in range(n) for q in per_candidate(i))
+
+
 class _QueryRun:
     """One query's read path as a generator of controller requests."""
 
@@ -999,6 +1013,8 @@ class _QueryRun:
         self.texts: dict[int, str] = {}
         self.evidence_score: dict[int, float] = {}
         self.assessed_top: list[int] = []
+        #: the evidence the latest assessment request showed
+        self.shown: list[int] = []
         self.final_assessment = False
         self.pool_sources: dict[str, int] = {}
         self.topical: dict[int, float] = {}
@@ -1143,10 +1159,13 @@ class _QueryRun:
     def near_support(self, node_id: int) -> float:
         """How strongly the node's temporal context matches the query (the
         best neighbour's topical match times the path weight)."""
-        return max(
-            (w * self.topical.get(o, 0.0) for o, w in self.temporal_context(node_id)),
-            default=0.0,
-        )
+        topical = self.topical
+        best = 0.0  # every match is >= 0
+        for other, weight in self.m._temporal_context(node_id):
+            match = weight * topical.get(other, 0.0)
+            if match > best:
+                best = match
+        return best
 
     def text(self, node_id: int) -> str:
         got = self.texts.get(node_id)
@@ -1265,14 +1284,13 @@ class _QueryRun:
             ep: sum(sorted(v, reverse=True)[:3]) / 3 for ep, v in by_episode.items() if ep
         }
         cands = []
+        episodes, texts, near_support = self.m._episodes, self.texts, self.near_support
         for a, sig in zip(anchor_ids, anchor_sig, strict=True):
-            sig.update(
-                support=self.near_support(a),
-                episode_support=episode_strength.get(self.episode(a), 0.0),
-                edge_weight=1.0,
-            )
-            cands.append({"id": a, "text": self.texts[a], "view": "semantic", "signals": sig})
-        scoring_q = tuple(q for i in range(len(cands)) for q in catalogue.anchor_questions(i))
+            sig["support"] = near_support(a)
+            sig["episode_support"] = episode_strength.get(episodes.get(a), 0.0)
+            sig["edge_weight"] = 1.0
+            cands.append({"id": a, "text": texts[a], "view": "semantic", "signals": sig})
+        scoring_q = _round_questions(catalogue.anchor_questions, len(cands))
         got = yield [
             DecisionRequest(
                 "routing", {"query": self.query_state()}, catalogue.routing_questions()
@@ -1284,13 +1302,18 @@ class _QueryRun:
         route = {q.id: _answer_value(got[0][q.id]) for q in catalogue.routing_questions()}
         self.routing = {v: route[v] for v in VIEWS}
         anchors = []
-        for i, anchor in enumerate(anchor_ids):
-            rel = _answer_value(got[1][f"candidate_{i}_relevance"])
-            sup = _answer_value(got[1][f"candidate_{i}_support"])
-            self.relevance[anchor] = rel
+        scored = got[1]
+        relevance = self.relevance
+        # two answers per anchor, in question order: relevance, support
+        pairs = iter(scoring_q)
+        for anchor, rel_q, sup_q in zip(anchor_ids, pairs, pairs, strict=True):
+            rel = _answer_value(scored[rel_q.id])
+            relevance[anchor] = rel
             # A seed's score: its own relevance, lifted by support from its neighbours.
-            anchors.append((anchor, _evidence_score(rel, sup)))
-        anchors.sort(key=lambda x: (-x[1], x[0]))
+            anchors.append((anchor, _evidence_score(rel, _answer_value(scored[sup_q.id]))))
+        # best first, ties by id: two stable sorts instead of a tuple key per anchor
+        anchors.sort(key=itemgetter(0))
+        anchors.sort(key=itemgetter(1), reverse=True)
         t = store.traverse(
             tuple(self.routing[v] for v in VIEWS),  # type: ignore[arg-type]
             anchors[: max(cfg.anchors, self.k)],
@@ -1312,24 +1335,23 @@ class _QueryRun:
                     for n in ("sufficiency", "usefulness", "missing", "contradiction")
                 )
                 self.assessment = vals  # type: ignore[assignment]
-                self.assessed_top = [e.node for e in self.ranked(t)[:ASSESSED_ITEMS]]
+                # what the request showed (the evidence has not changed since)
+                self.assessed_top = self.shown
                 t.assess(*vals)
             elif t.phase == "expand":
                 found = t.expand()
                 if not found:
                     continue
-                got = yield [self.scoring_request(t, found)]
+                request = self.scoring_request(t, found)
+                got = yield [request]
                 scored = got[0]
+                # one row per candidate, its four questions in order (_SCORE_ROW)
                 rows = np.array(
-                    [
-                        [_answer_value(scored[f"candidate_{i}_{n}"]) for n in ("relevance", "relation_usefulness", "novelty", "support")]
-                        for i in range(len(found))
-                    ],
-                    dtype=np.float32,
-                )  # fmt: skip
-                for i, c in enumerate(found):
-                    self.relevance[c.node] = float(rows[i, 0])
-                    self.evidence_score[c.node] = _evidence_score(rows[i, 0], rows[i, 3])
+                    [_answer_value(scored[q.id]) for q in request.questions], dtype=np.float32
+                ).reshape(len(found), len(_SCORE_ROW))
+                for c, (rel, _, _, sup) in zip(found, rows.tolist(), strict=True):
+                    relevance[c.node] = rel
+                    self.evidence_score[c.node] = _evidence_score(rel, sup)
                 t.score(rows)
             else:  # "score" without candidates cannot happen; guard anyway
                 break
@@ -1354,6 +1376,7 @@ class _QueryRun:
         store = self.m.store
         text = self.text
         top = self.ranked(t)[:ASSESSED_ITEMS]
+        self.shown = [e.node for e in top]
         ev = []
         covered: set[str] = set()
         for e in top[:5]:
@@ -1422,7 +1445,7 @@ class _QueryRun:
                 }
             )
             cands.append({"id": c.node, "text": node.text, "view": c.view, "signals": sig})
-        qs = tuple(q for i in range(len(cands)) for q in catalogue.scoring_questions(i))
+        qs = _round_questions(catalogue.scoring_questions, len(cands))
         return DecisionRequest("scoring", {"query": self.query_state(), "candidates": cands}, qs)
 
     # -- results ---------------------------------------------------------------
