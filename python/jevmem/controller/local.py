@@ -111,7 +111,12 @@ def _count(pattern: re.Pattern[str], text: str) -> int:
 
 
 def _clip(x: float) -> float:
-    return 0.0 if not math.isfinite(x) else min(1.0, max(0.0, x))
+    """``x`` clipped to [0, 1]; NaN and infinities give 0."""
+    # min(1, max(0, x)) for finite x, in comparisons only (this runs for
+    # every answer): NaN fails every comparison
+    if 0.0 < x < 1.0:
+        return x
+    return 1.0 if 1.0 <= x < math.inf else 0.0
 
 
 def _sig(item: Mapping[str, Any], name: str, default: float = 0.0) -> float:
@@ -369,16 +374,25 @@ def _score(state: Mapping[str, Any], kind: str, i: int) -> float:
     cand = state["candidates"][i]
     if kind == "score.relevance":
         return relevance(cand)
+    sig = cand.get("signals", {})
     if kind == "score.relation_usefulness":
         route = state["query"].get("routing", {})
         p = float(route.get(cand.get("view", "semantic"), 0.5))
-        return _clip(0.5 * p + 0.3 * _sig(cand, "edge_weight") + 0.2 * _sig(cand, "same_session"))
+        return _clip(
+            0.5 * p + 0.3 * _num(sig, "edge_weight", 0.0) + 0.2 * _num(sig, "same_session", 0.0)
+        )
     if kind == "score.novelty":
-        return _clip(1.0 - _sig(cand, "max_evidence_similarity"))
+        return _clip(1.0 - _num(sig, "max_evidence_similarity", 0.0))
     # Support from the temporal neighbours, and from the whole episode when
     # the memory plane measured it (two thirds / one third).
-    near = _sig(cand, "support")
-    return _clip((2.0 * near + _sig(cand, "episode_support", near)) / 3.0)
+    near = _num(sig, "support", 0.0)
+    return _clip((2.0 * near + _num(sig, "episode_support", near)) / 3.0)
+
+
+def _num(signals: Mapping[str, Any], name: str, default: float) -> float:
+    """`_sig` on an item's signals already in hand."""
+    v = signals.get(name, default)
+    return default if v is None else float(v)
 
 
 def relevance(item: Mapping[str, Any]) -> float:
