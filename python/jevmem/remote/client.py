@@ -245,6 +245,9 @@ class GrpcController:
 
     #: ``decide`` takes ``budget_s`` (the caller's remaining time) to derive its deadline.
     accepts_budget = True
+    #: Every answer ``decide`` returns, remote or fallback, has passed
+    #: ``validate_answers`` against the same requests: the memory need not check again.
+    answers_validated = True
 
     def __init__(
         self,
@@ -593,6 +596,7 @@ class GrpcController:
         with self._lock:
             self._batch_fell_back = True
         answers = self.fallback.decide(requests)
+        validate_answers(requests, answers)  # see answers_validated
         self.counters["fallbacks"] += 1
         self._record(CallOutcome("fallback", f.reason, attempts, time.monotonic() - t0, f.detail))
         return answers
