@@ -143,9 +143,10 @@ def _restore_signals(state: dict[str, Any], tables: Sequence[pb.SignalTable], wh
             raise BadRequest(f"{at} ({key}): values must be finite")
         if not all(type(item) is dict and "signals" not in item for item in items):
             raise BadRequest(f"{at} ({key}): items must be JSON objects without their own signals")
-        columns = [values[j::n] for j in range(n)]
-        for item, row in zip(items, zip(*columns, strict=True), strict=True):
-            item["signals"] = dict(zip(names, row, strict=True))
+        # the lengths were checked above: plain zips (strict ones cost a third more)
+        rows = zip(*[values[j::n] for j in range(n)], strict=False)
+        for item, row in zip(items, rows, strict=False):
+            item["signals"] = dict(zip(names, row, strict=False))
 
 
 # ---- requests ---------------------------------------------------------------
