@@ -92,6 +92,15 @@ class _NodeFacts(NamedTuple):
         )
 
 
+class _Sentence(NamedTuple):
+    """One sentence of a node's text, as `_QueryRun.content_coverage` reads it."""
+
+    words: tuple[str, ...]  # its tokens, in order
+    weight: float  # 0.5 for a question (it asserts less), else 1
+    first_person: bool
+    second_person: bool
+
+
 @dataclass(frozen=True)
 class MemoryConfig:
     """Write- and read-path settings; defaults are the paper's values."""
@@ -243,6 +252,7 @@ class Memory:
         self._asks: dict[int, float] = {}
         self._facts: dict[int, _NodeFacts] = {}
         self._frame: tuple[MemoryStore, frozenset[str]] | None = None
+        self._sentences: dict[int, tuple[frozenset[str], tuple[_Sentence, ...]]] = {}
         self._writes = 0
         self.decisions: list[dict[str, Any]] = []
         self.calls = {"write": 0, "query": 0}
@@ -315,6 +325,28 @@ class Memory:
         if facts is None:
             facts = self._facts[node_id] = _NodeFacts.of(self.store.get(node_id))
         return facts
+
+    def _sentences_of(self, node_id: int) -> tuple[frozenset[str], tuple[_Sentence, ...]]:
+        """What `_QueryRun.content_coverage` reads off a node's text, whatever
+        the query: the names it uses other than to address someone, and its
+        sentences. Computed on first use."""
+        cached = self._sentences.get(node_id)
+        if cached is None:
+            text = self._node_facts(node_id).text
+            named = frozenset(
+                m.group(1).lower() for m in _CAPITALISED.finditer(text) if not _is_vocative(text, m)
+            )
+            sentences = tuple(
+                _Sentence(
+                    tuple(self.store.tokenize(sentence)),
+                    0.5 if sentence.rstrip().endswith("?") else 1.0,
+                    _FIRST_PERSON.search(sentence) is not None,
+                    _SECOND_PERSON.search(sentence) is not None,
+                )
+                for sentence in _SENTENCES.findall(text)
+            )
+            cached = self._sentences[node_id] = (named, sentences)
+        return cached
 
     def _frame_tokens(self) -> frozenset[str]:
         """`_QUESTION_FRAME` as the store's tokenizer sees it (fixed per store)."""
@@ -1205,28 +1237,21 @@ class _QueryRun:
         """
         if not self.content_tokens:
             return 0.0, 0.0
-        store = self.m.store
         asked = self.query_entities
         people = self.m._speakers
-        facts = self.m._node_facts(node_id)
-        text, speaker = facts.text, facts.speaker
+        speaker = self.m._node_facts(node_id).speaker
+        named, sentences = self.m._sentences_of(node_id)
         addressees: set[str] | None = None
-        named = {
-            m.group(1).lower() for m in _CAPITALISED.finditer(text) if not _is_vocative(text, m)
-        }
         credit: dict[str, float] = {}
         other: dict[str, float] = {}
-        for sentence in _SENTENCES.findall(text):
-            words = store.tokenize(sentence)
+        for words, weight, first, second in sentences:
             hits = self.content_tokens.intersection(words)
             if not hits:
                 continue
-            weight = 0.5 if sentence.rstrip().endswith("?") else 1.0
             if not asked:
                 for h in hits:
                     credit[h] = max(credit.get(h, 0.0), weight)
                 continue
-            first, second = _FIRST_PERSON.search(sentence), _SECOND_PERSON.search(sentence)
             about: set[str] = set(named)
             if first:
                 about.add(speaker)
