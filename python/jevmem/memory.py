@@ -1021,6 +1021,8 @@ class _QueryRun:
         self.fell_back = False
         self.assessment: tuple[float, float, float, float] | None = None
         self.traversal: Traversal | None = None
+        #: see `ranked`
+        self.ranking: list[Any] | None = None
         self.routing: dict[str, float] = {}
         depth = max(cfg.anchor_depth, k)
         lex_ids, lex_scores = store.search_lexical(query, depth)
@@ -1088,7 +1090,7 @@ class _QueryRun:
             if named:
                 if f.speaker and f.speaker in named:
                     ent = 1.0
-                elif any(e in f.entities for e in named):
+                elif not f.entities.isdisjoint(named):
                     ent = 0.6
                 else:
                     ent = 0.0
@@ -1204,8 +1206,11 @@ class _QueryRun:
         """How strongly the node's temporal context matches the query (the
         best neighbour's topical match times the path weight)."""
         topical = self.topical
+        context = self.m._context.get(node_id)
+        if context is None:
+            context = self.m._temporal_context(node_id)
         best = 0.0  # every match is >= 0
-        for other, weight in self.m._temporal_context(node_id):
+        for other, weight in context:
             match = weight * topical.get(other, 0.0)
             if match > best:
                 best = match
@@ -1375,8 +1380,10 @@ class _QueryRun:
                 # what the request showed (the evidence has not changed since)
                 self.assessed_top = self.shown
                 t.assess(*vals)
+                self.ranking = None
             elif t.phase == "expand":
                 found = t.expand()
+                self.ranking = None
                 if not found:
                     continue
                 request = self.scoring_request(t, found)
@@ -1390,6 +1397,7 @@ class _QueryRun:
                     relevance[c.node] = rel
                     self.evidence_score[c.node] = _evidence_score(rel, sup)
                 t.score(rows)
+                self.ranking = None
             else:  # "score" without candidates cannot happen; guard anyway
                 break
         # A traversal that stops right after a scoring round (visited or edge
@@ -1451,8 +1459,12 @@ class _QueryRun:
     def ranked(self, t: Traversal) -> list[Any]:
         """Everything gathered so far, best first. The traversal's transition
         score decides where to go next; the answer ranks every gathered node on
-        one scale, the one seeds had."""
-        return sorted(t.result(), key=lambda e: (-self.evidence_score.get(e.node, e.score), e.node))
+        one scale, the one seeds had. Kept until the traversal next moves
+        (`steps` resets it), as the end of a query asks for it up to three times."""
+        if self.ranking is None:
+            score = self.evidence_score.get
+            self.ranking = sorted(t.result(), key=lambda e: (-score(e.node, e.score), e.node))
+        return self.ranking
 
     def scoring_request(self, t: Traversal, found: list[Any]) -> DecisionRequest:
         store = self.m.store
