@@ -1316,3 +1316,16 @@ def test_serve_cli_with_a_remote_controller() -> None:
             assert time.monotonic() - t0 < 5.0
             assert r.trace["controller"] == "local-fallback"
             assert evidence([r]) == evidence([local_memory().search(QUERIES[0])])
+
+
+def test_only_the_grpc_controllers_own_decide_is_trusted_to_have_checked_its_answers() -> None:
+    from jevmem.remote import GrpcController
+
+    class Custom(GrpcController):
+        def decide(self, requests, *, budget_s=None):  # type: ignore[no-untyped-def]
+            return super().decide(requests, budget_s=budget_s)
+
+    plain = GrpcController.__new__(GrpcController)
+    custom = Custom.__new__(Custom)
+    assert plain.answers_validated is True
+    assert custom.answers_validated is False

@@ -239,3 +239,46 @@ def test_save_load_round_trip(tmp_path: Any) -> None:
     assert m2.decisions == m.decisions
     q = "what about the cello?"
     assert [e.id for e in m2.search(q, 5).evidence] == [e.id for e in m.search(q, 5).evidence]
+
+
+def test_read_path_node_facts_match_the_store(tmp_path: Any) -> None:
+    """The per-node facts the read path keeps (text, speaker, entities,
+    session) agree with the store: for written nodes, for a summary written
+    past add_batch, and after a load."""
+    from jevmem.memory import _NodeFacts
+
+    m = Memory(HashEmbedder(64), Scripted("merge", 0.99, 0.0), summariser=lambda ns: "Maya sums up")
+    add_all(m, [{"text": f"Maya met Ines about cello {i}", "timestamp": 1_700_000_000 + i, "speaker": "Maya", "session": "1"} for i in range(20)])  # fmt: skip
+    sid = m.decisions[0]["summary_id"]
+    assert sid not in m._facts  # written straight to the store
+    assert any(e.id == sid for e in m.search("Maya sums up", 25).evidence)
+    m.save(tmp_path / "m.jvm")
+    loaded = Memory.load(tmp_path / "m.jvm", HashEmbedder(64))
+    for mem in (m, loaded):
+        for i in range(mem.store.next_id):
+            assert mem._node_facts(i) == _NodeFacts.of(mem.get(i))
+
+
+def test_searches_leave_the_garbage_collector_as_they_found_it() -> None:
+    import gc
+
+    class Failing(LocalController):
+        def decide(self, requests: Sequence[DecisionRequest]) -> list[dict[str, Answer]]:
+            if requests[0].purpose == "routing":
+                assert not gc.isenabled()  # held off while the searches run
+                raise RuntimeError("boom")
+            return super().decide(requests)
+
+    m = fresh(controller=Failing())
+    add_all(m, [{"text": "Maya plays cello", "timestamp": 1_700_000_000, "speaker": "Maya", "session": "1"}])  # fmt: skip
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError):
+        m.search_batch(["cello?", "who plays?"])
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with pytest.raises(RuntimeError):
+            m.search("cello?")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -20,14 +20,18 @@ call for all of them.
 from __future__ import annotations
 
 import bisect
+import gc
 import json
 import math
 import re
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import lru_cache
+from operator import itemgetter
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -39,6 +43,7 @@ from jevmem.controller.types import (
     Answer,
     ChoiceAnswer,
     DecisionRequest,
+    Noul,
     NoulAnswer,
     SystemOne,
     validate_answers,
@@ -70,6 +75,36 @@ ASSESSED_ITEMS = 8
 Summariser = Callable[[Sequence[Node]], str]
 #: A query's read path: yields controller requests, receives their answers.
 _Steps = Generator[list[DecisionRequest], list[dict[str, Answer]], None]
+
+
+class _NodeFacts(NamedTuple):
+    """What the read path reads off a node on every query, kept in Python so
+    it never asks the store (each ``MemoryStore.get`` builds a whole Node)."""
+
+    text: str
+    #: the provenance's speaker, lower-cased ("" when none)
+    speaker: str
+    entities: frozenset[str]
+    #: see `_session`
+    session: str | None
+
+    @staticmethod
+    def of(node: Node) -> _NodeFacts:
+        return _NodeFacts(
+            node.text,
+            node.provenance.get("speaker", "").lower(),
+            frozenset(node.entities),
+            _session(node),
+        )
+
+
+class _Sentence(NamedTuple):
+    """One sentence of a node's text, as `_QueryRun.content_coverage` reads it."""
+
+    words: tuple[str, ...]  # its tokens, in order
+    weight: float  # 0.5 for a question (it asserts less), else 1
+    first_person: bool
+    second_person: bool
 
 
 @dataclass(frozen=True)
@@ -219,9 +254,11 @@ class Memory:
         self._episodes: dict[int, str | None] = {}
         self._speakers: set[str] = set()
         self._stamps: dict[int, int] = {}
-        self._speaker_of: dict[int, str] = {}
         self._context: dict[int, list[tuple[int, float]]] = {}
         self._asks: dict[int, float] = {}
+        self._facts: dict[int, _NodeFacts] = {}
+        self._frame: tuple[MemoryStore, frozenset[str]] | None = None
+        self._sentences: dict[int, tuple[frozenset[str], tuple[_Sentence, ...]]] = {}
         self._writes = 0
         self.decisions: list[dict[str, Any]] = []
         self.calls = {"write": 0, "query": 0}
@@ -234,13 +271,13 @@ class Memory:
     def _index_python_side(self, node: Node, refs: tuple[TimeRef, ...] | None = None) -> None:
         # per-node facts the read path asks for on every query, computed once
         self._episodes[node.id] = _episode(node)
+        self._facts[node.id] = _NodeFacts.of(node)
         self._context.clear()  # time-order neighbourhoods may have changed
         if node.timestamp is not None:
             self._stamps[node.id] = node.timestamp
         speaker = node.provenance.get("speaker", "").lower()
         if speaker:
             self._speakers.add(speaker)
-            self._speaker_of[node.id] = speaker
         self._asks[node.id] = _question_share(node.text)
         if node.timestamp is not None:
             bisect.insort(self._timeline, (node.timestamp, node.id))
@@ -280,9 +317,50 @@ class Memory:
             answers = self.controller.decide_stream(kept(), budget_s=budget_s)  # type: ignore[attr-defined]
             if not asked:
                 return []
-        validate_answers(asked, answers)
+        # a controller that checks its own answers (the gRPC one must, to
+        # fall back on bad ones) says so; the rest are checked here
+        if not getattr(self.controller, "answers_validated", False):
+            validate_answers(asked, answers)
         self.calls[path] += 1
         return answers
+
+    def _node_facts(self, node_id: int) -> _NodeFacts:
+        """A node's `_NodeFacts`; nodes written past `add_batch` (summaries)
+        are read from the store once."""
+        facts = self._facts.get(node_id)
+        if facts is None:
+            facts = self._facts[node_id] = _NodeFacts.of(self.store.get(node_id))
+        return facts
+
+    def _sentences_of(self, node_id: int) -> tuple[frozenset[str], tuple[_Sentence, ...]]:
+        """What `_QueryRun.content_coverage` reads off a node's text, whatever
+        the query: the names it uses other than to address someone, and its
+        sentences. Computed on first use."""
+        cached = self._sentences.get(node_id)
+        if cached is None:
+            text = self._node_facts(node_id).text
+            named = frozenset(
+                m.group(1).lower() for m in _CAPITALISED.finditer(text) if not _is_vocative(text, m)
+            )
+            sentences = tuple(
+                _Sentence(
+                    tuple(self.store.tokenize(sentence)),
+                    0.5 if sentence.rstrip().endswith("?") else 1.0,
+                    _FIRST_PERSON.search(sentence) is not None,
+                    _SECOND_PERSON.search(sentence) is not None,
+                )
+                for sentence in _SENTENCES.findall(text)
+            )
+            cached = self._sentences[node_id] = (named, sentences)
+        return cached
+
+    def _frame_tokens(self) -> frozenset[str]:
+        """`_QUESTION_FRAME` as the store's tokenizer sees it (fixed per store)."""
+        cached = self._frame
+        if cached is None or cached[0] is not self.store:
+            tokens = frozenset(t for w in _QUESTION_FRAME for t in self.store.tokenize(w))
+            cached = self._frame = (self.store, tokens)
+        return cached[1]
 
     def __len__(self) -> int:
         return len(self.store)
@@ -642,6 +720,12 @@ class Memory:
             if not isinstance(q, str) or not q.strip():
                 raise InvalidInputError("queries must be non-empty strings")
         now_ts = None if now is None else to_timestamp(now)
+        with _collector_paused():
+            return self._search_batch(queries, k, now_ts, mode)
+
+    def _search_batch(
+        self, queries: Sequence[str], k: int, now_ts: int | None, mode: Mode
+    ) -> list[SearchResult]:
         starts = [time.perf_counter() for _ in queries]
         qvecs = self.embedder.embed(list(queries)) if queries else np.zeros((0, self.store.dim))
         runs = [
@@ -774,8 +858,8 @@ class Memory:
         (the turn before it): the question share of that turn, unless the
         same speaker said both (a question followed by its asker's own next
         turn is not answered by it)."""
-        a, b = self._speaker_of.get(asked_by), self._speaker_of.get(answered_by)
-        if a is not None and a == b:
+        a, b = self._node_facts(asked_by).speaker, self._node_facts(answered_by).speaker
+        if a and a == b:
             return 0.0
         return self._asks.get(asked_by, 0.0)
 
@@ -925,6 +1009,38 @@ def _neutral(requests: Sequence[DecisionRequest]) -> list[dict[str, Answer]]:
     return out
 
 
+#: An expansion round's answers, per candidate, as `Traversal.score` takes them.
+_SCORE_ROW = ("score.relevance", "score.relation_usefulness", "score.novelty", "score.support")
+assert tuple(q.kind for q in catalogue.scoring_questions(0)) == _SCORE_ROW
+
+
+@lru_cache(maxsize=1024)
+def _round_questions(per_candidate: Callable[[int], tuple[Noul, ...]], n: int) -> tuple[Noul, ...]:
+    """The questions of a scoring round over ``n`` candidates, candidate by candidate."""
+    return tuple(q for i in range(n) for q in per_candidate(i))
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Hold the cyclic garbage collector off while searches run.
+
+    A lockstep round keeps every query's requests and answers alive at once
+    (tens of thousands of dicts and answer objects for a few hundred
+    queries), and the collector scanned them all several times per batch
+    (about a sixth of its time) to find nothing: the read path makes no
+    reference cycles. Reference counting frees everything as usual; the
+    collector resumes when the searches end. Left alone when it is already off.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 class _QueryRun:
     """One query's read path as a generator of controller requests."""
 
@@ -953,6 +1069,8 @@ class _QueryRun:
         self.fell_back = False
         self.assessment: tuple[float, float, float, float] | None = None
         self.traversal: Traversal | None = None
+        #: see `ranked`
+        self.ranking: list[Any] | None = None
         self.routing: dict[str, float] = {}
         depth = max(cfg.anchor_depth, k)
         lex_ids, lex_scores = store.search_lexical(query, depth)
@@ -987,7 +1105,7 @@ class _QueryRun:
         # What the query asks about, without the names of whom it asks about:
         # evidence must match both parts, separately (SPEC §3: sufficiency).
         name_tokens = {t for e in self.asked_people for t in store.tokenize(e)}
-        frame = {t for w in _QUESTION_FRAME for t in store.tokenize(w)}
+        frame = memory._frame_tokens()
         self.content_tokens = (
             self.query_tokens - name_tokens - frame or self.query_tokens - name_tokens
         )
@@ -995,9 +1113,12 @@ class _QueryRun:
         self.relevance: dict[int, float] = {}
         self.entity_ok: dict[int, float] = {}
         self.coverage: dict[int, tuple[float, float]] = {}
-        self.nodes: dict[int, Node] = {}
+        #: the text of every node whose signals were measured
+        self.texts: dict[int, str] = {}
         self.evidence_score: dict[int, float] = {}
         self.assessed_top: list[int] = []
+        #: the evidence the latest assessment request showed
+        self.shown: list[int] = []
         self.final_assessment = False
         self.pool_sources: dict[str, int] = {}
         self.topical: dict[int, float] = {}
@@ -1011,38 +1132,43 @@ class _QueryRun:
         the query names, a match with the time the query names (or, for "when"
         questions, a grounded date in the node), and how much of the node is
         itself a question (a question asserts nothing)."""
-        store = self.m.store
-        lex = store.lexical_scores(self.query, ids).tolist()
-        sims = store.similarities(self.qvec, ids).tolist()
-        asks = self.m._asks
+        m = self.m
+        lex = m.store.lexical_scores(self.query, ids).tolist()
+        sims = m.store.similarities(self.qvec, ids).tolist()
+        asks = m._asks
+        facts = m._facts
+        texts, entity_ok = self.texts, self.entity_ok
+        named = self.query_entities
+        max_lex, max_sim = self.max_lex, self.max_sim
+        # a query that names no time gives every node 0 (see time_match)
+        timed = self.time_cues["constraint"] is not None or self.wants_time
         out = []
-        for i, node_id in enumerate(ids):
-            node = store.get(node_id)
-            if self.query_entities:
-                speaker = node.provenance.get("speaker", "").lower()
-                if speaker and speaker in self.query_entities:
+        for node_id, lx, sim in zip(ids, lex, sims, strict=True):
+            f = facts.get(node_id) or m._node_facts(node_id)
+            if named:
+                if f.speaker and f.speaker in named:
                     ent = 1.0
-                elif any(e in node.entities for e in self.query_entities):
+                elif not f.entities.isdisjoint(named):
                     ent = 0.6
                 else:
                     ent = 0.0
             else:
                 ent = 0.0
-            sig = {
-                "lexical": _share_of_best(lex[i], self.max_lex),
-                "dense": _share_of_best(sims[i], self.max_sim),
-                "entity_match": ent,
-                "time_match": self.time_match(node),
-                "asks": asks.get(node_id, 0.0),
-            }
-            self.nodes[node_id] = node
-            out.append(sig)
-            self.entity_ok[node_id] = (
-                1.0 if not self.query_entities else min(1.0, ent + 0.4 * (ent > 0))
+            out.append(
+                {
+                    # _share_of_best, inlined: this runs for every pool node
+                    "lexical": min(1.0, max(0.0, lx) / max_lex) if max_lex > 0 else 0.0,
+                    "dense": min(1.0, max(0.0, sim) / max_sim) if max_sim > 0 else 0.0,
+                    "entity_match": ent,
+                    "time_match": self.time_match(node_id) if timed else 0.0,
+                    "asks": asks.get(node_id, 0.0),
+                }
             )
+            texts[node_id] = f.text
+            entity_ok[node_id] = 1.0 if not named else min(1.0, ent + 0.4 * (ent > 0))
         return out
 
-    def time_match(self, node: Node) -> float:
+    def time_match(self, node_id: int) -> float:
         """How well the node's time fits the time the query names.
 
         With a window in the query ("on 9 November, 2022", "in August 2023"):
@@ -1055,13 +1181,14 @@ class _QueryRun:
         if window is None:
             if not self.wants_time:
                 return 0.0
-            return 0.3 if node.id in self.m._time_refs else 0.0
-        refs = self.m._time_refs.get(node.id, ())
+            return 0.3 if node_id in self.m._time_refs else 0.0
+        refs = self.m._time_refs.get(node_id, ())
         lo, hi = window
         scale = max(3 * _DAY_S, hi - lo)
         spans = [(r.start, r.end) for r in refs]
-        if node.timestamp is not None:
-            spans.append((node.timestamp, node.timestamp))
+        stamp = self.m._stamps.get(node_id)
+        if stamp is not None:
+            spans.append((stamp, stamp))
         best = 0.0
         for start, end in spans:
             gap = max(0, lo - end, start - hi)
@@ -1136,13 +1263,21 @@ class _QueryRun:
     def near_support(self, node_id: int) -> float:
         """How strongly the node's temporal context matches the query (the
         best neighbour's topical match times the path weight, at most 1)."""
-        return min(
-            1.0,
-            max(
-                (w * self.topical.get(o, 0.0) for o, w in self.temporal_context(node_id)),
-                default=0.0,
-            ),
-        )
+        topical = self.topical
+        context = self.m._context.get(node_id)
+        if context is None:
+            context = self.m._temporal_context(node_id)
+        best = 0.0  # every match is >= 0
+        for other, weight in context:
+            match = weight * topical.get(other, 0.0)
+            if match > best:
+                best = match
+        # a reply link weighs up to 2 (REPLY_LINK): support stays in [0, 1]
+        return best if best < 1.0 else 1.0
+
+    def text(self, node_id: int) -> str:
+        got = self.texts.get(node_id)
+        return got if got is not None else self.m._node_facts(node_id).text
 
     def temporal_context(self, node_id: int) -> list[tuple[int, float]]:
         return self.m._temporal_context(node_id)
@@ -1150,7 +1285,7 @@ class _QueryRun:
     def episode(self, node_id: int) -> str | None:
         return self.m._episodes.get(node_id)
 
-    def content_coverage(self, node: Node) -> tuple[float, float]:
+    def content_coverage(self, node_id: int) -> tuple[float, float]:
         """Share of the query's content words the node asserts *about the
         entity the query asks about*, and the share it asserts about other
         people the memory knows (speakers the query does not name).
@@ -1166,35 +1301,27 @@ class _QueryRun:
         """
         if not self.content_tokens:
             return 0.0, 0.0
-        store = self.m.store
         asked = self.asked_people
         people = self.m._speakers
-        speaker = node.provenance.get("speaker", "").lower()
+        speaker = self.m._node_facts(node_id).speaker
+        named, sentences = self.m._sentences_of(node_id)
         addressees: set[str] | None = None
-        named = {
-            m.group(1).lower()
-            for m in _CAPITALISED.finditer(node.text)
-            if not _is_vocative(node.text, m)
-        }
         credit: dict[str, float] = {}
         other: dict[str, float] = {}
-        for sentence in _SENTENCES.findall(node.text):
-            words = store.tokenize(sentence)
+        for words, weight, first, second in sentences:
             hits = self.content_tokens.intersection(words)
             if not hits:
                 continue
-            weight = 0.5 if sentence.rstrip().endswith("?") else 1.0
             if not asked:
                 for h in hits:
                     credit[h] = max(credit.get(h, 0.0), weight)
                 continue
-            first, second = _FIRST_PERSON.search(sentence), _SECOND_PERSON.search(sentence)
             about: set[str] = set(named)
             if first:
                 about.add(speaker)
             if second:
                 if addressees is None:
-                    addressees = self.addressees(node)
+                    addressees = self.addressees(node_id)
                 about |= addressees
             unmarked = not first and not second  # probably the speaker's own, not surely
             mine = weight if any(_alias(q, a) for q in asked for a in about) else 0.0
@@ -1218,17 +1345,17 @@ class _QueryRun:
     def coverage_of(self, node_id: int) -> tuple[float, float]:
         """`content_coverage`, computed once per node and only when assessed."""
         if node_id not in self.coverage:
-            self.coverage[node_id] = self.content_coverage(self.m.store.get(node_id))
+            self.coverage[node_id] = self.content_coverage(node_id)
         return self.coverage[node_id]
 
-    def addressees(self, node: Node) -> set[str]:
+    def addressees(self, node_id: int) -> set[str]:
         """Speakers of the turns next to this one in time, other than its own."""
-        store = self.m.store
-        own = node.provenance.get("speaker", "").lower()
+        m = self.m
+        own = m._node_facts(node_id).speaker
         out = set()
-        for e in store.neighbors(node.id, "temporal"):
-            other = e.dst if e.src == node.id else e.src
-            spk = store.get(other).provenance.get("speaker", "").lower()
+        for e in m.store.neighbors(node_id, "temporal"):
+            other = e.dst if e.src == node_id else e.src
+            spk = m._node_facts(other).speaker
             if spk and spk != own:
                 out.add(spk)
         return out
@@ -1258,14 +1385,13 @@ class _QueryRun:
             ep: sum(sorted(v, reverse=True)[:3]) / 3 for ep, v in by_episode.items() if ep
         }
         cands = []
+        episodes, texts, near_support = self.m._episodes, self.texts, self.near_support
         for a, sig in zip(anchor_ids, anchor_sig, strict=True):
-            sig.update(
-                support=self.near_support(a),
-                episode_support=episode_strength.get(self.episode(a), 0.0),
-                edge_weight=1.0,
-            )
-            cands.append({"id": a, "text": self.nodes[a].text, "view": "semantic", "signals": sig})
-        scoring_q = tuple(q for i in range(len(cands)) for q in catalogue.anchor_questions(i))
+            sig["support"] = near_support(a)
+            sig["episode_support"] = episode_strength.get(episodes.get(a), 0.0)
+            sig["edge_weight"] = 1.0
+            cands.append({"id": a, "text": texts[a], "view": "semantic", "signals": sig})
+        scoring_q = _round_questions(catalogue.anchor_questions, len(cands))
         got = yield [
             DecisionRequest(
                 "routing", {"query": self.query_state()}, catalogue.routing_questions()
@@ -1277,13 +1403,18 @@ class _QueryRun:
         route = {q.id: _answer_value(got[0][q.id]) for q in catalogue.routing_questions()}
         self.routing = {v: route[v] for v in VIEWS}
         anchors = []
-        for i, anchor in enumerate(anchor_ids):
-            rel = _answer_value(got[1][f"candidate_{i}_relevance"])
-            sup = _answer_value(got[1][f"candidate_{i}_support"])
-            self.relevance[anchor] = rel
+        scored = got[1]
+        relevance = self.relevance
+        # two answers per anchor, in question order: relevance, support
+        pairs = iter(scoring_q)
+        for anchor, rel_q, sup_q in zip(anchor_ids, pairs, pairs, strict=True):
+            rel = _answer_value(scored[rel_q.id])
+            relevance[anchor] = rel
             # A seed's score: its own relevance, lifted by support from its neighbours.
-            anchors.append((anchor, _evidence_score(rel, sup)))
-        anchors.sort(key=lambda x: (-x[1], x[0]))
+            anchors.append((anchor, _evidence_score(rel, _answer_value(scored[sup_q.id]))))
+        # best first, ties by id: two stable sorts instead of a tuple key per anchor
+        anchors.sort(key=itemgetter(0))
+        anchors.sort(key=itemgetter(1), reverse=True)
         t = store.traverse(
             tuple(self.routing[v] for v in VIEWS),  # type: ignore[arg-type]
             anchors[: max(cfg.anchors, self.k)],
@@ -1305,25 +1436,27 @@ class _QueryRun:
                     for n in ("sufficiency", "usefulness", "missing", "contradiction")
                 )
                 self.assessment = vals  # type: ignore[assignment]
-                self.assessed_top = [e.node for e in self.ranked(t)[:ASSESSED_ITEMS]]
+                # what the request showed (the evidence has not changed since)
+                self.assessed_top = self.shown
                 t.assess(*vals)
+                self.ranking = None
             elif t.phase == "expand":
                 found = t.expand()
+                self.ranking = None
                 if not found:
                     continue
-                got = yield [self.scoring_request(t, found)]
+                request = self.scoring_request(t, found)
+                got = yield [request]
                 scored = got[0]
+                # one row per candidate, its four questions in order (_SCORE_ROW)
                 rows = np.array(
-                    [
-                        [_answer_value(scored[f"candidate_{i}_{n}"]) for n in ("relevance", "relation_usefulness", "novelty", "support")]
-                        for i in range(len(found))
-                    ],
-                    dtype=np.float32,
-                )  # fmt: skip
-                for i, c in enumerate(found):
-                    self.relevance[c.node] = float(rows[i, 0])
-                    self.evidence_score[c.node] = _evidence_score(rows[i, 0], rows[i, 3])
+                    [_answer_value(scored[q.id]) for q in request.questions], dtype=np.float32
+                ).reshape(len(found), len(_SCORE_ROW))
+                for c, (rel, _, _, sup) in zip(found, rows.tolist(), strict=True):
+                    relevance[c.node] = rel
+                    self.evidence_score[c.node] = _evidence_score(rel, sup)
                 t.score(rows)
+                self.ranking = None
             else:  # "score" without candidates cannot happen; guard anyway
                 break
         # A traversal that stops right after a scoring round (visited or edge
@@ -1345,16 +1478,18 @@ class _QueryRun:
 
     def assessment_request(self, t: Traversal) -> DecisionRequest:
         store = self.m.store
+        text = self.text
         top = self.ranked(t)[:ASSESSED_ITEMS]
+        self.shown = [e.node for e in top]
         ev = []
         covered: set[str] = set()
         for e in top[:5]:
-            covered.update(store.tokenize(store.get(e.node).text))
+            covered.update(store.tokenize(text(e.node)))
         for e in top:
             ev.append(
                 {
                     "id": e.node,
-                    "text": store.get(e.node).text,
+                    "text": text(e.node),
                     "score": self.evidence_score.get(e.node, e.score),
                     "signals": {
                         "relevance": self.relevance.get(e.node, 0.0),
@@ -1383,8 +1518,12 @@ class _QueryRun:
     def ranked(self, t: Traversal) -> list[Any]:
         """Everything gathered so far, best first. The traversal's transition
         score decides where to go next; the answer ranks every gathered node on
-        one scale, the one seeds had."""
-        return sorted(t.result(), key=lambda e: (-self.evidence_score.get(e.node, e.score), e.node))
+        one scale, the one seeds had. Kept until the traversal next moves
+        (`steps` resets it), as the end of a query asks for it up to three times."""
+        if self.ranking is None:
+            score = self.evidence_score.get
+            self.ranking = sorted(t.result(), key=lambda e: (-score(e.node, e.score), e.node))
+        return self.ranking
 
     def scoring_request(self, t: Traversal, found: list[Any]) -> DecisionRequest:
         store = self.m.store
@@ -1396,8 +1535,8 @@ class _QueryRun:
         for c, sig in zip(found, sigs, strict=True):
             v = store.embedding(c.node)
             max_sim = float((ev_vecs @ v).max()) if ev_vecs is not None else 0.0
-            src = store.get(c.from_node)
-            node = store.get(c.node)
+            src = self.m._node_facts(c.from_node)
+            node = self.m._node_facts(c.node)
             self.topical[c.node] = _raw(sig)
             sig.update(
                 {
@@ -1408,11 +1547,13 @@ class _QueryRun:
                     # its episode (the edge it came by is judged by usefulness)
                     "support": self.near_support(c.node),
                     "episode_support": self.episode_strength.get(self.episode(c.node), 0.0),
-                    "same_session": _same_session(node, src),
+                    "same_session": 1.0
+                    if node.session is not None and node.session == src.session
+                    else 0.0,
                 }
             )
             cands.append({"id": c.node, "text": node.text, "view": c.view, "signals": sig})
-        qs = tuple(q for i in range(len(cands)) for q in catalogue.scoring_questions(i))
+        qs = _round_questions(catalogue.scoring_questions, len(cands))
         return DecisionRequest("scoring", {"query": self.query_state(), "candidates": cands}, qs)
 
     # -- results ---------------------------------------------------------------

@@ -111,7 +111,12 @@ def _count(pattern: re.Pattern[str], text: str) -> int:
 
 
 def _clip(x: float) -> float:
-    return 0.0 if not math.isfinite(x) else min(1.0, max(0.0, x))
+    """``x`` clipped to [0, 1]; NaN and infinities give 0."""
+    # min(1, max(0, x)) for finite x, in comparisons only (this runs for
+    # every answer): NaN fails every comparison
+    if 0.0 < x < 1.0:
+        return x
+    return 1.0 if 1.0 <= x < math.inf else 0.0
 
 
 def _sig(item: Mapping[str, Any], name: str, default: float = 0.0) -> float:
@@ -165,14 +170,21 @@ class LocalController:
 
     def decide(self, requests: Sequence[DecisionRequest]) -> list[dict[str, Answer]]:
         out: list[dict[str, Answer]] = []
+        handlers = self._handlers
         for req in requests:
             answers: dict[str, Answer] = {}
             for q in req.questions:
-                handler = self._handlers.get(q.kind)
+                kind = q.kind
+                if kind in _SCORING_KINDS:
+                    # most of a query's questions: answered without the
+                    # handler table (same arithmetic as _scoring)
+                    i = _index_of(q.id)
+                    assert i is not None
+                    answers[q.id] = NoulAnswer(_score(req.state, kind, i))
+                    continue
+                handler = handlers.get(kind)
                 if handler is None:
-                    raise KeyError(
-                        f"the local controller has no answer for question kind {q.kind!r}"
-                    )
+                    raise KeyError(f"the local controller has no answer for question kind {kind!r}")
                 answers[q.id] = handler(req, q, _index_of(q.id))
             out.append(answers)
         return out
@@ -310,22 +322,7 @@ class LocalController:
 
     def _scoring(self, req: DecisionRequest, q: Noul | Choice, i: int | None) -> Answer:
         assert i is not None
-        cand = req.state["candidates"][i]
-        kind = q.kind  # compared whole: this runs for every pool candidate
-        if kind == "score.relevance":
-            return NoulAnswer(relevance(cand))
-        if kind == "score.relation_usefulness":
-            route = req.state["query"].get("routing", {})
-            p = float(route.get(cand.get("view", "semantic"), 0.5))
-            return NoulAnswer(
-                _clip(0.5 * p + 0.3 * _sig(cand, "edge_weight") + 0.2 * _sig(cand, "same_session"))
-            )
-        if kind == "score.novelty":
-            return NoulAnswer(_clip(1.0 - _sig(cand, "max_evidence_similarity")))
-        # Support from the temporal neighbours, and from the whole episode when
-        # the memory plane measured it (two thirds / one third).
-        near = _sig(cand, "support")
-        return NoulAnswer(_clip((2.0 * near + _sig(cand, "episode_support", near)) / 3.0))
+        return NoulAnswer(_score(req.state, q.kind, i))
 
     # ---- assessment --------------------------------------------------------
 
@@ -365,6 +362,37 @@ class LocalController:
             return NoulAnswer(_clip(0.4 * mixed))
         frontier = float(req.state.get("frontier_best", 0.0))
         return NoulAnswer(_clip((1.0 - grounded) * (0.3 + 0.7 * frontier)))
+
+
+_SCORING_KINDS = frozenset(
+    ("score.relevance", "score.relation_usefulness", "score.novelty", "score.support")
+)
+
+
+def _score(state: Mapping[str, Any], kind: str, i: int) -> float:
+    """The answer to a ``score.*`` question about candidate ``i``."""
+    cand = state["candidates"][i]
+    if kind == "score.relevance":
+        return relevance(cand)
+    sig = cand.get("signals", {})
+    if kind == "score.relation_usefulness":
+        route = state["query"].get("routing", {})
+        p = float(route.get(cand.get("view", "semantic"), 0.5))
+        return _clip(
+            0.5 * p + 0.3 * _num(sig, "edge_weight", 0.0) + 0.2 * _num(sig, "same_session", 0.0)
+        )
+    if kind == "score.novelty":
+        return _clip(1.0 - _num(sig, "max_evidence_similarity", 0.0))
+    # Support from the temporal neighbours, and from the whole episode when
+    # the memory plane measured it (two thirds / one third).
+    near = _num(sig, "support", 0.0)
+    return _clip((2.0 * near + _num(sig, "episode_support", near)) / 3.0)
+
+
+def _num(signals: Mapping[str, Any], name: str, default: float) -> float:
+    """`_sig` on an item's signals already in hand."""
+    v = signals.get(name, default)
+    return default if v is None else float(v)
 
 
 def relevance(item: Mapping[str, Any]) -> float:

@@ -246,6 +246,18 @@ class GrpcController:
     #: ``decide`` takes ``budget_s`` (the caller's remaining time) to derive its deadline.
     accepts_budget = True
 
+    @property
+    def answers_validated(self) -> bool:
+        """Every answer ``decide`` returns, remote or fallback, has passed
+        ``validate_answers`` against the same requests, so the memory need not
+        check again; true only of this class's own ``decide`` methods (a
+        subclass that overrides them is checked by the memory as usual)."""
+        cls = type(self)
+        return (
+            cls.decide is GrpcController.decide
+            and cls.decide_stream is GrpcController.decide_stream
+        )
+
     def __init__(
         self,
         target: str,
@@ -593,6 +605,7 @@ class GrpcController:
         with self._lock:
             self._batch_fell_back = True
         answers = self.fallback.decide(requests)
+        validate_answers(requests, answers)  # see answers_validated
         self.counters["fallbacks"] += 1
         self._record(CallOutcome("fallback", f.reason, attempts, time.monotonic() - t0, f.detail))
         return answers

@@ -143,9 +143,10 @@ def _restore_signals(state: dict[str, Any], tables: Sequence[pb.SignalTable], wh
             raise BadRequest(f"{at} ({key}): values must be finite")
         if not all(type(item) is dict and "signals" not in item for item in items):
             raise BadRequest(f"{at} ({key}): items must be JSON objects without their own signals")
-        columns = [values[j::n] for j in range(n)]
-        for item, row in zip(items, zip(*columns, strict=True), strict=True):
-            item["signals"] = dict(zip(names, row, strict=True))
+        # the lengths were checked above: plain zips (strict ones cost a third more)
+        rows = zip(*[values[j::n] for j in range(n)], strict=False)
+        for item, row in zip(items, rows, strict=False):
+            item["signals"] = dict(zip(names, row, strict=False))
 
 
 # ---- requests ---------------------------------------------------------------
@@ -199,22 +200,29 @@ def requests_to_proto(requests: Sequence[DecisionRequest]) -> pb.DecideRequest:
     index: dict[_TemplateKey, int] = {}
     templates: list[pb.QuestionTemplate] = []
     out: list[pb.DecisionRequest] = []
+    # The requests of a round share question tuples (every query's scoring
+    # round over n candidates asks the same questions): each distinct tuple's
+    # ids and template references are worked out once per call.
+    by_tuple: dict[int, tuple[list[str], list[int]]] = {}
     for r in requests:
-        refs: list[int] = []
-        for q in r.questions:
-            key = _key(q)
-            t = index.get(key)
-            if t is None:
-                t = index[key] = len(templates)
-                templates.append(_template_to_proto(key))
-            refs.append(t)
+        known = by_tuple.get(id(r.questions))
+        if known is None:
+            refs: list[int] = []
+            for q in r.questions:
+                key = _key(q)
+                t = index.get(key)
+                if t is None:
+                    t = index[key] = len(templates)
+                    templates.append(_template_to_proto(key))
+                refs.append(t)
+            known = by_tuple[id(r.questions)] = ([q.id for q in r.questions], refs)
         state, tables = split_signals(r.state)
         out.append(
             pb.DecisionRequest(
                 purpose=r.purpose,
                 state_json=dumps(state),
-                question_ids=[q.id for q in r.questions],
-                question_templates=refs,
+                question_ids=known[0],
+                question_templates=known[1],
                 signal_tables=tables,
             )
         )
@@ -364,9 +372,14 @@ def answers_from_proto(
             f"expected answers for {len(requests)} requests, got {len(msg.results)}"
         )
     out: list[dict[str, Answer]] = []
+    # ids and Choice count per distinct question tuple (shared by a round's requests)
+    by_tuple: dict[int, tuple[list[str], int]] = {}
     for r, (req, res) in enumerate(zip(requests, msg.results, strict=True)):
         qs = req.questions
-        ids = [q.id for q in qs]
+        known = by_tuple.get(id(qs))
+        if known is None:
+            known = by_tuple[id(qs)] = ([q.id for q in qs], sum(type(q) is Choice for q in qs))
+        ids, n_choice = known
         got_ids = list(res.question_ids)
         if got_ids != ids:
             missing = sorted(set(ids) - set(got_ids))
@@ -378,7 +391,6 @@ def answers_from_proto(
             )
         values = list(res.noul_values)
         choices = res.choices
-        n_choice = sum(type(q) is Choice for q in qs)
         if len(values) != len(qs) - n_choice or len(choices) != n_choice:
             raise ControllerError(
                 f"request {r} ({req.purpose}): {len(values)} noul values and {len(choices)} "
