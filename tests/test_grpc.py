@@ -6,6 +6,7 @@ by its fixture; every remote call in here has a deadline.
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import os
@@ -1040,6 +1041,9 @@ def test_bad_requests_get_invalid_argument(
     assert isinstance(err, grpc.Call)
     assert err.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert message in (err.details() or "")
+    # the server (a thread of this process) holds the collector off while it
+    # answers, and gives it back when the call is refused
+    assert gc.isenabled()
 
 
 class SlowLocal(LocalController):

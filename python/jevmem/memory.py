@@ -20,13 +20,11 @@ call for all of them.
 from __future__ import annotations
 
 import bisect
-import gc
 import json
 import math
 import re
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from operator import itemgetter
@@ -36,6 +34,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from jevmem._collector import collector_paused
 from jevmem._core import MemoryStore, Node, Traversal, TraversalConfig, rrf
 from jevmem.controller import catalogue
 from jevmem.controller.local import LocalController
@@ -720,7 +719,7 @@ class Memory:
             if not isinstance(q, str) or not q.strip():
                 raise InvalidInputError("queries must be non-empty strings")
         now_ts = None if now is None else to_timestamp(now)
-        with _collector_paused():
+        with collector_paused():
             return self._search_batch(queries, k, now_ts, mode)
 
     def _search_batch(
@@ -1018,27 +1017,6 @@ assert tuple(q.kind for q in catalogue.scoring_questions(0)) == _SCORE_ROW
 def _round_questions(per_candidate: Callable[[int], tuple[Noul, ...]], n: int) -> tuple[Noul, ...]:
     """The questions of a scoring round over ``n`` candidates, candidate by candidate."""
     return tuple(q for i in range(n) for q in per_candidate(i))
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Hold the cyclic garbage collector off while searches run.
-
-    A lockstep round keeps every query's requests and answers alive at once
-    (tens of thousands of dicts and answer objects for a few hundred
-    queries), and the collector scanned them all several times per batch
-    (about a sixth of its time) to find nothing: the read path makes no
-    reference cycles. Reference counting frees everything as usual; the
-    collector resumes when the searches end. Left alone when it is already off.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 class _QueryRun:

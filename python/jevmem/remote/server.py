@@ -24,6 +24,7 @@ from typing import Any, NoReturn
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from jevmem._collector import collector_paused
 from jevmem._proto.jevmem.v1 import controller_pb2 as pb
 from jevmem._proto.jevmem.v1 import controller_pb2_grpc as pb_grpc
 from jevmem.controller.local import LocalController
@@ -202,6 +203,13 @@ class ControllerServicer(pb_grpc.SystemOneServicer):
             yield self._answer(request, context)
 
     def _answer(
+        self, request: pb.DecideRequest, context: grpc.ServicerContext
+    ) -> pb.DecideResponse:
+        # a large call decodes into tens of thousands of objects: see collector_paused
+        with collector_paused():
+            return self._answer_now(request, context)
+
+    def _answer_now(
         self, request: pb.DecideRequest, context: grpc.ServicerContext
     ) -> pb.DecideResponse:
         try:
