@@ -710,7 +710,13 @@ class Memory:
         now: Any | None = None,
         mode: Mode = "full",
     ) -> list[SearchResult]:
-        """Run queries in lockstep: each round is one controller call for all of them."""
+        """Run queries in lockstep: each round is one controller call for all of them.
+
+        Python's cyclic garbage collector is held off while the searches run
+        and turned back on after (unless it was off already): a round keeps
+        every query's requests alive, which the collector would scan for
+        nothing (`jevmem._collector.collector_paused`).
+        """
         if mode not in ("lexical", "anchors", "traversal", "full"):
             raise InvalidInputError(f"unknown mode {mode!r}")
         if k < 1:
