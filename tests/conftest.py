@@ -13,4 +13,13 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile("dev", max_examples=150, deadline=None)
-settings.load_profile("ci" if os.environ.get("CI") else "dev")
+# a long hunt: HYPOTHESIS_PROFILE=deep pytest tests
+settings.register_profile(
+    "deep",
+    max_examples=2000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile(
+    os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
+)
