@@ -191,6 +191,24 @@ def test_places_and_things_a_query_names_are_what_it_asks_not_whom() -> None:
     assert sorted(blind.asked_people) == sorted(blind.query_entities)
 
 
+def test_names_that_run_together_in_a_query_are_still_found() -> None:
+    m = memory()
+    dialogue(m, [
+        ("Melanie", "Our dog Oscar loves the beach.", T0, "s"),
+        ("Caroline", "We loved New York City, so loud!", T0 + 5, "s"),
+    ])  # fmt: skip
+
+    def entities(query: str) -> list[str]:
+        return _QueryRun(
+            m, query, m.embedder.embed([query])[0], 5, None, "full", 0.0
+        ).query_entities
+
+    # "Oscar Melanie" reads as one capitalised run; both names are known
+    assert entities("Is Oscar Melanie's pet?") == ["oscar", "melanie"]
+    # a longer known name still wins over the shorter names inside it
+    assert entities("Did Caroline like New York City?") == ["caroline", "new york city"]
+
+
 def test_feedback_moves_the_query_towards_its_best_matches() -> None:
     import numpy as np
     import pytest

@@ -1071,7 +1071,17 @@ class _QueryRun:
         # not a name here).
         named = set(extract_entities(query))
         # only the names the query itself carries can match: no scan of every
-        # entity the memory knows (that grows with the memory)
+        # entity the memory knows (that grows with the memory). A run of
+        # capitalised words may hold several names ("Is Oscar Melanie's
+        # pet?" reads as one, "oscar melanie"): its shorter runs count too.
+        for name in list(named):
+            words = name.split()
+            if len(words) > 1:
+                named.update(
+                    " ".join(words[i:j])
+                    for i in range(len(words))
+                    for j in range(i + 1, min(len(words), i + 4) + 1)
+                )
         known = [e for e in named if e in memory._entity_counts]
         self.query_entities = mentions(query, known) if known else []
         # Whom the query asks about, for sufficiency: the people it names. When
