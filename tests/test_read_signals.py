@@ -315,3 +315,19 @@ def test_a_question_lifts_its_reply_more_than_a_statement_lifts_its_neighbour(
     monkeypatch.setattr(memory_module, "REPLY_LINK", 0.0)
     m._context.clear()
     assert run.near_support(reply) < run.near_support(after_said)
+
+
+@given(
+    speakers=st.lists(
+        st.text("abcm ", min_size=1, max_size=9).map(str.strip).filter(bool), max_size=8
+    ),
+    entity=st.text("abcm ", min_size=1, max_size=9).map(str.strip).filter(bool),
+)
+def test_naming_a_speaker_agrees_with_the_alias_rule(speakers: list[str], entity: str) -> None:
+    from jevmem.memory import _alias
+
+    m = memory()
+    for i, spk in enumerate(speakers):
+        m.add(f"turn {i}", speaker=spk)
+    known = {s.lower() for s in speakers}
+    assert m._names_a_speaker(entity) == any(_alias(entity, s) for s in known)

@@ -252,6 +252,7 @@ class Memory:
         self._entity_counts: dict[str, int] = {}
         self._episodes: dict[int, str | None] = {}
         self._speakers: set[str] = set()
+        self._speaker_order: list[str] = []  # the same, sorted: prefix lookups
         self._stamps: dict[int, int] = {}
         self._context: dict[int, list[tuple[int, float]]] = {}
         self._asks: dict[int, float] = {}
@@ -275,8 +276,9 @@ class Memory:
         if node.timestamp is not None:
             self._stamps[node.id] = node.timestamp
         speaker = node.provenance.get("speaker", "").lower()
-        if speaker:
+        if speaker and speaker not in self._speakers:
             self._speakers.add(speaker)
+            bisect.insort(self._speaker_order, speaker)
         self._asks[node.id] = _question_share(node.text)
         if node.timestamp is not None:
             bisect.insort(self._timeline, (node.timestamp, node.id))
@@ -868,6 +870,23 @@ class Memory:
             return 0.0
         return self._asks.get(asked_by, 0.0)
 
+    def _names_a_speaker(self, entity: str) -> bool:
+        """Whether ``entity`` names a known speaker as `_alias` reads names
+        ("mel" names "melanie"), without a scan of every speaker: the
+        speakers it is a prefix of are a range of the sorted list, and the
+        ones that are a prefix of it are among its own prefixes."""
+        speakers = self._speakers
+        first = entity.split()[0] if entity.strip() else entity
+        if entity in speakers or first in speakers:
+            return True
+        if len(first) >= 3:
+            order = self._speaker_order
+            at = bisect.bisect_left(order, first)
+            if at < len(order) and order[at].startswith(first):
+                return True
+            return any(first[:n] in speakers for n in range(3, len(first)))
+        return False
+
     def known_entities(self) -> list[str]:
         return list(self._entity_counts)
 
@@ -1088,10 +1107,9 @@ class _QueryRun:
         # the memory knows its speakers, a named place or thing ("Oregon", "the
         # LGBTQ workshop") is part of what is asked, not whom; without
         # speakers there is no telling, and every name counts.
-        speakers = memory._speakers
         self.asked_people = (
-            [e for e in self.query_entities if any(_alias(e, s) for s in speakers)]
-            if speakers
+            [e for e in self.query_entities if memory._names_a_speaker(e)]
+            if memory._speakers
             else list(self.query_entities)
         )
         self.time_cues = query_time_cues(query, now=now)
