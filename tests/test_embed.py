@@ -8,6 +8,7 @@ import importlib
 import importlib.metadata
 import warnings
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -175,6 +176,22 @@ def test_onnx_batch_equals_one_by_one(onnx_default: embed_mod.OnnxEmbedder) -> N
     out = onnx_default.embed(TEXTS)
     single = np.stack([onnx_default.embed_one(t) for t in TEXTS])
     np.testing.assert_allclose(out, single, atol=1e-5)
+
+
+def test_onnx_shared_by_threads_gives_what_it_gives_alone(
+    onnx_default: embed_mod.OnnxEmbedder,
+) -> None:
+    # jevmem serve shares one embedder between all its memories, whose calls
+    # run on several handler threads at once
+    texts = [f"{t} ({i})" for i, t in enumerate(TEXTS * 4)]
+    alone = [onnx_default.embed(texts[i : i + 3]) for i in range(0, len(texts), 3)]
+    with ThreadPoolExecutor(8) as pool:
+        for _ in range(3):
+            together = list(
+                pool.map(lambda i: onnx_default.embed(texts[i : i + 3]), range(0, len(texts), 3))
+            )
+            for a, b in zip(alone, together, strict=True):
+                np.testing.assert_array_equal(a, b)
 
 
 def test_onnx_restores_input_order(onnx_default: embed_mod.OnnxEmbedder) -> None:

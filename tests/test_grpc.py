@@ -6,6 +6,7 @@ by its fixture; every remote call in here has a deadline.
 
 from __future__ import annotations
 
+import argparse
 import gc
 import json
 import math
@@ -1253,6 +1254,38 @@ def serve_cli(
     finally:
         proc.kill()
         proc.wait(5)
+
+
+def test_serve_cli_memories_share_one_embedder(tmp_path: Path) -> None:
+    # one ONNX session per memory cost ~75 MB and two threads each
+    from jevmem.remote.cli import add_commands, hosted_memories
+
+    parser = argparse.ArgumentParser()
+    add_commands(parser.add_subparsers())
+    snap = tmp_path / "s.jvm"
+    Memory(HashEmbedder(64)).save(snap)
+    args = parser.parse_args(
+        [
+            "serve",
+            "--embedder",
+            "hash-64",
+            "--memory",
+            "a",
+            "--memory",
+            "b",
+            "--memory",
+            f"s={snap}",
+        ]
+    )
+    memories, snapshots, factory = hosted_memories(args)
+    assert factory is not None and snapshots == {"s": snap}
+    made = factory("c")
+    assert len({id(m.embedder) for m in [*memories.values(), made]}) == 1
+    # separate memories all the same: nothing written to one is in another
+    memories["a"].add("Maya plays the cello")
+    assert len(memories["a"]) == 1 and len(memories["b"]) == 0 and len(made) == 0
+    fixed = parser.parse_args(["serve", "--embedder", "hash-64", "--memory", "a", "--fixed"])
+    assert hosted_memories(fixed)[2] is None
 
 
 def test_serve_cli_hosts_named_memories(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -49,11 +50,27 @@ def _meta_path(memory: Path) -> Path:
     return memory.with_name(memory.name + ".meta.json")
 
 
-def _open(memory: Path, embedder: str | None) -> Memory:
+class _SharedEmbedders:
+    """One embedder per name, made on first use and shared from then on."""
+
+    def __init__(self) -> None:
+        self._made: dict[str, Embedder] = {}
+        self._lock = threading.Lock()
+
+    def get(self, name: str) -> Embedder:
+        with self._lock:
+            e = self._made.get(name)
+            if e is None:
+                e = self._made[name] = _embedder(name)
+            return e
+
+
+def _open(memory: Path, embedder: str | None, shared: _SharedEmbedders | None = None) -> Memory:
+    make = _embedder if shared is None else shared.get
     if memory.exists():
         meta = json.loads(_meta_path(memory).read_text()) if _meta_path(memory).exists() else {}
-        return Memory.load(memory, _embedder(embedder or meta.get("embedder", "default")))
-    return Memory(_embedder(embedder or "default"))
+        return Memory.load(memory, make(embedder or meta.get("embedder", "default")))
+    return Memory(make(embedder or "default"))
 
 
 def _save(m: Memory, memory: Path) -> None:
