@@ -32,7 +32,10 @@ a minimal Decide.
    per conversation) under 1 / 8 / 32 / 64 calls in flight with a
    concurrency cap of 32: the 64 run is a 2x overload that must shed with
    RESOURCE_EXHAUSTED rather than queue. Queries are the conversations'
-   questions, round-robin over the memories.
+   questions, round-robin over the memories. Two servers hold the same
+   memories: one runs the Search calls waiting for a memory together (the
+   default), the other each alone (``--max-search-batch 1``); each level
+   runs on both, one after the other.
 
 ``--server process`` (default) runs the controller server as its own process,
 as a remote controller is deployed; ``--server thread`` runs it on a thread
@@ -467,86 +470,107 @@ def bench_breakdown(
 # ---- 3. jevmem serve under load ----------------------------------------------------------------
 
 
+def _load_level(
+    c: MemoryClient, work: Sequence[tuple[str, str]], inflight: int, seconds: float
+) -> dict[str, Any]:
+    """``inflight`` callers searching round-robin for ``seconds``: ok/s, latency, outcomes."""
+    lat: list[float] = []
+    codes: dict[str, int] = {}
+    stop = time.perf_counter() + seconds
+
+    def worker(wid: int) -> None:
+        i = wid
+        while time.perf_counter() < stop:
+            name, q = work[i % len(work)]
+            t0 = time.perf_counter()
+            try:
+                c.search(name, q, K)
+                lat.append(time.perf_counter() - t0)
+                codes["OK"] = codes.get("OK", 0) + 1
+            except grpc.RpcError as exc:
+                code = exc.code().name if isinstance(exc, grpc.Call) else "ERROR"
+                codes[code] = codes.get(code, 0) + 1
+                if code == "RESOURCE_EXHAUSTED":
+                    time.sleep(0.005)  # a shed client backs off a little
+            i += inflight
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(inflight) as pool:
+        list(pool.map(worker, range(inflight)))
+    wall = time.perf_counter() - t0
+    p50, p99 = percentile(lat, 0.5), percentile(lat, 0.99)
+    return {
+        "ok_per_s": codes.get("OK", 0) / wall,
+        "p50_ms": None if p50 is None else p50 * 1e3,
+        "p99_ms": None if p99 is None else p99 * 1e3,
+        "outcomes": codes,
+    }
+
+
 def bench_service(preps: Sequence[Prepared], seconds: float) -> dict[str, Any]:
+    """Two ``jevmem serve`` processes, the same memories in each: one runs the
+    Search calls that wait for a memory together (the default), the other
+    each alone (``--max-search-batch 1``); every load level runs on both,
+    one after the other, alternating which goes first."""
     cap = 32
     n_turns = sum(len(p.texts) for p in preps)
     print(
         f"\n## 3. jevmem serve load test ({len(preps)} memories, {n_turns} turns, default "
-        f"embedder in the server; cap {cap} in flight, {seconds:.0f} s per level)"
+        f"embedder in the server; cap {cap} in flight, {seconds:.0f} s per level and server)"
     )
-    proc = spawn(
-        ["serve", "--embedder", "default", "--max-concurrent", str(cap),
-         "--max-workers", str(cap), "--grace", "0"]
-    )  # fmt: skip
-    out: dict[str, Any] = {}
+    flags = ["--embedder", "default", "--max-concurrent", str(cap), "--max-workers", str(cap)]
+    servers = {
+        name: spawn(["serve", *flags, "--grace", "0", "--max-search-batch", batch])
+        for name, batch in (("batched", "256"), ("alone", "1"))
+    }
+    out: dict[str, Any] = {"batched": {}, "alone": {}}
     try:
-        address = announced(proc, "serve")
-        with MemoryClient(address, timeout_s=120) as c:
+        clients = {
+            name: MemoryClient(announced(proc, "serve"), timeout_s=120)
+            for name, proc in servers.items()
+        }
+        work = [
+            (p.conv.sample_id, q)
+            for qs in zip(*[p.questions for p in preps], strict=False)
+            for p, q in zip(preps, qs, strict=True)
+        ]
+        for name, c in clients.items():
             t0 = time.perf_counter()
             for p in preps:
-                name = p.conv.sample_id
                 obs = [
                     c.observation(t, timestamp=s, speaker=sp, provenance=pv)
                     for t, s, sp, pv in zip(
                         p.texts, p.stamps, p.speakers, p.provenances, strict=True
                     )
                 ]
-                c.add_batch(name, obs)
-            print(f"built over the service in {time.perf_counter() - t0:.1f} s (server embeds)")
-            work = [
-                (p.conv.sample_id, q)
-                for qs in zip(*[p.questions for p in preps], strict=False)
-                for p, q in zip(preps, qs, strict=True)
-            ]
-            for name, q in work[: len(preps)]:
-                c.search(name, q, K)  # warm-up
-            for inflight in (1, 8, 32, 64):
-                lat: list[float] = []
-                codes: dict[str, int] = {}
-                stop = time.perf_counter() + seconds
-
-                def worker(
-                    wid: int,
-                    lat: list[float] = lat,
-                    codes: dict[str, int] = codes,
-                    inflight: int = inflight,
-                    stop: float = stop,
-                ) -> None:
-                    i = wid
-                    while time.perf_counter() < stop:
-                        name, q = work[i % len(work)]
-                        t0 = time.perf_counter()
-                        try:
-                            c.search(name, q, K)
-                            lat.append(time.perf_counter() - t0)
-                            codes["OK"] = codes.get("OK", 0) + 1
-                        except grpc.RpcError as exc:
-                            code = exc.code().name if isinstance(exc, grpc.Call) else "ERROR"
-                            codes[code] = codes.get(code, 0) + 1
-                            if code == "RESOURCE_EXHAUSTED":
-                                time.sleep(0.005)  # a shed client backs off a little
-                        i += inflight
-
-                t0 = time.perf_counter()
-                with ThreadPoolExecutor(inflight) as pool:
-                    list(pool.map(worker, range(inflight)))
-                wall = time.perf_counter() - t0
-                p50, p99 = percentile(lat, 0.5), percentile(lat, 0.99)
-                tag = " (2x overload)" if inflight == 2 * cap else ""
-                row = {
-                    "ok_per_s": codes.get("OK", 0) / wall,
-                    "p50_ms": None if p50 is None else p50 * 1e3,
-                    "p99_ms": None if p99 is None else p99 * 1e3,
-                    "outcomes": codes,
-                }
-                out[str(inflight)] = row
+                c.add_batch(p.conv.sample_id, obs)
+            print(f"built over the service ({name}) in {time.perf_counter() - t0:.1f} s")
+            for m, q in work[: len(preps)]:
+                c.search(m, q, K)  # warm-up
+        for level, inflight in enumerate((1, 8, 32, 64)):
+            order = ["batched", "alone"] if level % 2 == 0 else ["alone", "batched"]
+            for name in order:
+                out[name][str(inflight)] = _load_level(clients[name], work, inflight, seconds)
+            tag = " (2x overload)" if inflight == 2 * cap else ""
+            for name in ("batched", "alone"):
+                row = out[name][str(inflight)]
+                p50, p99 = row["p50_ms"], row["p99_ms"]
                 print(
-                    f"{inflight:3d} in flight{tag}: {row['ok_per_s']:7.1f} ok/s, p50 {ms(p50)}, "
-                    f"p99 {ms(p99)}, outcomes {codes}"
+                    f"{inflight:3d} in flight{tag}, {name:7s}: {row['ok_per_s']:7.1f} ok/s, "
+                    f"p50 {ms(None if p50 is None else p50 / 1e3)}, "
+                    f"p99 {ms(None if p99 is None else p99 / 1e3)}, outcomes {row['outcomes']}"
                 )
+            ratio = out["batched"][str(inflight)]["ok_per_s"] / max(
+                out["alone"][str(inflight)]["ok_per_s"], 1e-9
+            )
+            out.setdefault("batched_vs_alone", {})[str(inflight)] = ratio
+            print(f"      batched / alone: {ratio:.2f}x ok/s")
+        for c in clients.values():
+            c.close()
     finally:
-        proc.terminate()
-        proc.wait(10)
+        for proc in servers.values():
+            proc.terminate()
+            proc.wait(10)
     return out
 
 

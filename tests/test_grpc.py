@@ -1192,6 +1192,64 @@ def test_memory_service_round_trip(memory_server: tuple[RunningServer, MemoryCli
     assert evidence([m.search("who teaches Maya cello?", k=5)]) == evidence([r])
 
 
+class _SlowLocal(LocalController):
+    """The local controller, 20 ms slower per call: searches on one memory
+    overlap, so concurrent calls find it busy and queue."""
+
+    def decide(self, requests: Sequence[DecisionRequest]) -> list[dict[str, Answer]]:
+        time.sleep(0.02)
+        return super().decide(requests)
+
+
+def test_concurrent_searches_on_one_memory_run_together() -> None:
+    queries = [f"{q} ({i})" for i in range(4) for q in QUERIES]  # 16 distinct queries
+    served = Memory(HashEmbedder(64), controller=_SlowLocal())
+    fill(served)
+    reference = local_memory()
+    alone = [reference.search(q, k=5) for q in queries]
+    server, _ = serve_memory({"m": served})
+    with server, MemoryClient(server.address, timeout_s=30) as c:
+        start = threading.Barrier(len(queries))
+
+        def one(q: str) -> Any:
+            start.wait()
+            return c.search("m", q, k=5)
+
+        with ThreadPoolExecutor(len(queries)) as pool:
+            together = list(pool.map(one, queries))
+    # the results of single searches, each to its own caller...
+    assert evidence(together) == evidence(alone)
+    assert [r.query for r in together] == queries
+    # ...from fewer controller rounds than one search at a time needs
+    assert served.calls["query"] < reference.calls["query"]
+
+
+def test_a_bad_search_in_a_queue_fails_alone() -> None:
+    served = Memory(HashEmbedder(64), controller=_SlowLocal())
+    fill(served)
+    server, _ = serve_memory({"m": served})
+    with server, MemoryClient(server.address, timeout_s=30) as c:
+        start = threading.Barrier(8)
+
+        def one(i: int) -> Any:
+            start.wait()
+            mode = "psychic" if i % 2 else ""
+            try:
+                return c.search("m", QUERIES[i % len(QUERIES)], k=5, mode=mode)
+            except grpc.RpcError as exc:
+                return exc
+
+        with ThreadPoolExecutor(8) as pool:
+            got = list(pool.map(one, range(8)))
+    reference = local_memory()
+    for i, r in enumerate(got):
+        if i % 2:
+            assert isinstance(r, grpc.Call) and r.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert "mode" in (r.details() or "")
+        else:
+            assert evidence([r]) == evidence([reference.search(QUERIES[i % len(QUERIES)], k=5)])
+
+
 def _code(fn: Callable[[], object]) -> tuple[grpc.StatusCode, str]:
     with pytest.raises(grpc.RpcError) as info:
         fn()
@@ -1286,6 +1344,10 @@ def test_serve_cli_memories_share_one_embedder(tmp_path: Path) -> None:
     assert len(memories["a"]) == 1 and len(memories["b"]) == 0 and len(made) == 0
     fixed = parser.parse_args(["serve", "--embedder", "hash-64", "--memory", "a", "--fixed"])
     assert hosted_memories(fixed)[2] is None
+    with pytest.raises(SystemExit, match="max-search-batch"):
+        hosted_memories(parser.parse_args(["serve", "--max-search-batch", "0"]))
+    with pytest.raises(ValueError, match="max_search_batch"):
+        serve_memory({}, max_search_batch=0)
 
 
 def test_serve_cli_hosts_named_memories(tmp_path: Path) -> None:

@@ -122,6 +122,8 @@ def hosted_memories(
 
     if args.controller_ca and not args.controller:
         raise SystemExit("--controller-ca needs --controller")
+    if args.max_search_batch < 1:
+        raise SystemExit(f"--max-search-batch must be at least 1, got {args.max_search_batch}")
     shared = _SharedEmbedders()
     snapshots: dict[str, Path] = {}
     memories: dict[str, Any] = {}
@@ -153,7 +155,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr)
     memories, snapshots, factory = hosted_memories(args)
     opts = _options(args)
-    server, servicer = serve_memory(memories, opts, factory=factory)
+    server, servicer = serve_memory(
+        memories, opts, factory=factory, max_search_batch=args.max_search_batch
+    )
     where = f", controller at {args.controller}" if args.controller else ""
     log = logging.getLogger("jevmem.remote")
     log.info("hosting %d memories%s", len(memories), where)
@@ -196,6 +200,14 @@ def add_commands(sub: Any) -> None:
         "--fixed", action="store_true", help="host only the --memory names; never create one"
     )
     p.add_argument("--embedder", default=None, help="default, hash[-DIM] or onnx[:MODEL]")
+    p.add_argument(
+        "--max-search-batch",
+        type=int,
+        default=256,
+        metavar="N",
+        help="Search calls that wait for the same memory run together as one search_batch of "
+        "at most N queries (default 256; 1 runs each alone)",
+    )
     p.add_argument(
         "--controller",
         default=None,

@@ -4,6 +4,8 @@ Each name is its own :class:`~jevmem.memory.Memory`: separate store, indexes
 and controller counters, so nothing written under one name can be found
 under another. Calls on one memory are serialised by its own lock; calls on
 different memories run in parallel (up to the server's concurrency cap).
+Search calls that find their memory busy wait in its queue, and the next
+call to get the memory runs all of them as one ``search_batch``.
 """
 
 from __future__ import annotations
@@ -111,6 +113,92 @@ def _result_from_proto(m: pb.SearchResult) -> SearchResult:
     return SearchResult(m.query, evidence, json.loads(m.trace_json or "{}"), **opt)
 
 
+class _Waiting:
+    """One Search call waiting in a memory's queue."""
+
+    __slots__ = ("context", "done", "error", "key", "query", "result")
+
+    def __init__(self, query: str, key: tuple[Any, ...], context: grpc.ServicerContext) -> None:
+        self.query, self.key, self.context = query, key, context
+        self.done = False
+        self.result: SearchResult | None = None
+        self.error: BaseException | None = None
+
+
+class _SearchQueue:
+    """Concurrent Search calls on one memory, answered by ``search_batch``.
+
+    Searches of a memory take turns (its lock). A call that finds the memory
+    busy leaves its query here; whichever call gets the memory next runs
+    every query waiting, grouped by options, as one ``search_batch`` (one
+    embedding call and lockstep controller rounds for all of them) and hands
+    each its result. An idle memory runs a lone query at once: nothing waits
+    for company. Results are those of single searches (``search_batch``
+    equals ``search`` query by query); an error is given to the calls whose
+    options group raised it, and a call whose client has gone is dropped
+    before it costs anything.
+    """
+
+    def __init__(self, max_batch: int) -> None:
+        #: at most this many queries in one search_batch (the rest wait for the next turn)
+        self.max_batch = max_batch
+        self._lock = threading.Lock()
+        self._waiting: list[_Waiting] = []
+
+    def search(
+        self,
+        memory: Memory,
+        memory_lock: threading.Lock,
+        query: str,
+        opts: Mapping[str, Any],
+        context: grpc.ServicerContext,
+    ) -> SearchResult:
+        me = _Waiting(query, (opts["k"], opts["now"], opts["mode"]), context)
+        with self._lock:
+            self._waiting.append(me)
+        with memory_lock:
+            # Whoever holds the memory finishes every call it takes from the
+            # queue before letting go, so a call not done yet is still queued.
+            while not me.done:
+                with self._lock:
+                    batch = self._waiting[: self.max_batch]
+                    del self._waiting[: self.max_batch]
+                self._run(memory, batch)
+        if me.error is not None:
+            raise me.error
+        assert me.result is not None
+        return me.result
+
+    @staticmethod
+    def _run(memory: Memory, batch: list[_Waiting]) -> None:
+        try:
+            _SearchQueue._run_groups(memory, batch)
+        except BaseException as exc:  # e.g. KeyboardInterrupt: no call may wait forever
+            for w in batch:
+                if not w.done:
+                    w.error, w.done = exc, True
+            raise
+
+    @staticmethod
+    def _run_groups(memory: Memory, batch: list[_Waiting]) -> None:
+        groups: dict[tuple[Any, ...], list[_Waiting]] = {}
+        for w in batch:
+            if w.context.is_active():
+                groups.setdefault(w.key, []).append(w)
+            else:
+                w.error = _Abort(grpc.StatusCode.CANCELLED, "the caller went away")
+                w.done = True
+        for (k, now, mode), group in groups.items():
+            try:
+                results = memory.search_batch([w.query for w in group], k, now=now, mode=mode)
+            except Exception as exc:
+                for w in group:
+                    w.error, w.done = exc, True
+                continue
+            for w, r in zip(group, results, strict=True):
+                w.result, w.done = r, True
+
+
 class MemoryServicer(pb_grpc.MemoryServiceServicer):
     """Hosts named memories; ``factory(name)`` makes a new one on first write."""
 
@@ -120,9 +208,14 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         *,
         factory: Callable[[str], Memory] | None = None,
         max_memories: int = 1024,
+        max_search_batch: int = 256,
     ) -> None:
+        if max_search_batch < 1:
+            raise ValueError(f"max_search_batch must be >= 1, got {max_search_batch}")
+        self._max_search_batch = max_search_batch
         self._memories: dict[str, Memory] = dict(memories or {})
         self._locks: dict[str, threading.Lock] = {n: threading.Lock() for n in self._memories}
+        self._queues: dict[str, _SearchQueue] = {}
         self._factory = factory
         self._max = max_memories
         self._registry = threading.Lock()
@@ -133,6 +226,14 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
 
     @contextmanager
     def _memory(self, name: str, *, create: bool = False) -> Iterator[Memory]:
+        m, lock, _ = self._lookup(name, create=create)
+        with lock:
+            yield m
+
+    def _lookup(
+        self, name: str, *, create: bool = False
+    ) -> tuple[Memory, threading.Lock, _SearchQueue]:
+        """The memory called ``name``, its lock and its queue of searches."""
         if not _NAME.match(name):
             _bad(
                 f"memory name {name!r} is invalid: use 1-128 letters, digits, '.', '_' or '-', "
@@ -151,8 +252,10 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
                 m = self._memories[name] = self._factory(name)
                 self._locks[name] = threading.Lock()
             lock = self._locks[name]
-        with lock:
-            yield m
+            queue = self._queues.get(name)
+            if queue is None:
+                queue = self._queues[name] = _SearchQueue(self._max_search_batch)
+        return m, lock, queue
 
     def _run(self, context: grpc.ServicerContext, fn: Callable[[], Any]) -> Any:
         try:
@@ -224,8 +327,8 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             if not request.query.strip():
                 _bad("query must be non-empty")
             opts = self._options(request.options)
-            with self._memory(request.memory) as m:
-                r = m.search(request.query, opts["k"], now=opts["now"], mode=opts["mode"])
+            m, lock, queue = self._lookup(request.memory)
+            r = queue.search(m, lock, request.query, opts, context)
             return pb.SearchResponse(result=_result_to_proto(r))
 
         result: pb.SearchResponse = self._run(context, go)
@@ -303,9 +406,16 @@ def serve_memory(
     *,
     factory: Callable[[str], Memory] | None = None,
     max_memories: int = 1024,
+    max_search_batch: int = 256,
 ) -> tuple[RunningServer, MemoryServicer]:
-    """Start a ``jevmem.v1.MemoryService``; with a ``factory``, names are created on first write."""
-    servicer = MemoryServicer(memories, factory=factory, max_memories=max_memories)
+    """Start a ``jevmem.v1.MemoryService``; with a ``factory``, names are created on first write.
+
+    Concurrent Search calls on one memory run together, as one
+    ``search_batch`` of at most ``max_search_batch`` queries (1: each alone).
+    """
+    servicer = MemoryServicer(
+        memories, factory=factory, max_memories=max_memories, max_search_batch=max_search_batch
+    )
 
     def register(server: grpc.Server) -> list[str]:
         pb_grpc.add_MemoryServiceServicer_to_server(servicer, server)
