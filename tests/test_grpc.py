@@ -26,7 +26,7 @@ from typing import Any
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jevmem import HashEmbedder, LocalController, Memory
@@ -1222,6 +1222,51 @@ def test_concurrent_searches_on_one_memory_run_together() -> None:
     assert [r.query for r in together] == queries
     # ...from fewer controller rounds than one search at a time needs
     assert served.calls["query"] < reference.calls["query"]
+
+
+@pytest.fixture(scope="module")
+def queued_server() -> Iterator[tuple[MemoryClient, Memory]]:
+    """A served memory whose searches overlap (slow controller), and its in-process twin."""
+    served = Memory(HashEmbedder(64), controller=_SlowLocal())
+    fill(served)
+    server, _ = serve_memory({"m": served})
+    with server, MemoryClient(server.address, timeout_s=30) as c:
+        yield c, local_memory()
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([*QUERIES, "Maya", "cello lessons in March"]),
+            st.integers(1, 12),
+            st.sampled_from(["", "full", "traversal", "anchors", "lexical"]),
+        ),
+        min_size=1,
+        max_size=10,
+    )
+)
+@settings(max_examples=15, deadline=None)
+def test_queued_searches_equal_single_searches(
+    queued_server: tuple[MemoryClient, Memory], calls: list[tuple[str, int, str]]
+) -> None:
+    # concurrent calls with mixed options share a queue; each gets what a
+    # single in-process search with its own options gives
+    c, reference = queued_server
+    start = threading.Barrier(len(calls))
+
+    def one(call: tuple[str, int, str]) -> Any:
+        start.wait()
+        q, k, mode = call
+        return c.search("m", q, k=k, mode=mode)
+
+    with ThreadPoolExecutor(len(calls)) as pool:
+        got = list(pool.map(one, calls))
+    want = [
+        reference.search(q, k=k, mode=mode or "full")  # type: ignore[arg-type]
+        for q, k, mode in calls
+    ]
+    assert evidence(got) == evidence(want)
+    assert [r.sufficient for r in got] == [r.sufficient for r in want]
 
 
 def test_a_bad_search_in_a_queue_fails_alone() -> None:
