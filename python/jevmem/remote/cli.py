@@ -8,7 +8,10 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from jevmem.memory import Memory
 
 __all__ = ["add_commands"]
 
@@ -106,7 +109,7 @@ def _remote_controller(args: argparse.Namespace) -> Any:
 
 def hosted_memories(
     args: argparse.Namespace,
-) -> tuple[dict[str, Any], dict[str, Path], Callable[[str], Any] | None]:
+) -> tuple[dict[str, Memory], dict[str, Path], Callable[[str], Memory] | None]:
     """What ``jevmem serve ARGS`` hosts: its named memories, the snapshots they
     are saved to, and the factory of memories created on first write (None
     with ``--fixed``).
@@ -126,7 +129,7 @@ def hosted_memories(
         raise SystemExit(f"--max-search-batch must be at least 1, got {args.max_search_batch}")
     shared = _SharedEmbedders()
     snapshots: dict[str, Path] = {}
-    memories: dict[str, Any] = {}
+    memories: dict[str, Memory] = {}
     for spec in args.memory or []:
         name, sep, path = spec.partition("=")
         if sep and path:
