@@ -8,6 +8,8 @@ import numpy as np
 import numpy.typing as npt
 
 __version__: str
+#: The default ``max_text_bytes``: 4 MiB.
+DEFAULT_MAX_TEXT_BYTES: int
 
 ViewName = Literal["semantic", "temporal", "causal", "entity"]
 TemporalLabel = Literal["before", "after", "during", "contains", "overlaps", "same_time", "unknown"]
@@ -15,6 +17,9 @@ EdgeOrigin = Literal["rule", "controller"]
 Upsert = Literal["inserted", "strengthened", "unchanged"]
 TypeScores = tuple[float, float, float, float]
 VectorLike = npt.ArrayLike
+Span = tuple[int, int]
+#: One node's passage vectors: an ``(m, dim)`` array and its ``m`` character spans.
+Passages = tuple[VectorLike, Sequence[Span]]
 
 @final
 class Node:
@@ -91,12 +96,15 @@ class MemoryStore:
         stopwords: bool = True,
         candidate_k: int = 10,
         candidate_pool: int = 32,
-        max_text_bytes: int = 65536,
+        max_text_bytes: int = 4194304,
         lexical_fields: Sequence[str] | None = None,
     ) -> None:
         """``lexical_fields``: provenance keys BM25 indexes with the text (default ``["speaker"]``)."""
     @property
     def dim(self) -> int: ...
+    @property
+    def max_text_bytes(self) -> int:
+        """Texts longer than this many UTF-8 bytes are refused."""
     @property
     def next_id(self) -> int: ...
     def __len__(self) -> int: ...
@@ -110,7 +118,11 @@ class MemoryStore:
         provenance: dict[str, str] | None = None,
         entities: Sequence[str] | None = None,
         types: TypeScores | None = None,
-    ) -> int: ...
+        passages: Passages | None = None,
+    ) -> int:
+        """``passages``: vectors of a long text's passages, spans ``[start, end)``
+        in characters of ``text``, in order (each starts and ends after the
+        previous one)."""
     def add_batch(
         self,
         texts: Sequence[str],
@@ -120,6 +132,7 @@ class MemoryStore:
         provenances: Sequence[dict[str, str] | None] | None = None,
         entities: Sequence[Sequence[str] | None] | None = None,
         types: Sequence[TypeScores | None] | None = None,
+        passages: Sequence[Passages | None] | None = None,
     ) -> list[int]: ...
     def check_batch(
         self,
@@ -130,6 +143,7 @@ class MemoryStore:
         provenances: Sequence[dict[str, str] | None] | None = None,
         entities: Sequence[Sequence[str] | None] | None = None,
         types: Sequence[TypeScores | None] | None = None,
+        passages: Sequence[Passages | None] | None = None,
     ) -> None:
         """Validate a batch exactly as ``add_batch`` would, writing nothing."""
     def add_edge(
@@ -157,6 +171,20 @@ class MemoryStore:
     ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.float32]]: ...
     def lexical_scores(self, query: str, ids: Sequence[int]) -> npt.NDArray[np.float32]: ...
     def similarities(self, query: VectorLike, ids: Sequence[int]) -> npt.NDArray[np.float32]: ...
+    def passages(self, id: int) -> list[Span]:
+        """Spans of the node's passage vectors; ``[]`` when its text is one passage."""
+    def passage_embedding(self, id: int, index: int) -> npt.NDArray[np.float32]: ...
+    def search_passages(
+        self, query: VectorLike, k: int = 10, *, long_only: bool = False
+    ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint32], npt.NDArray[np.float32]]:
+        """The best ``k`` nodes by their best passage: (ids, passage indexes,
+        similarities), best first; a node without passage vectors counts as one
+        passage, its node vector (index 0), unless ``long_only``."""
+    def passage_similarities(
+        self, query: VectorLike, ids: Sequence[int]
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.uint32]]:
+        """Each node's best passage similarity and index (node vector and 0
+        without passage vectors; NaN and 0 for unknown ids)."""
     def fused_anchors(
         self,
         text: str | None = None,

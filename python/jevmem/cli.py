@@ -177,6 +177,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         who = e.provenance.get("speaker", "")
         print(f"{rank:2d}. [{e.score:.3f}] {when} {who + ': ' if who else ''}{e.text}")
         print(f"      id {e.id} via {how}; provenance {e.provenance}")
+        if e.passage != (0, len(e.text)):
+            print(f"      best passage: characters {e.passage[0]}-{e.passage[1]} of {len(e.text)}")
         for ref in e.time_refs:
             print(f"      time: {ref['text']!r} -> {ref['resolved']} ({ref['precision']})")
     suff = "n/a" if r.sufficiency is None else f"{r.sufficiency:.2f}"

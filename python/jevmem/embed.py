@@ -327,6 +327,7 @@ class OnnxEmbedder:
         self.sort_by_length = sort_by_length
         self._threads = threads
         self._tokenizer = bert_uncased_tokenizer(self.max_length)
+        self._full_tokenizer: Any = None  # built on first use by token_starts
 
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads
@@ -383,6 +384,21 @@ class OnnxEmbedder:
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
         """Token ids per text, ``[CLS]`` ... ``[SEP]``, truncated to ``max_length``."""
         return [list(e.ids) for e in self._tokenizer.encode_batch(list(texts))]
+
+    def token_starts(self, text: str) -> list[int]:
+        """Character offsets where each of the text's tokens starts, ascending,
+        without truncation and without the start and end markers (what a
+        passage planner needs to cut a long text into windows)."""
+        if self._full_tokenizer is None:
+            full = bert_uncased_tokenizer(self.max_length)
+            full.no_truncation()
+            self._full_tokenizer = full
+        enc = self._full_tokenizer.encode(text)
+        return [
+            start
+            for (start, _), special in zip(enc.offsets, enc.special_tokens_mask, strict=True)
+            if not special
+        ]
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """One unit row per text, in input order."""

@@ -247,11 +247,14 @@ def _text_entities(text: str) -> list[tuple[int, str]]:
         if ident:
             out.append((parts[0][0], ident))
 
+    # the text's leading whitespace: a token at or before it opens the text
+    # (found once; slicing the text up to every token would be quadratic)
+    lead = len(text) - len(text.lstrip())
     prev_end = 0
     for start, end, tok in tokens:
         gap = text[prev_end:start]
         prev_end = end
-        sentence_start = not text[:start].strip() or _SENT_BREAK.search(gap) is not None
+        sentence_start = start <= lead or _SENT_BREAK.search(gap) is not None
         if gap.strip():  # any punctuation between two words ends a name
             flush()
         if tok[0] in "@#":

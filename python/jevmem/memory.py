@@ -35,7 +35,14 @@ import numpy as np
 import numpy.typing as npt
 
 from jevmem._collector import collector_paused
-from jevmem._core import MemoryStore, Node, Traversal, TraversalConfig, rrf
+from jevmem._core import (
+    DEFAULT_MAX_TEXT_BYTES,
+    MemoryStore,
+    Node,
+    Traversal,
+    TraversalConfig,
+    rrf,
+)
 from jevmem.controller import catalogue
 from jevmem.controller.local import LocalController
 from jevmem.controller.types import (
@@ -50,6 +57,7 @@ from jevmem.controller.types import (
 from jevmem.embed import Embedder, default_embedder
 from jevmem.entities import extract_entities, mentions
 from jevmem.errors import InvalidConfigError, InvalidInputError
+from jevmem.passages import PassagePlanner
 from jevmem.temporal import TimeRef, describe, ground, query_time_cues, to_timestamp
 
 __all__ = ["EvidenceItem", "Memory", "MemoryConfig", "SearchResult", "Via"]
@@ -133,6 +141,13 @@ class MemoryConfig:
     anchors: int = 20
     kappa: float = 60.0
     traversal: TraversalConfig = field(default_factory=TraversalConfig)
+    #: Texts longer than this (UTF-8 bytes) are refused; the limit of the
+    #: store a Memory creates (a store passed in keeps its own).
+    max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES
+    #: The window a passage may fill, in tokens; None: the embedder's
+    #: ``max_length`` (128 when it has none, at 4 characters a token). Texts
+    #: longer than one window are also indexed passage by passage.
+    passage_tokens: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("theta_rel", "summary_min_prob", "summary_max_contradiction"):
@@ -145,6 +160,7 @@ class MemoryConfig:
             "anchor_depth",
             "anchor_pool",
             "anchors",
+            "max_text_bytes",
         ):
             v = getattr(self, name)
             if not (isinstance(v, int) and v >= 1):
@@ -161,6 +177,12 @@ class MemoryConfig:
             v = getattr(self, name)
             if not (isinstance(v, int) and v >= 0):
                 raise InvalidConfigError(f"{name} must be a non-negative integer, got {v!r}")
+        if self.passage_tokens is not None and not (
+            isinstance(self.passage_tokens, int) and self.passage_tokens >= 4
+        ):
+            raise InvalidConfigError(
+                f"passage_tokens must be None or an integer >= 4, got {self.passage_tokens!r}"
+            )
         if not (math.isfinite(self.kappa) and self.kappa > 0):
             raise InvalidConfigError(f"kappa must be positive, got {self.kappa!r}")
 
@@ -187,6 +209,9 @@ class EvidenceItem:
     via: Via | None
     #: Time expressions in the text, resolved against the observation time.
     time_refs: tuple[dict[str, Any], ...] = ()
+    #: ``[start, end)`` characters of the passage of ``text`` that matched the
+    #: query best (the whole text when it is one passage).
+    passage: tuple[int, int] = (0, 0)
 
 
 @dataclass
@@ -242,7 +267,12 @@ class Memory:
         self.controller: SystemOne = controller if controller is not None else LocalController()
         self.config = config or MemoryConfig()
         self.summariser = summariser
-        self.store = store if store is not None else MemoryStore(self.embedder.dim)
+        self.store = (
+            store
+            if store is not None
+            else MemoryStore(self.embedder.dim, max_text_bytes=self.config.max_text_bytes)
+        )
+        self._planner = PassagePlanner(self.embedder, self.config.passage_tokens)
         if self.store.dim != self.embedder.dim:
             raise InvalidConfigError(
                 f"the store has dimension {self.store.dim}, the embedder {self.embedder.dim}"
@@ -427,18 +457,39 @@ class Memory:
                 parsed.append(None if raw is None else to_timestamp(raw))
             except (TypeError, ValueError) as exc:
                 raise InvalidInputError(f"observation {i}: bad timestamp {raw!r}: {exc}") from None
+        limit = self.store.max_text_bytes
         for i, t in enumerate(texts):
             if not isinstance(t, str) or not t.strip():
                 raise InvalidInputError(f"observation {i}: text must be a non-empty string")
+            # before any work on the text: an oversized one costs nothing
+            size = len(t.encode("utf-8", "surrogatepass"))
+            if size > limit:
+                raise InvalidInputError(
+                    f"observation {i}: text is {size} bytes, the limit is {limit}"
+                )
+        spans: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+        passage_vecs: list[npt.NDArray[np.float32] | None] = [None] * n
         if embeddings is None:
             # Speakers are embedded with their words: queries name people, turns rarely do.
-            vectors = (
+            prefixes = [f"{spk}: " if spk else "" for spk in spk_col]
+            spans = [self._planner.spans(t, p) for t, p in zip(texts, prefixes, strict=True)]
+            # A long text's passages go into the same embed call as the texts.
+            passage_texts = [
+                p + t[a:b] for t, p, sp in zip(texts, prefixes, spans, strict=True) for a, b in sp
+            ]
+            everything = (
                 self.embedder.embed(
-                    [f"{spk}: {t}" if spk else t for t, spk in zip(texts, spk_col, strict=True)]
+                    [p + t for t, p in zip(texts, prefixes, strict=True)] + passage_texts
                 )
                 if n
                 else np.zeros((0, self.embedder.dim), np.float32)
             )
+            vectors = everything[:n]
+            at = n
+            for i, sp in enumerate(spans):
+                if sp:
+                    passage_vecs[i] = everything[at : at + len(sp)]
+                    at += len(sp)
         else:
             vectors = np.asarray(embeddings, dtype=np.float32)
             if vectors.shape != (n, self.store.dim):
@@ -454,9 +505,17 @@ class Memory:
             provs.append(p)
             ents.append(extract_entities(text, speaker=spk, provenance=p, extra=extra or ()))
 
+        passages: list[tuple[npt.NDArray[np.float32], list[tuple[int, int]]] | None] = [
+            None if pv is None else (pv, sp) for pv, sp in zip(passage_vecs, spans, strict=True)
+        ]
         # Validate the whole batch before anything is asked or written.
         self.store.check_batch(
-            list(texts), vectors, timestamps=parsed, provenances=provs, entities=ents
+            list(texts),
+            vectors,
+            timestamps=parsed,
+            provenances=provs,
+            entities=ents,
+            passages=passages,
         )
 
         grounded = [
@@ -492,8 +551,12 @@ class Memory:
         relation_requests: list[DecisionRequest] = []
         pair_index: list[tuple[int, list[int]]] = []
         rule_edges: list[tuple[object, ...]] = []
-        for t, v, ts, p, e, ty in zip(texts, vectors, parsed, provs, ents, types, strict=True):
-            node_id = self.store.add(t, v, timestamp=ts, provenance=p, entities=e, types=ty)
+        for t, v, ts, p, e, ty, ps in zip(
+            texts, vectors, parsed, provs, ents, types, passages, strict=True
+        ):
+            node_id = self.store.add(
+                t, v, timestamp=ts, provenance=p, entities=e, types=ty, passages=ps
+            )
             ids.append(node_id)
             node = self.store.get(node_id)
             self._index_python_side(node, grounded[len(ids) - 1])
@@ -1085,6 +1148,15 @@ class _QueryRun:
         self.fused_scores = [score for _, score in fused]
         self.max_lex = float(lex_scores[0]) if len(lex_scores) else 0.0
         self.max_sim = float(vec_sims[0]) if len(vec_sims) else 0.0
+        # Long observations by their best passage (only nodes with passage
+        # vectors: the node vectors above rank every other node already).
+        p_ids, _, p_sims = store.search_passages(qvec, depth, long_only=True)
+        self.passage_ids = [int(i) for i in p_ids]
+        #: the query's best passage similarity over all nodes (a text of one
+        #: passage: its node vector), the scale of the "dense_passage" signal
+        self.max_passage_sim = max(self.max_sim, float(p_sims[0]) if len(p_sims) else 0.0)
+        #: node -> index of its passage that matches the query best
+        self.best_passage: dict[int, int] = {}
         # Entities the query names as proper nouns and the memory knows (a
         # lower-case common word that happens to be an entity id elsewhere is
         # not a name here).
@@ -1147,6 +1219,9 @@ class _QueryRun:
         m = self.m
         lex = m.store.lexical_scores(self.query, ids).tolist()
         sims = m.store.similarities(self.qvec, ids).tolist()
+        p_sims, p_idx = m.store.passage_similarities(self.qvec, ids)
+        max_psim = self.max_passage_sim
+        self.best_passage.update(zip(ids, p_idx.tolist(), strict=True))
         asks = m._asks
         facts = m._facts
         texts, entity_ok = self.texts, self.entity_ok
@@ -1155,7 +1230,7 @@ class _QueryRun:
         # a query that names no time gives every node 0 (see time_match)
         timed = self.time_cues["constraint"] is not None or self.wants_time
         out = []
-        for node_id, lx, sim in zip(ids, lex, sims, strict=True):
+        for node_id, lx, sim, psim in zip(ids, lex, sims, p_sims.tolist(), strict=True):
             f = facts.get(node_id) or m._node_facts(node_id)
             if named:
                 if f.speaker and f.speaker in named:
@@ -1171,6 +1246,8 @@ class _QueryRun:
                     # _share_of_best, inlined: this runs for every pool node
                     "lexical": min(1.0, max(0.0, lx) / max_lex) if max_lex > 0 else 0.0,
                     "dense": min(1.0, max(0.0, sim) / max_sim) if max_sim > 0 else 0.0,
+                    # the best passage's similarity (a short text: its own)
+                    "dense_passage": min(1.0, max(0.0, psim) / max_psim) if max_psim > 0 else 0.0,
                     "entity_match": ent,
                     "time_match": self.time_match(node_id) if timed else 0.0,
                     "asks": asks.get(node_id, 0.0),
@@ -1239,9 +1316,16 @@ class _QueryRun:
             for node_id in inside:
                 seen.add(node_id)
                 ids.append(node_id)
+        in_window = len(ids) - len(self.fused_ids)
+        # long observations whose best passage matches, like the window's nodes
+        for node_id in self.passage_ids:
+            if node_id not in seen:
+                seen.add(node_id)
+                ids.append(node_id)
         self.pool_sources = {
             "fused": len(self.fused_ids),
-            "time_window": len(ids) - len(self.fused_ids),
+            "time_window": in_window,
+            "passages": len(ids) - len(self.fused_ids) - in_window,
         }
         sigs = self.signals(ids)
         raw = {n: _raw(sig) for n, sig in zip(ids, sigs, strict=True)}
@@ -1256,8 +1340,12 @@ class _QueryRun:
                 self.qvec = (moved / norm).astype(np.float32)
                 sims = self.m.store.similarities(self.qvec, ids)
                 self.max_sim = float(sims.max())
-                for sig, sim in zip(sigs, sims, strict=True):
+                p_sims, p_idx = self.m.store.passage_similarities(self.qvec, ids)
+                self.max_passage_sim = float(p_sims.max())
+                self.best_passage.update(zip(ids, p_idx.tolist(), strict=True))
+                for sig, sim, psim in zip(sigs, sims, p_sims, strict=True):
                     sig["dense"] = _share_of_best(float(sim), self.max_sim)
+                    sig["dense_passage"] = _share_of_best(float(psim), self.max_passage_sim)
                 raw = {n: _raw(sig) for n, sig in zip(ids, sigs, strict=True)}
         strongest = sorted(ids, key=lambda n: (-raw[n], n))[: cfg.context_seeds]
         context = []
@@ -1570,6 +1658,17 @@ class _QueryRun:
 
     # -- results ---------------------------------------------------------------
 
+    def passage_span(self, node_id: int, text: str) -> tuple[int, int]:
+        """The span of the node's passage that matches the query best."""
+        spans = self.m.store.passages(node_id)
+        if not spans:
+            return (0, len(text))
+        best = self.best_passage.get(node_id)
+        if best is None:
+            _, idx = self.m.store.passage_similarities(self.qvec, [node_id])
+            best = self.best_passage[node_id] = int(idx[0])
+        return spans[best]
+
     def item(self, node_id: int, score: float, via: Via | None) -> EvidenceItem:
         node = self.m.store.get(node_id)
         refs = tuple(
@@ -1584,7 +1683,14 @@ class _QueryRun:
             for r in self.m._time_refs.get(node_id, ())
         )
         return EvidenceItem(
-            node_id, node.text, score, node.timestamp, dict(node.provenance), via, refs
+            node_id,
+            node.text,
+            score,
+            node.timestamp,
+            dict(node.provenance),
+            via,
+            refs,
+            self.passage_span(node_id, node.text),
         )
 
     def simple_result(self) -> SearchResult:

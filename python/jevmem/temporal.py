@@ -116,6 +116,7 @@ router's temporal need and any explicit time constraint found in the query.
 from __future__ import annotations
 
 import calendar
+import dataclasses
 import math
 import re
 from collections.abc import Callable
@@ -852,7 +853,10 @@ _TRIGGER = re.compile(
     _FLAGS,
 )
 _SINCE_RE = re.compile(r"(?:^|(?<![\w-]))(?:ever\s+)?since\s+$", _FLAGS)
-_MAX_TEXT = 200_000
+#: Long texts are grounded in pieces of about this many characters, cut at a
+#: line break (else a space), so the work stays linear in the text's length
+#: whatever a pattern costs on one piece.
+_PIECE = 16_384
 
 _MIN_TS = _ts(date(1, 1, 1))
 _MAX_TS = _ts(date(9999, 12, 31))
@@ -894,7 +898,37 @@ def ground(text: str, observed_at: int) -> list[TimeRef]:
     obs = _obs_day(observed_at)
     if not isinstance(text, str) or not text:
         return []
-    text = text[:_MAX_TEXT]
+    if len(text) <= _PIECE:
+        return _ground_piece(text, obs)
+    refs: list[TimeRef] = []
+    for a, b in _pieces(text):
+        for r in _ground_piece(text[a:b], obs):
+            refs.append(dataclasses.replace(r, span=(r.span[0] + a, r.span[1] + a)))
+    return refs
+
+
+def _pieces(text: str) -> list[tuple[int, int]]:
+    """Consecutive ``[start, end)`` pieces of ``text`` of at most about
+    ``_PIECE`` characters, each cut after a line break (else a space) in its
+    second half, so a time expression is rarely split."""
+    out = []
+    start, n = 0, len(text)
+    while start < n:
+        end = min(n, start + _PIECE)
+        if end < n:
+            half = start + _PIECE // 2
+            cut = text.rfind("\n", half, end)
+            if cut < 0:
+                cut = text.rfind(" ", half, end)
+            if cut >= 0:
+                end = cut + 1
+        out.append((start, end))
+        start = end
+    return out
+
+
+def _ground_piece(text: str, obs: date) -> list[TimeRef]:
+    """`ground` on one piece of text."""
     if _TRIGGER.search(text) is None:
         return []
     found: list[tuple[int, int, int, int, str, bool]] = []

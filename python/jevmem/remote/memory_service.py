@@ -75,6 +75,8 @@ def _result_to_proto(r: SearchResult) -> pb.SearchResult:
             score=float(e.score),
             provenance=e.provenance,
             time_refs_json=json.dumps(list(e.time_refs), default=str),
+            passage_start=e.passage[0],
+            passage_end=e.passage[1],
         )
         if e.timestamp is not None:
             item.timestamp = e.timestamp
@@ -103,6 +105,7 @@ def _result_from_proto(m: pb.SearchResult) -> SearchResult:
             if e.HasField("via")
             else None,
             tuple(json.loads(e.time_refs_json or "[]")),
+            (e.passage_start, e.passage_end),
         )
         for e in m.evidence
     ]

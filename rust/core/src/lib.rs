@@ -11,6 +11,7 @@ pub mod error;
 pub mod fusion;
 pub mod graph;
 pub mod ops;
+pub mod passages;
 pub mod snapshot;
 pub mod store;
 pub mod text;

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::passages::NewPassage;
 use crate::types::{Edge, NodeId, Timestamp, TypeScores};
 
 /// Everything needed to create a node; the store assigns the id.
@@ -16,6 +17,9 @@ pub struct NewNode {
     pub entities: Vec<String>,
     pub types: TypeScores,
     pub embedding: Vec<f32>,
+    /// Passage vectors of a long text (empty: the node vector is its only passage).
+    #[serde(default)]
+    pub passages: Vec<NewPassage>,
 }
 
 impl NewNode {
@@ -27,6 +31,7 @@ impl NewNode {
             entities: Vec::new(),
             types: TypeScores::default(),
             embedding,
+            passages: Vec::new(),
         }
     }
 }

@@ -4,6 +4,11 @@
 //!
 //! Layout (little endian): magic `JEVMEMSS` (8 bytes), format version (u32),
 //! CRC-32 of the payload (u32), payload length (u64), payload (postcard).
+//!
+//! postcard is not self-describing, so every format version keeps its own
+//! body struct: version 1 is `BodyV1`; version 2 appends the passage vectors
+//! of long observations as trailing fields (`passages`), after everything
+//! version 1 had, so later additions can follow them the same way.
 
 use std::io::Write;
 use std::path::Path;
@@ -12,11 +17,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::ops::NewNode;
+use crate::passages::{NewPassage, Span};
 use crate::store::{MemoryStore, StoreConfig};
 use crate::types::{Edge, Node, NodeId};
 
 const MAGIC: &[u8; 8] = b"JEVMEMSS";
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 const HEADER_LEN: usize = 8 + 4 + 4 + 8;
 
 #[derive(Serialize)]
@@ -28,8 +34,26 @@ struct BodyRef<'a> {
     /// Unit-normalised embeddings of `nodes`, concatenated.
     embeddings: Vec<f32>,
     edges: Vec<Edge>,
+    // ---- added in version 2: passages of long observations ----
+    passages: Vec<PassagesRef<'a>>,
 }
 
+/// The passages of one node: spans and their unit embeddings, concatenated.
+#[derive(Serialize)]
+struct PassagesRef<'a> {
+    node: NodeId,
+    spans: &'a [Span],
+    embeddings: Vec<f32>,
+}
+
+#[derive(Deserialize)]
+struct NodePassages {
+    node: NodeId,
+    spans: Vec<Span>,
+    embeddings: Vec<f32>,
+}
+
+/// Version 2.
 #[derive(Deserialize)]
 struct Body {
     config: StoreConfig,
@@ -38,6 +62,33 @@ struct Body {
     nodes: Vec<Node>,
     embeddings: Vec<f32>,
     edges: Vec<Edge>,
+    // ---- added in version 2 ----
+    passages: Vec<NodePassages>,
+}
+
+/// Version 1: version 2 without passages.
+#[derive(Deserialize)]
+struct BodyV1 {
+    config: StoreConfig,
+    next_id: NodeId,
+    ops_applied: u64,
+    nodes: Vec<Node>,
+    embeddings: Vec<f32>,
+    edges: Vec<Edge>,
+}
+
+impl From<BodyV1> for Body {
+    fn from(b: BodyV1) -> Self {
+        Body {
+            config: b.config,
+            next_id: b.next_id,
+            ops_applied: b.ops_applied,
+            nodes: b.nodes,
+            embeddings: b.embeddings,
+            edges: b.edges,
+            passages: Vec::new(),
+        }
+    }
 }
 
 impl MemoryStore {
@@ -56,6 +107,15 @@ impl MemoryStore {
             nodes,
             embeddings,
             edges: self.graph.all_edges(),
+            passages: self
+                .passages
+                .iter()
+                .map(|(node, spans, embeddings)| PassagesRef {
+                    node,
+                    spans,
+                    embeddings,
+                })
+                .collect(),
         };
         let payload =
             postcard::to_stdvec(&body).map_err(|e| Error::Snapshot(format!("encode: {e}")))?;
@@ -75,9 +135,9 @@ impl MemoryStore {
             return Err(Error::Snapshot("not a jevmem snapshot (bad magic)".into()));
         }
         let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
-        if version != FORMAT_VERSION {
+        if version == 0 || version > FORMAT_VERSION {
             return Err(Error::Snapshot(format!(
-                "format version {version} is not supported (this build reads {FORMAT_VERSION})"
+                "format version {version} is not supported (this build reads 1 to {FORMAT_VERSION})"
             )));
         }
         let crc = u32::from_le_bytes(bytes[12..16].try_into().expect("4 bytes"));
@@ -94,8 +154,14 @@ impl MemoryStore {
                 "checksum mismatch: the file is corrupted".into(),
             ));
         }
-        let body: Body =
-            postcard::from_bytes(payload).map_err(|e| Error::Snapshot(format!("decode: {e}")))?;
+        let decode = |e: postcard::Error| Error::Snapshot(format!("decode: {e}"));
+        let body: Body = if version == 1 {
+            postcard::from_bytes::<BodyV1>(payload)
+                .map_err(decode)?
+                .into()
+        } else {
+            postcard::from_bytes(payload).map_err(decode)?
+        };
         let dim = body.config.vector.dim;
         if body.embeddings.len() != body.nodes.len() * dim {
             return Err(Error::Snapshot(
@@ -103,6 +169,7 @@ impl MemoryStore {
             ));
         }
         let mut store = MemoryStore::new(body.config)?;
+        let mut passages = body.passages.into_iter().peekable();
         let mut previous: Option<NodeId> = None;
         let mut nodes = Vec::with_capacity(body.nodes.len());
         for (node, embedding) in body
@@ -114,6 +181,28 @@ impl MemoryStore {
                 return Err(Error::Snapshot(format!("node id {} out of order", node.id)));
             }
             previous = Some(node.id);
+            // Passage records are in node order; each must belong to a stored node.
+            let mut own = Vec::new();
+            if let Some(p) = passages.next_if(|p| p.node <= node.id) {
+                if p.node != node.id {
+                    return Err(Error::Snapshot(format!(
+                        "passages of node {} belong to no stored node",
+                        p.node
+                    )));
+                }
+                if p.embeddings.len() != p.spans.len() * dim {
+                    return Err(Error::Snapshot(format!(
+                        "node {}: passage embeddings do not match its spans",
+                        node.id
+                    )));
+                }
+                own = p
+                    .spans
+                    .iter()
+                    .zip(p.embeddings.chunks_exact(dim.max(1)))
+                    .map(|(&(start, end), e)| NewPassage::new(start, end, e.to_vec()))
+                    .collect();
+            }
             let new = NewNode {
                 content: node.content,
                 timestamp: node.timestamp,
@@ -121,11 +210,18 @@ impl MemoryStore {
                 entities: node.entities,
                 types: node.types,
                 embedding: embedding.to_vec(),
+                passages: own,
             };
             store
                 .validate_new_node(&new)
                 .map_err(|e| Error::Snapshot(format!("node {}: {e}", node.id)))?;
             nodes.push((node.id, new));
+        }
+        if let Some(p) = passages.next() {
+            return Err(Error::Snapshot(format!(
+                "passages of node {} belong to no stored node",
+                p.node
+            )));
         }
         store.insert_many(nodes, true)?;
         while store.graph.next_id() < body.next_id {
@@ -154,5 +250,107 @@ impl MemoryStore {
     pub fn load(path: &Path) -> Result<MemoryStore> {
         let bytes = std::fs::read(path)?;
         MemoryStore::from_snapshot_bytes(&bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{EdgeOrigin, View};
+
+    /// A version 1 file, as builds before passages wrote it.
+    fn v1_bytes(store: &MemoryStore) -> Vec<u8> {
+        #[derive(Serialize)]
+        struct BodyV1Ref<'a> {
+            config: &'a StoreConfig,
+            next_id: NodeId,
+            ops_applied: u64,
+            nodes: Vec<&'a Node>,
+            embeddings: Vec<f32>,
+            edges: Vec<Edge>,
+        }
+        let nodes: Vec<&Node> = store.graph.nodes().collect();
+        let embeddings = nodes
+            .iter()
+            .flat_map(|n| store.vectors.get(n.id).unwrap().to_vec())
+            .collect();
+        let body = BodyV1Ref {
+            config: &store.config,
+            next_id: store.next_id(),
+            ops_applied: store.ops_applied,
+            nodes,
+            embeddings,
+            edges: store.graph.all_edges(),
+        };
+        let payload = postcard::to_stdvec(&body).unwrap();
+        let mut out = Vec::new();
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&1u32.to_le_bytes());
+        out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+        out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+        out.extend_from_slice(&payload);
+        out
+    }
+
+    fn sample() -> MemoryStore {
+        let mut s = MemoryStore::new(StoreConfig::new(4)).unwrap();
+        for i in 0..5u64 {
+            let mut n = NewNode::new(format!("observation number {i}"), vec![1.0, i as f32, 0.5, -1.0]);
+            n.timestamp = Some(1_700_000_000 + i as i64);
+            n.entities = vec![format!("e{}", i % 2)];
+            s.add_node(n).unwrap();
+        }
+        s.remove_node(2).unwrap();
+        s.upsert_edge(Edge {
+            src: 0,
+            dst: 1,
+            view: View::Semantic,
+            weight: 0.7,
+            origin: EdgeOrigin::Rule,
+            temporal: None,
+        })
+        .unwrap();
+        s
+    }
+
+    #[test]
+    fn reads_version_1() {
+        let s = sample();
+        let loaded = MemoryStore::from_snapshot_bytes(&v1_bytes(&s)).unwrap();
+        // the same memory: written again (as version 2), the bytes agree
+        assert_eq!(
+            loaded.to_snapshot_bytes().unwrap(),
+            s.to_snapshot_bytes().unwrap()
+        );
+        assert_eq!(loaded.passages.len(), 0);
+        assert_eq!(loaded.len(), 4);
+    }
+
+    #[test]
+    fn keeps_passages_and_rejects_stray_ones() {
+        let mut s = sample();
+        let mut n = NewNode::new("a long one, in two halves", vec![0.0, 1.0, 0.0, 0.0]);
+        n.passages = vec![
+            NewPassage::new(0, 10, vec![1.0, 0.0, 0.0, 0.0]),
+            NewPassage::new(11, 25, vec![0.0, 0.0, 1.0, 0.0]),
+        ];
+        let id = s.add_node(n).unwrap();
+        let bytes = s.to_snapshot_bytes().unwrap();
+        let loaded = MemoryStore::from_snapshot_bytes(&bytes).unwrap();
+        assert_eq!(loaded.passage_spans(id).unwrap(), &[(0, 10), (11, 25)]);
+        assert_eq!(loaded.to_snapshot_bytes().unwrap(), bytes);
+        let hit = loaded.search_passages(&[0.0, 0.0, 1.0, 0.0], 1).unwrap()[0];
+        assert_eq!((hit.node, hit.passage), (id, 1));
+        assert_eq!(
+            u32::from_le_bytes(bytes[8..12].try_into().unwrap()),
+            FORMAT_VERSION
+        );
+        // unknown future versions are refused
+        let mut future = bytes.clone();
+        future[8..12].copy_from_slice(&(FORMAT_VERSION + 1).to_le_bytes());
+        assert!(matches!(
+            MemoryStore::from_snapshot_bytes(&future),
+            Err(Error::Snapshot(_))
+        ));
     }
 }

@@ -5,7 +5,7 @@
 //! current state before touching anything, so an `Err` leaves the memory
 //! exactly as it was, and batches are all-or-nothing.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -15,10 +15,15 @@ use crate::error::{Error, Result};
 use crate::fusion;
 use crate::graph::{EdgeUpsert, Graph};
 use crate::ops::{NewNode, Op};
+use crate::passages::{hit_order, PassageHit, PassageIndex, Span};
 use crate::text::{Tokenizer, TokenizerConfig};
 use crate::traversal::{EdgeRef, GraphAccess};
 use crate::types::{Edge, Node, NodeId, Timestamp, TypeScores, View};
 use crate::vector::{VectorConfig, VectorIndex};
+
+/// Default `StoreConfig::max_content_bytes`: 4 MiB, room for a long tool
+/// output or a pasted document as one observation.
+pub const DEFAULT_MAX_CONTENT_BYTES: usize = 4 * 1024 * 1024;
 
 /// Everything that shapes a memory. Stored in snapshots.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -42,7 +47,7 @@ impl StoreConfig {
             bm25: Bm25Params::default(),
             tokenizer: TokenizerConfig::default(),
             candidates: CandidateConfig::default(),
-            max_content_bytes: 64 * 1024,
+            max_content_bytes: DEFAULT_MAX_CONTENT_BYTES,
             lexical_fields: vec!["speaker".to_string()],
         }
     }
@@ -76,6 +81,10 @@ pub struct StoreStats {
     pub graph_bytes: usize,
     pub bm25_bytes: usize,
     pub vector_bytes: usize,
+    /// Passage vectors stored, and the nodes they belong to.
+    pub passages: usize,
+    pub passage_nodes: usize,
+    pub passage_bytes: usize,
 }
 
 pub struct MemoryStore {
@@ -83,6 +92,8 @@ pub struct MemoryStore {
     pub(crate) graph: Graph,
     pub(crate) bm25: Bm25Index,
     pub(crate) vectors: VectorIndex,
+    /// Passage vectors of long observations (see `passages`).
+    pub(crate) passages: PassageIndex,
     pub(crate) tokenizer: Tokenizer,
     /// normalised entity -> ids carrying it, ascending (ids only grow, so pushes keep order).
     pub(crate) entity_index: HashMap<String, Vec<NodeId>>,
@@ -105,6 +116,7 @@ impl MemoryStore {
             graph: Graph::new(),
             bm25: Bm25Index::new(config.bm25)?,
             vectors: VectorIndex::new(config.vector)?,
+            passages: PassageIndex::new(config.vector)?,
             tokenizer: Tokenizer::new(config.tokenizer),
             entity_index: HashMap::new(),
             by_time: BTreeSet::new(),
@@ -139,6 +151,10 @@ impl MemoryStore {
 
     pub fn vectors(&self) -> &VectorIndex {
         &self.vectors
+    }
+
+    pub fn passage_index(&self) -> &PassageIndex {
+        &self.passages
     }
 
     pub fn bm25(&self) -> &Bm25Index {
@@ -193,7 +209,8 @@ impl MemoryStore {
             }
         }
         node.types.validate()?;
-        self.vectors.validate(&node.embedding)
+        self.vectors.validate(&node.embedding)?;
+        self.passages.validate(&node.content, &node.passages)
     }
 
     /// Check a batch of new nodes without writing anything (errors name the index).
@@ -254,15 +271,21 @@ impl MemoryStore {
         // The vector index is the only step that can still fail (allocation
         // inside usearch); do it first so a failure leaves nothing behind.
         self.vectors.add(id, &node.embedding)?;
+        if let Err(e) = self.passages.add_many(&[(id, &node.passages)], false) {
+            self.vectors.remove(id)?;
+            return Err(e);
+        }
         self.index_node(id, node)
     }
 
     /// Everything of an insert but the vector: entities, BM25, time, graph.
     fn index_node(&mut self, id: NodeId, node: NewNode) -> Result<()> {
+        // A set beside the list: a long text can carry thousands of entities.
         let mut entities: Vec<String> = Vec::with_capacity(node.entities.len());
+        let mut seen: HashSet<String> = HashSet::with_capacity(node.entities.len());
         for raw in &node.entities {
             let e = normalize_entity(raw);
-            if !entities.contains(&e) {
+            if seen.insert(e.clone()) {
                 entities.push(e);
             }
         }
@@ -302,6 +325,16 @@ impl MemoryStore {
         } else {
             self.vectors.add_batch(&items)?;
         }
+        let passages: Vec<(NodeId, &[_])> = nodes
+            .iter()
+            .map(|(id, n)| (*id, n.passages.as_slice()))
+            .collect();
+        if let Err(e) = self.passages.add_many(&passages, from_snapshot) {
+            for (id, _) in &items {
+                self.vectors.remove(*id)?;
+            }
+            return Err(e);
+        }
         for (id, node) in nodes {
             while self.graph.next_id() < id {
                 self.graph.push_removed();
@@ -313,6 +346,7 @@ impl MemoryStore {
     }
 
     fn remove_validated(&mut self, id: NodeId) -> Result<()> {
+        self.passages.remove(id)?;
         self.vectors.remove(id)?;
         let node = self.graph.remove_node(id)?;
         self.bm25.remove(id);
@@ -400,6 +434,66 @@ impl MemoryStore {
         self.vectors.search(query, k, None)
     }
 
+    /// The best `k` nodes by their best passage, best first (similarity desc,
+    /// then node id, then passage index). A node without passage vectors
+    /// counts as one passage, its node vector (index 0), so on a memory of
+    /// short texts this is `search_vector` with passage 0 everywhere.
+    pub fn search_passages(&self, query: &[f32], k: usize) -> Result<Vec<PassageHit>> {
+        self.vectors.validate(query)?;
+        if k == 0 {
+            return Ok(Vec::new());
+        }
+        let passages = &self.passages;
+        let short = |id: NodeId| !passages.has(id);
+        let filter: Option<&dyn Fn(NodeId) -> bool> = if passages.is_empty() {
+            None
+        } else {
+            Some(&short)
+        };
+        let mut out: Vec<PassageHit> = self
+            .vectors
+            .search(query, k, filter)?
+            .into_iter()
+            .map(|(node, similarity)| PassageHit {
+                node,
+                passage: 0,
+                similarity,
+            })
+            .collect();
+        if !passages.is_empty() {
+            out.extend(passages.search(query, k)?);
+            out.sort_unstable_by(hit_order);
+            out.truncate(k);
+        }
+        Ok(out)
+    }
+
+    /// Each node's best passage for a query: (similarity, passage index);
+    /// a node without passage vectors gives its node vector's similarity and
+    /// index 0; None for an unknown id.
+    pub fn passage_similarities(
+        &self,
+        query: &[f32],
+        ids: &[NodeId],
+    ) -> Result<Vec<Option<(f32, u32)>>> {
+        self.vectors.validate(query)?;
+        let unit = VectorIndex::normalize(query);
+        Ok(ids
+            .iter()
+            .map(|&id| {
+                self.passages
+                    .best(&unit, id)
+                    .or_else(|| self.vectors.similarity(&unit, id).map(|s| (s, 0)))
+            })
+            .collect())
+    }
+
+    /// The passage spans stored for a node (empty when its text is one passage).
+    pub fn passage_spans(&self, id: NodeId) -> Result<&[Span]> {
+        self.require(id)?;
+        Ok(self.passages.spans(id).unwrap_or(&[]))
+    }
+
     /// Reciprocal-rank fusion of the lexical and vector rankings (each cut at
     /// `depth` entries), top `k`. Either side may be absent.
     pub fn fused_anchors(
@@ -464,6 +558,9 @@ impl MemoryStore {
                 + self.by_time.len() * 32,
             bm25_bytes: self.bm25.memory_bytes(),
             vector_bytes: self.vectors.memory_bytes(),
+            passages: self.passages.len(),
+            passage_nodes: self.passages.node_count(),
+            passage_bytes: self.passages.memory_bytes(),
         }
     }
 }

@@ -90,7 +90,7 @@ fn bad_input_changes_nothing() {
             v
         }),
         NewNode::new("zero vector", vec![0.0; DIM]),
-        node(&"x".repeat(70_000), 5),
+        node(&"x".repeat(4 * 1024 * 1024 + 1), 5),
     ];
     let mut bad_types = node("bad types", 6);
     bad_types.types = TypeScores {

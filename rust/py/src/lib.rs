@@ -13,6 +13,10 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add(
+        "DEFAULT_MAX_TEXT_BYTES",
+        jevmem_core::store::DEFAULT_MAX_CONTENT_BYTES,
+    )?;
     m.add_class::<store::MemoryStore>()?;
     m.add_class::<store::Node>()?;
     m.add_class::<store::Edge>()?;

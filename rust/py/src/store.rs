@@ -12,7 +12,8 @@ use std::sync::Arc;
 use jevmem_core::candidates::CandidateMatch;
 use jevmem_core::graph::EdgeUpsert;
 use jevmem_core::ops::NewNode;
-use jevmem_core::store::{MemoryStore as CoreStore, StoreConfig};
+use jevmem_core::passages::NewPassage;
+use jevmem_core::store::{MemoryStore as CoreStore, StoreConfig, DEFAULT_MAX_CONTENT_BYTES};
 use jevmem_core::vector::{Quantization, VectorIndex};
 use jevmem_core::{
     Edge as CoreEdge, EdgeOrigin, Error, Node as CoreNode, NodeId, TemporalLabel, TypeScores, View,
@@ -30,6 +31,13 @@ pub type Shared = Arc<RwLock<CoreStore>>;
 type TypeTuple = (f32, f32, f32, f32);
 /// A ranking as numpy arrays: (ids, scores).
 type Ranked<'py, S> = (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<S>>);
+/// One node's passages as Python passes them: ((m, dim) embeddings, m spans).
+type PassageRanked<'py> = (
+    Bound<'py, PyArray1<u64>>,
+    Bound<'py, PyArray1<u32>>,
+    Bound<'py, PyArray1<f32>>,
+);
+type PassagesArg<'py> = (PyArrayLike2<'py, f32, AllowTypeChange>, Vec<(u64, u64)>);
 
 /// A stored node, copied out of the memory.
 #[pyclass(frozen, module = "jevmem._core", get_all)]
@@ -192,7 +200,7 @@ impl MemoryStore {
         dim, *, quantization = "f32", exact_threshold = None, connectivity = 16,
         expansion_add = 128, expansion_search = 64, bm25_k1 = 1.2, bm25_b = 0.75,
         stem = true, stopwords = true, candidate_k = 10, candidate_pool = 32,
-        max_text_bytes = 65536, lexical_fields = None
+        max_text_bytes = DEFAULT_MAX_CONTENT_BYTES, lexical_fields = None
     ))]
     fn new(
         dim: usize,
@@ -239,6 +247,12 @@ impl MemoryStore {
         self.inner.read().dim()
     }
 
+    /// Texts longer than this many UTF-8 bytes are refused.
+    #[getter]
+    fn max_text_bytes(&self) -> usize {
+        self.inner.read().config().max_content_bytes
+    }
+
     /// The id the next added node will get (ids are the insertion sequence).
     #[getter]
     fn next_id(&self) -> NodeId {
@@ -264,7 +278,7 @@ impl MemoryStore {
     }
 
     /// Add one observation; returns its id.
-    #[pyo3(signature = (text, embedding, *, timestamp = None, provenance = None, entities = None, types = None))]
+    #[pyo3(signature = (text, embedding, *, timestamp = None, provenance = None, entities = None, types = None, passages = None))]
     fn add(
         &self,
         py: Python<'_>,
@@ -274,6 +288,7 @@ impl MemoryStore {
         provenance: Option<HashMap<String, String>>,
         entities: Option<Vec<String>>,
         types: Option<(f32, f32, f32, f32)>,
+        passages: Option<PassagesArg<'_>>,
     ) -> PyResult<NodeId> {
         let node = NewNode {
             content: text,
@@ -282,13 +297,14 @@ impl MemoryStore {
             entities: entities.unwrap_or_default(),
             types: types_arg(types),
             embedding: vector_arg(&embedding),
+            passages: passages_arg(passages).py()?,
         };
         let inner = &self.inner;
         py.detach(|| inner.write().add_node(node)).py()
     }
 
     /// Add many observations, all or nothing; returns their ids in order.
-    #[pyo3(signature = (texts, embeddings, *, timestamps = None, provenances = None, entities = None, types = None))]
+    #[pyo3(signature = (texts, embeddings, *, timestamps = None, provenances = None, entities = None, types = None, passages = None))]
     fn add_batch(
         &self,
         py: Python<'_>,
@@ -298,14 +314,23 @@ impl MemoryStore {
         provenances: Option<Vec<Option<HashMap<String, String>>>>,
         entities: Option<Vec<Option<Vec<String>>>>,
         types: Option<Vec<Option<TypeTuple>>>,
+        passages: Option<Vec<Option<PassagesArg<'_>>>>,
     ) -> PyResult<Vec<NodeId>> {
-        let nodes = batch_nodes(texts, embeddings, timestamps, provenances, entities, types)?;
+        let nodes = batch_nodes(
+            texts,
+            embeddings,
+            timestamps,
+            provenances,
+            entities,
+            types,
+            passages,
+        )?;
         let inner = &self.inner;
         py.detach(|| inner.write().add_nodes(nodes)).py()
     }
 
     /// Validate a batch exactly as `add_batch` would, without writing anything.
-    #[pyo3(signature = (texts, embeddings, *, timestamps = None, provenances = None, entities = None, types = None))]
+    #[pyo3(signature = (texts, embeddings, *, timestamps = None, provenances = None, entities = None, types = None, passages = None))]
     fn check_batch(
         &self,
         py: Python<'_>,
@@ -315,8 +340,17 @@ impl MemoryStore {
         provenances: Option<Vec<Option<HashMap<String, String>>>>,
         entities: Option<Vec<Option<Vec<String>>>>,
         types: Option<Vec<Option<TypeTuple>>>,
+        passages: Option<Vec<Option<PassagesArg<'_>>>>,
     ) -> PyResult<()> {
-        let nodes = batch_nodes(texts, embeddings, timestamps, provenances, entities, types)?;
+        let nodes = batch_nodes(
+            texts,
+            embeddings,
+            timestamps,
+            provenances,
+            entities,
+            types,
+            passages,
+        )?;
         let inner = &self.inner;
         py.detach(|| inner.read().validate_new_nodes(&nodes)).py()
     }
@@ -411,6 +445,85 @@ impl MemoryStore {
             .expect("live node has an embedding")
             .to_vec()
             .into_pyarray(py))
+    }
+
+    /// The `[start, end)` character spans of a node's passage vectors, in
+    /// order; empty when its text is one passage (the node vector).
+    fn passages(&self, id: NodeId) -> PyResult<Vec<(u64, u64)>> {
+        Ok(self.inner.read().passage_spans(id).py()?.to_vec())
+    }
+
+    /// The unit-normalised embedding of passage `index` of node `id`.
+    fn passage_embedding<'py>(
+        &self,
+        py: Python<'py>,
+        id: NodeId,
+        index: u32,
+    ) -> PyResult<Bound<'py, PyArray1<f32>>> {
+        let s = self.inner.read();
+        let spans = s.passage_spans(id).py()?.len();
+        let v = s
+            .passage_index()
+            .embedding(id, index)
+            .ok_or_else(|| {
+                Error::InvalidInput(format!(
+                    "node {id} has {spans} passage vectors, no passage {index}"
+                ))
+            })
+            .py()?;
+        Ok(v.to_vec().into_pyarray(py))
+    }
+
+    /// The best `k` nodes by their best passage: (ids, passage indexes,
+    /// similarities), best first. A node without passage vectors counts as
+    /// one passage, its node vector (index 0); `long_only` leaves those out
+    /// (only nodes with passage vectors are ranked).
+    #[pyo3(signature = (query, k = 10, *, long_only = false))]
+    fn search_passages<'py>(
+        &self,
+        py: Python<'py>,
+        query: PyArrayLike1<'py, f32, AllowTypeChange>,
+        k: usize,
+        long_only: bool,
+    ) -> PyResult<PassageRanked<'py>> {
+        let q = vector_arg(&query);
+        let inner = &self.inner;
+        let hits = py
+            .detach(|| {
+                let s = inner.read();
+                if long_only {
+                    s.passage_index().search(&q, k)
+                } else {
+                    s.search_passages(&q, k)
+                }
+            })
+            .py()?;
+        let ids: Vec<u64> = hits.iter().map(|h| h.node).collect();
+        let idx: Vec<u32> = hits.iter().map(|h| h.passage).collect();
+        let sims: Vec<f32> = hits.iter().map(|h| h.similarity).collect();
+        Ok((
+            ids.into_pyarray(py),
+            idx.into_pyarray(py),
+            sims.into_pyarray(py),
+        ))
+    }
+
+    /// Each node's best passage similarity and its index (a node without
+    /// passage vectors: its node vector, index 0; NaN and 0 for unknown ids).
+    fn passage_similarities<'py>(
+        &self,
+        py: Python<'py>,
+        query: PyArrayLike1<'py, f32, AllowTypeChange>,
+        ids: Vec<NodeId>,
+    ) -> PyResult<(Bound<'py, PyArray1<f32>>, Bound<'py, PyArray1<u32>>)> {
+        let q = vector_arg(&query);
+        let inner = &self.inner;
+        let best = py
+            .detach(|| inner.read().passage_similarities(&q, &ids))
+            .py()?;
+        let sims: Vec<f32> = best.iter().map(|b| b.map_or(f32::NAN, |(s, _)| s)).collect();
+        let idx: Vec<u32> = best.iter().map(|b| b.map_or(0, |(_, i)| i)).collect();
+        Ok((sims.into_pyarray(py), idx.into_pyarray(py)))
     }
 
     /// Every edge touching `id`, optionally restricted to one view.
@@ -551,6 +664,9 @@ impl MemoryStore {
         out.insert("graph_bytes", s.graph_bytes as u64);
         out.insert("bm25_bytes", s.bm25_bytes as u64);
         out.insert("vector_bytes", s.vector_bytes as u64);
+        out.insert("passages", s.passages as u64);
+        out.insert("passage_nodes", s.passage_nodes as u64);
+        out.insert("passage_bytes", s.passage_bytes as u64);
         out
     }
 
@@ -629,6 +745,7 @@ fn batch_nodes(
     provenances: Option<Vec<Option<HashMap<String, String>>>>,
     entities: Option<Vec<Option<Vec<String>>>>,
     types: Option<Vec<Option<TypeTuple>>>,
+    passages: Option<Vec<Option<PassagesArg<'_>>>>,
 ) -> PyResult<Vec<NewNode>> {
     let n = texts.len();
     let matrix = embeddings.as_array();
@@ -646,6 +763,16 @@ fn batch_nodes(
     check("provenances", provenances.as_ref().map(Vec::len))?;
     check("entities", entities.as_ref().map(Vec::len))?;
     check("types", types.as_ref().map(Vec::len))?;
+    check("passages", passages.as_ref().map(Vec::len))?;
+    let mut parsed = Vec::with_capacity(n);
+    for (i, p) in passages.into_iter().flatten().enumerate() {
+        parsed.push(
+            passages_arg(p)
+                .map_err(|e| Error::InvalidInput(format!("observation {i}: {e}")))
+                .py()?,
+        );
+    }
+    let mut passages = parsed.into_iter();
     let mut timestamps = timestamps.map(Vec::into_iter);
     let mut provenances = provenances.map(Vec::into_iter);
     let mut entities = entities.map(Vec::into_iter);
@@ -663,7 +790,28 @@ fn batch_nodes(
                 .unwrap_or_default(),
             types: types_arg(types.as_mut().and_then(|it| it.next().flatten())),
             embedding: row.iter().copied().collect(),
+            passages: passages.next().unwrap_or_default(),
         })
+        .collect())
+}
+
+/// One node's passages: as many embedding rows as spans.
+fn passages_arg(p: Option<PassagesArg<'_>>) -> Result<Vec<NewPassage>, Error> {
+    let Some((embeddings, spans)) = p else {
+        return Ok(Vec::new());
+    };
+    let matrix = embeddings.as_array();
+    if matrix.nrows() != spans.len() {
+        return Err(Error::InvalidInput(format!(
+            "passages have {} embeddings for {} spans",
+            matrix.nrows(),
+            spans.len()
+        )));
+    }
+    Ok(spans
+        .into_iter()
+        .zip(matrix.rows())
+        .map(|((start, end), row)| NewPassage::new(start, end, row.iter().copied().collect()))
         .collect())
 }
 

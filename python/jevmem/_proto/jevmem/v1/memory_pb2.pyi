@@ -339,6 +339,8 @@ class EvidenceItem(_message.Message):
     PROVENANCE_FIELD_NUMBER: _builtins.int
     VIA_FIELD_NUMBER: _builtins.int
     TIME_REFS_JSON_FIELD_NUMBER: _builtins.int
+    PASSAGE_START_FIELD_NUMBER: _builtins.int
+    PASSAGE_END_FIELD_NUMBER: _builtins.int
     id: _builtins.int
     text: _builtins.str
     score: _builtins.float
@@ -349,6 +351,11 @@ class EvidenceItem(_message.Message):
     """Time expressions in the text resolved against the observation time, as a
     JSON array of objects.
     """
+    passage_start: _builtins.int
+    """The [start, end) characters of the passage of text that matched the
+    query best (the whole text when it is one passage).
+    """
+    passage_end: _builtins.int
     @_builtins.property
     def provenance(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
     @_builtins.property
@@ -365,10 +372,12 @@ class EvidenceItem(_message.Message):
         provenance: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         via: Global___Via | None = ...,
         time_refs_json: _builtins.str = ...,
+        passage_start: _builtins.int = ...,
+        passage_end: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_timestamp", b"_timestamp", "timestamp", b"timestamp", "via", b"via"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_timestamp", b"_timestamp", "id", b"id", "provenance", b"provenance", "score", b"score", "text", b"text", "time_refs_json", b"time_refs_json", "timestamp", b"timestamp", "via", b"via"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_timestamp", b"_timestamp", "id", b"id", "passage_end", b"passage_end", "passage_start", b"passage_start", "provenance", b"provenance", "score", b"score", "text", b"text", "time_refs_json", b"time_refs_json", "timestamp", b"timestamp", "via", b"via"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__timestamp: _TypeAlias = _typing.Literal["timestamp"]  # noqa: Y015
     _WhichOneofArgType__timestamp: _TypeAlias = _typing.Literal["_timestamp", b"_timestamp"]  # noqa: Y015
