@@ -18,6 +18,7 @@ import json
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -93,10 +94,10 @@ def main(argv: list[str] | None = None) -> int:
         row: dict[str, Any] = {"bytes": nbytes, "chars": len(text)}
         skip = set(args.skip.split(","))
         steps: dict[str, Callable[[], Any]] = {
-            "entities": lambda t=text: extract_entities(t, speaker="Assistant"),
-            "ground": lambda t=text: ground(t, OBSERVED),
-            "question_share": lambda t=text: _question_share(t),
-            "tokenize": lambda t=text, s=store: s.tokenize(t),
+            "entities": partial(extract_entities, text, speaker="Assistant"),
+            "ground": partial(ground, text, OBSERVED),
+            "question_share": partial(_question_share, text),
+            "tokenize": partial(store.tokenize, text),
         }
         for name, fn in steps.items():
             if name not in skip:
@@ -104,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         # many distinct entities: the store's dedupe must not be quadratic in them
         ents = [f"entity {i}" for i in range(max(1, nbytes // 64))]
         row["entity_count"] = len(ents)
-        row["store_add_s"] = timed(lambda t=text, s=store, e=ents, v=vec: s.add(t, v, entities=e))
+        row["store_add_s"] = timed(partial(store.add, text, vec, entities=ents))
         if "add_batch" not in skip:
             base = turns[: args.base_turns]
             big = MemoryStore(embedder.dim, max_text_bytes=max(nbytes, 1 << 16))

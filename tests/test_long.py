@@ -217,7 +217,7 @@ def test_evidence_names_the_passage_that_matched() -> None:
     )
     at = text.index(needle)
     for mode in ("lexical", "anchors", "full"):
-        r = m.search("migration window billing database Thursday noon", k=3, mode=mode)  # type: ignore[arg-type]
+        r = m.search("migration window billing database Thursday noon", k=3, mode=mode)
         item = next(e for e in r.evidence if e.id == ids[1])
         a, b = item.passage
         assert a <= at and at + len(needle) <= b, (mode, item.passage)

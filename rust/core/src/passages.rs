@@ -143,12 +143,10 @@ impl PassageIndex {
                 }
             }
             previous = Some((p.start, p.end));
-            self.vectors
-                .validate(&p.embedding)
-                .map_err(|e| match e {
-                    Error::InvalidInput(m) => Error::invalid(format!("passage {i}: {m}")),
-                    other => other,
-                })?;
+            self.vectors.validate(&p.embedding).map_err(|e| match e {
+                Error::InvalidInput(m) => Error::invalid(format!("passage {i}: {m}")),
+                other => other,
+            })?;
         }
         Ok(())
     }

@@ -295,7 +295,10 @@ mod tests {
     fn sample() -> MemoryStore {
         let mut s = MemoryStore::new(StoreConfig::new(4)).unwrap();
         for i in 0..5u64 {
-            let mut n = NewNode::new(format!("observation number {i}"), vec![1.0, i as f32, 0.5, -1.0]);
+            let mut n = NewNode::new(
+                format!("observation number {i}"),
+                vec![1.0, i as f32, 0.5, -1.0],
+            );
             n.timestamp = Some(1_700_000_000 + i as i64);
             n.entities = vec![format!("e{}", i % 2)];
             s.add_node(n).unwrap();

@@ -28,12 +28,8 @@ fn vector() -> impl Strategy<Value = Vec<f32>> {
 
 /// A node of `len` characters with passages cut every `len / m` characters.
 fn node_strategy() -> impl Strategy<Value = NewNode> {
-    (
-        1usize..40,
-        vector(),
-        prop::collection::vec(vector(), 0..5),
-    )
-        .prop_map(|(len, embedding, passage_vecs)| {
+    (1usize..40, vector(), prop::collection::vec(vector(), 0..5)).prop_map(
+        |(len, embedding, passage_vecs)| {
             let len = len.max(passage_vecs.len());
             let text: String = "é".repeat(len); // multi-byte: spans count characters
             let m = passage_vecs.len();
@@ -49,7 +45,8 @@ fn node_strategy() -> impl Strategy<Value = NewNode> {
             let mut n = NewNode::new(text, embedding);
             n.passages = passages;
             n
-        })
+        },
+    )
 }
 
 fn unit(v: &[f32]) -> Vec<f32> {
@@ -57,11 +54,7 @@ fn unit(v: &[f32]) -> Vec<f32> {
 }
 
 /// Every live node's best passage (a node without passages: its node vector, index 0).
-fn reference(
-    live: &BTreeMap<NodeId, NewNode>,
-    query: &[f32],
-    k: usize,
-) -> Vec<(NodeId, u32, f32)> {
+fn reference(live: &BTreeMap<NodeId, NewNode>, query: &[f32], k: usize) -> Vec<(NodeId, u32, f32)> {
     let q = unit(query);
     let mut out: Vec<(NodeId, u32, f32)> = live
         .iter()
@@ -239,7 +232,10 @@ fn bad_passages_change_nothing() {
         n.passages = passages;
         let err = s.add_node(n.clone()).unwrap_err();
         assert!(
-            matches!(err, Error::InvalidInput(_) | Error::DimensionMismatch { .. }),
+            matches!(
+                err,
+                Error::InvalidInput(_) | Error::DimensionMismatch { .. }
+            ),
             "{err}"
         );
         let err = s
@@ -283,5 +279,9 @@ fn removal_and_hnsw_path() {
     let gone = hits[0].node;
     s.remove_node(gone).unwrap();
     assert_eq!(s.stats().passages, 95);
-    assert!(s.search_passages(&q, 20).unwrap().iter().all(|h| h.node != gone));
+    assert!(s
+        .search_passages(&q, 20)
+        .unwrap()
+        .iter()
+        .all(|h| h.node != gone));
 }

@@ -37,6 +37,8 @@ type PassageRanked<'py> = (
     Bound<'py, PyArray1<u32>>,
     Bound<'py, PyArray1<f32>>,
 );
+/// Per node: (best passage similarity, its index).
+type BestPassages<'py> = (Bound<'py, PyArray1<f32>>, Bound<'py, PyArray1<u32>>);
 type PassagesArg<'py> = (PyArrayLike2<'py, f32, AllowTypeChange>, Vec<(u64, u64)>);
 
 /// A stored node, copied out of the memory.
@@ -515,13 +517,16 @@ impl MemoryStore {
         py: Python<'py>,
         query: PyArrayLike1<'py, f32, AllowTypeChange>,
         ids: Vec<NodeId>,
-    ) -> PyResult<(Bound<'py, PyArray1<f32>>, Bound<'py, PyArray1<u32>>)> {
+    ) -> PyResult<BestPassages<'py>> {
         let q = vector_arg(&query);
         let inner = &self.inner;
         let best = py
             .detach(|| inner.read().passage_similarities(&q, &ids))
             .py()?;
-        let sims: Vec<f32> = best.iter().map(|b| b.map_or(f32::NAN, |(s, _)| s)).collect();
+        let sims: Vec<f32> = best
+            .iter()
+            .map(|b| b.map_or(f32::NAN, |(s, _)| s))
+            .collect();
         let idx: Vec<u32> = best.iter().map(|b| b.map_or(0, |(_, i)| i)).collect();
         Ok((sims.into_pyarray(py), idx.into_pyarray(py)))
     }
