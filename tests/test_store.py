@@ -97,7 +97,7 @@ BAD_ADDS: list[tuple[str, object, dict[str, object], type[Exception]]] = [
     ("ok", EMB.embed_one("x"), {"types": (0.5, 0.5, 0.5, 1.5)}, InvalidScoreError),
     ("ok", EMB.embed_one("x"), {"types": (0.5, float("nan"), 0.5, 0.5)}, InvalidScoreError),
     ("ok", EMB.embed_one("x"), {"entities": [" "]}, InvalidInputError),
-    ("x" * 70_000, EMB.embed_one("x"), {}, InvalidInputError),
+    ("x" * (4 * 1024 * 1024 + 1), EMB.embed_one("x"), {}, InvalidInputError),
 ]
 
 

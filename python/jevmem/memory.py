@@ -1052,11 +1052,17 @@ def _share_of_best(x: float, best: float) -> float:
     return min(1.0, max(0.0, x) / best) if best > 0 else 0.0
 
 
+#: `_alias_signal` compares at most this many entities of each node (they
+#: come speaker first, then in order of appearance): every pair is compared,
+#: and a long text can carry thousands.
+ALIAS_SCAN = 64
+
+
 def _alias_signal(a: Sequence[str], b: Sequence[str]) -> float:
     """Best prefix/containment match between differing entity ids ('mel' ~ 'melanie')."""
     best = 0.0
-    for x in a:
-        for y in b:
+    for x in a[:ALIAS_SCAN]:
+        for y in b[:ALIAS_SCAN]:
             if x == y or len(x) < 3 or len(y) < 3:
                 continue
             short, long_ = sorted((x, y), key=len)
@@ -1406,6 +1412,8 @@ class _QueryRun:
         speaker = self.m._node_facts(node_id).speaker
         named, sentences = self.m._sentences_of(node_id)
         addressees: set[str] | None = None
+        named_mine: bool | None = None
+        named_others = False
         credit: dict[str, float] = {}
         other: dict[str, float] = {}
         for words, weight, first, second in sentences:
@@ -1416,7 +1424,14 @@ class _QueryRun:
                 for h in hits:
                     credit[h] = max(credit.get(h, 0.0), weight)
                 continue
-            about: set[str] = set(named)
+            if named_mine is None:
+                # what the names alone decide, once per node rather than per
+                # sentence (a long text names many people)
+                named_mine = any(_alias(q, a) for q in asked for a in named)
+                named_others = any(
+                    a in people and not any(_alias(q, a) for q in asked) for a in named
+                )
+            about: set[str] = set()
             if first:
                 about.add(speaker)
             if second:
@@ -1424,10 +1439,12 @@ class _QueryRun:
                     addressees = self.addressees(node_id)
                 about |= addressees
             unmarked = not first and not second  # probably the speaker's own, not surely
-            mine = weight if any(_alias(q, a) for q in asked for a in about) else 0.0
+            mine = weight if named_mine or any(_alias(q, a) for q in asked for a in about) else 0.0
             if not mine and unmarked and any(_alias(q, speaker) for q in asked):
                 mine = 0.5 * weight
-            others = {a for a in about if a in people and not any(_alias(q, a) for q in asked)}
+            others = named_others or any(
+                a in people and not any(_alias(q, a) for q in asked) for a in about
+            )
             theirs = weight if others else 0.0
             if (
                 not theirs

@@ -18,7 +18,7 @@
 //! - entity = |shared entities| / |entities of the new node|;
 //! - temporal = 1 / (1 + |Δt| / temporal_scale_s), 0 without both timestamps.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::ops::Bound;
 
 use serde::{Deserialize, Serialize};
@@ -186,6 +186,8 @@ impl MemoryStore {
         }
 
         let ids: Vec<NodeId> = pool.into_iter().collect();
+        // A set, not the list: a long text can carry thousands of entities.
+        let own: HashSet<&str> = node.entities.iter().map(String::as_str).collect();
         let lexical = self.bm25.score(&tokens, &ids);
         let max_lexical = lexical.iter().copied().fold(0.0f32, f32::max);
         let mut out: Vec<CandidateMatch> = ids
@@ -196,7 +198,7 @@ impl MemoryStore {
                 let shared = o
                     .entities
                     .iter()
-                    .filter(|e| node.entities.contains(e))
+                    .filter(|e| own.contains(e.as_str()))
                     .count();
                 let signals = Signals {
                     vector: self
