@@ -222,6 +222,9 @@ def test_evidence_names_the_passage_that_matched() -> None:
         a, b = item.passage
         assert a <= at and at + len(needle) <= b, (mode, item.passage)
         assert (b - a) < len(text)
+    off = memory(index_passages=False)
+    off.add(text)
+    assert off.store.stats()["passages"] == 0
     short = next(e for e in m.search("pasta dinner", k=3).evidence if e.id == ids[0])
     assert short.passage == (0, len(short.text))
     assert "passages" in m.search("billing database", k=3).trace["pool"]

@@ -148,6 +148,9 @@ class MemoryConfig:
     #: ``max_length`` (128 when it has none, at 4 characters a token). Texts
     #: longer than one window are also indexed passage by passage.
     passage_tokens: int | None = None
+    #: Index long texts passage by passage (embedding every passage costs
+    #: embedder time in proportion to the text's length); False: node vectors only.
+    index_passages: bool = True
 
     def __post_init__(self) -> None:
         for name in ("theta_rel", "summary_min_prob", "summary_max_contradiction"):
@@ -472,7 +475,8 @@ class Memory:
         if embeddings is None:
             # Speakers are embedded with their words: queries name people, turns rarely do.
             prefixes = [f"{spk}: " if spk else "" for spk in spk_col]
-            spans = [self._planner.spans(t, p) for t, p in zip(texts, prefixes, strict=True)]
+            if self.config.index_passages:
+                spans = [self._planner.spans(t, p) for t, p in zip(texts, prefixes, strict=True)]
             # A long text's passages go into the same embed call as the texts.
             passage_texts = [
                 p + t[a:b] for t, p, sp in zip(texts, prefixes, spans, strict=True) for a, b in sp
