@@ -75,6 +75,8 @@ from jevmem.controller.types import DecisionRequest, NoulAnswer
 from jevmem.memory import ANCHOR_RELEVANCE_WEIGHT
 
 Array = npt.NDArray[np.float64]
+#: each question's first row in stacked candidate rows
+Starts = npt.NDArray[np.int64]
 
 
 def log(msg: str) -> None:
@@ -267,7 +269,7 @@ def fit_scoring(
     ctx: Array,
     y: Array,
     weight: Array,
-    starts: Array,
+    starts: Starts,
     *,
     hidden: int,
     l2: float,
@@ -364,7 +366,7 @@ def question_weights(rows: list[QueryRows]) -> list[float]:
     return [1.0 / (len(per) * per[r.dataset]) for r in rows]
 
 
-def stack(rows: list[QueryRows]) -> tuple[Array, Array, Array, Array, Array]:
+def stack(rows: list[QueryRows]) -> tuple[Array, Array, Array, Array, Starts]:
     qw = question_weights(rows)
     own = np.concatenate([own_matrix(r) for r in rows])
     ctx = np.concatenate([ctx_matrix(r) for r in rows])

@@ -433,10 +433,7 @@ impl MemoryStore {
         py.detach(|| {
             let s = inner.read();
             let tokens = s.tokenize(&query);
-            let freqs = tokens
-                .iter()
-                .map(|t| s.bm25().doc_freq(t) as u64)
-                .collect();
+            let freqs = tokens.iter().map(|t| s.bm25().doc_freq(t) as u64).collect();
             (tokens, freqs, s.bm25().len() as u64)
         })
     }
