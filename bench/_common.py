@@ -179,3 +179,63 @@ class Corpus:
             )
         out /= np.linalg.norm(out, axis=1, keepdims=True)
         return out
+
+
+class CachedEmbedder:
+    """An embedder wrapper that keeps every row it computed in a file, keyed by
+    the text's hash and the inner embedder's ``repr``, so repeated development
+    runs over the same corpus skip the embedding. For builds only: the harness
+    times queries with the inner embedder."""
+
+    def __init__(self, inner: object, directory: str | os.PathLike[str]) -> None:
+        import hashlib
+        from pathlib import Path
+
+        self.inner = inner
+        self.dim: int = inner.dim  # type: ignore[attr-defined]
+        tag = hashlib.sha256(repr(inner).encode()).hexdigest()[:16]
+        self.path = Path(directory) / f"embeddings-{tag}.npz"
+        self._rows: dict[str, npt.NDArray[np.float32]] = {}
+        self._dirty = False
+        if self.path.exists():
+            with np.load(self.path) as data:
+                keys, rows = data["keys"], data["rows"]
+            self._rows = {str(k): r for k, r in zip(keys, rows, strict=True)}
+
+    def __repr__(self) -> str:
+        return repr(self.inner)
+
+    @staticmethod
+    def _key(text: str) -> str:
+        import hashlib
+
+        return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        keys = [self._key(t) for t in texts]
+        missing = sorted(
+            {k: t for k, t in zip(keys, texts, strict=True) if k not in self._rows}.items()
+        )
+        if missing:
+            rows = self.inner.embed([t for _, t in missing])  # type: ignore[attr-defined]
+            for (k, _), row in zip(missing, rows, strict=True):
+                self._rows[k] = np.asarray(row, dtype=np.float32)
+            self._dirty = True
+        if not keys:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self._rows[k] for k in keys]).astype(np.float32, copy=False)
+
+    def embed_one(self, text: str) -> npt.NDArray[np.float32]:
+        row: npt.NDArray[np.float32] = self.embed([text])[0]
+        return row
+
+    def flush(self) -> None:
+        if not self._dirty:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        keys = np.array(list(self._rows), dtype="U32")
+        rows = np.stack(list(self._rows.values())) if self._rows else np.zeros((0, self.dim))
+        tmp = self.path.with_suffix(".tmp.npz")
+        np.savez(tmp, keys=keys, rows=rows)
+        tmp.replace(self.path)
+        self._dirty = False

@@ -119,6 +119,9 @@ class QA:
     evidence: tuple[str, ...]  # canonical dia_ids of existing turns, deduplicated, in order
     adversarial: bool
     raw_evidence: tuple[str, ...] = ()  # as released
+    #: the question's finer ability label where the file carries one (BEAM's
+    #: ``beam_type``: knowledge_update, abstention, ...), else None
+    ability: str | None = None
 
 
 @dataclass(frozen=True)
@@ -296,6 +299,7 @@ def parse_conversation(sample: Mapping[str, Any], report: DropReport | None = No
                 evidence=evidence,
                 adversarial=category == ADVERSARIAL,
                 raw_evidence=tuple(str(e) for e in raw),
+                ability=None if qa.get("beam_type") is None else str(qa["beam_type"]),
             )
         )
     return Conversation(

@@ -45,7 +45,7 @@ from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
-from _common import machine
+from _common import CachedEmbedder, machine
 from locomo_data import (
     ADVERSARIAL,
     ANSWERABLE,
@@ -61,7 +61,12 @@ from locomo_data import (
 import jevmem
 from jevmem.embed import Embedder, HashEmbedder
 
-ALL_MODES = ("lexical", "anchors", "traversal", "full")
+ALL_MODES = ("lexical", "anchors", "traversal", "full", "full_hand")
+#: harness modes that run Memory's "full" mode: with the memory's default
+#: controller, and with the hand-written LocalController, side by side
+CONTROLLER_MODES = {"full": "default", "full_hand": "hand"}
+#: BEAM holds one 349 KB turn (a generation loop in the source data)
+MAX_TEXT_BYTES = 4 * 1024 * 1024
 KS = (5, 10, 20)
 
 
@@ -174,14 +179,14 @@ def make_embedder(kind: str, threads: int) -> Embedder:
 
 
 class TimedController:
-    """The default local controller, with the time of each read-path call
-    recorded by round kind: the anchor round (routing + scoring the pool),
-    expansion scoring rounds (at most beam-width candidates) and assessments."""
+    """A controller (the memory's default unless given), with the time of
+    each read-path call recorded by round kind: the anchor round (routing +
+    scoring the pool), expansion scoring rounds (at most beam-width
+    candidates) and assessments."""
 
-    name = "local"
-
-    def __init__(self) -> None:
-        self.inner = jevmem.LocalController()
+    def __init__(self, inner: Any = None) -> None:
+        self.inner = inner if inner is not None else jevmem.default_controller()
+        self.name = getattr(self.inner, "name", "custom")
         self.rounds: list[tuple[str, int, float]] = []  # (kind, candidates, seconds)
 
     def decide(self, requests: Sequence[Any]) -> list[dict[str, Any]]:
@@ -205,7 +210,9 @@ def make_memory(backend: str, emb: Embedder, controller: Any = None) -> Any:
             "jevmem.Memory is not available in this build of jevmem (the high-level Memory API "
             "is missing); run with --backend baseline for the MemoryStore-only stand-in"
         )
-    return cls(embedder=emb, controller=controller)
+    # the harness admits whole turns of any length the memory allows
+    store = jevmem.MemoryStore(emb.dim, max_text_bytes=MAX_TEXT_BYTES)
+    return cls(embedder=emb, controller=controller, store=store)
 
 
 def accepts_embeddings(mem: Any) -> bool:
@@ -225,6 +232,8 @@ class ModeRecords:
     latency_s: list[float] = field(default_factory=list)
     controller_calls: list[float] = field(default_factory=list)
     stop_reasons: dict[str, int] = field(default_factory=dict)
+    #: per ability label (BEAM's beam_type): (rows, sufficiencies)
+    per_ability: dict[str, tuple[list[Any], list[float]]] = field(default_factory=dict)
     #: per conversation: (rows of categories 1-4, answerable sufficiencies, adversarial ones)
     per_conversation: dict[str, tuple[list[Any], list[float], list[float]]] = field(
         default_factory=dict
@@ -264,6 +273,19 @@ def conversation_inputs(
     return texts, ts, spk, provs
 
 
+def search(mem: Any, question: str, k: int, mode: str, hand: Any) -> Any:
+    """One search in a harness mode: ``full_hand`` is Memory's full mode with
+    the hand-written controller in place of the memory's own."""
+    if mode != "full_hand":
+        return mem.search(question, k=k, mode=mode)
+    own = mem.controller
+    mem.controller = hand
+    try:
+        return mem.search(question, k=k, mode="full")
+    finally:
+        mem.controller = own
+
+
 def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
@@ -282,6 +304,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if have is not None and (bad := [m for m in modes if m not in have]):
         raise SystemExit(f"backend {args.backend!r} has no mode(s) {bad}; it has {list(have)}")
     split_timing = accepts_embeddings(probe) and not args.no_embed_split
+    cache = None
+    if args.embedding_cache is not None and args.backend == "memory":
+        cache = CachedEmbedder(emb, args.embedding_cache)
+        split_timing = False
     del probe
     kmax = max(KS)
     n_q = sum(len(c.qas[: args.limit_questions or None]) for c in convs)
@@ -293,6 +319,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     recs = {m: ModeRecords() for m in modes}
     timed = TimedController() if args.backend != "baseline" else None
+    hand = TimedController(jevmem.LocalController()) if "full_hand" in modes else None
     build_s = 0.0
     embed_s = 0.0
     build_no_embed_s = 0.0
@@ -311,9 +338,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             build_no_embed_s += time.perf_counter() - t0
             del other
         mem = make_memory(args.backend, emb, timed)
+        if cache is not None:
+            # a development run: the build reads its rows from the cache
+            # (build_s then excludes embedding); queries use the real embedder
+            mem.embedder = cache
         t0 = time.perf_counter()
         ids = mem.add_batch(texts, timestamps=ts, speakers=spk, provenances=provs)
         dt = time.perf_counter() - t0
+        if cache is not None:
+            cache.flush()
+            mem.embedder = emb
         build_s += dt
         if len(ids) != len(texts):
             raise SystemExit(f"add_batch returned {len(ids)} ids for {len(texts)} texts")
@@ -327,13 +361,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if qas:
             mark = len(timed.rounds) if timed is not None else 0
             for m in modes:  # warm-up: lazy indexes, caches, the first onnx run
-                mem.search(qas[0].question, k=kmax, mode=m)
+                search(mem, qas[0].question, kmax, m, hand)
             if timed is not None:
                 del timed.rounds[mark:]  # the warm-up's rounds are not measured
         for qi, qa in enumerate(qas, 1):
             for m in modes:
                 t0 = time.perf_counter()
-                res = mem.search(qa.question, k=kmax, mode=m)
+                res = search(mem, qa.question, kmax, m, hand)
                 lat = time.perf_counter() - t0
                 r = recs[m]
                 r.latency_s.append(lat)
@@ -346,6 +380,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 stop = str(trace.get("stop_reason"))
                 r.stop_reasons[stop] = r.stop_reasons.get(stop, 0) + 1
                 suff = getattr(res, "sufficiency", None)
+                if qa.ability is not None:
+                    ab = r.per_ability.setdefault(qa.ability, ([], []))
+                    ab[0].append((dia_ids(res)[:kmax], qa.evidence))
+                    if suff is not None:
+                        ab[1].append(float(suff))
                 if suff is None:
                     r.suff_missing += 1
                 else:
@@ -381,6 +420,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             }
             for cid, (rows, p, n) in r.per_conversation.items()
         }
+        # per ability label, where the file has them (BEAM's beam_type)
+        d["per_ability"] = {
+            name: {
+                **aggregate(rows, KS),
+                "questions": len(rows),
+                "sufficiency_mean": statistics.fmean(sf) if sf else None,
+            }
+            for name, (rows, sf) in sorted(r.per_ability.items())
+        }
         out_modes[m] = d
 
     rounds: dict[str, Any] = {}
@@ -397,6 +445,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "modes": out_modes,
         "controller_round_ms": rounds,
         "build_s": build_s,
+        "build_embeddings_cached": cache is not None,
         "embed_s": embed_s if split_timing else None,
         "build_s_no_embed": build_no_embed_s if split_timing else None,
         "controller_calls_per_write": write_calls / writes if writes else None,
@@ -469,6 +518,21 @@ def markdown(result: dict[str, Any]) -> str:
                 for cid, v in full["per_conversation"].items()
             )
         )
+    abilities = sorted({a for d in result["modes"].values() for a in d.get("per_ability", {})})
+    if abilities:
+        lines.append("")
+        lines.append("| R@10 by ability | " + " | ".join(result["modes"]) + " |")
+        lines.append("|---|" + "---|" * len(result["modes"]))
+        for a in abilities:
+            cells = []
+            for d in result["modes"].values():
+                row = d.get("per_ability", {}).get(a, {})
+                cell = fmt(row.get("recall@10"))
+                if row.get("recall@10") is None and row.get("sufficiency_mean") is not None:
+                    cell = f"suff {fmt(row['sufficiency_mean'])}"
+                cells.append(cell)
+            lines.append(f"| {a} | " + " | ".join(cells) + " |")
+        lines.append("")
     for kind, r in result.get("controller_round_ms", {}).items():
         lines.append(
             f"controller time, {kind} rounds (full mode): p50 {fmt(r['ms_p50'], 3)} ms, "
@@ -510,6 +574,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--no-embed-split",
         action="store_true",
         help="skip the second build with precomputed embeddings (build_s_no_embed = null)",
+    )
+    ap.add_argument(
+        "--embedding-cache",
+        type=Path,
+        default=None,
+        help="keep the build's embeddings in this folder and reuse them (development runs; "
+        "build_s then excludes embedding, queries still embed)",
     )
     args = ap.parse_args(argv)
     for m in args.modes or []:

@@ -22,7 +22,7 @@ from jevmem._core import (
     rrf,
     view_budgets,
 )
-from jevmem.controller import LocalController, SystemOne
+from jevmem.controller import LearnedController, LocalController, SystemOne, default_controller
 from jevmem.embed import (
     Embedder,
     EmbedderUnavailableError,
@@ -56,6 +56,7 @@ __all__ = [
     "InvalidInputError",
     "InvalidScoreError",
     "JevmemError",
+    "LearnedController",
     "LocalController",
     "Memory",
     "MemoryConfig",
@@ -73,6 +74,7 @@ __all__ = [
     "Via",
     "WriteCandidate",
     "__version__",
+    "default_controller",
     "default_embedder",
     "depth_limit",
     "largest_remainder",

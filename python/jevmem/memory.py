@@ -43,8 +43,7 @@ from jevmem._core import (
     TraversalConfig,
     rrf,
 )
-from jevmem.controller import catalogue
-from jevmem.controller.local import LocalController
+from jevmem.controller import catalogue, default_controller
 from jevmem.controller.types import (
     Answer,
     ChoiceAnswer,
@@ -94,6 +93,8 @@ class _NodeFacts(NamedTuple):
     entities: frozenset[str]
     #: see `_session`
     session: str | None
+    #: the typing answers (episodic, semantic, procedural, preference)
+    types: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
 
     @staticmethod
     def of(node: Node) -> _NodeFacts:
@@ -102,6 +103,7 @@ class _NodeFacts(NamedTuple):
             node.provenance.get("speaker", "").lower(),
             frozenset(node.entities),
             _session(node),
+            tuple(node.types),  # type: ignore[arg-type]
         )
 
 
@@ -267,7 +269,7 @@ class Memory:
         # The measured offline default (ONNX MiniLM), or the hashing embedder
         # with a warning when the `onnx` extra is not installed.
         self.embedder: Embedder = embedder if embedder is not None else default_embedder()
-        self.controller: SystemOne = controller if controller is not None else LocalController()
+        self.controller: SystemOne = controller if controller is not None else default_controller()
         self.config = config or MemoryConfig()
         self.summariser = summariser
         self.store = (
@@ -289,9 +291,20 @@ class Memory:
         self._stamps: dict[int, int] = {}
         self._context: dict[int, list[tuple[int, float]]] = {}
         self._asks: dict[int, float] = {}
+        # What the memory itself observes about its style, so that features
+        # read relative to it (a long turn in a chat of short ones, a speaker
+        # who mostly asks): log text length per node and its running mean,
+        # and per speaker (turns, summed question share, summed log length).
+        self._log_len: dict[int, float] = {}
+        self._log_len_total = 0.0
+        self._speaker_stats: dict[str, list[float]] = {}
+        self._sides: dict[
+            int, tuple[tuple[tuple[int, float], ...], tuple[tuple[int, float], ...]]
+        ] = {}
         self._facts: dict[int, _NodeFacts] = {}
         self._frame: tuple[MemoryStore, frozenset[str]] | None = None
         self._sentences: dict[int, tuple[frozenset[str], tuple[_Sentence, ...]]] = {}
+        self._tokens: dict[int, frozenset[str]] = {}
         self._writes = 0
         self.decisions: list[dict[str, Any]] = []
         self.calls = {"write": 0, "query": 0}
@@ -312,7 +325,16 @@ class Memory:
         if speaker and speaker not in self._speakers:
             self._speakers.add(speaker)
             bisect.insort(self._speaker_order, speaker)
-        self._asks[node.id] = _question_share(node.text)
+        asks = self._asks[node.id] = _question_share(node.text)
+        log_len = math.log1p(len(node.text))
+        self._log_len[node.id] = log_len
+        self._log_len_total += log_len
+        self._sides.clear()
+        if speaker:
+            stats = self._speaker_stats.setdefault(speaker, [0.0, 0.0, 0.0])
+            stats[0] += 1
+            stats[1] += asks
+            stats[2] += log_len
         if node.timestamp is not None:
             bisect.insort(self._timeline, (node.timestamp, node.id))
             if refs is None:
@@ -387,6 +409,17 @@ class Memory:
             )
             cached = self._sentences[node_id] = (named, sentences)
         return cached
+
+    def _token_set(self, node_id: int) -> frozenset[str]:
+        """The distinct tokens of a node's text, as the lexical index sees
+        them; computed on first use (a long turn is tokenized once, not at
+        every assessment that shows it)."""
+        got = self._tokens.get(node_id)
+        if got is None:
+            got = self._tokens[node_id] = frozenset(
+                self.store.tokenize(self._node_facts(node_id).text)
+            )
+        return got
 
     def _frame_tokens(self) -> frozenset[str]:
         """`_QUESTION_FRAME` as the store's tokenizer sees it (fixed per store)."""
@@ -937,6 +970,49 @@ class Memory:
             return 0.0
         return self._asks.get(asked_by, 0.0)
 
+    def _style(self, node_id: int) -> tuple[float, float, float]:
+        """A node's form relative to the memory it is in, each in [0, 1]:
+        its length against the memory's mean (logistic of the log ratio: 0.5
+        is a typical turn), its speaker's mean question share (someone who
+        mostly asks, like a user asking an assistant), and its speaker's
+        typical length against the memory's (0.5 without a speaker)."""
+        n = len(self._log_len)
+        if not n:
+            return 0.5, 0.0, 0.5
+        mean = self._log_len_total / n
+        length = _logistic(self._log_len.get(node_id, mean) - mean)
+        stats = self._speaker_stats.get(self._node_facts(node_id).speaker)
+        if not stats or not stats[0]:
+            return length, 0.0, 0.5
+        return length, stats[1] / stats[0], _logistic(stats[2] / stats[0] - mean)
+
+    def _context_sides(
+        self, node_id: int
+    ) -> tuple[tuple[tuple[int, float], ...], tuple[tuple[int, float], ...]]:
+        """The observations one and two steps before, and after, a node in
+        time order within its episode, weighted 1 and SECOND_STEP_DECAY; the
+        two directions apart (which one answers the other differs between a
+        chat of friends and a user asking an assistant). Cached until the
+        next write."""
+        cached = self._sides.get(node_id)
+        if cached is not None:
+            return cached
+        before: list[tuple[int, float]] = []
+        after: list[tuple[int, float]] = []
+        stamp = self._stamps.get(node_id)
+        if stamp is not None:
+            timeline = self._timeline
+            pos = bisect.bisect_left(timeline, (stamp, node_id))
+            episode = self._episodes.get(node_id)
+            for step, weight in ((1, 1.0), (2, SECOND_STEP_DECAY)):
+                for at, side in ((pos - step, before), (pos + step, after)):
+                    if 0 <= at < len(timeline):
+                        other = timeline[at][1]
+                        if self._episodes.get(other) == episode:
+                            side.append((other, weight))
+        cached = self._sides[node_id] = (tuple(before), tuple(after))
+        return cached
+
     def _names_a_speaker(self, entity: str) -> bool:
         """Whether ``entity`` names a known speaker as `_alias` reads names
         ("mel" names "melanie"), without a scan of every speaker: the
@@ -980,6 +1056,12 @@ _QUESTION_FRAME = (
 _SENTENCES = re.compile(r"[^.!?]+[.!?]*")
 _FIRST_PERSON = re.compile(
     r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|our|ours|us)\b", re.IGNORECASE
+)
+_REQUEST = re.compile(
+    r"\b(?:can you|could you|would you|will you|please|help me|show me|tell me how|"
+    r"suggest|recommend|advise|should i|how (?:can|do|should) i|what (?:would|should)|"
+    r"give me|walk me through|explain)\b",
+    re.IGNORECASE,
 )
 _SECOND_PERSON = re.compile(r"\b(?:you|your|yours|you're|you've|you'll|yourself)\b", re.IGNORECASE)
 _CAPITALISED = re.compile(r"\b([A-Z][a-z]{2,})\b")
@@ -1049,6 +1131,15 @@ def _episode(node: Node) -> str | None:
 def _same_session(a: Node, b: Node) -> float:
     sa = _session(a)
     return 1.0 if sa is not None and sa == _session(b) else 0.0
+
+
+def _logistic(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x)) if x > -60 else 0.0
+
+
+def _rank_share(rank: int) -> float:
+    """A 0-based list rank as a value in (0, 1]: 1 at the top, 0.5 at the tenth."""
+    return 1.0 / (1.0 + rank / 9.0)
 
 
 def _share_of_best(x: float, best: float) -> float:
@@ -1167,6 +1258,9 @@ class _QueryRun:
         self.max_passage_sim = max(self.max_sim, float(p_sims[0]) if len(p_sims) else 0.0)
         #: node -> index of its passage that matches the query best
         self.best_passage: dict[int, int] = {}
+        # each node's place in the two ranked lists (a scale-free signal)
+        self.lex_rank = {int(n): r for r, n in enumerate(lex_ids.tolist())}
+        self.vec_rank = {int(n): r for r, n in enumerate(vec_ids.tolist())}
         # Entities the query names as proper nouns and the memory knows (a
         # lower-case common word that happens to be an entity id elsewhere is
         # not a name here).
@@ -1195,6 +1289,11 @@ class _QueryRun:
             else list(self.query_entities)
         )
         self.time_cues = query_time_cues(query, now=now)
+        # who asks and what for: a query in the first person asks about the
+        # one who talks to the memory; a request for help or advice is
+        # answered by standing instructions and tastes as much as by facts
+        self.query_self = 1.0 if _FIRST_PERSON.search(query) else 0.0
+        self.query_request = 1.0 if _REQUEST.search(query) else 0.0
         self.query_tokens = set(store.tokenize(query))
         # What the query asks about, without the names of whom it asks about:
         # evidence must match both parts, separately (SPEC §3: sufficiency).
@@ -1209,6 +1308,10 @@ class _QueryRun:
         self.coverage: dict[int, tuple[float, float]] = {}
         #: the text of every node whose signals were measured
         self.texts: dict[int, str] = {}
+        #: IDF weight and presence in the memory of the query's content tokens (see term_presence)
+        self.term_idf: dict[str, tuple[float, bool]] | None = None
+        #: every measured node's raw cosine similarity with the query vector
+        self.dense_raw: dict[int, float] = {}
         self.evidence_score: dict[int, float] = {}
         self.assessed_top: list[int] = []
         #: the evidence the latest assessment request showed
@@ -1240,8 +1343,12 @@ class _QueryRun:
         # a query that names no time gives every node 0 (see time_match)
         timed = self.time_cues["constraint"] is not None or self.wants_time
         out = []
+        lex_rank, vec_rank, style = self.lex_rank, self.vec_rank, m._style
         for node_id, lx, sim, psim in zip(ids, lex, sims, p_sims.tolist(), strict=True):
             f = facts.get(node_id) or m._node_facts(node_id)
+            length, speaker_asks, speaker_length = style(node_id)
+            lr, vr = lex_rank.get(node_id), vec_rank.get(node_id)
+            episodic, semantic, procedural, preference = f.types
             if named:
                 if f.speaker and f.speaker in named:
                     ent = 1.0
@@ -1261,9 +1368,25 @@ class _QueryRun:
                     "entity_match": ent,
                     "time_match": self.time_match(node_id) if timed else 0.0,
                     "asks": asks.get(node_id, 0.0),
+                    "dense_raw": sim if 0.0 < sim < 1.0 else float(sim >= 1.0),
+                    "lexical_rank": 0.0 if lr is None else _rank_share(lr),
+                    "dense_rank": 0.0 if vr is None else _rank_share(vr),
+                    "length": length,
+                    "speaker_asks": speaker_asks,
+                    "speaker_length": speaker_length,
+                    # what kind of memory it is (a standing instruction or a
+                    # taste bears on requests that never name it)
+                    "type_episodic": episodic,
+                    "type_semantic": semantic,
+                    "type_procedural": procedural,
+                    "type_preference": preference,
+                    # what kind of query asks (the same for every node)
+                    "query_self": self.query_self,
+                    "query_request": self.query_request,
                 }
             )
             texts[node_id] = f.text
+            self.dense_raw[node_id] = out[-1]["dense_raw"]
             entity_ok[node_id] = 1.0 if not named else min(1.0, ent + 0.4 * (ent > 0))
         return out
 
@@ -1353,9 +1476,12 @@ class _QueryRun:
                 p_sims, p_idx = self.m.store.passage_similarities(self.qvec, ids)
                 self.max_passage_sim = float(p_sims.max())
                 self.best_passage.update(zip(ids, p_idx.tolist(), strict=True))
-                for sig, sim, psim in zip(sigs, sims, p_sims, strict=True):
-                    sig["dense"] = _share_of_best(float(sim), self.max_sim)
-                    sig["dense_passage"] = _share_of_best(float(psim), self.max_passage_sim)
+                for sig_id, sig, sim, psim in zip(
+                    ids, sigs, sims.tolist(), p_sims.tolist(), strict=True
+                ):
+                    sig["dense"] = _share_of_best(sim, self.max_sim)
+                    sig["dense_raw"] = self.dense_raw[sig_id] = min(1.0, max(0.0, sim))
+                    sig["dense_passage"] = _share_of_best(psim, self.max_passage_sim)
                 raw = {n: _raw(sig) for n, sig in zip(ids, sigs, strict=True)}
         strongest = sorted(ids, key=lambda n: (-raw[n], n))[: cfg.context_seeds]
         context = []
@@ -1384,6 +1510,15 @@ class _QueryRun:
                 best = match
         # a reply link weighs up to 2 (REPLY_LINK): support stays in [0, 1]
         return best if best < 1.0 else 1.0
+
+    def side_match(self, node_id: int) -> tuple[float, float]:
+        """The best topical match among the turns before the node, and among
+        those after it (path weights as in `near_support`, no reply link)."""
+        topical = self.topical
+        before, after = self.m._context_sides(node_id)
+        prev = max((w * topical.get(o, 0.0) for o, w in before), default=0.0)
+        nxt = max((w * topical.get(o, 0.0) for o, w in after), default=0.0)
+        return prev, nxt
 
     def text(self, node_id: int) -> str:
         got = self.texts.get(node_id)
@@ -1509,6 +1644,7 @@ class _QueryRun:
         episodes, texts, near_support = self.m._episodes, self.texts, self.near_support
         for a, sig in zip(anchor_ids, anchor_sig, strict=True):
             sig["support"] = near_support(a)
+            sig["prev_match"], sig["next_match"] = self.side_match(a)
             sig["episode_support"] = episode_strength.get(episodes.get(a), 0.0)
             sig["edge_weight"] = 1.0
             cands.append({"id": a, "text": texts[a], "view": "semantic", "signals": sig})
@@ -1598,14 +1734,13 @@ class _QueryRun:
             self.final_assessment = True
 
     def assessment_request(self, t: Traversal) -> DecisionRequest:
-        store = self.m.store
         text = self.text
         top = self.ranked(t)[:ASSESSED_ITEMS]
         self.shown = [e.node for e in top]
         ev = []
         covered: set[str] = set()
         for e in top[:5]:
-            covered.update(store.tokenize(text(e.node)))
+            covered.update(self.m._token_set(e.node))
         for e in top:
             ev.append(
                 {
@@ -1617,12 +1752,14 @@ class _QueryRun:
                         "entity_ok": self.entity_ok.get(e.node, 1.0),
                         "content_coverage": self.coverage_of(e.node)[0],
                         "other_coverage": self.coverage_of(e.node)[1],
+                        "dense_raw": self.dense_raw.get(e.node, 0.0),
                     },
                 }
             )
         coverage = (
             len(self.query_tokens & covered) / len(self.query_tokens) if self.query_tokens else 1.0
         )
+        known_terms, covered_terms = self.term_presence(covered)
         frontier = t.frontier()
         frontier_best = max((self.relevance.get(f, 0.0) for f in frontier), default=0.0)
         return DecisionRequest(
@@ -1631,10 +1768,34 @@ class _QueryRun:
                 "query": self.query_state(),
                 "evidence": ev,
                 "coverage": coverage,
+                "known_terms": known_terms,
+                "covered_terms": covered_terms,
                 "frontier_best": frontier_best,
             },
             catalogue.assessment_questions(),
         )
+
+    def term_presence(self, covered: set[str]) -> tuple[float, float]:
+        """How much of what the query asks the memory has words for: the
+        IDF-weighted share of the query's content tokens that occur in any
+        node, and the share that occur in the best evidence (``covered``). A
+        query about something never discussed uses words the memory lacks,
+        whatever the style of the chat."""
+        idf = self.term_idf
+        if idf is None:
+            tokens, freqs, n = self.m.store.document_frequencies(self.query)
+            wanted = self.content_tokens
+            idf = self.term_idf = {
+                t: (math.log1p(n / (f + 0.5)), f > 0)
+                for t, f in zip(tokens, freqs, strict=True)
+                if t in wanted
+            }
+        total = sum(w for w, _ in idf.values())
+        if total <= 0:
+            return 1.0, 1.0
+        known = sum(w for w, seen in idf.values() if seen) / total
+        hit = sum(w for t, (w, _) in idf.items() if t in covered) / total
+        return known, hit
 
     def ranked(self, t: Traversal) -> list[Any]:
         """Everything gathered so far, best first. The traversal's transition
@@ -1659,6 +1820,7 @@ class _QueryRun:
             src = self.m._node_facts(c.from_node)
             node = self.m._node_facts(c.node)
             self.topical[c.node] = _raw(sig)
+            side = self.side_match(c.node)
             sig.update(
                 {
                     "edge_weight": float(c.edge_weight),
@@ -1667,6 +1829,8 @@ class _QueryRun:
                     # the same support as a seed's: its temporal neighbours and
                     # its episode (the edge it came by is judged by usefulness)
                     "support": self.near_support(c.node),
+                    "prev_match": side[0],
+                    "next_match": side[1],
                     "episode_support": self.episode_strength.get(self.episode(c.node), 0.0),
                     "same_session": 1.0
                     if node.session is not None and node.session == src.session

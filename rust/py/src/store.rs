@@ -544,6 +544,18 @@ impl MemoryStore {
         self.inner.read().tokenize(text)
     }
 
+    /// How many indexed nodes contain each of the query's tokens, with the
+    /// tokens (as `tokenize` gives them) and the number of indexed nodes.
+    fn document_frequencies(&self, py: Python<'_>, query: String) -> (Vec<String>, Vec<u64>, u64) {
+        let inner = &self.inner;
+        py.detach(|| {
+            let s = inner.read();
+            let tokens = s.tokenize(&query);
+            let freqs = tokens.iter().map(|t| s.bm25().doc_freq(t) as u64).collect();
+            (tokens, freqs, s.bm25().len() as u64)
+        })
+    }
+
     /// BM25 ranking: (ids, scores) arrays, best first.
     #[pyo3(signature = (query, k = 10))]
     fn search_lexical<'py>(&self, py: Python<'py>, query: String, k: usize) -> Ranked<'py, f32> {

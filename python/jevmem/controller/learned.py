@@ -1,0 +1,405 @@
+"""A learned System-One controller: small models over the signals the memory
+plane measures, answering the question kinds where they beat the hand rules.
+
+The memory puts each candidate's signals (lexical and dense matches, list
+ranks, time and person matches, how its neighbours in time match, its length
+and its speaker's habits relative to the memory) into every scoring request;
+this controller reads them as columns, one row per candidate, and answers
+
+- ``score.relevance`` from the candidate's own signals,
+- ``score.support`` from its context (its neighbours in time, its episode),
+- ``assess.sufficiency`` from a summary of the evidence an assessment shows,
+
+each with a head: a standardised feature vector through a small multilayer
+perceptron (or a plain logistic regression: no hidden layer) and a logistic
+output, evaluated with numpy. Every other kind is answered by the hand-written
+`LocalController` it extends. The weights ship as a small versioned JSON file
+in the package (``models/system_one.json``), written by
+``bench/train_controller.py`` from the development sets' gold evidence and
+abstention questions; that script also reports the held-out comparison with
+the hand rules that decides which kinds a shipped model answers.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from jevmem.controller.local import LocalController
+from jevmem.controller.types import Answer, DecisionRequest, NoulAnswer
+from jevmem.errors import InvalidConfigError
+
+__all__ = [
+    "ASSESSMENT_FEATURES",
+    "CONTEXT_FEATURES",
+    "OWN_FEATURES",
+    "Head",
+    "LearnedController",
+    "SystemOneModel",
+    "assessment_features",
+    "candidate_matrix",
+    "candidate_rows",
+    "feature_matrix",
+    "hand_answers",
+]
+
+#: The format of the model file this build reads.
+MODEL_FORMAT = 1
+
+#: A candidate's own signals (what ``score.relevance`` is about). A name with
+#: ``*`` is the product of the named signals.
+OWN_FEATURES: tuple[str, ...] = (
+    "lexical",
+    "dense",
+    "dense_raw",
+    "lexical_rank",
+    "dense_rank",
+    "entity_match",
+    "time_match",
+    "asks",
+    "length",
+    "speaker_asks",
+    "speaker_length",
+    "asks*speaker_asks",
+    "length*dense",
+    "length*lexical",
+    "expanded",
+    "edge_weight",
+    "type_episodic",
+    "type_semantic",
+    "type_procedural",
+    "type_preference",
+    "type_preference*query_request",
+    "type_procedural*query_request",
+    "query_self*speaker_asks",
+    "hand_relevance",
+)
+#: A candidate's context (what ``score.support`` is about): how the turns
+#: around it match the query, by direction, and how its episode does.
+CONTEXT_FEATURES: tuple[str, ...] = (
+    "support",
+    "episode_support",
+    "prev_match",
+    "next_match",
+    "prev_match*speaker_asks",
+    "next_match*speaker_asks",
+    "same_session",
+    "hand_support",
+)
+#: The summary of an assessment's evidence that ``assess.sufficiency`` reads.
+ASSESSMENT_FEATURES: tuple[str, ...] = (
+    "top_score",
+    "second_score",
+    "top3_score",
+    "top_relevance",
+    "grounded",
+    "against",
+    "coverage",
+    "known_terms",
+    "covered_terms",
+    "frontier_best",
+    "top_dense_raw",
+    "hand_sufficiency",
+)
+
+
+def _column(rows: Sequence[Mapping[str, Any]], name: str) -> npt.NDArray[np.float64]:
+    out = np.empty(len(rows), dtype=np.float64)
+    for i, row in enumerate(rows):
+        v = row.get(name)
+        out[i] = 0.0 if v is None else float(v)
+    # signals are shares in [0, 1]; anything else is made harmless before
+    # products are taken (no overflow, no NaN)
+    return np.clip(np.nan_to_num(out, nan=0.0, posinf=0.0, neginf=0.0), -1e6, 1e6)
+
+
+def _matrix(rows: Sequence[Mapping[str, Any]], names: Sequence[str]) -> npt.NDArray[np.float64]:
+    """One row per mapping, one column per feature name (``a*b`` = product);
+    missing values are 0, and non-finite ones are made 0 too."""
+    cols: dict[str, npt.NDArray[np.float64]] = {}
+
+    def col(name: str) -> npt.NDArray[np.float64]:
+        got = cols.get(name)
+        if got is None:
+            if "*" in name:
+                left, right = name.split("*", 1)
+                got = col(left) * col(right)
+            else:
+                got = _column(rows, name)
+            cols[name] = got
+        return got
+
+    x = np.stack([col(n) for n in names], axis=1) if rows else np.zeros((0, len(names)))
+    return np.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0)
+
+
+def candidate_rows(
+    candidates: Sequence[Mapping[str, Any]], hand: Mapping[str, Sequence[float]] | None = None
+) -> list[dict[str, Any]]:
+    """A scoring request's candidates as feature rows: their signals, plus
+    ``expanded`` (1 for a candidate reached along an edge: its signals then
+    carry ``novelty``; 0 for an anchor-pool node) and the hand rule's answers
+    (``hand_relevance``, ``hand_support``: a head learns what to add to them)."""
+    rows = []
+    for i, c in enumerate(candidates):
+        sig = dict(c.get("signals") or {})
+        sig["expanded"] = 1.0 if "novelty" in sig else 0.0
+        for name, values in (hand or {}).items():
+            sig[name] = values[i]
+        rows.append(sig)
+    return rows
+
+
+def candidate_matrix(
+    candidates: Sequence[Mapping[str, Any]],
+    names: Sequence[str],
+    hand: Mapping[str, Sequence[float]] | None = None,
+) -> npt.NDArray[np.float64]:
+    """The feature columns of a scoring request's candidates (`candidate_rows`)."""
+    return _matrix(candidate_rows(candidates, hand), names)
+
+
+def feature_matrix(
+    rows: Sequence[Mapping[str, Any]], names: Sequence[str]
+) -> npt.NDArray[np.float64]:
+    """Feature rows (`candidate_rows`) as columns."""
+    return _matrix(rows, names)
+
+
+def assessment_features(state: Mapping[str, Any], hand_sufficiency: float) -> dict[str, float]:
+    """The summary of an assessment request's evidence (`ASSESSMENT_FEATURES`)."""
+    evidence: list[Mapping[str, Any]] = list(state.get("evidence") or [])
+    scores = sorted((_finite(e.get("score")) for e in evidence), reverse=True)
+
+    def strongest(name: str) -> float:
+        # as the hand rule weighs it: by how well the item ranks as evidence
+        return max(
+            (
+                _finite((e.get("signals") or {}).get(name))
+                * (0.6 + 0.4 * min(1.0, max(0.0, _finite(e.get("score")))))
+                for e in evidence
+            ),
+            default=0.0,
+        )
+
+    return {
+        "top_score": scores[0] if scores else 0.0,
+        "second_score": scores[1] if len(scores) > 1 else 0.0,
+        "top3_score": sum(scores[:3]) / 3.0,
+        "top_relevance": max(
+            (_finite((e.get("signals") or {}).get("relevance")) for e in evidence), default=0.0
+        ),
+        "grounded": strongest("content_coverage"),
+        "against": strongest("other_coverage"),
+        "coverage": _finite(state.get("coverage")),
+        "known_terms": _finite(state.get("known_terms", 1.0)),
+        "covered_terms": _finite(state.get("covered_terms", 1.0)),
+        "frontier_best": _finite(state.get("frontier_best")),
+        "top_dense_raw": max(
+            (_finite((e.get("signals") or {}).get("dense_raw")) for e in evidence), default=0.0
+        ),
+        "hand_sufficiency": _finite(hand_sufficiency),
+    }
+
+
+def _finite(v: object) -> float:
+    try:
+        x = float(v)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return 0.0
+    return x if math.isfinite(x) else 0.0
+
+
+@dataclass(frozen=True)
+class Head:
+    """Features -> a value in (0, 1): standardise, tanh hidden layers, logistic out."""
+
+    features: tuple[str, ...]
+    mean: npt.NDArray[np.float64]
+    scale: npt.NDArray[np.float64]
+    #: (weights (in, out), bias (out,)) per layer; the last has one output
+    layers: tuple[tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]], ...]
+
+    def __post_init__(self) -> None:
+        width = len(self.features)
+        if self.mean.shape != (width,) or self.scale.shape != (width,):
+            raise InvalidConfigError("a head's mean and scale must match its features")
+        if not self.layers:
+            raise InvalidConfigError("a head needs at least one layer")
+        for w, b in self.layers:
+            if w.ndim != 2 or w.shape[0] != width or b.shape != (w.shape[1],):
+                raise InvalidConfigError("a head's layer shapes do not chain")
+            if not (np.isfinite(w).all() and np.isfinite(b).all()):
+                raise InvalidConfigError("a head's weights must be finite")
+            width = w.shape[1]
+        if width != 1:
+            raise InvalidConfigError("a head's last layer must have one output")
+        if not (np.isfinite(self.mean).all() and (self.scale > 0).all()):
+            raise InvalidConfigError("a head's scale must be positive and its mean finite")
+
+    def logits(self, x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        h = (np.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0) - self.mean) / self.scale
+        # a feature far outside what training saw must not dominate
+        h = np.clip(h, -8.0, 8.0)
+        for w, b in self.layers[:-1]:
+            h = np.tanh(h @ w + b)
+        w, b = self.layers[-1]
+        return (h @ w + b)[:, 0]
+
+    def __call__(self, x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        z = np.clip(self.logits(x), -60.0, 60.0)
+        return 1.0 / (1.0 + np.exp(-z))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "features": list(self.features),
+            "mean": self.mean.tolist(),
+            "scale": self.scale.tolist(),
+            "layers": [{"weights": w.tolist(), "bias": b.tolist()} for w, b in self.layers],
+        }
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> Head:
+        try:
+            return Head(
+                tuple(str(f) for f in d["features"]),
+                np.asarray(d["mean"], dtype=np.float64),
+                np.asarray(d["scale"], dtype=np.float64),
+                tuple(
+                    (
+                        np.asarray(layer["weights"], dtype=np.float64),
+                        np.asarray(layer["bias"], dtype=np.float64),
+                    )
+                    for layer in d["layers"]
+                ),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InvalidConfigError(f"malformed model head: {exc}") from None
+
+
+@dataclass(frozen=True)
+class SystemOneModel:
+    """Heads by question kind, plus what the training run recorded about them."""
+
+    heads: Mapping[str, Head]
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    #: the kinds a head may answer, and the features each reads by default
+    KINDS = ("score.relevance", "score.support", "assess.sufficiency")
+
+    def __post_init__(self) -> None:
+        for kind in self.heads:
+            if kind not in self.KINDS:
+                raise InvalidConfigError(f"a model head cannot answer {kind!r}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": MODEL_FORMAT,
+            "heads": {k: h.to_json() for k, h in self.heads.items()},
+            "meta": dict(self.meta),
+        }
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> SystemOneModel:
+        if d.get("format") != MODEL_FORMAT:
+            raise InvalidConfigError(
+                f"model format {d.get('format')!r} is not supported (this build reads {MODEL_FORMAT})"
+            )
+        heads = d.get("heads")
+        if not isinstance(heads, Mapping):
+            raise InvalidConfigError("a model file needs a 'heads' table")
+        return SystemOneModel(
+            {str(k): Head.from_json(v) for k, v in heads.items()}, dict(d.get("meta") or {})
+        )
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_json(), indent=1) + "\n")
+
+    @staticmethod
+    def load(path: str | Path) -> SystemOneModel:
+        try:
+            data = json.loads(Path(path).read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise InvalidConfigError(f"cannot read the model file {path}: {exc}") from None
+        return SystemOneModel.from_json(data)
+
+    @staticmethod
+    def shipped() -> SystemOneModel:
+        """The model that ships inside the package (read once per process)."""
+        return _shipped()
+
+
+@lru_cache(maxsize=1)
+def _shipped() -> SystemOneModel:
+    text = resources.files("jevmem.controller").joinpath("models/system_one.json").read_text()
+    return SystemOneModel.from_json(json.loads(text))
+
+
+class LearnedController(LocalController):
+    """`LocalController` with the kinds its model has heads for answered by the model."""
+
+    name = "learned"
+
+    def __init__(self, model: SystemOneModel | None = None) -> None:
+        super().__init__()
+        self.model = model if model is not None else SystemOneModel.shipped()
+        head = self.model.heads.get("assess.sufficiency")
+        if head is not None and (unknown := set(head.features) - set(ASSESSMENT_FEATURES)):
+            raise InvalidConfigError(
+                f"the sufficiency head reads unknown features {sorted(unknown)}"
+            )
+
+    def decide(self, requests: Sequence[DecisionRequest]) -> list[dict[str, Answer]]:
+        out = super().decide(requests)
+        heads = self.model.heads
+        relevance, support = heads.get("score.relevance"), heads.get("score.support")
+        sufficiency = heads.get("assess.sufficiency")
+        for req, answers in zip(requests, out, strict=True):
+            if req.purpose == "scoring" and (relevance or support):
+                cands = req.state.get("candidates") or []
+                rows = candidate_rows(cands, hand_answers(answers, len(cands)))
+                wanted = {q.kind for q in req.questions}
+                for kind, head in (("score.relevance", relevance), ("score.support", support)):
+                    if head is None or kind not in wanted:
+                        continue
+                    values = head(_matrix(rows, head.features)).tolist()
+                    suffix = "_" + kind.split(".", 1)[1]
+                    for q in req.questions:
+                        if q.kind == kind:
+                            # candidate_{i}_<name>: i indexes the candidates
+                            i = int(q.id[len("candidate_") : -len(suffix)])
+                            answers[q.id] = NoulAnswer(_unit(values[i]))
+            elif req.purpose == "assessment" and sufficiency is not None:
+                for q in req.questions:
+                    if q.kind == "assess.sufficiency":
+                        hand = answers[q.id]
+                        assert isinstance(hand, NoulAnswer)
+                        feats = assessment_features(req.state, hand.value)
+                        x = np.array([[feats[n] for n in sufficiency.features]])
+                        answers[q.id] = NoulAnswer(_unit(float(sufficiency(x)[0])))
+        return out
+
+
+def hand_answers(answers: Mapping[str, Answer], n: int) -> dict[str, list[float]]:
+    """The hand rule's relevance and support answers per candidate, as feature columns."""
+    out: dict[str, list[float]] = {}
+    for name in ("relevance", "support"):
+        col = []
+        for i in range(n):
+            a = answers.get(f"candidate_{i}_{name}")
+            col.append(a.value if isinstance(a, NoulAnswer) else 0.0)
+        out[f"hand_{name}"] = col
+    return out
+
+
+def _unit(x: float) -> float:
+    return x if 0.0 <= x <= 1.0 else (1.0 if x > 1.0 else 0.0)

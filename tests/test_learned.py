@@ -1,0 +1,251 @@
+"""The learned System-One controller: model files, answers, and the training script."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import jevmem
+from jevmem.controller import DecisionRequest, NoulAnswer, catalogue, validate_answers
+from jevmem.controller.learned import (
+    ASSESSMENT_FEATURES,
+    CONTEXT_FEATURES,
+    OWN_FEATURES,
+    Head,
+    LearnedController,
+    SystemOneModel,
+    assessment_features,
+    candidate_matrix,
+    hand_answers,
+)
+from jevmem.embed import HashEmbedder
+from jevmem.errors import InvalidConfigError
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def random_head(names: tuple[str, ...], hidden: int, seed: int) -> Head:
+    rng = np.random.default_rng(seed)
+    sizes = [len(names), *([hidden] if hidden else []), 1]
+    layers = tuple(
+        (rng.normal(size=(a, b)) * 3, rng.normal(size=b)) for a, b in itertools.pairwise(sizes)
+    )
+    return Head(names, rng.normal(size=len(names)), rng.uniform(0.1, 2, size=len(names)), layers)
+
+
+def random_model(seed: int, hidden: int = 4) -> SystemOneModel:
+    return SystemOneModel(
+        {
+            "score.relevance": random_head(OWN_FEATURES, hidden, seed),
+            "score.support": random_head(CONTEXT_FEATURES, 0, seed + 1),
+            "assess.sufficiency": random_head(ASSESSMENT_FEATURES, 0, seed + 2),
+        },
+        {"version": "test"},
+    )
+
+
+signal_value = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.none(),
+    st.integers(-(10**6), 10**6),
+)
+signal_names = st.sampled_from(
+    sorted({n for f in OWN_FEATURES + CONTEXT_FEATURES for n in f.split("*")} | {"novelty"})
+)
+
+
+@given(
+    cands=st.lists(st.dictionaries(signal_names, signal_value, max_size=12), max_size=12),
+    seed=st.integers(0, 2**16),
+    hidden=st.sampled_from([0, 3]),
+)
+def test_learned_answers_are_valid_for_any_features(
+    cands: list[dict[str, Any]], seed: int, hidden: int
+) -> None:
+    model = random_model(seed, hidden)
+    ctl = LearnedController(model)
+    candidates = [{"id": i, "text": "x", "signals": s} for i, s in enumerate(cands)]
+    qs = tuple(q for i in range(len(candidates)) for q in catalogue.scoring_questions(i))
+    scoring = DecisionRequest(
+        "scoring", {"query": {"text": "q", "routing": {}}, "candidates": candidates}, qs
+    )
+    # the memory's evidence scores are numbers; their signals may be anything
+    evidence = [
+        {"id": i, "text": "x", "score": (i % 5) / 4, "signals": s} for i, s in enumerate(cands)
+    ]
+    assess = DecisionRequest(
+        "assessment",
+        {"query": {"text": "q"}, "evidence": evidence, "coverage": 0.5, "frontier_best": 0.1},
+        catalogue.assessment_questions(),
+    )
+    answers = ctl.decide([scoring, assess])
+    validate_answers([scoring, assess], answers)  # range, shape, every question answered
+    for got in answers:
+        for a in got.values():
+            assert isinstance(a, NoulAnswer)
+            assert 0.0 <= a.value <= 1.0 and math.isfinite(a.value)
+    # the matrices have one row per candidate and one column per feature
+    assert candidate_matrix(candidates, OWN_FEATURES).shape == (len(cands), len(OWN_FEATURES))
+    feats = assessment_features(assess.state, 0.5)
+    assert set(feats) == set(ASSESSMENT_FEATURES)
+    assert all(math.isfinite(v) for v in feats.values())
+
+
+def test_heads_answer_their_kinds_and_the_rest_is_the_hand_rules() -> None:
+    model = random_model(7)
+    learned, hand = LearnedController(model), jevmem.LocalController()
+    cands = [
+        {"id": i, "text": "t", "signals": {"lexical": i / 4, "dense": 1 - i / 4, "support": 0.3}}
+        for i in range(4)
+    ]
+    qs = tuple(q for i in range(4) for q in catalogue.scoring_questions(i))
+    req = DecisionRequest(
+        "scoring", {"query": {"text": "q", "routing": {}}, "candidates": cands}, qs
+    )
+    got, base = learned.decide([req])[0], hand.decide([req])[0]
+    x = candidate_matrix(cands, OWN_FEATURES, hand_answers(base, 4))
+    expect = model.heads["score.relevance"](x)
+    for i in range(4):
+        assert got[f"candidate_{i}_relevance"].value == pytest.approx(expect[i])  # type: ignore[union-attr]
+        # usefulness and novelty have no head: the hand rule answers
+        assert got[f"candidate_{i}_novelty"] == base[f"candidate_{i}_novelty"]
+        assert (
+            got[f"candidate_{i}_relation_usefulness"] == base[f"candidate_{i}_relation_usefulness"]
+        )
+
+
+def test_model_file_round_trip_and_bad_files(tmp_path: Path) -> None:
+    model = random_model(3)
+    path = tmp_path / "m.json"
+    model.save(path)
+    again = SystemOneModel.load(path)
+    x = np.random.default_rng(0).normal(size=(5, len(OWN_FEATURES)))
+    assert np.array_equal(model.heads["score.relevance"](x), again.heads["score.relevance"](x))
+    bad = json.loads(path.read_text())
+    bad["format"] = 99
+    path.write_text(json.dumps(bad))
+    with pytest.raises(InvalidConfigError, match="format"):
+        SystemOneModel.load(path)
+    bad["format"] = 1
+    bad["heads"]["score.relevance"]["mean"] = [0.0]  # wrong width
+    path.write_text(json.dumps(bad))
+    with pytest.raises(InvalidConfigError):
+        SystemOneModel.load(path)
+    path.write_text("{not json")
+    with pytest.raises(InvalidConfigError, match="cannot read"):
+        SystemOneModel.load(path)
+    with pytest.raises(InvalidConfigError, match="cannot answer"):
+        SystemOneModel({"route.semantic": model.heads["score.support"]})
+
+
+def test_the_shipped_model_loads_and_a_memory_uses_it() -> None:
+    model = SystemOneModel.shipped()
+    assert set(model.heads) <= set(SystemOneModel.KINDS)
+    assert model.meta.get("training", {}).get("command")  # says how it was made
+    m = jevmem.Memory(HashEmbedder(64), LearnedController(model))
+    m.add_batch(
+        ["I adopted a beagle called Toby.", "Work was busy today.", "Toby loves the beach."],
+        timestamps=["2024-01-01T10:00:00Z", "2024-01-02T10:00:00Z", "2024-01-03T10:00:00Z"],
+        speakers=["Ann", "Ann", "Ann"],
+    )
+    res = m.search("What is the name of Ann's dog?", k=3)
+    assert res.trace["controller"] == "learned"
+    assert res.evidence and res.sufficiency is not None and 0 <= res.sufficiency <= 1
+
+
+def synthetic_conversation(sample: str, seed: int) -> dict[str, Any]:
+    """A small LoCoMo-layout conversation with known evidence and unanswerable questions."""
+    rng = np.random.default_rng(seed)
+    pets = ["Toby", "Milo", "Luna", "Rex", "Nala", "Coco"]
+    cities = ["Lisbon", "Oslo", "Quito", "Hanoi", "Perth", "Tunis"]
+    hobbies = ["pottery", "climbing", "chess", "rowing", "baking", "sketching"]
+    fillers = [
+        "How was your week?",
+        "Pretty good, thanks for asking!",
+        "The weather has been lovely lately.",
+        "I watched a film last night.",
+        "That sounds fun, tell me more.",
+    ]
+    sessions: dict[str, Any] = {"speaker_a": "Ann", "speaker_b": "Bo"}
+    qa: list[dict[str, Any]] = []
+    turn = 0
+    for s in range(1, 4):
+        sessions[f"session_{s}_date_time"] = f"10:00 am on {s} May, 2023"
+        turns = []
+        for k in range(8):
+            speaker = "Ann" if k % 2 == 0 else "Bo"
+            turn += 1
+            dia = f"D{s}:{k + 1}"
+            if k in (2, 5):
+                i = int(rng.integers(len(pets)))
+                fact = [
+                    (f"My dog is called {pets[i]}.", f"What is the name of {speaker}'s dog?"),
+                    (f"I moved to {cities[i]} last month.", f"Where did {speaker} move to?"),
+                    (f"I took up {hobbies[i]} recently.", f"Which hobby did {speaker} take up?"),
+                ][(s + k) % 3]
+                turns.append({"speaker": speaker, "dia_id": dia, "text": fact[0]})
+                qa.append({"question": fact[1], "answer": "x", "evidence": [dia], "category": 4})
+            else:
+                turns.append(
+                    {"speaker": speaker, "dia_id": dia, "text": fillers[turn % len(fillers)]}
+                )
+        sessions[f"session_{s}"] = turns
+    qa.append({"question": "What did Ann say about her trip to Mars?", "adversarial_answer": "x",
+               "evidence": [], "category": 5})  # fmt: skip
+    qa.append({"question": "Which violin did Bo buy?", "adversarial_answer": "x", "evidence": [],
+               "category": 5})  # fmt: skip
+    return {"sample_id": sample, "conversation": sessions, "qa": qa}
+
+
+def test_training_script_runs_on_a_small_synthetic_set(tmp_path: Path) -> None:
+    for name, seed in (("chats-a", 1), ("chats-b", 2)):
+        data = [synthetic_conversation(f"{name}-{i}", seed * 10 + i) for i in range(2)]
+        (tmp_path / f"{name}.json").write_text(json.dumps(data))
+    out, report = tmp_path / "model.json", tmp_path / "report.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "train_controller.py"),
+            "--data",
+            str(tmp_path / "chats-a.json"),
+            "--data",
+            str(tmp_path / "chats-b.json"),
+            "--embedder",
+            "hash",
+            "--folds",
+            "2",
+            "--epochs",
+            "40",
+            "--hidden",
+            "3",
+            "--out",
+            str(out),
+            "--report",
+            str(report),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rep = json.loads(report.read_text())
+    assert rep["datasets"] == ["chats-a", "chats-b"]
+    assert rep["questions"] == {"chats-a": 16, "chats-b": 16}
+    for table in ("held_out_pool_recall@10", "held_out_full_recall@10", "held_out_abstain_auroc"):
+        assert set(rep[table]) == {"chats-a", "chats-b"}
+        for row in rep[table].values():
+            for v in row.values():
+                assert v is None or 0.0 <= v <= 1.0
+    model = SystemOneModel.load(out)
+    assert sorted(model.heads) == rep["shipped_heads"]
+    assert model.meta["training"]["held_out_full_recall@10"] == rep["held_out_full_recall@10"]
