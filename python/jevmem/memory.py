@@ -473,6 +473,10 @@ class Memory:
 
         The result equals adding them one by one: each new observation only
         ever sees candidates inserted before it.
+
+        A text longer than the embedder's window is kept whole and also
+        indexed passage by passage (``MemoryConfig.index_passages``); with
+        caller-supplied ``embeddings`` only the node vectors are stored.
         """
         n = len(texts)
 
