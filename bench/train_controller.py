@@ -66,7 +66,7 @@ from jevmem.controller.learned import (
     Head,
     LearnedController,
     SystemOneModel,
-    assessment_features,
+    assessment_row,
     candidate_rows,
     feature_matrix,
     hand_answers,
@@ -443,8 +443,7 @@ def assess_matrix(ends: list[Any]) -> tuple[Array, Array, list[str], list[float]
             continue
         req, got = last
         hand = hand_value(got, "sufficiency")
-        f = assessment_features(req.state, hand)
-        xs.append([f[n] for n in ASSESSMENT_FEATURES])
+        xs.append(assessment_row(req.state, hand, ASSESSMENT_FEATURES)[0])
         ys.append(0.0 if cat == ADVERSARIAL else 1.0)
         ds.append(dataset)
         hands.append(hand)
@@ -499,6 +498,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     log("stage 1: recording the hand controller's requests")
     rows, hand_ends = recorded(args, built)
+    if args.record_only:
+        return {"recorded_questions": len(rows), "record_cache": str(args.record_cache)}
     folds = fold_of(built, args.folds)
     fold_fits: dict[int, Fit] = {}
     held_pool: dict[str, dict[str, float | None]] = {d: {} for d in datasets}
@@ -622,6 +623,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         type=Path,
         default=None,
         help="keep stage 1's recording here (reused while the data and jevmem's code are unchanged)",
+    )
+    ap.add_argument(
+        "--record-only", action="store_true", help="stop after stage 1 (with --record-cache)"
     )
     ap.add_argument("--limit-conversations", type=int, default=None, help="per data file")
     ap.add_argument("--folds", type=int, default=5)

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 import jevmem
 from jevmem.controller import DecisionRequest, NoulAnswer, catalogue, validate_answers
 from jevmem.controller.learned import (
+    ASSESSMENT_BASE,
     ASSESSMENT_FEATURES,
     CONTEXT_FEATURES,
     OWN_FEATURES,
@@ -97,7 +98,7 @@ def test_learned_answers_are_valid_for_any_features(
     # the matrices have one row per candidate and one column per feature
     assert candidate_matrix(candidates, OWN_FEATURES).shape == (len(cands), len(OWN_FEATURES))
     feats = assessment_features(assess.state, 0.5)
-    assert set(feats) == set(ASSESSMENT_FEATURES)
+    assert set(feats) == set(ASSESSMENT_BASE)
     assert all(math.isfinite(v) for v in feats.values())
 
 

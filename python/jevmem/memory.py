@@ -1774,6 +1774,9 @@ class _QueryRun:
                 "coverage": coverage,
                 "known_terms": known_terms,
                 "covered_terms": covered_terms,
+                # the query names a person the memory knows as a speaker:
+                # whether the evidence is about that person can be checked
+                "names_speaker": 1.0 if self.asked_people and self.m._speakers else 0.0,
                 "frontier_best": frontier_best,
             },
             catalogue.assessment_questions(),

@@ -39,6 +39,7 @@ from jevmem.controller.types import Answer, DecisionRequest, NoulAnswer
 from jevmem.errors import InvalidConfigError
 
 __all__ = [
+    "ASSESSMENT_BASE",
     "ASSESSMENT_FEATURES",
     "CONTEXT_FEATURES",
     "OWN_FEATURES",
@@ -46,6 +47,7 @@ __all__ = [
     "LearnedController",
     "SystemOneModel",
     "assessment_features",
+    "assessment_row",
     "candidate_matrix",
     "candidate_rows",
     "feature_matrix",
@@ -74,13 +76,8 @@ OWN_FEATURES: tuple[str, ...] = (
     "length*lexical",
     "expanded",
     "edge_weight",
-    "type_episodic",
-    "type_semantic",
-    "type_procedural",
-    "type_preference",
-    "type_preference*query_request",
-    "type_procedural*query_request",
-    "query_self*speaker_asks",
+    "dense_passage",
+    "length*dense_passage",
     "hand_relevance",
 )
 #: A candidate's context (what ``score.support`` is about): how the turns
@@ -96,7 +93,7 @@ CONTEXT_FEATURES: tuple[str, ...] = (
     "hand_support",
 )
 #: The summary of an assessment's evidence that ``assess.sufficiency`` reads.
-ASSESSMENT_FEATURES: tuple[str, ...] = (
+ASSESSMENT_BASE: tuple[str, ...] = (
     "top_score",
     "second_score",
     "top3_score",
@@ -109,6 +106,17 @@ ASSESSMENT_FEATURES: tuple[str, ...] = (
     "frontier_best",
     "top_dense_raw",
     "hand_sufficiency",
+    "names_speaker",
+    "unnamed",
+)
+#: What ``assess.sufficiency`` reads: the summary, and the summary apart for
+#: queries that name a known speaker (whether the evidence is about that
+#: person is the question) and for those that do not (whether the memory
+#: holds the subject at all is).
+ASSESSMENT_FEATURES: tuple[str, ...] = ASSESSMENT_BASE + tuple(
+    f"{gate}*{name}"
+    for gate in ("names_speaker", "unnamed")
+    for name in ASSESSMENT_BASE[:12]
 )
 
 
@@ -176,7 +184,8 @@ def feature_matrix(
 
 
 def assessment_features(state: Mapping[str, Any], hand_sufficiency: float) -> dict[str, float]:
-    """The summary of an assessment request's evidence (`ASSESSMENT_FEATURES`)."""
+    """The summary of an assessment request's evidence (`ASSESSMENT_BASE`;
+    `assessment_row` adds the products)."""
     evidence: list[Mapping[str, Any]] = list(state.get("evidence") or [])
     scores = sorted((_finite(e.get("score")) for e in evidence), reverse=True)
 
@@ -208,7 +217,16 @@ def assessment_features(state: Mapping[str, Any], hand_sufficiency: float) -> di
             (_finite((e.get("signals") or {}).get("dense_raw")) for e in evidence), default=0.0
         ),
         "hand_sufficiency": _finite(hand_sufficiency),
+        "names_speaker": _finite(state.get("names_speaker")),
+        "unnamed": 1.0 - _finite(state.get("names_speaker")),
     }
+
+
+def assessment_row(
+    state: Mapping[str, Any], hand_sufficiency: float, names: Sequence[str]
+) -> npt.NDArray[np.float64]:
+    """One assessment's features, in the order ``names`` asks for."""
+    return _matrix([assessment_features(state, hand_sufficiency)], names)
 
 
 def _finite(v: object) -> float:
@@ -353,7 +371,10 @@ class LearnedController(LocalController):
         super().__init__()
         self.model = model if model is not None else SystemOneModel.shipped()
         head = self.model.heads.get("assess.sufficiency")
-        if head is not None and (unknown := set(head.features) - set(ASSESSMENT_FEATURES)):
+        known = set(ASSESSMENT_BASE)
+        if head is not None and (
+            unknown := {f for f in head.features if not set(f.split("*")) <= known}
+        ):
             raise InvalidConfigError(
                 f"the sufficiency head reads unknown features {sorted(unknown)}"
             )
@@ -383,8 +404,7 @@ class LearnedController(LocalController):
                     if q.kind == "assess.sufficiency":
                         hand = answers[q.id]
                         assert isinstance(hand, NoulAnswer)
-                        feats = assessment_features(req.state, hand.value)
-                        x = np.array([[feats[n] for n in sufficiency.features]])
+                        x = assessment_row(req.state, hand.value, sufficiency.features)
                         answers[q.id] = NoulAnswer(_unit(float(sufficiency(x)[0])))
         return out
 
