@@ -50,7 +50,16 @@ from jevmem.controller.types import (
 from jevmem.embed import Embedder, default_embedder
 from jevmem.entities import extract_entities, mentions
 from jevmem.errors import InvalidConfigError, InvalidInputError
-from jevmem.temporal import TimeRef, describe, ground, query_time_cues, to_timestamp
+from jevmem.temporal import (
+    FactTime,
+    TimeRef,
+    describe,
+    event_time,
+    ground,
+    query_fact_time,
+    query_time_cues,
+    to_timestamp,
+)
 
 __all__ = ["EvidenceItem", "Memory", "MemoryConfig", "SearchResult", "Via"]
 
@@ -187,6 +196,13 @@ class EvidenceItem:
     via: Via | None
     #: Time expressions in the text, resolved against the observation time.
     time_refs: tuple[dict[str, Any], ...] = ()
+    #: Facts that change: the observations this one replaced and the ones
+    #: that replaced it (supersedes links), and when its fact held on the
+    #: world timeline, [valid_from, valid_to); set only for linked nodes.
+    supersedes: tuple[int, ...] = ()
+    superseded_by: tuple[int, ...] = ()
+    valid_from: int | None = None
+    valid_to: int | None = None
 
 
 @dataclass
@@ -531,6 +547,9 @@ class Memory:
                             "same_session": _same_session(node, other),
                             "alias": _alias_signal(node.entities, other.entities),
                             "inserted_before": 1.0,
+                            # for relation.supersedes: one speaker, and which is older
+                            "same_speaker": _same_speaker(node, other),
+                            "older": _older(other, node),
                         },
                     }
                 )
@@ -566,6 +585,7 @@ class Memory:
         # 3. relation judgment: one call for every pair of the batch
         answers = self._decide(relation_requests, "write")
         controller_edges: list[tuple[object, ...]] = []
+        supersedes: list[tuple[int, int, float]] = []
         theta = self.config.theta_rel
         for (node_id, cand_ids), got in zip(pair_index, answers, strict=True):
             for i, cid in enumerate(cand_ids):
@@ -591,6 +611,8 @@ class Memory:
                     )
                 if val("entity_alias") >= theta:
                     controller_edges.append((cid, node_id, "entity", val("entity_alias")))
+                if val("supersedes") >= theta:
+                    supersedes.append((node_id, cid, val("supersedes")))
                 choice = got.get(prefix + "temporal")
                 if isinstance(choice, ChoiceAnswer) and choice.label != "unknown":
                     prob = choice.distribution[choice.label]
@@ -600,11 +622,43 @@ class Memory:
                         )
         if controller_edges:
             self.store.add_edges(controller_edges)
+        if supersedes:
+            self._record_supersedes(supersedes)
 
         # 4. consolidation every `consolidation_period` successful writes
         if focus:
             self._consolidate(focus)
         return ids
+
+    def _record_supersedes(self, links: list[tuple[int, int, float]]) -> None:
+        """Store supersedes links (new, old, weight) with both ends' event
+        times, so validity is measured on the world timeline: a fact holds
+        from when its text says it began (else its observation time)."""
+        for node_id in sorted({n for new, old, _ in links for n in (new, old)}):
+            stamp = self._stamps.get(node_id)
+            start = event_time(stamp, self._time_refs.get(node_id, ()))
+            if start != stamp:
+                self.store.set_valid_from(node_id, start)
+        self.store.add_supersedes_batch(links)
+
+    # facts that change: what the memory knows about replaced facts
+
+    def validity(self, node_id: int) -> tuple[int | None, int | None]:
+        """``(valid_from, valid_to)`` of a node's fact on the world timeline
+        (not when it was recorded); ``valid_to`` is None while it is current."""
+        return self.store.validity(node_id)
+
+    def superseded_by(self, node_id: int) -> list[int]:
+        """The observations that updated, replaced or contradicted this one."""
+        return self.store.superseded_by(node_id)
+
+    def supersedes(self, node_id: int) -> list[int]:
+        """The observations this one updated, replaced or contradicted."""
+        return self.store.supersedes(node_id)
+
+    def history(self, node_id: int) -> list[int]:
+        """This node, then every fact it replaced, transitively, nearest first."""
+        return self.store.history(node_id)
 
     def _rule_time_edges(self, node: Node) -> list[tuple[object, ...]]:
         """Link a node to its neighbours in time order (already in `_timeline`)."""
@@ -979,6 +1033,19 @@ def _episode(node: Node) -> str | None:
     return named
 
 
+def _same_speaker(a: Node, b: Node) -> float:
+    sa = a.provenance.get("speaker", "").lower()
+    return 1.0 if sa and sa == b.provenance.get("speaker", "").lower() else 0.0
+
+
+def _older(candidate: Node, new: Node) -> float:
+    """1 when the candidate was observed before the new node (or at the same
+    time, or either time is unknown: then insertion order says it came first), else 0."""
+    if candidate.timestamp is None or new.timestamp is None:
+        return 1.0
+    return 1.0 if candidate.timestamp <= new.timestamp else 0.0
+
+
 def _same_session(a: Node, b: Node) -> float:
     sa = _session(a)
     return 1.0 if sa is not None and sa == _session(b) else 0.0
@@ -1113,6 +1180,8 @@ class _QueryRun:
             else list(self.query_entities)
         )
         self.time_cues = query_time_cues(query, now=now)
+        #: which time the query wants facts to hold at (see `fact_signals`)
+        self.fact_time: FactTime = query_fact_time(query, self.time_cues, now=now)
         self.query_tokens = set(store.tokenize(query))
         # What the query asks about, without the names of whom it asks about:
         # evidence must match both parts, separately (SPEC §3: sufficiency).
@@ -1178,6 +1247,90 @@ class _QueryRun:
             )
             texts[node_id] = f.text
             entity_ok[node_id] = 1.0 if not named else min(1.0, ent + 0.4 * (ent > 0))
+        self.fact_signals(ids, out)
+        return out
+
+    # -- facts that change -----------------------------------------------------
+
+    def fact_signals(self, ids: list[int], out: list[dict[str, float]]) -> None:
+        """Validity signals of the nodes in a supersedes chain, each in [0, 1],
+        for the time the query asks about (`query_fact_time`):
+
+        - ``valid_at_query_time``: the share of that time the node's fact held
+          (1 or 0 for a point: the present, or ``now``);
+        - ``superseded``: the share of it after the fact was replaced, times
+          the link's weight;
+        - ``not_yet_valid``: the share of it before the fact began, times the
+          weight (a replacement asked about before it happened);
+        - ``chain_match``: for a fact that held then, the best topical match
+          among the facts it replaced or was replaced by, times the weight: the
+          fact valid at the time answers what its chain is about.
+
+        Nodes outside any chain, and queries that name no time and no tense,
+        get none of them (a controller reads absent as 0).
+        """
+        ft = self.fact_time
+        store = self.m.store
+        if ft.stance == "neutral" or not ids or not store.supersedes_count:
+            return
+        chains = store.fact_chains(ids)
+        valid_rows: list[tuple[dict[str, float], list[tuple[int, float]]]] = []
+        for sig, chain in zip(out, chains, strict=True):
+            if chain is None:
+                continue
+            start, end, olds, news = chain
+            w_new = max((w for _, w in news), default=0.0)
+            w_any = max(w_new, max((w for _, w in olds), default=0.0))
+            if ft.stance == "past":
+                # before a change: what was replaced held, what replaced it did not yet
+                held, after, before = (1.0, 0.0, 0.0) if news else (0.0, 0.0, 1.0)
+            elif ft.stance == "present":
+                t = ft.at
+                replaced = bool(news) and (t is None or end is None or end <= t)
+                begun = start is None or t is None or start <= t
+                held = 1.0 if begun and not replaced else 0.0
+                after = 1.0 if replaced else 0.0
+                before = 0.0 if begun else 1.0
+            else:
+                lo, hi = ft.at, ft.until
+                assert lo is not None and hi is not None
+                width = max(1, hi - lo)
+                a = lo if start is None else max(lo, start)
+                b = hi if end is None else min(hi, end)
+                held = max(0, b - a) / width
+                after = 0.0 if end is None else max(0, hi - max(lo, end)) / width
+                before = 0.0 if start is None else max(0, min(hi, start) - lo) / width
+            sig["valid_at_query_time"] = min(1.0, held)
+            sig["superseded"] = min(1.0, after) * w_new
+            sig["not_yet_valid"] = min(1.0, before) * w_any
+            sig["chain_match"] = 0.0
+            if held > 0:
+                valid_rows.append((sig, olds + news))
+        relatives = sorted({r for _, rel in valid_rows for r, _ in rel})
+        if not relatives:
+            return
+        lex = store.lexical_scores(self.query, relatives).tolist()
+        sims = store.similarities(self.qvec, relatives).tolist()
+        match = {
+            r: 0.5 * _share_of_best(lx, self.max_lex)
+            + 0.5 * _share_of_best(0.0 if math.isnan(sm) else sm, self.max_sim)
+            for r, lx, sm in zip(relatives, lex, sims, strict=True)
+        }
+        for sig, rel in valid_rows:
+            best = max(w * match.get(r, 0.0) for r, w in rel)
+            sig["chain_match"] = min(1.0, best * sig["valid_at_query_time"])
+
+    def chain_relatives(self, ids: list[int]) -> list[int]:
+        """The nodes one supersedes link away from any of ``ids``, when the
+        query asks about a time: so the fact valid then is ranked even when its
+        words match less, and the history stays in reach."""
+        store = self.m.store
+        if self.fact_time.stance == "neutral" or not ids or not store.supersedes_count:
+            return []
+        out: list[int] = []
+        for chain in store.fact_chains(ids):
+            if chain is not None:
+                out.extend(r for r, _ in chain[2] + chain[3])
         return out
 
     def time_match(self, node_id: int) -> float:
@@ -1270,6 +1423,15 @@ class _QueryRun:
             sigs += self.signals(context)
             ids += context
         self.pool_sources["context"] = len(context)
+        chained = []
+        for other in self.chain_relatives(strongest):
+            if other not in seen:
+                seen.add(other)
+                chained.append(other)
+        if chained:
+            sigs += self.signals(chained)
+            ids += chained
+        self.pool_sources["supersedes"] = len(chained)
         return ids, sigs
 
     def near_support(self, node_id: int) -> float:
@@ -1583,8 +1745,20 @@ class _QueryRun:
             }
             for r in self.m._time_refs.get(node_id, ())
         )
+        facts: dict[str, Any] = {}
+        store = self.m.store
+        if store.supersedes_count:
+            chain = store.fact_chains([node_id])[0]
+            if chain is not None:
+                start, end, olds, news = chain
+                facts = {
+                    "supersedes": tuple(o for o, _ in olds),
+                    "superseded_by": tuple(n for n, _ in news),
+                    "valid_from": start,
+                    "valid_to": end,
+                }
         return EvidenceItem(
-            node_id, node.text, score, node.timestamp, dict(node.provenance), via, refs
+            node_id, node.text, score, node.timestamp, dict(node.provenance), via, refs, **facts
         )
 
     def simple_result(self) -> SearchResult:

@@ -92,6 +92,30 @@ _MULTI = _cues(
 _NEGATION = _cues(
     r"not", r"never", r"no longer", r"don't", r"doesn't", r"didn't", r"isn't", r"wasn't", r"won't"
 )
+# Words with which a speaker says a value changed: an update, a switch, a
+# move, a correction (relation.supersedes reads them off the newer text).
+_CHANGE = _cues(
+    r"now", r"nowadays", r"these days", r"from now on", r"no longer", r"any ?more",
+    r"not .{1,40}? any ?more", r"instead(?: of)?", r"rather than", r"switch(?:ed|ing)?",
+    r"mov(?:ed|ing) (?:to|from|over|on)", r"chang(?:ed|ing|e) (?:to|from|over|my|our|the)",
+    r"changed", r"from [\w'-]+(?: [\w'-]+)? to", r"actually", r"updat(?:e|ed|ing)",
+    r"replac(?:e|ed|ing)", r"stopped", r"quit", r"gave up", r"went from", r"turned out",
+    r"correction", r"upgraded", r"downgraded", r"migrat(?:ed|ing|e) (?:to|from)",
+    r"(?:increased|decreased|dropped|raised|reduced|grew|fell|rose) (?:to|from|by)",
+    r"(?:is|are|am) now", r"(?:my|our) new", r"not anymore", r"used to",
+)  # fmt: skip
+# What a change statement says was given up: the words after these name the
+# old value ("switched from oat", "instead of Airflow", "no longer in Paris").
+_REPLACED_VALUE = re.compile(
+    r"\b(?:from|instead of|rather than|no longer|replaced|replacing|quit|stopped|"
+    r"gave up(?: on)?)\s+(?:(?:the|a|an|my|our|using|drinking|at|in|with)\s+)?"
+    r"([\w'-]{3,})",
+    re.IGNORECASE,
+)
+_WORD = re.compile(r"[\w'-]{3,}")
+
+
+_SENTENCE_END = re.compile(r"[.!?]+(?:\s|$)|\n+")
 
 
 def _squash(x: float, mid: float = 0.5, steep: float = 8.0) -> float:
@@ -142,6 +166,7 @@ class LocalController:
             "relation.causal_new_to_candidate": self._relation,
             "relation.same_episode": self._relation,
             "relation.entity_alias": self._relation,
+            "relation.supersedes": self._supersedes,
             "relation.temporal": self._temporal_choice,
             "consolidate.redundant": self._consolidation,
             "consolidate.contradicting": self._consolidation,
@@ -228,6 +253,36 @@ class LocalController:
         else:
             cue = _density(_CAUSE, str(cand["text"]), per=1.0) * 0.8
         return NoulAnswer(_clip(topical * (0.25 + 0.75 * cue) * (0.6 + 0.4 * max(ent, tmp))))
+
+    def _supersedes(self, req: DecisionRequest, q: Noul | Choice, i: int | None) -> Answer:
+        """Does the new observation replace what candidate ``i`` said?
+
+        Four things must hold together, so the answer is their product: the
+        two are on one topic (vector and lexical match), about one subject
+        (same speaker, a shared entity or an alias), the candidate is the older
+        statement, and the new text says something changed (change words, the
+        old value named as given up, or a flip between asserting and denying).
+        """
+        assert i is not None
+        new = req.state["observation"]
+        cand = req.state["candidates"][i]
+        new_text, old_text = str(new["text"]), str(cand["text"])
+        topical = _squash(0.6 * _sig(cand, "vector") + 0.4 * _sig(cand, "lexical"), 0.4, 10.0)
+        subject = max(
+            _sig(cand, "same_speaker"), min(1.0, 2.0 * _sig(cand, "entity")), _sig(cand, "alias")
+        )
+        older = _sig(cand, "older", 1.0)
+        # cue words per length: a long text that says "now" once is not a
+        # statement of change the way a two-sentence note is
+        sentences = max(1, len(_SENTENCE_END.findall(new_text)))
+        change = 1.0 - math.exp(-_count(_CHANGE, new_text) / (0.6 * max(1.0, sentences / 3)))
+        old_words = {w.lower() for w in _WORD.findall(old_text)}
+        named_old = any(
+            m.group(1).lower() in old_words for m in _REPLACED_VALUE.finditer(new_text)
+        )
+        flip = 0.5 if bool(_NEGATION.search(new_text)) != bool(_NEGATION.search(old_text)) else 0.0
+        cue = _clip(max(change, flip) + (0.3 if named_old else 0.0))
+        return NoulAnswer(_clip(topical * (0.6 + 0.4 * subject) * older * (0.1 + 0.9 * cue)))
 
     def _temporal_choice(self, req: DecisionRequest, q: Noul | Choice, i: int | None) -> Answer:
         assert i is not None and isinstance(q, Choice)
@@ -386,7 +441,8 @@ def _score(state: Mapping[str, Any], kind: str, i: int) -> float:
     # Support from the temporal neighbours, and from the whole episode when
     # the memory plane measured it (two thirds / one third).
     near = _num(sig, "support", 0.0)
-    return _clip((2.0 * near + _num(sig, "episode_support", near)) / 3.0)
+    support = (2.0 * near + _num(sig, "episode_support", near)) / 3.0
+    return _clip(support * _validity_factor(sig))
 
 
 def _num(signals: Mapping[str, Any], name: str, default: float) -> float:
@@ -405,13 +461,38 @@ def relevance(item: Mapping[str, Any]) -> float:
     """
     sig = item.get("signals") or {}
     get = sig.get
-    return _clip(
+    base = _clip(
         0.45 * float(get("lexical") or 0.0)
         + 0.35 * float(get("dense") or 0.0)
         + 0.2 * float(get("entity_match") or 0.0)
         + 0.3 * float(get("time_match") or 0.0)
         - 0.1 * float(get("asks") or 0.0)
     )
+    if "valid_at_query_time" not in sig:  # not in a supersedes chain
+        return base
+    return _validity_adjusted(base, sig)
+
+
+# ---- facts that change: the validity adjustment -----------------------------
+#: How much of its weight as evidence a fact loses when, at the time the query
+#: asks about, it had already been replaced (or had not begun yet). It stays
+#: reachable, lower: the history is part of the answer to "what changed?".
+SUPERSEDED_DISCOUNT = 0.6
+
+
+def _validity_factor(sig: Mapping[str, Any]) -> float:
+    """1 for a fact that held at the query's time, down to 1 - SUPERSEDED_DISCOUNT."""
+    gone = max(_num(sig, "superseded", 0.0), _num(sig, "not_yet_valid", 0.0))
+    return 1.0 - SUPERSEDED_DISCOUNT * _clip(gone)
+
+
+def _validity_adjusted(base: float, sig: Mapping[str, Any]) -> float:
+    """Relevance of a node in a supersedes chain: a fact valid at the query's
+    time answers what its chain is about, so it is at least as relevant as the
+    best of the facts it replaced or was replaced by (``chain_match``); a fact
+    not valid then is discounted (`_validity_factor`)."""
+    rel = max(base, _clip(_num(sig, "chain_match", 0.0)))
+    return _clip(rel * _validity_factor(sig))
 
 
 @lru_cache(maxsize=4096)

@@ -75,9 +75,15 @@ def _result_to_proto(r: SearchResult) -> pb.SearchResult:
             score=float(e.score),
             provenance=e.provenance,
             time_refs_json=json.dumps(list(e.time_refs), default=str),
+            supersedes=e.supersedes,
+            superseded_by=e.superseded_by,
         )
         if e.timestamp is not None:
             item.timestamp = e.timestamp
+        if e.valid_from is not None:
+            item.valid_from = e.valid_from
+        if e.valid_to is not None:
+            item.valid_to = e.valid_to
         if e.via is not None:
             item.via.CopyFrom(
                 pb.Via(
@@ -103,6 +109,10 @@ def _result_from_proto(m: pb.SearchResult) -> SearchResult:
             if e.HasField("via")
             else None,
             tuple(json.loads(e.time_refs_json or "[]")),
+            tuple(e.supersedes),
+            tuple(e.superseded_by),
+            e.valid_from if e.HasField("valid_from") else None,
+            e.valid_to if e.HasField("valid_to") else None,
         )
         for e in m.evidence
     ]

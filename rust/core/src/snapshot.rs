@@ -4,6 +4,10 @@
 //!
 //! Layout (little endian): magic `JEVMEMSS` (8 bytes), format version (u32),
 //! CRC-32 of the payload (u32), payload length (u64), payload (postcard).
+//!
+//! Versions: 1 = config, nodes, embeddings, edges; 2 = the same, then
+//! trailing fields, one per addition (postcard is not self-describing, so
+//! each version keeps its own body struct and old files still load).
 
 use std::io::Write;
 use std::path::Path;
@@ -11,12 +15,15 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::facts::FactsSnapshot;
 use crate::ops::NewNode;
 use crate::store::{MemoryStore, StoreConfig};
 use crate::types::{Edge, Node, NodeId};
 
 const MAGIC: &[u8; 8] = b"JEVMEMSS";
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest version this build still reads.
+pub const OLDEST_READABLE_VERSION: u32 = 1;
 const HEADER_LEN: usize = 8 + 4 + 4 + 8;
 
 #[derive(Serialize)]
@@ -28,8 +35,12 @@ struct BodyRef<'a> {
     /// Unit-normalised embeddings of `nodes`, concatenated.
     embeddings: Vec<f32>,
     edges: Vec<Edge>,
+    // ---- v2 trailing fields: each addition is its own field, appended here ----
+    /// Supersedes links and explicit event times.
+    facts: FactsSnapshot,
 }
 
+/// The current (v2) body.
 #[derive(Deserialize)]
 struct Body {
     config: StoreConfig,
@@ -38,6 +49,33 @@ struct Body {
     nodes: Vec<Node>,
     embeddings: Vec<f32>,
     edges: Vec<Edge>,
+    // ---- v2 trailing fields (see BodyRef) ----
+    facts: FactsSnapshot,
+}
+
+/// A version 1 body: what `Body` was before the trailing fields.
+#[derive(Deserialize)]
+struct BodyV1 {
+    config: StoreConfig,
+    next_id: NodeId,
+    ops_applied: u64,
+    nodes: Vec<Node>,
+    embeddings: Vec<f32>,
+    edges: Vec<Edge>,
+}
+
+impl From<BodyV1> for Body {
+    fn from(v1: BodyV1) -> Self {
+        Body {
+            config: v1.config,
+            next_id: v1.next_id,
+            ops_applied: v1.ops_applied,
+            nodes: v1.nodes,
+            embeddings: v1.embeddings,
+            edges: v1.edges,
+            facts: FactsSnapshot::default(),
+        }
+    }
 }
 
 impl MemoryStore {
@@ -56,6 +94,7 @@ impl MemoryStore {
             nodes,
             embeddings,
             edges: self.graph.all_edges(),
+            facts: self.facts.to_snapshot(),
         };
         let payload =
             postcard::to_stdvec(&body).map_err(|e| Error::Snapshot(format!("encode: {e}")))?;
@@ -75,9 +114,10 @@ impl MemoryStore {
             return Err(Error::Snapshot("not a jevmem snapshot (bad magic)".into()));
         }
         let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
-        if version != FORMAT_VERSION {
+        if !(OLDEST_READABLE_VERSION..=FORMAT_VERSION).contains(&version) {
             return Err(Error::Snapshot(format!(
-                "format version {version} is not supported (this build reads {FORMAT_VERSION})"
+                "format version {version} is not supported (this build reads \
+                 {OLDEST_READABLE_VERSION} to {FORMAT_VERSION})"
             )));
         }
         let crc = u32::from_le_bytes(bytes[12..16].try_into().expect("4 bytes"));
@@ -94,8 +134,14 @@ impl MemoryStore {
                 "checksum mismatch: the file is corrupted".into(),
             ));
         }
-        let body: Body =
-            postcard::from_bytes(payload).map_err(|e| Error::Snapshot(format!("decode: {e}")))?;
+        let decode = |e: postcard::Error| Error::Snapshot(format!("decode: {e}"));
+        let body: Body = if version == 1 {
+            postcard::from_bytes::<BodyV1>(payload)
+                .map_err(decode)?
+                .into()
+        } else {
+            postcard::from_bytes(payload).map_err(decode)?
+        };
         let dim = body.config.vector.dim;
         if body.embeddings.len() != body.nodes.len() * dim {
             return Err(Error::Snapshot(
@@ -133,6 +179,17 @@ impl MemoryStore {
         }
         for edge in body.edges {
             store.upsert_edge(edge)?;
+        }
+        for (id, t) in body.facts.valid_from {
+            store
+                .set_valid_from(id, Some(t))
+                .map_err(|e| Error::Snapshot(format!("event time of node {id}: {e}")))?;
+        }
+        for link in body.facts.links {
+            let (new, old) = (link.new, link.old);
+            store
+                .add_supersedes(link)
+                .map_err(|e| Error::Snapshot(format!("supersedes link {new} -> {old}: {e}")))?;
         }
         store.ops_applied = body.ops_applied;
         Ok(store)
