@@ -80,6 +80,9 @@ _DAY_S = 86_400
 WINDOW_SCAN = 4096
 #: How many of the best evidence items an assessment looks at.
 ASSESSED_ITEMS = 8
+#: At most this many nodes of a supersedes chain are read for one node's
+#: ``chain_match`` (a long history of one value: its first ones are enough).
+CHAIN_NODES = 32
 Summariser = Callable[[Sequence[Node]], str]
 #: A query's read path: yields controller requests, receives their answers.
 _Steps = Generator[list[DecisionRequest], list[dict[str, Answer]], None]
@@ -586,8 +589,12 @@ class Memory:
         answers = self._decide(relation_requests, "write")
         controller_edges: list[tuple[object, ...]] = []
         supersedes: list[tuple[int, int, float]] = []
+        #: per new node, its best supersedes candidates: a statement of change
+        #: replaces the earlier statement it is most about, not every earlier
+        #: one on the topic (ties are all kept)
         theta = self.config.theta_rel
         for (node_id, cand_ids), got in zip(pair_index, answers, strict=True):
+            replaced: list[tuple[int, int, float]] = []
             for i, cid in enumerate(cand_ids):
                 prefix = f"pair_{i}_"
 
@@ -612,7 +619,7 @@ class Memory:
                 if val("entity_alias") >= theta:
                     controller_edges.append((cid, node_id, "entity", val("entity_alias")))
                 if val("supersedes") >= theta:
-                    supersedes.append((node_id, cid, val("supersedes")))
+                    replaced.append((node_id, cid, val("supersedes")))
                 choice = got.get(prefix + "temporal")
                 if isinstance(choice, ChoiceAnswer) and choice.label != "unknown":
                     prob = choice.distribution[choice.label]
@@ -620,6 +627,9 @@ class Memory:
                         controller_edges.append(
                             (cid, node_id, "temporal", prob, "controller", choice.label)
                         )
+            if replaced:
+                top = max(w for _, _, w in replaced)
+                supersedes.extend(link for link in replaced if link[2] == top)
         if controller_edges:
             self.store.add_edges(controller_edges)
         if supersedes:
@@ -1258,13 +1268,16 @@ class _QueryRun:
 
         - ``valid_at_query_time``: the share of that time the node's fact held
           (1 or 0 for a point: the present, or ``now``);
-        - ``superseded``: the share of it after the fact was replaced, times
-          the link's weight;
-        - ``not_yet_valid``: the share of it before the fact began, times the
-          weight (a replacement asked about before it happened);
+        - ``superseded``: the share of it after the fact was replaced;
+        - ``not_yet_valid``: the share of it before the fact began (a
+          replacement asked about before it happened);
         - ``chain_match``: for a fact that held then, the best topical match
-          among the facts it replaced or was replaced by, times the weight: the
-          fact valid at the time answers what its chain is about.
+          in its chain (the facts it replaced or was replaced by, transitively),
+          times that share: the fact valid at the time answers what its chain
+          is about.
+
+        A link's weight is not applied again: it already passed theta_rel
+        when it was written, which is the decision that the fact changed.
 
         Nodes outside any chain, and queries that name no time and no tense,
         get none of them (a controller reads absent as 0).
@@ -1274,13 +1287,11 @@ class _QueryRun:
         if ft.stance == "neutral" or not ids or not store.supersedes_count:
             return
         chains = store.fact_chains(ids)
-        valid_rows: list[tuple[dict[str, float], list[tuple[int, float]]]] = []
+        valid_rows: list[tuple[dict[str, float], list[int]]] = []
         for sig, chain in zip(out, chains, strict=True):
             if chain is None:
                 continue
             start, end, olds, news = chain
-            w_new = max((w for _, w in news), default=0.0)
-            w_any = max(w_new, max((w for _, w in olds), default=0.0))
             if ft.stance == "past":
                 # before a change: what was replaced held, what replaced it did not yet
                 held, after, before = (1.0, 0.0, 0.0) if news else (0.0, 0.0, 1.0)
@@ -1301,12 +1312,12 @@ class _QueryRun:
                 after = 0.0 if end is None else max(0, hi - max(lo, end)) / width
                 before = 0.0 if start is None else max(0, min(hi, start) - lo) / width
             sig["valid_at_query_time"] = min(1.0, held)
-            sig["superseded"] = min(1.0, after) * w_new
-            sig["not_yet_valid"] = min(1.0, before) * w_any
+            sig["superseded"] = min(1.0, after)
+            sig["not_yet_valid"] = min(1.0, before)
             sig["chain_match"] = 0.0
             if held > 0:
-                valid_rows.append((sig, olds + news))
-        relatives = sorted({r for _, rel in valid_rows for r, _ in rel})
+                valid_rows.append((sig, self.chain_of(olds, news)))
+        relatives = sorted({r for _, rel in valid_rows for r in rel})
         if not relatives:
             return
         lex = store.lexical_scores(self.query, relatives).tolist()
@@ -1317,8 +1328,29 @@ class _QueryRun:
             for r, lx, sm in zip(relatives, lex, sims, strict=True)
         }
         for sig, rel in valid_rows:
-            best = max(w * match.get(r, 0.0) for r, w in rel)
+            best = max(match.get(r, 0.0) for r in rel)
             sig["chain_match"] = min(1.0, best * sig["valid_at_query_time"])
+
+    def chain_of(
+        self, olds: list[tuple[int, float]], news: list[tuple[int, float]]
+    ) -> list[int]:
+        """Every node reachable through supersedes links from a node whose
+        direct links are ``olds`` and ``news`` (at most CHAIN_NODES of them)."""
+        store = self.m.store
+        found = [r for r, _ in olds + news]
+        seen = set(found)
+        frontier = list(found)
+        while frontier and len(found) < CHAIN_NODES:
+            step = []
+            for chain in store.fact_chains(frontier):
+                if chain is not None:
+                    for r, _ in chain[2] + chain[3]:
+                        if r not in seen:
+                            seen.add(r)
+                            step.append(r)
+            found += step
+            frontier = step
+        return found[:CHAIN_NODES]
 
     def chain_relatives(self, ids: list[int]) -> list[int]:
         """The nodes one supersedes link away from any of ``ids``, when the

@@ -101,8 +101,8 @@ _CHANGE = _cues(
     r"changed", r"from [\w'-]+(?: [\w'-]+)? to", r"actually", r"updat(?:e|ed|ing)",
     r"replac(?:e|ed|ing)", r"stopped", r"quit", r"gave up", r"went from", r"turned out",
     r"correction", r"upgraded", r"downgraded", r"migrat(?:ed|ing|e) (?:to|from)",
-    r"(?:increased|decreased|dropped|raised|reduced|grew|fell|rose) (?:to|from|by)",
-    r"(?:is|are|am) now", r"(?:my|our) new", r"not anymore", r"used to",
+    r"(?:increased|decreased|dropped|raised|reduced|grew|fell|rose|improved|reached) (?:to|from|by)?",
+    r"(?:is|are|am) now", r"(?:my|our|the) new", r"not anymore", r"used to",
 )  # fmt: skip
 # What a change statement says was given up: the words after these name the
 # old value ("switched from oat", "instead of Airflow", "no longer in Paris").
@@ -113,9 +113,62 @@ _REPLACED_VALUE = re.compile(
     re.IGNORECASE,
 )
 _WORD = re.compile(r"[\w'-]{3,}")
+# A speaker stating a change of their own facts ("I switched", "we moved our").
+_OWN = _cues(r"i", r"i'm", r"i've", r"i'd", r"my", r"me", r"we", r"we're", r"we've", r"our", r"us")
+# Too common to say what a sentence is about.
+_FUNCTION_WORDS = frozenset(
+    "the and for with that this have has had was were are but not you your from they them "
+    "their there what which when where how can could would should will just also very some "
+    "any all into about than then its it's i'm i've don't can't been being our out".split()
+)
+#: At most this many sentences of a new text are read for a change statement.
+_CHANGE_SENTENCES = 24
 
 
-_SENTENCE_END = re.compile(r"[.!?]+(?:\s|$)|\n+")
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def _content_words(text: str) -> set[str]:
+    """Lower-cased words that say what a text is about, plural -s dropped."""
+    words = (x.lower() for x in _WORD.findall(text))
+    return {
+        w[:-1] if w.endswith("s") and len(w) > 3 else w for w in words if w not in _FUNCTION_WORDS
+    }
+
+
+@lru_cache(maxsize=4096)
+def _change_statement(new_text: str, old_text: str) -> float:
+    """How clearly the new text states, in one sentence, that something the
+    old text speaks of changed, in [0, 1].
+
+    Sentence by sentence, so a cue word elsewhere in a long text (code, an
+    explanation that says "now let's ...") does not count: the sentence must
+    carry a change cue, be the speaker's own ("I", "we", "my", "our") and be
+    about the old text's subject (a share of its content words occur there).
+    Naming the old value as given up ("from oat", "instead of Airflow")
+    counts extra; a denial where the old text asserted counts half.
+    """
+    old_words = _content_words(old_text)
+    if not old_words:
+        return 0.0
+    old_denies = _NEGATION.search(old_text) is not None
+    best = 0.0
+    for sentence in _SENTENCE_SPLIT.split(new_text)[:_CHANGE_SENTENCES]:
+        words = _content_words(sentence)
+        if not words or _OWN.search(sentence) is None:
+            continue
+        about = len(words & old_words) / len(words)
+        if about < 0.15:
+            continue
+        cues = _count(_CHANGE, sentence)
+        change = 1.0 - math.exp(-cues / 0.6)
+        if not old_denies and _NEGATION.search(sentence) is not None:
+            change = max(change, 0.5)
+        given_up = (_content_words(m.group(1)) for m in _REPLACED_VALUE.finditer(sentence))
+        if any(g & old_words for g in given_up):
+            change = min(1.0, change + 0.3) if change > 0 else 0.0
+        best = max(best, change * min(1.0, about / 0.2))
+    return best
 
 
 def _squash(x: float, mid: float = 0.5, steep: float = 8.0) -> float:
@@ -272,17 +325,8 @@ class LocalController:
             _sig(cand, "same_speaker"), min(1.0, 2.0 * _sig(cand, "entity")), _sig(cand, "alias")
         )
         older = _sig(cand, "older", 1.0)
-        # cue words per length: a long text that says "now" once is not a
-        # statement of change the way a two-sentence note is
-        sentences = max(1, len(_SENTENCE_END.findall(new_text)))
-        change = 1.0 - math.exp(-_count(_CHANGE, new_text) / (0.6 * max(1.0, sentences / 3)))
-        old_words = {w.lower() for w in _WORD.findall(old_text)}
-        named_old = any(
-            m.group(1).lower() in old_words for m in _REPLACED_VALUE.finditer(new_text)
-        )
-        flip = 0.5 if bool(_NEGATION.search(new_text)) != bool(_NEGATION.search(old_text)) else 0.0
-        cue = _clip(max(change, flip) + (0.3 if named_old else 0.0))
-        return NoulAnswer(_clip(topical * (0.6 + 0.4 * subject) * older * (0.1 + 0.9 * cue)))
+        cue = _change_statement(new_text, old_text)
+        return NoulAnswer(_clip(topical * (0.4 + 0.6 * subject) * older * (0.1 + 0.9 * cue)))
 
     def _temporal_choice(self, req: DecisionRequest, q: Noul | Choice, i: int | None) -> Answer:
         assert i is not None and isinstance(q, Choice)

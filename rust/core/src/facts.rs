@@ -159,7 +159,10 @@ impl FactTable {
             return EdgeUpsert::Strengthened;
         }
         self.links.insert(key, (link.weight, link.origin));
-        self.successors.entry(link.old).or_default().insert(link.new);
+        self.successors
+            .entry(link.old)
+            .or_default()
+            .insert(link.new);
         self.predecessors
             .entry(link.new)
             .or_default()

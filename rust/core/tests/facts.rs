@@ -72,11 +72,11 @@ fn bad_links_change_nothing() {
     s.add_supersedes(link(2, 1, 0.7)).unwrap();
     let before = s.to_snapshot_bytes().unwrap();
     for bad in [
-        link(0, 0, 0.7),   // self
-        link(0, 2, 0.7),   // closes 2 -> 1 -> 0 -> 2
-        link(1, 2, 0.7),   // closes 2 -> 1 -> 2
-        link(9, 0, 0.7),   // unknown node
-        link(2, 0, 1.5),   // weight outside [0, 1]
+        link(0, 0, 0.7), // self
+        link(0, 2, 0.7), // closes 2 -> 1 -> 0 -> 2
+        link(1, 2, 0.7), // closes 2 -> 1 -> 2
+        link(9, 0, 0.7), // unknown node
+        link(2, 0, 1.5), // weight outside [0, 1]
         link(2, 0, f32::NAN),
     ] {
         assert!(s.add_supersedes(bad).is_err());
@@ -265,7 +265,7 @@ proptest! {
         for &id in &m.live {
             let olds: Vec<NodeId> = m.links.keys().filter(|(a, _)| *a == id).map(|&(_, b)| b).collect();
             let news: Vec<NodeId> = m.links.keys().filter(|(_, b)| *b == id).map(|&(a, _)| a).collect();
-            prop_assert_eq!(s.facts().supersedes(id), olds);
+            prop_assert_eq!(s.facts().supersedes(id), olds.clone());
             prop_assert_eq!(s.facts().superseded_by(id), news.clone());
             // validity: from the event time (else the timestamp) to the
             // earliest successor's, never before its own start

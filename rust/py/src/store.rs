@@ -551,7 +551,8 @@ impl MemoryStore {
                     return None;
                 }
                 let (from, to) = s.validity(id).ok()?;
-                let weight = |new: NodeId, old: NodeId| facts.link(new, old).map_or(0.0, |l| l.weight);
+                let weight =
+                    |new: NodeId, old: NodeId| facts.link(new, old).map_or(0.0, |l| l.weight);
                 Some((
                     from,
                     to,
