@@ -83,6 +83,9 @@ ASSESSED_ITEMS = 8
 #: At most this many nodes of a supersedes chain are read for one node's
 #: ``chain_match`` (a long history of one value: its first ones are enough).
 CHAIN_NODES = 32
+#: A fact ranked above the one that replaced it (at the query's time) moves
+#: to just below it: this share of its score.
+REPLACED_BELOW = 0.999
 Summariser = Callable[[Sequence[Node]], str]
 #: A query's read path: yields controller requests, receives their answers.
 _Steps = Generator[list[DecisionRequest], list[dict[str, Answer]], None]
@@ -1207,6 +1210,16 @@ class _QueryRun:
         #: the text of every node whose signals were measured
         self.texts: dict[int, str] = {}
         self.evidence_score: dict[int, float] = {}
+        #: the evidence scores `ranked` ranks by (evidence_score, then
+        #: rank_below_replacements)
+        self.final_score: dict[int, float] = {}
+        #: facts not valid at the query's time -> the facts of their chain
+        #: that were (see fact_signals)
+        self.replaced: dict[int, set[int]] = {}
+        #: chain member -> the facts valid at the query's time whose chain holds it
+        self.holders: dict[int, set[int]] = {}
+        #: the chain nodes whose facts did not hold at the query's time
+        self.invalid: set[int] = set()
         self.assessed_top: list[int] = []
         #: the evidence the latest assessment request showed
         self.shown: list[int] = []
@@ -1288,7 +1301,7 @@ class _QueryRun:
             return
         chains = store.fact_chains(ids)
         valid_rows: list[tuple[dict[str, float], list[int]]] = []
-        for sig, chain in zip(out, chains, strict=True):
+        for node_id, sig, chain in zip(ids, out, chains, strict=True):
             if chain is None:
                 continue
             start, end, olds, news = chain
@@ -1315,8 +1328,17 @@ class _QueryRun:
             sig["superseded"] = min(1.0, after)
             sig["not_yet_valid"] = min(1.0, before)
             sig["chain_match"] = 0.0
+            chain_ids = self.chain_of(olds, news)
             if held > 0:
-                valid_rows.append((sig, self.chain_of(olds, news)))
+                valid_rows.append((sig, chain_ids))
+                for r in chain_ids:
+                    self.holders.setdefault(r, set()).add(node_id)
+                for r in self.invalid.intersection(chain_ids):
+                    self.replaced.setdefault(r, set()).add(node_id)
+            elif after > 0 or before > 0:
+                self.invalid.add(node_id)
+                if node_id in self.holders:
+                    self.replaced.setdefault(node_id, set()).update(self.holders[node_id])
         relatives = sorted({r for _, rel in valid_rows for r in rel})
         if not relatives:
             return
@@ -1331,9 +1353,7 @@ class _QueryRun:
             best = max(match.get(r, 0.0) for r in rel)
             sig["chain_match"] = min(1.0, best * sig["valid_at_query_time"])
 
-    def chain_of(
-        self, olds: list[tuple[int, float]], news: list[tuple[int, float]]
-    ) -> list[int]:
+    def chain_of(self, olds: list[tuple[int, float]], news: list[tuple[int, float]]) -> list[int]:
         """Every node reachable through supersedes links from a node whose
         direct links are ``olds`` and ``news`` (at most CHAIN_NODES of them)."""
         store = self.m.store
@@ -1696,7 +1716,7 @@ class _QueryRun:
                 {
                     "id": e.node,
                     "text": text(e.node),
-                    "score": self.evidence_score.get(e.node, e.score),
+                    "score": self.final_score.get(e.node, e.score),
                     "signals": {
                         "relevance": self.relevance.get(e.node, 0.0),
                         "entity_ok": self.entity_ok.get(e.node, 1.0),
@@ -1728,8 +1748,23 @@ class _QueryRun:
         (`steps` resets it), as the end of a query asks for it up to three times."""
         if self.ranking is None:
             score = self.evidence_score.get
-            self.ranking = sorted(t.result(), key=lambda e: (-score(e.node, e.score), e.node))
+            found = t.result()
+            final = {e.node: score(e.node, e.score) for e in found}
+            if self.replaced:
+                self.rank_below_replacements(final)
+            self.final_score = final
+            self.ranking = sorted(found, key=lambda e: (-final[e.node], e.node))
         return self.ranking
+
+    def rank_below_replacements(self, final: dict[int, float]) -> None:
+        """A fact that did not hold at the time the query asks about ranks
+        right below the gathered fact of its chain that did (never above it,
+        and no further down: the history stays next to the answer)."""
+        for node, holders in self.replaced.items():
+            if node in final:
+                best = max((final[h] for h in holders if h in final), default=None)
+                if best is not None and final[node] >= best:
+                    final[node] = best * REPLACED_BELOW
 
     def scoring_request(self, t: Traversal, found: list[Any]) -> DecisionRequest:
         store = self.m.store
@@ -1821,7 +1856,7 @@ class _QueryRun:
             via = None
             if e.via is not None:
                 via = Via(e.via.view, e.via.src, e.via.dst, e.via.edge_weight, e.via.from_node)
-            evidence.append(self.item(e.node, self.evidence_score.get(e.node, e.score), via))
+            evidence.append(self.item(e.node, self.final_score.get(e.node, e.score), via))
         trace = dict(t.trace())
         cfg = self.m.config.traversal.as_dict()
         trace.update(
