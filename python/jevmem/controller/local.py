@@ -527,9 +527,9 @@ def _validity_adjusted(base: float, sig: Mapping[str, Any]) -> float:
     A fact that did not hold then (``superseded`` / ``not_yet_valid``) keeps
     its own relevance: the memory plane ranks it right below the fact that
     held (`_QueryRun.rank_below_replacements`), so the history stays next to
-    the answer. Discounting it here as well measured worse on BEAM's
-    knowledge-update and contradiction questions, whose gold evidence is both
-    facts (0.15 off: recall@10 -0.02 to -0.05 on four question types)."""
+    the answer. Discounting it here as well measured worse on BEAM, where an
+    update question's gold evidence is both facts (0.15 off: recall@10 down
+    0.02 to 0.05 on four question types, BENCHMARKS.md section 7)."""
     return _clip(max(base, _num(sig, "chain_match", 0.0)))
 
 
