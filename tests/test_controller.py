@@ -37,7 +37,7 @@ def all_questions() -> list[Noul | Choice]:
 def test_catalogue_is_complete_and_answered_locally() -> None:
     qs = all_questions()
     kinds = {q.kind for q in qs}
-    assert len(kinds) == 4 + 6 + 5 + 6 + 4 + 4
+    assert len(kinds) == 4 + 7 + 5 + 6 + 4 + 4
     assert kinds <= set(LocalController.kinds())
     # wording is distinct and every Noul states both criteria
     assert len({q.instruction for q in qs}) == len(qs)
@@ -51,6 +51,7 @@ def test_catalogue_is_complete_and_answered_locally() -> None:
         "pair_3_causal_candidate_to_new",
         "pair_3_causal_new_to_candidate",
         "pair_3_same_episode",
+        "pair_3_supersedes",
     }
     assert all(q.id.startswith("candidate_7_") for q in catalogue.scoring_questions(7))
 

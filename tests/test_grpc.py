@@ -1192,6 +1192,41 @@ def test_memory_service_round_trip(memory_server: tuple[RunningServer, MemoryCli
     assert evidence([m.search("who teaches Maya cello?", k=5)]) == evidence([r])
 
 
+UPDATES = [
+    ("I prefer oat milk in my coffee.", 1_700_000_000),
+    ("The release went out on Monday without problems.", 1_700_086_400),
+    ("I switched from oat milk to soy milk, oat got too sweet.", 1_700_172_800),
+]
+
+
+def test_supersedes_travels_through_the_remote_controller_and_the_memory_service(
+    local_server: RunningServer, memory_server: tuple[RunningServer, MemoryClient]
+) -> None:
+    # the new question kind is one more string on the wire: a remote local
+    # controller links the update as the in-process one does
+    base = Memory(HashEmbedder(64))
+    base.add_batch(
+        [t for t, _ in UPDATES], timestamps=[s for _, s in UPDATES], speakers=["Maya"] * 3
+    )
+    assert base.superseded_by(0) == [2]
+    with GrpcController(local_server.address, use_fallback=False) as g:
+        remote = Memory(HashEmbedder(64), controller=g)
+        remote.add_batch([t for t, _ in UPDATES], timestamps=[s for _, s in UPDATES], speakers=["Maya"] * 3)  # fmt: skip
+        assert remote.store.to_bytes() == base.store.to_bytes()
+        assert g.counters["fallbacks"] == 0
+    # the memory service carries the links on its evidence
+    _, c = memory_server
+    for text, stamp in UPDATES:
+        c.add("facts", text, speaker="Maya", timestamp=stamp)
+    q = "What milk does Maya take now?"
+    r = c.search("facts", q, k=5)
+    want = base.search(q, k=5)
+    assert [
+        (e.id, e.supersedes, e.superseded_by, e.valid_from, e.valid_to) for e in r.evidence
+    ] == [(e.id, e.supersedes, e.superseded_by, e.valid_from, e.valid_to) for e in want.evidence]
+    assert r.evidence[0].id == 2 and r.evidence[0].supersedes == (0,)
+
+
 class _SlowLocal(LocalController):
     """The local controller, 20 ms slower per call: searches on one memory
     overlap, so concurrent calls find it busy and queue."""

@@ -57,6 +57,22 @@ class Edge:
     def temporal_label(self) -> TemporalLabel | None: ...
 
 @final
+class Supersedes:
+    """A supersedes link: ``new`` updates, replaces or contradicts what ``old`` stated."""
+
+    @property
+    def new(self) -> int: ...
+    @property
+    def old(self) -> int: ...
+    @property
+    def weight(self) -> float: ...
+    @property
+    def origin(self) -> EdgeOrigin: ...
+
+#: (valid_from, valid_to, supersedes as (id, weight), superseded_by as (id, weight))
+FactChain = tuple[int | None, int | None, list[tuple[int, float]], list[tuple[int, float]]]
+
+@final
 class WriteCandidate:
     """An earlier node proposed for relation judgment with a new one."""
 
@@ -158,7 +174,34 @@ class MemoryStore:
     ) -> Upsert: ...
     def add_edges(self, edges: Sequence[tuple[object, ...]]) -> list[Upsert]: ...
     def set_types(self, id: int, types: TypeScores) -> None: ...
-    def remove(self, id: int) -> None: ...
+    def remove(self, id: int) -> None:
+        """Delete a node, its edges, its supersedes links and its index entries."""
+    def add_supersedes(
+        self, new: int, old: int, weight: float, *, origin: EdgeOrigin = "controller"
+    ) -> Upsert:
+        """Record that ``new`` supersedes ``old`` (plus the temporal edge
+        ``new -after-> old``); re-asserting keeps the larger weight. Raises
+        InvalidInputError for a self-link or one that would close a cycle."""
+    def add_supersedes_batch(self, links: Sequence[tuple[object, ...]]) -> list[Upsert]:
+        """Links ``(new, old, weight[, origin])``, all or nothing."""
+    def set_valid_from(self, id: int, valid_from: int | None) -> None:
+        """When the node's fact became true, if not its observation time (None: back to it)."""
+    def supersedes_links(self) -> list[Supersedes]:
+        """Every link, sorted by (new, old)."""
+    @property
+    def supersedes_count(self) -> int: ...
+    def supersedes(self, id: int) -> list[int]:
+        """The nodes ``id`` supersedes directly, ascending."""
+    def superseded_by(self, id: int) -> list[int]:
+        """The nodes superseding ``id`` directly, ascending."""
+    def validity(self, id: int) -> tuple[int | None, int | None]:
+        """``(valid_from, valid_to)`` on the world timeline: from the event time
+        (else the timestamp) to the earliest valid_from of a successor
+        (exclusive, never before valid_from); valid_to is None while current."""
+    def history(self, id: int) -> list[int]:
+        """``id``, then every fact it superseded, transitively, nearest first."""
+    def fact_chains(self, ids: Sequence[int]) -> list[FactChain | None]:
+        """Per id: its validity and links when it is in a supersedes link, else None."""
     def get(self, id: int) -> Node: ...
     def embedding(self, id: int) -> npt.NDArray[np.float32]: ...
     def neighbors(self, id: int, view: ViewName | None = None) -> list[Edge]: ...

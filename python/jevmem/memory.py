@@ -57,7 +57,16 @@ from jevmem.embed import Embedder, default_embedder
 from jevmem.entities import extract_entities, mentions
 from jevmem.errors import InvalidConfigError, InvalidInputError
 from jevmem.passages import PassagePlanner
-from jevmem.temporal import TimeRef, describe, ground, query_time_cues, to_timestamp
+from jevmem.temporal import (
+    FactTime,
+    TimeRef,
+    describe,
+    event_time,
+    ground,
+    query_fact_time,
+    query_time_cues,
+    to_timestamp,
+)
 
 __all__ = ["EvidenceItem", "Memory", "MemoryConfig", "SearchResult", "Via"]
 
@@ -78,6 +87,12 @@ _DAY_S = 86_400
 WINDOW_SCAN = 4096
 #: How many of the best evidence items an assessment looks at.
 ASSESSED_ITEMS = 8
+#: At most this many nodes of a supersedes chain are read for one node's
+#: ``chain_match`` (a long history of one value: its first ones are enough).
+CHAIN_NODES = 32
+#: A fact ranked above the one that replaced it (at the query's time) moves
+#: to just below it: this share of its score.
+REPLACED_BELOW = 0.999
 Summariser = Callable[[Sequence[Node]], str]
 #: A query's read path: yields controller requests, receives their answers.
 _Steps = Generator[list[DecisionRequest], list[dict[str, Answer]], None]
@@ -217,6 +232,13 @@ class EvidenceItem:
     #: ``[start, end)`` characters of the passage of ``text`` that matched the
     #: query best (the whole text when it is one passage).
     passage: tuple[int, int] = (0, 0)
+    #: Facts that change: the observations this one replaced and the ones
+    #: that replaced it (supersedes links), and when its fact held on the
+    #: world timeline, [valid_from, valid_to); set only for linked nodes.
+    supersedes: tuple[int, ...] = ()
+    superseded_by: tuple[int, ...] = ()
+    valid_from: int | None = None
+    valid_to: int | None = None
 
 
 @dataclass
@@ -635,6 +657,9 @@ class Memory:
                             "same_session": _same_session(node, other),
                             "alias": _alias_signal(node.entities, other.entities),
                             "inserted_before": 1.0,
+                            # for relation.supersedes: one speaker, and which is older
+                            "same_speaker": _same_speaker(node, other),
+                            "older": _older(other, node),
                         },
                     }
                 )
@@ -670,8 +695,13 @@ class Memory:
         # 3. relation judgment: one call for every pair of the batch
         answers = self._decide(relation_requests, "write")
         controller_edges: list[tuple[object, ...]] = []
+        supersedes: list[tuple[int, int, float]] = []
+        #: per new node, its best supersedes candidates: a statement of change
+        #: replaces the earlier statement it is most about, not every earlier
+        #: one on the topic (ties are all kept)
         theta = self.config.theta_rel
         for (node_id, cand_ids), got in zip(pair_index, answers, strict=True):
+            replaced: list[tuple[int, int, float]] = []
             for i, cid in enumerate(cand_ids):
                 prefix = f"pair_{i}_"
 
@@ -695,6 +725,8 @@ class Memory:
                     )
                 if val("entity_alias") >= theta:
                     controller_edges.append((cid, node_id, "entity", val("entity_alias")))
+                if val("supersedes") >= theta:
+                    replaced.append((node_id, cid, val("supersedes")))
                 choice = got.get(prefix + "temporal")
                 if isinstance(choice, ChoiceAnswer) and choice.label != "unknown":
                     prob = choice.distribution[choice.label]
@@ -702,13 +734,48 @@ class Memory:
                         controller_edges.append(
                             (cid, node_id, "temporal", prob, "controller", choice.label)
                         )
+            if replaced:
+                top = max(w for _, _, w in replaced)
+                supersedes.extend(link for link in replaced if link[2] == top)
         if controller_edges:
             self.store.add_edges(controller_edges)
+        if supersedes:
+            self._record_supersedes(supersedes)
 
         # 4. consolidation every `consolidation_period` successful writes
         if focus:
             self._consolidate(focus)
         return ids
+
+    def _record_supersedes(self, links: list[tuple[int, int, float]]) -> None:
+        """Store supersedes links (new, old, weight) with both ends' event
+        times, so validity is measured on the world timeline: a fact holds
+        from when its text says it began (else its observation time)."""
+        for node_id in sorted({n for new, old, _ in links for n in (new, old)}):
+            stamp = self._stamps.get(node_id)
+            start = event_time(stamp, self._time_refs.get(node_id, ()))
+            if start != stamp:
+                self.store.set_valid_from(node_id, start)
+        self.store.add_supersedes_batch(links)
+
+    # facts that change: what the memory knows about replaced facts
+
+    def validity(self, node_id: int) -> tuple[int | None, int | None]:
+        """``(valid_from, valid_to)`` of a node's fact on the world timeline
+        (not when it was recorded); ``valid_to`` is None while it is current."""
+        return self.store.validity(node_id)
+
+    def superseded_by(self, node_id: int) -> list[int]:
+        """The observations that updated, replaced or contradicted this one."""
+        return self.store.superseded_by(node_id)
+
+    def supersedes(self, node_id: int) -> list[int]:
+        """The observations this one updated, replaced or contradicted."""
+        return self.store.supersedes(node_id)
+
+    def history(self, node_id: int) -> list[int]:
+        """This node, then every fact it replaced, transitively, nearest first."""
+        return self.store.history(node_id)
 
     def _rule_time_edges(self, node: Node) -> list[tuple[object, ...]]:
         """Link a node to its neighbours in time order (already in `_timeline`)."""
@@ -1132,6 +1199,19 @@ def _episode(node: Node) -> str | None:
     return named
 
 
+def _same_speaker(a: Node, b: Node) -> float:
+    sa = a.provenance.get("speaker", "").lower()
+    return 1.0 if sa and sa == b.provenance.get("speaker", "").lower() else 0.0
+
+
+def _older(candidate: Node, new: Node) -> float:
+    """1 when the candidate was observed before the new node (or at the same
+    time, or either time is unknown: then insertion order says it came first), else 0."""
+    if candidate.timestamp is None or new.timestamp is None:
+        return 1.0
+    return 1.0 if candidate.timestamp <= new.timestamp else 0.0
+
+
 def _same_session(a: Node, b: Node) -> float:
     sa = _session(a)
     return 1.0 if sa is not None and sa == _session(b) else 0.0
@@ -1298,6 +1378,8 @@ class _QueryRun:
         # answered by standing instructions and tastes as much as by facts
         self.query_self = 1.0 if _FIRST_PERSON.search(query) else 0.0
         self.query_request = 1.0 if _REQUEST.search(query) else 0.0
+        #: which time the query wants facts to hold at (see `fact_signals`)
+        self.fact_time: FactTime = query_fact_time(query, self.time_cues, now=now)
         self.query_tokens = set(store.tokenize(query))
         # What the query asks about, without the names of whom it asks about:
         # evidence must match both parts, separately (SPEC §3: sufficiency).
@@ -1317,6 +1399,16 @@ class _QueryRun:
         #: every measured node's raw cosine similarity with the query vector
         self.dense_raw: dict[int, float] = {}
         self.evidence_score: dict[int, float] = {}
+        #: the evidence scores `ranked` ranks by (evidence_score, then
+        #: rank_below_replacements)
+        self.final_score: dict[int, float] = {}
+        #: facts not valid at the query's time -> the facts of their chain
+        #: that were (see fact_signals)
+        self.replaced: dict[int, set[int]] = {}
+        #: chain member -> the facts valid at the query's time whose chain holds it
+        self.holders: dict[int, set[int]] = {}
+        #: the chain nodes whose facts did not hold at the query's time
+        self.invalid: set[int] = set()
         self.assessed_top: list[int] = []
         #: the evidence the latest assessment request showed
         self.shown: list[int] = []
@@ -1392,6 +1484,119 @@ class _QueryRun:
             texts[node_id] = f.text
             self.dense_raw[node_id] = out[-1]["dense_raw"]
             entity_ok[node_id] = 1.0 if not named else min(1.0, ent + 0.4 * (ent > 0))
+        self.fact_signals(ids, out)
+        return out
+
+    # -- facts that change -----------------------------------------------------
+
+    def fact_signals(self, ids: list[int], out: list[dict[str, float]]) -> None:
+        """Validity signals of the nodes in a supersedes chain, each in [0, 1],
+        for the time the query asks about (`query_fact_time`):
+
+        - ``valid_at_query_time``: the share of that time the node's fact held
+          (1 or 0 for a point: the present, or ``now``);
+        - ``superseded``: the share of it after the fact was replaced;
+        - ``not_yet_valid``: the share of it before the fact began (a
+          replacement asked about before it happened);
+        - ``chain_match``: for a fact that held then, the best topical match
+          in its chain (the facts it replaced or was replaced by, transitively),
+          times that share: the fact valid at the time answers what its chain
+          is about.
+
+        A link's weight is not applied again: it already passed theta_rel
+        when it was written, which is the decision that the fact changed.
+
+        Nodes outside any chain, and queries that name no time and no tense,
+        get none of them (a controller reads absent as 0).
+        """
+        ft = self.fact_time
+        store = self.m.store
+        if ft.stance == "neutral" or not ids or not store.supersedes_count:
+            return
+        chains = store.fact_chains(ids)
+        valid_rows: list[tuple[dict[str, float], list[int]]] = []
+        for node_id, sig, chain in zip(ids, out, chains, strict=True):
+            if chain is None:
+                continue
+            start, end, olds, news = chain
+            if ft.stance == "past":
+                # before a change: what was replaced held, what replaced it did not yet
+                held, after, before = (1.0, 0.0, 0.0) if news else (0.0, 0.0, 1.0)
+            elif ft.stance == "present":
+                t = ft.at
+                replaced = bool(news) and (t is None or end is None or end <= t)
+                begun = start is None or t is None or start <= t
+                held = 1.0 if begun and not replaced else 0.0
+                after = 1.0 if replaced else 0.0
+                before = 0.0 if begun else 1.0
+            else:
+                lo, hi = ft.at, ft.until
+                assert lo is not None and hi is not None
+                width = max(1, hi - lo)
+                a = lo if start is None else max(lo, start)
+                b = hi if end is None else min(hi, end)
+                held = max(0, b - a) / width
+                after = 0.0 if end is None else max(0, hi - max(lo, end)) / width
+                before = 0.0 if start is None else max(0, min(hi, start) - lo) / width
+            sig["valid_at_query_time"] = min(1.0, held)
+            sig["superseded"] = min(1.0, after)
+            sig["not_yet_valid"] = min(1.0, before)
+            sig["chain_match"] = 0.0
+            chain_ids = self.chain_of(olds, news)
+            if held > 0:
+                valid_rows.append((sig, chain_ids))
+                for r in chain_ids:
+                    self.holders.setdefault(r, set()).add(node_id)
+                for r in self.invalid.intersection(chain_ids):
+                    self.replaced.setdefault(r, set()).add(node_id)
+            elif after > 0 or before > 0:
+                self.invalid.add(node_id)
+                if node_id in self.holders:
+                    self.replaced.setdefault(node_id, set()).update(self.holders[node_id])
+        relatives = sorted({r for _, rel in valid_rows for r in rel})
+        if not relatives:
+            return
+        lex = store.lexical_scores(self.query, relatives).tolist()
+        sims = store.similarities(self.qvec, relatives).tolist()
+        match = {
+            r: 0.5 * _share_of_best(lx, self.max_lex)
+            + 0.5 * _share_of_best(0.0 if math.isnan(sm) else sm, self.max_sim)
+            for r, lx, sm in zip(relatives, lex, sims, strict=True)
+        }
+        for sig, rel in valid_rows:
+            best = max(match.get(r, 0.0) for r in rel)
+            sig["chain_match"] = min(1.0, best * sig["valid_at_query_time"])
+
+    def chain_of(self, olds: list[tuple[int, float]], news: list[tuple[int, float]]) -> list[int]:
+        """Every node reachable through supersedes links from a node whose
+        direct links are ``olds`` and ``news`` (at most CHAIN_NODES of them)."""
+        store = self.m.store
+        found = [r for r, _ in olds + news]
+        seen = set(found)
+        frontier = list(found)
+        while frontier and len(found) < CHAIN_NODES:
+            step = []
+            for chain in store.fact_chains(frontier):
+                if chain is not None:
+                    for r, _ in chain[2] + chain[3]:
+                        if r not in seen:
+                            seen.add(r)
+                            step.append(r)
+            found += step
+            frontier = step
+        return found[:CHAIN_NODES]
+
+    def chain_relatives(self, ids: list[int]) -> list[int]:
+        """The nodes one supersedes link away from any of ``ids``, when the
+        query asks about a time: so the fact valid then is ranked even when its
+        words match less, and the history stays in reach."""
+        store = self.m.store
+        if self.fact_time.stance == "neutral" or not ids or not store.supersedes_count:
+            return []
+        out: list[int] = []
+        for chain in store.fact_chains(ids):
+            if chain is not None:
+                out.extend(r for r, _ in chain[2] + chain[3])
         return out
 
     def time_match(self, node_id: int) -> float:
@@ -1498,6 +1703,15 @@ class _QueryRun:
             sigs += self.signals(context)
             ids += context
         self.pool_sources["context"] = len(context)
+        chained = []
+        for other in self.chain_relatives(strongest):
+            if other not in seen:
+                seen.add(other)
+                chained.append(other)
+        if chained:
+            sigs += self.signals(chained)
+            ids += chained
+        self.pool_sources["supersedes"] = len(chained)
         return ids, sigs
 
     def near_support(self, node_id: int) -> float:
@@ -1750,7 +1964,7 @@ class _QueryRun:
                 {
                     "id": e.node,
                     "text": text(e.node),
-                    "score": self.evidence_score.get(e.node, e.score),
+                    "score": self.final_score.get(e.node, e.score),
                     "signals": {
                         "relevance": self.relevance.get(e.node, 0.0),
                         "entity_ok": self.entity_ok.get(e.node, 1.0),
@@ -1811,8 +2025,23 @@ class _QueryRun:
         (`steps` resets it), as the end of a query asks for it up to three times."""
         if self.ranking is None:
             score = self.evidence_score.get
-            self.ranking = sorted(t.result(), key=lambda e: (-score(e.node, e.score), e.node))
+            found = t.result()
+            final = {e.node: score(e.node, e.score) for e in found}
+            if self.replaced:
+                self.rank_below_replacements(final)
+            self.final_score = final
+            self.ranking = sorted(found, key=lambda e: (-final[e.node], e.node))
         return self.ranking
+
+    def rank_below_replacements(self, final: dict[int, float]) -> None:
+        """A fact that did not hold at the time the query asks about ranks
+        right below the gathered fact of its chain that did (never above it,
+        and no further down: the history stays next to the answer)."""
+        for node, holders in self.replaced.items():
+            if node in final:
+                best = max((final[h] for h in holders if h in final), default=None)
+                if best is not None and final[node] >= best:
+                    final[node] = best * REPLACED_BELOW
 
     def scoring_request(self, t: Traversal, found: list[Any]) -> DecisionRequest:
         store = self.m.store
@@ -1874,6 +2103,18 @@ class _QueryRun:
             }
             for r in self.m._time_refs.get(node_id, ())
         )
+        facts: dict[str, Any] = {}
+        store = self.m.store
+        if store.supersedes_count:
+            chain = store.fact_chains([node_id])[0]
+            if chain is not None:
+                start, end, olds, news = chain
+                facts = {
+                    "supersedes": tuple(o for o, _ in olds),
+                    "superseded_by": tuple(n for n, _ in news),
+                    "valid_from": start,
+                    "valid_to": end,
+                }
         return EvidenceItem(
             node_id,
             node.text,
@@ -1883,6 +2124,7 @@ class _QueryRun:
             via,
             refs,
             self.passage_span(node_id, node.text),
+            **facts,
         )
 
     def simple_result(self) -> SearchResult:
@@ -1913,7 +2155,7 @@ class _QueryRun:
             via = None
             if e.via is not None:
                 via = Via(e.via.view, e.via.src, e.via.dst, e.via.edge_weight, e.via.from_node)
-            evidence.append(self.item(e.node, self.evidence_score.get(e.node, e.score), via))
+            evidence.append(self.item(e.node, self.final_score.get(e.node, e.score), via))
         trace = dict(t.trace())
         cfg = self.m.config.traversal.as_dict()
         trace.update(

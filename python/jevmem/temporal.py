@@ -119,18 +119,21 @@ import calendar
 import dataclasses
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
-from typing import TypedDict
+from typing import NamedTuple, TypedDict
 
 __all__ = [
     "PRECISIONS",
+    "FactTime",
     "TimeCues",
     "TimeRef",
     "describe",
+    "event_time",
     "ground",
     "parse_timestamp",
+    "query_fact_time",
     "query_time_cues",
     "to_timestamp",
 ]
@@ -1324,3 +1327,61 @@ def query_time_cues(query: str, *, now: int | None = None) -> TimeCues:
         refs=refs,
         constraint=constraint,
     )
+
+
+# --------------------------------------------------------------------------- facts that change
+
+
+def event_time(observed_at: int | None, refs: Sequence[TimeRef]) -> int | None:
+    """When the fact an observation states became true: the start of the first
+    time its text grounds ("I switched to soy yesterday": the day before), else
+    the observation time itself."""
+    return refs[0].start if refs else observed_at
+
+
+class FactTime(NamedTuple):
+    """Which time a query asks facts to hold at (see :func:`query_fact_time`).
+
+    ``stance`` is ``"present"`` (the facts that hold at ``at``, or the latest
+    ones when ``at`` is None), ``"dated"`` (the ones that held in the window
+    ``[at, until)``), ``"past"`` (what held before a change: "before she
+    switched", "used to") or ``"neutral"`` (nothing says which).
+    """
+
+    stance: str
+    at: int | None = None
+    until: int | None = None
+
+
+# Say "as things stand": explicit present words and present-tense auxiliaries.
+_PRESENT_RE = re.compile(
+    r"\b(?:now|nowadays|currently|current|these\s+days|at\s+the\s+moment|at\s+present|"
+    r"presently|right\s+now|today|still|any\s*more|latest|is|are|am|isn't|aren't|does|do|"
+    r"doesn't|don't|has|have|hasn't|haven't)\b",
+    _FLAGS,
+)
+# Point at what held before a change, without naming a time. A plain past
+# tense does not ("What did she switch to?" asks for the new value).
+_PAST_RE = re.compile(
+    r"\b(?:before|used\s+to|previously|originally|formerly|at\s+first|initially|"
+    r"in\s+the\s+past|back\s+then|earlier|prior\s+to|former|previous)\b",
+    _FLAGS,
+)
+
+
+def query_fact_time(query: str, cues: TimeCues, *, now: int | None = None) -> FactTime:
+    """The time a query wants facts to be valid at, from its time cues.
+
+    A time the query names wins ("in February 2026": the window); then words
+    that point before a change; then present words or a present tense (at
+    ``now`` when given, else the latest state); otherwise neutral.
+    """
+    q = query if isinstance(query, str) else ""
+    window = cues["constraint"]
+    if window is not None:
+        return FactTime("dated", window[0], window[1])
+    if _PAST_RE.search(q):
+        return FactTime("past")
+    if _PRESENT_RE.search(q):
+        return FactTime("present", now)
+    return FactTime("neutral")

@@ -130,6 +130,19 @@ def relation_questions(i: int, *, ask_alias: bool, ask_temporal: bool) -> tuple[
             "They come from different occasions.",
         ),
     ]
+    qs.append(
+        Noul(
+            p + "supersedes",
+            "relation.supersedes",
+            "Does the new observation change what the earlier one said about the same "
+            "subject, so that the earlier statement no longer holds as it stood?",
+            "Both speak of one subject (a person's habit, a setting, a tool, a place, a "
+            "number) and the new one gives it a different value from now on: an update, a "
+            "switch, a move, a correction, or a denial of the earlier claim.",
+            "They are about different subjects, the new one agrees with or only adds to the "
+            "earlier one, or both can still hold together.",
+        )
+    )
     if ask_alias:
         qs.append(
             Noul(

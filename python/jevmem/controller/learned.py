@@ -114,9 +114,7 @@ ASSESSMENT_BASE: tuple[str, ...] = (
 #: person is the question) and for those that do not (whether the memory
 #: holds the subject at all is).
 ASSESSMENT_FEATURES: tuple[str, ...] = ASSESSMENT_BASE + tuple(
-    f"{gate}*{name}"
-    for gate in ("names_speaker", "unnamed")
-    for name in ASSESSMENT_BASE[:12]
+    f"{gate}*{name}" for gate in ("names_speaker", "unnamed") for name in ASSESSMENT_BASE[:12]
 )
 
 

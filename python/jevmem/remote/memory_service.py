@@ -77,9 +77,15 @@ def _result_to_proto(r: SearchResult) -> pb.SearchResult:
             time_refs_json=json.dumps(list(e.time_refs), default=str),
             passage_start=e.passage[0],
             passage_end=e.passage[1],
+            supersedes=e.supersedes,
+            superseded_by=e.superseded_by,
         )
         if e.timestamp is not None:
             item.timestamp = e.timestamp
+        if e.valid_from is not None:
+            item.valid_from = e.valid_from
+        if e.valid_to is not None:
+            item.valid_to = e.valid_to
         if e.via is not None:
             item.via.CopyFrom(
                 pb.Via(
@@ -106,6 +112,10 @@ def _result_from_proto(m: pb.SearchResult) -> SearchResult:
             else None,
             tuple(json.loads(e.time_refs_json or "[]")),
             (e.passage_start, e.passage_end),
+            tuple(e.supersedes),
+            tuple(e.superseded_by),
+            e.valid_from if e.HasField("valid_from") else None,
+            e.valid_to if e.HasField("valid_to") else None,
         )
         for e in m.evidence
     ]

@@ -8,6 +8,7 @@ pub mod bm25;
 pub mod budget;
 pub mod candidates;
 pub mod error;
+pub mod facts;
 pub mod fusion;
 pub mod graph;
 pub mod ops;

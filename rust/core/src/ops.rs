@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::facts::Supersedes;
 use crate::passages::NewPassage;
 use crate::types::{Edge, NodeId, Timestamp, TypeScores};
 
@@ -46,4 +47,11 @@ pub enum Op {
     SetTypes { id: NodeId, types: TypeScores },
     /// Delete a node, its edges and its index entries for real.
     RemoveNode { id: NodeId },
+    /// Record that one node supersedes another (with its temporal edge).
+    Supersede(Supersedes),
+    /// Set or clear the time a node's fact became true.
+    SetValidFrom {
+        id: NodeId,
+        valid_from: Option<Timestamp>,
+    },
 }

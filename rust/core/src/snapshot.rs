@@ -6,9 +6,10 @@
 //! CRC-32 of the payload (u32), payload length (u64), payload (postcard).
 //!
 //! postcard is not self-describing, so every format version keeps its own
-//! body struct: version 1 is `BodyV1`; version 2 appends the passage vectors
-//! of long observations as trailing fields (`passages`), after everything
-//! version 1 had, so later additions can follow them the same way.
+//! body struct: version 1 is `BodyV1`; version 2 appends trailing fields
+//! after everything version 1 had, one per addition: the passage vectors of
+//! long observations (`passages`), then supersedes links and explicit event
+//! times (`facts`).
 
 use std::io::Write;
 use std::path::Path;
@@ -16,6 +17,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::facts::FactsSnapshot;
 use crate::ops::NewNode;
 use crate::passages::{NewPassage, Span};
 use crate::store::{MemoryStore, StoreConfig};
@@ -23,6 +25,8 @@ use crate::types::{Edge, Node, NodeId};
 
 const MAGIC: &[u8; 8] = b"JEVMEMSS";
 pub const FORMAT_VERSION: u32 = 2;
+/// The oldest version this build still reads.
+pub const OLDEST_READABLE_VERSION: u32 = 1;
 const HEADER_LEN: usize = 8 + 4 + 4 + 8;
 
 #[derive(Serialize)]
@@ -34,8 +38,11 @@ struct BodyRef<'a> {
     /// Unit-normalised embeddings of `nodes`, concatenated.
     embeddings: Vec<f32>,
     edges: Vec<Edge>,
-    // ---- added in version 2: passages of long observations ----
+    // ---- v2 trailing fields: each addition is its own field, appended here ----
+    /// Passages of long observations.
     passages: Vec<PassagesRef<'a>>,
+    /// Supersedes links and explicit event times.
+    facts: FactsSnapshot,
 }
 
 /// The passages of one node: spans and their unit embeddings, concatenated.
@@ -53,7 +60,7 @@ struct NodePassages {
     embeddings: Vec<f32>,
 }
 
-/// Version 2.
+/// The current (v2) body.
 #[derive(Deserialize)]
 struct Body {
     config: StoreConfig,
@@ -62,11 +69,12 @@ struct Body {
     nodes: Vec<Node>,
     embeddings: Vec<f32>,
     edges: Vec<Edge>,
-    // ---- added in version 2 ----
+    // ---- v2 trailing fields (see BodyRef) ----
     passages: Vec<NodePassages>,
+    facts: FactsSnapshot,
 }
 
-/// Version 1: version 2 without passages.
+/// A version 1 body: what `Body` was before the trailing fields.
 #[derive(Deserialize)]
 struct BodyV1 {
     config: StoreConfig,
@@ -78,15 +86,16 @@ struct BodyV1 {
 }
 
 impl From<BodyV1> for Body {
-    fn from(b: BodyV1) -> Self {
+    fn from(v1: BodyV1) -> Self {
         Body {
-            config: b.config,
-            next_id: b.next_id,
-            ops_applied: b.ops_applied,
-            nodes: b.nodes,
-            embeddings: b.embeddings,
-            edges: b.edges,
+            config: v1.config,
+            next_id: v1.next_id,
+            ops_applied: v1.ops_applied,
+            nodes: v1.nodes,
+            embeddings: v1.embeddings,
+            edges: v1.edges,
             passages: Vec::new(),
+            facts: FactsSnapshot::default(),
         }
     }
 }
@@ -116,6 +125,7 @@ impl MemoryStore {
                     embeddings,
                 })
                 .collect(),
+            facts: self.facts.to_snapshot(),
         };
         let payload =
             postcard::to_stdvec(&body).map_err(|e| Error::Snapshot(format!("encode: {e}")))?;
@@ -135,9 +145,10 @@ impl MemoryStore {
             return Err(Error::Snapshot("not a jevmem snapshot (bad magic)".into()));
         }
         let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
-        if version == 0 || version > FORMAT_VERSION {
+        if !(OLDEST_READABLE_VERSION..=FORMAT_VERSION).contains(&version) {
             return Err(Error::Snapshot(format!(
-                "format version {version} is not supported (this build reads 1 to {FORMAT_VERSION})"
+                "format version {version} is not supported (this build reads \
+                 {OLDEST_READABLE_VERSION} to {FORMAT_VERSION})"
             )));
         }
         let crc = u32::from_le_bytes(bytes[12..16].try_into().expect("4 bytes"));
@@ -229,6 +240,17 @@ impl MemoryStore {
         }
         for edge in body.edges {
             store.upsert_edge(edge)?;
+        }
+        for (id, t) in body.facts.valid_from {
+            store
+                .set_valid_from(id, Some(t))
+                .map_err(|e| Error::Snapshot(format!("event time of node {id}: {e}")))?;
+        }
+        for link in body.facts.links {
+            let (new, old) = (link.new, link.old);
+            store
+                .add_supersedes(link)
+                .map_err(|e| Error::Snapshot(format!("supersedes link {new} -> {old}: {e}")))?;
         }
         store.ops_applied = body.ops_applied;
         Ok(store)

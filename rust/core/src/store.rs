@@ -12,13 +12,14 @@ use serde::{Deserialize, Serialize};
 use crate::bm25::{Bm25Index, Bm25Params};
 use crate::candidates::CandidateConfig;
 use crate::error::{Error, Result};
+use crate::facts::{FactTable, Supersedes};
 use crate::fusion;
 use crate::graph::{EdgeUpsert, Graph};
 use crate::ops::{NewNode, Op};
 use crate::passages::{hit_order, PassageHit, PassageIndex, Span};
 use crate::text::{Tokenizer, TokenizerConfig};
 use crate::traversal::{EdgeRef, GraphAccess};
-use crate::types::{Edge, Node, NodeId, Timestamp, TypeScores, View};
+use crate::types::{Edge, Node, NodeId, TemporalLabel, Timestamp, TypeScores, View};
 use crate::vector::{VectorConfig, VectorIndex};
 
 /// Default `StoreConfig::max_content_bytes`: 4 MiB, room for a long tool
@@ -70,6 +71,9 @@ pub enum OpOutcome {
     Edge(EdgeUpsert),
     TypesSet,
     NodeRemoved,
+    /// The supersedes link's outcome (its temporal edge follows the same rule).
+    Superseded(EdgeUpsert),
+    ValidFromSet,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -77,6 +81,7 @@ pub struct StoreStats {
     pub nodes: usize,
     pub next_id: NodeId,
     pub edges: [usize; View::COUNT],
+    pub supersedes: usize,
     pub ops_applied: u64,
     pub graph_bytes: usize,
     pub bm25_bytes: usize,
@@ -98,6 +103,8 @@ pub struct MemoryStore {
     /// normalised entity -> ids carrying it, ascending (ids only grow, so pushes keep order).
     pub(crate) entity_index: HashMap<String, Vec<NodeId>>,
     pub(crate) by_time: BTreeSet<(Timestamp, NodeId)>,
+    /// Supersedes links and event times (see `facts`).
+    pub(crate) facts: FactTable,
     pub(crate) ops_applied: u64,
 }
 
@@ -120,6 +127,7 @@ impl MemoryStore {
             tokenizer: Tokenizer::new(config.tokenizer),
             entity_index: HashMap::new(),
             by_time: BTreeSet::new(),
+            facts: FactTable::new(),
             ops_applied: 0,
             config,
         })
@@ -240,7 +248,16 @@ impl MemoryStore {
                 types.validate()
             }
             Op::RemoveNode { id } => self.require(*id).map(|_| ()),
+            Op::Supersede(link) => self.validate_supersedes(link),
+            Op::SetValidFrom { id, .. } => self.require(*id).map(|_| ()),
         }
+    }
+
+    fn validate_supersedes(&self, link: &Supersedes) -> Result<()> {
+        self.require(link.new)?;
+        self.require(link.old)?;
+        self.facts.validate_link(link)?;
+        self.graph.validate_edge(&supersedes_edge(link))
     }
 
     // ---- mutation ---------------------------------------------------------
@@ -261,6 +278,14 @@ impl MemoryStore {
             Op::RemoveNode { id } => {
                 self.remove_validated(id)?;
                 OpOutcome::NodeRemoved
+            }
+            Op::Supersede(link) => {
+                self.graph.upsert_edge(&supersedes_edge(&link))?;
+                OpOutcome::Superseded(self.facts.upsert(&link))
+            }
+            Op::SetValidFrom { id, valid_from } => {
+                self.facts.set_valid_from(id, valid_from);
+                OpOutcome::ValidFromSet
             }
         };
         self.ops_applied += 1;
@@ -361,6 +386,7 @@ impl MemoryStore {
         if let Some(ts) = node.timestamp {
             self.by_time.remove(&(ts, id));
         }
+        self.facts.remove_node(id);
         Ok(())
     }
 
@@ -402,6 +428,71 @@ impl MemoryStore {
 
     pub fn remove_node(&mut self, id: NodeId) -> Result<()> {
         self.apply(Op::RemoveNode { id }).map(|_| ())
+    }
+
+    /// Record that `link.new` supersedes `link.old` (see `facts`).
+    pub fn add_supersedes(&mut self, link: Supersedes) -> Result<EdgeUpsert> {
+        match self.apply(Op::Supersede(link))? {
+            OpOutcome::Superseded(outcome) => Ok(outcome),
+            _ => unreachable!("Supersede yields a supersedes outcome"),
+        }
+    }
+
+    /// Add many supersedes links, all or nothing: each is checked against the
+    /// table as the earlier ones of the batch leave it (so a batch cannot close
+    /// a cycle either).
+    pub fn add_supersedes_many(&mut self, links: Vec<Supersedes>) -> Result<Vec<EdgeUpsert>> {
+        let mut trial = self.facts.clone();
+        for (i, link) in links.iter().enumerate() {
+            self.require(link.new)
+                .and_then(|_| self.require(link.old))
+                .and_then(|_| trial.validate_link(link))
+                .and_then(|_| self.graph.validate_edge(&supersedes_edge(link)))
+                .map_err(|e| prefix_error(e, &format!("link {i}")))?;
+            trial.upsert(link);
+        }
+        links.into_iter().map(|l| self.add_supersedes(l)).collect()
+    }
+
+    /// Set (or, with `None`, clear) the time a node's fact became true when
+    /// it differs from its observation time.
+    pub fn set_valid_from(&mut self, id: NodeId, valid_from: Option<Timestamp>) -> Result<()> {
+        self.apply(Op::SetValidFrom { id, valid_from }).map(|_| ())
+    }
+
+    pub fn facts(&self) -> &FactTable {
+        &self.facts
+    }
+
+    /// When the node's fact became true: its explicit event time, else its timestamp.
+    pub fn valid_from(&self, id: NodeId) -> Result<Option<Timestamp>> {
+        let node = self.require(id)?;
+        Ok(self.facts.explicit_valid_from(id).or(node.timestamp))
+    }
+
+    /// `(valid_from, valid_to)`: `valid_to` is the earliest `valid_from` of
+    /// the facts superseding it (never before its own `valid_from`, so the
+    /// interval stays well formed); `None` while it is current, or when no
+    /// successor has a known time.
+    pub fn validity(&self, id: NodeId) -> Result<(Option<Timestamp>, Option<Timestamp>)> {
+        let from = self.valid_from(id)?;
+        let mut to: Option<Timestamp> = None;
+        for s in self.facts.superseded_by(id) {
+            if let Some(t) = self.valid_from(s)? {
+                to = Some(to.map_or(t, |x| x.min(t)));
+            }
+        }
+        let to = match (from, to) {
+            (Some(f), Some(t)) => Some(t.max(f)),
+            (_, t) => t,
+        };
+        Ok((from, to))
+    }
+
+    /// Every fact `id` superseded, transitively, nearest first, `id` first.
+    pub fn history(&self, id: NodeId) -> Result<Vec<NodeId>> {
+        self.require(id)?;
+        Ok(self.facts.history(id))
     }
 
     // ---- reads ------------------------------------------------------------
@@ -548,6 +639,7 @@ impl MemoryStore {
             nodes: self.graph.len(),
             next_id: self.graph.next_id(),
             edges: View::ALL.map(|v| self.graph.edge_count(v)),
+            supersedes: self.facts.len(),
             ops_applied: self.ops_applied,
             graph_bytes: self.graph.memory_bytes()
                 + self
@@ -555,13 +647,31 @@ impl MemoryStore {
                     .values()
                     .map(|v| v.capacity() * 8 + 48)
                     .sum::<usize>()
-                + self.by_time.len() * 32,
+                + self.by_time.len() * 32
+                + self.facts.memory_bytes(),
             bm25_bytes: self.bm25.memory_bytes(),
             vector_bytes: self.vectors.memory_bytes(),
             passages: self.passages.len(),
             passage_nodes: self.passages.node_count(),
             passage_bytes: self.passages.memory_bytes(),
         }
+    }
+}
+
+/// The temporal edge that goes with a supersedes link. The four views are
+/// fixed; a replacement is an order in time between two statements of one
+/// subject, so it enters the temporal view as `new -after-> old`, and a
+/// traversal from the current fact reaches its history (and back) with no
+/// fifth view. The table keeps what the edge cannot say: that one replaced
+/// the other, and when each held.
+fn supersedes_edge(link: &Supersedes) -> Edge {
+    Edge {
+        src: link.new,
+        dst: link.old,
+        view: View::Temporal,
+        weight: link.weight,
+        origin: link.origin,
+        temporal: Some(TemporalLabel::After),
     }
 }
 

@@ -21,6 +21,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<store::Node>()?;
     m.add_class::<store::Edge>()?;
     m.add_class::<store::WriteCandidate>()?;
+    m.add_class::<store::Supersedes>()?;
     m.add_class::<traversal::Traversal>()?;
     m.add_class::<traversal::TraversalConfig>()?;
     m.add_class::<traversal::Candidate>()?;

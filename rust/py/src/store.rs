@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use jevmem_core::candidates::CandidateMatch;
+use jevmem_core::facts::Supersedes as CoreSupersedes;
 use jevmem_core::graph::EdgeUpsert;
 use jevmem_core::ops::NewNode;
 use jevmem_core::passages::NewPassage;
@@ -118,6 +119,45 @@ impl From<&CoreEdge> for Edge {
         }
     }
 }
+
+/// A supersedes link: `new` updates, replaces or contradicts what `old` stated.
+#[pyclass(frozen, module = "jevmem._core", get_all)]
+pub struct Supersedes {
+    pub new: NodeId,
+    pub old: NodeId,
+    pub weight: f32,
+    pub origin: &'static str,
+}
+
+#[pymethods]
+impl Supersedes {
+    fn __repr__(&self) -> String {
+        format!(
+            "Supersedes({} -> {}, weight={:.3}, origin={:?})",
+            self.new, self.old, self.weight, self.origin
+        )
+    }
+}
+
+impl From<&CoreSupersedes> for Supersedes {
+    fn from(l: &CoreSupersedes) -> Self {
+        Supersedes {
+            new: l.new,
+            old: l.old,
+            weight: l.weight,
+            origin: l.origin.name(),
+        }
+    }
+}
+
+/// (valid_from, valid_to, what it supersedes, what supersedes it), the
+/// neighbours as (id, link weight)
+type FactChain = (
+    Option<i64>,
+    Option<i64>,
+    Vec<(NodeId, f32)>,
+    Vec<(NodeId, f32)>,
+);
 
 /// An earlier node proposed for relation judgment with a new one.
 #[pyclass(frozen, module = "jevmem._core", get_all)]
@@ -433,6 +473,132 @@ impl MemoryStore {
         self.inner.write().remove_node(id).py()
     }
 
+    /// Record that `new` supersedes `old` (and the temporal edge `new -after-> old`).
+    /// Returns "inserted", "strengthened" or "unchanged".
+    #[pyo3(signature = (new, old, weight, *, origin = "controller"))]
+    fn add_supersedes(
+        &self,
+        new: NodeId,
+        old: NodeId,
+        weight: f32,
+        origin: &str,
+    ) -> PyResult<&'static str> {
+        let link = CoreSupersedes {
+            new,
+            old,
+            weight,
+            origin: EdgeOrigin::parse(origin).py()?,
+        };
+        Ok(upsert_name(self.inner.write().add_supersedes(link).py()?))
+    }
+
+    /// Add many links `(new, old, weight[, origin])`, all or nothing.
+    fn add_supersedes_batch(
+        &self,
+        py: Python<'_>,
+        links: Vec<Bound<'_, PyAny>>,
+    ) -> PyResult<Vec<&'static str>> {
+        let mut parsed = Vec::with_capacity(links.len());
+        for (i, item) in links.iter().enumerate() {
+            let (new, old, weight, origin): (NodeId, NodeId, f32, Option<String>) =
+                if let Ok((n, o, w)) = item.extract::<(NodeId, NodeId, f32)>() {
+                    (n, o, w, None)
+                } else {
+                    item.extract::<(NodeId, NodeId, f32, Option<String>)>()
+                        .map_err(|_| {
+                            Error::InvalidInput(format!(
+                                "link {i}: expected (new, old, weight[, origin])"
+                            ))
+                        })
+                        .py()?
+                };
+            let origin = EdgeOrigin::parse(origin.as_deref().unwrap_or("controller"))
+                .map_err(|e| Error::InvalidInput(format!("link {i}: {e}")))
+                .py()?;
+            parsed.push(CoreSupersedes {
+                new,
+                old,
+                weight,
+                origin,
+            });
+        }
+        let inner = &self.inner;
+        let outcomes = py
+            .detach(|| inner.write().add_supersedes_many(parsed))
+            .py()?;
+        Ok(outcomes.into_iter().map(upsert_name).collect())
+    }
+
+    /// Set the time a node's fact became true (its event time) when it is not
+    /// the observation time; `None` goes back to the observation time.
+    #[pyo3(signature = (id, valid_from))]
+    fn set_valid_from(&self, id: NodeId, valid_from: Option<i64>) -> PyResult<()> {
+        self.inner.write().set_valid_from(id, valid_from).py()
+    }
+
+    /// Every supersedes link, sorted by (new, old).
+    fn supersedes_links(&self) -> Vec<Supersedes> {
+        let s = self.inner.read();
+        s.facts().links().iter().map(Supersedes::from).collect()
+    }
+
+    /// How many supersedes links the memory holds.
+    #[getter]
+    fn supersedes_count(&self) -> usize {
+        self.inner.read().facts().len()
+    }
+
+    /// The nodes `id` supersedes directly, ascending.
+    fn supersedes(&self, id: NodeId) -> PyResult<Vec<NodeId>> {
+        let s = self.inner.read();
+        s.require(id).py()?;
+        Ok(s.facts().supersedes(id))
+    }
+
+    /// The nodes superseding `id` directly, ascending.
+    fn superseded_by(&self, id: NodeId) -> PyResult<Vec<NodeId>> {
+        let s = self.inner.read();
+        s.require(id).py()?;
+        Ok(s.facts().superseded_by(id))
+    }
+
+    /// `(valid_from, valid_to)` on the world timeline; `valid_to` is None while current.
+    fn validity(&self, id: NodeId) -> PyResult<(Option<i64>, Option<i64>)> {
+        self.inner.read().validity(id).py()
+    }
+
+    /// `id`, then every fact it superseded, transitively, nearest first.
+    fn history(&self, id: NodeId) -> PyResult<Vec<NodeId>> {
+        self.inner.read().history(id).py()
+    }
+
+    /// For each id, `(valid_from, valid_to, supersedes, superseded_by)` (the
+    /// linked nodes as (id, weight)) when the node takes part in a supersedes
+    /// link, else None (also for unknown ids): what the read path needs about
+    /// a pool, under one lock.
+    fn fact_chains(&self, ids: Vec<NodeId>) -> Vec<Option<FactChain>> {
+        let s = self.inner.read();
+        let facts = s.facts();
+        ids.iter()
+            .map(|&id| {
+                let olds = facts.supersedes(id);
+                let news = facts.superseded_by(id);
+                if olds.is_empty() && news.is_empty() {
+                    return None;
+                }
+                let (from, to) = s.validity(id).ok()?;
+                let weight =
+                    |new: NodeId, old: NodeId| facts.link(new, old).map_or(0.0, |l| l.weight);
+                Some((
+                    from,
+                    to,
+                    olds.into_iter().map(|o| (o, weight(id, o))).collect(),
+                    news.into_iter().map(|n| (n, weight(n, id))).collect(),
+                ))
+            })
+            .collect()
+    }
+
     /// The node with this id (raises NodeNotFoundError).
     fn get(&self, id: NodeId) -> PyResult<Node> {
         let s = self.inner.read();
@@ -677,6 +843,7 @@ impl MemoryStore {
                 s.edges[v.index()] as u64,
             );
         }
+        out.insert("supersedes", s.supersedes as u64);
         out.insert("ops_applied", s.ops_applied);
         out.insert("graph_bytes", s.graph_bytes as u64);
         out.insert("bm25_bytes", s.bm25_bytes as u64);

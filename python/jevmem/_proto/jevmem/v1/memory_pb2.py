@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16jevmem/v1/memory.proto\x12\tjevmem.v1\"\xe2\x01\n\x0bObservation\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x16\n\x0cunix_seconds\x18\x02 \x01(\x03H\x00\x12\x13\n\ttime_text\x18\x03 \x01(\tH\x00\x12\x0f\n\x07speaker\x18\x04 \x01(\t\x12:\n\nprovenance\x18\x05 \x03(\x0b\x32&.jevmem.v1.Observation.ProvenanceEntry\x12\x10\n\x08\x65ntities\x18\x06 \x03(\t\x1a\x31\n\x0fProvenanceEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x06\n\x04time\"I\n\nAddRequest\x12\x0e\n\x06memory\x18\x01 \x01(\t\x12+\n\x0bobservation\x18\x02 \x01(\x0b\x32\x16.jevmem.v1.Observation\"\x19\n\x0b\x41\x64\x64Response\x12\n\n\x02id\x18\x01 \x01(\x04\"O\n\x0f\x41\x64\x64\x42\x61tchRequest\x12\x0e\n\x06memory\x18\x01 \x01(\t\x12,\n\x0cobservations\x18\x02 \x03(\x0b\x32\x16.jevmem.v1.Observation\"\x1f\n\x10\x41\x64\x64\x42\x61tchResponse\x12\x0b\n\x03ids\x18\x01 \x03(\x04\"_\n\rSearchOptions\x12\t\n\x01k\x18\x01 \x01(\r\x12\x0c\n\x04mode\x18\x02 \x01(\t\x12\x1a\n\x10now_unix_seconds\x18\x03 \x01(\x03H\x00\x12\x12\n\x08now_text\x18\x04 \x01(\tH\x00\x42\x05\n\x03now\"Y\n\rSearchRequest\x12\x0e\n\x06memory\x18\x01 \x01(\t\x12\r\n\x05query\x18\x02 \x01(\t\x12)\n\x07options\x18\x03 \x01(\x0b\x32\x18.jevmem.v1.SearchOptions\"`\n\x12SearchBatchRequest\x12\x0e\n\x06memory\x18\x01 \x01(\t\x12\x0f\n\x07queries\x18\x02 \x03(\t\x12)\n\x07options\x18\x03 \x01(\x0b\x32\x18.jevmem.v1.SearchOptions\"P\n\x03Via\x12\x0c\n\x04view\x18\x01 \x01(\t\x12\x0b\n\x03src\x18\x02 \x01(\x04\x12\x0b\n\x03\x64st\x18\x03 \x01(\x04\x12\x0e\n\x06weight\x18\x04 \x01(\x01\x12\x11\n\tfrom_node\x18\x05 \x01(\x04\"\xae\x02\n\x0c\x45videnceItem\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\r\n\x05score\x18\x03 \x01(\x01\x12\x16\n\ttimestamp\x18\x04 \x01(\x03H\x00\x88\x01\x01\x12;\n\nprovenance\x18\x05 \x03(\x0b\x32\'.jevmem.v1.EvidenceItem.ProvenanceEntry\x12\x1b\n\x03via\x18\x06 \x01(\x0b\x32\x0e.jevmem.v1.Via\x12\x16\n\x0etime_refs_json\x18\x07 \x01(\t\x12\x15\n\rpassage_start\x18\x08 \x01(\x04\x12\x13\n\x0bpassage_end\x18\t \x01(\x04\x1a\x31\n\x0fProvenanceEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x0c\n\n_timestamp\"\x92\x02\n\x0cSearchResult\x12\r\n\x05query\x18\x01 \x01(\t\x12)\n\x08\x65vidence\x18\x02 \x03(\x0b\x32\x17.jevmem.v1.EvidenceItem\x12\x18\n\x0bsufficiency\x18\x03 \x01(\x01H\x00\x88\x01\x01\x12\x17\n\nusefulness\x18\x04 \x01(\x01H\x01\x88\x01\x01\x12\x14\n\x07missing\x18\x05 \x01(\x01H\x02\x88\x01\x01\x12\x1a\n\rcontradiction\x18\x06 \x01(\x01H\x03\x88\x01\x01\x12\x12\n\nsufficient\x18\x07 \x01(\x08\x12\x12\n\ntrace_json\x18\x08 \x01(\tB\x0e\n\x0c_sufficiencyB\r\n\x0b_usefulnessB\n\n\x08_missingB\x10\n\x0e_contradiction\"9\n\x0eSearchResponse\x12\'\n\x06result\x18\x01 \x01(\x0b\x32\x17.jevmem.v1.SearchResult\"?\n\x13SearchBatchResponse\x12(\n\x07results\x18\x01 \x03(\x0b\x32\x17.jevmem.v1.SearchResult\"(\n\nGetRequest\x12\x0e\n\x06memory\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\x04\"\xcf\x01\n\x04Node\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\x16\n\ttimestamp\x18\x03 \x01(\x03H\x00\x88\x01\x01\x12\x33\n\nprovenance\x18\x04 \x03(\x0b\x32\x1f.jevmem.v1.Node.ProvenanceEntry\x12\x10\n\x08\x65ntities\x18\x05 \x03(\t\x12\r\n\x05types\x18\x06 \x03(\x01\x1a\x31\n\x0fProvenanceEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x0c\n\n_timestamp\",\n\x0bGetResponse\x12\x1d\n\x04node\x18\x01 \x01(\x0b\x32\x0f.jevmem.v1.Node\"\x1e\n\x0cStatsRequest\x12\x0e\n\x06memory\x18\x01 \x01(\t\"#\n\rStatsResponse\x12\x12\n\nstats_json\x18\x01 \x01(\t\"%\n\x13MemoryHealthRequest\x12\x0e\n\x06memory\x18\x01 \x01(\t\"\xb1\x01\n\x14MemoryHealthResponse\x12\x36\n\x06status\x18\x01 \x01(\x0e\x32&.jevmem.v1.MemoryHealthResponse.Status\x12\r\n\x05nodes\x18\x02 \x01(\x04\"R\n\x06Status\x12\x16\n\x12STATUS_UNSPECIFIED\x10\x00\x12\x0b\n\x07SERVING\x10\x01\x12\x12\n\x0eUNKNOWN_MEMORY\x10\x02\x12\x0f\n\x0bNOT_SERVING\x10\x03\x32\xd4\x03\n\rMemoryService\x12\x34\n\x03\x41\x64\x64\x12\x15.jevmem.v1.AddRequest\x1a\x16.jevmem.v1.AddResponse\x12\x43\n\x08\x41\x64\x64\x42\x61tch\x12\x1a.jevmem.v1.AddBatchRequest\x1a\x1b.jevmem.v1.AddBatchResponse\x12=\n\x06Search\x12\x18.jevmem.v1.SearchRequest\x1a\x19.jevmem.v1.SearchResponse\x12L\n\x0bSearchBatch\x12\x1d.jevmem.v1.SearchBatchRequest\x1a\x1e.jevmem.v1.SearchBatchResponse\x12\x34\n\x03Get\x12\x15.jevmem.v1.GetRequest\x1a\x16.jevmem.v1.GetResponse\x12:\n\x05Stats\x12\x17.jevmem.v1.StatsRequest\x1a\x18.jevmem.v1.StatsResponse\x12I\n\x06Health\x12\x1e.jevmem.v1.MemoryHealthRequest\x1a\x1f.jevmem.v1.MemoryHealthResponseB%\n\rdev.jevmem.v1P\x01Z\x12jevmem/v1;jevmemv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16jevmem/v1/memory.proto\x12\tjevmem.v1\"\xe2\x01\n\x0bObservation\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x16\n\x0cunix_seconds\x18\x02 \x01(\x03H\x00\x12\x13\n\ttime_text\x18\x03 \x01(\tH\x00\x12\x0f\n\x07speaker\x18\x04 \x01(\t\x12:\n\nprovenance\x18\x05 \x03(\x0b\x32&.jevmem.v1.Observation.ProvenanceEntry\x12\x10\n\x08\x65ntities\x18\x06 \x03(\t\x1a\x31\n\x0fProvenanceEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x06\n\x04time\"I\n\nAddRequest\x12\x0e\n\x06memory\x18\x01 \x01(\t\x12+\n\x0bobservation\x18\x02 \x01(\x0b\x32\x16.jevmem.v1.Observation\"\x19\n\x0b\x41\x64\x64Response\x12\n\n\x02id\x18\x01 \x01(\x04\"O\n\x0f\x41\x64\x64\x42\x61tchRequest\x12\x0e\n\x06memory\x18\x01 \x01(\t\x12,\n\x0cobservations\x18\x02 \x03(\x0b\x32\x16.jevmem.v1.Observation\"\x1f\n\x10\x41\x64\x64\x42\x61tchResponse\x12\x0b\n\x03ids\x18\x01 \x03(\x04\"_\n\rSearchOptions\x12\t\n\x01k\x18\x01 \x01(\r\x12\x0c\n\x04mode\x18\x02 \x01(\t\x12\x1a\n\x10now_unix_seconds\x18\x03 \x01(\x03H\x00\x12\x12\n\x08now_text\x18\x04 \x01(\tH\x00\x42\x05\n\x03now\"Y\n\rSearchRequest\x12\x0e\n\x06memory\x18\x01 \x01(\t\x12\r\n\x05query\x18\x02 \x01(\t\x12)\n\x07options\x18\x03 \x01(\x0b\x32\x18.jevmem.v1.SearchOptions\"`\n\x12SearchBatchRequest\x12\x0e\n\x06memory\x18\x01 \x01(\t\x12\x0f\n\x07queries\x18\x02 \x03(\t\x12)\n\x07options\x18\x03 \x01(\x0b\x32\x18.jevmem.v1.SearchOptions\"P\n\x03Via\x12\x0c\n\x04view\x18\x01 \x01(\t\x12\x0b\n\x03src\x18\x02 \x01(\x04\x12\x0b\n\x03\x64st\x18\x03 \x01(\x04\x12\x0e\n\x06weight\x18\x04 \x01(\x01\x12\x11\n\tfrom_node\x18\x05 \x01(\x04\"\xa5\x03\n\x0c\x45videnceItem\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\r\n\x05score\x18\x03 \x01(\x01\x12\x16\n\ttimestamp\x18\x04 \x01(\x03H\x00\x88\x01\x01\x12;\n\nprovenance\x18\x05 \x03(\x0b\x32\'.jevmem.v1.EvidenceItem.ProvenanceEntry\x12\x1b\n\x03via\x18\x06 \x01(\x0b\x32\x0e.jevmem.v1.Via\x12\x16\n\x0etime_refs_json\x18\x07 \x01(\t\x12\x15\n\rpassage_start\x18\x08 \x01(\x04\x12\x13\n\x0bpassage_end\x18\t \x01(\x04\x12\x12\n\nsupersedes\x18\n \x03(\x04\x12\x15\n\rsuperseded_by\x18\x0b \x03(\x04\x12\x17\n\nvalid_from\x18\x0c \x01(\x03H\x01\x88\x01\x01\x12\x15\n\x08valid_to\x18\r \x01(\x03H\x02\x88\x01\x01\x1a\x31\n\x0fProvenanceEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x0c\n\n_timestampB\r\n\x0b_valid_fromB\x0b\n\t_valid_to\"\x92\x02\n\x0cSearchResult\x12\r\n\x05query\x18\x01 \x01(\t\x12)\n\x08\x65vidence\x18\x02 \x03(\x0b\x32\x17.jevmem.v1.EvidenceItem\x12\x18\n\x0bsufficiency\x18\x03 \x01(\x01H\x00\x88\x01\x01\x12\x17\n\nusefulness\x18\x04 \x01(\x01H\x01\x88\x01\x01\x12\x14\n\x07missing\x18\x05 \x01(\x01H\x02\x88\x01\x01\x12\x1a\n\rcontradiction\x18\x06 \x01(\x01H\x03\x88\x01\x01\x12\x12\n\nsufficient\x18\x07 \x01(\x08\x12\x12\n\ntrace_json\x18\x08 \x01(\tB\x0e\n\x0c_sufficiencyB\r\n\x0b_usefulnessB\n\n\x08_missingB\x10\n\x0e_contradiction\"9\n\x0eSearchResponse\x12\'\n\x06result\x18\x01 \x01(\x0b\x32\x17.jevmem.v1.SearchResult\"?\n\x13SearchBatchResponse\x12(\n\x07results\x18\x01 \x03(\x0b\x32\x17.jevmem.v1.SearchResult\"(\n\nGetRequest\x12\x0e\n\x06memory\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\x04\"\xcf\x01\n\x04Node\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\x16\n\ttimestamp\x18\x03 \x01(\x03H\x00\x88\x01\x01\x12\x33\n\nprovenance\x18\x04 \x03(\x0b\x32\x1f.jevmem.v1.Node.ProvenanceEntry\x12\x10\n\x08\x65ntities\x18\x05 \x03(\t\x12\r\n\x05types\x18\x06 \x03(\x01\x1a\x31\n\x0fProvenanceEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x0c\n\n_timestamp\",\n\x0bGetResponse\x12\x1d\n\x04node\x18\x01 \x01(\x0b\x32\x0f.jevmem.v1.Node\"\x1e\n\x0cStatsRequest\x12\x0e\n\x06memory\x18\x01 \x01(\t\"#\n\rStatsResponse\x12\x12\n\nstats_json\x18\x01 \x01(\t\"%\n\x13MemoryHealthRequest\x12\x0e\n\x06memory\x18\x01 \x01(\t\"\xb1\x01\n\x14MemoryHealthResponse\x12\x36\n\x06status\x18\x01 \x01(\x0e\x32&.jevmem.v1.MemoryHealthResponse.Status\x12\r\n\x05nodes\x18\x02 \x01(\x04\"R\n\x06Status\x12\x16\n\x12STATUS_UNSPECIFIED\x10\x00\x12\x0b\n\x07SERVING\x10\x01\x12\x12\n\x0eUNKNOWN_MEMORY\x10\x02\x12\x0f\n\x0bNOT_SERVING\x10\x03\x32\xd4\x03\n\rMemoryService\x12\x34\n\x03\x41\x64\x64\x12\x15.jevmem.v1.AddRequest\x1a\x16.jevmem.v1.AddResponse\x12\x43\n\x08\x41\x64\x64\x42\x61tch\x12\x1a.jevmem.v1.AddBatchRequest\x1a\x1b.jevmem.v1.AddBatchResponse\x12=\n\x06Search\x12\x18.jevmem.v1.SearchRequest\x1a\x19.jevmem.v1.SearchResponse\x12L\n\x0bSearchBatch\x12\x1d.jevmem.v1.SearchBatchRequest\x1a\x1e.jevmem.v1.SearchBatchResponse\x12\x34\n\x03Get\x12\x15.jevmem.v1.GetRequest\x1a\x16.jevmem.v1.GetResponse\x12:\n\x05Stats\x12\x17.jevmem.v1.StatsRequest\x1a\x18.jevmem.v1.StatsResponse\x12I\n\x06Health\x12\x1e.jevmem.v1.MemoryHealthRequest\x1a\x1f.jevmem.v1.MemoryHealthResponseB%\n\rdev.jevmem.v1P\x01Z\x12jevmem/v1;jevmemv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -59,33 +59,33 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_VIA']._serialized_start=768
   _globals['_VIA']._serialized_end=848
   _globals['_EVIDENCEITEM']._serialized_start=851
-  _globals['_EVIDENCEITEM']._serialized_end=1153
+  _globals['_EVIDENCEITEM']._serialized_end=1272
   _globals['_EVIDENCEITEM_PROVENANCEENTRY']._serialized_start=207
   _globals['_EVIDENCEITEM_PROVENANCEENTRY']._serialized_end=256
-  _globals['_SEARCHRESULT']._serialized_start=1156
-  _globals['_SEARCHRESULT']._serialized_end=1430
-  _globals['_SEARCHRESPONSE']._serialized_start=1432
-  _globals['_SEARCHRESPONSE']._serialized_end=1489
-  _globals['_SEARCHBATCHRESPONSE']._serialized_start=1491
-  _globals['_SEARCHBATCHRESPONSE']._serialized_end=1554
-  _globals['_GETREQUEST']._serialized_start=1556
-  _globals['_GETREQUEST']._serialized_end=1596
-  _globals['_NODE']._serialized_start=1599
-  _globals['_NODE']._serialized_end=1806
+  _globals['_SEARCHRESULT']._serialized_start=1275
+  _globals['_SEARCHRESULT']._serialized_end=1549
+  _globals['_SEARCHRESPONSE']._serialized_start=1551
+  _globals['_SEARCHRESPONSE']._serialized_end=1608
+  _globals['_SEARCHBATCHRESPONSE']._serialized_start=1610
+  _globals['_SEARCHBATCHRESPONSE']._serialized_end=1673
+  _globals['_GETREQUEST']._serialized_start=1675
+  _globals['_GETREQUEST']._serialized_end=1715
+  _globals['_NODE']._serialized_start=1718
+  _globals['_NODE']._serialized_end=1925
   _globals['_NODE_PROVENANCEENTRY']._serialized_start=207
   _globals['_NODE_PROVENANCEENTRY']._serialized_end=256
-  _globals['_GETRESPONSE']._serialized_start=1808
-  _globals['_GETRESPONSE']._serialized_end=1852
-  _globals['_STATSREQUEST']._serialized_start=1854
-  _globals['_STATSREQUEST']._serialized_end=1884
-  _globals['_STATSRESPONSE']._serialized_start=1886
-  _globals['_STATSRESPONSE']._serialized_end=1921
-  _globals['_MEMORYHEALTHREQUEST']._serialized_start=1923
-  _globals['_MEMORYHEALTHREQUEST']._serialized_end=1960
-  _globals['_MEMORYHEALTHRESPONSE']._serialized_start=1963
-  _globals['_MEMORYHEALTHRESPONSE']._serialized_end=2140
-  _globals['_MEMORYHEALTHRESPONSE_STATUS']._serialized_start=2058
-  _globals['_MEMORYHEALTHRESPONSE_STATUS']._serialized_end=2140
-  _globals['_MEMORYSERVICE']._serialized_start=2143
-  _globals['_MEMORYSERVICE']._serialized_end=2611
+  _globals['_GETRESPONSE']._serialized_start=1927
+  _globals['_GETRESPONSE']._serialized_end=1971
+  _globals['_STATSREQUEST']._serialized_start=1973
+  _globals['_STATSREQUEST']._serialized_end=2003
+  _globals['_STATSRESPONSE']._serialized_start=2005
+  _globals['_STATSRESPONSE']._serialized_end=2040
+  _globals['_MEMORYHEALTHREQUEST']._serialized_start=2042
+  _globals['_MEMORYHEALTHREQUEST']._serialized_end=2079
+  _globals['_MEMORYHEALTHRESPONSE']._serialized_start=2082
+  _globals['_MEMORYHEALTHRESPONSE']._serialized_end=2259
+  _globals['_MEMORYHEALTHRESPONSE_STATUS']._serialized_start=2177
+  _globals['_MEMORYHEALTHRESPONSE_STATUS']._serialized_end=2259
+  _globals['_MEMORYSERVICE']._serialized_start=2262
+  _globals['_MEMORYSERVICE']._serialized_end=2730
 # @@protoc_insertion_point(module_scope)

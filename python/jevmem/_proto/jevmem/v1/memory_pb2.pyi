@@ -341,6 +341,10 @@ class EvidenceItem(_message.Message):
     TIME_REFS_JSON_FIELD_NUMBER: _builtins.int
     PASSAGE_START_FIELD_NUMBER: _builtins.int
     PASSAGE_END_FIELD_NUMBER: _builtins.int
+    SUPERSEDES_FIELD_NUMBER: _builtins.int
+    SUPERSEDED_BY_FIELD_NUMBER: _builtins.int
+    VALID_FROM_FIELD_NUMBER: _builtins.int
+    VALID_TO_FIELD_NUMBER: _builtins.int
     id: _builtins.int
     text: _builtins.str
     score: _builtins.float
@@ -356,12 +360,23 @@ class EvidenceItem(_message.Message):
     query best (the whole text when it is one passage).
     """
     passage_end: _builtins.int
+    valid_from: _builtins.int
+    valid_to: _builtins.int
     @_builtins.property
     def provenance(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
     @_builtins.property
     def via(self) -> Global___Via:
         """Unset for anchors (reached by search, not by an edge)."""
 
+    @_builtins.property
+    def supersedes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """Facts that change (set only for nodes in a supersedes link): the nodes
+        this one replaced, the nodes that replaced it, and when its fact held on
+        the world timeline, [valid_from, valid_to) in unix seconds.
+        """
+
+    @_builtins.property
+    def superseded_by(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
     def __init__(
         self,
         *,
@@ -374,14 +389,27 @@ class EvidenceItem(_message.Message):
         time_refs_json: _builtins.str = ...,
         passage_start: _builtins.int = ...,
         passage_end: _builtins.int = ...,
+        supersedes: _abc.Iterable[_builtins.int] | None = ...,
+        superseded_by: _abc.Iterable[_builtins.int] | None = ...,
+        valid_from: _builtins.int | None = ...,
+        valid_to: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_timestamp", b"_timestamp", "timestamp", b"timestamp", "via", b"via"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_timestamp", b"_timestamp", "_valid_from", b"_valid_from", "_valid_to", b"_valid_to", "timestamp", b"timestamp", "valid_from", b"valid_from", "valid_to", b"valid_to", "via", b"via"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_timestamp", b"_timestamp", "id", b"id", "passage_end", b"passage_end", "passage_start", b"passage_start", "provenance", b"provenance", "score", b"score", "text", b"text", "time_refs_json", b"time_refs_json", "timestamp", b"timestamp", "via", b"via"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_timestamp", b"_timestamp", "_valid_from", b"_valid_from", "_valid_to", b"_valid_to", "id", b"id", "passage_end", b"passage_end", "passage_start", b"passage_start", "provenance", b"provenance", "score", b"score", "superseded_by", b"superseded_by", "supersedes", b"supersedes", "text", b"text", "time_refs_json", b"time_refs_json", "timestamp", b"timestamp", "valid_from", b"valid_from", "valid_to", b"valid_to", "via", b"via"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__timestamp: _TypeAlias = _typing.Literal["timestamp"]  # noqa: Y015
     _WhichOneofArgType__timestamp: _TypeAlias = _typing.Literal["_timestamp", b"_timestamp"]  # noqa: Y015
+    _WhichOneofReturnType__valid_from: _TypeAlias = _typing.Literal["valid_from"]  # noqa: Y015
+    _WhichOneofArgType__valid_from: _TypeAlias = _typing.Literal["_valid_from", b"_valid_from"]  # noqa: Y015
+    _WhichOneofReturnType__valid_to: _TypeAlias = _typing.Literal["valid_to"]  # noqa: Y015
+    _WhichOneofArgType__valid_to: _TypeAlias = _typing.Literal["_valid_to", b"_valid_to"]  # noqa: Y015
+    @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__timestamp) -> _WhichOneofReturnType__timestamp | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__valid_from) -> _WhichOneofReturnType__valid_from | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__valid_to) -> _WhichOneofReturnType__valid_to | None: ...
 
 Global___EvidenceItem: _TypeAlias = EvidenceItem  # noqa: Y015
 

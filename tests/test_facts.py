@@ -1,0 +1,413 @@
+"""Facts that change: supersedes links at write time, validity on the world
+timeline, and a read path that ranks the fact valid at the time asked about."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jevmem import HashEmbedder, InvalidInputError, LocalController, Memory, MemoryStore
+from jevmem.controller import DecisionRequest, Noul, catalogue
+from jevmem.embed import Embedder
+from jevmem.errors import InvalidScoreError, NodeNotFoundError
+from jevmem.temporal import event_time, ground, query_fact_time, query_time_cues
+
+DAY = 86_400
+START = int(datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc).timestamp())
+
+
+def date_of(day: int) -> str:
+    """'5 March 2026' for START + day days: how a query names a day."""
+    d = datetime.fromtimestamp(START + day * DAY, tz=timezone.utc)
+    return f"{d.day} {d.strftime('%B %Y')}"
+
+
+FILLER = [
+    "I started learning the cello this week, my teacher is called Ines.",
+    "The build server ran out of disk again, I cleared the docker cache.",
+    "My sister Lena found an apartment near the river.",
+    "Because the deploy failed on Friday, we postponed the release to Monday.",
+    "I booked flights for a holiday in June.",
+    "My cello recital is on the 20th, Ines picked a Bach suite.",
+    "Practised the Bach prelude for two hours, the slow scales helped.",
+    "The release went out on Monday without problems.",
+]
+
+# (earlier statement, update, day of each, present query, query before the change)
+SEQUENCES = {
+    "milk": (
+        "I prefer oat milk in my coffee, dairy upsets my stomach.",
+        "I switched from oat milk to soy milk, oat got too sweet.",
+        "What milk does Maya take in her coffee now?",
+        "What milk did Maya take in her coffee on {date}?",
+    ),
+    "paragraphs": (
+        "Please write long, detailed paragraphs when you answer me.",
+        "I now prefer short paragraphs in your answers, the long ones are hard to read.",
+        "How long should the paragraphs of an answer be these days?",
+        "How long did Maya want the paragraphs of an answer to be on {date}?",
+    ),
+    "etl": (
+        "Our ETL pipelines are orchestrated with Airflow on a small cluster.",
+        "We moved our ETL pipelines from Airflow to Dagster, the migration is done.",
+        "Which tool orchestrates our ETL pipelines currently?",
+        "Which tool orchestrated our ETL pipelines on {date}?",
+    ),
+    "city": (
+        "I live in Porto, in a flat close to the old town.",
+        "We moved to Berlin, I no longer live in Porto and the new flat is near a canal.",
+        "Which city does Maya live in now?",
+        "Which city did Maya live in on {date}?",
+    ),
+}
+
+
+def build(embedder: Embedder, old: str, new: str) -> tuple[Memory, int, int]:
+    """Filler on days 0-13, the old statement on day 3, its update on day 10."""
+    m = Memory(embedder)
+    days = [0, 1, 2, 4, 6, 8, 11, 13]  # the filler's
+    texts = [*FILLER[:3], old, *FILLER[3:6], new, *FILLER[6:]]
+    days = [*days[:3], 3, *days[3:6], 10, *days[6:]]
+    ids = m.add_batch(
+        texts,
+        timestamps=[START + d * DAY + i * 60 for i, d in enumerate(days)],
+        speakers=["Maya"] * len(texts),
+    )
+    return m, ids[3], ids[7]
+
+
+def rank(m: Memory, query: str, node_id: int, **kw: Any) -> int:
+    ids = [e.id for e in m.search(query, 10, **kw).evidence]
+    return ids.index(node_id) if node_id in ids else 99
+
+
+@pytest.fixture(scope="module")
+def onnx() -> Iterator[Embedder]:
+    # the default embedder, skipped only when the onnx extra is missing
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("tokenizers")
+    from jevmem.embed import OnnxEmbedder
+
+    try:
+        yield OnnxEmbedder()
+    except ImportError as exc:  # the model package of the extra
+        pytest.skip(str(exc))
+
+
+def check_sequence(embedder: Embedder, name: str) -> None:
+    old, new, present, dated = SEQUENCES[name]
+    m, old_id, new_id = build(embedder, old, new)
+    # written as a link new -> old, with validity on the world timeline
+    assert m.superseded_by(old_id) == [new_id], name
+    assert m.supersedes(new_id) == [old_id]
+    assert m.history(new_id) == [new_id, old_id]
+    start_new, _ = m.validity(new_id)
+    assert m.validity(old_id) == (START + 3 * DAY + 3 * 60, start_new)
+    assert m.validity(new_id)[1] is None
+    # the present: the current fact first, the old one still reachable, lower
+    r = m.search(present, 10)
+    ids = [e.id for e in r.evidence]
+    assert ids[0] == new_id, (name, [e.text for e in r.evidence[:3]])
+    assert old_id in ids
+    top = r.evidence[0]
+    assert top.supersedes == (old_id,) and top.valid_to is None
+    old_item = r.evidence[ids.index(old_id)]
+    assert old_item.superseded_by == (new_id,) and old_item.valid_to == start_new
+    # a day before the change: the fact valid then first
+    assert rank(m, dated.format(date=date_of(6)), old_id) == 0, name
+    assert rank(m, dated.format(date=date_of(6)), new_id) > 0
+    # "now" at a time before the change: the old fact is still current then
+    assert rank(m, present, old_id, now=START + 7 * DAY) == 0, name
+    assert rank(m, present, new_id, now=START + 12 * DAY) == 0, name
+
+
+@pytest.mark.parametrize("name", sorted(SEQUENCES))
+def test_updates_with_the_hash_embedder(name: str) -> None:
+    check_sequence(HashEmbedder(256), name)
+
+
+@pytest.mark.parametrize("name", sorted(SEQUENCES))
+def test_updates_with_the_default_embedder(onnx: Embedder, name: str) -> None:
+    check_sequence(onnx, name)
+
+
+def test_before_a_change_without_a_date() -> None:
+    old, new, _, _ = SEQUENCES["milk"]
+    m, old_id, new_id = build(HashEmbedder(256), old, new)
+    assert rank(m, "What milk did Maya drink before she switched?", old_id) == 0
+    assert rank(m, "What milk did Maya drink before she switched?", new_id) > 0
+
+
+def test_the_demo_memory_answers_the_milk_question_with_soy() -> None:
+    from jevmem.__main__ import LOG
+
+    m = Memory(HashEmbedder(256))
+    m.add_batch(
+        [t for _, _, t in LOG],
+        timestamps=[START + d * DAY + i * 60 for i, (d, _, _) in enumerate(LOG)],
+        speakers=[s for _, s, _ in LOG],
+    )
+    soy = next(i for i, (_, _, t) in enumerate(LOG) if "soy" in t)
+    oat = next(i for i, (_, _, t) in enumerate(LOG) if "prefer oat" in t)
+    assert m.superseded_by(oat) == [soy]
+    # "yesterday" dates the switch a day before it was said
+    assert m.validity(soy)[0] == event_time(START, ground(LOG[soy][2], START + 11 * DAY + soy * 60))
+    q = "What milk does Maya take in her coffee now?"
+    assert rank(m, q, soy, now=START + 14 * DAY) == 0
+    assert rank(m, q, oat, now=START + 8 * DAY) == 0
+
+
+def test_unrelated_or_agreeing_observations_are_not_linked() -> None:
+    m = Memory(HashEmbedder(256))
+    m.add_batch(
+        [
+            "I prefer oat milk in my coffee.",
+            "Oat milk in coffee is still my favourite.",  # agrees: no change cue on a new value
+            "We now deploy the release on Mondays.",  # a change, of another subject
+        ],
+        timestamps=[START, START + DAY, START + 2 * DAY],
+        speakers=["Maya", "Maya", "Maya"],
+    )
+    assert m.store.supersedes_links() == []
+
+
+def test_unrelated_queries_see_no_fact_signals() -> None:
+    old, new, _, _ = SEQUENCES["etl"]
+    m, old_id, new_id = build(HashEmbedder(256), old, new)
+    # no tense, no time: neither is discounted; both keep their topical ranks
+    r = m.search("ETL orchestration Airflow Dagster", 10)
+    assert {old_id, new_id} <= {e.id for e in r.evidence}
+
+
+# ---- the controller's question ------------------------------------------------
+
+
+def relation(new: str, old: str, **signals: float) -> float:
+    qs = catalogue.relation_questions(0, ask_alias=False, ask_temporal=False)
+    sig = {"vector": 0.7, "lexical": 0.9, "same_speaker": 1.0, "older": 1.0, **signals}
+    req = DecisionRequest(
+        "relations",
+        {"observation": {"text": new}, "candidates": [{"text": old, "signals": sig}]},
+        qs,
+    )
+    got = LocalController().decide([req])[0]["pair_0_supersedes"]
+    assert 0.0 <= got.value <= 1.0  # type: ignore[union-attr]
+    return got.value  # type: ignore[union-attr]
+
+
+def test_supersedes_question_reads_change_cues_subject_and_age() -> None:
+    q = next(
+        q for q in catalogue.relation_questions(0, ask_alias=False, ask_temporal=False)
+        if q.kind == "relation.supersedes"
+    )  # fmt: skip
+    assert isinstance(q, Noul) and q.id == "pair_0_supersedes" and q.true_if and q.false_if
+    old = "I prefer oat milk in my coffee."
+    switch = "I switched from oat milk to soy."
+    assert relation(switch, old) >= 0.6
+    assert relation("Oat milk in coffee is lovely.", old) < 0.6
+    # every factor is needed: the same topic, the same subject, the older candidate
+    assert relation(switch, old, vector=0.05, lexical=0.0) < 0.6
+    assert relation(switch, old, same_speaker=0.0) < relation(switch, old)
+    assert relation(switch, old, older=0.0) == 0.0
+    # naming the old value as given up counts for more than a bare cue
+    assert relation("I switched to soy.", old) < relation(switch, old)
+
+
+@settings(max_examples=60)
+@given(
+    st.text(max_size=80),
+    st.text(max_size=80),
+    *[st.floats(0.0, 1.0) for _ in range(4)],
+)
+def test_supersedes_answers_are_valid_for_any_input(
+    new: str, old: str, vec: float, lex: float, spk: float, older: float
+) -> None:
+    relation(new, old, vector=vec, lexical=lex, same_speaker=spk, older=older)
+
+
+# ---- query stances --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("query", "stance"),
+    [
+        ("What milk now?", "present"),
+        ("Which city does Maya live in?", "present"),
+        ("What milk did Maya drink in February 2026?", "dated"),
+        ("What milk did she drink before she switched?", "past"),
+        ("Which tool did we use originally?", "past"),
+        ("What did Maya switch to?", "neutral"),
+    ],
+)
+def test_query_fact_time(query: str, stance: str) -> None:
+    now = START + 30 * DAY
+    ft = query_fact_time(query, query_time_cues(query, now=now), now=now)
+    assert ft.stance == stance
+    if stance == "present":
+        assert ft.at == now
+    if stance == "dated":
+        assert ft.at is not None and ft.until is not None and ft.at < ft.until
+
+
+# ---- random update sequences ------------------------------------------------------
+
+SUBJECTS = {
+    # subject: (values, first statement, update, present query, dated query)
+    "drink": (
+        ["oat milk", "soy milk", "almond milk", "black tea", "espresso"],
+        "Every morning I drink {v} with breakfast.",
+        "I switched from {o} to {v} with breakfast now.",
+        "What does Maya drink with breakfast now?",
+        "What did Maya drink with breakfast on {date}?",
+    ),
+    "editor": (
+        ["vim", "emacs", "vscode", "helix", "zed"],
+        "I write all my code in {v}.",
+        "I moved from {o} to {v} for my code, {o} is no longer my editor.",
+        "Which editor does Maya write her code in these days?",
+        "Which editor did Maya write her code in on {date}?",
+    ),
+}
+
+
+# Unrelated observations that name no time: one that does ("this week")
+# matches a dated query by its time alone, which is the time window's doing,
+# not a question of which fact held.
+TIMELESS_FILLER = [
+    "The build server ran out of disk, I cleared the docker cache.",
+    "My sister Lena found an apartment near the river.",
+    "Ines said my bowing is too tense.",
+    "The release went out without problems.",
+    "Lena's new job is at a marine research lab.",
+    "The recital piece is a Bach suite.",
+]
+
+
+@st.composite
+def update_sequences(draw: st.DrawFn) -> dict[str, Any]:
+    subject = draw(st.sampled_from(sorted(SUBJECTS)))
+    values = SUBJECTS[subject][0]
+    chain = draw(st.lists(st.sampled_from(values), min_size=2, max_size=3, unique=True))
+    change_days = sorted(draw(st.lists(st.integers(2, 40), min_size=len(chain), max_size=len(chain), unique=True)))  # fmt: skip
+    fillers = draw(
+        st.lists(
+            st.tuples(st.sampled_from(TIMELESS_FILLER), st.integers(0, 45)), min_size=0, max_size=8
+        )
+    )
+    return {"subject": subject, "chain": chain, "days": change_days, "fillers": fillers}
+
+
+@settings(max_examples=30)
+@given(update_sequences())
+def test_random_updates_rank_the_fact_valid_at_the_asked_time(seq: dict[str, Any]) -> None:
+    _, first, update, present, dated = SUBJECTS[seq["subject"]]
+    chain, days = seq["chain"], seq["days"]
+    events: list[tuple[int, str, str]] = []  # (day, kind, text)
+    for i, (value, day) in enumerate(zip(chain, days, strict=True)):
+        text = first.format(v=value) if i == 0 else update.format(v=value, o=chain[i - 1])
+        events.append((day, f"fact{i}", text))
+    events += [(d, "filler", t) for t, d in seq["fillers"]]
+    events.sort(key=lambda e: e[0])
+    m = Memory(HashEmbedder(256))
+    ids = m.add_batch(
+        [t for _, _, t in events],
+        timestamps=[START + d * DAY + i for i, (d, _, _) in enumerate(events)],
+        speakers=["Maya"] * len(events),
+    )
+    fact = {kind: i for i, (_, kind, _) in zip(ids, events, strict=True) if kind != "filler"}
+    last = fact[f"fact{len(chain) - 1}"]
+    assert m.history(last) == [fact[f"fact{i}"] for i in reversed(range(len(chain)))]
+    # the present: the latest value first
+    assert rank(m, present, last) == 0
+    # a day before the first change: the first value first
+    if days[1] - days[0] >= 2:
+        assert rank(m, dated.format(date=date_of(days[1] - 1)), fact["fact0"]) == 0
+
+
+# ---- equivalence, storage, snapshots, bad input -------------------------------------
+
+
+@settings(max_examples=15)
+@given(update_sequences())
+def test_add_batch_equals_one_by_one_with_updates(seq: dict[str, Any]) -> None:
+    _, first, update, _, _ = SUBJECTS[seq["subject"]]
+    chain = seq["chain"]
+    texts = [first.format(v=chain[0])] + [
+        update.format(v=v, o=o) for o, v in itertools.pairwise(chain)
+    ]
+    texts += [t for t, _ in seq["fillers"]]
+    stamps = [START + i * DAY for i in range(len(texts))]
+    batch = Memory(HashEmbedder(64))
+    batch.add_batch(texts, timestamps=stamps, speakers=["Maya"] * len(texts))
+    single = Memory(HashEmbedder(64))
+    for t, ts in zip(texts, stamps, strict=True):
+        single.add(t, timestamp=ts, speaker="Maya")
+    assert batch.store.supersedes_links() != [] or len(chain) < 2
+    assert batch.store.to_bytes() == single.store.to_bytes()
+
+
+def as_version_1(v2: bytes) -> bytes:
+    """The v1 file of a memory with no links: the v2 body without its two
+    trailing empty lists (one zero byte each in postcard), under a v1 header."""
+    import struct
+    import zlib
+
+    assert v2[8:12] == struct.pack("<I", 2) and v2[-2:] == b"\0\0"
+    payload = v2[24:-2]
+    return v2[:8] + struct.pack("<IIQ", 1, zlib.crc32(payload), len(payload)) + payload
+
+
+def test_snapshot_v1_loads_and_v2_round_trips_with_links(tmp_path: Any) -> None:
+    old, new, present, _ = SEQUENCES["milk"]
+    plain = Memory(HashEmbedder(64))
+    plain.add_batch(FILLER[:3], timestamps=[START + i for i in range(3)])
+    v1 = as_version_1(plain.store.to_bytes())
+    loaded = MemoryStore.from_bytes(v1)
+    assert loaded.to_bytes() == plain.store.to_bytes()
+
+    m, old_id, new_id = build(HashEmbedder(64), old, new)
+    m.save(tmp_path / "m.jvm")
+    back = Memory.load(tmp_path / "m.jvm", HashEmbedder(64))
+    assert back.store.to_bytes() == m.store.to_bytes()
+    assert back.superseded_by(old_id) == [new_id]
+    assert back.validity(old_id) == m.validity(old_id)
+    a, b = m.search(present, 5), back.search(present, 5)
+    assert [(e.id, e.supersedes, e.superseded_by) for e in a.evidence] == [
+        (e.id, e.supersedes, e.superseded_by) for e in b.evidence
+    ]
+
+
+def test_bad_links_raise_and_change_nothing() -> None:
+    s = MemoryStore(4)
+    for i in range(3):
+        s.add(f"fact {i}", [1.0, float(i), 0.0, 1.0], timestamp=START + i)
+    s.add_supersedes(1, 0, 0.8)
+    before = s.to_bytes()
+    bad: list[tuple[tuple[int, int, float], type[Exception]]] = [
+        ((0, 0, 0.8), InvalidInputError),  # itself
+        ((0, 1, 0.8), InvalidInputError),  # a cycle
+        ((7, 0, 0.8), NodeNotFoundError),
+        ((2, 0, 1.5), InvalidScoreError),
+        ((2, 0, float("nan")), InvalidScoreError),
+    ]
+    for (new, old, w), err in bad:
+        with pytest.raises(err):
+            s.add_supersedes(new, old, w)
+        assert s.to_bytes() == before
+    with pytest.raises(InvalidInputError, match="link 1"):
+        s.add_supersedes_batch([(2, 1, 0.7), (0, 2, 0.7)])
+    with pytest.raises(InvalidInputError):
+        s.add_supersedes_batch([(2, 1)])
+    assert s.to_bytes() == before
+    with pytest.raises(NodeNotFoundError):
+        s.set_valid_from(9, START)
+    assert s.to_bytes() == before
+    s.remove(0)
+    assert s.supersedes_links() == [] and s.supersedes(1) == []
+    assert s.supersedes_count == 0
