@@ -27,6 +27,8 @@ from jevmem.controller.learned import (
     SystemOneModel,
     assessment_features,
     candidate_matrix,
+    candidate_rows,
+    feature_matrix,
     hand_answers,
 )
 from jevmem.embed import HashEmbedder
@@ -95,8 +97,14 @@ def test_learned_answers_are_valid_for_any_features(
         for a in got.values():
             assert isinstance(a, NoulAnswer)
             assert 0.0 <= a.value <= 1.0 and math.isfinite(a.value)
-    # the matrices have one row per candidate and one column per feature
-    assert candidate_matrix(candidates, OWN_FEATURES).shape == (len(cands), len(OWN_FEATURES))
+    # the matrices have one row per candidate and one column per feature,
+    # and the fast path equals the rows the training script keeps
+    hand = {"hand_relevance": [0.5] * len(cands), "hand_support": [0.25] * len(cands)}
+    for names in (OWN_FEATURES, CONTEXT_FEATURES):
+        fast = candidate_matrix(candidates, names, hand)
+        assert fast.shape == (len(cands), len(names))
+        assert np.array_equal(fast, feature_matrix(candidate_rows(candidates, hand), names))
+        assert np.isfinite(fast).all()
     feats = assessment_features(assess.state, 0.5)
     assert set(feats) == set(ASSESSMENT_BASE)
     assert all(math.isfinite(v) for v in feats.values())

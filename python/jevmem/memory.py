@@ -323,6 +323,7 @@ class Memory:
         self._sides: dict[
             int, tuple[tuple[tuple[int, float], ...], tuple[tuple[int, float], ...]]
         ] = {}
+        self._styles: dict[int, tuple[float, float, float]] = {}
         self._facts: dict[int, _NodeFacts] = {}
         self._frame: tuple[MemoryStore, frozenset[str]] | None = None
         self._sentences: dict[int, tuple[frozenset[str], tuple[_Sentence, ...]]] = {}
@@ -352,6 +353,7 @@ class Memory:
         self._log_len[node.id] = log_len
         self._log_len_total += log_len
         self._sides.clear()
+        self._styles.clear()
         if speaker:
             stats = self._speaker_stats.setdefault(speaker, [0.0, 0.0, 0.0])
             stats[0] += 1
@@ -1047,6 +1049,9 @@ class Memory:
         is a typical turn), its speaker's mean question share (someone who
         mostly asks, like a user asking an assistant), and its speaker's
         typical length against the memory's (0.5 without a speaker)."""
+        cached = self._styles.get(node_id)
+        if cached is not None:
+            return cached
         n = len(self._log_len)
         if not n:
             return 0.5, 0.0, 0.5
@@ -1054,8 +1059,12 @@ class Memory:
         length = _logistic(self._log_len.get(node_id, mean) - mean)
         stats = self._speaker_stats.get(self._node_facts(node_id).speaker)
         if not stats or not stats[0]:
-            return length, 0.0, 0.5
-        return length, stats[1] / stats[0], _logistic(stats[2] / stats[0] - mean)
+            got = (length, 0.0, 0.5)
+        else:
+            got = (length, stats[1] / stats[0], _logistic(stats[2] / stats[0] - mean))
+        # the memory's means move with every write: kept until the next one
+        self._styles[node_id] = got
+        return got
 
     def _context_sides(
         self, node_id: int

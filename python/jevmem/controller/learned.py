@@ -118,34 +118,35 @@ ASSESSMENT_FEATURES: tuple[str, ...] = ASSESSMENT_BASE + tuple(
 )
 
 
-def _column(rows: Sequence[Mapping[str, Any]], name: str) -> npt.NDArray[np.float64]:
-    out = np.empty(len(rows), dtype=np.float64)
-    for i, row in enumerate(rows):
-        v = row.get(name)
-        out[i] = 0.0 if v is None else float(v)
-    # signals are shares in [0, 1]; anything else is made harmless before
-    # products are taken (no overflow, no NaN)
-    return np.clip(np.nan_to_num(out, nan=0.0, posinf=0.0, neginf=0.0), -1e6, 1e6)
-
-
-def _matrix(rows: Sequence[Mapping[str, Any]], names: Sequence[str]) -> npt.NDArray[np.float64]:
+def _matrix(
+    rows: Sequence[Mapping[str, Any]],
+    names: Sequence[str],
+    extra: Mapping[str, Sequence[float]] | None = None,
+) -> npt.NDArray[np.float64]:
     """One row per mapping, one column per feature name (``a*b`` = product);
-    missing values are 0, and non-finite ones are made 0 too."""
-    cols: dict[str, npt.NDArray[np.float64]] = {}
-
-    def col(name: str) -> npt.NDArray[np.float64]:
-        got = cols.get(name)
-        if got is None:
-            if "*" in name:
-                left, right = name.split("*", 1)
-                got = col(left) * col(right)
-            else:
-                got = _column(rows, name)
-            cols[name] = got
-        return got
-
-    x = np.stack([col(n) for n in names], axis=1) if rows else np.zeros((0, len(names)))
-    return np.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0)
+    ``extra`` supplies whole columns by name, ahead of the mappings. Missing
+    values are 0; non-finite ones are made 0 and the rest bounded before
+    products are taken (signals are shares in [0, 1]; nothing else may
+    overflow or turn into NaN)."""
+    extra = extra or {}
+    base = sorted({part for name in names for part in name.split("*")})
+    from_rows = [b for b in base if b not in extra]
+    from_extra = [b for b in base if b in extra]
+    width = len(from_rows) + len(from_extra)
+    raw = np.empty((len(rows), width), dtype=np.float64)
+    if rows and from_rows:
+        raw[:, : len(from_rows)] = [[r.get(b) or 0.0 for b in from_rows] for r in rows]
+    for j, b in enumerate(from_extra, len(from_rows)):
+        raw[:, j] = extra[b]
+    np.clip(np.nan_to_num(raw, copy=False, nan=0.0, posinf=0.0, neginf=0.0), -1e6, 1e6, out=raw)
+    at = {b: j for j, b in enumerate(from_rows + from_extra)}
+    out = np.empty((len(rows), len(names)), dtype=np.float64)
+    for i, name in enumerate(names):
+        parts = name.split("*")
+        out[:, i] = raw[:, at[parts[0]]]
+        for part in parts[1:]:
+            out[:, i] *= raw[:, at[part]]
+    return out
 
 
 def candidate_rows(
@@ -170,8 +171,12 @@ def candidate_matrix(
     names: Sequence[str],
     hand: Mapping[str, Sequence[float]] | None = None,
 ) -> npt.NDArray[np.float64]:
-    """The feature columns of a scoring request's candidates (`candidate_rows`)."""
-    return _matrix(candidate_rows(candidates, hand), names)
+    """The feature columns of a scoring request's candidates: the same as
+    ``feature_matrix(candidate_rows(candidates, hand), names)``, without
+    copying every candidate's signals (this runs on every scoring round)."""
+    extra: dict[str, Sequence[float]] = dict(hand or {})
+    extra["expanded"] = [1.0 if "novelty" in (c.get("signals") or {}) else 0.0 for c in candidates]
+    return _matrix([c.get("signals") or {} for c in candidates], names, extra)
 
 
 def feature_matrix(
@@ -385,12 +390,12 @@ class LearnedController(LocalController):
         for req, answers in zip(requests, out, strict=True):
             if req.purpose == "scoring" and (relevance or support):
                 cands = req.state.get("candidates") or []
-                rows = candidate_rows(cands, hand_answers(answers, len(cands)))
+                hand = hand_answers(answers, len(cands))
                 wanted = {q.kind for q in req.questions}
                 for kind, head in (("score.relevance", relevance), ("score.support", support)):
                     if head is None or kind not in wanted:
                         continue
-                    values = head(_matrix(rows, head.features)).tolist()
+                    values = head(candidate_matrix(cands, head.features, hand)).tolist()
                     suffix = "_" + kind.split(".", 1)[1]
                     for q in req.questions:
                         if q.kind == kind:
