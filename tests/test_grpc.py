@@ -29,7 +29,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jevmem import HashEmbedder, LocalController, Memory
+from jevmem import HashEmbedder, LearnedController, LocalController, Memory, default_controller
 from jevmem._proto.jevmem.v1 import controller_pb2 as cpb
 from jevmem._proto.jevmem.v1 import controller_pb2_grpc as cpb_grpc
 from jevmem._proto.jevmem.v1 import memory_pb2 as mpb
@@ -78,6 +78,9 @@ QUERIES = [
     "why did Tom deploy the release?",
     "what coffee does Ines like?",
 ]
+
+#: the name the in-process default controller reports (a remote one is grpc:<it>)
+DEFAULT_NAME = getattr(default_controller(), "name", "custom")
 
 
 def fill(m: Memory) -> None:
@@ -146,7 +149,8 @@ def raw_server(
 def local_answers(request: cpb.DecideRequest) -> cpb.DecideResponse:
     """The local controller's answers, as the real server would send them."""
     requests = requests_from_proto(request)
-    return answers_to_proto(requests, LocalController().decide(requests), "raw")
+    # the in-process default, so raw servers answer as local_memory() decides
+    return answers_to_proto(requests, default_controller().decide(requests), "raw")
 
 
 def routing_request() -> list[DecisionRequest]:
@@ -172,7 +176,7 @@ def test_remote_local_controller_gives_the_same_evidence(local_server: RunningSe
         assert evidence(rs) == evidence(base.search_batch(QUERIES))
         for a, b in zip(rs, base.search_batch(QUERIES), strict=True):
             assert a.sufficiency == b.sufficiency
-            assert a.trace["controller"] == "grpc:local"
+            assert a.trace["controller"] == f"grpc:{DEFAULT_NAME}"
             assert a.trace["stop_reason"] == b.trace["stop_reason"]
         # one RPC per lockstep round, not per query
         assert g.counters["rpcs"] == remote.calls["write"] + remote.calls["query"]
@@ -685,12 +689,12 @@ def test_the_fallback_mark_is_per_batch(local_server: RunningServer) -> None:
     with GrpcController(local_server.address) as g:
         m = Memory(HashEmbedder(64), controller=g)
         fill(m)
-        assert all(r.trace["controller"] == "grpc:local" for r in m.search_batch(QUERIES))
+        assert all(r.trace["controller"] == f"grpc:{DEFAULT_NAME}" for r in m.search_batch(QUERIES))
         for _ in range(3):  # force it open
             g.breaker.failure()
         assert all(r.trace["controller"] == "local-fallback" for r in m.search_batch(QUERIES))
         g.breaker.success()
-        assert all(r.trace["controller"] == "grpc:local" for r in m.search_batch(QUERIES))
+        assert all(r.trace["controller"] == f"grpc:{DEFAULT_NAME}" for r in m.search_batch(QUERIES))
 
 
 # ---- streamed calls (DecideStream) ---------------------------------------------------------
@@ -714,7 +718,7 @@ def test_streamed_rounds_give_the_same_evidence(local_server: RunningServer) -> 
                 for a, b in zip(rs, want, strict=True):
                     assert (a.sufficiency, a.usefulness) == (b.sufficiency, b.usefulness)
                     assert a.trace["controller_calls"] == b.trace["controller_calls"]
-                    assert a.trace["controller"] == "grpc:local"
+                    assert a.trace["controller"] == f"grpc:{DEFAULT_NAME}"
                 # still one RPC per round and per add_batch phase
                 assert m.calls == base.calls
                 assert g.counters["rpcs"] == m.calls["write"] + m.calls["query"]
@@ -1227,8 +1231,8 @@ def test_supersedes_travels_through_the_remote_controller_and_the_memory_service
     assert r.evidence[0].id == 2 and r.evidence[0].supersedes == (0,)
 
 
-class _SlowLocal(LocalController):
-    """The local controller, 20 ms slower per call: searches on one memory
+class _SlowLocal(LearnedController):
+    """The default (learned) controller, 20 ms slower per call: searches on one memory
     overlap, so concurrent calls find it busy and queue."""
 
     def decide(self, requests: Sequence[DecisionRequest]) -> list[dict[str, Answer]]:
@@ -1486,7 +1490,7 @@ def test_serve_cli_with_a_remote_controller() -> None:
             for name in ("a", "b"):
                 rs = c.search_batch(name, QUERIES)
                 assert evidence(rs) == evidence(local_memory().search_batch(QUERIES))
-                assert {r.trace["controller"] for r in rs} == {"grpc:local"}
+                assert {r.trace["controller"] for r in rs} == {f"grpc:{DEFAULT_NAME}"}
                 assert c.stats(name)["controller_calls_write"] > 0
             controller.stop()
             # the controller is gone: each query still finishes, answered locally and marked

@@ -183,7 +183,12 @@ def test_long_text_round_trips_whole_and_every_passage_is_searchable(
     assert loaded.store.passages(node) == spans
     # the first, the last and a sample between (every one on small texts)
     rng = random.Random(seed)
-    check = sorted({0, len(spans) - 1, *rng.sample(range(len(spans)), min(40, len(spans)))})
+    # (a text that fits one window has no passages: nothing more to find)
+    check = (
+        sorted({0, len(spans) - 1, *rng.sample(range(len(spans)), min(40, len(spans)))})
+        if spans
+        else []
+    )
     for store in (m.store, loaded.store):
         for i in check:
             a, b = spans[i]

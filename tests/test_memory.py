@@ -140,7 +140,7 @@ def test_modes_and_result_fields() -> None:
     top = full.evidence[0]
     assert top.time_refs and top.time_refs[0]["resolved"]
     assert 0.0 <= (full.sufficiency or 0.0) <= 1.0
-    assert full.trace["controller"] == "local"
+    assert full.trace["controller"] == getattr(m.controller, "name", None) == "learned"
     with pytest.raises(InvalidInputError):
         m.search("x", 2, mode="magic")  # type: ignore[arg-type]
     with pytest.raises(InvalidInputError):

@@ -405,9 +405,9 @@ class LearnedController(LocalController):
             elif req.purpose == "assessment" and sufficiency is not None:
                 for q in req.questions:
                     if q.kind == "assess.sufficiency":
-                        hand = answers[q.id]
-                        assert isinstance(hand, NoulAnswer)
-                        x = assessment_row(req.state, hand.value, sufficiency.features)
+                        hand_sufficiency = answers[q.id]
+                        assert isinstance(hand_sufficiency, NoulAnswer)
+                        x = assessment_row(req.state, hand_sufficiency.value, sufficiency.features)
                         answers[q.id] = NoulAnswer(_unit(float(sufficiency(x)[0])))
         return out
 

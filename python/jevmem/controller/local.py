@@ -513,13 +513,13 @@ def relevance(item: Mapping[str, Any]) -> float:
     )
     if "valid_at_query_time" not in sig:  # not in a supersedes chain
         return base
-    return _validity_adjusted(base, sig)
+    return validity_adjusted(base, sig)
 
 
 # ---- facts that change: the validity adjustment -----------------------------
 
 
-def _validity_adjusted(base: float, sig: Mapping[str, Any]) -> float:
+def validity_adjusted(base: float, sig: Mapping[str, Any]) -> float:
     """Relevance of a node in a supersedes chain: a fact valid at the query's
     time answers what its chain is about, so it is at least as relevant as the
     best match in its chain (``chain_match``, 0 when it did not hold then).

@@ -46,7 +46,7 @@ import grpc
 
 from jevmem._proto.jevmem.v1 import controller_pb2 as pb
 from jevmem._proto.jevmem.v1 import controller_pb2_grpc as pb_grpc
-from jevmem.controller.local import LocalController
+from jevmem.controller import default_controller
 from jevmem.controller.types import (
     Answer,
     ControllerError,
@@ -298,7 +298,7 @@ class GrpcController:
         self.stream = stream
         self.target = target
         self.fallback: SystemOne | None = (
-            (fallback if fallback is not None else LocalController()) if use_fallback else None
+            (fallback if fallback is not None else default_controller()) if use_fallback else None
         )
         self.timeout_s, self.call_budget_s, self.reserve_s = timeout_s, call_budget_s, reserve_s
         self.retries, self.backoff_s, self.backoff_max_s = retries, backoff_s, backoff_max_s

@@ -27,6 +27,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from jevmem._collector import collector_paused
 from jevmem._proto.jevmem.v1 import controller_pb2 as pb
 from jevmem._proto.jevmem.v1 import controller_pb2_grpc as pb_grpc
+from jevmem.controller import default_controller
 from jevmem.controller.local import LocalController
 from jevmem.controller.types import ControllerError, SystemOne, validate_answers
 from jevmem.remote.convert import BadRequest, answers_to_proto, requests_from_proto
@@ -242,8 +243,12 @@ class ControllerServicer(pb_grpc.SystemOneServicer):
 
 
 def load_controller(spec: str | None) -> SystemOne:
-    """``None`` or ``"local"``: the local controller; else ``module:Class`` built with no arguments."""
+    """``None`` or ``"local"``: the in-process default (`default_controller`:
+    the learned controller when the shipped model has heads); ``"hand"``: the
+    hand-written `LocalController`; else ``module:Class`` built with no arguments."""
     if spec in (None, "", "local"):
+        return default_controller()
+    if spec == "hand":
         return LocalController()
     assert spec is not None
     module_name, sep, attr = spec.partition(":")
@@ -265,7 +270,7 @@ def serve_controller(
     validate: bool = True,
 ) -> RunningServer:
     """Start a ``jevmem.v1.SystemOne`` server for ``controller`` (local by default)."""
-    servicer = ControllerServicer(controller or LocalController(), validate=validate)
+    servicer = ControllerServicer(controller or default_controller(), validate=validate)
 
     def register(server: grpc.Server) -> list[str]:
         pb_grpc.add_SystemOneServicer_to_server(servicer, server)
