@@ -185,7 +185,9 @@ def add_commands(sub: Any) -> None:
     p.add_argument(
         "--controller",
         default="local",
-        help="'local' (default) or module:Class, built with no arguments",
+        help="'local' (default: the in-process default controller, learned when the shipped "
+        "model has heads), 'hand' (the hand-written LocalController) or module:Class, "
+        "built with no arguments",
     )
     p.add_argument(
         "--controller-path", type=Path, default=None, help="directory to import --controller from"
