@@ -1015,22 +1015,31 @@ class Memory:
         cached = self._context.get(node_id)
         if cached is not None:
             return cached
-        out: list[tuple[int, float]] = []
-        stamp = self._stamps.get(node_id)
-        if stamp is not None:
-            timeline = self._timeline
-            pos = bisect.bisect_left(timeline, (stamp, node_id))
-            episode = self._episodes.get(node_id)
-            for step, weight in ((1, 1.0), (2, SECOND_STEP_DECAY)):
-                for at in (pos - step, pos + step):
-                    if 0 <= at < len(timeline):
-                        other = timeline[at][1]
-                        if self._episodes.get(other) == episode:
-                            w = weight
-                            if at == pos - 1:
-                                w += REPLY_LINK * self._reply_share(other, node_id)
-                            out.append((other, w))
+        out = [
+            (other, w + REPLY_LINK * self._reply_share(other, node_id) if offset == -1 else w)
+            for offset, other, w in self._timeline_neighbours(node_id)
+        ]
         self._context[node_id] = out
+        return out
+
+    def _timeline_neighbours(self, node_id: int) -> list[tuple[int, int, float]]:
+        """(offset, node, weight) for the observations one and two steps
+        before (offset < 0) and after a node in time order, in its episode,
+        weighted 1 and SECOND_STEP_DECAY; in the order -1, +1, -2, +2."""
+        out: list[tuple[int, int, float]] = []
+        stamp = self._stamps.get(node_id)
+        if stamp is None:
+            return out
+        timeline = self._timeline
+        pos = bisect.bisect_left(timeline, (stamp, node_id))
+        episode = self._episodes.get(node_id)
+        for step, weight in ((1, 1.0), (2, SECOND_STEP_DECAY)):
+            for offset in (-step, step):
+                at = pos + offset
+                if 0 <= at < len(timeline):
+                    other = timeline[at][1]
+                    if self._episodes.get(other) == episode:
+                        out.append((offset, other, weight))
         return out
 
     def _reply_share(self, asked_by: int, answered_by: int) -> float:
@@ -1077,20 +1086,11 @@ class Memory:
         cached = self._sides.get(node_id)
         if cached is not None:
             return cached
-        before: list[tuple[int, float]] = []
-        after: list[tuple[int, float]] = []
-        stamp = self._stamps.get(node_id)
-        if stamp is not None:
-            timeline = self._timeline
-            pos = bisect.bisect_left(timeline, (stamp, node_id))
-            episode = self._episodes.get(node_id)
-            for step, weight in ((1, 1.0), (2, SECOND_STEP_DECAY)):
-                for at, side in ((pos - step, before), (pos + step, after)):
-                    if 0 <= at < len(timeline):
-                        other = timeline[at][1]
-                        if self._episodes.get(other) == episode:
-                            side.append((other, weight))
-        cached = self._sides[node_id] = (tuple(before), tuple(after))
+        near = self._timeline_neighbours(node_id)
+        cached = self._sides[node_id] = (
+            tuple((other, w) for offset, other, w in near if offset < 0),
+            tuple((other, w) for offset, other, w in near if offset > 0),
+        )
         return cached
 
     def _names_a_speaker(self, entity: str) -> bool:
