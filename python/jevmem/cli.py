@@ -17,8 +17,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from jevmem.embed import Embedder, HashEmbedder, OnnxEmbedder, default_embedder
-from jevmem.errors import JevmemError
+from jevmem.embed import Embedder, embedder_from_spec
+from jevmem.errors import InvalidConfigError, JevmemError
 from jevmem.memory import Memory
 
 __all__ = ["main"]
@@ -27,27 +27,16 @@ DEFAULT_MEMORY = Path("jevmem.jvm")
 
 
 def _embedder(name: str) -> Embedder:
-    if name == "default":
-        return default_embedder()
-    if name.startswith("hash"):
-        _, _, dim = name.partition("-")
-        return HashEmbedder(int(dim or 256))
-    if name.startswith("onnx"):
-        _, _, model = name.partition(":")
-        return OnnxEmbedder(model) if model else OnnxEmbedder()
-    raise SystemExit(f"unknown embedder {name!r}: use default, hash[-DIM] or onnx[:MODEL]")
+    try:
+        return embedder_from_spec(name)
+    except InvalidConfigError as exc:
+        raise SystemExit(str(exc)) from None
 
 
-def _embedder_name(e: Embedder) -> str:
-    if isinstance(e, HashEmbedder):
-        return f"hash-{e.dim}"
-    if isinstance(e, OnnxEmbedder):
-        return f"onnx:{e.name}"
-    return "default"
-
-
-def _meta_path(memory: Path) -> Path:
-    return memory.with_name(memory.name + ".meta.json")
+def _is_directory_memory(memory: Path) -> bool:
+    """A directory (existing, or a new path without the .jvm suffix) is a
+    durable memory with a write-ahead log; a .jvm file is an export."""
+    return memory.is_dir() or (not memory.exists() and memory.suffix != ".jvm")
 
 
 class _SharedEmbedders:
@@ -65,17 +54,28 @@ class _SharedEmbedders:
             return e
 
 
-def _open(memory: Path, embedder: str | None, shared: _SharedEmbedders | None = None) -> Memory:
+def _open(
+    memory: Path,
+    embedder: str | None,
+    shared: _SharedEmbedders | None = None,
+    durability: str = "sync",
+) -> Memory:
     make = _embedder if shared is None else shared.get
+    chosen = make(embedder) if embedder else None
+    if _is_directory_memory(memory):
+        return Memory.open(memory, chosen, durability=durability)
     if memory.exists():
-        meta = json.loads(_meta_path(memory).read_text()) if _meta_path(memory).exists() else {}
-        return Memory.load(memory, make(embedder or meta.get("embedder", "default")))
-    return Memory(make(embedder or "default"))
+        return Memory.load(memory, chosen)  # without --embedder: the one the file names
+    return Memory(chosen if chosen is not None else make("default"))
 
 
 def _save(m: Memory, memory: Path) -> None:
-    m.save(memory)
-    _meta_path(memory).write_text(json.dumps({"embedder": _embedder_name(m.embedder)}))
+    """Make the memory's state last: a checkpoint for a directory, an
+    atomic one-file export otherwise."""
+    if m.durable:
+        m.checkpoint()
+    else:
+        m.save(memory)
 
 
 def _observations(path: Path) -> Iterator[dict[str, Any]]:
@@ -155,6 +155,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         _progress(min(lo + args.batch, len(obs)), len(obs), t0)
     sys.stderr.write("\n")
     _save(m, args.memory)
+    m.close()
     s = m.stats()
     edges = sum(v for k, v in s.items() if k.startswith("edges_"))
     print(
@@ -195,7 +196,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
-        "--memory", type=Path, default=DEFAULT_MEMORY, help="snapshot file (default ./jevmem.jvm)"
+        "--memory",
+        type=Path,
+        default=DEFAULT_MEMORY,
+        help="a directory (durable: every write in a write-ahead log) or a .jvm file "
+        "(loaded and saved whole); default ./jevmem.jvm",
     )
     common.add_argument("--embedder", default=None, help="default, hash[-DIM] or onnx[:MODEL]")
     p = sub.add_parser(

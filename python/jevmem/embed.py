@@ -48,6 +48,8 @@ __all__ = [
     "OnnxEmbedder",
     "OnnxModelSpec",
     "default_embedder",
+    "embedder_from_spec",
+    "embedder_spec",
     "vocab_path",
 ]
 
@@ -436,3 +438,34 @@ def default_embedder(*, threads: int = 2, warn: bool = True) -> Embedder:
                 stacklevel=2,
             )
         return HashEmbedder()
+
+
+def embedder_spec(e: Embedder) -> str:
+    """The name a memory records for its embedder, so reopening it needs no
+    argument: ``hash-DIM``, ``onnx:MODEL``, or ``custom:module.Class`` (a
+    custom embedder has to be passed again on open)."""
+    if isinstance(e, HashEmbedder):
+        return f"hash-{e.dim}"
+    if isinstance(e, OnnxEmbedder):
+        return f"onnx:{e.name}"
+    cls = type(e)
+    return f"custom:{cls.__module__}.{cls.__qualname__}"
+
+
+def embedder_from_spec(spec: str) -> Embedder:
+    """Make the embedder :func:`embedder_spec` names (``default`` as well)."""
+    if spec == "default":
+        return default_embedder()
+    if spec.startswith("hash"):
+        _, _, dim = spec.partition("-")
+        if dim and not dim.isdigit():
+            raise InvalidConfigError(f"embedder {spec!r}: hash-DIM needs an integer DIM")
+        return HashEmbedder(int(dim or 256))
+    if spec.startswith("onnx"):
+        _, _, model = spec.partition(":")
+        return OnnxEmbedder(model) if model else OnnxEmbedder()
+    if spec.startswith("custom:"):
+        raise InvalidConfigError(
+            f"this memory was made with the custom embedder {spec[7:]}; pass it as embedder="
+        )
+    raise InvalidConfigError(f"unknown embedder {spec!r}: use default, hash[-DIM] or onnx[:MODEL]")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 __all__ = [
     "DimensionMismatchError",
+    "DurabilityError",
     "InvalidConfigError",
     "InvalidInputError",
     "InvalidScoreError",
@@ -58,3 +59,9 @@ class SnapshotError(JevmemError):
 
 class VectorIndexError(JevmemError):
     """The vector index library failed."""
+
+
+class DurabilityError(JevmemError, OSError):
+    """A durable memory could not make a write durable (a failed write or
+    fsync: the memory is read-only from then on, reopen it to recover), or
+    its directory is open elsewhere, or it was closed."""

@@ -23,8 +23,10 @@ import bisect
 import json
 import math
 import re
+import threading
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from operator import itemgetter
@@ -53,9 +55,9 @@ from jevmem.controller.types import (
     SystemOne,
     validate_answers,
 )
-from jevmem.embed import Embedder, default_embedder
+from jevmem.embed import Embedder, default_embedder, embedder_from_spec, embedder_spec
 from jevmem.entities import extract_entities, mentions
-from jevmem.errors import InvalidConfigError, InvalidInputError
+from jevmem.errors import DurabilityError, InvalidConfigError, InvalidInputError, SnapshotError
 from jevmem.passages import PassagePlanner
 from jevmem.temporal import (
     FactTime,
@@ -331,6 +333,13 @@ class Memory:
         self._writes = 0
         self.decisions: list[dict[str, Any]] = []
         self.calls = {"write": 0, "query": 0}
+        # Durable memories (Memory.open): one log record per write request.
+        self._write_lock = threading.RLock()
+        self._write_depth = 0
+        self._checkpoint_every = 0
+        self._checkpoint_seq = 0
+        #: What opening a durable memory found (see Memory.open); None in memory.
+        self.recovery: dict[str, Any] | None = None
         for i in range(self.store.next_id):
             if i in self.store:
                 self._index_python_side(self.store.get(i))
@@ -495,6 +504,10 @@ class Memory:
     ) -> list[int]:
         """Add many observations with batched controller calls.
 
+        On a durable memory (:meth:`open`) the whole batch is one log record:
+        after a crash it is there entirely or not at all, and the call
+        returns once it is as durable as the memory's sync mode promises.
+
         The result equals adding them one by one: each new observation only
         ever sees candidates inserted before it.
 
@@ -502,6 +515,18 @@ class Memory:
         indexed passage by passage (``MemoryConfig.index_passages``); with
         caller-supplied ``embeddings`` only the node vectors are stored.
         """
+        with self._durable_write():
+            return self._add_batch(texts, timestamps, speakers, provenances, entities, embeddings)
+
+    def _add_batch(
+        self,
+        texts: Sequence[str],
+        timestamps: Sequence[Any] | None,
+        speakers: Sequence[str | None] | None,
+        provenances: Sequence[Mapping[str, str] | None] | None,
+        entities: Sequence[Sequence[str] | None] | None,
+        embeddings: npt.ArrayLike | None,
+    ) -> list[int]:
         n = len(texts)
 
         def column(name: str, values: Sequence[Any] | None) -> list[Any]:
@@ -977,11 +1002,11 @@ class Memory:
         return s
 
     def save(self, path: str | Path) -> None:
-        """Snapshot the memory (and, beside it, the consolidation decisions)."""
+        """Export the memory to one file (atomic): the store's snapshot with
+        the memory's own state (embedder, consolidation decisions) inside."""
         path = Path(path)
-        self.store.save(path)
-        side = {"writes": self._writes, "decisions": self.decisions, "calls": self.calls}
-        path.with_name(path.name + ".decisions.json").write_text(json.dumps(side))
+        with self._write_lock:
+            self.store.save_with_state(path, self._state_bytes())
 
     @classmethod
     def load(
@@ -992,15 +1017,187 @@ class Memory:
         *,
         config: MemoryConfig | None = None,
     ) -> Memory:
+        """Import a file written by :meth:`save` (or a bare store snapshot,
+        with the side files older versions wrote beside it). Without
+        ``embedder`` the one the file names is made."""
         path = Path(path)
-        store = MemoryStore.load(path)
+        store, raw = MemoryStore.load_with_state(path)
+        state: dict[str, Any] = {}
+        if raw is not None:
+            state = _decode_state(raw, f"{path}")
+        else:  # a bare snapshot: older builds kept this beside it
+            side_path = path.with_name(path.name + ".decisions.json")
+            meta_path = path.with_name(path.name + ".meta.json")
+            try:
+                if side_path.exists():
+                    state.update(json.loads(side_path.read_text()))
+                if meta_path.exists():
+                    state.setdefault("embedder", json.loads(meta_path.read_text()).get("embedder"))
+            except (OSError, ValueError) as exc:
+                raise SnapshotError(f"{path}: unreadable side file: {exc}") from None
+        if embedder is None and isinstance(state.get("embedder"), str):
+            embedder = embedder_from_spec(state["embedder"])
         m = cls(embedder, controller, config=config, store=store)
-        side_path = path.with_name(path.name + ".decisions.json")
-        if side_path.exists():
-            side = json.loads(side_path.read_text())
-            m._writes = int(side.get("writes", 0))
-            m.decisions = list(side.get("decisions", []))
+        m._apply_state(state)
         return m
+
+    # ---- durability ---------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        path: str | Path,
+        embedder: Embedder | None = None,
+        controller: SystemOne | None = None,
+        *,
+        config: MemoryConfig | None = None,
+        summariser: Summariser | None = None,
+        durability: str = "sync",
+        salvage: bool = False,
+        checkpoint_every: int = 20_000,
+    ) -> Memory:
+        """Open (or create) a durable memory in directory ``path``.
+
+        Every acknowledged write is in the directory's write-ahead log:
+        ``durability="sync"`` (default) returns from a write once its record
+        is fsynced (concurrent writers share fsyncs); ``"interval:MS"`` once
+        it is written to the OS, fsynced every MS milliseconds (an OS crash
+        can lose the last MS); ``"none"`` fsyncs only at checkpoints and
+        :meth:`close` (a process crash loses nothing, power loss can). A
+        failed fsync makes the memory read-only (:class:`DurabilityError`).
+
+        Opening replays the log after the last checkpoint and cuts a torn
+        tail; a bad record followed by good ones refuses to open unless
+        ``salvage=True``, which drops it and what follows (kept aside in the
+        directory) and says so in :attr:`recovery`. The directory names its
+        embedder: without ``embedder`` that one is made; another one is
+        refused. A checkpoint is taken every ``checkpoint_every`` log records
+        (0: only on :meth:`checkpoint` and :meth:`close`).
+        """
+        path = Path(path)
+        if not (isinstance(checkpoint_every, int) and checkpoint_every >= 0):
+            raise InvalidConfigError(
+                f"checkpoint_every must be a non-negative integer, got {checkpoint_every!r}"
+            )
+        if embedder is None:
+            embedder = embedder_from_spec(_manifest_embedder(path) or "default")
+        config = config or MemoryConfig()
+        initial = json.dumps({"format": 1, "embedder": embedder_spec(embedder)}).encode()
+        store, raw_state, deltas, report = MemoryStore.open(
+            path,
+            embedder.dim,
+            embedder=embedder_spec(embedder),
+            state=initial,
+            durability=durability,
+            salvage=salvage,
+            max_text_bytes=config.max_text_bytes,
+        )
+        try:
+            m = cls(embedder, controller, config=config, summariser=summariser, store=store)
+            m._apply_state(_decode_state(raw_state, f"{path} checkpoint"))
+            for d in deltas:
+                m._apply_delta(_decode_state(d, f"{path} log record"))
+        except BaseException:
+            store.close()
+            raise
+        m._checkpoint_every = checkpoint_every
+        m._checkpoint_seq = int(report["checkpoint_seq"])
+        m.recovery = dict(report)
+        return m
+
+    @property
+    def durable(self) -> bool:
+        """Whether this memory lives in a directory (see :meth:`open`)."""
+        return bool(self.store.durable)
+
+    def checkpoint(self) -> dict[str, Any]:
+        """Write a checkpoint of a durable memory now: reopening then replays
+        only later writes, and the log it covers is deleted (with it, the
+        text of forgotten observations)."""
+        with self._write_lock:
+            report = dict(self.store.checkpoint(self._state_bytes()))
+            self._checkpoint_seq = int(report["seq"])
+            return report
+
+    def close(self) -> None:
+        """Checkpoint (when anything was written since the last) and close a
+        durable memory; reads still work, writes raise. A no-op in memory."""
+        if not self.durable:
+            return
+        with self._write_lock:
+            if self.store.failure is None and self.store.last_seq != self._checkpoint_seq:
+                self.checkpoint()
+            self.store.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _state(self) -> dict[str, Any]:
+        return {
+            "format": 1,
+            "embedder": embedder_spec(self.embedder),
+            "writes": self._writes,
+            "decisions": self.decisions,
+            "calls": self.calls,
+        }
+
+    def _state_bytes(self) -> bytes:
+        return json.dumps(self._state(), separators=(",", ":")).encode()
+
+    def _apply_state(self, state: Mapping[str, Any]) -> None:
+        self._writes = int(state.get("writes", 0))
+        self.decisions = list(state.get("decisions", []))
+        calls = state.get("calls")
+        if isinstance(calls, dict):
+            self.calls = {"write": int(calls.get("write", 0)), "query": int(calls.get("query", 0))}
+
+    def _apply_delta(self, delta: Mapping[str, Any]) -> None:
+        self._writes += int(delta.get("writes", 0))
+        self.decisions.extend(delta.get("decisions", []))
+
+    @contextmanager
+    def _durable_write(self) -> Iterator[None]:
+        """One write request. On a durable memory its store calls become one
+        log record (with the memory's own state changes); the request
+        returns once that record is durable. Re-entrant: a request made of
+        others (update = add + link) is still one record."""
+        if not self.store.durable:
+            if self.store.closed:
+                raise DurabilityError("the memory is closed")
+            yield
+            return
+        seq: int | None = None
+        with self._write_lock:
+            outer = self._write_depth == 0
+            if outer:
+                self.store._begin_write()
+                writes, decided = self._writes, len(self.decisions)
+            self._write_depth += 1
+            try:
+                yield
+            finally:
+                self._write_depth -= 1
+                if outer:
+                    # logged even when the request failed half way: the log
+                    # always holds what the memory holds
+                    delta: dict[str, Any] = {}
+                    if self._writes != writes:
+                        delta["writes"] = self._writes - writes
+                    if len(self.decisions) != decided:
+                        delta["decisions"] = self.decisions[decided:]
+                    seq = self.store._log_write(
+                        json.dumps(delta, separators=(",", ":")).encode() if delta else b""
+                    )
+        if seq is not None:
+            self.store._wait_durable(seq)
+            if (
+                self._checkpoint_every
+                and (self.store.last_seq or 0) - self._checkpoint_seq >= self._checkpoint_every
+            ):
+                self.checkpoint()
 
     def _temporal_context(self, node_id: int) -> list[tuple[int, float]]:
         """The observations one and two steps before and after a node in time
@@ -1149,6 +1346,31 @@ _GREETING = re.compile(
     r"(?:^|\b(?:hey|hi|hello|thanks|thank you|congrats|congratulations|wow|oh|yes|yeah|yep|sure|ok|okay|well|great|bye|dear|aww|haha|omg)[\s,!]*)$",
     re.IGNORECASE,
 )
+
+
+def _decode_state(raw: bytes, where: str) -> dict[str, Any]:
+    """A memory's own state as JSON bytes (empty: nothing recorded)."""
+    if not raw:
+        return {}
+    try:
+        state = json.loads(raw)
+    except ValueError as exc:
+        raise SnapshotError(f"{where}: memory state is not valid JSON: {exc}") from None
+    if not isinstance(state, dict):
+        raise SnapshotError(f"{where}: memory state is not a JSON object")
+    return state
+
+
+def _manifest_embedder(path: Path) -> str | None:
+    """The embedder a memory directory names, read before opening it."""
+    try:
+        manifest = json.loads((path / "MANIFEST").read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise SnapshotError(f"{path}/MANIFEST is not readable: {exc}") from None
+    name = manifest.get("embedder") if isinstance(manifest, dict) else None
+    return name if isinstance(name, str) else None
 
 
 def _is_vocative(text: str, m: re.Match[str]) -> bool:

@@ -789,7 +789,7 @@ mod tests {
     #[test]
     fn filter_remove_readd() {
         let mut ix = corpus();
-        let only_even = |d: NodeId| d % 2 == 0;
+        let only_even = |d: NodeId| d.is_multiple_of(2);
         let r = ix.search(&s("banana cherry"), 10, Some(&only_even));
         assert_eq!(r.iter().map(|x| x.0).collect::<Vec<_>>(), [2, 0]);
 
@@ -1011,7 +1011,7 @@ mod tests {
             for (query, k, modulus) in &queries {
                 // modulus 0: no filter; otherwise accept ids not divisible by it.
                 let m = *modulus;
-                let filter = move |d: NodeId| d % (m + 1) != 0;
+                let filter = move |d: NodeId| !d.is_multiple_of(m + 1);
                 let accept: Option<&dyn Fn(NodeId) -> bool> = if m == 0 { None } else { Some(&filter) };
                 let got = ix.search(query, *k, accept);
 
@@ -1093,7 +1093,7 @@ mod tests {
             for d in removals {
                 prop_assert_eq!(ix.remove(d), reference.docs.remove(&d).is_some());
             }
-            let filter = move |d: NodeId| d % (modulus + 1) != 0;
+            let filter = move |d: NodeId| !d.is_multiple_of(modulus + 1);
             let accept: Option<&dyn Fn(NodeId) -> bool> = if modulus == 0 { None } else { Some(&filter) };
             for q in ["r1 common", "r2 r3 common", "r4 f3 common common", "r5 r6 r7 f1 common"] {
                 let q = s(q);

@@ -31,6 +31,10 @@ pub enum Error {
     /// A failure inside the vector index library.
     #[error("vector index: {0}")]
     Index(String),
+    /// A durable memory's write or fsync failed (it is read-only from then
+    /// on), or its directory is locked by another handle.
+    #[error("durability: {0}")]
+    Durability(String),
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
 }

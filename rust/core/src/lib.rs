@@ -7,8 +7,10 @@
 pub mod bm25;
 pub mod budget;
 pub mod candidates;
+pub mod durable;
 pub mod error;
 pub mod facts;
+pub mod failpoint;
 pub mod fusion;
 pub mod graph;
 pub mod ops;

@@ -11,7 +11,6 @@
 //! long observations (`passages`), then supersedes links and explicit event
 //! times (`facts`).
 
-use std::io::Write;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -256,16 +255,16 @@ impl MemoryStore {
         Ok(store)
     }
 
-    /// Write a snapshot atomically: to a temporary file beside `path`, fsync, rename.
+    /// Write a snapshot atomically: a temporary file unique to this call
+    /// (never a shared name, never through a planted symlink), fsync,
+    /// rename over `path`, fsync the directory.
     pub fn save(&self, path: &Path) -> Result<()> {
         let bytes = self.to_snapshot_bytes()?;
-        let tmp = path.with_extension("tmp-snapshot");
-        {
-            let mut f = std::fs::File::create(&tmp)?;
-            f.write_all(&bytes)?;
-            f.sync_all()?;
-        }
-        std::fs::rename(&tmp, path)?;
+        crate::durable::fs::atomic_write(
+            path,
+            &bytes,
+            ["checkpoint.write", "checkpoint.fsync", "checkpoint.rename"],
+        )?;
         Ok(())
     }
 

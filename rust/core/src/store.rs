@@ -106,6 +106,24 @@ pub struct MemoryStore {
     /// Supersedes links and event times (see `facts`).
     pub(crate) facts: FactTable,
     pub(crate) ops_applied: u64,
+    /// While a durable memory is open: the ops applied since the last
+    /// commit, postcard-encoded, waiting to become one log record.
+    pub(crate) journal: Option<Journal>,
+}
+
+/// Applied ops not yet in the write-ahead log.
+#[derive(Clone, Debug, Default)]
+pub struct Journal {
+    pub ops: u32,
+    pub bytes: Vec<u8>,
+}
+
+/// `Op::AddNode` without owning the node, for the journal: postcard writes
+/// an enum as its variant index and fields, so this encodes exactly as the
+/// owned op (checked by a test).
+#[derive(Serialize)]
+enum OpRef<'a> {
+    AddNode { id: NodeId, node: &'a NewNode },
 }
 
 /// Entity identifiers compare after trimming, lowercasing and collapsing inner whitespace.
@@ -129,6 +147,7 @@ impl MemoryStore {
             by_time: BTreeSet::new(),
             facts: FactTable::new(),
             ops_applied: 0,
+            journal: None,
             config,
         })
     }
@@ -265,6 +284,62 @@ impl MemoryStore {
     /// Validate, then apply one op. The single place where state changes.
     pub fn apply(&mut self, op: Op) -> Result<OpOutcome> {
         self.validate_op(&op)?;
+        let mark = self.journal_op(&op)?;
+        let outcome = self.apply_validated(op);
+        if outcome.is_err() {
+            self.journal_rewind(mark);
+        }
+        outcome
+    }
+
+    // ---- journal (durable memories) ---------------------------------------
+
+    /// Start (or stop) recording applied ops for the write-ahead log.
+    pub fn set_journaling(&mut self, on: bool) {
+        self.journal = on.then(Journal::default);
+    }
+
+    pub fn is_journaling(&self) -> bool {
+        self.journal.is_some()
+    }
+
+    /// Whether ops were applied that no log record holds yet.
+    pub fn journal_pending(&self) -> bool {
+        self.journal.as_ref().is_some_and(|j| j.ops > 0)
+    }
+
+    /// The ops applied since the last call, for one log record.
+    pub fn take_journal(&mut self) -> Journal {
+        self.journal
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    fn journal_encode<T: Serialize>(&mut self, op: &T) -> Result<Option<(u32, usize)>> {
+        let Some(j) = self.journal.as_mut() else {
+            return Ok(None);
+        };
+        let mark = (j.ops, j.bytes.len());
+        let bytes = std::mem::take(&mut j.bytes);
+        j.bytes = postcard::to_extend(op, bytes)
+            .map_err(|e| Error::Snapshot(format!("encoding a log record: {e}")))?;
+        j.ops += 1;
+        Ok(Some(mark))
+    }
+
+    fn journal_op(&mut self, op: &Op) -> Result<Option<(u32, usize)>> {
+        self.journal_encode(op)
+    }
+
+    fn journal_rewind(&mut self, mark: Option<(u32, usize)>) {
+        if let (Some(j), Some((ops, len))) = (self.journal.as_mut(), mark) {
+            j.ops = ops;
+            j.bytes.truncate(len);
+        }
+    }
+
+    fn apply_validated(&mut self, op: Op) -> Result<OpOutcome> {
         let outcome = match op {
             Op::AddNode { id, node } => {
                 self.insert_validated(id, node)?;
@@ -359,6 +434,11 @@ impl MemoryStore {
                 self.vectors.remove(*id)?;
             }
             return Err(e);
+        }
+        if !from_snapshot && self.journal.is_some() {
+            for (id, node) in &nodes {
+                self.journal_encode(&OpRef::AddNode { id: *id, node })?;
+            }
         }
         for (id, node) in nodes {
             while self.graph.next_id() < id {

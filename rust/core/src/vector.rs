@@ -986,7 +986,7 @@ mod tests {
             let expected: Vec<(NodeId, Vec<f32>)> = model.clone().into_iter().collect();
             prop_assert_eq!(stored, expected);
 
-            let accept = move |id: NodeId| id % modulus == 0;
+            let accept = move |id: NodeId| id.is_multiple_of(modulus);
             let filter: Option<&dyn Fn(NodeId) -> bool> = if filtered { Some(&accept) } else { None };
             for q in queries {
                 let q: Vec<f32> = q.into_iter().map(f32::from).collect();
@@ -1016,7 +1016,7 @@ mod tests {
         let r = recall(&index, &queries, 10, None);
         assert!(r >= 0.95, "recall@10 = {r}");
 
-        let even = |id: NodeId| id % 2 == 0;
+        let even = |id: NodeId| id.is_multiple_of(2);
         let r = recall(&index, &queries, 10, Some(&even));
         assert!(r >= 0.9, "filtered recall@10 = {r}");
         let rare = |id: NodeId| id % 97 == 3;
@@ -1063,7 +1063,7 @@ mod tests {
             let mut rng = Rng(4);
             let mut removed = HashSet::new();
             for id in 0..3000u64 {
-                if rng.next_u64() % 2 == 0 {
+                if rng.next_u64().is_multiple_of(2) {
                     assert!(index.remove(id).unwrap());
                     removed.insert(id);
                 }

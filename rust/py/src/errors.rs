@@ -5,8 +5,8 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
 
-static CLASSES: [PyOnceLock<Py<PyType>>; 8] = [const { PyOnceLock::new() }; 8];
-const NAMES: [&str; 8] = [
+static CLASSES: [PyOnceLock<Py<PyType>>; 9] = [const { PyOnceLock::new() }; 9];
+const NAMES: [&str; 9] = [
     "InvalidInputError",
     "DimensionMismatchError",
     "InvalidScoreError",
@@ -15,6 +15,7 @@ const NAMES: [&str; 8] = [
     "TraversalStateError",
     "SnapshotError",
     "VectorIndexError",
+    "DurabilityError",
 ];
 
 fn raise(py: Python<'_>, which: usize, msg: String) -> PyErr {
@@ -36,6 +37,7 @@ pub fn to_py(err: Error) -> PyErr {
             Error::InvalidState(_) => raise(py, 5, msg),
             Error::Snapshot(_) => raise(py, 6, msg),
             Error::Index(_) => raise(py, 7, msg),
+            Error::Durability(_) => raise(py, 8, msg),
             Error::Io(e) => pyo3::exceptions::PyOSError::new_err(e.to_string()),
         }
     })

@@ -4,11 +4,25 @@
 // Python keyword-argument signatures map to many Rust parameters by design.
 #![allow(clippy::too_many_arguments)]
 
+mod durable;
 mod errors;
 mod store;
 mod traversal;
 
 use pyo3::prelude::*;
+
+/// Switch a named failure point of the durable path on ("eio", "enospc",
+/// "abort") or off ("off"). For crash and I/O-error tests only.
+#[pyfunction]
+#[pyo3(name = "_set_failpoint")]
+fn set_failpoint(name: &str, action: &str) -> PyResult<()> {
+    let parsed = jevmem_core::failpoint::Action::parse(action).ok_or_else(|| {
+        pyo3::exceptions::PyValueError::new_err(format!(
+            "failpoint action {action:?}: expected eio, enospc, abort or off"
+        ))
+    })?;
+    jevmem_core::failpoint::set(name, parsed).map_err(pyo3::exceptions::PyValueError::new_err)
+}
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -30,5 +44,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(traversal::largest_remainder, m)?)?;
     m.add_function(wrap_pyfunction!(traversal::view_budgets, m)?)?;
     m.add_function(wrap_pyfunction!(traversal::depth_limit, m)?)?;
+    m.add_function(wrap_pyfunction!(set_failpoint, m)?)?;
     Ok(())
 }

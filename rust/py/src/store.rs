@@ -24,8 +24,11 @@ use parking_lot::RwLock;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+use crate::durable::{DurableHandle, OpenResult};
 use crate::errors::IntoPyResult;
 use crate::traversal::{start_traversal, Traversal, TraversalConfig};
+use jevmem_core::durable::{Durable, DurableOptions, SyncMode, DEFAULT_SEGMENT_BYTES};
+use pyo3::types::PyDict;
 
 pub type Shared = Arc<RwLock<CoreStore>>;
 /// (episodic, semantic, procedural, preference)
@@ -233,6 +236,44 @@ fn ranked_arrays<'py>(py: Python<'py>, ranked: Vec<(NodeId, f32)>) -> Ranked<'py
 #[pyclass(frozen, module = "jevmem._core")]
 pub struct MemoryStore {
     pub(crate) inner: Shared,
+    /// Set while the memory is open from a directory (see `durable`).
+    pub(crate) durable: RwLock<Option<Arc<DurableHandle>>>,
+    /// A durable memory after `close`: reads work, writes raise.
+    pub(crate) closed: std::sync::atomic::AtomicBool,
+}
+
+impl MemoryStore {
+    pub(crate) fn in_memory(store: CoreStore) -> Self {
+        Self {
+            inner: Arc::new(RwLock::new(store)),
+            durable: RwLock::new(None),
+            closed: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Run one mutation under the write lock with the GIL released. On a
+    /// durable memory outside an explicit write (`_begin_write`), the ops it
+    /// applied become one log record, acknowledged per the sync mode.
+    fn mutate<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut CoreStore) -> Result<T, Error> + Send,
+    ) -> PyResult<T> {
+        if self.is_closed() {
+            return Err(Error::Durability("the memory is closed".into())).py();
+        }
+        let handle = self.durable.read().clone();
+        let inner = &self.inner;
+        py.detach(|| match handle {
+            None => f(&mut inner.write()),
+            Some(h) => h.mutate(inner, f),
+        })
+        .py()
+    }
 }
 
 #[pymethods]
@@ -278,9 +319,7 @@ impl MemoryStore {
         if let Some(fields) = lexical_fields {
             config.lexical_fields = fields;
         }
-        Ok(Self {
-            inner: Arc::new(RwLock::new(CoreStore::new(config).py()?)),
-        })
+        Ok(Self::in_memory(CoreStore::new(config).py()?))
     }
 
     /// Embedding dimension.
@@ -341,8 +380,7 @@ impl MemoryStore {
             embedding: vector_arg(&embedding),
             passages: passages_arg(passages).py()?,
         };
-        let inner = &self.inner;
-        py.detach(|| inner.write().add_node(node)).py()
+        self.mutate(py, |s| s.add_node(node))
     }
 
     /// Add many observations, all or nothing; returns their ids in order.
@@ -367,8 +405,7 @@ impl MemoryStore {
             types,
             passages,
         )?;
-        let inner = &self.inner;
-        py.detach(|| inner.write().add_nodes(nodes)).py()
+        self.mutate(py, |s| s.add_nodes(nodes))
     }
 
     /// Validate a batch exactly as `add_batch` would, without writing anything.
@@ -402,6 +439,7 @@ impl MemoryStore {
     #[pyo3(signature = (src, dst, view, weight, *, origin = "controller", temporal_label = None))]
     fn add_edge(
         &self,
+        py: Python<'_>,
         src: NodeId,
         dst: NodeId,
         view: &str,
@@ -410,7 +448,7 @@ impl MemoryStore {
         temporal_label: Option<&str>,
     ) -> PyResult<&'static str> {
         let edge = make_edge(src, dst, view, weight, origin, temporal_label).py()?;
-        let outcome = self.inner.write().upsert_edge(edge).py()?;
+        let outcome = self.mutate(py, |s| s.upsert_edge(edge))?;
         Ok(upsert_name(outcome))
     }
 
@@ -455,22 +493,18 @@ impl MemoryStore {
                 .py()?,
             );
         }
-        let inner = &self.inner;
-        let outcomes = py.detach(|| inner.write().upsert_edges(parsed)).py()?;
+        let outcomes = self.mutate(py, |s| s.upsert_edges(parsed))?;
         Ok(outcomes.into_iter().map(upsert_name).collect())
     }
 
     /// Replace a node's type scores (episodic, semantic, procedural, preference).
-    fn set_types(&self, id: NodeId, types: (f32, f32, f32, f32)) -> PyResult<()> {
-        self.inner
-            .write()
-            .set_types(id, types_arg(Some(types)))
-            .py()
+    fn set_types(&self, py: Python<'_>, id: NodeId, types: (f32, f32, f32, f32)) -> PyResult<()> {
+        self.mutate(py, |s| s.set_types(id, types_arg(Some(types))))
     }
 
     /// Delete a node, its edges and its index entries.
-    fn remove(&self, id: NodeId) -> PyResult<()> {
-        self.inner.write().remove_node(id).py()
+    fn remove(&self, py: Python<'_>, id: NodeId) -> PyResult<()> {
+        self.mutate(py, |s| s.remove_node(id))
     }
 
     /// Record that `new` supersedes `old` (and the temporal edge `new -after-> old`).
@@ -478,6 +512,7 @@ impl MemoryStore {
     #[pyo3(signature = (new, old, weight, *, origin = "controller"))]
     fn add_supersedes(
         &self,
+        py: Python<'_>,
         new: NodeId,
         old: NodeId,
         weight: f32,
@@ -489,7 +524,7 @@ impl MemoryStore {
             weight,
             origin: EdgeOrigin::parse(origin).py()?,
         };
-        Ok(upsert_name(self.inner.write().add_supersedes(link).py()?))
+        Ok(upsert_name(self.mutate(py, |s| s.add_supersedes(link))?))
     }
 
     /// Add many links `(new, old, weight[, origin])`, all or nothing.
@@ -522,18 +557,15 @@ impl MemoryStore {
                 origin,
             });
         }
-        let inner = &self.inner;
-        let outcomes = py
-            .detach(|| inner.write().add_supersedes_many(parsed))
-            .py()?;
+        let outcomes = self.mutate(py, |s| s.add_supersedes_many(parsed))?;
         Ok(outcomes.into_iter().map(upsert_name).collect())
     }
 
     /// Set the time a node's fact became true (its event time) when it is not
     /// the observation time; `None` goes back to the observation time.
     #[pyo3(signature = (id, valid_from))]
-    fn set_valid_from(&self, id: NodeId, valid_from: Option<i64>) -> PyResult<()> {
-        self.inner.write().set_valid_from(id, valid_from).py()
+    fn set_valid_from(&self, py: Python<'_>, id: NodeId, valid_from: Option<i64>) -> PyResult<()> {
+        self.mutate(py, |s| s.set_valid_from(id, valid_from))
     }
 
     /// Every supersedes link, sorted by (new, old).
@@ -900,9 +932,7 @@ impl MemoryStore {
     #[staticmethod]
     fn load(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
         let store = py.detach(|| CoreStore::load(&path)).py()?;
-        Ok(Self {
-            inner: Arc::new(RwLock::new(store)),
-        })
+        Ok(Self::in_memory(store))
     }
 
     /// The snapshot as bytes.
@@ -915,9 +945,205 @@ impl MemoryStore {
     #[staticmethod]
     fn from_bytes(py: Python<'_>, data: Vec<u8>) -> PyResult<Self> {
         let store = py.detach(|| CoreStore::from_snapshot_bytes(&data)).py()?;
-        Ok(Self {
-            inner: Arc::new(RwLock::new(store)),
+        Ok(Self::in_memory(store))
+    }
+
+    /// Export to one file with the caller's `state` inside (the checkpoint
+    /// format), atomically: unique temp file, fsync, rename, fsync the directory.
+    fn save_with_state(&self, py: Python<'_>, path: PathBuf, state: Vec<u8>) -> PyResult<()> {
+        let inner = &self.inner;
+        py.detach(|| -> Result<(), Error> {
+            let snapshot = inner.read().to_snapshot_bytes()?;
+            let bytes = jevmem_core::durable::encode_checkpoint(0, &state, &snapshot);
+            jevmem_core::durable::fs::atomic_write(
+                &path,
+                &bytes,
+                ["checkpoint.write", "checkpoint.fsync", "checkpoint.rename"],
+            )?;
+            Ok(())
         })
+        .py()
+    }
+
+    /// Load a file written by `save_with_state` (state as bytes) or by
+    /// `save` (state None).
+    #[staticmethod]
+    fn load_with_state<'py>(
+        py: Python<'py>,
+        path: PathBuf,
+    ) -> PyResult<(Self, Option<Bound<'py, PyBytes>>)> {
+        let (store, state) = py
+            .detach(|| -> Result<(CoreStore, Option<Vec<u8>>), Error> {
+                let bytes = std::fs::read(&path)?;
+                if jevmem_core::durable::is_checkpoint(&bytes) {
+                    let (_, state, snapshot) = jevmem_core::durable::decode_checkpoint(&bytes)?;
+                    Ok((
+                        CoreStore::from_snapshot_bytes(snapshot)?,
+                        Some(state.to_vec()),
+                    ))
+                } else {
+                    Ok((CoreStore::from_snapshot_bytes(&bytes)?, None))
+                }
+            })
+            .py()?;
+        Ok((Self::in_memory(store), state.map(|s| PyBytes::new(py, &s))))
+    }
+
+    // ---- durable memories (see `crate::durable`) ---------------------------
+
+    /// Open (or create) the durable memory in directory `path`. Returns
+    /// `(store, state, deltas, report)`: the caller's state saved at the last
+    /// checkpoint, the state deltas of every log record replayed after it,
+    /// and what recovery found (a dict).
+    #[staticmethod]
+    #[pyo3(signature = (
+        path, dim, *, embedder = "", state = None, durability = "sync", salvage = false,
+        segment_bytes = DEFAULT_SEGMENT_BYTES, max_text_bytes = DEFAULT_MAX_CONTENT_BYTES,
+        lexical_fields = None
+    ))]
+    fn open<'py>(
+        py: Python<'py>,
+        path: PathBuf,
+        dim: usize,
+        embedder: &str,
+        state: Option<Vec<u8>>,
+        durability: &str,
+        salvage: bool,
+        segment_bytes: u64,
+        max_text_bytes: usize,
+        lexical_fields: Option<Vec<String>>,
+    ) -> PyResult<OpenResult<'py>> {
+        let mut config = StoreConfig::new(dim);
+        config.max_content_bytes = max_text_bytes;
+        if let Some(fields) = lexical_fields {
+            config.lexical_fields = fields;
+        }
+        let options = DurableOptions {
+            sync: SyncMode::parse(durability).py()?,
+            segment_bytes,
+            salvage,
+        };
+        let state = state.unwrap_or_default();
+        let embedder = embedder.to_string();
+        let opened = py
+            .detach(|| Durable::open(&path, config, &embedder, &state, options))
+            .py()?;
+        crate::durable::opened_to_py(py, opened)
+    }
+
+    /// Whether this memory lives in a directory with a write-ahead log.
+    #[getter]
+    fn durable(&self) -> bool {
+        self.durable.read().is_some()
+    }
+
+    /// The directory's sync mode ("sync", "interval:MS", "none"), or None.
+    #[getter]
+    fn durability(&self) -> Option<String> {
+        self.durable.read().as_ref().map(|h| h.core.mode().name())
+    }
+
+    /// The directory of a durable memory, or None.
+    #[getter]
+    fn path(&self) -> Option<PathBuf> {
+        self.durable
+            .read()
+            .as_ref()
+            .map(|h| h.core.dir().to_path_buf())
+    }
+
+    /// Sequence number of the last log record (0 before any; None when not durable).
+    #[getter]
+    fn last_seq(&self) -> Option<u64> {
+        self.durable.read().as_ref().map(|h| h.core.last_seq())
+    }
+
+    /// The reason this durable memory became read-only, or None.
+    #[getter]
+    fn failure(&self) -> Option<String> {
+        self.durable.read().as_ref().and_then(|h| h.core.failure())
+    }
+
+    /// Checkpoint a durable memory with the caller's `state`: afterwards
+    /// reopening replays only later records, and covered log segments are
+    /// gone. Returns a dict (generation, seq, bytes, segments_removed).
+    fn checkpoint<'py>(&self, py: Python<'py>, state: Vec<u8>) -> PyResult<Bound<'py, PyDict>> {
+        let h = self.durable_handle()?;
+        let inner = &self.inner;
+        let report = py
+            .detach(|| {
+                let pending = h.core.prepare_checkpoint(&inner.read(), &state)?;
+                h.core.finish_checkpoint(pending)
+            })
+            .py()?;
+        let d = PyDict::new(py);
+        d.set_item("generation", report.generation)?;
+        d.set_item("seq", report.seq)?;
+        d.set_item("bytes", report.bytes)?;
+        d.set_item("segments_removed", report.segments_removed)?;
+        Ok(d)
+    }
+
+    /// fsync every record written so far, whatever the sync mode.
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        let h = self.durable_handle()?;
+        py.detach(|| h.core.flush()).py()
+    }
+
+    /// Close a durable memory: flush, release the directory's lock. Reads
+    /// still work; writes raise. Idempotent; a no-op in memory.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let handle = self.durable.write().take();
+        if let Some(h) = handle {
+            self.closed
+                .store(true, std::sync::atomic::Ordering::Release);
+            // the last reference: dropping it stops the flusher and frees LOCK
+            py.detach(|| h.close()).py()?;
+        }
+        Ok(())
+    }
+
+    /// Whether `close` was called on this durable memory.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.is_closed()
+    }
+
+    /// Open one write made of several calls: their ops become one log record
+    /// at `_log_write`. For `Memory`, which serialises its writers.
+    fn _begin_write(&self) -> PyResult<()> {
+        let h = self.durable_handle()?;
+        h.begin().py()
+    }
+
+    /// End the write opened by `_begin_write`: log its ops and `delta` as
+    /// one record, without waiting; returns its sequence number (None when
+    /// there was nothing to log).
+    fn _log_write(&self, py: Python<'_>, delta: Vec<u8>) -> PyResult<Option<u64>> {
+        let h = self.durable_handle()?;
+        let inner = &self.inner;
+        py.detach(|| h.log(inner, &delta)).py()
+    }
+
+    /// Wait until record `seq` is as durable as the sync mode promises.
+    fn _wait_durable(&self, py: Python<'_>, seq: u64) -> PyResult<()> {
+        let h = self.durable_handle()?;
+        py.detach(|| h.core.wait(seq)).py()
+    }
+}
+
+impl MemoryStore {
+    fn durable_handle(&self) -> PyResult<Arc<DurableHandle>> {
+        if self.is_closed() {
+            return Err(Error::Durability("the memory is closed".into())).py();
+        }
+        self.durable
+            .read()
+            .clone()
+            .ok_or_else(|| {
+                Error::InvalidState("this memory is not durable (open it from a directory)".into())
+            })
+            .py()
     }
 }
 
