@@ -257,7 +257,9 @@ def cmd_checkpoint(args: argparse.Namespace) -> dict[str, Any]:
             vecs = _vectors(min(n, 65536))
             for lo in range(0, n, 10000):
                 hi = min(n, lo + 10000)
-                store.add_batch([_text(i) for i in range(lo, hi)], vecs[np.arange(lo, hi) % len(vecs)])
+                store.add_batch(
+                    [_text(i) for i in range(lo, hi)], vecs[np.arange(lo, hi) % len(vecs)]
+                )
             t0 = time.perf_counter()
             report = store.checkpoint(b"")
             took = time.perf_counter() - t0

@@ -130,14 +130,36 @@ def hosted_memories(
     shared = _SharedEmbedders()
     snapshots: dict[str, Path] = {}
     memories: dict[str, Memory] = {}
+    data_dir: Path | None = args.data_dir
+    durability: str = args.durability
+
+    def durable(path: Path) -> Memory:
+        chosen = shared.get(args.embedder) if args.embedder else None
+        if chosen is None and not (path / "MANIFEST").exists():
+            chosen = shared.get("default")
+        m = Memory.open(path, chosen, durability=durability)
+        remote = _remote_controller(args)
+        if remote is not None:
+            m.controller = remote
+        return m
+
+    if data_dir is not None:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        # every memory the directory already holds is hosted again
+        for sub in sorted(data_dir.iterdir()):
+            if (sub / "MANIFEST").exists():
+                memories[sub.name] = durable(sub)
     for spec in args.memory or []:
         name, sep, path = spec.partition("=")
         if sep and path:
             snapshots[name] = Path(path)
-            memories[name] = _open(Path(path), args.embedder, shared)
+            memories[name] = _open(Path(path), args.embedder, shared, durability)
             remote = _remote_controller(args)
             if remote is not None:
                 memories[name].controller = remote
+        elif data_dir is not None:
+            if name not in memories:
+                memories[name] = durable(data_dir / name)
         else:
             memories[name] = Memory(
                 shared.get(args.embedder or "default"), controller=_remote_controller(args)
@@ -145,7 +167,9 @@ def hosted_memories(
     if args.fixed:
         return memories, snapshots, None
 
-    def factory(_: str) -> Memory:
+    def factory(name: str) -> Memory:
+        if data_dir is not None:  # names are checked by the service: safe as directory names
+            return durable(data_dir / name)
         return Memory(shared.get(args.embedder or "default"), controller=_remote_controller(args))
 
     return memories, snapshots, factory
@@ -168,8 +192,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     server.serve_forever(opts.grace_s)
     hosted = servicer.memories
     for name, path in snapshots.items():
-        _save(hosted[name], path)
-        print(f"saved {name} to {path}", file=sys.stderr)
+        if not hosted[name].durable:
+            _save(hosted[name], path)
+            print(f"saved {name} to {path}", file=sys.stderr)
+    for name, m in hosted.items():
+        if m.durable:  # a clean shutdown checkpoints
+            m.close()
+            print(f"checkpointed and closed {name}", file=sys.stderr)
     for m in hosted.values():
         close = getattr(m.controller, "close", None)
         if callable(close):
@@ -198,11 +227,28 @@ def add_commands(sub: Any) -> None:
     p.add_argument(
         "--memory",
         action="append",
-        metavar="NAME[=SNAPSHOT]",
-        help="a memory to host (repeatable); with a snapshot it is loaded, and saved on shutdown",
+        metavar="NAME[=PATH]",
+        help="a memory to host (repeatable); PATH a directory: durable (write-ahead log); "
+        "PATH a .jvm file: loaded, and saved on shutdown",
     )
     p.add_argument(
         "--fixed", action="store_true", help="host only the --memory names; never create one"
+    )
+    p.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="host durable memories, one directory each under DIR: every memory found there, "
+        "every --memory NAME, and every memory a first write creates; an acknowledged write "
+        "is in that memory's write-ahead log",
+    )
+    p.add_argument(
+        "--durability",
+        default="sync",
+        metavar="MODE",
+        help="sync mode of durable memories: sync (ack after fsync, the default), "
+        "interval:MS or none (see README, Durability)",
     )
     p.add_argument("--embedder", default=None, help="default, hash[-DIM] or onnx[:MODEL]")
     p.add_argument(

@@ -470,6 +470,23 @@ impl MemoryStore {
         Ok(())
     }
 
+    /// Apply a run of `AddNode` ops at once (replaying a log): every id
+    /// must follow the one before, from `next_id`; vectors go in one batch,
+    /// so the HNSW graph is built on all cores. All or nothing.
+    pub fn apply_add_run(&mut self, run: Vec<(NodeId, NewNode)>) -> Result<()> {
+        let first = self.next_id();
+        for (k, (id, node)) in run.iter().enumerate() {
+            if *id != first + k as NodeId {
+                return Err(Error::invalid(format!(
+                    "AddNode id {id} is not the next id {}",
+                    first + k as NodeId
+                )));
+            }
+            self.validate_new_node(node)?;
+        }
+        self.insert_many(run, false)
+    }
+
     pub fn add_node(&mut self, node: NewNode) -> Result<NodeId> {
         let id = self.next_id();
         self.apply(Op::AddNode { id, node })?;

@@ -843,35 +843,52 @@ fn replay(
             }
         }
     }
-    // Pass 2: apply. An op the store refuses is corruption too; with
-    // salvage the store is rebuilt and the replay stops before that record.
+    // Pass 2: apply, runs of added nodes in one batch each. An op the store
+    // refuses is corruption too: the store is rebuilt and the log applied
+    // again record by record, to name the record; with salvage the replay
+    // then stops before it.
     let mut applied = entries.len();
-    for (k, (seq, entry, seg, at)) in entries.iter().enumerate() {
-        failpoint::hit("recovery.replay")?;
-        let refused = entry
-            .ops
-            .iter()
-            .find_map(|op| store.apply(op.clone()).err());
-        if let Some(e) = refused {
-            if !options.salvage {
-                return Err(Error::Snapshot(format!(
-                    "write-ahead log record {seq} cannot be applied ({e}); \
-                     refusing to open (open with salvage to drop it and what follows)"
-                )));
-            }
-            *store = reload()?;
-            for (_, earlier, _, _) in &entries[..k] {
-                for op in &earlier.ops {
-                    store.apply(op.clone())?;
+    let total_ops: u64 = entries.iter().map(|e| e.1.ops.len() as u64).sum();
+    let fast = apply_batched(store, &entries);
+    if fast.is_err() {
+        *store = reload()?;
+        let mut refused = None;
+        'records: for (k, (seq, entry, _, _)) in entries.iter().enumerate() {
+            for op in &entry.ops {
+                if let Err(e) = store.apply(op.clone()) {
+                    refused = Some((k, *seq, e));
+                    break 'records;
                 }
             }
-            applied = k;
-            cut = Some((*seg, *at, format!("record {seq} cannot be applied: {e}")));
-            torn = None;
-            break;
         }
-        report.replayed_ops += entry.ops.len() as u64;
+        let (k, seq, e) = match refused {
+            Some(r) => r,
+            // the batch refused what single ops accept: report it as such
+            None => {
+                let e = fast.expect_err("failed");
+                return Err(Error::Snapshot(format!(
+                    "replaying the write-ahead log: {e}"
+                )));
+            }
+        };
+        if !options.salvage {
+            return Err(Error::Snapshot(format!(
+                "write-ahead log record {seq} cannot be applied ({e}); \
+                 refusing to open (open with salvage to drop it and what follows)"
+            )));
+        }
+        *store = reload()?;
+        for (_, earlier, _, _) in &entries[..k] {
+            for op in &earlier.ops {
+                store.apply(op.clone())?;
+            }
+        }
+        applied = k;
+        let (_, _, seg, at) = &entries[k];
+        cut = Some((*seg, *at, format!("record {seq} cannot be applied: {e}")));
+        torn = None;
     }
+    report.replayed_ops = total_ops;
     report.replayed_records = applied as u64;
     if applied < entries.len() {
         report.replayed_ops = entries[..applied]
@@ -961,6 +978,32 @@ fn replay(
         }
     };
     Ok((deltas, report, tail))
+}
+
+/// Apply every entry's ops in order, consecutive `AddNode`s as one batch.
+fn apply_batched(
+    store: &mut MemoryStore,
+    entries: &[(u64, wal::Entry, usize, usize)],
+) -> Result<()> {
+    let mut run: Vec<(crate::types::NodeId, crate::ops::NewNode)> = Vec::new();
+    for (_, entry, _, _) in entries {
+        failpoint::hit("recovery.replay")?;
+        for op in &entry.ops {
+            match op {
+                crate::ops::Op::AddNode { id, node } => run.push((*id, node.clone())),
+                other => {
+                    if !run.is_empty() {
+                        store.apply_add_run(std::mem::take(&mut run))?;
+                    }
+                    store.apply(other.clone())?;
+                }
+            }
+        }
+    }
+    if !run.is_empty() {
+        store.apply_add_run(run)?;
+    }
+    Ok(())
 }
 
 /// Records a salvage drops: valid-looking ones from `offset` of segment
