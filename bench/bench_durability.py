@@ -287,8 +287,8 @@ def cmd_kill(args: argparse.Namespace) -> dict[str, Any]:
     root = Path(tempfile.mkdtemp(prefix="jevmem-bench-", dir=args.dir))
     try:
         t0 = time.perf_counter()
-        counts = _kill_cycles(root / "m", args.cycles, seed=args.seed)
-        counts["seconds"] = time.perf_counter() - t0
+        counts: dict[str, Any] = dict(_kill_cycles(root / "m", args.cycles, seed=args.seed))
+        counts["seconds"] = round(time.perf_counter() - t0, 1)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print(f"kill loop: {counts}", file=sys.stderr)
