@@ -531,6 +531,8 @@ impl VectorIndex {
         if k == 0 || self.is_empty() {
             return Ok(Vec::new());
         }
+        // usearch allocates result buffers of k entries: never more than it holds
+        let k = k.min(self.len());
         let unit = Self::normalize(query);
         match &self.hnsw {
             Some(hnsw) if self.len() >= self.config.exact_threshold => {

@@ -24,7 +24,7 @@ use parking_lot::RwLock;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::errors::IntoPyResult;
+use crate::errors::{extract_arg, IntoPyResult};
 use crate::traversal::{start_traversal, Traversal, TraversalConfig};
 
 pub type Shared = Arc<RwLock<CoreStore>>;
@@ -324,19 +324,31 @@ impl MemoryStore {
     fn add(
         &self,
         py: Python<'_>,
-        text: String,
+        text: &Bound<'_, PyAny>,
         embedding: PyArrayLike1<'_, f32, AllowTypeChange>,
-        timestamp: Option<i64>,
-        provenance: Option<HashMap<String, String>>,
-        entities: Option<Vec<String>>,
+        timestamp: Option<&Bound<'_, PyAny>>,
+        provenance: Option<&Bound<'_, PyAny>>,
+        entities: Option<&Bound<'_, PyAny>>,
         types: Option<(f32, f32, f32, f32)>,
         passages: Option<PassagesArg<'_>>,
     ) -> PyResult<NodeId> {
         let node = NewNode {
-            content: text,
-            timestamp,
-            provenance: provenance_arg(provenance),
-            entities: entities.unwrap_or_default(),
+            content: extract_arg(text, "text")?,
+            timestamp: timestamp
+                .map(|t| extract_arg::<Option<i64>>(t, "timestamp"))
+                .transpose()?
+                .flatten(),
+            provenance: provenance_arg(
+                provenance
+                    .map(|p| extract_arg::<Option<HashMap<String, String>>>(p, "provenance"))
+                    .transpose()?
+                    .flatten(),
+            ),
+            entities: entities
+                .map(|e| extract_arg::<Option<Vec<String>>>(e, "entities"))
+                .transpose()?
+                .flatten()
+                .unwrap_or_default(),
             types: types_arg(types),
             embedding: vector_arg(&embedding),
             passages: passages_arg(passages).py()?,
@@ -350,11 +362,11 @@ impl MemoryStore {
     fn add_batch(
         &self,
         py: Python<'_>,
-        texts: Vec<String>,
+        texts: &Bound<'_, PyAny>,
         embeddings: PyArrayLike2<'_, f32, AllowTypeChange>,
-        timestamps: Option<Vec<Option<i64>>>,
-        provenances: Option<Vec<Option<HashMap<String, String>>>>,
-        entities: Option<Vec<Option<Vec<String>>>>,
+        timestamps: Option<&Bound<'_, PyAny>>,
+        provenances: Option<&Bound<'_, PyAny>>,
+        entities: Option<&Bound<'_, PyAny>>,
         types: Option<Vec<Option<TypeTuple>>>,
         passages: Option<Vec<Option<PassagesArg<'_>>>>,
     ) -> PyResult<Vec<NodeId>> {
@@ -376,11 +388,11 @@ impl MemoryStore {
     fn check_batch(
         &self,
         py: Python<'_>,
-        texts: Vec<String>,
+        texts: &Bound<'_, PyAny>,
         embeddings: PyArrayLike2<'_, f32, AllowTypeChange>,
-        timestamps: Option<Vec<Option<i64>>>,
-        provenances: Option<Vec<Option<HashMap<String, String>>>>,
-        entities: Option<Vec<Option<Vec<String>>>>,
+        timestamps: Option<&Bound<'_, PyAny>>,
+        provenances: Option<&Bound<'_, PyAny>>,
+        entities: Option<&Bound<'_, PyAny>>,
         types: Option<Vec<Option<TypeTuple>>>,
         passages: Option<Vec<Option<PassagesArg<'_>>>>,
     ) -> PyResult<()> {
@@ -922,15 +934,30 @@ impl MemoryStore {
 }
 
 /// Zip `add_batch`'s columns into owned nodes, checking the column lengths.
+/// The text-bearing columns arrive unconverted so a bad one is refused as a
+/// jevmem error naming it (see `extract_arg`).
 fn batch_nodes(
-    texts: Vec<String>,
+    texts: &Bound<'_, PyAny>,
     embeddings: PyArrayLike2<'_, f32, AllowTypeChange>,
-    timestamps: Option<Vec<Option<i64>>>,
-    provenances: Option<Vec<Option<HashMap<String, String>>>>,
-    entities: Option<Vec<Option<Vec<String>>>>,
+    timestamps: Option<&Bound<'_, PyAny>>,
+    provenances: Option<&Bound<'_, PyAny>>,
+    entities: Option<&Bound<'_, PyAny>>,
     types: Option<Vec<Option<TypeTuple>>>,
     passages: Option<Vec<Option<PassagesArg<'_>>>>,
 ) -> PyResult<Vec<NewNode>> {
+    let texts: Vec<String> = extract_arg(texts, "texts")?;
+    let timestamps: Option<Vec<Option<i64>>> = timestamps
+        .map(|t| extract_arg::<Option<_>>(t, "timestamps"))
+        .transpose()?
+        .flatten();
+    let provenances: Option<Vec<Option<HashMap<String, String>>>> = provenances
+        .map(|p| extract_arg::<Option<_>>(p, "provenances"))
+        .transpose()?
+        .flatten();
+    let entities: Option<Vec<Option<Vec<String>>>> = entities
+        .map(|e| extract_arg::<Option<_>>(e, "entities"))
+        .transpose()?
+        .flatten();
     let n = texts.len();
     let matrix = embeddings.as_array();
     let check = |what: &str, len: Option<usize>| -> PyResult<()> {
