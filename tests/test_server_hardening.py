@@ -110,9 +110,7 @@ def test_tokens_file(tmp_path: Path) -> None:
 def test_oversized_requests_are_refused_before_any_work() -> None:
     served = _memory()
     opts = ServerOptions()
-    server, servicer = serve_memory(
-        {"m": served}, opts, max_text_bytes=1024, max_request_bytes=8 * 1024
-    )
+    server, _ = serve_memory({"m": served}, opts, max_text_bytes=1024, max_request_bytes=8 * 1024)
     with server, MemoryClient(server.address, timeout_s=10) as c:
         before = served.stats()
         big = "word " * 300  # 1500 bytes: over the per-text limit

@@ -117,7 +117,9 @@ def _provenance(value: Any, field: str) -> dict[str, str] | None:
     if value is None:
         return None
     if not isinstance(value, Mapping):
-        raise InvalidTypeError(f"{field} must be a mapping of str to str, got {type(value).__name__}")
+        raise InvalidTypeError(
+            f"{field} must be a mapping of str to str, got {type(value).__name__}"
+        )
     if len(value) > MAX_FIELD_COUNT:
         raise InvalidInputError(f"{field} has {len(value)} entries, the limit is {MAX_FIELD_COUNT}")
     out: dict[str, str] = {}
@@ -186,7 +188,9 @@ def add_batch_args(
         for i, t in enumerate(_column(timestamps, "timestamps", n))
     ]
     spk: list[str | None] = [
-        None if s is None else text(s, f"observation {i}: speaker", MAX_FIELD_BYTES, allow_empty=True)
+        None
+        if s is None
+        else text(s, f"observation {i}: speaker", MAX_FIELD_BYTES, allow_empty=True)
         for i, s in enumerate(_column(speakers, "speakers", n))
     ]
     prov = [
@@ -210,7 +214,9 @@ def k_arg(value: Any, field: str = "k") -> int:
     return k
 
 
-def search_args(queries: Any, k: Any, now: Any, *, max_text_bytes: int) -> tuple[list[str], int, int | None]:
+def search_args(
+    queries: Any, k: Any, now: Any, *, max_text_bytes: int
+) -> tuple[list[str], int, int | None]:
     """``queries``, ``k`` and ``now`` of ``Memory.search_batch``, checked."""
     got = sequence(queries, "queries")
     out = [text(q, f"queries[{i}]", max_text_bytes) for i, q in enumerate(got)]

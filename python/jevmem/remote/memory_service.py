@@ -308,9 +308,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             )
 
     def _authorize(self, name: str, context: grpc.ServicerContext) -> None:
-        if self._access is not None and not self._access.allows(
-            TokenAccess.header(context), name
-        ):
+        if self._access is not None and not self._access.allows(TokenAccess.header(context), name):
             raise _Abort(
                 grpc.StatusCode.PERMISSION_DENIED, f"this token does not open memory {name!r:.140}"
             )
@@ -325,9 +323,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         with self._registry:
             gate = self._admission.get(name)
             if gate is None:
-                gate = self._admission[name] = threading.BoundedSemaphore(
-                    self.max_calls_per_memory
-                )
+                gate = self._admission[name] = threading.BoundedSemaphore(self.max_calls_per_memory)
         if not gate.acquire(blocking=False):
             raise _Abort(
                 grpc.StatusCode.RESOURCE_EXHAUSTED,

@@ -113,7 +113,7 @@ class TokenAccess:
         except (OSError, ValueError) as exc:
             raise ValueError(f"tokens file {path}: {exc}") from None
         if not isinstance(raw, dict) or not all(isinstance(v, list) for v in raw.values()):
-            raise ValueError(f"tokens file {path}: expected {{\"token\": [\"memory\", ...]}}")
+            raise ValueError(f'tokens file {path}: expected {{"token": ["memory", ...]}}')
         cls(raw)  # check it
         return raw
 
@@ -237,7 +237,11 @@ def start_server(
 ) -> RunningServer:
     """Build, bind and start a server; ``register`` adds the services and names them."""
     receive = opts.max_receive_message_bytes or opts.max_message_bytes
-    if opts.max_concurrent_rpcs < 1 or opts.max_workers < 1 or min(opts.max_message_bytes, receive) < 1024:
+    if (
+        opts.max_concurrent_rpcs < 1
+        or opts.max_workers < 1
+        or min(opts.max_message_bytes, receive) < 1024
+    ):
         raise ValueError("max_concurrent_rpcs and max_workers must be >= 1, messages >= 1 KiB")
     access = TokenAccess.from_options(opts)
     interceptors: list[grpc.ServerInterceptor] = [_BearerAuth(access)] if access else []

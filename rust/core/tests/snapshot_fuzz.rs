@@ -202,7 +202,9 @@ fn crafted_id_spaces_and_configs_are_refused_cheaply() {
     // a gap the allowance covers still loads, ids intact
     let mut body = sample_body();
     body.next_id = 50_000;
-    let store = check_decode(&encode(&body)).unwrap().expect("a modest gap loads");
+    let store = check_decode(&encode(&body))
+        .unwrap()
+        .expect("a modest gap loads");
     assert_eq!(store.next_id(), 50_000);
 
     let mut body = sample_body();
