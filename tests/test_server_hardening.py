@@ -5,6 +5,10 @@ worker threads other memories need."""
 from __future__ import annotations
 
 import json
+import os
+import select
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -102,6 +106,35 @@ def test_tokens_file(tmp_path: Path) -> None:
         path.write_text(bad)
         with pytest.raises(ValueError, match="token"):
             TokenAccess(TokenAccess.load(path))
+
+
+def test_serve_cli_tokens_file(tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"tok-a": ["a"], "tok-b": ["b"]}))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jevmem", "serve", "--port", "0", "--embedder", "hash-64",
+         "--tokens-file", str(tokens), "--token-env", "JEVMEM_TEST_ADMIN", "--grace", "1"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        cwd=Path(__file__).resolve().parents[1],
+        env={**os.environ, "JEVMEM_TEST_ADMIN": "admin"},
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        ready, _, _ = select.select([proc.stdout], [], [], 30)
+        assert ready, "jevmem serve did not start within 30 s"
+        address = proc.stdout.readline().rsplit(" ", 1)[1].strip()
+        with (
+            MemoryClient(address, token="tok-a", timeout_s=10) as a,
+            MemoryClient(address, token="admin", timeout_s=10) as admin,
+        ):
+            assert a.add("a", "Maya plays the cello") == 0
+            assert _code(lambda: a.add("b", "planted"))[0] == grpc.StatusCode.PERMISSION_DENIED
+            assert admin.add("b", "b's own") == 0
+            assert _code(lambda: a.search("b", "own"))[0] == grpc.StatusCode.PERMISSION_DENIED
+            assert admin.stats("b")["nodes"] == 1
+    finally:
+        proc.kill()
+        proc.wait(5)
 
 
 # ---- size limits ---------------------------------------------------------------------
