@@ -33,9 +33,11 @@ from jevmem.embed import (
 )
 from jevmem.errors import (
     DimensionMismatchError,
+    DurabilityError,
     InvalidConfigError,
     InvalidInputError,
     InvalidScoreError,
+    InvalidTypeError,
     JevmemError,
     NodeNotFoundError,
     SnapshotError,
@@ -47,6 +49,7 @@ from jevmem.memory import EvidenceItem, Memory, MemoryConfig, SearchResult, Via
 __all__ = [
     "Candidate",
     "DimensionMismatchError",
+    "DurabilityError",
     "Edge",
     "Embedder",
     "EmbedderUnavailableError",
@@ -56,6 +59,7 @@ __all__ = [
     "InvalidConfigError",
     "InvalidInputError",
     "InvalidScoreError",
+    "InvalidTypeError",
     "JevmemError",
     "LearnedController",
     "LocalController",

@@ -14,6 +14,7 @@ __all__ = [
     "InvalidConfigError",
     "InvalidInputError",
     "InvalidScoreError",
+    "InvalidTypeError",
     "JevmemError",
     "NodeNotFoundError",
     "SnapshotError",
@@ -28,6 +29,10 @@ class JevmemError(Exception):
 
 class InvalidInputError(JevmemError, ValueError):
     """An argument was malformed: empty text, NaN in a vector, unknown label..."""
+
+
+class InvalidTypeError(InvalidInputError, TypeError):
+    """An argument had the wrong type: a string where a list is expected, None for text..."""
 
 
 class DimensionMismatchError(InvalidInputError):

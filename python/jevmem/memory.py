@@ -36,6 +36,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from jevmem import _validate
 from jevmem._collector import collector_paused
 from jevmem._core import (
     DEFAULT_MAX_TEXT_BYTES,
@@ -481,6 +482,8 @@ class Memory:
         embedding: npt.ArrayLike | None = None,
     ) -> int:
         """Add one observation; returns its id. Bad input raises and changes nothing."""
+        if embedding is not None:
+            embedding = _validate.embeddings(embedding, "embedding", (self.store.dim,))
         return self.add_batch(
             [text],
             timestamps=[timestamp],
@@ -514,7 +517,20 @@ class Memory:
         A text longer than the embedder's window is kept whole and also
         indexed passage by passage (``MemoryConfig.index_passages``); with
         caller-supplied ``embeddings`` only the node vectors are stored.
+
+        Every argument is checked before any work (`jevmem._validate` lists
+        the accepted types and ranges); bad input raises a jevmem error.
         """
+        texts, timestamps, speakers, provenances, entities, embeddings = _validate.add_batch_args(
+            texts,
+            timestamps,
+            speakers,
+            provenances,
+            entities,
+            embeddings,
+            dim=self.store.dim,
+            max_text_bytes=self.store.max_text_bytes,
+        )
         with self._durable_write():
             return self._add_batch(texts, timestamps, speakers, provenances, entities, embeddings)
 
@@ -917,14 +933,11 @@ class Memory:
         every query's requests alive, which the collector would scan for
         nothing (`jevmem._collector.collector_paused`).
         """
-        if mode not in ("lexical", "anchors", "traversal", "full"):
-            raise InvalidInputError(f"unknown mode {mode!r}")
-        if k < 1:
-            raise InvalidInputError("k must be at least 1")
-        for q in queries:
-            if not isinstance(q, str) or not q.strip():
-                raise InvalidInputError("queries must be non-empty strings")
-        now_ts = None if now is None else to_timestamp(now)
+        if not isinstance(mode, str) or mode not in ("lexical", "anchors", "traversal", "full"):
+            raise InvalidInputError(f"unknown mode {mode!r:.40}")
+        queries, k, now_ts = _validate.search_args(
+            queries, k, now, max_text_bytes=self.store.max_text_bytes
+        )
         with collector_paused():
             return self._search_batch(queries, k, now_ts, mode)
 

@@ -182,8 +182,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr)
     memories, snapshots, factory = hosted_memories(args)
     opts = _options(args)
+    if args.tokens_file is not None:
+        from jevmem.remote.server import TokenAccess
+
+        try:
+            opts.tokens = TokenAccess.load(args.tokens_file)
+        except ValueError as exc:
+            raise SystemExit(str(exc)) from None
     server, servicer = serve_memory(
-        memories, opts, factory=factory, max_search_batch=args.max_search_batch
+        memories,
+        opts,
+        factory=factory,
+        max_search_batch=args.max_search_batch,
+        max_calls_per_memory=args.max_calls_per_memory,
     )
     where = f", controller at {args.controller}" if args.controller else ""
     log = logging.getLogger("jevmem.remote")
@@ -258,6 +269,24 @@ def add_commands(sub: Any) -> None:
         metavar="N",
         help="Search calls that wait for the same memory run together as one search_batch of "
         "at most N queries (default 256; 1 runs each alone)",
+    )
+    p.add_argument(
+        "--max-calls-per-memory",
+        type=int,
+        default=None,
+        metavar="N",
+        help="calls one memory admits at once, running or waiting; one more is refused with "
+        "RESOURCE_EXHAUSTED, so a busy memory cannot hold the threads others need "
+        "(default: --max-workers)",
+    )
+    p.add_argument(
+        "--tokens-file",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help='per-memory bearer tokens: a JSON object {"TOKEN": ["memory", ...]}, "*" for every '
+        "memory; a token opens only its memories (PERMISSION_DENIED elsewhere). --token-env's "
+        "token stays an admin token that opens all",
     )
     p.add_argument(
         "--controller",

@@ -6,10 +6,31 @@ under another. Calls on one memory are serialised by its own lock; calls on
 different memories run in parallel (up to the server's concurrency cap).
 Search calls that find their memory busy wait in its queue, and the next
 call to get the memory runs all of them as one ``search_batch``.
+
+Admission. A waiting call holds a worker thread (the sync gRPC server has
+no other way to wait), so a busy memory could hold every thread and leave
+calls on other memories queued behind it. Two rules stop that: each memory
+admits at most ``max_calls_per_memory`` calls at a time (running or
+waiting; one more is refused at once with RESOURCE_EXHAUSTED, never
+queued), and `serve_memory` gives the server one thread per call it admits
+(``max_concurrent_rpcs``), so an admitted call never waits for a thread,
+only for its own memory.
+
+Limits, checked first in every handler, before any other work: an
+observation's text (and a query) at most ``max_text_bytes`` UTF-8 bytes
+(default :data:`MAX_TEXT_BYTES`, the memory's own default limit), a whole
+request at most ``max_request_bytes`` serialised (default
+:data:`MAX_REQUEST_BYTES`); the server's receive cap is set to the latter,
+so gRPC refuses a larger message (RESOURCE_EXHAUSTED) before decoding it.
+
+Access. With tokens (`TokenAccess`), a call may touch only the memories
+its token names (PERMISSION_DENIED otherwise, before the name is looked up,
+so a denied caller cannot learn which memories exist).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import threading
@@ -19,17 +40,29 @@ from typing import Any, NoReturn
 
 import grpc
 
+from jevmem._core import DEFAULT_MAX_TEXT_BYTES
 from jevmem._proto.jevmem.v1 import memory_pb2 as pb
 from jevmem._proto.jevmem.v1 import memory_pb2_grpc as pb_grpc
 from jevmem.errors import JevmemError
 from jevmem.memory import EvidenceItem, Memory, SearchResult, Via
-from jevmem.remote.server import RunningServer, ServerOptions, start_server
+from jevmem.remote.server import RunningServer, ServerOptions, TokenAccess, start_server
 
-__all__ = ["MEMORY_SERVICE", "MemoryClient", "MemoryServicer", "serve_memory"]
+__all__ = [
+    "MAX_REQUEST_BYTES",
+    "MAX_TEXT_BYTES",
+    "MEMORY_SERVICE",
+    "MemoryClient",
+    "MemoryServicer",
+    "serve_memory",
+]
 
 MEMORY_SERVICE = "jevmem.v1.MemoryService"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 MAX_K = 1000
+#: Largest observation text (and query) a call may carry, in UTF-8 bytes.
+MAX_TEXT_BYTES = DEFAULT_MAX_TEXT_BYTES
+#: Largest request, serialised: four observations at the text limit, plus room for metadata.
+MAX_REQUEST_BYTES = 4 * MAX_TEXT_BYTES + (1 << 20)
 
 
 class _Abort(Exception):
@@ -40,6 +73,13 @@ class _Abort(Exception):
 
 def _bad(message: str) -> NoReturn:
     raise _Abort(grpc.StatusCode.INVALID_ARGUMENT, message)
+
+
+def _check_text(text: str, where: str, limit: int) -> None:
+    """Refuse a text over ``limit`` UTF-8 bytes without reading more of it than needed."""
+    # a character is 1 to 4 bytes: the length alone often decides
+    if len(text) > limit or (len(text) * 4 > limit and len(text.encode("utf-8")) > limit):
+        _bad(f"{where} is over {limit} UTF-8 bytes, the limit per text")
 
 
 def _obs_kwargs(o: pb.Observation, where: str) -> dict[str, Any]:
@@ -222,9 +262,22 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         factory: Callable[[str], Memory] | None = None,
         max_memories: int = 1024,
         max_search_batch: int = 256,
+        max_calls_per_memory: int = 16,
+        max_text_bytes: int = MAX_TEXT_BYTES,
+        max_request_bytes: int = MAX_REQUEST_BYTES,
+        access: TokenAccess | None = None,
     ) -> None:
         if max_search_batch < 1:
             raise ValueError(f"max_search_batch must be >= 1, got {max_search_batch}")
+        if max_calls_per_memory < 1 or max_text_bytes < 1 or max_request_bytes < 1024:
+            raise ValueError(
+                "max_calls_per_memory and max_text_bytes must be >= 1, max_request_bytes >= 1024"
+            )
+        self.max_calls_per_memory = max_calls_per_memory
+        self.max_text_bytes = max_text_bytes
+        self.max_request_bytes = max_request_bytes
+        self._access = access
+        self._admission: dict[str, threading.BoundedSemaphore] = {}
         self._max_search_batch = max_search_batch
         self._memories: dict[str, Memory] = dict(memories or {})
         self._locks: dict[str, threading.Lock] = {n: threading.Lock() for n in self._memories}
@@ -238,10 +291,49 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         return dict(self._memories)
 
     @contextmanager
-    def _memory(self, name: str, *, create: bool = False) -> Iterator[Memory]:
-        m, lock, _ = self._lookup(name, create=create)
-        with lock:
-            yield m
+    def _memory(
+        self, name: str, context: grpc.ServicerContext, *, create: bool = False
+    ) -> Iterator[Memory]:
+        with self._admitted(name, context, create=create) as (m, lock, _):
+            with lock:
+                yield m
+
+    def _check_request(self, request: Any) -> None:
+        """The whole-request size limit, for calls that did not come through a capped server."""
+        size = request.ByteSize()
+        if size > self.max_request_bytes:
+            raise _Abort(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"request is {size} bytes, the limit is {self.max_request_bytes}",
+            )
+
+    def _authorize(self, name: str, context: grpc.ServicerContext) -> None:
+        if self._access is not None and not self._access.allows(TokenAccess.header(context), name):
+            raise _Abort(
+                grpc.StatusCode.PERMISSION_DENIED, f"this token does not open memory {name!r:.140}"
+            )
+
+    @contextmanager
+    def _admitted(
+        self, name: str, context: grpc.ServicerContext, *, create: bool = False
+    ) -> Iterator[tuple[Memory, threading.Lock, _SearchQueue]]:
+        """The memory, its lock and queue, while this call holds one of its admissions."""
+        self._authorize(name, context)
+        m, lock, queue = self._lookup(name, create=create)
+        with self._registry:
+            gate = self._admission.get(name)
+            if gate is None:
+                gate = self._admission[name] = threading.BoundedSemaphore(self.max_calls_per_memory)
+        if not gate.acquire(blocking=False):
+            raise _Abort(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"memory {name!r} is busy: it already has {self.max_calls_per_memory} calls "
+                "running or waiting, the limit; retry later",
+            )
+        try:
+            yield m, lock, queue
+        finally:
+            gate.release()
 
     def _lookup(
         self, name: str, *, create: bool = False
@@ -249,7 +341,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         """The memory called ``name``, its lock and its queue of searches."""
         if not _NAME.match(name):
             _bad(
-                f"memory name {name!r} is invalid: use 1-128 letters, digits, '.', '_' or '-', "
+                f"memory name {name!r:.140} is invalid: use 1-128 letters, digits, '.', '_' or '-', "
                 "starting with a letter or digit"
             )
         with self._registry:
@@ -286,10 +378,12 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
 
     def Add(self, request: pb.AddRequest, context: grpc.ServicerContext) -> pb.AddResponse:
         def go() -> pb.AddResponse:
+            self._check_request(request)
             if not request.HasField("observation"):
                 _bad("observation is required")
+            _check_text(request.observation.text, "observation.text", self.max_text_bytes)
             kw = _obs_kwargs(request.observation, "observation")
-            with self._memory(request.memory, create=True) as m:
+            with self._memory(request.memory, context, create=True) as m:
                 text = kw.pop("text")
                 return pb.AddResponse(id=m.add(text, **kw))
 
@@ -300,12 +394,15 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         self, request: pb.AddBatchRequest, context: grpc.ServicerContext
     ) -> pb.AddBatchResponse:
         def go() -> pb.AddBatchResponse:
+            self._check_request(request)
             if not request.observations:
                 _bad("observations is empty: send at least one")
+            for i, o in enumerate(request.observations):
+                _check_text(o.text, f"observations[{i}].text", self.max_text_bytes)
             rows = [
                 _obs_kwargs(o, f"observations[{i}]") for i, o in enumerate(request.observations)
             ]
-            with self._memory(request.memory, create=True) as m:
+            with self._memory(request.memory, context, create=True) as m:
                 ids = m.add_batch(
                     [r["text"] for r in rows],
                     timestamps=[r["timestamp"] for r in rows],
@@ -337,11 +434,13 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
 
     def Search(self, request: pb.SearchRequest, context: grpc.ServicerContext) -> pb.SearchResponse:
         def go() -> pb.SearchResponse:
+            self._check_request(request)
+            _check_text(request.query, "query", self.max_text_bytes)
             if not request.query.strip():
                 _bad("query must be non-empty")
             opts = self._options(request.options)
-            m, lock, queue = self._lookup(request.memory)
-            r = queue.search(m, lock, request.query, opts, context)
+            with self._admitted(request.memory, context) as (m, lock, queue):
+                r = queue.search(m, lock, request.query, opts, context)
             return pb.SearchResponse(result=_result_to_proto(r))
 
         result: pb.SearchResponse = self._run(context, go)
@@ -351,13 +450,15 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         self, request: pb.SearchBatchRequest, context: grpc.ServicerContext
     ) -> pb.SearchBatchResponse:
         def go() -> pb.SearchBatchResponse:
+            self._check_request(request)
             if not request.queries:
                 _bad("queries is empty: send at least one")
             for i, q in enumerate(request.queries):
+                _check_text(q, f"queries[{i}]", self.max_text_bytes)
                 if not q.strip():
                     _bad(f"queries[{i}] must be non-empty")
             opts = self._options(request.options)
-            with self._memory(request.memory) as m:
+            with self._memory(request.memory, context) as m:
                 rs = m.search_batch(
                     list(request.queries), opts["k"], now=opts["now"], mode=opts["mode"]
                 )
@@ -368,7 +469,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
 
     def Get(self, request: pb.GetRequest, context: grpc.ServicerContext) -> pb.GetResponse:
         def go() -> pb.GetResponse:
-            with self._memory(request.memory) as m:
+            with self._memory(request.memory, context) as m:
                 if request.id not in m:
                     raise _Abort(
                         grpc.StatusCode.NOT_FOUND,
@@ -391,7 +492,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
 
     def Stats(self, request: pb.StatsRequest, context: grpc.ServicerContext) -> pb.StatsResponse:
         def go() -> pb.StatsResponse:
-            with self._memory(request.memory) as m:
+            with self._memory(request.memory, context) as m:
                 s = m.stats()
             return pb.StatsResponse(stats_json=json.dumps(s, default=str))
 
@@ -403,7 +504,8 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
     ) -> pb.MemoryHealthResponse:
         def go() -> pb.MemoryHealthResponse:
             if not _NAME.match(request.memory):
-                _bad(f"memory name {request.memory!r} is invalid")
+                _bad(f"memory name {request.memory!r:.140} is invalid")
+            self._authorize(request.memory, context)
             m = self._memories.get(request.memory)
             if m is None:
                 return pb.MemoryHealthResponse(status=pb.MemoryHealthResponse.UNKNOWN_MEMORY)
@@ -420,21 +522,41 @@ def serve_memory(
     factory: Callable[[str], Memory] | None = None,
     max_memories: int = 1024,
     max_search_batch: int = 256,
+    max_calls_per_memory: int | None = None,
+    max_text_bytes: int = MAX_TEXT_BYTES,
+    max_request_bytes: int = MAX_REQUEST_BYTES,
 ) -> tuple[RunningServer, MemoryServicer]:
     """Start a ``jevmem.v1.MemoryService``; with a ``factory``, names are created on first write.
 
     Concurrent Search calls on one memory run together, as one
     ``search_batch`` of at most ``max_search_batch`` queries (1: each alone).
+    One memory admits at most ``max_calls_per_memory`` calls at once
+    (default ``opts.max_workers``), and the server runs one thread per call
+    it admits (``opts.max_concurrent_rpcs``; see the module docs).
     """
+    opts = opts or ServerOptions()
     servicer = MemoryServicer(
-        memories, factory=factory, max_memories=max_memories, max_search_batch=max_search_batch
+        memories,
+        factory=factory,
+        max_memories=max_memories,
+        max_search_batch=max_search_batch,
+        max_calls_per_memory=max_calls_per_memory or opts.max_workers,
+        max_text_bytes=max_text_bytes,
+        max_request_bytes=max_request_bytes,
+        access=TokenAccess.from_options(opts),
     )
 
     def register(server: grpc.Server) -> list[str]:
         pb_grpc.add_MemoryServiceServicer_to_server(servicer, server)
         return [MEMORY_SERVICE]
 
-    return start_server(register, opts or ServerOptions()), servicer
+    server_opts = dataclasses.replace(
+        opts,
+        # every admitted call has a thread: it waits only for its own memory
+        max_workers=max(opts.max_workers, opts.max_concurrent_rpcs),
+        max_receive_message_bytes=opts.max_receive_message_bytes or max_request_bytes,
+    )
+    return start_server(register, server_opts), servicer
 
 
 class MemoryClient:

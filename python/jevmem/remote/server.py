@@ -4,7 +4,9 @@ Every server built here binds an explicit address (``127.0.0.1`` unless told
 otherwise), serves the standard ``grpc.health.v1.Health`` service, caps its
 message sizes, sheds load past ``max_concurrent_rpcs`` with
 RESOURCE_EXHAUSTED, optionally speaks TLS, optionally requires a bearer
-token (UNAUTHENTICATED without it; the health service stays open to probes),
+token (UNAUTHENTICATED without a known one; the health service stays open to
+probes; ``tokens`` maps each token to the memories it opens, see
+:class:`TokenAccess`),
 and shuts down gracefully: health turns NOT_SERVING, in-flight calls get
 ``grace_s`` to finish.
 """
@@ -13,12 +15,14 @@ from __future__ import annotations
 
 import hmac
 import importlib
+import json
 import logging
 import signal
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent import futures
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, NoReturn
 
 import grpc
@@ -36,6 +40,7 @@ __all__ = [
     "ControllerServicer",
     "RunningServer",
     "ServerOptions",
+    "TokenAccess",
     "load_controller",
     "serve_controller",
     "start_server",
@@ -57,16 +62,97 @@ class ServerOptions:
     max_concurrent_rpcs: int = 64
     max_message_bytes: int = 64 * 1024 * 1024
     #: When set, every call but health checks needs ``authorization: Bearer <token>``.
+    #: This token opens every memory (the admin token).
     token: str | None = None
+    #: token -> the memory names it opens (``"*"``: all of them); see :class:`TokenAccess`.
+    tokens: Mapping[str, Sequence[str]] | None = None
+    #: Largest request a server accepts (``None``: ``max_message_bytes``); the
+    #: memory service sizes it from its text limits.
+    max_receive_message_bytes: int | None = None
     #: PEM bytes; both set switches the port to TLS.
     tls_cert: bytes | None = None
     tls_key: bytes | None = None
     grace_s: float = 5.0
 
 
+ANY_MEMORY = "*"
+
+
+class TokenAccess:
+    """Which memories each bearer token opens.
+
+    ``tokens`` maps a token to the memory names it may read and write;
+    ``"*"`` among them opens every memory (an admin token). A call with an
+    unknown token is refused (UNAUTHENTICATED) before any handler runs; a
+    known token naming another memory gets PERMISSION_DENIED from the
+    service, so one leaked token opens only its own tenants.
+    """
+
+    def __init__(self, tokens: Mapping[str, Sequence[str]]) -> None:
+        self._names: dict[bytes, frozenset[str]] = {}
+        for token, names in tokens.items():
+            if not isinstance(token, str) or not token or any(c.isspace() for c in token):
+                raise ValueError("tokens must be non-empty strings without whitespace")
+            if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+                raise ValueError(f"the memories of a token must be a list of names, got {names!r}")
+            self._names[token.encode()] = frozenset(names)
+
+    @classmethod
+    def from_options(cls, opts: ServerOptions) -> TokenAccess | None:
+        """The access table ``opts`` asks for: ``token`` opens everything; None without tokens."""
+        table: dict[str, Sequence[str]] = dict(opts.tokens or {})
+        if opts.token:
+            table[opts.token] = [ANY_MEMORY]
+        return cls(table) if table else None
+
+    @classmethod
+    def load(cls, path: str | Path) -> dict[str, list[str]]:
+        """Read a tokens file: a JSON object ``{"token": ["memory", ...], ...}``."""
+        try:
+            raw = json.loads(Path(path).read_text())
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"tokens file {path}: {exc}") from None
+        if not isinstance(raw, dict) or not all(isinstance(v, list) for v in raw.values()):
+            raise ValueError(f'tokens file {path}: expected {{"token": ["memory", ...]}}')
+        cls(raw)  # check it
+        return raw
+
+    def known(self, header: bytes) -> bool:
+        """Whether an ``authorization`` value carries one of the tokens."""
+        token = _bearer(header)
+        found = False
+        for expected in self._names:
+            # compare against every token: the time taken does not say which matched
+            found |= token is not None and hmac.compare_digest(token, expected)
+        return found
+
+    def allows(self, header: bytes | None, memory: str) -> bool:
+        token = _bearer(header) if header is not None else None
+        if token is None:
+            return False
+        names = next(
+            (n for expected, n in self._names.items() if hmac.compare_digest(token, expected)),
+            None,
+        )
+        return names is not None and (ANY_MEMORY in names or memory in names)
+
+    @staticmethod
+    def header(context: grpc.ServicerContext) -> bytes | None:
+        """The call's ``authorization`` metadata value."""
+        for key, value in context.invocation_metadata() or ():
+            if key == "authorization":
+                return value.encode() if isinstance(value, str) else bytes(value)
+        return None
+
+
+def _bearer(header: bytes) -> bytes | None:
+    prefix = b"Bearer "
+    return header[len(prefix) :] if header.startswith(prefix) else None
+
+
 class _BearerAuth(grpc.ServerInterceptor):
-    def __init__(self, token: str) -> None:
-        self._expected = f"Bearer {token}".encode()
+    def __init__(self, access: TokenAccess) -> None:
+        self._access = access
 
         def deny(request: Any, context: grpc.ServicerContext) -> NoReturn:
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
@@ -88,8 +174,8 @@ class _BearerAuth(grpc.ServerInterceptor):
             return continuation(handler_call_details)
         for key, value in handler_call_details.invocation_metadata:
             if key == "authorization":
-                got = value.encode() if isinstance(value, str) else value
-                if hmac.compare_digest(got, self._expected):
+                got = value.encode() if isinstance(value, str) else bytes(value)
+                if self._access.known(got):
                     return continuation(handler_call_details)
         handler = continuation(handler_call_details)
         if handler is None:
@@ -150,15 +236,21 @@ def start_server(
     register: Callable[[grpc.Server], Sequence[str]], opts: ServerOptions
 ) -> RunningServer:
     """Build, bind and start a server; ``register`` adds the services and names them."""
-    if opts.max_concurrent_rpcs < 1 or opts.max_workers < 1 or opts.max_message_bytes < 1024:
+    receive = opts.max_receive_message_bytes or opts.max_message_bytes
+    if (
+        opts.max_concurrent_rpcs < 1
+        or opts.max_workers < 1
+        or min(opts.max_message_bytes, receive) < 1024
+    ):
         raise ValueError("max_concurrent_rpcs and max_workers must be >= 1, messages >= 1 KiB")
-    interceptors: list[grpc.ServerInterceptor] = [_BearerAuth(opts.token)] if opts.token else []
+    access = TokenAccess.from_options(opts)
+    interceptors: list[grpc.ServerInterceptor] = [_BearerAuth(access)] if access else []
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=opts.max_workers, thread_name_prefix="jevmem-grpc"),
         interceptors=interceptors,
         options=[
             ("grpc.max_send_message_length", opts.max_message_bytes),
-            ("grpc.max_receive_message_length", opts.max_message_bytes),
+            ("grpc.max_receive_message_length", receive),
             ("grpc.so_reuseport", 0),
         ],
         maximum_concurrent_rpcs=opts.max_concurrent_rpcs,

@@ -483,6 +483,8 @@ impl Bm25Index {
         if k == 0 || self.n_docs == 0 {
             return Vec::new();
         }
+        // no more results than documents, whatever the caller asked for
+        let k = k.min(self.n_docs);
         let terms = self.weighted_terms(query);
         if terms.is_empty() {
             return Vec::new();

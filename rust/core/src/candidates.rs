@@ -27,6 +27,9 @@ use crate::error::{Error, Result};
 use crate::store::MemoryStore;
 use crate::types::{NodeId, Timestamp};
 
+/// Largest `CandidateConfig::k` and `pool`.
+pub const MAX_CANDIDATES: usize = 1 << 16;
+
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CandidateConfig {
     /// K_w: how many candidates the controller judges per write.
@@ -57,8 +60,13 @@ impl Default for CandidateConfig {
 
 impl CandidateConfig {
     pub fn validate(&self) -> Result<()> {
-        if self.k == 0 || self.pool == 0 {
-            return Err(Error::config("candidate k and pool must be at least 1"));
+        // Both size per-write result lists; the bound keeps a config read
+        // from a file from asking for a huge one.
+        if !(1..=MAX_CANDIDATES).contains(&self.k) || !(1..=MAX_CANDIDATES).contains(&self.pool) {
+            return Err(Error::config(format!(
+                "candidate k and pool must be in 1..={MAX_CANDIDATES}, got {} and {}",
+                self.k, self.pool
+            )));
         }
         let ws = [
             self.w_vector,

@@ -47,6 +47,11 @@ pub enum EdgeUpsert {
 }
 
 impl Graph {
+    /// Heap bytes one id slot costs while its node is absent (removed): ids
+    /// index dense arrays, so an id gap is paid for slot by slot.
+    pub const EMPTY_SLOT_BYTES: usize =
+        std::mem::size_of::<Option<Node>>() + View::COUNT * std::mem::size_of::<Adjacency>();
+
     pub fn new() -> Self {
         Self::default()
     }

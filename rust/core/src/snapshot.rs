@@ -5,6 +5,13 @@
 //! Layout (little endian): magic `JEVMEMSS` (8 bytes), format version (u32),
 //! CRC-32 of the payload (u32), payload length (u64), payload (postcard).
 //!
+//! Decoding trusts nothing but the checksum's arithmetic: a CRC is no
+//! signature, so every count and size read from a file is bounded by the
+//! file's own length before anything is allocated (postcard refuses a
+//! sequence longer than the bytes left, serde caps preallocation), config
+//! values are validated before any index is built, and the id space is
+//! bounded as `check_id_space` explains. Every failure is `Error::Snapshot`.
+//!
 //! postcard is not self-describing, so every format version keeps its own
 //! body struct: version 1 is `BodyV1`; version 2 appends trailing fields
 //! after everything version 1 had, one per addition: the passage vectors of
@@ -27,6 +34,41 @@ pub const FORMAT_VERSION: u32 = 2;
 /// The oldest version this build still reads.
 pub const OLDEST_READABLE_VERSION: u32 = 1;
 const HEADER_LEN: usize = 8 + 4 + 4 + 8;
+
+/// Resident bytes an absent id (a node removed before the snapshot) costs
+/// once loaded: its graph slot and, below the last stored node, a BM25
+/// document slot (an `Option<Doc>`, its length, a search score).
+const ABSENT_ID_BYTES: usize = crate::graph::Graph::EMPTY_SLOT_BYTES + 40;
+
+/// Absent ids any snapshot may carry, in bytes of what they cost loaded
+/// (about 100k ids): enough for a small memory that forgot a lot.
+const ABSENT_IDS_FLOOR_BYTES: usize = 32 << 20;
+
+/// Beyond the floor, absent ids may cost this many resident bytes per byte
+/// of the file.
+const ABSENT_IDS_BYTES_PER_FILE_BYTE: usize = 64;
+
+/// The id space a snapshot claims (`next_id`, and so the largest node id,
+/// which must lie below it) is paid for slot by slot when loaded: graph and
+/// BM25 arrays are indexed by id. The ids between the stored nodes are
+/// the ones removed before the save, and a file does not pay for them in
+/// bytes, so a 5 KB file could otherwise claim 2^40 of them. The rule: the
+/// absent ids may cost at most `max(32 MiB, 64 x file size)` resident bytes.
+/// A genuine memory that removed more than that many ids relative to what
+/// it still holds is refused with a message saying so.
+fn check_id_space(next_id: NodeId, stored: usize, file_len: usize) -> Result<()> {
+    let absent = next_id.saturating_sub(stored as NodeId);
+    let allowed_bytes =
+        ABSENT_IDS_FLOOR_BYTES.max(file_len.saturating_mul(ABSENT_IDS_BYTES_PER_FILE_BYTE));
+    let allowed = (allowed_bytes / ABSENT_ID_BYTES) as NodeId;
+    if absent > allowed {
+        return Err(Error::Snapshot(format!(
+            "next_id {next_id} with {stored} stored nodes claims {absent} removed ids; a \
+             {file_len}-byte snapshot may claim at most {allowed}"
+        )));
+    }
+    Ok(())
+}
 
 #[derive(Serialize)]
 struct BodyRef<'a> {
@@ -172,13 +214,19 @@ impl MemoryStore {
         } else {
             postcard::from_bytes(payload).map_err(decode)?
         };
+        // Config first: it sizes every index built below.
+        body.config
+            .validate()
+            .map_err(|e| Error::Snapshot(format!("stored config: {e}")))?;
+        check_id_space(body.next_id, body.nodes.len(), bytes.len())?;
         let dim = body.config.vector.dim;
-        if body.embeddings.len() != body.nodes.len() * dim {
+        if Some(body.embeddings.len()) != body.nodes.len().checked_mul(dim) {
             return Err(Error::Snapshot(
                 "embedding block does not match the node count".into(),
             ));
         }
-        let mut store = MemoryStore::new(body.config)?;
+        let mut store = MemoryStore::new(body.config)
+            .map_err(|e| Error::Snapshot(format!("stored config: {e}")))?;
         let mut passages = body.passages.into_iter().peekable();
         let mut previous: Option<NodeId> = None;
         let mut nodes = Vec::with_capacity(body.nodes.len());
@@ -200,7 +248,7 @@ impl MemoryStore {
                         p.node
                     )));
                 }
-                if p.embeddings.len() != p.spans.len() * dim {
+                if Some(p.embeddings.len()) != p.spans.len().checked_mul(dim) {
                     return Err(Error::Snapshot(format!(
                         "node {}: passage embeddings do not match its spans",
                         node.id
@@ -233,12 +281,17 @@ impl MemoryStore {
                 p.node
             )));
         }
-        store.insert_many(nodes, true)?;
+        store
+            .insert_many(nodes, true)
+            .map_err(|e| Error::Snapshot(format!("nodes: {e}")))?;
         while store.graph.next_id() < body.next_id {
             store.graph.push_removed();
         }
         for edge in body.edges {
-            store.upsert_edge(edge)?;
+            let (src, dst) = (edge.src, edge.dst);
+            store
+                .upsert_edge(edge)
+                .map_err(|e| Error::Snapshot(format!("edge {src} -> {dst}: {e}")))?;
         }
         for (id, t) in body.facts.valid_from {
             store

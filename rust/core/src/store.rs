@@ -225,14 +225,22 @@ impl MemoryStore {
         if node.content.contains('\0') {
             return Err(Error::invalid("observation text contains a NUL character"));
         }
-        for (key, _) in &node.provenance {
+        for (key, value) in &node.provenance {
             if key.trim().is_empty() {
                 return Err(Error::invalid("provenance keys must be non-empty"));
+            }
+            if key.contains('\0') || value.contains('\0') {
+                return Err(Error::invalid(format!(
+                    "provenance {key:?} contains a NUL character"
+                )));
             }
         }
         for entity in &node.entities {
             if normalize_entity(entity).is_empty() {
                 return Err(Error::invalid("entity identifiers must be non-empty"));
+            }
+            if entity.contains('\0') {
+                return Err(Error::invalid("an entity contains a NUL character"));
             }
         }
         node.types.validate()?;

@@ -47,8 +47,20 @@ pub const DEFAULT_EXACT_THRESHOLD: usize = 4096;
 /// Smallest HNSW reservation; growth doubles from here so inserts never reserve one at a time.
 const MIN_RESERVE: usize = 1024;
 
+/// The smallest reservation is also capped in bytes of vector data, so a
+/// wide dimension (a config read from a file) does not reserve hundreds of
+/// megabytes for an empty graph.
+const MIN_RESERVE_BYTES: usize = 4 << 20;
+
 /// Largest supported dimension (a sanity bound against garbage configs).
-const MAX_DIM: usize = 1 << 16;
+pub const MAX_DIM: usize = 1 << 16;
+
+/// Largest HNSW connectivity (M): usearch sizes every node's neighbour lists
+/// by it, so an unbounded value from a config file is an allocation bomb.
+pub const MAX_CONNECTIVITY: usize = 256;
+
+/// Largest HNSW expansion (ef): each search context keeps heaps this long.
+pub const MAX_EXPANSION: usize = 1 << 16;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Quantization {
@@ -98,16 +110,21 @@ impl VectorConfig {
                 self.dim
             )));
         }
-        if self.connectivity < 2 {
+        if !(2..=MAX_CONNECTIVITY).contains(&self.connectivity) {
             return Err(Error::config(format!(
-                "HNSW connectivity must be at least 2, got {}",
+                "HNSW connectivity must be in 2..={MAX_CONNECTIVITY}, got {}",
                 self.connectivity
             )));
         }
-        if self.expansion_add == 0 || self.expansion_search == 0 {
-            return Err(Error::config(
-                "HNSW expansion_add and expansion_search must be positive",
-            ));
+        for (name, value) in [
+            ("expansion_add", self.expansion_add),
+            ("expansion_search", self.expansion_search),
+        ] {
+            if !(1..=MAX_EXPANSION).contains(&value) {
+                return Err(Error::config(format!(
+                    "HNSW {name} must be in 1..={MAX_EXPANSION}, got {value}"
+                )));
+            }
         }
         Ok(())
     }
@@ -249,7 +266,7 @@ impl VectorIndex {
             return Ok(());
         }
         let index = self.new_hnsw()?;
-        let target = self.len().saturating_mul(2).max(MIN_RESERVE);
+        let target = self.len().saturating_mul(2).max(self.min_reserve());
         index
             .reserve_capacity_and_threads(target, self.search_threads)
             .map_err(index_err)?;
@@ -262,6 +279,12 @@ impl VectorIndex {
         insert_parallel(&index, self.insert_threads(), &items)?;
         self.hnsw = Some(index);
         Ok(())
+    }
+
+    /// The smallest HNSW reservation for this dimension (see `MIN_RESERVE_BYTES`).
+    fn min_reserve(&self) -> usize {
+        let row_bytes = self.config.dim * std::mem::size_of::<f32>();
+        (MIN_RESERVE_BYTES / row_bytes.max(1)).clamp(16, MIN_RESERVE)
     }
 
     /// Threads used to insert a batch into the graph (usearch supports
@@ -394,7 +417,7 @@ impl VectorIndex {
             if needed > hnsw.capacity() {
                 let target = needed
                     .max(hnsw.capacity().saturating_mul(2))
-                    .max(MIN_RESERVE);
+                    .max(self.min_reserve());
                 hnsw.reserve_capacity_and_threads(target, self.search_threads)
                     .map_err(index_err)?;
             }
@@ -508,6 +531,8 @@ impl VectorIndex {
         if k == 0 || self.is_empty() {
             return Ok(Vec::new());
         }
+        // usearch allocates result buffers of k entries: never more than it holds
+        let k = k.min(self.len());
         let unit = Self::normalize(query);
         match &self.hnsw {
             Some(hnsw) if self.len() >= self.config.exact_threshold => {

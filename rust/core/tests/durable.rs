@@ -581,7 +581,10 @@ fn a_checksummed_record_the_store_refuses_is_corruption_too() {
     let good = state(&o.store);
     drop(o);
     // a well-formed record whose op cannot apply (an id from nowhere)
-    let op = Op::AddNode { id: 99, node: node(99) };
+    let op = Op::AddNode {
+        id: 99,
+        node: node(99),
+    };
     let payload = wal::encode_payload(1, &postcard::to_stdvec(&op).unwrap(), b"");
     let seg = last_segment(&dir.0);
     let mut bytes = std::fs::read(&seg).unwrap();

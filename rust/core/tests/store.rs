@@ -425,3 +425,22 @@ proptest! {
         }
     }
 }
+
+/// A caller's k is clamped to what the indexes hold: usearch sizes its result
+/// buffers by k, so an unclamped usize::MAX would abort the process.
+#[test]
+fn searches_with_huge_k_return_what_exists() {
+    let mut config = StoreConfig::new(DIM);
+    config.vector.exact_threshold = 0; // answer through the HNSW graph
+    let mut s = MemoryStore::new(config).unwrap();
+    for i in 0..5u64 {
+        s.add_node(NewNode::new(format!("node {i} text"), emb(i)))
+            .unwrap();
+    }
+    assert!(s.vectors().uses_hnsw());
+    for k in [5, 6, 1 << 40, usize::MAX] {
+        assert_eq!(s.search_vector(&emb(0), k).unwrap().len(), 5);
+        assert_eq!(s.search_lexical("text", k).len(), 5);
+        assert_eq!(s.search_passages(&emb(0), k).unwrap().len(), 5);
+    }
+}

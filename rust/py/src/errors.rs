@@ -5,8 +5,8 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
 
-static CLASSES: [PyOnceLock<Py<PyType>>; 9] = [const { PyOnceLock::new() }; 9];
-const NAMES: [&str; 9] = [
+static CLASSES: [PyOnceLock<Py<PyType>>; 10] = [const { PyOnceLock::new() }; 10];
+const NAMES: [&str; 10] = [
     "InvalidInputError",
     "DimensionMismatchError",
     "InvalidScoreError",
@@ -15,6 +15,7 @@ const NAMES: [&str; 9] = [
     "TraversalStateError",
     "SnapshotError",
     "VectorIndexError",
+    "InvalidTypeError",
     "DurabilityError",
 ];
 
@@ -37,10 +38,37 @@ pub fn to_py(err: Error) -> PyErr {
             Error::InvalidState(_) => raise(py, 5, msg),
             Error::Snapshot(_) => raise(py, 6, msg),
             Error::Index(_) => raise(py, 7, msg),
-            Error::Durability(_) => raise(py, 8, msg),
+            Error::Durability(_) => raise(py, 9, msg),
             Error::Io(e) => pyo3::exceptions::PyOSError::new_err(e.to_string()),
         }
     })
+}
+
+/// An argument Python could not convert, as a jevmem error naming it: a
+/// value out of range (an int past 64 bits) or text that is not valid
+/// Unicode (a lone surrogate) is `InvalidInputError`, anything else (a
+/// wrong type, a str where a list is expected) `InvalidTypeError`.
+pub fn bad_argument(py: Python<'_>, field: &str, err: PyErr) -> PyErr {
+    use pyo3::exceptions::{PyOverflowError, PyUnicodeError, PyValueError};
+    let msg = format!("{field}: {}", err.value(py));
+    if err.is_instance_of::<PyOverflowError>(py)
+        || err.is_instance_of::<PyUnicodeError>(py)
+        || err.is_instance_of::<PyValueError>(py)
+    {
+        raise(py, 0, msg)
+    } else {
+        raise(py, 8, msg)
+    }
+}
+
+/// Extract an argument, refusing a bad one with `bad_argument`.
+pub fn extract_arg<'a, 'py, T>(obj: &'a Bound<'py, PyAny>, field: &str) -> PyResult<T>
+where
+    T: FromPyObject<'a, 'py>,
+    T::Error: Into<PyErr>,
+{
+    obj.extract::<T>()
+        .map_err(|e| bad_argument(obj.py(), field, e.into()))
 }
 
 /// `?`-friendly conversion for core results.

@@ -25,7 +25,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::durable::{DurableHandle, OpenResult};
-use crate::errors::IntoPyResult;
+use crate::errors::{extract_arg, IntoPyResult};
 use crate::traversal::{start_traversal, Traversal, TraversalConfig};
 use jevmem_core::durable::{Durable, DurableOptions, SyncMode, DEFAULT_SEGMENT_BYTES};
 use pyo3::types::PyDict;
@@ -363,19 +363,31 @@ impl MemoryStore {
     fn add(
         &self,
         py: Python<'_>,
-        text: String,
+        text: &Bound<'_, PyAny>,
         embedding: PyArrayLike1<'_, f32, AllowTypeChange>,
-        timestamp: Option<i64>,
-        provenance: Option<HashMap<String, String>>,
-        entities: Option<Vec<String>>,
+        timestamp: Option<&Bound<'_, PyAny>>,
+        provenance: Option<&Bound<'_, PyAny>>,
+        entities: Option<&Bound<'_, PyAny>>,
         types: Option<(f32, f32, f32, f32)>,
         passages: Option<PassagesArg<'_>>,
     ) -> PyResult<NodeId> {
         let node = NewNode {
-            content: text,
-            timestamp,
-            provenance: provenance_arg(provenance),
-            entities: entities.unwrap_or_default(),
+            content: extract_arg(text, "text")?,
+            timestamp: timestamp
+                .map(|t| extract_arg::<Option<i64>>(t, "timestamp"))
+                .transpose()?
+                .flatten(),
+            provenance: provenance_arg(
+                provenance
+                    .map(|p| extract_arg::<Option<HashMap<String, String>>>(p, "provenance"))
+                    .transpose()?
+                    .flatten(),
+            ),
+            entities: entities
+                .map(|e| extract_arg::<Option<Vec<String>>>(e, "entities"))
+                .transpose()?
+                .flatten()
+                .unwrap_or_default(),
             types: types_arg(types),
             embedding: vector_arg(&embedding),
             passages: passages_arg(passages).py()?,
@@ -388,11 +400,11 @@ impl MemoryStore {
     fn add_batch(
         &self,
         py: Python<'_>,
-        texts: Vec<String>,
+        texts: &Bound<'_, PyAny>,
         embeddings: PyArrayLike2<'_, f32, AllowTypeChange>,
-        timestamps: Option<Vec<Option<i64>>>,
-        provenances: Option<Vec<Option<HashMap<String, String>>>>,
-        entities: Option<Vec<Option<Vec<String>>>>,
+        timestamps: Option<&Bound<'_, PyAny>>,
+        provenances: Option<&Bound<'_, PyAny>>,
+        entities: Option<&Bound<'_, PyAny>>,
         types: Option<Vec<Option<TypeTuple>>>,
         passages: Option<Vec<Option<PassagesArg<'_>>>>,
     ) -> PyResult<Vec<NodeId>> {
@@ -413,11 +425,11 @@ impl MemoryStore {
     fn check_batch(
         &self,
         py: Python<'_>,
-        texts: Vec<String>,
+        texts: &Bound<'_, PyAny>,
         embeddings: PyArrayLike2<'_, f32, AllowTypeChange>,
-        timestamps: Option<Vec<Option<i64>>>,
-        provenances: Option<Vec<Option<HashMap<String, String>>>>,
-        entities: Option<Vec<Option<Vec<String>>>>,
+        timestamps: Option<&Bound<'_, PyAny>>,
+        provenances: Option<&Bound<'_, PyAny>>,
+        entities: Option<&Bound<'_, PyAny>>,
         types: Option<Vec<Option<TypeTuple>>>,
         passages: Option<Vec<Option<PassagesArg<'_>>>>,
     ) -> PyResult<()> {
@@ -1148,15 +1160,30 @@ impl MemoryStore {
 }
 
 /// Zip `add_batch`'s columns into owned nodes, checking the column lengths.
+/// The text-bearing columns arrive unconverted so a bad one is refused as a
+/// jevmem error naming it (see `extract_arg`).
 fn batch_nodes(
-    texts: Vec<String>,
+    texts: &Bound<'_, PyAny>,
     embeddings: PyArrayLike2<'_, f32, AllowTypeChange>,
-    timestamps: Option<Vec<Option<i64>>>,
-    provenances: Option<Vec<Option<HashMap<String, String>>>>,
-    entities: Option<Vec<Option<Vec<String>>>>,
+    timestamps: Option<&Bound<'_, PyAny>>,
+    provenances: Option<&Bound<'_, PyAny>>,
+    entities: Option<&Bound<'_, PyAny>>,
     types: Option<Vec<Option<TypeTuple>>>,
     passages: Option<Vec<Option<PassagesArg<'_>>>>,
 ) -> PyResult<Vec<NewNode>> {
+    let texts: Vec<String> = extract_arg(texts, "texts")?;
+    let timestamps: Option<Vec<Option<i64>>> = timestamps
+        .map(|t| extract_arg::<Option<_>>(t, "timestamps"))
+        .transpose()?
+        .flatten();
+    let provenances: Option<Vec<Option<HashMap<String, String>>>> = provenances
+        .map(|p| extract_arg::<Option<_>>(p, "provenances"))
+        .transpose()?
+        .flatten();
+    let entities: Option<Vec<Option<Vec<String>>>> = entities
+        .map(|e| extract_arg::<Option<_>>(e, "entities"))
+        .transpose()?
+        .flatten();
     let n = texts.len();
     let matrix = embeddings.as_array();
     let check = |what: &str, len: Option<usize>| -> PyResult<()> {

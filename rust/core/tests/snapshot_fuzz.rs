@@ -1,0 +1,357 @@
+//! The snapshot reader against hostile bytes: arbitrary input, bit flips,
+//! truncations and length-field edits, each resealed with a correct header
+//! and checksum so the decoder itself (not just the CRC) is exercised.
+//! Every outcome must be `Ok` or `Error::Snapshot`, never a panic or an
+//! abort, and the heap the decode takes must stay within a bound linear in
+//! the input's size. A counting global allocator measures that heap, so
+//! this file is its own test binary and runs its cases one at a time.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use jevmem_core::facts::FactsSnapshot;
+use jevmem_core::ops::NewNode;
+use jevmem_core::passages::{NewPassage, Span};
+use jevmem_core::snapshot::FORMAT_VERSION;
+use jevmem_core::store::{MemoryStore, StoreConfig};
+use jevmem_core::{Edge, EdgeOrigin, Error, Node, NodeId, View};
+use proptest::prelude::*;
+use serde::{Deserialize, Serialize};
+
+struct Counting;
+
+static CURRENT: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            let now = CURRENT.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+            PEAK.fetch_max(now, Ordering::Relaxed);
+        }
+        p
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) };
+        CURRENT.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            if new_size >= layout.size() {
+                let grow = new_size - layout.size();
+                let now = CURRENT.fetch_add(grow, Ordering::Relaxed) + grow;
+                PEAK.fetch_max(now, Ordering::Relaxed);
+            } else {
+                CURRENT.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
+            }
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// Tests of this binary run on parallel threads; the counters are global.
+static MEASURE: Mutex<()> = Mutex::new(());
+
+/// What a decode of `len` input bytes may take from the heap at its peak: the
+/// absent-id allowance (32 MiB floor, 64 bytes per input byte) plus indexes
+/// proportional to the input, with headroom for fixed-size structures.
+fn heap_bound(len: usize) -> usize {
+    (40 << 20) + 160 * len
+}
+
+/// Decode `bytes`, asserting the outcome is `Ok` or `Error::Snapshot` and
+/// the heap (Rust's, and usearch's as the store reports it) stays bounded.
+fn check_decode(bytes: &[u8]) -> std::result::Result<Option<MemoryStore>, TestCaseError> {
+    let _guard = MEASURE.lock().unwrap_or_else(|p| p.into_inner());
+    let base = CURRENT.load(Ordering::Relaxed);
+    PEAK.store(base, Ordering::Relaxed);
+    let result = MemoryStore::from_snapshot_bytes(bytes);
+    let taken = PEAK.load(Ordering::Relaxed).saturating_sub(base);
+    prop_assert!(
+        taken <= heap_bound(bytes.len()),
+        "decoding {} bytes took {taken} heap bytes (bound {})",
+        bytes.len(),
+        heap_bound(bytes.len())
+    );
+    match result {
+        Ok(store) => {
+            let stats = store.stats();
+            let index_bytes = stats.vector_bytes + stats.passage_bytes;
+            prop_assert!(
+                index_bytes <= heap_bound(bytes.len()),
+                "vector indexes hold {index_bytes} bytes after decoding {} bytes",
+                bytes.len()
+            );
+            Ok(Some(store))
+        }
+        Err(Error::Snapshot(_)) => Ok(None),
+        Err(other) => Err(TestCaseError::fail(format!(
+            "a bad snapshot gave a non-snapshot error: {other:?}"
+        ))),
+    }
+}
+
+/// The version 2 body, mirrored from public types (postcard encodes a
+/// struct as its fields in order, so this is byte-compatible).
+#[derive(Clone, Serialize, Deserialize)]
+struct Body {
+    config: StoreConfig,
+    next_id: NodeId,
+    ops_applied: u64,
+    nodes: Vec<Node>,
+    embeddings: Vec<f32>,
+    edges: Vec<Edge>,
+    passages: Vec<(NodeId, Vec<Span>, Vec<f32>)>,
+    facts: FactsSnapshot,
+}
+
+/// A header with a correct length and checksum around `payload`.
+fn seal(payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(24 + payload.len());
+    out.extend_from_slice(b"JEVMEMSS");
+    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
+    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    out.extend_from_slice(payload);
+    out
+}
+
+fn encode(body: &Body) -> Vec<u8> {
+    seal(&postcard::to_stdvec(body).unwrap())
+}
+
+/// A small memory with every part a snapshot holds: nodes with timestamps,
+/// provenance and entities, a removed node, passages, edges, facts.
+fn sample() -> MemoryStore {
+    let mut s = MemoryStore::new(StoreConfig::new(4)).unwrap();
+    for i in 0..6u64 {
+        let mut n = NewNode::new(
+            format!("observation number {i} about the garden"),
+            vec![1.0, i as f32, 0.5, -1.0],
+        );
+        n.timestamp = Some(1_700_000_000 + i as i64);
+        n.entities = vec![format!("e{}", i % 2)];
+        n.provenance = vec![("speaker".into(), format!("s{i}"))];
+        if i == 5 {
+            n.passages = vec![
+                NewPassage::new(0, 11, vec![1.0, 0.0, 0.0, 0.0]),
+                NewPassage::new(12, 30, vec![0.0, 0.0, 1.0, 0.0]),
+            ];
+        }
+        s.add_node(n).unwrap();
+    }
+    s.remove_node(2).unwrap();
+    s.upsert_edge(Edge {
+        src: 0,
+        dst: 1,
+        view: View::Semantic,
+        weight: 0.7,
+        origin: EdgeOrigin::Rule,
+        temporal: None,
+    })
+    .unwrap();
+    s.add_supersedes(jevmem_core::facts::Supersedes {
+        new: 4,
+        old: 3,
+        weight: 0.9,
+        origin: EdgeOrigin::Controller,
+    })
+    .unwrap();
+    s.set_valid_from(1, Some(1_600_000_000)).unwrap();
+    s
+}
+
+fn sample_bytes() -> Vec<u8> {
+    sample().to_snapshot_bytes().unwrap()
+}
+
+fn sample_body() -> Body {
+    let bytes = sample_bytes();
+    postcard::from_bytes(&bytes[24..]).expect("the mirror matches the format")
+}
+
+#[test]
+fn the_mirror_and_the_sample_round_trip() {
+    let bytes = sample_bytes();
+    assert_eq!(encode(&sample_body()), bytes);
+    let loaded = check_decode(&bytes).unwrap().expect("the sample loads");
+    assert_eq!(loaded.to_snapshot_bytes().unwrap(), bytes);
+}
+
+/// The cases the issue found: a valid checksum around a huge id space or a
+/// huge dimension. Before the bounds, 2^20 took ~700 MB and 2^26 aborted.
+#[test]
+fn crafted_id_spaces_and_configs_are_refused_cheaply() {
+    for next_id in [1 << 20, 1 << 26, 1 << 40, u64::MAX] {
+        let mut body = sample_body();
+        body.next_id = next_id;
+        assert!(check_decode(&encode(&body)).unwrap().is_none(), "{next_id}");
+        // a node id far out, under an equally far next_id
+        let mut body = sample_body();
+        body.next_id = next_id;
+        body.nodes.last_mut().unwrap().id = next_id - 1;
+        body.passages.clear();
+        assert!(check_decode(&encode(&body)).unwrap().is_none(), "{next_id}");
+    }
+    // a gap the allowance covers still loads, ids intact
+    let mut body = sample_body();
+    body.next_id = 50_000;
+    let store = check_decode(&encode(&body))
+        .unwrap()
+        .expect("a modest gap loads");
+    assert_eq!(store.next_id(), 50_000);
+
+    let mut body = sample_body();
+    body.config.vector.dim = 1 << 40;
+    assert!(check_decode(&encode(&body)).unwrap().is_none());
+    for (connectivity, expansion) in [(1 << 40, 128), (0, 128), (16, 1 << 40), (16, 0)] {
+        let mut body = sample_body();
+        body.config.vector.connectivity = connectivity;
+        body.config.vector.expansion_add = expansion;
+        assert!(check_decode(&encode(&body)).unwrap().is_none());
+    }
+    let mut body = sample_body();
+    body.config.candidates.pool = 1 << 40;
+    assert!(check_decode(&encode(&body)).unwrap().is_none());
+
+    // The widest allowed dimension with the HNSW graph built at once: an
+    // empty graph must not reserve a thousand wide rows.
+    let mut body = sample_body();
+    body.config.vector.dim = 1 << 16;
+    body.config.vector.exact_threshold = 0;
+    body.nodes.clear();
+    body.embeddings.clear();
+    body.edges.clear();
+    body.passages.clear();
+    body.facts = FactsSnapshot::default();
+    let store = check_decode(&encode(&body)).unwrap().expect("valid, empty");
+    assert!(store.vectors().uses_hnsw());
+}
+
+#[test]
+fn edges_and_facts_on_absent_nodes_are_snapshot_errors() {
+    let mut body = sample_body();
+    body.edges[0].dst = 2; // the removed node
+    assert!(check_decode(&encode(&body)).unwrap().is_none());
+    let mut body = sample_body();
+    body.facts.valid_from.push((99, 0));
+    assert!(check_decode(&encode(&body)).unwrap().is_none());
+    let mut body = sample_body();
+    body.embeddings[0] = f32::NAN;
+    assert!(check_decode(&encode(&body)).unwrap().is_none());
+}
+
+/// A postcard varint of `v`.
+fn varint(mut v: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let byte = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            out.push(byte);
+            return out;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Mutation {
+    /// Flip one bit of the payload.
+    Flip { at: usize, bit: u8 },
+    /// Cut the payload short.
+    Truncate { keep: usize },
+    /// Overwrite the varint that starts at a byte with a large value (a
+    /// length or count field when it lands on one).
+    Varint { at: usize, value: u64 },
+    /// Insert raw bytes.
+    Insert { at: usize, bytes: Vec<u8> },
+}
+
+fn mutation() -> impl Strategy<Value = Mutation> {
+    prop_oneof![
+        (any::<usize>(), 0u8..8).prop_map(|(at, bit)| Mutation::Flip { at, bit }),
+        any::<usize>().prop_map(|keep| Mutation::Truncate { keep }),
+        (
+            any::<usize>(),
+            prop_oneof![
+                Just(u64::MAX),
+                Just(1u64 << 32),
+                Just(1u64 << 26),
+                Just(1u64 << 20),
+                0u64..1 << 16,
+            ]
+        )
+            .prop_map(|(at, value)| Mutation::Varint { at, value }),
+        (any::<usize>(), prop::collection::vec(any::<u8>(), 1..12))
+            .prop_map(|(at, bytes)| Mutation::Insert { at, bytes }),
+    ]
+}
+
+fn apply(payload: &mut Vec<u8>, m: &Mutation) {
+    let n = payload.len();
+    match m {
+        Mutation::Flip { at, bit } => payload[at % n] ^= 1 << bit,
+        Mutation::Truncate { keep } => payload.truncate(keep % n),
+        Mutation::Varint { at, value } => {
+            let at = at % n;
+            // the old varint ends at the first byte without the high bit
+            let end = payload[at..]
+                .iter()
+                .position(|b| b & 0x80 == 0)
+                .map_or(n, |p| at + p + 1);
+            payload.splice(at..end, varint(*value));
+        }
+        Mutation::Insert { at, bytes } => {
+            let at = at % (n + 1);
+            payload.splice(at..at, bytes.iter().copied());
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+    #[test]
+    fn mutated_snapshots_fail_cleanly_and_cheaply(
+        mutations in prop::collection::vec(mutation(), 1..4),
+    ) {
+        let sealed = sample_bytes();
+        let mut payload = sealed[24..].to_vec();
+        for m in &mutations {
+            if payload.is_empty() {
+                break;
+            }
+            apply(&mut payload, m);
+        }
+        check_decode(&seal(&payload))?;
+    }
+
+    #[test]
+    fn arbitrary_bytes_fail_cleanly(
+        payload in prop::collection::vec(any::<u8>(), 0..2048),
+        sealed in any::<bool>(),
+    ) {
+        let bytes = if sealed { seal(&payload) } else { payload };
+        check_decode(&bytes)?;
+    }
+
+    #[test]
+    fn damaged_headers_are_refused(
+        at in 0usize..24,
+        bit in 0u8..8,
+        keep in 0usize..24,
+    ) {
+        let mut bytes = sample_bytes();
+        bytes[at] ^= 1 << bit;
+        prop_assert!(check_decode(&bytes)?.is_none());
+        let bytes = sample_bytes();
+        prop_assert!(check_decode(&bytes[..keep])?.is_none());
+    }
+}

@@ -1,0 +1,363 @@
+"""Bad input at the public API: every must-reject argument raises a typed
+jevmem error naming the field, and the memory is left byte for byte as it
+was (its stats and its snapshot bytes)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from jevmem import (
+    HashEmbedder,
+    InvalidInputError,
+    InvalidTypeError,
+    JevmemError,
+    LocalController,
+    Memory,
+    MemoryStore,
+    SnapshotError,
+)
+from jevmem._validate import MAX_K, MAX_TIMESTAMP, MIN_TIMESTAMP
+
+DIM = 16
+
+
+def _memory() -> Memory:
+    m = Memory(HashEmbedder(DIM), controller=LocalController())
+    m.add_batch(
+        ["Alice moved to Paris in May.", "Bob likes green tea.", "The meeting is on Friday."],
+        timestamps=[1_700_000_000, 1_700_000_100, 1_700_000_200],
+        speakers=["alice", "bob", None],
+    )
+    return m
+
+
+@pytest.fixture(scope="module")
+def memory() -> Memory:
+    return _memory()
+
+
+def _state(m: Memory) -> tuple[bytes, dict[str, Any]]:
+    return bytes(m.store.to_bytes()), m.stats()
+
+
+LONE = "bad \ud800 surrogate"
+BIG = 2**70
+OK_VEC = np.ones(DIM, np.float32)
+
+# (label, call, expected error class); every call must be refused
+CASES: list[tuple[str, Callable[[Any], Any], type[Exception]]] = [
+    # texts
+    ("add_batch of a str", lambda m: m.add_batch("hello"), InvalidTypeError),
+    ("add_batch of bytes", lambda m: m.add_batch(b"hello"), InvalidTypeError),
+    ("add_batch of a generator", lambda m: m.add_batch(x for x in ["a"]), InvalidTypeError),
+    ("add_batch of a dict", lambda m: m.add_batch({"a": 1}), InvalidTypeError),
+    ("add_batch of None", lambda m: m.add_batch(None), InvalidTypeError),
+    ("add None", lambda m: m.add(None), InvalidTypeError),
+    ("add int", lambda m: m.add(5), InvalidTypeError),
+    ("add bytes", lambda m: m.add(b"text"), InvalidTypeError),
+    ("add list", lambda m: m.add(["text"]), InvalidTypeError),
+    ("add empty", lambda m: m.add(""), InvalidInputError),
+    ("add blank", lambda m: m.add(" \n\t "), InvalidInputError),
+    ("add NUL", lambda m: m.add("a\0b"), InvalidInputError),
+    ("add lone surrogate", lambda m: m.add(LONE), InvalidInputError),
+    ("add too long", lambda m: m.add("x" * (m.store.max_text_bytes + 1)), InvalidInputError),
+    (
+        "add too long in UTF-8",
+        lambda m: m.add("é" * (m.store.max_text_bytes // 2 + 1)),
+        InvalidInputError,
+    ),
+    ("batch with one None", lambda m: m.add_batch(["ok", None]), InvalidTypeError),
+    ("batch with one NUL", lambda m: m.add_batch(["ok", "b\0"]), InvalidInputError),
+    # speakers
+    ("speaker int", lambda m: m.add("t", speaker=3), InvalidTypeError),
+    ("speaker NUL", lambda m: m.add("t", speaker="al\0ice"), InvalidInputError),
+    ("speaker surrogate", lambda m: m.add("t", speaker=LONE), InvalidInputError),
+    ("speaker too long", lambda m: m.add("t", speaker="s" * 70_000), InvalidInputError),
+    ("speakers a str", lambda m: m.add_batch(["t"], speakers="a"), InvalidTypeError),
+    ("speakers wrong length", lambda m: m.add_batch(["t"], speakers=["a", "b"]), InvalidInputError),
+    # provenance
+    ("provenance None value", lambda m: m.add("t", provenance={"k": None}), InvalidTypeError),
+    ("provenance list", lambda m: m.add("t", provenance=[("k", "v")]), InvalidTypeError),
+    ("provenance str", lambda m: m.add("t", provenance="k=v"), InvalidTypeError),
+    ("provenance int key", lambda m: m.add("t", provenance={1: "v"}), InvalidTypeError),
+    ("provenance empty key", lambda m: m.add("t", provenance={" ": "v"}), InvalidInputError),
+    ("provenance NUL key", lambda m: m.add("t", provenance={"k\0": "v"}), InvalidInputError),
+    ("provenance NUL value", lambda m: m.add("t", provenance={"k": "v\0"}), InvalidInputError),
+    ("provenance surrogate", lambda m: m.add("t", provenance={"k": LONE}), InvalidInputError),
+    ("provenance object", lambda m: m.add("t", provenance={"k": object()}), InvalidTypeError),
+    ("provenance bool", lambda m: m.add("t", provenance={"k": True}), InvalidTypeError),
+    ("provenance nan", lambda m: m.add("t", provenance={"k": math.nan}), InvalidInputError),
+    # entities
+    ("entities a str", lambda m: m.add("t", entities="Alice"), InvalidTypeError),
+    ("entity None", lambda m: m.add("t", entities=[None]), InvalidTypeError),
+    ("entity NUL", lambda m: m.add("t", entities=["a\0"]), InvalidInputError),
+    ("entity surrogate", lambda m: m.add("t", entities=[LONE]), InvalidInputError),
+    ("entity empty", lambda m: m.add("t", entities=["  "]), InvalidInputError),
+    # timestamps
+    ("timestamp huge", lambda m: m.add("t", timestamp=BIG), InvalidInputError),
+    ("timestamp -huge", lambda m: m.add("t", timestamp=-BIG), InvalidInputError),
+    ("timestamp past max", lambda m: m.add("t", timestamp=MAX_TIMESTAMP + 1), InvalidInputError),
+    ("timestamp before min", lambda m: m.add("t", timestamp=MIN_TIMESTAMP - 1), InvalidInputError),
+    ("timestamp nan", lambda m: m.add("t", timestamp=math.nan), InvalidInputError),
+    ("timestamp inf", lambda m: m.add("t", timestamp=math.inf), InvalidInputError),
+    ("timestamp 1e300", lambda m: m.add("t", timestamp=1e300), InvalidInputError),
+    ("timestamp bool", lambda m: m.add("t", timestamp=True), InvalidTypeError),
+    ("timestamp list", lambda m: m.add("t", timestamp=[1]), InvalidTypeError),
+    ("timestamp garbage", lambda m: m.add("t", timestamp="not a date"), InvalidInputError),
+    ("timestamps a str", lambda m: m.add_batch(["t"], timestamps="1"), InvalidTypeError),
+    # embeddings
+    ("embedding nan", lambda m: m.add("t", embedding=np.full(DIM, np.nan)), InvalidInputError),
+    ("embedding inf", lambda m: m.add("t", embedding=np.full(DIM, np.inf)), InvalidInputError),
+    (
+        "embedding beyond float32",
+        lambda m: m.add("t", embedding=np.full(DIM, 1e300)),
+        InvalidInputError,
+    ),
+    ("embedding short", lambda m: m.add("t", embedding=np.ones(DIM - 1)), InvalidInputError),
+    ("embedding 2-d", lambda m: m.add("t", embedding=np.ones((1, DIM))), InvalidInputError),
+    ("embedding str", lambda m: m.add("t", embedding="1,2,3"), InvalidTypeError),
+    ("embedding ragged", lambda m: m.add("t", embedding=[[1.0], [1.0, 2.0]]), InvalidTypeError),
+    ("embedding objects", lambda m: m.add("t", embedding=[object()] * DIM), InvalidTypeError),
+    (
+        "embeddings wrong rows",
+        lambda m: m.add_batch(["a", "b"], embeddings=np.ones((1, DIM))),
+        InvalidInputError,
+    ),
+    (
+        "embeddings 1-d for a batch",
+        lambda m: m.add_batch(["a"], embeddings=OK_VEC),
+        InvalidInputError,
+    ),
+    # search
+    ("search None", lambda m: m.search(None), InvalidTypeError),
+    ("search int", lambda m: m.search(3), InvalidTypeError),
+    ("search bytes", lambda m: m.search(b"tea"), InvalidTypeError),
+    ("search empty", lambda m: m.search(""), InvalidInputError),
+    ("search NUL", lambda m: m.search("te\0a"), InvalidInputError),
+    ("search surrogate", lambda m: m.search(LONE), InvalidInputError),
+    ("search too long", lambda m: m.search("q" * (m.store.max_text_bytes + 1)), InvalidInputError),
+    ("search k=0", lambda m: m.search("tea", 0), InvalidInputError),
+    ("search k<0", lambda m: m.search("tea", -5), InvalidInputError),
+    ("search k huge", lambda m: m.search("tea", 2**63), InvalidInputError),
+    ("search k over max", lambda m: m.search("tea", MAX_K + 1), InvalidInputError),
+    ("search k bool", lambda m: m.search("tea", True), InvalidTypeError),
+    ("search k float", lambda m: m.search("tea", 2.0), InvalidTypeError),
+    ("search k str", lambda m: m.search("tea", "3"), InvalidTypeError),
+    ("search k None", lambda m: m.search("tea", None), InvalidTypeError),
+    ("search mode", lambda m: m.search("tea", mode="fast"), InvalidInputError),
+    ("search mode list", lambda m: m.search("tea", mode=["full"]), InvalidInputError),
+    ("search now huge", lambda m: m.search("tea", now=BIG), InvalidInputError),
+    ("search now nan", lambda m: m.search("tea", now=math.nan), InvalidInputError),
+    ("search_batch of a str", lambda m: m.search_batch("tea"), InvalidTypeError),
+    ("search_batch with None", lambda m: m.search_batch(["tea", None]), InvalidTypeError),
+    ("search_batch of a set", lambda m: m.search_batch({"tea"}), InvalidTypeError),
+]
+
+
+@pytest.mark.parametrize(("label", "call", "error"), CASES, ids=[c[0] for c in CASES])
+def test_rejected_and_unchanged(
+    memory: Memory, label: str, call: Callable[[Memory], Any], error: type[Exception]
+) -> None:
+    before = _state(memory)
+    with pytest.raises(error) as info:
+        call(memory)
+    assert isinstance(info.value, JevmemError)
+    assert str(info.value), "the message names the field and the limit"
+    assert _state(memory) == before, label
+
+
+def test_batch_messages_name_the_field(memory: Memory) -> None:
+    with pytest.raises(InvalidInputError, match=r"observation 1: provenance\['k'\]"):
+        memory.add_batch(["a", "b"], provenances=[None, {"k": "v\0"}])
+    with pytest.raises(InvalidInputError, match="speaker is over the limit of 65536"):
+        memory.add("t", speaker="s" * 70_000)
+    with pytest.raises(InvalidTypeError, match="wrap a single string"):
+        memory.add_batch("hello")
+
+
+def test_accepted_edge_values_are_stored_as_given() -> None:
+    m = _memory()
+    a = m.add("at the start of the calendar", timestamp=MIN_TIMESTAMP)
+    numbers: Any = {"turn": 3, "score": 0.5}  # numbers are stored as their str
+    b = m.add("at its end", timestamp=MAX_TIMESTAMP, provenance=numbers)
+    assert m.get(a).timestamp == MIN_TIMESTAMP
+    assert m.get(b).timestamp == MAX_TIMESTAMP
+    assert m.get(b).provenance["turn"] == "3"
+    assert len(m.search("calendar", k=MAX_K).evidence) >= 1
+
+
+VEC = np.ones(DIM, np.float32)
+
+# the bindings themselves: arguments Python cannot convert are jevmem errors too
+STORE_CASES: list[tuple[str, Callable[[Any], Any], type[Exception]]] = [
+    ("store add None", lambda s: s.add(None, VEC), InvalidTypeError),
+    ("store add bytes", lambda s: s.add(b"t", VEC), InvalidTypeError),
+    ("store add surrogate", lambda s: s.add(LONE, VEC), InvalidInputError),
+    ("store add NUL", lambda s: s.add("a\0", VEC), InvalidInputError),
+    ("store timestamp huge", lambda s: s.add("t", VEC, timestamp=BIG), InvalidInputError),
+    ("store timestamp float", lambda s: s.add("t", VEC, timestamp=1.5), InvalidTypeError),
+    ("store provenance None", lambda s: s.add("t", VEC, provenance={"k": None}), InvalidTypeError),
+    ("store provenance NUL", lambda s: s.add("t", VEC, provenance={"k": "\0"}), InvalidInputError),
+    ("store entity NUL", lambda s: s.add("t", VEC, entities=["a\0"]), InvalidInputError),
+    ("store entities str", lambda s: s.add("t", VEC, entities="abc"), InvalidTypeError),
+    ("store batch of a str", lambda s: s.add_batch("hello", np.ones((5, DIM))), InvalidTypeError),
+    (
+        "store batch surrogate",
+        lambda s: s.add_batch(["ok", LONE], np.ones((2, DIM))),
+        InvalidInputError,
+    ),
+    (
+        "store batch timestamps huge",
+        lambda s: s.add_batch(["ok"], np.ones((1, DIM)), timestamps=[BIG]),
+        InvalidInputError,
+    ),
+    (
+        "store check_batch provenance list",
+        lambda s: s.check_batch(["ok"], np.ones((1, DIM)), provenances=[[("k", "v")]]),
+        InvalidTypeError,
+    ),
+]
+
+
+@pytest.mark.parametrize(("label", "call", "error"), STORE_CASES, ids=[c[0] for c in STORE_CASES])
+def test_store_rejects_and_is_unchanged(
+    label: str, call: Callable[[MemoryStore], Any], error: type[Exception]
+) -> None:
+    store = MemoryStore(DIM)
+    store.add("an observation", VEC, timestamp=1_700_000_000)
+    before = bytes(store.to_bytes())
+    with pytest.raises(error):
+        call(store)
+    assert bytes(store.to_bytes()) == before, label
+
+
+def test_store_searches_with_huge_k_return_what_exists() -> None:
+    store = MemoryStore(DIM)
+    store.add("an observation", VEC)
+    ids, _ = store.search_vector(VEC, k=2**62)
+    assert list(ids) == [0]
+    ids, _ = store.search_lexical("observation", k=2**62)
+    assert list(ids) == [0]
+
+
+_junk = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(),
+    st.text(max_size=8),
+    st.binary(max_size=8),
+    st.lists(st.one_of(st.none(), st.integers(), st.text(max_size=4)), max_size=3),
+    st.dictionaries(
+        st.one_of(st.text(max_size=3), st.integers()),
+        st.one_of(st.none(), st.text(max_size=3)),
+        max_size=2,
+    ),
+)
+
+
+@given(
+    texts=_junk,
+    timestamps=_junk,
+    speakers=_junk,
+    provenances=_junk,
+    entities=_junk,
+    embeddings=_junk,
+)
+def test_junk_writes_raise_only_jevmem_errors(
+    texts: Any, timestamps: Any, speakers: Any, provenances: Any, entities: Any, embeddings: Any
+) -> None:
+    m = _JUNK_MEMORY
+    before = _state(m)
+    try:
+        m.add_batch(
+            texts,
+            timestamps=timestamps,
+            speakers=speakers,
+            provenances=provenances,
+            entities=entities,
+            embeddings=embeddings,
+        )
+    except JevmemError:
+        assert _state(m) == before
+    # an accepted batch is fine too: junk that happens to be valid
+
+
+@given(queries=_junk, k=_junk, now=_junk, mode=_junk)
+def test_junk_searches_raise_only_jevmem_errors(queries: Any, k: Any, now: Any, mode: Any) -> None:
+    m = _JUNK_MEMORY
+    before = _state(m)
+    try:
+        m.search_batch(queries, k, now=now, mode=mode)
+    except JevmemError:
+        pass
+    assert _state(m) == before
+
+
+_JUNK_MEMORY = _memory()
+
+
+# ---- crafted snapshots -----------------------------------------------------------
+
+
+def _leb(v: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v == 0:
+            out.append(b)
+            return bytes(out)
+        out.append(b | 0x80)
+
+
+def _reseal(payload: bytes) -> bytes:
+    import zlib
+
+    header = b"JEVMEMSS" + (2).to_bytes(4, "little")
+    return (
+        header
+        + zlib.crc32(payload).to_bytes(4, "little")
+        + len(payload).to_bytes(8, "little")
+        + payload
+    )
+
+
+def test_crafted_snapshots_raise_snapshot_error_quickly() -> None:
+    store = MemoryStore(DIM)
+    for i in range(3):
+        store.add(f"observation {i}", np.ones(DIM, np.float32) + i, timestamp=1_700_000_000 + i)
+    payload = bytes(store.to_bytes())[24:]
+    # An empty store with the same config: config, next_id 0, ops_applied 0,
+    # then six empty lists (nodes, embeddings, edges, passages, two of facts).
+    empty = bytes(MemoryStore(DIM).to_bytes())[24:]
+    cfg = empty[:-8]
+    assert payload.startswith(cfg)
+    rest = payload[len(cfg) :]
+    assert rest.startswith(_leb(3))  # next_id: three nodes, none removed
+    for huge in (2**20, 2**26, 2**40, 2**64 - 1):
+        crafted = _reseal(cfg + _leb(huge) + rest[1:])
+        with pytest.raises(SnapshotError):
+            MemoryStore.from_bytes(crafted)
+    # a huge dimension: the config opens with the vector config's dim
+    for dim in (2**17, 2**40):
+        crafted = _reseal(_leb(dim) + payload[len(_leb(DIM)) :])
+        with pytest.raises(SnapshotError):
+            MemoryStore.from_bytes(crafted)
+    # flipped bits anywhere in the payload, resealed: SnapshotError or a valid store
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        mutated = bytearray(payload)
+        for at in rng.integers(0, len(mutated), size=3):
+            mutated[at] ^= 1 << int(rng.integers(0, 8))
+        try:
+            MemoryStore.from_bytes(_reseal(bytes(mutated)))
+        except SnapshotError:
+            pass
