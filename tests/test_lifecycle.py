@@ -222,6 +222,26 @@ def test_forget_empties_text_keyed_caches() -> None:
     assert local_controller._change_statement.cache_info().currsize == 0
 
 
+def test_forget_many_at_once_matches_the_oracle() -> None:
+    m = memory(consolidation_period=4)
+    speakers = ["Maya", "Sam", "Ines"]
+    ids = m.add_batch(
+        [f"{FILLER[i % len(FILLER)][1]} Item {i}." for i in range(90)],
+        timestamps=[T0 + (i * 7919) % 90 * 300 for i in range(90)],  # out of order
+        speakers=[speakers[i % 3] for i in range(90)],
+    )
+    m.search("cello recital", 5)
+    gone = ids[1::2] + [ids[0]]  # more than the bisection path takes
+    assert m.forget(gone) == len(gone)
+    assert live_ids(m) == ids[2::2]
+    assert_matches_oracle(m)
+    # every turn of one speaker: the speaker is gone from the derived state
+    sam = [i for i in live_ids(m) if m.get(i).provenance["speaker"] == "Sam"]
+    m.forget(sam)
+    assert "sam" not in m._speakers and "sam" not in m._speaker_stats
+    assert_matches_oracle(m)
+
+
 BAD_IDS: list[tuple[Any, type[JevmemError]]] = [
     ("3", InvalidInputError),
     (b"3", InvalidInputError),

@@ -947,15 +947,12 @@ class Memory:
     def _drop_decisions(self, gone: Callable[[int], bool]) -> None:
         """Drop the consolidation decisions that name a forgotten node (as
         focus, neighbour or summary): they judged its text."""
-        self.decisions[:] = [
-            d
-            for d in self.decisions
-            if not (
-                gone(d.get("focus", -1))
-                or any(gone(n) for n in d.get("neighbours", ()))
-                or ("summary_id" in d and gone(d["summary_id"]))
-            )
-        ]
+
+        def names_gone(d: Mapping[str, Any]) -> bool:
+            named = [d.get("focus"), d.get("summary_id"), *d.get("neighbours", ())]
+            return any(gone(n) for n in named if n is not None)
+
+        self.decisions[:] = [d for d in self.decisions if not names_gone(d)]
 
     def _forget_python_side(self, ids: Sequence[int]) -> None:
         """Undo `_index_python_side` (and drop the lazily cached facts) for
@@ -965,13 +962,15 @@ class Memory:
         recomputed in id order (so they match to the last bit), and every
         cache that may hold a gone node cleared."""
         touched: set[str] = set()
+        # a few leave the timeline by bisection, many by one filtering pass
+        timeline_pass = len(ids) > 32
         for node_id in ids:
             facts = self._facts.get(node_id)
             if node_id in self._episodes:
                 assert facts is not None  # indexed nodes have their facts
                 del self._episodes[node_id]
                 stamp = self._stamps.pop(node_id, None)
-                if stamp is not None:
+                if stamp is not None and not timeline_pass:
                     at = bisect.bisect_left(self._timeline, (stamp, node_id))
                     assert self._timeline[at] == (stamp, node_id)
                     del self._timeline[at]
@@ -997,6 +996,9 @@ class Memory:
             self._facts.pop(node_id, None)
             self._sentences.pop(node_id, None)
             self._tokens.pop(node_id, None)
+        if timeline_pass:
+            gone = set(ids)
+            self._timeline[:] = [entry for entry in self._timeline if entry[1] not in gone]
         # sums in the order indexing makes them (ids ascending): bit-exact
         self._log_len_total = sum(self._log_len.values(), 0.0)
         fresh = {sp: [0.0, 0.0, 0.0] for sp in touched if sp in self._speaker_stats}
@@ -1026,7 +1028,9 @@ class Memory:
         vanished = [i for i in self._facts if i not in store]
         if vanished:
             self._forget_python_side(vanished)
-        self._drop_decisions(lambda i: not (isinstance(i, int) and 0 <= i and i in store))
+        self._drop_decisions(
+            lambda i: not (isinstance(i, int) and 0 <= i < store.next_id and i in store)
+        )
         self._removed_seen = removed
 
     def _rule_time_edges(self, node: Node) -> list[tuple[object, ...]]:
