@@ -212,6 +212,20 @@ def test_forget_a_single_int_and_the_count() -> None:
     assert_no_trace(m, gone)
 
 
+def test_forget_takes_any_iterable_of_ints() -> None:
+    import numpy as np
+
+    m = memory()
+    ids = m.add_batch([f"note number {i}" for i in range(8)])
+    assert m.forget(np.array(ids[:2])) == 2
+    assert m.forget(np.int64(ids[2])) == 1
+    assert m.forget({ids[3], ids[4]}) == 2
+    assert m.forget(i for i in ids[5:7]) == 2
+    assert m.forget((ids[7],)) == 1
+    assert len(m) == 0
+    assert_matches_oracle(m)
+
+
 def test_forget_empties_text_keyed_caches() -> None:
     m = memory()
     gone = conversation(m)
@@ -231,7 +245,7 @@ def test_forget_many_at_once_matches_the_oracle() -> None:
         speakers=[speakers[i % 3] for i in range(90)],
     )
     m.search("cello recital", 5)
-    gone = ids[1::2] + [ids[0]]  # more than the bisection path takes
+    gone = [*ids[1::2], ids[0]]  # more than the bisection path takes
     assert m.forget(gone) == len(gone)
     assert live_ids(m) == ids[2::2]
     assert_matches_oracle(m)

@@ -897,9 +897,12 @@ class Memory:
 
     def _live_id(self, raw: object, what: str = "node id") -> int:
         """``raw`` as the id of a node of this memory (typed errors, no change)."""
-        if isinstance(raw, bool) or not isinstance(raw, SupportsIndex):
-            raise InvalidInputError(f"{what} must be an int, got {type(raw).__name__}")
-        node_id = operator.index(raw)
+        try:
+            if isinstance(raw, bool) or not isinstance(raw, SupportsIndex):
+                raise TypeError
+            node_id = operator.index(raw)
+        except TypeError:  # (a numpy array has __index__ and refuses it)
+            raise InvalidInputError(f"{what} must be an int, got {type(raw).__name__}") from None
         if not (0 <= node_id < self.store.next_id and node_id in self.store):
             raise NodeNotFoundError(f"no node with id {node_id}")
         return int(node_id)
@@ -911,7 +914,12 @@ class Memory:
                 f"ids must be an int or a sequence of ints, got {type(ids).__name__}"
             )
         if not isinstance(ids, bool) and isinstance(ids, SupportsIndex):
-            return [self._live_id(ids)]
+            try:
+                one = operator.index(ids)
+            except TypeError:
+                pass  # an array of ids: iterated below
+            else:
+                return [self._live_id(one)]
         if not isinstance(ids, Iterable):
             raise InvalidInputError(
                 f"ids must be an int or a sequence of ints, got {type(ids).__name__}"
