@@ -420,3 +420,30 @@ def test_a_store_opened_directly_logs_each_call(tmp_path: Path) -> None:
     assert report["replayed_records"] == 3 and len(store) == 2
     assert [e.dst for e in store.neighbors(0)] == [1]
     store.close()
+
+
+def test_forget_is_logged_and_gone_from_disk_after_a_checkpoint(tmp_path: Path) -> None:
+    d = tmp_path / "m"
+    m = _open(d, checkpoint_every=0)
+    ids = m.add_batch([f"ordinary note {i}" for i in range(21)] + ["the code is xqvorbik-7731"])
+    canary = b"xqvorbik-7731"
+    m.store.flush()
+    assert any(canary in p.read_bytes() for p in d.iterdir() if p.is_file())
+    assert m.forget(ids[-1]) == 1
+    new = m.update(ids[0], "ordinary note 0, revised")
+    decisions = list(m.decisions)
+    del m
+    gc.collect()  # a crash before any checkpoint: the forget is replayed from the log
+    m = _open(d, checkpoint_every=0)
+    assert "the code is xqvorbik-7731" not in _texts(m)
+    assert m.history(new) == [new, ids[0]]
+    assert m.decisions == decisions
+    # the text is still in the log's older records until a checkpoint drops them
+    m.checkpoint()
+    for p in d.iterdir():
+        if p.is_file():
+            assert canary not in p.read_bytes(), p.name
+    m.close()
+    m = _open(d)
+    assert len(m) == 22 and "the code is xqvorbik-7731" not in _texts(m)
+    m.close()

@@ -175,7 +175,17 @@ class MemoryStore:
     def add_edges(self, edges: Sequence[tuple[object, ...]]) -> list[Upsert]: ...
     def set_types(self, id: int, types: TypeScores) -> None: ...
     def remove(self, id: int) -> None:
-        """Delete a node, its edges, its supersedes links and its index entries."""
+        """Delete a node, its edges, its supersedes links and its index entries.
+
+        A store-level call: a fact the node replaced becomes current again,
+        and a ``Memory`` over this store only notices at its next call.
+        ``Memory.forget`` is the user-level removal."""
+    def forget(self, ids: Sequence[int]) -> list[Supersedes]:
+        """Delete many nodes (all or nothing on an unknown or repeated id:
+        NodeNotFoundError, InvalidInputError), keeping the survivors'
+        supersedes chains: a survivor replaced through removed nodes stays
+        replaced (a bridging link, origin "rule", weakest weight of the path).
+        Returns the bridges between survivors."""
     def add_supersedes(
         self, new: int, old: int, weight: float, *, origin: EdgeOrigin = "controller"
     ) -> Upsert:

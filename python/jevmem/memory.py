@@ -22,16 +22,17 @@ from __future__ import annotations
 import bisect
 import json
 import math
+import operator
 import re
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from operator import itemgetter
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, SupportsIndex
 
 import numpy as np
 import numpy.typing as npt
@@ -58,7 +59,13 @@ from jevmem.controller.types import (
 )
 from jevmem.embed import Embedder, default_embedder, embedder_from_spec, embedder_spec
 from jevmem.entities import extract_entities, mentions
-from jevmem.errors import DurabilityError, InvalidConfigError, InvalidInputError, SnapshotError
+from jevmem.errors import (
+    DurabilityError,
+    InvalidConfigError,
+    InvalidInputError,
+    NodeNotFoundError,
+    SnapshotError,
+)
 from jevmem.passages import PassagePlanner
 from jevmem.temporal import (
     FactTime,
@@ -272,6 +279,17 @@ def _answer_value(a: Answer) -> float:
     raise TypeError("expected a Noul answer")
 
 
+def _drop_text_caches() -> None:
+    """Empty the process-wide caches keyed by observation texts or their
+    entities (cue counts, change statements, entity patterns), so a
+    forgotten text is not kept alive there; they refill on use."""
+    from jevmem import entities
+    from jevmem.controller import local
+
+    for cached in (local._change_statement, local._count, entities._entity_pattern):
+        cached.cache_clear()
+
+
 class Memory:
     """An agent memory: add observations, search for evidence.
 
@@ -337,6 +355,7 @@ class Memory:
         # Durable memories (Memory.open): one log record per write request.
         self._write_lock = threading.RLock()
         self._write_depth = 0
+        self._decisions_rewritten = False
         self._checkpoint_every = 0
         self._checkpoint_seq = 0
         #: What opening a durable memory found (see Memory.open); None in memory.
@@ -344,6 +363,9 @@ class Memory:
         for i in range(self.store.next_id):
             if i in self.store:
                 self._index_python_side(self.store.get(i))
+        #: the store's removed ids (``next_id - len``: ids are never reused)
+        #: as this Memory last saw them (see `_sync_with_store`)
+        self._removed_seen = self.store.next_id - len(self.store)
 
     # ---- bookkeeping ------------------------------------------------------
 
@@ -531,6 +553,7 @@ class Memory:
             dim=self.store.dim,
             max_text_bytes=self.store.max_text_bytes,
         )
+        self._sync_with_store()
         with self._durable_write():
             return self._add_batch(texts, timestamps, speakers, provenances, entities, embeddings)
 
@@ -790,7 +813,9 @@ class Memory:
             self._consolidate(focus)
         return ids
 
-    def _record_supersedes(self, links: list[tuple[int, int, float]]) -> None:
+    def _record_supersedes(
+        self, links: list[tuple[int, int, float]], origin: str = "controller"
+    ) -> None:
         """Store supersedes links (new, old, weight) with both ends' event
         times, so validity is measured on the world timeline: a fact holds
         from when its text says it began (else its observation time)."""
@@ -799,7 +824,7 @@ class Memory:
             start = event_time(stamp, self._time_refs.get(node_id, ()))
             if start != stamp:
                 self.store.set_valid_from(node_id, start)
-        self.store.add_supersedes_batch(links)
+        self.store.add_supersedes_batch([(new, old, w, origin) for new, old, w in links])
 
     # facts that change: what the memory knows about replaced facts
 
@@ -817,8 +842,270 @@ class Memory:
         return self.store.supersedes(node_id)
 
     def history(self, node_id: int) -> list[int]:
-        """This node, then every fact it replaced, transitively, nearest first."""
-        return self.store.history(node_id)
+        """The versions of a fact up to this node, newest first: this node,
+        then every fact it replaced, transitively, nearest first (after
+        ``b = update(a, ...)``, ``c = update(b, ...)``: ``history(c) == [c, b,
+        a]``). The versions that replaced it are `superseded_by`. A forgotten
+        version is gone from the chain (see `forget`). Raises
+        NodeNotFoundError for an unknown or forgotten id, InvalidInputError
+        for one that is not an int."""
+        return self.store.history(self._live_id(node_id))
+
+    # ---- lifecycle: update and forget ----------------------------------------
+
+    def update(
+        self,
+        node_id: int,
+        text: str,
+        *,
+        timestamp: int | float | str | Any | None = None,
+        speaker: str | None = None,
+        provenance: Mapping[str, str] | None = None,
+        entities: Sequence[str] | None = None,
+        embedding: npt.ArrayLike | None = None,
+    ) -> int:
+        """Record a new observation that replaces what ``node_id`` stated;
+        returns the new id. The old one is not deleted: it stays in the new
+        one's `history`, linked as superseded (weight 1, origin "rule": the
+        caller said so, no controller judged it), with validity following the
+        usual rules, so a search about the present ranks the new text above
+        the old and marks the old ``superseded_by`` it.
+
+        The new node keeps the old one's speaker and provenance unless
+        ``speaker`` or ``provenance`` is given (a given provenance without a
+        "speaker" keeps the old speaker). Its timestamp is not inherited: pass
+        the time of the change, so validity can say when the old fact stopped
+        holding (without one the old fact is superseded with no end time).
+        Updating an older version supersedes exactly that node (the chain
+        branches). The write path runs as for `add` (its controller may link
+        the new text to other nodes too).
+
+        An unknown or forgotten id raises NodeNotFoundError, a non-int
+        InvalidInputError; bad text and arguments raise as `add`; an error
+        changes nothing.
+        """
+        self._sync_with_store()
+        old_id = self._live_id(node_id)
+        with self._durable_write():  # the new node and its link: one log record
+            return self._update(old_id, text, timestamp, speaker, provenance, entities, embedding)
+
+    def _update(
+        self,
+        old_id: int,
+        text: str,
+        timestamp: Any,
+        speaker: str | None,
+        provenance: Mapping[str, str] | None,
+        entities: Sequence[str] | None,
+        embedding: npt.ArrayLike | None,
+    ) -> int:
+        old = self.store.get(old_id)
+        if speaker is None:
+            given = provenance.get("speaker") if isinstance(provenance, Mapping) else None
+            speaker = given if given is not None else old.provenance.get("speaker")
+        if provenance is None:
+            # the speaker goes in as `speaker`, so it is embedded with the text as in `add`
+            provenance = {k: v for k, v in old.provenance.items() if k != "speaker"}
+        new_id = self.add(
+            text,
+            timestamp=timestamp,
+            speaker=speaker,
+            provenance=provenance,
+            entities=entities,
+            embedding=embedding,
+        )
+        # a fresh node supersedes nothing that could lead back to it: no cycle
+        self._record_supersedes([(new_id, old_id, 1.0)], origin="rule")
+        return new_id
+
+    def forget(self, ids: int | Iterable[int]) -> int:
+        """Remove observations for real; returns how many nodes were removed.
+
+        The nodes leave every index, the graph (with their edges), the
+        supersedes table and every derived structure of this Memory, so no
+        later search, `search_batch`, `neighbors`, timeline walk, `history`,
+        `stats` or `save` sees them; the next `save` writes a snapshot without
+        their text. Summaries the consolidation wrote from a forgotten node
+        (``Memory(summariser=...)``) are forgotten with it (they repeat its
+        text) and count in the result; consolidation decisions that name a
+        forgotten node are dropped; process-wide caches keyed by texts are
+        emptied.
+
+        Supersedes chains: forgetting the newest version of a fact makes the
+        one it replaced current again (as if the update had never been
+        observed); forgetting the oldest leaves the newer one as it was;
+        forgetting one in the middle links the versions around it directly,
+        so the older ones stay superseded (`MemoryStore.forget`).
+
+        ``ids``: an int or an iterable of ints. An id that is not an int, is
+        listed twice, or names no node (never added or already forgotten)
+        raises InvalidInputError or NodeNotFoundError, and nothing is removed.
+        """
+        self._sync_with_store()
+        live = self._live_ids(ids)
+        with self._durable_write():  # one log record; gone from disk at the next checkpoint
+            return self._forget_ids(live)
+
+    def _forget_ids(self, ids: list[int]) -> int:
+        """Forget validated ids (distinct, live); how a scope or filter
+        removes what it matched too."""
+        gone = self._with_summaries(ids)
+        self.store.forget(gone)
+        self._forget_python_side(gone)
+        gone_set = set(gone)
+        self._drop_decisions(gone_set.__contains__)
+        _drop_text_caches()
+        self._removed_seen = self.store.next_id - len(self.store)
+        return len(gone)
+
+    def _live_id(self, raw: object, what: str = "node id") -> int:
+        """``raw`` as the id of a node of this memory (typed errors, no change)."""
+        try:
+            if isinstance(raw, bool) or not isinstance(raw, SupportsIndex):
+                raise TypeError
+            node_id = operator.index(raw)
+        except TypeError:  # (a numpy array has __index__ and refuses it)
+            raise InvalidInputError(f"{what} must be an int, got {type(raw).__name__}") from None
+        if not (0 <= node_id < self.store.next_id and node_id in self.store):
+            raise NodeNotFoundError(f"no node with id {node_id}")
+        return int(node_id)
+
+    def _live_ids(self, ids: object) -> list[int]:
+        """``ids`` (an int or an iterable of them) as distinct live node ids, in order."""
+        if isinstance(ids, str | bytes | bytearray | Mapping):
+            raise InvalidInputError(
+                f"ids must be an int or a sequence of ints, got {type(ids).__name__}"
+            )
+        if not isinstance(ids, bool) and isinstance(ids, SupportsIndex):
+            try:
+                one = operator.index(ids)
+            except TypeError:
+                pass  # an array of ids: iterated below
+            else:
+                return [self._live_id(one)]
+        if not isinstance(ids, Iterable):
+            raise InvalidInputError(
+                f"ids must be an int or a sequence of ints, got {type(ids).__name__}"
+            )
+        out: list[int] = []
+        seen: set[int] = set()
+        for pos, raw in enumerate(ids):
+            node_id = self._live_id(raw, f"ids[{pos}]")
+            if node_id in seen:
+                raise InvalidInputError(f"ids[{pos}]: node {node_id} is listed twice")
+            seen.add(node_id)
+            out.append(node_id)
+        return out
+
+    def _with_summaries(self, ids: list[int]) -> list[int]:
+        """``ids`` and the live summaries written from any of them (or from
+        such a summary, transitively): a summary repeats its sources' text."""
+        gone = list(ids)
+        seen = set(ids)
+        grew = True
+        while grew:
+            grew = False
+            for d in self.decisions:
+                sid = d.get("summary_id")
+                if sid is None or sid in seen or sid not in self.store:
+                    continue
+                if d.get("focus") in seen or not seen.isdisjoint(d.get("neighbours", ())):
+                    gone.append(sid)
+                    seen.add(sid)
+                    grew = True
+        return gone
+
+    def _drop_decisions(self, gone: Callable[[int], bool]) -> None:
+        """Drop the consolidation decisions that name a forgotten node (as
+        focus, neighbour or summary): they judged its text."""
+
+        def names_gone(d: Mapping[str, Any]) -> bool:
+            named = [d.get("focus"), d.get("summary_id"), *d.get("neighbours", ())]
+            return any(gone(n) for n in named if n is not None)
+
+        kept = [d for d in self.decisions if not names_gone(d)]
+        if len(kept) != len(self.decisions):
+            self.decisions[:] = kept
+            self._decisions_rewritten = True  # the log records the whole list
+
+    def _forget_python_side(self, ids: Sequence[int]) -> None:
+        """Undo `_index_python_side` (and drop the lazily cached facts) for
+        nodes gone from the store, leaving exactly what indexing the
+        remaining nodes from scratch would give (what `Memory.load` derives):
+        per-node entries popped, counts decremented, the running sums
+        recomputed in id order (so they match to the last bit), and every
+        cache that may hold a gone node cleared."""
+        touched: set[str] = set()
+        # a few leave the timeline by bisection, many by one filtering pass
+        timeline_pass = len(ids) > 32
+        for node_id in ids:
+            facts = self._facts.get(node_id)
+            if node_id in self._episodes:
+                assert facts is not None  # indexed nodes have their facts
+                del self._episodes[node_id]
+                stamp = self._stamps.pop(node_id, None)
+                if stamp is not None and not timeline_pass:
+                    at = bisect.bisect_left(self._timeline, (stamp, node_id))
+                    assert self._timeline[at] == (stamp, node_id)
+                    del self._timeline[at]
+                self._time_refs.pop(node_id, None)
+                del self._asks[node_id]
+                del self._log_len[node_id]
+                speaker = facts.speaker
+                if speaker:
+                    stats = self._speaker_stats[speaker]
+                    stats[0] -= 1
+                    touched.add(speaker)
+                    if stats[0] <= 0:
+                        del self._speaker_stats[speaker]
+                        self._speakers.discard(speaker)
+                        order = self._speaker_order
+                        del order[bisect.bisect_left(order, speaker)]
+                for e in facts.entities:
+                    left = self._entity_counts[e] - 1
+                    if left:
+                        self._entity_counts[e] = left
+                    else:
+                        del self._entity_counts[e]
+            self._facts.pop(node_id, None)
+            self._sentences.pop(node_id, None)
+            self._tokens.pop(node_id, None)
+        if timeline_pass:
+            gone = set(ids)
+            self._timeline[:] = [entry for entry in self._timeline if entry[1] not in gone]
+        # sums in the order indexing makes them (ids ascending): bit-exact
+        self._log_len_total = sum(self._log_len.values(), 0.0)
+        fresh = {sp: [0.0, 0.0, 0.0] for sp in touched if sp in self._speaker_stats}
+        if fresh:
+            for node_id, log_len in self._log_len.items():
+                sums = fresh.get(self._facts[node_id].speaker)
+                if sums is not None:
+                    sums[0] += 1
+                    sums[1] += self._asks[node_id]
+                    sums[2] += log_len
+            self._speaker_stats.update(fresh)
+        # time-order neighbourhoods and the memory's means have changed
+        self._context.clear()
+        self._sides.clear()
+        self._styles.clear()
+
+    def _sync_with_store(self) -> None:
+        """Notice nodes removed from the store behind this Memory's back
+        (``memory.store.remove(id)``) and drop what it derived from them, so
+        its reads never ask the store for a node that is gone. Free when
+        nothing was removed: ids are never reused, so ``next_id - len`` counts
+        every removal ever made."""
+        removed = self.store.next_id - len(self.store)
+        if removed == self._removed_seen:
+            return
+        store = self.store
+        vanished = [i for i in self._facts if i not in store]
+        if vanished:
+            self._forget_python_side(vanished)
+        self._drop_decisions(
+            lambda i: not (isinstance(i, int) and 0 <= i < store.next_id and i in store)
+        )
+        self._removed_seen = removed
 
     def _rule_time_edges(self, node: Node) -> list[tuple[object, ...]]:
         """Link a node to its neighbours in time order (already in `_timeline`)."""
@@ -938,6 +1225,7 @@ class Memory:
         queries, k, now_ts = _validate.search_args(
             queries, k, now, max_text_bytes=self.store.max_text_bytes
         )
+        self._sync_with_store()
         with collector_paused():
             return self._search_batch(queries, k, now_ts, mode)
 
@@ -1006,6 +1294,7 @@ class Memory:
         return self.store.neighbors(node_id, view)  # type: ignore[arg-type]
 
     def stats(self) -> dict[str, Any]:
+        self._sync_with_store()
         s: dict[str, Any] = dict(self.store.stats())
         s["controller"] = getattr(self.controller, "name", type(self.controller).__name__)
         s["controller_calls_write"] = self.calls["write"]
@@ -1017,6 +1306,7 @@ class Memory:
     def save(self, path: str | Path) -> None:
         """Export the memory to one file (atomic): the store's snapshot with
         the memory's own state (embedder, consolidation decisions) inside."""
+        self._sync_with_store()
         path = Path(path)
         with self._write_lock:
             self.store.save_with_state(path, self._state_bytes())
@@ -1169,6 +1459,8 @@ class Memory:
 
     def _apply_delta(self, delta: Mapping[str, Any]) -> None:
         self._writes += int(delta.get("writes", 0))
+        if "decisions_all" in delta:  # a forget rewrote the list
+            self.decisions = list(delta["decisions_all"])
         self.decisions.extend(delta.get("decisions", []))
 
     @contextmanager
@@ -1199,7 +1491,10 @@ class Memory:
                     delta: dict[str, Any] = {}
                     if self._writes != writes:
                         delta["writes"] = self._writes - writes
-                    if len(self.decisions) != decided:
+                    if self._decisions_rewritten:
+                        delta["decisions_all"] = self.decisions
+                        self._decisions_rewritten = False
+                    elif len(self.decisions) != decided:
                         delta["decisions"] = self.decisions[decided:]
                     seq = self.store._log_write(
                         json.dumps(delta, separators=(",", ":")).encode() if delta else b""
@@ -1321,6 +1616,7 @@ class Memory:
         return False
 
     def known_entities(self) -> list[str]:
+        self._sync_with_store()
         return list(self._entity_counts)
 
 

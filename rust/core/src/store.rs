@@ -19,7 +19,7 @@ use crate::ops::{NewNode, Op};
 use crate::passages::{hit_order, PassageHit, PassageIndex, Span};
 use crate::text::{Tokenizer, TokenizerConfig};
 use crate::traversal::{EdgeRef, GraphAccess};
-use crate::types::{Edge, Node, NodeId, TemporalLabel, Timestamp, TypeScores, View};
+use crate::types::{Edge, EdgeOrigin, Node, NodeId, TemporalLabel, Timestamp, TypeScores, View};
 use crate::vector::{VectorConfig, VectorIndex};
 
 /// Default `StoreConfig::max_content_bytes`: 4 MiB, room for a long tool
@@ -531,8 +531,68 @@ impl MemoryStore {
         self.apply(Op::SetTypes { id, types }).map(|_| ())
     }
 
+    /// Delete one node as it is: its supersedes links go with it, so a fact
+    /// it replaced is current again (see `forget_nodes` for the variant that
+    /// keeps the survivors' chains).
     pub fn remove_node(&mut self, id: NodeId) -> Result<()> {
         self.apply(Op::RemoveNode { id }).map(|_| ())
+    }
+
+    /// Delete many nodes for real, all or nothing on bad input (an unknown or
+    /// repeated id changes nothing), keeping what the supersedes links say
+    /// about the survivors: a survivor that a removed node replaced stays
+    /// replaced by the survivors that replaced that node, so forgetting the
+    /// middle of a chain does not make its oldest fact current again.
+    ///
+    /// Each bridge `new -> old` stands for a path through removed nodes; its
+    /// weight is the path's weakest link, the strongest such path when there
+    /// are several (an existing direct link keeps the larger weight). Nodes
+    /// are removed one at a time, each bridging its own neighbours first, so
+    /// paths through several removed nodes are bridged too: eliminating
+    /// vertices in the (max, min) semiring, whose result does not depend on
+    /// the order. Bridges are plain `Op::Supersede`s (origin `Rule`), so a log
+    /// of the ops applied replays to the same state. Returns the bridges
+    /// between survivors.
+    pub fn forget_nodes(&mut self, ids: &[NodeId]) -> Result<Vec<Supersedes>> {
+        let mut gone: HashSet<NodeId> = HashSet::with_capacity(ids.len());
+        for &id in ids {
+            self.require(id)?;
+            if !gone.insert(id) {
+                return Err(Error::invalid(format!("node {id} is listed twice")));
+            }
+        }
+        let mut written: BTreeSet<(NodeId, NodeId)> = BTreeSet::new();
+        for &id in ids {
+            let olds = self.facts.supersedes(id);
+            let news = self.facts.superseded_by(id);
+            for &new in &news {
+                let w_new = self.facts.link(new, id).map_or(0.0, |l| l.weight);
+                for &old in &olds {
+                    let w_old = self.facts.link(id, old).map_or(0.0, |l| l.weight);
+                    let bridge = Supersedes {
+                        new,
+                        old,
+                        weight: w_new.min(w_old),
+                        origin: EdgeOrigin::Rule,
+                    };
+                    if self
+                        .facts
+                        .link(new, old)
+                        .is_some_and(|l| l.weight >= bridge.weight)
+                    {
+                        continue; // says nothing the table does not already hold
+                    }
+                    self.apply(Op::Supersede(bridge))?;
+                    written.insert((new, old));
+                }
+            }
+            self.apply(Op::RemoveNode { id })?;
+        }
+        written.retain(|(new, old)| !gone.contains(new) && !gone.contains(old));
+        Ok(written
+            .into_iter()
+            .filter_map(|(new, old)| self.facts.link(new, old))
+            .collect())
     }
 
     /// Record that `link.new` supersedes `link.old` (see `facts`).

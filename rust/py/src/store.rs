@@ -519,6 +519,15 @@ impl MemoryStore {
         self.mutate(py, |s| s.remove_node(id))
     }
 
+    /// Delete many nodes, all or nothing on an unknown or repeated id,
+    /// bridging the supersedes chains that ran through them; returns the
+    /// bridging links between survivors.
+    fn forget(&self, py: Python<'_>, ids: Vec<NodeId>) -> PyResult<Vec<Supersedes>> {
+        let inner = &self.inner;
+        let bridges = py.detach(|| inner.write().forget_nodes(&ids)).py()?;
+        Ok(bridges.iter().map(Supersedes::from).collect())
+    }
+
     /// Record that `new` supersedes `old` (and the temporal edge `new -after-> old`).
     /// Returns "inserted", "strengthened" or "unchanged".
     #[pyo3(signature = (new, old, weight, *, origin = "controller"))]
