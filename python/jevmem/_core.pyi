@@ -293,6 +293,7 @@ class MemoryStore:
         segment_bytes: int = ...,
         max_text_bytes: int = ...,
         lexical_fields: Sequence[str] | None = None,
+        exact_threshold: int | None = None,
     ) -> tuple[MemoryStore, bytes, list[bytes], dict[str, Any]]: ...
     @property
     def durable(self) -> bool: ...

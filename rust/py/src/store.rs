@@ -1020,7 +1020,7 @@ impl MemoryStore {
     #[pyo3(signature = (
         path, dim, *, embedder = "", state = None, durability = "sync", salvage = false,
         segment_bytes = DEFAULT_SEGMENT_BYTES, max_text_bytes = DEFAULT_MAX_CONTENT_BYTES,
-        lexical_fields = None
+        lexical_fields = None, exact_threshold = None
     ))]
     fn open<'py>(
         py: Python<'py>,
@@ -1033,9 +1033,13 @@ impl MemoryStore {
         segment_bytes: u64,
         max_text_bytes: usize,
         lexical_fields: Option<Vec<String>>,
+        exact_threshold: Option<usize>,
     ) -> PyResult<OpenResult<'py>> {
         let mut config = StoreConfig::new(dim);
         config.max_content_bytes = max_text_bytes;
+        if let Some(t) = exact_threshold {
+            config.vector.exact_threshold = t;
+        }
         if let Some(fields) = lexical_fields {
             config.lexical_fields = fields;
         }
