@@ -9,6 +9,7 @@ pub mod budget;
 pub mod candidates;
 pub mod error;
 pub mod facts;
+pub mod filter;
 pub mod fusion;
 pub mod graph;
 pub mod ops;
@@ -21,4 +22,7 @@ pub mod types;
 pub mod vector;
 
 pub use error::{Error, Result};
-pub use types::{Edge, EdgeOrigin, Node, NodeId, TemporalLabel, Timestamp, TypeScores, View};
+pub use filter::{Allowed, Field, Filter, Selection};
+pub use types::{
+    Edge, EdgeOrigin, MetaValue, Node, NodeId, TemporalLabel, Timestamp, TypeScores, View,
+};

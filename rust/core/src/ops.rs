@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::facts::Supersedes;
 use crate::passages::NewPassage;
-use crate::types::{Edge, NodeId, Timestamp, TypeScores};
+use crate::types::{Edge, MetaValue, NodeId, Timestamp, TypeScores};
 
 /// Everything needed to create a node; the store assigns the id.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -21,6 +21,14 @@ pub struct NewNode {
     /// Passage vectors of a long text (empty: the node vector is its only passage).
     #[serde(default)]
     pub passages: Vec<NewPassage>,
+    /// Scope pairs (any order; the store sorts them, a key given twice is refused).
+    pub scope: Vec<(String, String)>,
+    /// Metadata entries (any order; sorted by the store, a key given twice is refused).
+    pub metadata: Vec<(String, MetaValue)>,
+    /// Idempotency key. `add_node`/`add_nodes` turn a write whose key is
+    /// taken into a no-op before an op exists, so a logged `AddNode` always
+    /// carries a fresh key and replays the same.
+    pub key: Option<String>,
 }
 
 impl NewNode {
@@ -33,6 +41,9 @@ impl NewNode {
             types: TypeScores::default(),
             embedding,
             passages: Vec::new(),
+            scope: Vec::new(),
+            metadata: Vec::new(),
+            key: None,
         }
     }
 }

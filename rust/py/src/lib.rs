@@ -5,6 +5,7 @@
 #![allow(clippy::too_many_arguments)]
 
 mod errors;
+mod scope;
 mod store;
 mod traversal;
 
@@ -22,6 +23,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<store::Edge>()?;
     m.add_class::<store::WriteCandidate>()?;
     m.add_class::<store::Supersedes>()?;
+    m.add_class::<scope::Allowed>()?;
     m.add_class::<traversal::Traversal>()?;
     m.add_class::<traversal::TraversalConfig>()?;
     m.add_class::<traversal::Candidate>()?;
