@@ -8,6 +8,7 @@ the exception tree of :mod:`jevmem.errors`.
 from __future__ import annotations
 
 from jevmem._core import (
+    Allowed,
     Candidate,
     Edge,
     Evidence,
@@ -45,6 +46,7 @@ from jevmem.errors import (
 from jevmem.memory import EvidenceItem, Memory, MemoryConfig, SearchResult, Via
 
 __all__ = [
+    "Allowed",
     "Candidate",
     "DimensionMismatchError",
     "Edge",

@@ -20,6 +20,7 @@ call for all of them.
 from __future__ import annotations
 
 import bisect
+import builtins
 import json
 import math
 import re
@@ -620,7 +621,7 @@ class Memory:
                 if i in by_row:
                     out.append(by_row[i])
                 elif k is not None and held[k] is not None:
-                    out.append(int(held[k]))  # type: ignore[arg-type]
+                    out.append(int(held[k]))
                 else:
                     assert k is not None
                     out.append(by_row[first_row[k]])
@@ -1190,40 +1191,6 @@ class Memory:
 
     # ---- reads and persistence ---------------------------------------------
 
-    def list(
-        self,
-        scope: Mapping[str, str] | None = None,
-        filter: Mapping[str, Any] | None = None,
-        limit: int = 100,
-        cursor: str | None = None,
-    ) -> tuple[list[Node], str | None]:
-        """The observations a scope and filter select (see `search`), in id
-        (insertion) order, ``limit`` at a time: ``(items, next_cursor)``;
-        pass ``next_cursor`` back for the next page, None when there is none.
-        Each node is on exactly one page, also while writes go on (new ones
-        come last)."""
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
-            raise InvalidInputError(f"limit must be an integer in [1, 10000], got {limit!r}")
-        after: int | None = None
-        if cursor is not None:
-            if not isinstance(cursor, str) or not cursor.isascii() or not cursor.isdigit():
-                raise InvalidInputError(f"cursor {cursor!r} is not one this memory gave out")
-            after = int(cursor)
-            if after >= 1 << 63:
-                raise InvalidInputError(f"cursor {cursor!r} is not one this memory gave out")
-        scope_arg, filter_arg = _scope_and_filter(scope, filter)
-        ids = self.store.list(scope_arg, filter_arg, limit=limit + 1, after=after)
-        items = [self.store.get(i) for i in ids[:limit]]
-        more = len(ids) > limit
-        return items, (str(ids[limit - 1]) if more else None)
-
-    def matching_ids(
-        self, scope: Mapping[str, str] | None = None, filter: Mapping[str, Any] | None = None
-    ) -> list[int]:
-        """Every id a scope and filter select (see `search`), ascending."""
-        scope_arg, filter_arg = _scope_and_filter(scope, filter)
-        return self.store.matching_ids(scope_arg, filter_arg)
-
     def get(self, node_id: int) -> Node:
         return self.store.get(node_id)
 
@@ -1412,6 +1379,42 @@ class Memory:
 
     def known_entities(self) -> list[str]:
         return list(self._entity_counts)
+
+    # `list` last: below it, `list` in the class body would name the method
+
+    def list(
+        self,
+        scope: Mapping[str, str] | None = None,
+        filter: Mapping[str, Any] | None = None,
+        limit: int = 100,
+        cursor: str | None = None,
+    ) -> tuple[builtins.list[Node], str | None]:
+        """The observations a scope and filter select (see `search`), in id
+        (insertion) order, ``limit`` at a time: ``(items, next_cursor)``;
+        pass ``next_cursor`` back for the next page, None when there is none.
+        Each node is on exactly one page, also while writes go on (new ones
+        come last)."""
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
+            raise InvalidInputError(f"limit must be an integer in [1, 10000], got {limit!r}")
+        after: int | None = None
+        if cursor is not None:
+            if not isinstance(cursor, str) or not cursor.isascii() or not cursor.isdigit():
+                raise InvalidInputError(f"cursor {cursor!r} is not one this memory gave out")
+            after = int(cursor)
+            if after >= 1 << 63:
+                raise InvalidInputError(f"cursor {cursor!r} is not one this memory gave out")
+        scope_arg, filter_arg = _scope_and_filter(scope, filter)
+        ids = self.store.list_ids(scope_arg, filter_arg, limit=limit + 1, after=after)
+        items = [self.store.get(i) for i in ids[:limit]]
+        more = len(ids) > limit
+        return items, (str(ids[limit - 1]) if more else None)
+
+    def matching_ids(
+        self, scope: Mapping[str, str] | None = None, filter: Mapping[str, Any] | None = None
+    ) -> builtins.list[int]:
+        """Every id a scope and filter select (see `search`), ascending."""
+        scope_arg, filter_arg = _scope_and_filter(scope, filter)
+        return self.store.matching_ids(scope_arg, filter_arg)
 
 
 #: Words that frame a question about a conversation rather than carry its content.
@@ -1971,7 +1974,6 @@ class _QueryRun:
     def chain_of(self, olds: list[tuple[int, float]], news: list[tuple[int, float]]) -> list[int]:
         """Every node reachable through supersedes links from a node whose
         direct links are ``olds`` and ``news`` (at most CHAIN_NODES of them)."""
-        store = self.m.store
         found = [r for r, _ in olds + news]
         seen = set(found)
         frontier = list(found)
@@ -2073,9 +2075,7 @@ class _QueryRun:
             hi = bisect.bisect_right(timeline, (window[1], 1 << 62))
             allowed = self.allowed
             inside = [
-                n
-                for _, n in timeline[lo:hi]
-                if n not in seen and (allowed is None or n in allowed)
+                n for _, n in timeline[lo:hi] if n not in seen and (allowed is None or n in allowed)
             ]
             if len(inside) > cfg.time_window_nodes:
                 # More than the pool takes: the best topical matches among

@@ -122,7 +122,7 @@ fn field(name: &str) -> PyResult<Field> {
     }
 }
 
-fn list<'a, 'py>(what: &str, obj: &'a Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+fn list<'py>(what: &str, obj: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
     if let Ok(l) = obj.cast::<PyList>() {
         return Ok(l.iter().collect());
     }

@@ -909,7 +909,7 @@ impl MemoryStore {
 
     /// Up to `limit` ids a scope and filter select, ascending, after `after`.
     #[pyo3(signature = (scope = None, filter = None, *, limit = 100, after = None))]
-    fn list(
+    fn list_ids(
         &self,
         py: Python<'_>,
         scope: Option<Bound<'_, PyAny>>,
