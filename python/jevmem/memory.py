@@ -1669,6 +1669,46 @@ class _ScopedView:
         self.sides: dict[
             int, tuple[tuple[tuple[int, float], ...], tuple[tuple[int, float], ...]]
         ] = {}
+        self._memory = memory
+        #: the style statistics of `Memory._style`, over the allowed nodes
+        #: (mean log length; per speaker turns, question share, log length)
+        self._style_stats: tuple[float, dict[str, list[float]]] | None = None
+        self._styles: dict[int, tuple[float, float, float]] = {}
+
+    def style(self, node_id: int) -> tuple[float, float, float]:
+        """`Memory._style` relative to the allowed nodes only: how a turn
+        reads against the scope it is in, not against other scopes' turns."""
+        got = self._styles.get(node_id)
+        if got is not None:
+            return got
+        m = self._memory
+        if self._style_stats is None:
+            total, n = 0.0, 0
+            speakers: dict[str, list[float]] = {}
+            for i in self.allowed.ids():
+                log_len = m._log_len.get(i)
+                if log_len is None:
+                    continue  # written past add_batch (a summary): as Memory._style
+                total += log_len
+                n += 1
+                spk = m._node_facts(i).speaker
+                if spk:
+                    st = speakers.setdefault(spk, [0.0, 0.0, 0.0])
+                    st[0] += 1
+                    st[1] += m._asks.get(i, 0.0)
+                    st[2] += log_len
+            self._style_stats = (total / n if n else math.nan, speakers)
+        mean, speakers = self._style_stats
+        if math.isnan(mean):
+            return 0.5, 0.0, 0.5
+        length = _logistic(m._log_len.get(node_id, mean) - mean)
+        stats = speakers.get(m._node_facts(node_id).speaker)
+        if not stats or not stats[0]:
+            got = (length, 0.0, 0.5)
+        else:
+            got = (length, stats[1] / stats[0], _logistic(stats[2] / stats[0] - mean))
+        self._styles[node_id] = got
+        return got
 
     @staticmethod
     def of(
@@ -1843,7 +1883,8 @@ class _QueryRun:
         # a query that names no time gives every node 0 (see time_match)
         timed = self.time_cues["constraint"] is not None or self.wants_time
         out = []
-        lex_rank, vec_rank, style = self.lex_rank, self.vec_rank, m._style
+        lex_rank, vec_rank = self.lex_rank, self.vec_rank
+        style = m._style if self.view is None else self.view.style
         for node_id, lx, sim, psim in zip(ids, lex, sims, p_sims.tolist(), strict=True):
             f = facts.get(node_id) or m._node_facts(node_id)
             length, speaker_asks, speaker_length = style(node_id)
