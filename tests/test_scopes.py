@@ -330,6 +330,15 @@ def test_timestamp_filter_takes_datetimes_and_iso_strings() -> None:
     ]
 
 
+def test_any_mapping_is_a_scope_or_metadata() -> None:
+    from types import MappingProxyType
+
+    m = fresh()
+    i = m.add("x", scope=MappingProxyType({"user": "u1"}), metadata=MappingProxyType({"p": 1}))
+    assert m.get(i).scope == {"user": "u1"} and m.get(i).metadata == {"p": 1}
+    assert m.matching_ids(MappingProxyType({"user": "u1"}), MappingProxyType({"p": 1})) == [i]
+
+
 def test_numbers_compare_as_numbers() -> None:
     m = fresh()
     m.add("a", metadata={"p": 1})
@@ -575,3 +584,71 @@ def test_unscoped_reads_are_unchanged() -> None:
             b.search("cello lessons note 3", mode=mode),
         )
         assert [(e.id, e.score) for e in ra.evidence] == [(e.id, e.score) for e in rb.evidence]
+
+
+def _strip_times(trace: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in trace.items() if "elapsed" not in k}
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    obs=obs_strategy,
+    query=st.lists(
+        st.sampled_from(("tea", "cello", "paris", "lab", "who", "Maya")), min_size=1, max_size=3
+    ),
+)
+def test_scoped_search_equals_a_memory_of_the_scope_in_every_mode(
+    obs: list[tuple[str | None, list[str], str | None]], query: list[str]
+) -> None:
+    """With consolidation out of the way (its cadence counts every write of
+    the memory, so it would fire at other times), a scoped write sees and
+    links exactly what it would in a memory of its scope alone, and a scoped
+    search in any mode, with the local controller, gives the same evidence,
+    scores and trace counts (routing, pool, rounds, visited, edges examined)
+    as the memory of that scope alone."""
+    from jevmem import MemoryConfig, default_controller
+
+    def make() -> Memory:
+        # the default (learned) controller: it reads the style features too
+        return Memory(
+            HashEmbedder(64), default_controller(), config=MemoryConfig(consolidation_period=10**9)
+        )
+
+    whole, alone = make(), make()
+    mapping: dict[int, int] = {}
+    for i, (user, words, speaker) in enumerate(obs):
+        text = " ".join(words)
+        scope = None if user is None else {"user": user}
+        got = whole.add(text, timestamp=START + 60 * i, speaker=speaker, scope=scope)
+        if user == "u1":
+            mapping[alone.add(text, timestamp=START + 60 * i, speaker=speaker)] = got
+    q = " ".join(query)
+    for mode in MODES:
+        a = whole.search(q, k=5, mode=mode, scope={"user": "u1"})
+        b = alone.search(q, k=5, mode=mode)
+        assert [e.id for e in a.evidence] == [mapping[e.id] for e in b.evidence], mode
+        for x, y in zip(a.evidence, b.evidence, strict=True):
+            assert math.isclose(x.score, y.score, rel_tol=1e-4, abs_tol=1e-9), mode
+        ta, tb = _strip_times(a.trace), _strip_times(b.trace)
+        assert ta == tb, mode
+
+
+def test_supersedes_chains_stop_at_the_scope() -> None:
+    """A global observation may replace a scoped one (a global write is
+    compared with every earlier observation); a scoped search does not see
+    that link, nor a validity end that only it gives."""
+    m = fresh()
+    old = m.add("Maya drinks oat milk", timestamp=START, scope={"user": "u1"})
+    newer = m.add("Maya drinks soy milk now", timestamp=START + 100, scope={"user": "u1"})
+    glob = m.add("everyone drinks almond milk now", timestamp=START + 200)
+    m.store.add_supersedes(newer, old, 0.9)
+    m.store.add_supersedes(glob, newer, 0.9)
+    r = m.search("what milk does Maya drink now?", k=5, scope={"user": "u1"})
+    by_id = {e.id: e for e in r.evidence}
+    assert glob not in by_id and newer in by_id
+    assert glob not in by_id[newer].superseded_by and by_id[newer].valid_to is None
+    assert by_id[newer].supersedes == (old,)
+    # unscoped, the link is there
+    r = m.search("what milk does Maya drink now?", k=5)
+    item = next(e for e in r.evidence if e.id == newer)
+    assert item.superseded_by == (glob,) and item.valid_to == START + 200

@@ -550,8 +550,15 @@ class Memory:
                 raise InvalidInputError(f"{name} has {len(values)} entries for {n} texts")
             return list(values)
 
-        scope_col = column("scopes", scopes)
-        meta_col = column("metadatas", metadatas)
+        # any Mapping will do; the core reads plain dicts
+        scope_col = [
+            dict(x) if isinstance(x, Mapping) and not isinstance(x, dict) else x
+            for x in column("scopes", scopes)
+        ]
+        meta_col = [
+            dict(x) if isinstance(x, Mapping) and not isinstance(x, dict) else x
+            for x in column("metadatas", metadatas)
+        ]
         key_col = column("keys", keys)
         limit = self.store.max_text_bytes
         for i, t in enumerate(texts):

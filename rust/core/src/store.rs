@@ -821,6 +821,21 @@ impl MemoryStore {
                 }
             }
             let from = rarest.partition_point(|&x| x < start);
+            if selection.filter().is_none() {
+                // Scope alone: the carriers of the rarest pair that carry the
+                // others too, read off the index (no node is looked at).
+                let lists: Vec<&Vec<NodeId>> = pairs
+                    .iter()
+                    .filter_map(|p| self.scope_index.get(p))
+                    .filter(|l| !std::ptr::eq(l.as_slice(), rarest))
+                    .collect();
+                return rarest[from..]
+                    .iter()
+                    .copied()
+                    .filter(|id| lists.iter().all(|l| l.binary_search(id).is_ok()))
+                    .take(limit)
+                    .collect();
+            }
             for &id in &rarest[from..] {
                 let node = self.graph.get(id).expect("scope index holds live ids");
                 if !keep(node) {
