@@ -1212,8 +1212,10 @@ def test_scopes_filters_and_keys_through_the_memory_service(
     ]
     ids = c.add_batch("s", obs)
     assert c.add_batch("s", obs[:2]) == ids[:2]  # a retried batch stores nothing
-    assert c.add("s", "a retry with another text", key="msg-3") == ids[3]
+    assert c.add("s", "a retry, another text", key="msg-3", scope={"user": "u2"}) == ids[3]
     assert c.stats("s")["nodes"] == 4
+    # keys live in their scope: the same key unscoped is a write of its own
+    assert c.add("s", "a global note", key="msg-3") == 4
     node = c.get("s", ids[1])
     assert dict(node.scope) == {"user": "u2"} and node.key == "msg-1"
     meta = {k: getattr(v, str(v.WhichOneof("kind"))) for k, v in node.metadata.items()}

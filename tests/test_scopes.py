@@ -407,7 +407,7 @@ def test_keys_make_repeated_writes_no_ops(tmp_path: Path) -> None:
     a = m.add("Maya started cello", key="msg-1", scope={"user": "u1"})
     before = m.store.to_bytes()
     assert m.add("Maya started cello", key="msg-1", scope={"user": "u1"}) == a
-    assert m.add("a different text, same key", key="msg-1") == a
+    assert m.add("a different text, same key", key="msg-1", scope={"user": "u1"}) == a
     assert m.store.to_bytes() == before
     ids = m.add_batch(
         ["x", "y", "x again", "z", "y again"],
@@ -417,12 +417,23 @@ def test_keys_make_repeated_writes_no_ops(tmp_path: Path) -> None:
     assert len(m) == 4
     assert m.get(ids[0]).text == "x" and m.get(ids[0]).key == "k-x"
     # a batch of only known keys stores nothing
-    assert m.add_batch(["x", "y"], keys=["k-x", "msg-1"]) == [ids[0], a]
+    assert m.add_batch(["x", "y"], keys=["k-x", "msg-1"], scopes=[None, {"user": "u1"}]) == [
+        ids[0],
+        a,
+    ]
     assert len(m) == 4
+    # keys live in their scope: another user's write with the key is its own
+    other = m.add("Maya started cello", key="msg-1", scope={"user": "u2"})
+    assert other != a and m.get(other).scope == {"user": "u2"}
+    assert m.add_batch(["r1", "r2"], keys=["msg-1", "msg-1"], scopes=[{"user": "u2"}, None]) == [
+        other,
+        other + 1,
+    ]
+    assert len(m) == 6
     # keys survive a save and load
     m.save(tmp_path / "m.jvm")
     back = Memory.load(tmp_path / "m.jvm", HashEmbedder(64), LocalController())
-    assert back.add("again", key="msg-1") == a and len(back) == 4
+    assert back.add("again", key="msg-1", scope={"user": "u1"}) == a and len(back) == 6
     assert back.get(a).scope == {"user": "u1"}
 
 

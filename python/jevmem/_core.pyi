@@ -223,8 +223,9 @@ class MemoryStore:
         after: int | None = None,
     ) -> list[int]:
         """Up to ``limit`` selected ids, ascending, after ``after``."""
-    def ids_for_keys(self, keys: Sequence[str]) -> list[int | None]:
-        """The stored node written with each idempotency key, or None."""
+    def ids_for_keys(self, keys: Sequence[tuple[Scope | None, str]]) -> list[int | None]:
+        """For each (scope, key): the stored node written with that key in
+        that scope, or None (keys live in their scope)."""
     def entities_known(
         self, entities: Sequence[str], *, allowed: Allowed | None = None
     ) -> list[bool]:

@@ -492,8 +492,10 @@ class Memory:
         observations whose scope holds every pair of it. ``metadata`` holds
         str, int, float or bool values that filters read (see `search`).
         ``key`` is an idempotency key: adding an observation whose key the
-        memory already holds stores nothing and returns that node's id (a
-        retried write or a re-ingested line is a no-op).
+        memory already holds in the same scope stores nothing and returns
+        that node's id (a retried write or a re-ingested line is a no-op).
+        Keys live in their scope, so one tenant's key never finds another's
+        node; a forgotten node frees its key.
         """
         return self.add_batch(
             [text],
@@ -584,17 +586,23 @@ class Memory:
                     meta_col,
                     key_col,
                 )
-            # idempotency: a key the memory holds, or one an earlier row of
-            # this batch carries, stores nothing and answers with that id
-            known = self.store.ids_for_keys([k for k in key_col if k is not None])
-            held = dict(zip((k for k in key_col if k is not None), known, strict=True))
-            first_row: dict[str, int] = {}
+            # idempotency: a key the memory holds in the row's scope, or one
+            # an earlier row of this batch carries in that scope, stores
+            # nothing and answers with that id (keys live in their scope)
+            ident: list[tuple[frozenset[tuple[str, str]], str] | None] = [
+                None if k is None else (frozenset((sc or {}).items()), k)
+                for k, sc in zip(key_col, scope_col, strict=True)
+            ]
+            asked = [(sc, k) for k, sc in zip(key_col, scope_col, strict=True) if k is not None]
+            known = self.store.ids_for_keys(asked)
+            held = dict(zip((x for x in ident if x is not None), known, strict=True))
+            first_row: dict[tuple[frozenset[tuple[str, str]], str], int] = {}
             fresh: list[int] = []
-            for i, k in enumerate(key_col):
-                if k is None or (held[k] is None and k not in first_row):
+            for i, x in enumerate(ident):
+                if x is None or (held[x] is None and x not in first_row):
                     fresh.append(i)
-                    if k is not None:
-                        first_row[k] = i
+                    if x is not None:
+                        first_row[x] = i
             vecs = None
             if embeddings is not None:
                 matrix = np.asarray(embeddings, dtype=np.float32)
@@ -624,14 +632,13 @@ class Memory:
             )
             by_row = dict(zip(fresh, new_ids, strict=True))
             out: list[int] = []
-            for i, k in enumerate(key_col):
+            for i, x in enumerate(ident):
                 if i in by_row:
                     out.append(by_row[i])
-                elif k is not None and held[k] is not None:
-                    out.append(int(held[k]))
                 else:
-                    assert k is not None
-                    out.append(by_row[first_row[k]])
+                    assert x is not None
+                    got = held[x]
+                    out.append(int(got) if got is not None else by_row[first_row[x]])
             return out
 
     def _add_fresh(

@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 use crate::facts::FactsSnapshot;
 use crate::ops::NewNode;
 use crate::passages::{NewPassage, Span};
-use crate::store::{MemoryStore, StoreConfig};
+use crate::store::{MemoryStore, ScopedKey, StoreConfig};
 use crate::types::{Edge, Node, NodeId, Timestamp, TypeScores};
 
 const MAGIC: &[u8; 8] = b"JEVMEMSS";
@@ -244,7 +244,7 @@ impl MemoryStore {
         let mut passages = body.passages.into_iter().peekable();
         let mut previous: Option<NodeId> = None;
         let mut nodes = Vec::with_capacity(body.nodes.len());
-        let mut keys: HashSet<String> = HashSet::new();
+        let mut keys: HashSet<ScopedKey> = HashSet::new();
         for (node, embedding) in body
             .nodes
             .into_iter()
@@ -289,9 +289,11 @@ impl MemoryStore {
                 key: node.key,
             };
             if let Some(key) = &new.key {
-                if !keys.insert(key.clone()) {
+                let mut scope = new.scope.clone();
+                scope.sort();
+                if !keys.insert((scope, key.clone())) {
                     return Err(Error::Snapshot(format!(
-                        "node {}: idempotency key {key:?} is used twice",
+                        "node {}: idempotency key {key:?} is used twice in one scope",
                         node.id
                     )));
                 }

@@ -110,9 +110,22 @@ pub struct MemoryStore {
     pub(crate) facts: FactTable,
     /// (scope key, value) -> ids carrying it, ascending.
     pub(crate) scope_index: HashMap<(String, String), Vec<NodeId>>,
-    /// idempotency key -> the node written with it.
-    pub(crate) key_index: HashMap<String, NodeId>,
+    /// (scope, idempotency key) -> the node written with it. Keys live in
+    /// their scope: another tenant's write with the same key is its own
+    /// write, and tells it nothing about this one.
+    pub(crate) key_index: HashMap<ScopedKey, NodeId>,
     pub(crate) ops_applied: u64,
+}
+
+/// An idempotency key with the (sorted) scope it was written in.
+pub type ScopedKey = (Vec<(String, String)>, String);
+
+/// The scoped key of a node that passed validation (its scope sorted).
+fn scoped_key(node: &NewNode) -> Option<ScopedKey> {
+    let key = node.key.clone()?;
+    let mut scope = node.scope.clone();
+    scope.sort();
+    Some((scope, key))
 }
 
 /// Entity identifiers compare after trimming, lowercasing and collapsing inner whitespace.
@@ -203,10 +216,11 @@ impl MemoryStore {
 
     pub(crate) fn validate_new_node(&self, node: &NewNode) -> Result<()> {
         self.validate_new_node_shape(node)?;
-        if let Some(key) = &node.key {
-            if let Some(&id) = self.key_index.get(key) {
+        if let Some(key) = scoped_key(node) {
+            if let Some(&id) = self.key_index.get(&key) {
                 return Err(Error::invalid(format!(
-                    "idempotency key {key:?} is already used by node {id}"
+                    "idempotency key {:?} is already used in this scope by node {id}",
+                    key.1
                 )));
             }
         }
@@ -259,9 +273,12 @@ impl MemoryStore {
         Ok(())
     }
 
-    /// The node written with this idempotency key, if it is still stored.
-    pub fn id_for_key(&self, key: &str) -> Option<NodeId> {
-        self.key_index.get(key).copied()
+    /// The node written with this idempotency key in this scope (pairs in
+    /// any order), if it is still stored.
+    pub fn id_for_key(&self, scope: &[(String, String)], key: &str) -> Option<NodeId> {
+        let mut scope = scope.to_vec();
+        scope.sort();
+        self.key_index.get(&(scope, key.to_string())).copied()
     }
 
     /// Check an op against the current state without changing anything.
@@ -363,7 +380,7 @@ impl MemoryStore {
             self.scope_index.entry(pair.clone()).or_default().push(id);
         }
         if let Some(key) = &node.key {
-            self.key_index.insert(key.clone(), id);
+            self.key_index.insert((scope.clone(), key.clone()), id);
         }
         self.graph.push_node(Node {
             id,
@@ -432,17 +449,17 @@ impl MemoryStore {
         if let Some(ts) = node.timestamp {
             self.by_time.remove(&(ts, id));
         }
-        for pair in node.scope {
-            if let Some(ids) = self.scope_index.get_mut(&pair) {
+        for pair in &node.scope {
+            if let Some(ids) = self.scope_index.get_mut(pair) {
                 ids.retain(|&x| x != id);
                 if ids.is_empty() {
-                    self.scope_index.remove(&pair);
+                    self.scope_index.remove(pair);
                 }
             }
         }
         if let Some(key) = node.key {
             // the key is free again: a later write with it stores anew
-            self.key_index.remove(&key);
+            self.key_index.remove(&(node.scope.clone(), key));
         }
         self.facts.remove_node(id);
         Ok(())
@@ -451,7 +468,7 @@ impl MemoryStore {
     /// Add a node; returns its id. A node whose idempotency key is already
     /// used is a no-op (after validating it) that returns the existing id.
     pub fn add_node(&mut self, node: NewNode) -> Result<NodeId> {
-        if let Some(existing) = node.key.as_deref().and_then(|k| self.id_for_key(k)) {
+        if let Some(existing) = scoped_key(&node).and_then(|k| self.key_index.get(&k).copied()) {
             self.validate_new_node_shape(&node)?;
             return Ok(existing);
         }
@@ -469,14 +486,14 @@ impl MemoryStore {
         let mut next = self.next_id();
         let mut ids = Vec::with_capacity(nodes.len());
         let mut fresh = Vec::with_capacity(nodes.len());
-        let mut batch_keys: HashMap<String, NodeId> = HashMap::new();
+        let mut batch_keys: HashMap<ScopedKey, NodeId> = HashMap::new();
         for node in nodes {
-            if let Some(key) = &node.key {
-                if let Some(&id) = self.key_index.get(key).or_else(|| batch_keys.get(key)) {
+            if let Some(key) = scoped_key(&node) {
+                if let Some(&id) = self.key_index.get(&key).or_else(|| batch_keys.get(&key)) {
                     ids.push(id);
                     continue;
                 }
-                batch_keys.insert(key.clone(), next);
+                batch_keys.insert(key, next);
             }
             ids.push(next);
             fresh.push((next, node));

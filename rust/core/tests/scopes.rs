@@ -265,7 +265,7 @@ proptest! {
                 let first = keys.iter().position(|x| x == &Some(*k)).unwrap();
                 prop_assert_eq!(ids[i], ids[first]);
                 prop_assert_eq!(store.get(ids[i]).unwrap().content.clone(), format!("note {first}"));
-                prop_assert_eq!(store.id_for_key(&format!("k{k}")), Some(ids[first]));
+                prop_assert_eq!(store.id_for_key(&[], &format!("k{k}")), Some(ids[first]));
             }
         }
         // the same batch again: only the unkeyed ones are new
@@ -279,14 +279,14 @@ proptest! {
         }
         if let Some(&k) = distinct.iter().next() {
             let key = format!("k{k}");
-            let id = store.id_for_key(&key).unwrap();
+            let id = store.id_for_key(&[], &key).unwrap();
             store.remove_node(id).unwrap();
-            prop_assert_eq!(store.id_for_key(&key), None);
+            prop_assert_eq!(store.id_for_key(&[], &key), None);
             let mut n = NewNode::new("after removal", emb(99));
             n.key = Some(key.clone());
             let fresh = store.add_node(n).unwrap();
             prop_assert!(fresh != id);
-            prop_assert_eq!(store.id_for_key(&key), Some(fresh));
+            prop_assert_eq!(store.id_for_key(&[], &key), Some(fresh));
         }
     }
 }
@@ -339,6 +339,42 @@ fn bad_attributes_change_nothing() {
     keyed.metadata = vec![("p".into(), MetaValue::Float(f64::INFINITY))];
     assert!(store.add_node(keyed).is_err());
     assert_eq!(store.to_snapshot_bytes().unwrap(), snapshot);
+}
+
+#[test]
+fn keys_live_in_their_scope() {
+    let mut store = MemoryStore::new(StoreConfig::new(DIM)).unwrap();
+    let scoped = |user: &str, text: &str| {
+        let mut n = NewNode::new(text, emb(7));
+        n.scope = vec![("user".into(), user.into()), ("app".into(), "a".into())];
+        n.key = Some("msg-1".into());
+        n
+    };
+    let a = store.add_node(scoped("u1", "from u1")).unwrap();
+    // the same key in another scope is another write: it learns nothing of u1's
+    let b = store.add_node(scoped("u2", "from u2")).unwrap();
+    assert_ne!(a, b);
+    assert_eq!(store.add_node(scoped("u1", "retry")).unwrap(), a);
+    let pairs = |u: &str| {
+        vec![
+            ("app".to_string(), "a".to_string()),
+            ("user".to_string(), u.to_string()),
+        ]
+    };
+    assert_eq!(store.id_for_key(&pairs("u1"), "msg-1"), Some(a));
+    assert_eq!(store.id_for_key(&pairs("u2"), "msg-1"), Some(b));
+    assert_eq!(store.id_for_key(&[], "msg-1"), None);
+    let ids = store
+        .add_nodes(vec![
+            scoped("u3", "x"),
+            scoped("u3", "y"),
+            scoped("u1", "z"),
+        ])
+        .unwrap();
+    assert_eq!((ids[0], ids[1], ids[2]), (ids[0], ids[0], a));
+    assert_eq!(store.len(), 3);
+    let back = MemoryStore::from_snapshot_bytes(&store.to_snapshot_bytes().unwrap()).unwrap();
+    assert_eq!(back.id_for_key(&pairs("u2"), "msg-1"), Some(b));
 }
 
 #[test]

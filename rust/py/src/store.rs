@@ -922,10 +922,21 @@ impl MemoryStore {
         Ok(py.detach(|| inner.read().list(&selection, after, limit)))
     }
 
-    /// For each idempotency key, the id of the stored node written with it (or None).
-    fn ids_for_keys(&self, keys: Vec<String>) -> Vec<Option<NodeId>> {
+    /// For each (scope, idempotency key), the id of the stored node written
+    /// with that key in that scope (or None). Keys live in their scope.
+    fn ids_for_keys(
+        &self,
+        keys: Vec<(Option<Bound<'_, PyAny>>, String)>,
+    ) -> PyResult<Vec<Option<NodeId>>> {
+        let mut parsed = Vec::with_capacity(keys.len());
+        for (i, (scope, key)) in keys.iter().enumerate() {
+            parsed.push((scope_arg(&format!("key {i}: scope"), scope.as_ref())?, key));
+        }
         let s = self.inner.read();
-        keys.iter().map(|k| s.id_for_key(k)).collect()
+        Ok(parsed
+            .iter()
+            .map(|(scope, k)| s.id_for_key(scope, k))
+            .collect())
     }
 
     /// For each entity, whether some node (of the `allowed` ones) carries it.
