@@ -588,7 +588,7 @@ def test_unscoped_reads_are_unchanged() -> None:
         text = f"{TOPICS[i % 4]} note {int(rng.integers(0, 5))}"
         a.add(text, timestamp=START + i, scope={"user": USERS[i % 3]}, metadata={"i": i})
         b.add(text, timestamp=START + i)
-    assert a.store.select() is None and a.store.select({}, None) is None
+    assert a.store.select() is None and a.store.select({}, {}) is None
     for mode in ("lexical", "anchors"):
         ra, rb = (
             a.search("cello lessons note 3", mode=mode),

@@ -25,9 +25,10 @@ pub struct NewNode {
     pub scope: Vec<(String, String)>,
     /// Metadata entries (any order; sorted by the store, a key given twice is refused).
     pub metadata: Vec<(String, MetaValue)>,
-    /// Idempotency key. `add_node`/`add_nodes` turn a write whose key is
-    /// taken into a no-op before an op exists, so a logged `AddNode` always
-    /// carries a fresh key and replays the same.
+    /// Idempotency key, unique within the node's scope. `add_node` /
+    /// `add_nodes` turn a write whose (scope, key) is taken into a no-op
+    /// before an op exists, so a logged `AddNode` always carries a fresh key
+    /// and replays the same (`apply` refuses a taken one).
     pub key: Option<String>,
 }
 

@@ -249,6 +249,8 @@ pub fn selection_arg(
     let scope = scope_arg("scope", scope)?;
     let filter = match filter.filter(|f| !f.is_none()) {
         None => None,
+        // an empty dict asks for nothing: the unscoped path, not a check per node
+        Some(f) if f.cast::<PyDict>().is_ok_and(|d| d.is_empty()) => None,
         Some(f) => Some(filter_dict(f, 1)?),
     };
     Selection::new(scope, filter).py()
