@@ -663,3 +663,58 @@ def test_supersedes_chains_stop_at_the_scope() -> None:
     r = m.search("what milk does Maya drink now?", k=5)
     item = next(e for e in r.evidence if e.id == newer)
     assert item.superseded_by == (glob,) and item.valid_to == START + 200
+
+
+junk = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(min_value=-(1 << 70), max_value=1 << 70),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.text(max_size=6),
+        st.sampled_from(
+            ("$gt", "$in", "$and", "$or", "$not", "$timestamp", "$exists", "\0", "\ud800")
+        ),
+        st.binary(max_size=3),
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.tuples(inner, inner),
+        st.dictionaries(
+            st.one_of(
+                st.text(max_size=4),
+                st.sampled_from(("$gt", "$in", "$and", "$or", "$not", "$timestamp")),
+            ),
+            inner,
+            max_size=3,
+        ),
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(scope=junk, metadata=junk, key=junk, flt=junk)
+def test_any_input_is_accepted_or_refused_typed(
+    scope: Any, metadata: Any, key: Any, flt: Any
+) -> None:
+    """Whatever is passed as a scope, metadata, key or filter, the memory
+    either takes it or raises a jevmem error, and a refused write changes
+    nothing (no builtin TypeError / OverflowError / UnicodeError escapes)."""
+    m = fresh()
+    m.add("kept note", scope={"user": "u1"}, metadata={"p": 1})
+    before = m.store.to_bytes()
+    try:
+        m.add("new note", scope=scope, metadata=metadata, key=key)
+    except JevmemError:
+        assert m.store.to_bytes() == before
+    for call in (
+        lambda: m.search("note", mode="lexical", scope=scope),
+        lambda: m.search("note", mode="anchors", filter=flt),
+        lambda: m.list(scope=scope, filter=flt),
+        lambda: m.matching_ids(filter=flt),
+    ):
+        try:
+            call()
+        except JevmemError:
+            pass

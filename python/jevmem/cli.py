@@ -1,7 +1,9 @@
 """The ``jevmem`` command line: ingest observations, search a memory, run the demo.
 
-jevmem ingest notes.jsonl --memory agent.jvm     # JSONL or a LoCoMo file
+jevmem ingest notes.jsonl --memory agent.jvm     # JSONL or a LoCoMo file; again: only new lines
+jevmem ingest u1.jsonl --scope user=u1           # every line without its own "scope" in u1's
 jevmem search "when did Maya start cello?" --memory agent.jvm --trace
+jevmem search "cello?" --scope user=u1           # u1's observations only
 jevmem serve-controller --port 50061             # host a System-One controller over gRPC
 jevmem serve --memory agent=agent.jvm            # host named memories over gRPC
 """
