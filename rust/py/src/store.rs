@@ -972,7 +972,8 @@ impl MemoryStore {
         let allowed = allowed.inner.clone();
         py.detach(|| {
             let s = inner.read();
-            let mut out: Vec<String> = allowed
+            // borrowed while collecting: a large scope repeats few speakers
+            let distinct: std::collections::BTreeSet<&str> = allowed
                 .ids()
                 .iter()
                 .filter_map(|&id| s.get(id))
@@ -980,12 +981,10 @@ impl MemoryStore {
                     n.provenance
                         .iter()
                         .filter(|(k, _)| *k == field)
-                        .map(|(_, v)| v.clone())
+                        .map(|(_, v)| v.as_str())
                 })
                 .collect();
-            out.sort_unstable();
-            out.dedup();
-            out
+            distinct.into_iter().map(str::to_owned).collect()
         })
     }
 
