@@ -37,9 +37,15 @@ def test_ingest_jsonl_and_search(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert "Maya: Maya started cello lessons" in out.splitlines()[0]
     assert "yesterday' -> 2 March 2026" in out
     assert '"stop_reason"' in out
-    # a second ingest appends to the same memory, with the embedder it was built with
+    # a second ingest of the same file, with the embedder the memory was
+    # built with, adds nothing: each line's identity is its idempotency key
     assert main(["ingest", str(src), "--memory", str(mem)]) == 0
-    assert "holds 6 nodes" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "(0 new, 3 already held)" in out and "holds 3 nodes" in out
+    # a line added anywhere is the only new one
+    src.write_text(json.dumps("a new first line") + "\n" + src.read_text())
+    assert main(["ingest", str(src), "--memory", str(mem)]) == 0
+    assert "holds 4 nodes" in capsys.readouterr().out
 
 
 def test_ingest_locomo_format(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1196,6 +1196,48 @@ def test_memory_service_round_trip(memory_server: tuple[RunningServer, MemoryCli
     assert evidence([m.search("who teaches Maya cello?", k=5)]) == evidence([r])
 
 
+def test_scopes_filters_and_keys_through_the_memory_service(
+    memory_server: tuple[RunningServer, MemoryClient],
+) -> None:
+    _, c = memory_server
+    obs = [
+        c.observation(
+            f"Maya talked about cello lessons, canary{u}",
+            timestamp=1_700_000_000 + i,
+            scope={"user": u},
+            metadata={"round": i, "weight": 0.5 * i, "odd": bool(i % 2), "who": u},
+            key=f"msg-{i}",
+        )
+        for i, u in enumerate(["u1", "u2", "u1", "u2"])
+    ]
+    ids = c.add_batch("s", obs)
+    assert c.add_batch("s", obs[:2]) == ids[:2]  # a retried batch stores nothing
+    assert c.add("s", "a retry, another text", key="msg-3", scope={"user": "u2"}) == ids[3]
+    assert c.stats("s")["nodes"] == 4
+    # keys live in their scope: the same key unscoped is a write of its own
+    assert c.add("s", "a global note", key="msg-3") == 4
+    node = c.get("s", ids[1])
+    assert dict(node.scope) == {"user": "u2"} and node.key == "msg-1"
+    meta = {k: getattr(v, str(v.WhichOneof("kind"))) for k, v in node.metadata.items()}
+    assert meta == {"round": 1, "weight": 0.5, "odd": True, "who": "u2"}
+    for mode in ("full", "lexical"):
+        r = c.search("s", "cello lessons canaryu2", k=10, mode=mode, scope={"user": "u1"})
+        assert {e.id for e in r.evidence} <= {ids[0], ids[2]} and r.evidence
+        r = c.search("s", "cello lessons", k=10, mode=mode, filter={"round": {"$gte": 2}})
+        assert {e.id for e in r.evidence} <= {ids[2], ids[3]} and r.evidence
+    rs = c.search_batch("s", ["cello", "lessons"], mode="lexical", filter={"odd": True})
+    assert all({e.id for e in r.evidence} <= {ids[1], ids[3]} for r in rs)
+    with pytest.raises(grpc.RpcError) as err:
+        c.search("s", "cello", filter={"round": {"$bogus": 1}})
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    bad = mpb.SearchRequest(
+        memory="s", query="cello", options=mpb.SearchOptions(filter_json="[1, 2")
+    )
+    with pytest.raises(grpc.RpcError) as err:
+        c.stub.Search(bad, timeout=5, metadata=c.metadata)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
 UPDATES = [
     ("I prefer oat milk in my coffee.", 1_700_000_000),
     ("The release went out on Monday without problems.", 1_700_086_400),

@@ -8,6 +8,7 @@ the exception tree of :mod:`jevmem.errors`.
 from __future__ import annotations
 
 from jevmem._core import (
+    Allowed,
     Candidate,
     Edge,
     Evidence,
@@ -47,6 +48,7 @@ from jevmem.errors import (
 from jevmem.memory import EvidenceItem, Memory, MemoryConfig, SearchResult, Via
 
 __all__ = [
+    "Allowed",
     "Candidate",
     "DimensionMismatchError",
     "DurabilityError",

@@ -20,6 +20,22 @@ VectorLike = npt.ArrayLike
 Span = tuple[int, int]
 #: One node's passage vectors: an ``(m, dim)`` array and its ``m`` character spans.
 Passages = tuple[VectorLike, Sequence[Span]]
+MetaValue = str | int | float | bool
+#: Scope pairs ({"user": "u1", "session": "s3"}); None or {}: global.
+Scope = dict[str, str]
+Metadata = dict[str, MetaValue]
+#: A filter dict (see ``jevmem.Memory.search``).
+FilterDict = dict[str, Any]
+
+@final
+class Allowed:
+    """The nodes one scoped or filtered read may see (``MemoryStore.select``),
+    as they were when it was made; pass it as ``allowed=`` to the searches."""
+
+    def __len__(self) -> int: ...
+    def __contains__(self, id: int) -> bool: ...
+    def ids(self) -> list[int]:
+        """The allowed ids, ascending."""
 
 @final
 class Node:
@@ -38,6 +54,14 @@ class Node:
     @property
     def types(self) -> TypeScores:
         """(episodic, semantic, procedural, preference), each in [0, 1]."""
+    @property
+    def scope(self) -> Scope:
+        """Scope pairs; empty for a global node."""
+    @property
+    def metadata(self) -> Metadata: ...
+    @property
+    def key(self) -> str | None:
+        """The idempotency key it was written with."""
 
 @final
 class Edge:
@@ -135,10 +159,14 @@ class MemoryStore:
         entities: Sequence[str] | None = None,
         types: TypeScores | None = None,
         passages: Passages | None = None,
+        scope: Scope | None = None,
+        metadata: Metadata | None = None,
+        key: str | None = None,
     ) -> int:
         """``passages``: vectors of a long text's passages, spans ``[start, end)``
         in characters of ``text``, in order (each starts and ends after the
-        previous one)."""
+        previous one). A ``key`` a stored node carries stores nothing and
+        returns that node's id."""
     def add_batch(
         self,
         texts: Sequence[str],
@@ -149,7 +177,11 @@ class MemoryStore:
         entities: Sequence[Sequence[str] | None] | None = None,
         types: Sequence[TypeScores | None] | None = None,
         passages: Sequence[Passages | None] | None = None,
-    ) -> list[int]: ...
+        scopes: Sequence[Scope | None] | None = None,
+        metadatas: Sequence[Metadata | None] | None = None,
+        keys: Sequence[str | None] | None = None,
+    ) -> list[int]:
+        """A key held by a stored node or an earlier row stores nothing; its id is that node's."""
     def check_batch(
         self,
         texts: Sequence[str],
@@ -160,8 +192,46 @@ class MemoryStore:
         entities: Sequence[Sequence[str] | None] | None = None,
         types: Sequence[TypeScores | None] | None = None,
         passages: Sequence[Passages | None] | None = None,
+        scopes: Sequence[Scope | None] | None = None,
+        metadatas: Sequence[Metadata | None] | None = None,
+        keys: Sequence[str | None] | None = None,
     ) -> None:
         """Validate a batch exactly as ``add_batch`` would, writing nothing."""
+    def check_attributes(
+        self,
+        n: int,
+        *,
+        scopes: Sequence[Scope | None] | None = None,
+        metadatas: Sequence[Metadata | None] | None = None,
+        keys: Sequence[str | None] | None = None,
+    ) -> None:
+        """Validate the scope, metadata and key columns of ``n`` observations."""
+    def select(
+        self, scope: Scope | None = None, filter: FilterDict | None = None
+    ) -> Allowed | None:
+        """The nodes a scope and filter select, for ``allowed=``; None when they select all."""
+    def matching_ids(
+        self, scope: Scope | None = None, filter: FilterDict | None = None
+    ) -> list[int]:
+        """Every id a scope and filter select, ascending."""
+    def list_ids(
+        self,
+        scope: Scope | None = None,
+        filter: FilterDict | None = None,
+        *,
+        limit: int = 100,
+        after: int | None = None,
+    ) -> list[int]:
+        """Up to ``limit`` selected ids, ascending, after ``after``."""
+    def ids_for_keys(self, keys: Sequence[tuple[Scope | None, str]]) -> list[int | None]:
+        """For each (scope, key): the stored node written with that key in
+        that scope, or None (keys live in their scope)."""
+    def entities_known(
+        self, entities: Sequence[str], *, allowed: Allowed | None = None
+    ) -> list[bool]:
+        """Whether some (allowed) node carries each entity."""
+    def provenance_values(self, field: str, *, allowed: Allowed) -> list[str]:
+        """The distinct values of a provenance field among the allowed nodes, sorted."""
     def add_edge(
         self,
         src: int,
@@ -216,21 +286,32 @@ class MemoryStore:
     def embedding(self, id: int) -> npt.NDArray[np.float32]: ...
     def neighbors(self, id: int, view: ViewName | None = None) -> list[Edge]: ...
     def tokenize(self, text: str) -> list[str]: ...
-    def document_frequencies(self, query: str) -> tuple[list[str], list[int], int]:
-        """The query's tokens, how many indexed nodes contain each, and how many are indexed."""
+    def document_frequencies(
+        self, query: str, *, allowed: Allowed | None = None
+    ) -> tuple[list[str], list[int], int]:
+        """The query's tokens, how many indexed nodes contain each, and how many
+        are indexed (among the allowed ones)."""
     def search_lexical(
-        self, query: str, k: int = 10
-    ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.float32]]: ...
+        self, query: str, k: int = 10, *, allowed: Allowed | None = None
+    ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.float32]]:
+        """BM25; with ``allowed``, among those nodes with their statistics only."""
     def search_vector(
-        self, query: VectorLike, k: int = 10
+        self, query: VectorLike, k: int = 10, *, allowed: Allowed | None = None
     ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.float32]]: ...
-    def lexical_scores(self, query: str, ids: Sequence[int]) -> npt.NDArray[np.float32]: ...
+    def lexical_scores(
+        self, query: str, ids: Sequence[int], *, allowed: Allowed | None = None
+    ) -> npt.NDArray[np.float32]: ...
     def similarities(self, query: VectorLike, ids: Sequence[int]) -> npt.NDArray[np.float32]: ...
     def passages(self, id: int) -> list[Span]:
         """Spans of the node's passage vectors; ``[]`` when its text is one passage."""
     def passage_embedding(self, id: int, index: int) -> npt.NDArray[np.float32]: ...
     def search_passages(
-        self, query: VectorLike, k: int = 10, *, long_only: bool = False
+        self,
+        query: VectorLike,
+        k: int = 10,
+        *,
+        long_only: bool = False,
+        allowed: Allowed | None = None,
     ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint32], npt.NDArray[np.float32]]:
         """The best ``k`` nodes by their best passage: (ids, passage indexes,
         similarities), best first; a node without passage vectors counts as one
@@ -248,6 +329,7 @@ class MemoryStore:
         *,
         depth: int = 50,
         kappa: float = 60.0,
+        allowed: Allowed | None = None,
     ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.float64]]: ...
     def write_candidates(self, id: int, k: int | None = None) -> list[WriteCandidate]: ...
     def nodes_with_entity(self, entity: str) -> list[int]: ...
@@ -264,8 +346,9 @@ class MemoryStore:
         config: TraversalConfig | None = None,
         calls_used: int = 1,
         elapsed_s: float = 0.0,
+        allowed: Allowed | None = None,
     ) -> Traversal:
-        """Start a bounded traversal.
+        """Start a bounded traversal (with ``allowed``: over those nodes only).
 
         ``routing`` is p_g for (semantic, temporal, causal, entity); ``anchors``
         the seeds as (id, score in [0, 1]), best first. ``calls_used`` and

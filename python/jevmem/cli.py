@@ -1,7 +1,9 @@
 """The ``jevmem`` command line: ingest observations, search a memory, run the demo.
 
-jevmem ingest notes.jsonl --memory agent.jvm     # JSONL or a LoCoMo file
+jevmem ingest notes.jsonl --memory agent.jvm     # JSONL or a LoCoMo file; again: only new lines
+jevmem ingest u1.jsonl --scope user=u1           # every line without its own "scope" in u1's
 jevmem search "when did Maya start cello?" --memory agent.jvm --trace
+jevmem search "cello?" --scope user=u1           # u1's observations only
 jevmem serve-controller --port 50061             # host a System-One controller over gRPC
 jevmem serve --memory agent=agent.jvm            # host named memories over gRPC
 """
@@ -9,6 +11,7 @@ jevmem serve --memory agent=agent.jvm            # host named memories over gRPC
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 import threading
@@ -121,6 +124,42 @@ def _observations(path: Path) -> Iterator[dict[str, Any]]:
         yield obj
 
 
+def _line_keys(obs: list[dict[str, Any]]) -> list[str]:
+    """An idempotency key per observation: its explicit ``"key"``, else a
+    hash of the observation itself (canonical JSON of everything the line
+    says) and how many identical ones came before it in the file.
+
+    Content rather than path and line number: re-ingesting the same file, a
+    copy of it, a renamed one or one with lines added anywhere adds only
+    what is new, and a line said twice is still stored twice (the second
+    copy has occurrence 1). What it cannot tell apart is a line edited in
+    place: that is a new observation (the old one stays until forgotten)."""
+    seen: dict[str, int] = {}
+    keys = []
+    for o in obs:
+        if o.get("key") is not None:
+            keys.append(str(o["key"]))
+            continue
+        body = json.dumps(o, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+        digest = hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        n = seen[digest] = seen.get(digest, -1) + 1
+        keys.append(f"ingest:{digest}:{n}")
+    return keys
+
+
+def _scope_flags(pairs: Sequence[str] | None) -> dict[str, str] | None:
+    """``--scope user=u1 --scope session=s3`` as a scope dict."""
+    if not pairs:
+        return None
+    out: dict[str, str] = {}
+    for p in pairs:
+        k, sep, v = p.partition("=")
+        if not sep:
+            raise SystemExit(f"--scope expects KEY=VALUE, got {p!r}")
+        out[k] = v
+    return out
+
+
 def _progress(done: int, total: int, t0: float) -> None:
     width = 30
     filled = int(width * done / max(total, 1))
@@ -135,7 +174,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     from jevmem.temporal import to_timestamp
 
     obs = list(_observations(Path(args.file)))
+    keys = _line_keys(obs)
+    default_scope = _scope_flags(args.scope)
     m = _open(args.memory, args.embedder)
+    before = len(m)
     t0 = time.perf_counter()
     for lo in range(0, len(obs), args.batch):
         chunk = obs[lo : lo + args.batch]
@@ -151,6 +193,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                 {str(k): str(v) for k, v in (o.get("provenance") or {}).items()} for o in chunk
             ],
             entities=[o.get("entities") for o in chunk],
+            scopes=[o.get("scope", default_scope) for o in chunk],
+            metadatas=[o.get("metadata") for o in chunk],
+            keys=keys[lo : lo + args.batch],
         )
         _progress(min(lo + args.batch, len(obs)), len(obs), t0)
     sys.stderr.write("\n")
@@ -158,8 +203,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     m.close()
     s = m.stats()
     edges = sum(v for k, v in s.items() if k.startswith("edges_"))
+    added = len(m) - before
     print(
-        f"ingested {len(obs)} observations in {time.perf_counter() - t0:.1f}s: memory {args.memory} "
+        f"ingested {len(obs)} observations ({added} new, {len(obs) - added} already held) in "
+        f"{time.perf_counter() - t0:.1f}s: memory {args.memory} "
         f"now holds {s['nodes']} nodes and {edges} edges ({s['controller_calls_write']} controller calls)"
     )
     return 0
@@ -169,7 +216,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     if not args.memory.exists():
         raise SystemExit(f"no memory at {args.memory}; run `jevmem ingest` first")
     m = _open(args.memory, args.embedder)
-    r = m.search(args.query, args.k, now=args.now)
+    r = m.search(args.query, args.k, now=args.now, scope=_scope_flags(args.scope))
     for rank, e in enumerate(r.evidence, 1):
         when = (
             "" if e.timestamp is None else time.strftime("%Y-%m-%d %H:%M", time.gmtime(e.timestamp))
@@ -208,11 +255,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     p.add_argument("file")
     p.add_argument("--batch", type=int, default=256)
+    p.add_argument(
+        "--scope",
+        action="append",
+        metavar="KEY=VALUE",
+        help='scope of every observation without its own "scope" (repeatable)',
+    )
     p.set_defaults(func=cmd_ingest)
     p = sub.add_parser("search", parents=[common], help="retrieve evidence for a query")
     p.add_argument("query")
     p.add_argument("-k", type=int, default=10)
     p.add_argument("--now", default=None, help="query time (ISO 8601), for recency")
+    p.add_argument(
+        "--scope", action="append", metavar="KEY=VALUE", help="search only this scope (repeatable)"
+    )
     p.add_argument(
         "--trace", action="store_true", help="print routing, budgets, rounds and the stop reason"
     )

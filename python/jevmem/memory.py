@@ -20,6 +20,7 @@ call for all of them.
 from __future__ import annotations
 
 import bisect
+import builtins
 import json
 import math
 import operator
@@ -41,6 +42,7 @@ from jevmem import _validate
 from jevmem._collector import collector_paused
 from jevmem._core import (
     DEFAULT_MAX_TEXT_BYTES,
+    Allowed,
     MemoryStore,
     Node,
     Traversal,
@@ -350,10 +352,16 @@ class Memory:
         self._sentences: dict[int, tuple[frozenset[str], tuple[_Sentence, ...]]] = {}
         self._tokens: dict[int, frozenset[str]] = {}
         self._writes = 0
+        #: node -> its scope pairs (scoped nodes only): the write path links a
+        #: node only to nodes a search in its scope sees
+        self._scopes: dict[int, frozenset[tuple[str, str]]] = {}
+        # writes change Python-side indexes as well as the store: one at a
+        # time, so concurrent writers (and idempotency keys) stay consistent
+        self._write_lock = threading.RLock()
         self.decisions: list[dict[str, Any]] = []
         self.calls = {"write": 0, "query": 0}
-        # Durable memories (Memory.open): one log record per write request.
-        self._write_lock = threading.RLock()
+        # Durable memories (Memory.open): one log record per write request
+        # (taken under _write_lock).
         self._write_depth = 0
         self._decisions_rewritten = False
         self._checkpoint_every = 0
@@ -373,6 +381,8 @@ class Memory:
         # per-node facts the read path asks for on every query, computed once
         self._episodes[node.id] = _episode(node)
         self._facts[node.id] = _NodeFacts.of(node)
+        if node.scope:
+            self._scopes[node.id] = frozenset(node.scope.items())
         self._context.clear()  # time-order neighbourhoods may have changed
         if node.timestamp is not None:
             self._stamps[node.id] = node.timestamp
@@ -502,8 +512,22 @@ class Memory:
         provenance: Mapping[str, str] | None = None,
         entities: Sequence[str] | None = None,
         embedding: npt.ArrayLike | None = None,
+        scope: Mapping[str, str] | None = None,
+        metadata: Mapping[str, str | int | float | bool] | None = None,
+        key: str | None = None,
     ) -> int:
-        """Add one observation; returns its id. Bad input raises and changes nothing."""
+        """Add one observation; returns its id. Bad input raises and changes nothing.
+
+        ``scope`` says whom the observation belongs to ({"user": "u1",
+        "session": "s3"}; none: global); a search with a scope only sees
+        observations whose scope holds every pair of it. ``metadata`` holds
+        str, int, float or bool values that filters read (see `search`).
+        ``key`` is an idempotency key: adding an observation whose key the
+        memory already holds in the same scope stores nothing and returns
+        that node's id (a retried write or a re-ingested line is a no-op).
+        Keys live in their scope, so one tenant's key never finds another's
+        node; a forgotten node frees its key.
+        """
         if embedding is not None:
             embedding = _validate.embeddings(embedding, "embedding", (self.store.dim,))
         return self.add_batch(
@@ -515,6 +539,9 @@ class Memory:
             embeddings=None
             if embedding is None
             else np.asarray(embedding, dtype=np.float32)[None, :],
+            scopes=[scope],
+            metadatas=[metadata],
+            keys=[key],
         )[0]
 
     def add_batch(
@@ -526,6 +553,9 @@ class Memory:
         provenances: Sequence[Mapping[str, str] | None] | None = None,
         entities: Sequence[Sequence[str] | None] | None = None,
         embeddings: npt.ArrayLike | None = None,
+        scopes: Sequence[Mapping[str, str] | None] | None = None,
+        metadatas: Sequence[Mapping[str, str | int | float | bool] | None] | None = None,
+        keys: Sequence[str | None] | None = None,
     ) -> list[int]:
         """Add many observations with batched controller calls.
 
@@ -534,11 +564,17 @@ class Memory:
         returns once it is as durable as the memory's sync mode promises.
 
         The result equals adding them one by one: each new observation only
-        ever sees candidates inserted before it.
+        ever sees candidates inserted before it (and, when it has a scope,
+        only those a search in its scope sees).
 
         A text longer than the embedder's window is kept whole and also
         indexed passage by passage (``MemoryConfig.index_passages``); with
         caller-supplied ``embeddings`` only the node vectors are stored.
+
+        ``scopes``, ``metadatas`` and ``keys`` are columns like the others
+        (see `add`). An observation whose key the memory holds, or that an
+        earlier observation of the batch carries, is stored once: its id in
+        the result is that node's.
 
         Every argument is checked before any work (`jevmem._validate` lists
         the accepted types and ranges); bad input raises a jevmem error.
@@ -555,7 +591,17 @@ class Memory:
         )
         self._sync_with_store()
         with self._durable_write():
-            return self._add_batch(texts, timestamps, speakers, provenances, entities, embeddings)
+            return self._add_batch(
+                texts,
+                timestamps,
+                speakers,
+                provenances,
+                entities,
+                embeddings,
+                scopes,
+                metadatas,
+                keys,
+            )
 
     def _add_batch(
         self,
@@ -565,7 +611,125 @@ class Memory:
         provenances: Sequence[Mapping[str, str] | None] | None,
         entities: Sequence[Sequence[str] | None] | None,
         embeddings: npt.ArrayLike | None,
+        scopes: Sequence[Mapping[str, str] | None] | None,
+        metadatas: Sequence[Mapping[str, str | int | float | bool] | None] | None,
+        keys: Sequence[str | None] | None,
     ) -> list[int]:
+        n = len(texts)
+        if isinstance(texts, (str, bytes)):
+            raise InvalidInputError("texts must be a sequence of strings, not one string")
+
+        def column(name: str, values: Sequence[Any] | None) -> list[Any]:
+            if values is None:
+                return [None] * n
+            if isinstance(values, (str, bytes)):
+                raise InvalidInputError(f"{name} must be a sequence, not one string")
+            if len(values) != n:
+                raise InvalidInputError(f"{name} has {len(values)} entries for {n} texts")
+            return list(values)
+
+        # any Mapping will do; the core reads plain dicts
+        scope_col = [
+            dict(x) if isinstance(x, Mapping) and not isinstance(x, dict) else x
+            for x in column("scopes", scopes)
+        ]
+        meta_col = [
+            dict(x) if isinstance(x, Mapping) and not isinstance(x, dict) else x
+            for x in column("metadatas", metadatas)
+        ]
+        key_col = column("keys", keys)
+        limit = self.store.max_text_bytes
+        for i, t in enumerate(texts):
+            if not isinstance(t, str) or not t.strip():
+                raise InvalidInputError(f"observation {i}: text must be a non-empty string")
+            size = len(t.encode("utf-8", "surrogatepass"))
+            if size > limit:
+                raise InvalidInputError(
+                    f"observation {i}: text is {size} bytes, the limit is {limit}"
+                )
+        # every row is checked, a repeat too: bad input changes nothing
+        self.store.check_attributes(n, scopes=scope_col, metadatas=meta_col, keys=key_col)
+        with self._write_lock:
+            if not any(k is not None for k in key_col):
+                return self._add_fresh(
+                    texts,
+                    timestamps,
+                    speakers,
+                    provenances,
+                    entities,
+                    embeddings,
+                    scope_col,
+                    meta_col,
+                    key_col,
+                )
+            # idempotency: a key the memory holds in the row's scope, or one
+            # an earlier row of this batch carries in that scope, stores
+            # nothing and answers with that id (keys live in their scope)
+            ident: list[tuple[frozenset[tuple[str, str]], str] | None] = [
+                None if k is None else (frozenset((sc or {}).items()), k)
+                for k, sc in zip(key_col, scope_col, strict=True)
+            ]
+            asked = [(sc, k) for k, sc in zip(key_col, scope_col, strict=True) if k is not None]
+            known = self.store.ids_for_keys(asked)
+            held = dict(zip((x for x in ident if x is not None), known, strict=True))
+            first_row: dict[tuple[frozenset[tuple[str, str]], str], int] = {}
+            fresh: list[int] = []
+            for i, x in enumerate(ident):
+                if x is None or (held[x] is None and x not in first_row):
+                    fresh.append(i)
+                    if x is not None:
+                        first_row[x] = i
+            vecs = None
+            if embeddings is not None:
+                matrix = np.asarray(embeddings, dtype=np.float32)
+                if matrix.shape != (n, self.store.dim):
+                    raise InvalidInputError(
+                        f"embeddings must have shape ({n}, {self.store.dim}), got {matrix.shape}"
+                    )
+                vecs = matrix[fresh]
+
+            def pick(col: list[Any]) -> list[Any]:
+                return [col[i] for i in fresh]
+
+            new_ids = (
+                self._add_fresh(
+                    [texts[i] for i in fresh],
+                    pick(column("timestamps", timestamps)),
+                    pick(column("speakers", speakers)),
+                    pick(column("provenances", provenances)),
+                    pick(column("entities", entities)),
+                    vecs,
+                    pick(scope_col),
+                    pick(meta_col),
+                    pick(key_col),
+                )
+                if fresh
+                else []
+            )
+            by_row = dict(zip(fresh, new_ids, strict=True))
+            out: list[int] = []
+            for i, x in enumerate(ident):
+                if i in by_row:
+                    out.append(by_row[i])
+                else:
+                    assert x is not None
+                    got = held[x]
+                    out.append(int(got) if got is not None else by_row[first_row[x]])
+            return out
+
+    def _add_fresh(
+        self,
+        texts: Sequence[str],
+        timestamps: Sequence[Any] | None,
+        speakers: Sequence[str | None] | None,
+        provenances: Sequence[Mapping[str, str] | None] | None,
+        entities: Sequence[Sequence[str] | None] | None,
+        embeddings: npt.ArrayLike | None,
+        scope_col: list[Any],
+        meta_col: list[Any],
+        key_col: list[Any],
+    ) -> list[int]:
+        """`add_batch` for rows whose keys (if any) are new."""
         n = len(texts)
 
         def column(name: str, values: Sequence[Any] | None) -> list[Any]:
@@ -645,6 +809,9 @@ class Memory:
             provenances=provs,
             entities=ents,
             passages=passages,
+            scopes=scope_col,
+            metadatas=meta_col,
+            keys=key_col,
         )
 
         grounded = [
@@ -680,11 +847,30 @@ class Memory:
         relation_requests: list[DecisionRequest] = []
         pair_index: list[tuple[int, list[int]]] = []
         rule_edges: list[tuple[object, ...]] = []
-        for t, v, ts, p, e, ty, ps in zip(
-            texts, vectors, parsed, provs, ents, types, passages, strict=True
+        for t, v, ts, p, e, ty, ps, sc, md, key in zip(
+            texts,
+            vectors,
+            parsed,
+            provs,
+            ents,
+            types,
+            passages,
+            scope_col,
+            meta_col,
+            key_col,
+            strict=True,
         ):
             node_id = self.store.add(
-                t, v, timestamp=ts, provenance=p, entities=e, types=ty, passages=ps
+                t,
+                v,
+                timestamp=ts,
+                provenance=p,
+                entities=e,
+                types=ty,
+                passages=ps,
+                scope=sc,
+                metadata=md,
+                key=key,
             )
             ids.append(node_id)
             node = self.store.get(node_id)
@@ -1108,17 +1294,33 @@ class Memory:
         self._removed_seen = removed
 
     def _rule_time_edges(self, node: Node) -> list[tuple[object, ...]]:
-        """Link a node to its neighbours in time order (already in `_timeline`)."""
+        """Link a node to its neighbours in time order (already in `_timeline`);
+        a scoped node to its nearest neighbours among the nodes its scope
+        sees (those whose scope holds its own), as if only they were stored."""
         if node.timestamp is None:
             return []
-        pos = bisect.bisect_left(self._timeline, (node.timestamp, node.id))
+        timeline = self._timeline
+        pos = bisect.bisect_left(timeline, (node.timestamp, node.id))
+        own = self._scopes.get(node.id)
+        scopes = self._scopes
+        empty: frozenset[tuple[str, str]] = frozenset()
+
+        def seen(at: int) -> bool:
+            return own is None or own <= scopes.get(timeline[at][1], empty)
+
         edges: list[tuple[object, ...]] = []
-        if pos > 0:
-            ts, prev = self._timeline[pos - 1]
+        prev_at = pos - 1
+        while prev_at >= 0 and not seen(prev_at):
+            prev_at -= 1
+        if prev_at >= 0:
+            ts, prev = timeline[prev_at]
             label = "same_time" if ts == node.timestamp else "before"
             edges.append((prev, node.id, "temporal", 1.0, "rule", label))
-        if pos + 1 < len(self._timeline):
-            ts, nxt = self._timeline[pos + 1]
+        next_at = pos + 1
+        while next_at < len(timeline) and not seen(next_at):
+            next_at += 1
+        if next_at < len(timeline):
+            ts, nxt = timeline[next_at]
             label = "same_time" if ts == node.timestamp else "before"
             edges.append((node.id, nxt, "temporal", 1.0, "rule", label))
         return edges
@@ -1186,6 +1388,11 @@ class Memory:
                 sources = [self.store.get(i) for i in [fid, *nbr_ids]]
                 summary = self.summariser(sources)
                 vec = self.embedder.embed_one(summary)
+                # the pairs every source has: the summary is seen exactly
+                # where all of its sources are
+                shared = set(sources[0].scope.items())
+                for src in sources[1:]:
+                    shared &= set(src.scope.items())
                 sid = self.store.add(
                     summary,
                     vec,
@@ -1193,6 +1400,7 @@ class Memory:
                         "kind": "summary",
                         "summary_of": ",".join(str(s.id) for s in sources),
                     },
+                    scope=dict(shared),
                 )
                 self.store.add_edges([(sid, s.id, "semantic", 1.0) for s in sources])
                 decision["summary_id"] = sid
@@ -1200,10 +1408,45 @@ class Memory:
     # ---- read path --------------------------------------------------------
 
     def search(
-        self, query: str, k: int = 10, *, now: Any | None = None, mode: Mode = "full"
+        self,
+        query: str,
+        k: int = 10,
+        *,
+        now: Any | None = None,
+        mode: Mode = "full",
+        scope: Mapping[str, str] | None = None,
+        filter: Mapping[str, Any] | None = None,
     ) -> SearchResult:
-        """Evidence for a query: the top ``k`` memories with provenance and a trace."""
-        return self.search_batch([query], k, now=now, mode=mode)[0]
+        """Evidence for a query: the top ``k`` memories with provenance and a trace.
+
+        ``scope`` and ``filter`` restrict the search to some observations, in
+        every mode and at every step (the ranked lists, their statistics, the
+        time-order context, entity and speaker lookups, supersedes chains and
+        the traversal): the others are not returned, counted or traversed.
+
+        A scope {"user": "u1"} selects the observations whose scope holds
+        every pair of it ({"user": "u1", "session": "s3"} too; a global
+        observation, with no scope, only in an unscoped search).
+
+        A filter is a plain dict (JSON-friendly); every entry must hold:
+
+        - ``{"topic": "work"}``: metadata field equals the value (str, int,
+          float or bool; 1 equals 1.0; a string never equals a number);
+        - ``{"priority": {"$gte": 1, "$lt": 3}}``: operators ``$eq``, ``$ne``,
+          ``$in`` / ``$nin`` (a list), ``$gt``, ``$gte``, ``$lt``, ``$lte``
+          (numbers; a field that is not a number never matches a range) and
+          ``$exists`` (True / False), all of which must hold;
+        - ``{"$and": [f, ...]}``, ``{"$or": [f, ...]}``, ``{"$not": f}``
+          combine filters (``$not`` is plain negation: ``{"$not": {"topic":
+          "work"}}`` also matches observations without a topic);
+        - the field ``"$timestamp"`` is the observation time (unix seconds,
+          or anything `add` accepts as a timestamp: a datetime, an ISO
+          string); an observation without one matches no condition on it
+          but ``{"$exists": False}``.
+
+        A malformed scope or filter raises InvalidInputError naming the problem.
+        """
+        return self.search_batch([query], k, now=now, mode=mode, scope=scope, filter=filter)[0]
 
     def search_batch(
         self,
@@ -1212,8 +1455,12 @@ class Memory:
         *,
         now: Any | None = None,
         mode: Mode = "full",
+        scope: Mapping[str, str] | None = None,
+        filter: Mapping[str, Any] | None = None,
     ) -> list[SearchResult]:
         """Run queries in lockstep: each round is one controller call for all of them.
+
+        ``scope`` and ``filter`` apply to every query (see `search`).
 
         Python's cyclic garbage collector is held off while the searches run
         and turned back on after (unless it was off already): a round keeps
@@ -1226,16 +1473,23 @@ class Memory:
             queries, k, now, max_text_bytes=self.store.max_text_bytes
         )
         self._sync_with_store()
+        # resolved once for the whole batch, before any work: bad input raises here
+        view = _ScopedView.of(self, scope, filter)
         with collector_paused():
-            return self._search_batch(queries, k, now_ts, mode)
+            return self._search_batch(queries, k, now_ts, mode, view)
 
     def _search_batch(
-        self, queries: Sequence[str], k: int, now_ts: int | None, mode: Mode
+        self,
+        queries: Sequence[str],
+        k: int,
+        now_ts: int | None,
+        mode: Mode,
+        view: _ScopedView | None = None,
     ) -> list[SearchResult]:
         starts = [time.perf_counter() for _ in queries]
         qvecs = self.embedder.embed(list(queries)) if queries else np.zeros((0, self.store.dim))
         runs = [
-            _QueryRun(self, q, qv, k, now_ts, mode, t0)
+            _QueryRun(self, q, qv, k, now_ts, mode, t0, view)
             for q, qv, t0 in zip(queries, qvecs, starts, strict=True)
         ]
         if mode in ("lexical", "anchors"):
@@ -1520,17 +1774,27 @@ class Memory:
         cached = self._context.get(node_id)
         if cached is not None:
             return cached
-        out = [
-            (other, w + REPLY_LINK * self._reply_share(other, node_id) if offset == -1 else w)
-            for offset, other, w in self._timeline_neighbours(node_id)
-        ]
+        out = self._temporal_context_in(node_id, None)
         self._context[node_id] = out
         return out
 
-    def _timeline_neighbours(self, node_id: int) -> list[tuple[int, int, float]]:
+    def _temporal_context_in(
+        self, node_id: int, allowed: Allowed | None
+    ) -> list[tuple[int, float]]:
+        """`_temporal_context` among the allowed nodes (uncached)."""
+        return [
+            (other, w + REPLY_LINK * self._reply_share(other, node_id) if offset == -1 else w)
+            for offset, other, w in self._timeline_neighbours(node_id, allowed)
+        ]
+
+    def _timeline_neighbours(
+        self, node_id: int, allowed: Allowed | None = None
+    ) -> list[tuple[int, int, float]]:
         """(offset, node, weight) for the observations one and two steps
         before (offset < 0) and after a node in time order, in its episode,
-        weighted 1 and SECOND_STEP_DECAY; in the order -1, +1, -2, +2."""
+        weighted 1 and SECOND_STEP_DECAY; in the order -1, +1, -2, +2. With
+        ``allowed``, the time order of those nodes alone (the others are
+        stepped over, as if they were not stored)."""
         out: list[tuple[int, int, float]] = []
         stamp = self._stamps.get(node_id)
         if stamp is None:
@@ -1538,13 +1802,28 @@ class Memory:
         timeline = self._timeline
         pos = bisect.bisect_left(timeline, (stamp, node_id))
         episode = self._episodes.get(node_id)
+        if allowed is None:
+            for step, weight in ((1, 1.0), (2, SECOND_STEP_DECAY)):
+                for offset in (-step, step):
+                    at = pos + offset
+                    if 0 <= at < len(timeline):
+                        other = timeline[at][1]
+                        if self._episodes.get(other) == episode:
+                            out.append((offset, other, weight))
+            return out
+        sides: dict[int, list[int]] = {-1: [], 1: []}
+        for direction, side in sides.items():
+            at = pos + direction
+            while 0 <= at < len(timeline) and len(side) < 2:
+                other = timeline[at][1]
+                if other in allowed:
+                    side.append(other)
+                at += direction
         for step, weight in ((1, 1.0), (2, SECOND_STEP_DECAY)):
-            for offset in (-step, step):
-                at = pos + offset
-                if 0 <= at < len(timeline):
-                    other = timeline[at][1]
-                    if self._episodes.get(other) == episode:
-                        out.append((offset, other, weight))
+            for direction in (-1, 1):
+                side = sides[direction]
+                if len(side) >= step and self._episodes.get(side[step - 1]) == episode:
+                    out.append((direction * step, side[step - 1], weight))
         return out
 
     def _reply_share(self, asked_by: int, answered_by: int) -> float:
@@ -1591,24 +1870,36 @@ class Memory:
         cached = self._sides.get(node_id)
         if cached is not None:
             return cached
-        near = self._timeline_neighbours(node_id)
-        cached = self._sides[node_id] = (
+        cached = self._sides[node_id] = self._context_sides_in(node_id, None)
+        return cached
+
+    def _context_sides_in(
+        self, node_id: int, allowed: Allowed | None
+    ) -> tuple[tuple[tuple[int, float], ...], tuple[tuple[int, float], ...]]:
+        """`_context_sides` among the allowed nodes (uncached)."""
+        near = self._timeline_neighbours(node_id, allowed)
+        return (
             tuple((other, w) for offset, other, w in near if offset < 0),
             tuple((other, w) for offset, other, w in near if offset > 0),
         )
-        return cached
 
-    def _names_a_speaker(self, entity: str) -> bool:
+    def _names_a_speaker(
+        self,
+        entity: str,
+        speakers: set[str] | None = None,
+        order: list[str] | None = None,
+    ) -> bool:
         """Whether ``entity`` names a known speaker as `_alias` reads names
         ("mel" names "melanie"), without a scan of every speaker: the
         speakers it is a prefix of are a range of the sorted list, and the
-        ones that are a prefix of it are among its own prefixes."""
-        speakers = self._speakers
+        ones that are a prefix of it are among its own prefixes. ``speakers``
+        and its sorted ``order``: those of a scoped search (default: all)."""
+        if speakers is None or order is None:
+            speakers, order = self._speakers, self._speaker_order
         first = entity.split()[0] if entity.strip() else entity
         if entity in speakers or first in speakers:
             return True
         if len(first) >= 3:
-            order = self._speaker_order
             at = bisect.bisect_left(order, first)
             if at < len(order) and order[at].startswith(first):
                 return True
@@ -1618,6 +1909,42 @@ class Memory:
     def known_entities(self) -> list[str]:
         self._sync_with_store()
         return list(self._entity_counts)
+
+    # `list` last: below it, `list` in the class body would name the method
+
+    def list(
+        self,
+        scope: Mapping[str, str] | None = None,
+        filter: Mapping[str, Any] | None = None,
+        limit: int = 100,
+        cursor: str | None = None,
+    ) -> tuple[builtins.list[Node], str | None]:
+        """The observations a scope and filter select (see `search`), in id
+        (insertion) order, ``limit`` at a time: ``(items, next_cursor)``;
+        pass ``next_cursor`` back for the next page, None when there is none.
+        Each node is on exactly one page, also while writes go on (new ones
+        come last)."""
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
+            raise InvalidInputError(f"limit must be an integer in [1, 10000], got {limit!r}")
+        after: int | None = None
+        if cursor is not None:
+            if not isinstance(cursor, str) or not cursor.isascii() or not cursor.isdigit():
+                raise InvalidInputError(f"cursor {cursor!r} is not one this memory gave out")
+            after = int(cursor)
+            if after >= 1 << 63:
+                raise InvalidInputError(f"cursor {cursor!r} is not one this memory gave out")
+        scope_arg, filter_arg = _scope_and_filter(scope, filter)
+        ids = self.store.list_ids(scope_arg, filter_arg, limit=limit + 1, after=after)
+        items = [self.store.get(i) for i in ids[:limit]]
+        more = len(ids) > limit
+        return items, (str(ids[limit - 1]) if more else None)
+
+    def matching_ids(
+        self, scope: Mapping[str, str] | None = None, filter: Mapping[str, Any] | None = None
+    ) -> builtins.list[int]:
+        """Every id a scope and filter select (see `search`), ascending."""
+        scope_arg, filter_arg = _scope_and_filter(scope, filter)
+        return self.store.matching_ids(scope_arg, filter_arg)
 
 
 #: Words that frame a question about a conversation rather than carry its content.
@@ -1832,6 +2159,122 @@ def _round_questions(per_candidate: Callable[[int], tuple[Noul, ...]], n: int) -
     return tuple(q for i in range(n) for q in per_candidate(i))
 
 
+def _filter_times(f: Any, depth: int = 0) -> dict[str, Any]:
+    """A filter dict with every ``$timestamp`` value as unix seconds (a
+    datetime, a date or an ISO string is converted as `add` converts
+    timestamps); everything else is left for the core to check."""
+    if depth > 64:
+        raise InvalidInputError("filter nests too deep")
+    if not isinstance(f, Mapping):
+        raise InvalidInputError(f"filter must be a dict, got {type(f).__name__}")
+
+    def unix(x: Any) -> Any:
+        if isinstance(x, (bool, int, float)):
+            return x
+        try:
+            return to_timestamp(x)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise InvalidInputError(f"filter: bad $timestamp value {x!r}: {exc}") from None
+
+    out: dict[str, Any] = {}
+    for k, v in f.items():
+        if k in ("$and", "$or") and isinstance(v, (list, tuple)):
+            out[k] = [_filter_times(x, depth + 1) for x in v]
+        elif k == "$not":
+            out[k] = _filter_times(v, depth + 1)
+        elif k == "$timestamp":
+            if isinstance(v, Mapping):
+                out[k] = {
+                    op: [unix(x) for x in x_list]
+                    if op in ("$in", "$nin") and isinstance(x_list, (list, tuple))
+                    else x_list
+                    if op == "$exists"
+                    else unix(x_list)
+                    for op, x_list in v.items()
+                }
+            else:
+                out[k] = unix(v)
+        else:
+            out[k] = dict(v) if isinstance(v, Mapping) else v
+    return out
+
+
+def _scope_and_filter(
+    scope: Mapping[str, str] | None, filter: Mapping[str, Any] | None
+) -> tuple[dict[str, str] | None, dict[str, Any] | None]:
+    """Scope and filter as the core takes them (plain dicts, times as unix seconds)."""
+    if scope is not None and not isinstance(scope, Mapping):
+        raise InvalidInputError(f"scope must be a dict of str to str, got {type(scope).__name__}")
+    return (
+        None if scope is None else dict(scope),
+        None if filter is None else _filter_times(filter),
+    )
+
+
+class _ScopedView:
+    """What a scoped or filtered search sees: the allowed nodes (resolved once
+    per search), the speakers among them, and their time-order context."""
+
+    def __init__(self, memory: Memory, allowed: Allowed) -> None:
+        self.allowed = allowed
+        spoken = memory.store.provenance_values("speaker", allowed=allowed)
+        self.speakers = {s.lower() for s in spoken if s.lower()}
+        self.speaker_order = sorted(self.speakers)
+        self.context: dict[int, list[tuple[int, float]]] = {}
+        self.sides: dict[
+            int, tuple[tuple[tuple[int, float], ...], tuple[tuple[int, float], ...]]
+        ] = {}
+        self._memory = memory
+        #: the style statistics of `Memory._style`, over the allowed nodes
+        #: (mean log length; per speaker turns, question share, log length)
+        self._style_stats: tuple[float, dict[str, list[float]]] | None = None
+        self._styles: dict[int, tuple[float, float, float]] = {}
+
+    def style(self, node_id: int) -> tuple[float, float, float]:
+        """`Memory._style` relative to the allowed nodes only: how a turn
+        reads against the scope it is in, not against other scopes' turns."""
+        got = self._styles.get(node_id)
+        if got is not None:
+            return got
+        m = self._memory
+        if self._style_stats is None:
+            total, n = 0.0, 0
+            speakers: dict[str, list[float]] = {}
+            for i in self.allowed.ids():
+                log_len = m._log_len.get(i)
+                if log_len is None:
+                    continue  # written past add_batch (a summary): as Memory._style
+                total += log_len
+                n += 1
+                spk = m._node_facts(i).speaker
+                if spk:
+                    st = speakers.setdefault(spk, [0.0, 0.0, 0.0])
+                    st[0] += 1
+                    st[1] += m._asks.get(i, 0.0)
+                    st[2] += log_len
+            self._style_stats = (total / n if n else math.nan, speakers)
+        mean, speakers = self._style_stats
+        if math.isnan(mean):
+            return 0.5, 0.0, 0.5
+        length = _logistic(m._log_len.get(node_id, mean) - mean)
+        stats = speakers.get(m._node_facts(node_id).speaker)
+        if not stats or not stats[0]:
+            got = (length, 0.0, 0.5)
+        else:
+            got = (length, stats[1] / stats[0], _logistic(stats[2] / stats[0] - mean))
+        self._styles[node_id] = got
+        return got
+
+    @staticmethod
+    def of(
+        memory: Memory, scope: Mapping[str, str] | None, filter: Mapping[str, Any] | None
+    ) -> _ScopedView | None:
+        """None when nothing is restricted: the unscoped path, unchanged."""
+        scope_arg, filter_arg = _scope_and_filter(scope, filter)
+        allowed = memory.store.select(scope_arg, filter_arg)
+        return None if allowed is None else _ScopedView(memory, allowed)
+
+
 class _QueryRun:
     """One query's read path as a generator of controller requests."""
 
@@ -1844,6 +2287,7 @@ class _QueryRun:
         now: int | None,
         mode: Mode,
         t0: float,
+        view: _ScopedView | None = None,
     ) -> None:
         self.m, self.query, self.qvec, self.k, self.now, self.mode, self.t0 = (
             memory,
@@ -1856,6 +2300,12 @@ class _QueryRun:
         )
         store = memory.store
         cfg = memory.config
+        #: a scoped search's view (None: the whole memory); every lookup
+        #: below goes through it, so nothing outside is ranked or counted
+        self.view = view
+        allowed = self.allowed = None if view is None else view.allowed
+        self.speakers = memory._speakers if view is None else view.speakers
+        self.speaker_order = memory._speaker_order if view is None else view.speaker_order
         self.calls = 0
         self.fell_back = False
         self.assessment: tuple[float, float, float, float] | None = None
@@ -1864,8 +2314,8 @@ class _QueryRun:
         self.ranking: list[Any] | None = None
         self.routing: dict[str, float] = {}
         depth = max(cfg.anchor_depth, k)
-        lex_ids, lex_scores = store.search_lexical(query, depth)
-        vec_ids, vec_sims = store.search_vector(qvec, depth)
+        lex_ids, lex_scores = store.search_lexical(query, depth, allowed=allowed)
+        vec_ids, vec_sims = store.search_vector(qvec, depth, allowed=allowed)
         pool = k if mode in ("lexical", "anchors") else max(cfg.anchor_pool, cfg.anchors, k)
         # the same fusion as MemoryStore.fused_anchors, on the lists already in hand
         fused = rrf([vec_ids.tolist(), lex_ids.tolist()], cfg.kappa)[:pool]
@@ -1875,7 +2325,7 @@ class _QueryRun:
         self.max_sim = float(vec_sims[0]) if len(vec_sims) else 0.0
         # Long observations by their best passage (only nodes with passage
         # vectors: the node vectors above rank every other node already).
-        p_ids, _, p_sims = store.search_passages(qvec, depth, long_only=True)
+        p_ids, _, p_sims = store.search_passages(qvec, depth, long_only=True, allowed=allowed)
         self.passage_ids = [int(i) for i in p_ids]
         #: the query's best passage similarity over all nodes (a text of one
         #: passage: its node vector), the scale of the "dense_passage" signal
@@ -1901,15 +2351,24 @@ class _QueryRun:
                     for i in range(len(words))
                     for j in range(i + 1, min(len(words), i + 4) + 1)
                 )
-        known = [e for e in named if e in memory._entity_counts]
+        if allowed is None:
+            known = [e for e in named if e in memory._entity_counts]
+        else:
+            names = sorted(named)
+            flags = store.entities_known(names, allowed=allowed)
+            known = [e for e, ok in zip(names, flags, strict=True) if ok]
         self.query_entities = mentions(query, known) if known else []
         # Whom the query asks about, for sufficiency: the people it names. When
         # the memory knows its speakers, a named place or thing ("Oregon", "the
         # LGBTQ workshop") is part of what is asked, not whom; without
         # speakers there is no telling, and every name counts.
         self.asked_people = (
-            [e for e in self.query_entities if memory._names_a_speaker(e)]
-            if memory._speakers
+            [
+                e
+                for e in self.query_entities
+                if memory._names_a_speaker(e, self.speakers, self.speaker_order)
+            ]
+            if self.speakers
             else list(self.query_entities)
         )
         self.time_cues = query_time_cues(query, now=now)
@@ -1966,7 +2425,7 @@ class _QueryRun:
         questions, a grounded date in the node), and how much of the node is
         itself a question (a question asserts nothing)."""
         m = self.m
-        lex = m.store.lexical_scores(self.query, ids).tolist()
+        lex = m.store.lexical_scores(self.query, ids, allowed=self.allowed).tolist()
         sims = m.store.similarities(self.qvec, ids).tolist()
         p_sims, p_idx = m.store.passage_similarities(self.qvec, ids)
         max_psim = self.max_passage_sim
@@ -1979,7 +2438,8 @@ class _QueryRun:
         # a query that names no time gives every node 0 (see time_match)
         timed = self.time_cues["constraint"] is not None or self.wants_time
         out = []
-        lex_rank, vec_rank, style = self.lex_rank, self.vec_rank, m._style
+        lex_rank, vec_rank = self.lex_rank, self.vec_rank
+        style = m._style if self.view is None else self.view.style
         for node_id, lx, sim, psim in zip(ids, lex, sims, p_sims.tolist(), strict=True):
             f = facts.get(node_id) or m._node_facts(node_id)
             length, speaker_asks, speaker_length = style(node_id)
@@ -2053,7 +2513,7 @@ class _QueryRun:
         store = self.m.store
         if ft.stance == "neutral" or not ids or not store.supersedes_count:
             return
-        chains = store.fact_chains(ids)
+        chains = self.fact_chains(ids)
         valid_rows: list[tuple[dict[str, float], list[int]]] = []
         for node_id, sig, chain in zip(ids, out, chains, strict=True):
             if chain is None:
@@ -2096,7 +2556,7 @@ class _QueryRun:
         relatives = sorted({r for _, rel in valid_rows for r in rel})
         if not relatives:
             return
-        lex = store.lexical_scores(self.query, relatives).tolist()
+        lex = store.lexical_scores(self.query, relatives, allowed=self.allowed).tolist()
         sims = store.similarities(self.qvec, relatives).tolist()
         match = {
             r: 0.5 * _share_of_best(lx, self.max_lex)
@@ -2110,13 +2570,12 @@ class _QueryRun:
     def chain_of(self, olds: list[tuple[int, float]], news: list[tuple[int, float]]) -> list[int]:
         """Every node reachable through supersedes links from a node whose
         direct links are ``olds`` and ``news`` (at most CHAIN_NODES of them)."""
-        store = self.m.store
         found = [r for r, _ in olds + news]
         seen = set(found)
         frontier = list(found)
         while frontier and len(found) < CHAIN_NODES:
             step = []
-            for chain in store.fact_chains(frontier):
+            for chain in self.fact_chains(frontier):
                 if chain is not None:
                     for r, _ in chain[2] + chain[3]:
                         if r not in seen:
@@ -2134,9 +2593,39 @@ class _QueryRun:
         if self.fact_time.stance == "neutral" or not ids or not store.supersedes_count:
             return []
         out: list[int] = []
-        for chain in store.fact_chains(ids):
+        for chain in self.fact_chains(ids):
             if chain is not None:
                 out.extend(r for r, _ in chain[2] + chain[3])
+        return out
+
+    def fact_chains(self, ids: list[int]) -> list[Any]:
+        """`MemoryStore.fact_chains` as the search sees it: a scoped search
+        drops the links to nodes it does not see, and a fact's end of
+        validity then comes from the replacements it does see only."""
+        store = self.m.store
+        chains = store.fact_chains(ids)
+        allowed = self.allowed
+        if allowed is None:
+            return chains
+        out: list[Any] = []
+        for chain in chains:
+            if chain is None:
+                out.append(None)
+                continue
+            start, end, olds, news = chain
+            seen_olds = [(o, w) for o, w in olds if o in allowed]
+            seen_news = [(n, w) for n, w in news if n in allowed]
+            if not seen_olds and not seen_news:
+                out.append(None)
+                continue
+            if len(seen_news) != len(news):
+                # as `MemoryStore.validity`: the earliest start of a
+                # replacement, never before this fact's own start
+                starts = [s for s in (store.validity(n)[0] for n, _ in seen_news) if s is not None]
+                end = min(starts) if starts else None
+                if end is not None and start is not None:
+                    end = max(end, start)
+            out.append((start, end, seen_olds, seen_news))
         return out
 
     def time_match(self, node_id: int) -> float:
@@ -2180,14 +2669,17 @@ class _QueryRun:
             timeline = self.m._timeline
             lo = bisect.bisect_left(timeline, (window[0], -1))
             hi = bisect.bisect_right(timeline, (window[1], 1 << 62))
-            inside = [n for _, n in timeline[lo:hi] if n not in seen]
+            allowed = self.allowed
+            inside = [
+                n for _, n in timeline[lo:hi] if n not in seen and (allowed is None or n in allowed)
+            ]
             if len(inside) > cfg.time_window_nodes:
                 # More than the pool takes: the best topical matches among
                 # them (the window's first ones would favour its start); at
                 # most WINDOW_SCAN of them are scored, evenly spread.
                 step = max(1, len(inside) // WINDOW_SCAN)
                 inside = inside[::step][:WINDOW_SCAN]
-                lex = self.m.store.lexical_scores(self.query, inside).tolist()
+                lex = self.m.store.lexical_scores(self.query, inside, allowed=self.allowed).tolist()
                 sims = self.m.store.similarities(self.qvec, inside).tolist()
                 top_lex, top_sim = max(lex), max(sims)
                 match = {
@@ -2258,9 +2750,12 @@ class _QueryRun:
         """How strongly the node's temporal context matches the query (the
         best neighbour's topical match times the path weight, at most 1)."""
         topical = self.topical
-        context = self.m._context.get(node_id)
-        if context is None:
-            context = self.m._temporal_context(node_id)
+        if self.view is None:
+            context = self.m._context.get(node_id)
+            if context is None:
+                context = self.m._temporal_context(node_id)
+        else:
+            context = self.temporal_context(node_id)
         best = 0.0  # every match is >= 0
         for other, weight in context:
             match = weight * topical.get(other, 0.0)
@@ -2273,7 +2768,14 @@ class _QueryRun:
         """The best topical match among the turns before the node, and among
         those after it (path weights as in `near_support`, no reply link)."""
         topical = self.topical
-        before, after = self.m._context_sides(node_id)
+        view = self.view
+        if view is None:
+            before, after = self.m._context_sides(node_id)
+        else:
+            sides = view.sides.get(node_id)
+            if sides is None:
+                sides = view.sides[node_id] = self.m._context_sides_in(node_id, view.allowed)
+            before, after = sides
         prev = max((w * topical.get(o, 0.0) for o, w in before), default=0.0)
         nxt = max((w * topical.get(o, 0.0) for o, w in after), default=0.0)
         return prev, nxt
@@ -2283,7 +2785,13 @@ class _QueryRun:
         return got if got is not None else self.m._node_facts(node_id).text
 
     def temporal_context(self, node_id: int) -> list[tuple[int, float]]:
-        return self.m._temporal_context(node_id)
+        view = self.view
+        if view is None:
+            return self.m._temporal_context(node_id)
+        got = view.context.get(node_id)
+        if got is None:
+            got = view.context[node_id] = self.m._temporal_context_in(node_id, view.allowed)
+        return got
 
     def episode(self, node_id: int) -> str | None:
         return self.m._episodes.get(node_id)
@@ -2305,7 +2813,7 @@ class _QueryRun:
         if not self.content_tokens:
             return 0.0, 0.0
         asked = self.asked_people
-        people = self.m._speakers
+        people = self.speakers
         speaker = self.m._node_facts(node_id).speaker
         named, sentences = self.m._sentences_of(node_id)
         addressees: set[str] | None = None
@@ -2367,8 +2875,11 @@ class _QueryRun:
         m = self.m
         own = m._node_facts(node_id).speaker
         out = set()
+        allowed = self.allowed
         for e in m.store.neighbors(node_id, "temporal"):
             other = e.dst if e.src == node_id else e.src
+            if allowed is not None and other not in allowed:
+                continue
             spk = m._node_facts(other).speaker
             if spk and spk != own:
                 out.add(spk)
@@ -2440,6 +2951,7 @@ class _QueryRun:
             config=cfg.traversal,
             calls_used=1,
             elapsed_s=time.perf_counter() - self.t0,
+            allowed=self.allowed,
         )
         self.traversal = t
         while t.phase != "done":
@@ -2530,7 +3042,7 @@ class _QueryRun:
                 "covered_terms": covered_terms,
                 # the query names a person the memory knows as a speaker:
                 # whether the evidence is about that person can be checked
-                "names_speaker": 1.0 if self.asked_people and self.m._speakers else 0.0,
+                "names_speaker": 1.0 if self.asked_people and self.speakers else 0.0,
                 "frontier_best": frontier_best,
             },
             catalogue.assessment_questions(),
@@ -2544,7 +3056,7 @@ class _QueryRun:
         whatever the style of the chat."""
         idf = self.term_idf
         if idf is None:
-            tokens, freqs, n = self.m.store.document_frequencies(self.query)
+            tokens, freqs, n = self.m.store.document_frequencies(self.query, allowed=self.allowed)
             wanted = self.content_tokens
             idf = self.term_idf = {
                 t: (math.log1p(n / (f + 0.5)), f > 0)
@@ -2646,7 +3158,7 @@ class _QueryRun:
         facts: dict[str, Any] = {}
         store = self.m.store
         if store.supersedes_count:
-            chain = store.fact_chains([node_id])[0]
+            chain = self.fact_chains([node_id])[0]
             if chain is not None:
                 start, end, olds, news = chain
                 facts = {
@@ -2670,7 +3182,7 @@ class _QueryRun:
     def simple_result(self) -> SearchResult:
         store = self.m.store
         if self.mode == "lexical":
-            ids, scores = store.search_lexical(self.query, self.k)
+            ids, scores = store.search_lexical(self.query, self.k, allowed=self.allowed)
             pairs = [(int(i), float(s)) for i, s in zip(ids, scores, strict=True)]
         else:
             pairs = [

@@ -95,7 +95,30 @@ def _obs_kwargs(o: pb.Observation, where: str) -> dict[str, Any]:
         "speaker": o.speaker or None,
         "provenance": dict(o.provenance),
         "entities": list(o.entities) or None,
+        "scope": dict(o.scope) or None,
+        "metadata": {k: _meta_value(v, f"{where}.metadata[{k!r}]") for k, v in o.metadata.items()}
+        or None,
+        "key": o.key or None,
     }
+
+
+def _meta_value(v: pb.MetaValue, where: str) -> str | int | float | bool:
+    which = v.WhichOneof("kind")
+    if which is None:
+        _bad(f"{where} has no value")
+    out: str | int | float | bool = getattr(v, which)
+    return out
+
+
+def meta_to_proto(v: str | int | float | bool) -> pb.MetaValue:
+    """A metadata value as the proto carries it (bool before int: a bool is an int)."""
+    if isinstance(v, bool):
+        return pb.MetaValue(flag=v)
+    if isinstance(v, int):
+        return pb.MetaValue(integer=v)
+    if isinstance(v, float):
+        return pb.MetaValue(number=v)
+    return pb.MetaValue(text=v)
 
 
 def _result_to_proto(r: SearchResult) -> pb.SearchResult:
@@ -206,7 +229,11 @@ class _SearchQueue:
         opts: Mapping[str, Any],
         context: grpc.ServicerContext,
     ) -> SearchResult:
-        me = _Waiting(query, (opts["k"], opts["now"], opts["mode"]), context)
+        me = _Waiting(
+            query,
+            (opts["k"], opts["now"], opts["mode"], opts["scope_key"], opts["filter_json"]),
+            context,
+        )
         with self._lock:
             self._waiting.append(me)
         with memory_lock:
@@ -241,9 +268,16 @@ class _SearchQueue:
             else:
                 w.error = _Abort(grpc.StatusCode.CANCELLED, "the caller went away")
                 w.done = True
-        for (k, now, mode), group in groups.items():
+        for (k, now, mode, scope_key, filter_json), group in groups.items():
             try:
-                results = memory.search_batch([w.query for w in group], k, now=now, mode=mode)
+                results = memory.search_batch(
+                    [w.query for w in group],
+                    k,
+                    now=now,
+                    mode=mode,
+                    scope=dict(scope_key) or None,
+                    filter=None if not filter_json else json.loads(filter_json),
+                )
             except Exception as exc:
                 for w in group:
                     w.error, w.done = exc, True
@@ -409,6 +443,9 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
                     speakers=[r["speaker"] for r in rows],
                     provenances=[r["provenance"] for r in rows],
                     entities=[r["entities"] for r in rows],
+                    scopes=[r["scope"] for r in rows],
+                    metadatas=[r["metadata"] for r in rows],
+                    keys=[r["key"] for r in rows],
                 )
             return pb.AddBatchResponse(ids=ids)
 
@@ -430,7 +467,24 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             if which == "now_text"
             else None
         )
-        return {"k": k, "mode": o.mode or "full", "now": now}
+        flt = None
+        if o.filter_json:
+            try:
+                flt = json.loads(o.filter_json)
+            except (ValueError, RecursionError) as exc:
+                _bad(f"options.filter_json is not JSON: {exc}")
+            if not isinstance(flt, dict):
+                _bad("options.filter_json must be a JSON object")
+        return {
+            "k": k,
+            "mode": o.mode or "full",
+            "now": now,
+            "scope": dict(o.scope) or None,
+            # hashable forms, to group waiting searches by
+            "scope_key": tuple(sorted(o.scope.items())),
+            "filter_json": o.filter_json,
+            "filter": flt,
+        }
 
     def Search(self, request: pb.SearchRequest, context: grpc.ServicerContext) -> pb.SearchResponse:
         def go() -> pb.SearchResponse:
@@ -460,7 +514,12 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             opts = self._options(request.options)
             with self._memory(request.memory, context) as m:
                 rs = m.search_batch(
-                    list(request.queries), opts["k"], now=opts["now"], mode=opts["mode"]
+                    list(request.queries),
+                    opts["k"],
+                    now=opts["now"],
+                    mode=opts["mode"],
+                    scope=opts["scope"],
+                    filter=opts["filter"],
                 )
             return pb.SearchBatchResponse(results=[_result_to_proto(r) for r in rs])
 
@@ -482,6 +541,9 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
                 provenance=n.provenance,
                 entities=n.entities,
                 types=[float(t) for t in n.types],
+                scope=n.scope,
+                metadata={k: meta_to_proto(v) for k, v in n.metadata.items()},
+                key=n.key or "",
             )
             if n.timestamp is not None:
                 node.timestamp = n.timestamp
@@ -604,9 +666,18 @@ class MemoryClient:
         speaker: str | None = None,
         provenance: Mapping[str, str] | None = None,
         entities: Sequence[str] = (),
+        scope: Mapping[str, str] | None = None,
+        metadata: Mapping[str, str | int | float | bool] | None = None,
+        key: str | None = None,
     ) -> pb.Observation:
         o = pb.Observation(
-            text=text, speaker=speaker or "", provenance=provenance or {}, entities=entities
+            text=text,
+            speaker=speaker or "",
+            provenance=provenance or {},
+            entities=entities,
+            scope=scope or {},
+            metadata={k: meta_to_proto(v) for k, v in (metadata or {}).items()},
+            key=key or "",
         )
         if isinstance(timestamp, int):
             o.unix_seconds = timestamp
@@ -630,20 +701,52 @@ class MemoryClient:
         )
         return [int(i) for i in r.ids]
 
-    def search(self, memory: str, query: str, k: int = 10, *, mode: str = "") -> SearchResult:
+    @staticmethod
+    def options(
+        k: int,
+        mode: str,
+        scope: Mapping[str, str] | None = None,
+        filter: Mapping[str, Any] | None = None,
+    ) -> pb.SearchOptions:
+        return pb.SearchOptions(
+            k=k,
+            mode=mode,
+            scope=scope or {},
+            filter_json="" if filter is None else json.dumps(filter),
+        )
+
+    def search(
+        self,
+        memory: str,
+        query: str,
+        k: int = 10,
+        *,
+        mode: str = "",
+        scope: Mapping[str, str] | None = None,
+        filter: Mapping[str, Any] | None = None,
+    ) -> SearchResult:
         r = self.stub.Search(
-            pb.SearchRequest(memory=memory, query=query, options=pb.SearchOptions(k=k, mode=mode)),
+            pb.SearchRequest(
+                memory=memory, query=query, options=self.options(k, mode, scope, filter)
+            ),
             timeout=self.timeout_s,
             metadata=self.metadata,
         )
         return _result_from_proto(r.result)
 
     def search_batch(
-        self, memory: str, queries: Sequence[str], k: int = 10, *, mode: str = ""
+        self,
+        memory: str,
+        queries: Sequence[str],
+        k: int = 10,
+        *,
+        mode: str = "",
+        scope: Mapping[str, str] | None = None,
+        filter: Mapping[str, Any] | None = None,
     ) -> list[SearchResult]:
         r = self.stub.SearchBatch(
             pb.SearchBatchRequest(
-                memory=memory, queries=queries, options=pb.SearchOptions(k=k, mode=mode)
+                memory=memory, queries=queries, options=self.options(k, mode, scope, filter)
             ),
             timeout=self.timeout_s,
             metadata=self.metadata,

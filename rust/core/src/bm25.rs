@@ -27,6 +27,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
+use crate::filter::Allowed;
 use crate::types::NodeId;
 
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -148,6 +149,22 @@ static PRUNED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::
 
 thread_local! {
     static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+/// N and total document length of the documents a ranking counts.
+struct CorpusStats {
+    n_docs: usize,
+    total_len: u64,
+}
+
+impl CorpusStats {
+    fn avg_doc_len(&self) -> f64 {
+        if self.n_docs == 0 {
+            0.0
+        } else {
+            self.total_len as f64 / self.n_docs as f64
+        }
+    }
 }
 
 /// Query term after interning: its postings and its hoisted weight
@@ -435,9 +452,9 @@ impl Bm25Index {
     }
 
     /// `(k1 * (1 - b), k1 * b / avgdl)`: the length normaliser is `c1 + c2 * dl`.
-    fn norm_consts(&self) -> (f32, f32) {
+    fn norm_consts(&self, stats: &CorpusStats) -> (f32, f32) {
         let Bm25Params { k1, b } = self.params;
-        let avgdl = self.avg_doc_len();
+        let avgdl = stats.avg_doc_len();
         let c2 = if avgdl > 0.0 {
             (f64::from(k1) * f64::from(b) / avgdl) as f32
         } else {
@@ -446,26 +463,32 @@ impl Bm25Index {
         (k1 * (1.0 - b), c2)
     }
 
-    fn idf(&self, df: usize) -> f64 {
-        let n = self.n_docs as f64;
+    fn idf(stats: &CorpusStats, df: usize) -> f64 {
+        let n = stats.n_docs as f64;
         let df = df as f64;
         (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
     }
 
-    /// Known query terms, highest weight (rarest) first: see the pruning in `search_with`.
-    fn weighted_terms(&self, query: &[String]) -> Vec<QueryTerm<'_>> {
+    /// Known query terms (with a document among the allowed ones), highest
+    /// weight (rarest) first: see the pruning in `search_with`.
+    fn weighted_terms(
+        &self,
+        query: &[String],
+        allowed: Option<&Allowed>,
+        stats: &CorpusStats,
+    ) -> Vec<QueryTerm<'_>> {
         let k1p1 = f64::from(self.params.k1) + 1.0;
         let mut terms: Vec<QueryTerm<'_>> = self
             .query_terms(query)
             .into_iter()
-            .map(|(id, count)| {
+            .filter_map(|(id, count)| {
                 let postings = self.postings[id as usize].as_slice();
-                let weight = (f64::from(count) * self.idf(postings.len()) * k1p1) as f32;
-                QueryTerm {
+                let df = Self::df(postings, allowed);
+                (df > 0).then(|| QueryTerm {
                     id,
                     postings,
-                    weight,
-                }
+                    weight: (f64::from(count) * Self::idf(stats, df) * k1p1) as f32,
+                })
             })
             .collect();
         terms.sort_by(|a, b| b.weight.total_cmp(&a.weight).then(a.id.cmp(&b.id)));
@@ -480,20 +503,89 @@ impl Bm25Index {
         k: usize,
         accept: Option<&dyn Fn(NodeId) -> bool>,
     ) -> Vec<(NodeId, f32)> {
+        self.search_scoped(query, k, None, accept)
+    }
+
+    /// [`Bm25Index::search`] over the `allowed` documents only, as if they
+    /// were the whole index: N, avgdl and every df are counted among them, so
+    /// the scores equal those of an index holding just those documents and
+    /// tell nothing about the others.
+    pub fn search_scoped(
+        &self,
+        query: &[String],
+        k: usize,
+        allowed: Option<&Allowed>,
+        accept: Option<&dyn Fn(NodeId) -> bool>,
+    ) -> Vec<(NodeId, f32)> {
         if k == 0 || self.n_docs == 0 {
             return Vec::new();
         }
+        let stats = self.stats(allowed);
+        if stats.n_docs == 0 {
+            return Vec::new();
+        }
         // no more results than documents, whatever the caller asked for
-        let k = k.min(self.n_docs);
-        let terms = self.weighted_terms(query);
+        let k = k.min(stats.n_docs);
+        let terms = self.weighted_terms(query, allowed, &stats);
         if terms.is_empty() {
             return Vec::new();
         }
+        let both = |d: NodeId| allowed.is_none_or(|a| a.contains(d)) && accept.is_none_or(|f| f(d));
+        let accept: Option<&dyn Fn(NodeId) -> bool> = if allowed.is_some() {
+            Some(&both)
+        } else {
+            accept
+        };
+        let norm = self.norm_consts(&stats);
         SCRATCH.with(|cell| match cell.try_borrow_mut() {
-            Ok(mut scratch) => self.search_with(&terms, k, accept, &mut scratch),
+            Ok(mut scratch) => self.search_with(&terms, k, accept, norm, &mut scratch),
             // Re-entered from inside `accept` on this thread: use a fresh buffer.
-            Err(_) => self.search_with(&terms, k, accept, &mut Scratch::default()),
+            Err(_) => self.search_with(&terms, k, accept, norm, &mut Scratch::default()),
         })
+    }
+
+    /// N and total length over the whole index, or over the allowed documents.
+    fn stats(&self, allowed: Option<&Allowed>) -> CorpusStats {
+        match allowed {
+            None => CorpusStats {
+                n_docs: self.n_docs,
+                total_len: self.total_len,
+            },
+            Some(a) => {
+                let mut stats = CorpusStats {
+                    n_docs: 0,
+                    total_len: 0,
+                };
+                for &id in a.ids() {
+                    if self.contains(id) {
+                        stats.n_docs += 1;
+                        stats.total_len += u64::from(self.doc_len[id as usize]);
+                    }
+                }
+                stats
+            }
+        }
+    }
+
+    /// Document frequency of a term's postings, among the allowed ones.
+    fn df(postings: &[Posting], allowed: Option<&Allowed>) -> usize {
+        match allowed {
+            None => postings.len(),
+            Some(a) => postings
+                .iter()
+                .filter(|&&(d, _)| a.contains(NodeId::from(d)))
+                .count(),
+        }
+    }
+
+    /// How many indexed documents (of the allowed ones) contain `term`, and
+    /// how many indexed documents there are (of the allowed ones).
+    pub fn doc_freq_scoped(&self, term: &str, allowed: Option<&Allowed>) -> (usize, usize) {
+        let df = self
+            .term_ids
+            .get(term)
+            .map_or(0, |&t| Self::df(&self.postings[t as usize], allowed));
+        (df, self.stats(allowed).n_docs)
     }
 
     fn search_with(
@@ -501,6 +593,7 @@ impl Bm25Index {
         terms: &[QueryTerm<'_>],
         k: usize,
         accept: Option<&dyn Fn(NodeId) -> bool>,
+        (c1, c2): (f32, f32),
         scratch: &mut Scratch,
     ) -> Vec<(NodeId, f32)> {
         let n_slots = self.doc_len.len();
@@ -516,7 +609,6 @@ impl Bm25Index {
         }
         let scores = &mut scores[..n_slots];
         let doc_len = &self.doc_len[..];
-        let (c1, c2) = self.norm_consts();
 
         // Term-at-a-time accumulation, rarest term first. Contributions are
         // strictly positive (idf > 0, tf >= 1), so a zero score means "not
@@ -623,23 +715,36 @@ impl Bm25Index {
 
     /// BM25 score of each given document for the query (0 for unknown ids).
     pub fn score(&self, query: &[String], docs: &[NodeId]) -> Vec<f32> {
+        self.score_scoped(query, docs, None)
+    }
+
+    /// [`Bm25Index::score`] with the statistics of the allowed documents
+    /// (as `search_scoped` ranks them); 0 for a document outside them.
+    pub fn score_scoped(
+        &self,
+        query: &[String],
+        docs: &[NodeId],
+        allowed: Option<&Allowed>,
+    ) -> Vec<f32> {
         let terms = self.query_terms(query);
-        if terms.is_empty() || self.n_docs == 0 {
+        let stats = self.stats(allowed);
+        if terms.is_empty() || stats.n_docs == 0 {
             return vec![0.0; docs.len()];
         }
         let k1p1 = f64::from(self.params.k1) + 1.0;
         let weights: Vec<(u32, f32)> = terms
             .iter()
             .map(|&(t, count)| {
-                (
-                    t,
-                    (f64::from(count) * self.idf(self.postings[t as usize].len()) * k1p1) as f32,
-                )
+                let df = Self::df(&self.postings[t as usize], allowed);
+                (t, (f64::from(count) * Self::idf(&stats, df) * k1p1) as f32)
             })
             .collect();
-        let (c1, c2) = self.norm_consts();
+        let (c1, c2) = self.norm_consts(&stats);
         docs.iter()
             .map(|&doc| {
+                if allowed.is_some_and(|a| !a.contains(doc)) {
+                    return 0.0;
+                }
                 let Some(Some(entry)) = usize::try_from(doc).ok().and_then(|i| self.docs.get(i))
                 else {
                     return 0.0;
@@ -695,6 +800,7 @@ impl Bm25Index {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::filter::Allowed;
     use proptest::prelude::*;
     use std::collections::BTreeMap;
 
@@ -1145,6 +1251,78 @@ mod tests {
             for (&(d, s), &(_, es)) in got.iter().zip(&expected) {
                 prop_assert!(rel_close(f64::from(s), es));
                 prop_assert!(rel_close(f64::from(s), all[&d]));
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        /// A scoped search ranks exactly as an index holding only the allowed
+        /// documents would (N, avgdl and df among them), and never returns
+        /// another: the reference is rebuilt from the allowed documents alone.
+        #[test]
+        fn scoped_search_matches_an_index_of_the_allowed_docs(
+            ops in proptest::collection::vec(op(), 0..60),
+            mask in any::<u32>(),
+            queries in proptest::collection::vec(
+                (proptest::collection::vec(word(), 0..5), 1usize..12), 1..5),
+        ) {
+            let mut ix = idx();
+            let mut docs: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+            for op in &ops {
+                match op {
+                    Op::Add(d, toks) => {
+                        ix.add(*d, toks);
+                        docs.insert(*d, toks.clone());
+                    }
+                    Op::Remove(d) => {
+                        ix.remove(*d);
+                        docs.remove(d);
+                    }
+                }
+            }
+            // ids 24..26 are never indexed: allowed but absent changes nothing
+            let allowed_ids: Vec<u64> = (0..26u64).filter(|d| mask & (1 << d) != 0).collect();
+            let allowed = Allowed::from_sorted(allowed_ids.clone());
+            let reference = Reference {
+                k1: 1.2,
+                b: 0.75,
+                docs: docs.iter().filter(|(d, _)| allowed.contains(**d)).map(|(&d, t)| (d, t.clone())).collect(),
+            };
+            for (query, k) in &queries {
+                let got = ix.search_scoped(query, *k, Some(&allowed), None);
+                let all = if reference.docs.is_empty() { BTreeMap::new() } else { reference.scores(query) };
+                let mut expected: Vec<(u64, f64)> =
+                    all.iter().filter(|x| *x.1 > 0.0).map(|(&d, &s)| (d, s)).collect();
+                expected.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+                expected.truncate(*k);
+                prop_assert_eq!(got.len(), expected.len(), "got {:?} expected {:?}", got, expected);
+                for (i, (&(d, s), &(_, es))) in got.iter().zip(&expected).enumerate() {
+                    prop_assert!(allowed.contains(d), "disallowed doc {} returned", d);
+                    prop_assert!(rel_close(f64::from(s), es), "rank {}: {} vs {}", i, s, es);
+                    prop_assert!(rel_close(f64::from(s), all[&d]), "doc {}: {} vs {}", d, s, all[&d]);
+                }
+                if let Some(&(_, last)) = got.last() {
+                    let chosen: std::collections::BTreeSet<u64> = got.iter().map(|x| x.0).collect();
+                    for (&d, &sc) in &all {
+                        if sc > 0.0 && !chosen.contains(&d) {
+                            prop_assert!(sc <= f64::from(last) || rel_close(sc, f64::from(last)));
+                        }
+                    }
+                }
+                let ids: Vec<u64> = (0..26).collect();
+                for (&d, &sc) in ids.iter().zip(&ix.score_scoped(query, &ids, Some(&allowed))) {
+                    let want = all.get(&d).copied().unwrap_or(0.0);
+                    prop_assert!(rel_close(f64::from(sc), want), "score doc {}: {} vs {}", d, sc, want);
+                }
+                for q in query {
+                    let (df, n) = ix.doc_freq_scoped(q, Some(&allowed));
+                    prop_assert_eq!(n, reference.docs.len());
+                    prop_assert_eq!(df, reference.docs.values().filter(|t| t.contains(q)).count());
+                }
+                // no scope: the unscoped search, unchanged
+                prop_assert_eq!(ix.search_scoped(query, *k, None, None), ix.search(query, *k, None));
             }
         }
     }

@@ -24,6 +24,7 @@ use std::ops::Bound;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::filter::{Allowed, Selection};
 use crate::store::MemoryStore;
 use crate::types::{NodeId, Timestamp};
 
@@ -122,6 +123,7 @@ pub(crate) fn nearest_in_time(
     by_time: &BTreeSet<(Timestamp, NodeId)>,
     ts: Timestamp,
     before: NodeId,
+    allowed: Option<&Allowed>,
     pool: usize,
 ) -> Vec<NodeId> {
     // Walk each direction until `pool` eligible nodes are found, then finish
@@ -129,11 +131,12 @@ pub(crate) fn nearest_in_time(
     fn walk<'a>(
         it: impl Iterator<Item = &'a (Timestamp, NodeId)>,
         before: NodeId,
+        allowed: Option<&Allowed>,
         pool: usize,
     ) -> Vec<(Timestamp, NodeId)> {
         let mut out: Vec<(Timestamp, NodeId)> = Vec::new();
         for &(t, id) in it {
-            if id >= before {
+            if id >= before || allowed.is_some_and(|a| !a.contains(id)) {
                 continue;
             }
             if out.len() >= pool && out.last().is_some_and(|&(lt, _)| lt != t) {
@@ -143,10 +146,11 @@ pub(crate) fn nearest_in_time(
         }
         out
     }
-    let left = walk(by_time.range(..(ts, 0)).rev(), before, pool);
+    let left = walk(by_time.range(..(ts, 0)).rev(), before, allowed, pool);
     let right = walk(
         by_time.range((Bound::Included((ts, 0)), Bound::Unbounded)),
         before,
+        allowed,
         pool,
     );
     let mut all: Vec<(u64, NodeId)> = left
@@ -165,29 +169,48 @@ pub(crate) fn nearest_in_time(
 
 impl MemoryStore {
     /// The best `k` (default `config.candidates.k`) earlier nodes to compare
-    /// node `id` with, best first.
+    /// node `id` with, best first. A scoped node is compared only with the
+    /// nodes a search in its scope sees (scope containing its own), with
+    /// BM25 statistics of those nodes; a global node with every node.
     pub fn candidates_for(&self, id: NodeId, k: Option<usize>) -> Result<Vec<CandidateMatch>> {
         let node = self.require(id)?;
         let cfg = self.config.candidates;
         let k = k.unwrap_or(cfg.k);
+        let allowed = self.select(&Selection::scope(node.scope.clone())?);
+        let allowed = allowed.as_ref();
         let before = |other: NodeId| other < id;
         let embedding = self.vectors.get(id).expect("every node has an embedding");
 
         let mut pool: BTreeSet<NodeId> = BTreeSet::new();
-        for (other, _) in self.vectors.search(embedding, cfg.pool, Some(&before))? {
+        for (other, _) in self
+            .vectors
+            .search_scoped(embedding, cfg.pool, allowed, Some(&before))?
+        {
             pool.insert(other);
         }
         let tokens = self.lexical_tokens(&node.content, &node.provenance);
-        for (other, _) in self.bm25.search(&tokens, cfg.pool, Some(&before)) {
+        for (other, _) in self
+            .bm25
+            .search_scoped(&tokens, cfg.pool, allowed, Some(&before))
+        {
             pool.insert(other);
         }
         for e in &node.entities {
             let carriers = self.nodes_with_entity(e);
             let end = carriers.partition_point(|&x| x < id);
-            pool.extend(&carriers[end.saturating_sub(cfg.pool)..end]);
+            match allowed {
+                None => pool.extend(&carriers[end.saturating_sub(cfg.pool)..end]),
+                Some(a) => pool.extend(
+                    carriers[..end]
+                        .iter()
+                        .rev()
+                        .filter(|&&x| a.contains(x))
+                        .take(cfg.pool),
+                ),
+            }
         }
         if let Some(ts) = node.timestamp {
-            pool.extend(nearest_in_time(&self.by_time, ts, id, cfg.pool));
+            pool.extend(nearest_in_time(&self.by_time, ts, id, allowed, cfg.pool));
         }
         if pool.is_empty() {
             return Ok(Vec::new());
@@ -196,7 +219,7 @@ impl MemoryStore {
         let ids: Vec<NodeId> = pool.into_iter().collect();
         // A set, not the list: a long text can carry thousands of entities.
         let own: HashSet<&str> = node.entities.iter().map(String::as_str).collect();
-        let lexical = self.bm25.score(&tokens, &ids);
+        let lexical = self.bm25.score_scoped(&tokens, &ids, allowed);
         let max_lexical = lexical.iter().copied().fold(0.0f32, f32::max);
         let mut out: Vec<CandidateMatch> = ids
             .iter()

@@ -11,6 +11,7 @@ pub mod durable;
 pub mod error;
 pub mod facts;
 pub mod failpoint;
+pub mod filter;
 pub mod fusion;
 pub mod graph;
 pub mod ops;
@@ -23,4 +24,7 @@ pub mod types;
 pub mod vector;
 
 pub use error::{Error, Result};
-pub use types::{Edge, EdgeOrigin, Node, NodeId, TemporalLabel, Timestamp, TypeScores, View};
+pub use filter::{Allowed, Field, Filter, Selection};
+pub use types::{
+    Edge, EdgeOrigin, MetaValue, Node, NodeId, TemporalLabel, Timestamp, TypeScores, View,
+};

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::facts::Supersedes;
 use crate::passages::NewPassage;
-use crate::types::{Edge, NodeId, Timestamp, TypeScores};
+use crate::types::{Edge, MetaValue, NodeId, Timestamp, TypeScores};
 
 /// Everything needed to create a node; the store assigns the id.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -21,6 +21,15 @@ pub struct NewNode {
     /// Passage vectors of a long text (empty: the node vector is its only passage).
     #[serde(default)]
     pub passages: Vec<NewPassage>,
+    /// Scope pairs (any order; the store sorts them, a key given twice is refused).
+    pub scope: Vec<(String, String)>,
+    /// Metadata entries (any order; sorted by the store, a key given twice is refused).
+    pub metadata: Vec<(String, MetaValue)>,
+    /// Idempotency key, unique within the node's scope. `add_node` /
+    /// `add_nodes` turn a write whose (scope, key) is taken into a no-op
+    /// before an op exists, so a logged `AddNode` always carries a fresh key
+    /// and replays the same (`apply` refuses a taken one).
+    pub key: Option<String>,
 }
 
 impl NewNode {
@@ -33,10 +42,16 @@ impl NewNode {
             types: TypeScores::default(),
             embedding,
             passages: Vec::new(),
+            scope: Vec::new(),
+            metadata: Vec::new(),
+            key: None,
         }
     }
 }
 
+// One op per write, moved straight into `apply`: boxing the node would only
+// add an allocation per write (and change the variant the log records).
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Op {
     /// Insert a node under `id`, which must be the store's next id.

@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::filter::Allowed;
 use crate::types::NodeId;
 use crate::vector::{dot, VectorConfig, VectorIndex};
 
@@ -257,6 +258,72 @@ impl PassageIndex {
             }
             fetch = fetch.saturating_mul(2).min(total);
         }
+    }
+
+    /// [`PassageIndex::search`] over the passages of the `allowed` nodes.
+    /// When few of the nodes with passages are allowed, each allowed node's
+    /// best passage is computed directly (exact); otherwise the vector index
+    /// is asked with a filter on the passage's owner.
+    pub fn search_scoped(
+        &self,
+        query: &[f32],
+        k: usize,
+        allowed: Option<&Allowed>,
+    ) -> Result<Vec<PassageHit>> {
+        let Some(allowed) = allowed else {
+            return self.search(query, k);
+        };
+        self.vectors.validate(query)?;
+        if k == 0 || self.is_empty() || allowed.is_empty() {
+            return Ok(Vec::new());
+        }
+        let small = allowed.len() * 8 <= self.node_count() || !self.vectors.uses_hnsw();
+        let mut out: Vec<PassageHit> = if small {
+            let unit = VectorIndex::normalize(query);
+            allowed
+                .ids()
+                .iter()
+                .filter_map(|&node| {
+                    let (similarity, passage) = self.best(&unit, node)?;
+                    Some(PassageHit {
+                        node,
+                        passage,
+                        similarity,
+                    })
+                })
+                .collect()
+        } else {
+            let total = self.len();
+            let owned = |key: u64| self.owner.get(&key).is_some_and(|n| allowed.contains(*n));
+            let mut fetch = k.saturating_mul(4).min(total);
+            loop {
+                let hits = self.vectors.search(query, fetch, Some(&owned))?;
+                let mut best: HashMap<NodeId, PassageHit> = HashMap::new();
+                for (key, similarity) in &hits {
+                    let node = self.owner[key];
+                    let passage = (key - self.by_node[&node].first_key) as u32;
+                    let hit = PassageHit {
+                        node,
+                        passage,
+                        similarity: *similarity,
+                    };
+                    best.entry(node)
+                        .and_modify(|b| {
+                            if hit_order(&hit, b).is_lt() {
+                                *b = hit;
+                            }
+                        })
+                        .or_insert(hit);
+                }
+                if best.len() >= k || fetch >= total || hits.len() < fetch {
+                    break best.into_values().collect();
+                }
+                fetch = fetch.saturating_mul(2).min(total);
+            }
+        };
+        out.sort_unstable_by(hit_order);
+        out.truncate(k);
+        Ok(out)
     }
 
     /// The best passage of `node` for a unit query: (similarity, index); None

@@ -16,8 +16,12 @@
 //! body struct: version 1 is `BodyV1`; version 2 appends trailing fields
 //! after everything version 1 had, one per addition: the passage vectors of
 //! long observations (`passages`), then supersedes links and explicit event
-//! times (`facts`).
+//! times (`facts`). Version 3 changes the node record itself (scope,
+//! metadata and idempotency key after the version 2 fields): versions 1 and
+//! 2 read their nodes as `NodeV1`, which gets an empty scope, no metadata and
+//! no key.
 
+use std::collections::HashSet;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -26,11 +30,11 @@ use crate::error::{Error, Result};
 use crate::facts::FactsSnapshot;
 use crate::ops::NewNode;
 use crate::passages::{NewPassage, Span};
-use crate::store::{MemoryStore, StoreConfig};
-use crate::types::{Edge, Node, NodeId};
+use crate::store::{MemoryStore, ScopedKey, StoreConfig};
+use crate::types::{Edge, Node, NodeId, Timestamp, TypeScores};
 
 const MAGIC: &[u8; 8] = b"JEVMEMSS";
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 /// The oldest version this build still reads.
 pub const OLDEST_READABLE_VERSION: u32 = 1;
 const HEADER_LEN: usize = 8 + 4 + 4 + 8;
@@ -101,7 +105,7 @@ struct NodePassages {
     embeddings: Vec<f32>,
 }
 
-/// The current (v2) body.
+/// The current (v3) body: v2's fields, with v3 nodes.
 #[derive(Deserialize)]
 struct Body {
     config: StoreConfig,
@@ -115,13 +119,68 @@ struct Body {
     facts: FactsSnapshot,
 }
 
+/// A node as versions 1 and 2 stored it: no scope, metadata or key.
+#[derive(Deserialize)]
+struct NodeV1 {
+    id: NodeId,
+    content: String,
+    timestamp: Option<Timestamp>,
+    provenance: Vec<(String, String)>,
+    entities: Vec<String>,
+    types: TypeScores,
+}
+
+impl From<NodeV1> for Node {
+    fn from(n: NodeV1) -> Self {
+        Node {
+            id: n.id,
+            content: n.content,
+            timestamp: n.timestamp,
+            provenance: n.provenance,
+            entities: n.entities,
+            types: n.types,
+            scope: Vec::new(),
+            metadata: Vec::new(),
+            key: None,
+        }
+    }
+}
+
+/// A version 2 body: v3's fields with v1 nodes.
+#[derive(Deserialize)]
+struct BodyV2 {
+    config: StoreConfig,
+    next_id: NodeId,
+    ops_applied: u64,
+    nodes: Vec<NodeV1>,
+    embeddings: Vec<f32>,
+    edges: Vec<Edge>,
+    passages: Vec<NodePassages>,
+    facts: FactsSnapshot,
+}
+
+impl From<BodyV2> for Body {
+    fn from(v2: BodyV2) -> Self {
+        Body {
+            config: v2.config,
+            next_id: v2.next_id,
+            ops_applied: v2.ops_applied,
+            nodes: v2.nodes.into_iter().map(Node::from).collect(),
+            embeddings: v2.embeddings,
+            edges: v2.edges,
+            passages: v2.passages,
+            facts: v2.facts,
+        }
+    }
+}
+
 /// A version 1 body: what `Body` was before the trailing fields.
 #[derive(Deserialize)]
 struct BodyV1 {
     config: StoreConfig,
     next_id: NodeId,
     ops_applied: u64,
-    nodes: Vec<Node>,
+    nodes: Vec<NodeV1>,
     embeddings: Vec<f32>,
     edges: Vec<Edge>,
 }
@@ -132,7 +191,7 @@ impl From<BodyV1> for Body {
             config: v1.config,
             next_id: v1.next_id,
             ops_applied: v1.ops_applied,
-            nodes: v1.nodes,
+            nodes: v1.nodes.into_iter().map(Node::from).collect(),
             embeddings: v1.embeddings,
             edges: v1.edges,
             passages: Vec::new(),
@@ -207,12 +266,14 @@ impl MemoryStore {
             ));
         }
         let decode = |e: postcard::Error| Error::Snapshot(format!("decode: {e}"));
-        let body: Body = if version == 1 {
-            postcard::from_bytes::<BodyV1>(payload)
+        let body: Body = match version {
+            1 => postcard::from_bytes::<BodyV1>(payload)
                 .map_err(decode)?
-                .into()
-        } else {
-            postcard::from_bytes(payload).map_err(decode)?
+                .into(),
+            2 => postcard::from_bytes::<BodyV2>(payload)
+                .map_err(decode)?
+                .into(),
+            _ => postcard::from_bytes(payload).map_err(decode)?,
         };
         // Config first: it sizes every index built below.
         body.config
@@ -230,6 +291,7 @@ impl MemoryStore {
         let mut passages = body.passages.into_iter().peekable();
         let mut previous: Option<NodeId> = None;
         let mut nodes = Vec::with_capacity(body.nodes.len());
+        let mut keys: HashSet<ScopedKey> = HashSet::new();
         for (node, embedding) in body
             .nodes
             .into_iter()
@@ -269,7 +331,20 @@ impl MemoryStore {
                 types: node.types,
                 embedding: embedding.to_vec(),
                 passages: own,
+                scope: node.scope,
+                metadata: node.metadata,
+                key: node.key,
             };
+            if let Some(key) = &new.key {
+                let mut scope = new.scope.clone();
+                scope.sort();
+                if !keys.insert((scope, key.clone())) {
+                    return Err(Error::Snapshot(format!(
+                        "node {}: idempotency key {key:?} is used twice in one scope",
+                        node.id
+                    )));
+                }
+            }
             store
                 .validate_new_node(&new)
                 .map_err(|e| Error::Snapshot(format!("node {}: {e}", node.id)))?;
@@ -332,6 +407,47 @@ mod tests {
     use super::*;
     use crate::types::{EdgeOrigin, View};
 
+    /// A node as versions 1 and 2 wrote it.
+    #[derive(Serialize)]
+    struct NodeV1Ref<'a> {
+        id: NodeId,
+        content: &'a str,
+        timestamp: Option<Timestamp>,
+        provenance: &'a [(String, String)],
+        entities: &'a [String],
+        types: TypeScores,
+    }
+
+    fn old_nodes(store: &MemoryStore) -> (Vec<NodeV1Ref<'_>>, Vec<f32>) {
+        let nodes: Vec<NodeV1Ref<'_>> = store
+            .graph
+            .nodes()
+            .map(|n| NodeV1Ref {
+                id: n.id,
+                content: &n.content,
+                timestamp: n.timestamp,
+                provenance: &n.provenance,
+                entities: &n.entities,
+                types: n.types,
+            })
+            .collect();
+        let embeddings = nodes
+            .iter()
+            .flat_map(|n| store.vectors.get(n.id).unwrap().to_vec())
+            .collect();
+        (nodes, embeddings)
+    }
+
+    fn framed(version: u32, payload: Vec<u8>) -> Vec<u8> {
+        let mut out = Vec::new();
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&version.to_le_bytes());
+        out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+        out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+        out.extend_from_slice(&payload);
+        out
+    }
+
     /// A version 1 file, as builds before passages wrote it.
     fn v1_bytes(store: &MemoryStore) -> Vec<u8> {
         #[derive(Serialize)]
@@ -339,15 +455,11 @@ mod tests {
             config: &'a StoreConfig,
             next_id: NodeId,
             ops_applied: u64,
-            nodes: Vec<&'a Node>,
+            nodes: Vec<NodeV1Ref<'a>>,
             embeddings: Vec<f32>,
             edges: Vec<Edge>,
         }
-        let nodes: Vec<&Node> = store.graph.nodes().collect();
-        let embeddings = nodes
-            .iter()
-            .flat_map(|n| store.vectors.get(n.id).unwrap().to_vec())
-            .collect();
+        let (nodes, embeddings) = old_nodes(store);
         let body = BodyV1Ref {
             config: &store.config,
             next_id: store.next_id(),
@@ -356,14 +468,91 @@ mod tests {
             embeddings,
             edges: store.graph.all_edges(),
         };
-        let payload = postcard::to_stdvec(&body).unwrap();
-        let mut out = Vec::new();
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&1u32.to_le_bytes());
-        out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
-        out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-        out.extend_from_slice(&payload);
-        out
+        framed(1, postcard::to_stdvec(&body).unwrap())
+    }
+
+    /// A version 2 file, as builds before scopes wrote it.
+    fn v2_bytes(store: &MemoryStore) -> Vec<u8> {
+        #[derive(Serialize)]
+        struct BodyV2Ref<'a> {
+            config: &'a StoreConfig,
+            next_id: NodeId,
+            ops_applied: u64,
+            nodes: Vec<NodeV1Ref<'a>>,
+            embeddings: Vec<f32>,
+            edges: Vec<Edge>,
+            passages: Vec<PassagesRef<'a>>,
+            facts: FactsSnapshot,
+        }
+        let (nodes, embeddings) = old_nodes(store);
+        let body = BodyV2Ref {
+            config: &store.config,
+            next_id: store.next_id(),
+            ops_applied: store.ops_applied,
+            nodes,
+            embeddings,
+            edges: store.graph.all_edges(),
+            passages: store
+                .passages
+                .iter()
+                .map(|(node, spans, embeddings)| PassagesRef {
+                    node,
+                    spans,
+                    embeddings,
+                })
+                .collect(),
+            facts: store.facts.to_snapshot(),
+        };
+        framed(2, postcard::to_stdvec(&body).unwrap())
+    }
+
+    #[test]
+    fn reads_version_2() {
+        let mut s = sample();
+        let mut n = NewNode::new("a long one, in two halves", vec![0.0, 1.0, 0.0, 0.0]);
+        n.passages = vec![
+            NewPassage::new(0, 10, vec![1.0, 0.0, 0.0, 0.0]),
+            NewPassage::new(11, 25, vec![0.0, 0.0, 1.0, 0.0]),
+        ];
+        s.add_node(n).unwrap();
+        let loaded = MemoryStore::from_snapshot_bytes(&v2_bytes(&s)).unwrap();
+        assert_eq!(
+            loaded.to_snapshot_bytes().unwrap(),
+            s.to_snapshot_bytes().unwrap()
+        );
+        assert!(loaded
+            .graph
+            .nodes()
+            .all(|n| n.scope.is_empty() && n.key.is_none()));
+    }
+
+    #[test]
+    fn keeps_scope_metadata_and_keys() {
+        use crate::filter::Selection;
+        use crate::types::MetaValue;
+        let mut s = sample();
+        let mut n = NewNode::new("scoped", vec![0.0, 1.0, 0.0, 0.0]);
+        n.scope = vec![
+            ("user".into(), "u1".into()),
+            ("session".into(), "s1".into()),
+        ];
+        n.metadata = vec![
+            ("topic".into(), MetaValue::Str("work".into())),
+            ("priority".into(), MetaValue::Int(2)),
+            ("score".into(), MetaValue::Float(0.5)),
+            ("done".into(), MetaValue::Bool(false)),
+        ];
+        n.key = Some("k-1".into());
+        let id = s.add_node(n.clone()).unwrap();
+        let bytes = s.to_snapshot_bytes().unwrap();
+        let mut loaded = MemoryStore::from_snapshot_bytes(&bytes).unwrap();
+        assert_eq!(loaded.get(id), s.get(id));
+        assert_eq!(loaded.to_snapshot_bytes().unwrap(), bytes);
+        // the indexes come back too: the scope selects it, the key is taken
+        let sel = Selection::scope(vec![("user".into(), "u1".into())]).unwrap();
+        assert_eq!(loaded.matching_ids(&sel), vec![id]);
+        assert_eq!(loaded.add_node(n).unwrap(), id);
+        assert_eq!(loaded.len(), s.len());
     }
 
     fn sample() -> MemoryStore {
@@ -394,7 +583,7 @@ mod tests {
     fn reads_version_1() {
         let s = sample();
         let loaded = MemoryStore::from_snapshot_bytes(&v1_bytes(&s)).unwrap();
-        // the same memory: written again (as version 2), the bytes agree
+        // the same memory: written again (as the current version), the bytes agree
         assert_eq!(
             loaded.to_snapshot_bytes().unwrap(),
             s.to_snapshot_bytes().unwrap()

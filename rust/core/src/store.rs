@@ -13,6 +13,9 @@ use crate::bm25::{Bm25Index, Bm25Params};
 use crate::candidates::CandidateConfig;
 use crate::error::{Error, Result};
 use crate::facts::{FactTable, Supersedes};
+use crate::filter::{
+    check_idempotency_key, normalize_metadata, normalize_scope, Allowed, Selection,
+};
 use crate::fusion;
 use crate::graph::{EdgeUpsert, Graph};
 use crate::ops::{NewNode, Op};
@@ -105,6 +108,12 @@ pub struct MemoryStore {
     pub(crate) by_time: BTreeSet<(Timestamp, NodeId)>,
     /// Supersedes links and event times (see `facts`).
     pub(crate) facts: FactTable,
+    /// (scope key, value) -> ids carrying it, ascending.
+    pub(crate) scope_index: HashMap<(String, String), Vec<NodeId>>,
+    /// (scope, idempotency key) -> the node written with it. Keys live in
+    /// their scope: another tenant's write with the same key is its own
+    /// write, and tells it nothing about this one.
+    pub(crate) key_index: HashMap<ScopedKey, NodeId>,
     pub(crate) ops_applied: u64,
     /// While a durable memory is open: the ops applied since the last
     /// commit, postcard-encoded, waiting to become one log record.
@@ -124,6 +133,17 @@ pub struct Journal {
 #[derive(Serialize)]
 enum OpRef<'a> {
     AddNode { id: NodeId, node: &'a NewNode },
+}
+
+/// An idempotency key with the (sorted) scope it was written in.
+pub type ScopedKey = (Vec<(String, String)>, String);
+
+/// The scoped key of a node that passed validation (its scope sorted).
+fn scoped_key(node: &NewNode) -> Option<ScopedKey> {
+    let key = node.key.clone()?;
+    let mut scope = node.scope.clone();
+    scope.sort();
+    Some((scope, key))
 }
 
 /// Entity identifiers compare after trimming, lowercasing and collapsing inner whitespace.
@@ -146,6 +166,8 @@ impl MemoryStore {
             entity_index: HashMap::new(),
             by_time: BTreeSet::new(),
             facts: FactTable::new(),
+            scope_index: HashMap::new(),
+            key_index: HashMap::new(),
             ops_applied: 0,
             journal: None,
             config,
@@ -212,6 +234,25 @@ impl MemoryStore {
     // ---- validation -------------------------------------------------------
 
     pub(crate) fn validate_new_node(&self, node: &NewNode) -> Result<()> {
+        self.validate_new_node_shape(node)?;
+        if let Some(key) = scoped_key(node) {
+            if let Some(&id) = self.key_index.get(&key) {
+                return Err(Error::invalid(format!(
+                    "idempotency key {:?} is already used in this scope by node {id}",
+                    key.1
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Everything of `validate_new_node` but whether its key is still free.
+    fn validate_new_node_shape(&self, node: &NewNode) -> Result<()> {
+        normalize_scope(node.scope.clone())?;
+        normalize_metadata(node.metadata.clone())?;
+        if let Some(key) = &node.key {
+            check_idempotency_key(key)?;
+        }
         if node.content.trim().is_empty() {
             return Err(Error::invalid("observation text is empty"));
         }
@@ -248,13 +289,23 @@ impl MemoryStore {
         self.passages.validate(&node.content, &node.passages)
     }
 
-    /// Check a batch of new nodes without writing anything (errors name the index).
+    /// Check a batch of new nodes without writing anything (errors name the
+    /// index), as `add_nodes` would: a node whose key is taken (by a stored
+    /// node or earlier in the batch) must still be well formed.
     pub fn validate_new_nodes(&self, nodes: &[NewNode]) -> Result<()> {
         for (i, node) in nodes.iter().enumerate() {
-            self.validate_new_node(node)
+            self.validate_new_node_shape(node)
                 .map_err(|e| prefix_error(e, &format!("observation {i}")))?;
         }
         Ok(())
+    }
+
+    /// The node written with this idempotency key in this scope (pairs in
+    /// any order), if it is still stored.
+    pub fn id_for_key(&self, scope: &[(String, String)], key: &str) -> Option<NodeId> {
+        let mut scope = scope.to_vec();
+        scope.sort();
+        self.key_index.get(&(scope, key.to_string())).copied()
     }
 
     /// Check an op against the current state without changing anything.
@@ -405,6 +456,15 @@ impl MemoryStore {
         if let Some(ts) = node.timestamp {
             self.by_time.insert((ts, id));
         }
+        // validated, so these only sort
+        let scope = normalize_scope(node.scope)?;
+        let metadata = normalize_metadata(node.metadata)?;
+        for pair in &scope {
+            self.scope_index.entry(pair.clone()).or_default().push(id);
+        }
+        if let Some(key) = &node.key {
+            self.key_index.insert((scope.clone(), key.clone()), id);
+        }
         self.graph.push_node(Node {
             id,
             content: node.content,
@@ -412,6 +472,9 @@ impl MemoryStore {
             provenance: node.provenance,
             entities,
             types: node.types,
+            scope,
+            metadata,
+            key: node.key,
         })
     }
 
@@ -474,6 +537,18 @@ impl MemoryStore {
         if let Some(ts) = node.timestamp {
             self.by_time.remove(&(ts, id));
         }
+        for pair in &node.scope {
+            if let Some(ids) = self.scope_index.get_mut(pair) {
+                ids.retain(|&x| x != id);
+                if ids.is_empty() {
+                    self.scope_index.remove(pair);
+                }
+            }
+        }
+        if let Some(key) = node.key {
+            // the key is free again: a later write with it stores anew
+            self.key_index.remove(&(node.scope.clone(), key));
+        }
         self.facts.remove_node(id);
         Ok(())
     }
@@ -495,18 +570,41 @@ impl MemoryStore {
         self.insert_many(run, false)
     }
 
+    /// Add a node; returns its id. A node whose idempotency key is already
+    /// used is a no-op (after validating it) that returns the existing id.
     pub fn add_node(&mut self, node: NewNode) -> Result<NodeId> {
+        if let Some(existing) = scoped_key(&node).and_then(|k| self.key_index.get(&k).copied()) {
+            self.validate_new_node_shape(&node)?;
+            return Ok(existing);
+        }
         let id = self.next_id();
         self.apply(Op::AddNode { id, node })?;
         Ok(id)
     }
 
-    /// Add many nodes, all or nothing: every node is validated before any is written.
+    /// Add many nodes, all or nothing: every node is validated before any is
+    /// written. Returns one id per input, in order; a node whose key is taken
+    /// (by a stored node, or by an earlier node of the batch) is not stored
+    /// and gets the id of the one holding the key.
     pub fn add_nodes(&mut self, nodes: Vec<NewNode>) -> Result<Vec<NodeId>> {
         self.validate_new_nodes(&nodes)?;
-        let first = self.next_id();
-        let ids: Vec<NodeId> = (first..first + nodes.len() as NodeId).collect();
-        self.insert_many(ids.iter().copied().zip(nodes).collect(), false)?;
+        let mut next = self.next_id();
+        let mut ids = Vec::with_capacity(nodes.len());
+        let mut fresh = Vec::with_capacity(nodes.len());
+        let mut batch_keys: HashMap<ScopedKey, NodeId> = HashMap::new();
+        for node in nodes {
+            if let Some(key) = scoped_key(&node) {
+                if let Some(&id) = self.key_index.get(&key).or_else(|| batch_keys.get(&key)) {
+                    ids.push(id);
+                    continue;
+                }
+                batch_keys.insert(key, next);
+            }
+            ids.push(next);
+            fresh.push((next, node));
+            next += 1;
+        }
+        self.insert_many(fresh, false)?;
         Ok(ids)
     }
 
@@ -681,8 +779,31 @@ impl MemoryStore {
 
     /// BM25 ranking of the query text.
     pub fn search_lexical(&self, query: &str, k: usize) -> Vec<(NodeId, f32)> {
+        self.search_lexical_scoped(query, k, None)
+    }
+
+    /// BM25 ranking among the allowed nodes, scored with their statistics
+    /// only (see `Bm25Index::search_scoped`).
+    pub fn search_lexical_scoped(
+        &self,
+        query: &str,
+        k: usize,
+        allowed: Option<&Allowed>,
+    ) -> Vec<(NodeId, f32)> {
         let tokens = self.tokenizer.tokenize(query);
-        self.bm25.search(&tokens, k, None)
+        self.bm25.search_scoped(&tokens, k, allowed, None)
+    }
+
+    /// BM25 scores of the given nodes for a query, with the allowed nodes'
+    /// statistics (0 for unknown or disallowed ids).
+    pub fn lexical_scores_scoped(
+        &self,
+        query: &str,
+        ids: &[NodeId],
+        allowed: Option<&Allowed>,
+    ) -> Vec<f32> {
+        let tokens = self.tokenizer.tokenize(query);
+        self.bm25.score_scoped(&tokens, ids, allowed)
     }
 
     /// Cosine ranking of a query embedding.
@@ -690,11 +811,31 @@ impl MemoryStore {
         self.vectors.search(query, k, None)
     }
 
+    /// Cosine ranking among the allowed nodes.
+    pub fn search_vector_scoped(
+        &self,
+        query: &[f32],
+        k: usize,
+        allowed: Option<&Allowed>,
+    ) -> Result<Vec<(NodeId, f32)>> {
+        self.vectors.search_scoped(query, k, allowed, None)
+    }
+
     /// The best `k` nodes by their best passage, best first (similarity desc,
     /// then node id, then passage index). A node without passage vectors
     /// counts as one passage, its node vector (index 0), so on a memory of
     /// short texts this is `search_vector` with passage 0 everywhere.
     pub fn search_passages(&self, query: &[f32], k: usize) -> Result<Vec<PassageHit>> {
+        self.search_passages_scoped(query, k, None)
+    }
+
+    /// `search_passages` among the allowed nodes.
+    pub fn search_passages_scoped(
+        &self,
+        query: &[f32],
+        k: usize,
+        allowed: Option<&Allowed>,
+    ) -> Result<Vec<PassageHit>> {
         self.vectors.validate(query)?;
         if k == 0 {
             return Ok(Vec::new());
@@ -708,7 +849,7 @@ impl MemoryStore {
         };
         let mut out: Vec<PassageHit> = self
             .vectors
-            .search(query, k, filter)?
+            .search_scoped(query, k, allowed, filter)?
             .into_iter()
             .map(|(node, similarity)| PassageHit {
                 node,
@@ -717,7 +858,7 @@ impl MemoryStore {
             })
             .collect();
         if !passages.is_empty() {
-            out.extend(passages.search(query, k)?);
+            out.extend(passages.search_scoped(query, k, allowed)?);
             out.sort_unstable_by(hit_order);
             out.truncate(k);
         }
@@ -760,10 +901,23 @@ impl MemoryStore {
         depth: usize,
         kappa: f64,
     ) -> Result<Vec<(NodeId, f64)>> {
+        self.fused_anchors_scoped(query_text, query_vector, k, depth, kappa, None)
+    }
+
+    /// `fused_anchors` among the allowed nodes.
+    pub fn fused_anchors_scoped(
+        &self,
+        query_text: Option<&str>,
+        query_vector: Option<&[f32]>,
+        k: usize,
+        depth: usize,
+        kappa: f64,
+        allowed: Option<&Allowed>,
+    ) -> Result<Vec<(NodeId, f64)>> {
         let vector: Vec<NodeId> = match query_vector {
             Some(q) => self
                 .vectors
-                .search(q, depth, None)?
+                .search_scoped(q, depth, allowed, None)?
                 .into_iter()
                 .map(|(id, _)| id)
                 .collect(),
@@ -771,7 +925,7 @@ impl MemoryStore {
         };
         let lexical: Vec<NodeId> = match query_text {
             Some(t) => self
-                .search_lexical(t, depth)
+                .search_lexical_scoped(t, depth, allowed)
                 .into_iter()
                 .map(|(id, _)| id)
                 .collect(),
@@ -797,6 +951,81 @@ impl MemoryStore {
         self.entity_index
             .get(&normalize_entity(entity))
             .map_or(&[], Vec::as_slice)
+    }
+
+    // ---- scopes and filters -------------------------------------------------
+
+    /// The nodes a selection allows, for the scoped reads; None when it
+    /// allows every node, so unscoped reads run exactly as before, without a
+    /// check per node.
+    pub fn select(&self, selection: &Selection) -> Option<Allowed> {
+        (!selection.is_everything())
+            .then(|| Allowed::from_sorted(self.list(selection, None, usize::MAX)))
+    }
+
+    /// Every node a selection selects, ascending.
+    pub fn matching_ids(&self, selection: &Selection) -> Vec<NodeId> {
+        self.list(selection, None, usize::MAX)
+    }
+
+    /// Up to `limit` ids a selection selects, ascending, after `after`. With a
+    /// scope, only the carriers of its rarest pair are looked at; work is
+    /// proportional to the nodes passed over, not to the memory.
+    pub fn list(&self, selection: &Selection, after: Option<NodeId>, limit: usize) -> Vec<NodeId> {
+        let start = after.map_or(0, |a| a.saturating_add(1));
+        let mut out = Vec::new();
+        if limit == 0 {
+            return out;
+        }
+        let mut keep = |node: &Node| {
+            if selection.matches(node) {
+                out.push(node.id);
+            }
+            out.len() < limit
+        };
+        let pairs = selection.scope_pairs();
+        if pairs.is_empty() {
+            for id in start..self.next_id() {
+                if let Some(node) = self.graph.get(id) {
+                    if !keep(node) {
+                        break;
+                    }
+                }
+            }
+        } else {
+            let mut rarest: &[NodeId] = &[];
+            for (i, pair) in pairs.iter().enumerate() {
+                let Some(ids) = self.scope_index.get(pair) else {
+                    return out; // nobody carries this pair
+                };
+                if i == 0 || ids.len() < rarest.len() {
+                    rarest = ids;
+                }
+            }
+            let from = rarest.partition_point(|&x| x < start);
+            if selection.filter().is_none() {
+                // Scope alone: the carriers of the rarest pair that carry the
+                // others too, read off the index (no node is looked at).
+                let lists: Vec<&Vec<NodeId>> = pairs
+                    .iter()
+                    .filter_map(|p| self.scope_index.get(p))
+                    .filter(|l| !std::ptr::eq(l.as_slice(), rarest))
+                    .collect();
+                return rarest[from..]
+                    .iter()
+                    .copied()
+                    .filter(|id| lists.iter().all(|l| l.binary_search(id).is_ok()))
+                    .take(limit)
+                    .collect();
+            }
+            for &id in &rarest[from..] {
+                let node = self.graph.get(id).expect("scope index holds live ids");
+                if !keep(node) {
+                    break;
+                }
+            }
+        }
+        out
     }
 
     pub fn stats(&self) -> StoreStats {
@@ -848,6 +1077,49 @@ fn prefix_error(err: Error, what: &str) -> Error {
             value,
         },
         other => other,
+    }
+}
+
+/// The store as a scoped traversal sees it: only the allowed nodes exist, and
+/// an edge to any other node is not there (not expanded, not counted).
+pub struct Restricted<'a> {
+    pub store: &'a MemoryStore,
+    pub allowed: &'a Allowed,
+}
+
+impl GraphAccess for Restricted<'_> {
+    fn contains(&self, node: NodeId) -> bool {
+        self.allowed.contains(node) && self.store.graph.contains(node)
+    }
+
+    fn edges(&self, node: NodeId, view: View, out: &mut Vec<EdgeRef>) {
+        if !self.allowed.contains(node) {
+            return;
+        }
+        let first = out.len();
+        GraphAccess::edges(&self.store.graph, node, view, out);
+        let mut kept = first;
+        for i in first..out.len() {
+            if self.allowed.contains(out[i].neighbor) {
+                out.swap(kept, i);
+                kept += 1;
+            }
+        }
+        out.truncate(kept);
+    }
+
+    fn similarity(&self, unit_query: &[f32], node: NodeId) -> Option<f32> {
+        if !self.allowed.contains(node) {
+            return None;
+        }
+        self.store.vectors.similarity(unit_query, node)
+    }
+
+    fn timestamp(&self, node: NodeId) -> Option<Timestamp> {
+        if !self.allowed.contains(node) {
+            return None;
+        }
+        self.store.graph.get(node).and_then(|n| n.timestamp)
     }
 }
 

@@ -2257,6 +2257,9 @@ mod tests {
                 provenance: vec![],
                 entities: vec![],
                 types: TypeScores::default(),
+                scope: vec![],
+                metadata: vec![],
+                key: None,
             })
             .unwrap();
         }

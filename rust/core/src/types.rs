@@ -151,6 +151,42 @@ pub struct Node {
     /// Normalised entity identifiers.
     pub entities: Vec<String>,
     pub types: TypeScores,
+    /// Who or what the node belongs to (user, agent, session, ...): key/value
+    /// pairs sorted by key, one value per key; empty = global (see `filter`).
+    pub scope: Vec<(String, String)>,
+    /// Caller metadata, sorted by key, one value per key.
+    pub metadata: Vec<(String, MetaValue)>,
+    /// The client's idempotency key: a second write with it is a no-op.
+    pub key: Option<String>,
+}
+
+impl Node {
+    /// The scope value of `key`, if the node has one.
+    pub fn scope_value(&self, key: &str) -> Option<&str> {
+        self.scope
+            .binary_search_by(|(k, _)| k.as_str().cmp(key))
+            .ok()
+            .map(|i| self.scope[i].1.as_str())
+    }
+
+    /// The metadata value of `key`, if the node has one.
+    pub fn meta(&self, key: &str) -> Option<&MetaValue> {
+        self.metadata
+            .binary_search_by(|(k, _)| k.as_str().cmp(key))
+            .ok()
+            .map(|i| &self.metadata[i].1)
+    }
+}
+
+/// A metadata value. Integers and floats compare as numbers with each other
+/// (1 == 1.0); strings and booleans only with their own kind.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum MetaValue {
+    Str(String),
+    Int(i64),
+    /// Always finite (validated on the way in).
+    Float(f64),
+    Bool(bool),
 }
 
 /// A typed edge. Causal edges point cause -> effect.

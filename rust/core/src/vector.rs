@@ -30,6 +30,7 @@ use std::sync::{Condvar, Mutex, PoisonError};
 use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
 
 use crate::error::{Error, Result};
+use crate::filter::Allowed;
 use crate::types::NodeId;
 
 /// Default `VectorConfig::exact_threshold`.
@@ -542,6 +543,45 @@ impl VectorIndex {
         }
     }
 
+    /// [`VectorIndex::search`] over the `allowed` ids only. A small allowed
+    /// set (at most `exact_threshold` ids, or an eighth of the index) is
+    /// scanned exactly, id by id: HNSW's filtered search walks the graph past
+    /// every rejected node and loses recall when few pass. A large one goes
+    /// through the filtered HNSW search like any other filter.
+    pub fn search_scoped(
+        &self,
+        query: &[f32],
+        k: usize,
+        allowed: Option<&Allowed>,
+        accept: Option<&dyn Fn(NodeId) -> bool>,
+    ) -> Result<Vec<(NodeId, f32)>> {
+        let Some(allowed) = allowed else {
+            return self.search(query, k, accept);
+        };
+        self.validate(query)?;
+        if k == 0 || self.is_empty() || allowed.is_empty() {
+            return Ok(Vec::new());
+        }
+        let small = allowed.len() <= self.config.exact_threshold || allowed.len() * 8 <= self.len();
+        if small || !self.uses_hnsw() {
+            let unit = Self::normalize(query);
+            let kernel = DotKernel::detect();
+            let mut scored: Vec<(NodeId, f32)> = allowed
+                .ids()
+                .iter()
+                .filter(|&&id| accept.is_none_or(|f| f(id)))
+                .filter_map(|&id| {
+                    let slot = *self.slots.get(&id)?;
+                    Some((id, kernel.dot(&unit, self.row(slot as usize))))
+                })
+                .collect();
+            top_k(&mut scored, k);
+            return Ok(scored);
+        }
+        let both = |id: NodeId| allowed.contains(id) && accept.is_none_or(|f| f(id));
+        self.search(query, k, Some(&both))
+    }
+
     /// Exact top-k over our copy; always exact, whatever the size (exposed for
     /// benchmarks and callers that need ground truth).
     pub fn exact_search(
@@ -1029,7 +1069,40 @@ mod tests {
                 reference.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap().then(a.0.cmp(&b.0)));
                 reference.truncate(k);
                 prop_assert_eq!(index.search(&q, k, filter).unwrap(), reference);
+                // Scoped to an allowed set (the filter's ids, some of them
+                // removed or never added): rank all, keep the allowed ones.
+                let allowed = Allowed::from_sorted((0..next_id + 2).filter(|&id| accept(id)).collect());
+                let mut kept: Vec<(NodeId, f32)> = model
+                    .iter()
+                    .filter(|(&id, _)| allowed.contains(id))
+                    .map(|(&id, v)| (id, dot(&unit, v)))
+                    .collect();
+                kept.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap().then(a.0.cmp(&b.0)));
+                kept.truncate(k);
+                prop_assert_eq!(index.search_scoped(&q, k, Some(&allowed), None).unwrap(), kept);
             }
+        }
+    }
+
+    #[test]
+    fn scoped_search_on_hnsw_stays_inside() {
+        // A large allowed set goes through filtered HNSW, a small one is
+        // scanned exactly: both return allowed ids only, the small one exactly.
+        let index = filled(config(32, 0), 3000, 7);
+        let mut rng = Rng(5);
+        let large = Allowed::from_sorted((0..3000).filter(|id| id % 2 == 0).collect());
+        let small = Allowed::from_sorted((0..3000).filter(|id| id % 97 == 3).collect());
+        for _ in 0..20 {
+            let q = rng.vector(32);
+            let got = index.search_scoped(&q, 10, Some(&large), None).unwrap();
+            assert_eq!(got.len(), 10);
+            assert!(got.iter().all(|&(id, _)| large.contains(id)));
+            let unit = VectorIndex::normalize(&q);
+            let accept = |id: NodeId| small.contains(id);
+            assert_eq!(
+                index.search_scoped(&q, 10, Some(&small), None).unwrap(),
+                index.exact_search(&unit, 10, Some(&accept))
+            );
         }
     }
 

@@ -110,34 +110,73 @@ fn removal_cleans_links_both_ways() {
     assert_eq!(s.graph().edge_count(View::Temporal), 0);
 }
 
-/// A version 1 body is the version 2 body without its trailing fields; with
-/// no links and no event times those are two empty lists, one zero byte each
-/// in postcard. Cut them off and write the old header.
-fn as_version_1(v2: &[u8]) -> Vec<u8> {
-    assert_eq!(u32::from_le_bytes(v2[8..12].try_into().unwrap()), 2);
-    let payload = &v2[24..];
-    assert_eq!(&payload[payload.len() - 2..], &[0, 0]);
-    let payload = &payload[..payload.len() - 2];
+/// A version 1 file of a memory without passages, links or event times,
+/// written from the public API the way builds of version 1 wrote it (nodes
+/// without scope, metadata or key; no trailing fields).
+fn as_version_1(store: &MemoryStore) -> Vec<u8> {
+    #[derive(serde::Serialize)]
+    struct NodeV1<'a> {
+        id: NodeId,
+        content: &'a str,
+        timestamp: Option<Timestamp>,
+        provenance: &'a [(String, String)],
+        entities: &'a [String],
+        types: jevmem_core::TypeScores,
+    }
+    #[derive(serde::Serialize)]
+    struct BodyV1<'a> {
+        config: &'a StoreConfig,
+        next_id: NodeId,
+        ops_applied: u64,
+        nodes: Vec<NodeV1<'a>>,
+        embeddings: Vec<f32>,
+        edges: Vec<jevmem_core::Edge>,
+    }
+    let nodes: Vec<NodeV1<'_>> = store
+        .graph()
+        .nodes()
+        .map(|n| NodeV1 {
+            id: n.id,
+            content: &n.content,
+            timestamp: n.timestamp,
+            provenance: &n.provenance,
+            entities: &n.entities,
+            types: n.types,
+        })
+        .collect();
+    let embeddings = nodes
+        .iter()
+        .flat_map(|n| store.embedding(n.id).unwrap().to_vec())
+        .collect();
+    let body = BodyV1 {
+        config: store.config(),
+        next_id: store.next_id(),
+        ops_applied: store.ops_applied(),
+        nodes,
+        embeddings,
+        edges: store.graph().all_edges(),
+    };
+    let payload = postcard::to_stdvec(&body).unwrap();
     let mut out = Vec::new();
-    out.extend_from_slice(&v2[..8]);
+    out.extend_from_slice(b"JEVMEMSS");
     out.extend_from_slice(&1u32.to_le_bytes());
-    out.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
+    out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
     out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    out.extend_from_slice(payload);
+    out.extend_from_slice(&payload);
     out
 }
 
 #[test]
 fn snapshots_keep_links_and_read_version_1() {
-    assert_eq!(FORMAT_VERSION, 2);
+    assert_eq!(FORMAT_VERSION, 3);
     let mut plain = store_with(&[Some(10), None, Some(30)]);
     plain.remove_node(1).unwrap();
-    let v1 = as_version_1(&plain.to_snapshot_bytes().unwrap());
+    let v1 = as_version_1(&plain);
     let loaded = MemoryStore::from_snapshot_bytes(&v1).unwrap();
     assert_eq!(loaded.len(), 2);
     assert_eq!(loaded.next_id(), 3);
     assert!(loaded.facts().is_empty());
-    // loading v1 then saving writes v2 with the same content
+    // loading v1 then saving writes the current version with the same content
     assert_eq!(
         loaded.to_snapshot_bytes().unwrap(),
         plain.to_snapshot_bytes().unwrap()

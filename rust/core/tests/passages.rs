@@ -92,6 +92,7 @@ fn is_tied(ranked: &[(NodeId, u32, f32)], s: f32) -> bool {
     ranked.iter().filter(|r| (r.2 - s).abs() < 1e-5).count() > 1
 }
 
+#[allow(clippy::large_enum_variant)] // test steps, built once each
 #[derive(Clone, Debug)]
 enum Step {
     Add(NewNode),

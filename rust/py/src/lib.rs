@@ -6,6 +6,7 @@
 
 mod durable;
 mod errors;
+mod scope;
 mod store;
 mod traversal;
 
@@ -36,6 +37,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<store::Edge>()?;
     m.add_class::<store::WriteCandidate>()?;
     m.add_class::<store::Supersedes>()?;
+    m.add_class::<scope::Allowed>()?;
     m.add_class::<traversal::Traversal>()?;
     m.add_class::<traversal::TraversalConfig>()?;
     m.add_class::<traversal::Candidate>()?;

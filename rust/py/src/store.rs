@@ -11,13 +11,15 @@ use std::sync::Arc;
 
 use jevmem_core::candidates::CandidateMatch;
 use jevmem_core::facts::Supersedes as CoreSupersedes;
+use jevmem_core::filter::{check_idempotency_key, normalize_metadata, normalize_scope};
 use jevmem_core::graph::EdgeUpsert;
 use jevmem_core::ops::NewNode;
 use jevmem_core::passages::NewPassage;
 use jevmem_core::store::{MemoryStore as CoreStore, StoreConfig, DEFAULT_MAX_CONTENT_BYTES};
 use jevmem_core::vector::{Quantization, VectorIndex};
 use jevmem_core::{
-    Edge as CoreEdge, EdgeOrigin, Error, Node as CoreNode, NodeId, TemporalLabel, TypeScores, View,
+    Edge as CoreEdge, EdgeOrigin, Error, MetaValue, Node as CoreNode, NodeId, TemporalLabel,
+    TypeScores, View,
 };
 use numpy::{AllowTypeChange, IntoPyArray, PyArray1, PyArrayLike1, PyArrayLike2};
 use parking_lot::RwLock;
@@ -26,6 +28,9 @@ use pyo3::types::PyBytes;
 
 use crate::durable::{DurableHandle, OpenResult};
 use crate::errors::{extract_arg, IntoPyResult};
+use crate::scope::{
+    key_arg, metadata_arg, metadata_dict, scope_arg, selection_arg, Allowed, MetaPy,
+};
 use crate::traversal::{start_traversal, Traversal, TraversalConfig};
 use jevmem_core::durable::{Durable, DurableOptions, SyncMode, DEFAULT_SEGMENT_BYTES};
 use pyo3::types::PyDict;
@@ -55,6 +60,12 @@ pub struct Node {
     pub entities: Vec<String>,
     /// (episodic, semantic, procedural, preference)
     pub types: (f32, f32, f32, f32),
+    /// Scope pairs (empty: global).
+    pub scope: HashMap<String, String>,
+    /// Caller metadata: str, int, float or bool values.
+    pub metadata: HashMap<String, MetaPy>,
+    /// The idempotency key it was written with, if any.
+    pub key: Option<String>,
 }
 
 #[pymethods]
@@ -85,6 +96,9 @@ impl From<&CoreNode> for Node {
                 n.types.procedural,
                 n.types.preference,
             ),
+            scope: n.scope.iter().cloned().collect(),
+            metadata: metadata_dict(&n.metadata),
+            key: n.key.clone(),
         }
     }
 }
@@ -226,6 +240,10 @@ fn vector_arg(v: &PyArrayLike1<'_, f32, AllowTypeChange>) -> Vec<f32> {
     v.as_array().iter().copied().collect()
 }
 
+fn allowed_arg(a: Option<PyRef<'_, Allowed>>) -> Option<Arc<jevmem_core::Allowed>> {
+    a.map(|a| a.inner.clone())
+}
+
 fn ranked_arrays<'py>(py: Python<'py>, ranked: Vec<(NodeId, f32)>) -> Ranked<'py, f32> {
     let (ids, scores): (Vec<u64>, Vec<f32>) = ranked.into_iter().unzip();
     (ids.into_pyarray(py), scores.into_pyarray(py))
@@ -358,8 +376,10 @@ impl MemoryStore {
         )
     }
 
-    /// Add one observation; returns its id.
-    #[pyo3(signature = (text, embedding, *, timestamp = None, provenance = None, entities = None, types = None, passages = None))]
+    /// Add one observation; returns its id. With an idempotency `key` that
+    /// a stored node already carries, nothing is written and that node's id
+    /// comes back.
+    #[pyo3(signature = (text, embedding, *, timestamp = None, provenance = None, entities = None, types = None, passages = None, scope = None, metadata = None, key = None))]
     fn add(
         &self,
         py: Python<'_>,
@@ -370,6 +390,9 @@ impl MemoryStore {
         entities: Option<&Bound<'_, PyAny>>,
         types: Option<(f32, f32, f32, f32)>,
         passages: Option<PassagesArg<'_>>,
+        scope: Option<Bound<'_, PyAny>>,
+        metadata: Option<Bound<'_, PyAny>>,
+        key: Option<Bound<'_, PyAny>>,
     ) -> PyResult<NodeId> {
         let node = NewNode {
             content: extract_arg(text, "text")?,
@@ -391,12 +414,17 @@ impl MemoryStore {
             types: types_arg(types),
             embedding: vector_arg(&embedding),
             passages: passages_arg(passages).py()?,
+            scope: scope_arg("scope", scope.as_ref())?,
+            metadata: metadata_arg("metadata", metadata.as_ref())?,
+            key: key_arg("key", key.as_ref())?,
         };
         self.mutate(py, |s| s.add_node(node))
     }
 
     /// Add many observations, all or nothing; returns their ids in order.
-    #[pyo3(signature = (texts, embeddings, *, timestamps = None, provenances = None, entities = None, types = None, passages = None))]
+    /// A repeated idempotency key (stored, or earlier in the batch) stores
+    /// nothing and gives the id of the node holding it.
+    #[pyo3(signature = (texts, embeddings, *, timestamps = None, provenances = None, entities = None, types = None, passages = None, scopes = None, metadatas = None, keys = None))]
     fn add_batch(
         &self,
         py: Python<'_>,
@@ -407,6 +435,9 @@ impl MemoryStore {
         entities: Option<&Bound<'_, PyAny>>,
         types: Option<Vec<Option<TypeTuple>>>,
         passages: Option<Vec<Option<PassagesArg<'_>>>>,
+        scopes: Option<Vec<Bound<'_, PyAny>>>,
+        metadatas: Option<Vec<Bound<'_, PyAny>>>,
+        keys: Option<Vec<Bound<'_, PyAny>>>,
     ) -> PyResult<Vec<NodeId>> {
         let nodes = batch_nodes(
             texts,
@@ -416,12 +447,17 @@ impl MemoryStore {
             entities,
             types,
             passages,
+            Attrs {
+                scopes,
+                metadatas,
+                keys,
+            },
         )?;
         self.mutate(py, |s| s.add_nodes(nodes))
     }
 
     /// Validate a batch exactly as `add_batch` would, without writing anything.
-    #[pyo3(signature = (texts, embeddings, *, timestamps = None, provenances = None, entities = None, types = None, passages = None))]
+    #[pyo3(signature = (texts, embeddings, *, timestamps = None, provenances = None, entities = None, types = None, passages = None, scopes = None, metadatas = None, keys = None))]
     fn check_batch(
         &self,
         py: Python<'_>,
@@ -432,6 +468,9 @@ impl MemoryStore {
         entities: Option<&Bound<'_, PyAny>>,
         types: Option<Vec<Option<TypeTuple>>>,
         passages: Option<Vec<Option<PassagesArg<'_>>>>,
+        scopes: Option<Vec<Bound<'_, PyAny>>>,
+        metadatas: Option<Vec<Bound<'_, PyAny>>>,
+        keys: Option<Vec<Bound<'_, PyAny>>>,
     ) -> PyResult<()> {
         let nodes = batch_nodes(
             texts,
@@ -441,9 +480,46 @@ impl MemoryStore {
             entities,
             types,
             passages,
+            Attrs {
+                scopes,
+                metadatas,
+                keys,
+            },
         )?;
         let inner = &self.inner;
         py.detach(|| inner.read().validate_new_nodes(&nodes)).py()
+    }
+
+    /// Validate `add_batch`'s scope, metadata and key columns for `n`
+    /// observations without writing anything (errors name the observation).
+    #[pyo3(signature = (n, *, scopes = None, metadatas = None, keys = None))]
+    fn check_attributes(
+        &self,
+        n: usize,
+        scopes: Option<Vec<Bound<'_, PyAny>>>,
+        metadatas: Option<Vec<Bound<'_, PyAny>>>,
+        keys: Option<Vec<Bound<'_, PyAny>>>,
+    ) -> PyResult<()> {
+        let attrs = parse_attrs(
+            n,
+            Attrs {
+                scopes,
+                metadatas,
+                keys,
+            },
+        )?;
+        for (i, (scope, metadata, key)) in attrs.into_iter().enumerate() {
+            let at = |e: Error| match e {
+                Error::InvalidInput(m) => Error::InvalidInput(format!("observation {i}: {m}")),
+                other => other,
+            };
+            normalize_scope(scope).map_err(at).py()?;
+            normalize_metadata(metadata).map_err(at).py()?;
+            if let Some(k) = key {
+                check_idempotency_key(&k).map_err(at).py()?;
+            }
+        }
+        Ok(())
     }
 
     /// Insert an edge, or raise the weight of an existing (src, dst, view) edge.
@@ -699,23 +775,25 @@ impl MemoryStore {
     /// similarities), best first. A node without passage vectors counts as
     /// one passage, its node vector (index 0); `long_only` leaves those out
     /// (only nodes with passage vectors are ranked).
-    #[pyo3(signature = (query, k = 10, *, long_only = false))]
+    #[pyo3(signature = (query, k = 10, *, long_only = false, allowed = None))]
     fn search_passages<'py>(
         &self,
         py: Python<'py>,
         query: PyArrayLike1<'py, f32, AllowTypeChange>,
         k: usize,
         long_only: bool,
+        allowed: Option<PyRef<'_, Allowed>>,
     ) -> PyResult<PassageRanked<'py>> {
         let q = vector_arg(&query);
         let inner = &self.inner;
+        let allowed = allowed_arg(allowed);
         let hits = py
             .detach(|| {
                 let s = inner.read();
                 if long_only {
-                    s.passage_index().search(&q, k)
+                    s.passage_index().search_scoped(&q, k, allowed.as_deref())
                 } else {
-                    s.search_passages(&q, k)
+                    s.search_passages_scoped(&q, k, allowed.as_deref())
                 }
             })
             .py()?;
@@ -764,53 +842,203 @@ impl MemoryStore {
     }
 
     /// How many indexed nodes contain each of the query's tokens, with the
-    /// tokens (as `tokenize` gives them) and the number of indexed nodes.
-    fn document_frequencies(&self, py: Python<'_>, query: String) -> (Vec<String>, Vec<u64>, u64) {
+    /// tokens (as `tokenize` gives them) and the number of indexed nodes
+    /// (both counted among the `allowed` nodes when given).
+    #[pyo3(signature = (query, *, allowed = None))]
+    fn document_frequencies(
+        &self,
+        py: Python<'_>,
+        query: String,
+        allowed: Option<PyRef<'_, Allowed>>,
+    ) -> (Vec<String>, Vec<u64>, u64) {
         let inner = &self.inner;
+        let allowed = allowed_arg(allowed);
         py.detach(|| {
             let s = inner.read();
             let tokens = s.tokenize(&query);
-            let freqs = tokens.iter().map(|t| s.bm25().doc_freq(t) as u64).collect();
-            (tokens, freqs, s.bm25().len() as u64)
+            let mut n = s.bm25().len() as u64;
+            let freqs = tokens
+                .iter()
+                .map(|t| {
+                    let (df, docs) = s.bm25().doc_freq_scoped(t, allowed.as_deref());
+                    n = docs as u64;
+                    df as u64
+                })
+                .collect();
+            if tokens.is_empty() {
+                n = s.bm25().doc_freq_scoped("", allowed.as_deref()).1 as u64;
+            }
+            (tokens, freqs, n)
         })
     }
 
-    /// BM25 ranking: (ids, scores) arrays, best first.
-    #[pyo3(signature = (query, k = 10))]
-    fn search_lexical<'py>(&self, py: Python<'py>, query: String, k: usize) -> Ranked<'py, f32> {
+    /// BM25 ranking: (ids, scores) arrays, best first. With `allowed`, among
+    /// those nodes only, scored with their statistics alone.
+    #[pyo3(signature = (query, k = 10, *, allowed = None))]
+    fn search_lexical<'py>(
+        &self,
+        py: Python<'py>,
+        query: String,
+        k: usize,
+        allowed: Option<PyRef<'_, Allowed>>,
+    ) -> Ranked<'py, f32> {
         let inner = &self.inner;
-        let ranked = py.detach(|| inner.read().search_lexical(&query, k));
+        let allowed = allowed_arg(allowed);
+        let ranked = py.detach(|| {
+            inner
+                .read()
+                .search_lexical_scoped(&query, k, allowed.as_deref())
+        });
         ranked_arrays(py, ranked)
     }
 
     /// Cosine ranking of a query embedding: (ids, similarities) arrays, best first.
-    #[pyo3(signature = (query, k = 10))]
+    #[pyo3(signature = (query, k = 10, *, allowed = None))]
     fn search_vector<'py>(
         &self,
         py: Python<'py>,
         query: PyArrayLike1<'py, f32, AllowTypeChange>,
         k: usize,
+        allowed: Option<PyRef<'_, Allowed>>,
     ) -> PyResult<Ranked<'py, f32>> {
         let q = vector_arg(&query);
         let inner = &self.inner;
-        let ranked = py.detach(|| inner.read().search_vector(&q, k)).py()?;
+        let allowed = allowed_arg(allowed);
+        let ranked = py
+            .detach(|| inner.read().search_vector_scoped(&q, k, allowed.as_deref()))
+            .py()?;
         Ok(ranked_arrays(py, ranked))
     }
 
-    /// BM25 scores of the given nodes for a query (0 for unknown ids).
+    /// BM25 scores of the given nodes for a query (0 for unknown ids, and
+    /// with `allowed`, for the others; scored with the allowed nodes' statistics).
+    #[pyo3(signature = (query, ids, *, allowed = None))]
     fn lexical_scores<'py>(
         &self,
         py: Python<'py>,
         query: String,
         ids: Vec<NodeId>,
+        allowed: Option<PyRef<'_, Allowed>>,
     ) -> Bound<'py, PyArray1<f32>> {
         let inner = &self.inner;
+        let allowed = allowed_arg(allowed);
         let scores = py.detach(|| {
-            let s = inner.read();
-            let tokens = s.tokenize(&query);
-            s.bm25().score(&tokens, &ids)
+            inner
+                .read()
+                .lexical_scores_scoped(&query, &ids, allowed.as_deref())
         });
         scores.into_pyarray(py)
+    }
+
+    /// The nodes a scope and filter select, for the scoped reads: pass it as
+    /// `allowed` to the searches and `traverse`. None when they select every
+    /// node (no scope pair, no filter): the reads then need no check at all.
+    /// Bad scope or filter input raises InvalidInputError.
+    #[pyo3(signature = (scope = None, filter = None))]
+    fn select(
+        &self,
+        py: Python<'_>,
+        scope: Option<Bound<'_, PyAny>>,
+        filter: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Option<Allowed>> {
+        let selection = selection_arg(scope.as_ref(), filter.as_ref())?;
+        let inner = &self.inner;
+        let allowed = py.detach(|| inner.read().select(&selection));
+        Ok(allowed.map(|a| Allowed { inner: Arc::new(a) }))
+    }
+
+    /// Every node id a scope and filter select, ascending.
+    #[pyo3(signature = (scope = None, filter = None))]
+    fn matching_ids(
+        &self,
+        py: Python<'_>,
+        scope: Option<Bound<'_, PyAny>>,
+        filter: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Vec<NodeId>> {
+        let selection = selection_arg(scope.as_ref(), filter.as_ref())?;
+        let inner = &self.inner;
+        Ok(py.detach(|| inner.read().matching_ids(&selection)))
+    }
+
+    /// Up to `limit` ids a scope and filter select, ascending, after `after`.
+    #[pyo3(signature = (scope = None, filter = None, *, limit = 100, after = None))]
+    fn list_ids(
+        &self,
+        py: Python<'_>,
+        scope: Option<Bound<'_, PyAny>>,
+        filter: Option<Bound<'_, PyAny>>,
+        limit: usize,
+        after: Option<NodeId>,
+    ) -> PyResult<Vec<NodeId>> {
+        let selection = selection_arg(scope.as_ref(), filter.as_ref())?;
+        let inner = &self.inner;
+        Ok(py.detach(|| inner.read().list(&selection, after, limit)))
+    }
+
+    /// For each (scope, idempotency key), the id of the stored node written
+    /// with that key in that scope (or None). Keys live in their scope.
+    fn ids_for_keys(
+        &self,
+        keys: Vec<(Option<Bound<'_, PyAny>>, String)>,
+    ) -> PyResult<Vec<Option<NodeId>>> {
+        let mut parsed = Vec::with_capacity(keys.len());
+        for (i, (scope, key)) in keys.iter().enumerate() {
+            parsed.push((scope_arg(&format!("key {i}: scope"), scope.as_ref())?, key));
+        }
+        let s = self.inner.read();
+        Ok(parsed
+            .iter()
+            .map(|(scope, k)| s.id_for_key(scope, k))
+            .collect())
+    }
+
+    /// For each entity, whether some node (of the `allowed` ones) carries it.
+    #[pyo3(signature = (entities, *, allowed = None))]
+    fn entities_known(
+        &self,
+        entities: Vec<String>,
+        allowed: Option<PyRef<'_, Allowed>>,
+    ) -> Vec<bool> {
+        let allowed = allowed_arg(allowed);
+        let s = self.inner.read();
+        entities
+            .iter()
+            .map(|e| {
+                let carriers = s.nodes_with_entity(e);
+                match &allowed {
+                    None => !carriers.is_empty(),
+                    Some(a) => carriers.iter().any(|&id| a.contains(id)),
+                }
+            })
+            .collect()
+    }
+
+    /// The distinct values of a provenance field among the `allowed` nodes, sorted.
+    #[pyo3(signature = (field, *, allowed))]
+    fn provenance_values(
+        &self,
+        py: Python<'_>,
+        field: String,
+        allowed: PyRef<'_, Allowed>,
+    ) -> Vec<String> {
+        let inner = &self.inner;
+        let allowed = allowed.inner.clone();
+        py.detach(|| {
+            let s = inner.read();
+            // borrowed while collecting: a large scope repeats few speakers
+            let distinct: std::collections::BTreeSet<&str> = allowed
+                .ids()
+                .iter()
+                .filter_map(|&id| s.get(id))
+                .flat_map(|n| {
+                    n.provenance
+                        .iter()
+                        .filter(|(k, _)| *k == field)
+                        .map(|(_, v)| v.as_str())
+                })
+                .collect();
+            distinct.into_iter().map(str::to_owned).collect()
+        })
     }
 
     /// Cosine similarity of a query vector with each given node (NaN for unknown ids).
@@ -838,7 +1066,7 @@ impl MemoryStore {
 
     /// Reciprocal-rank fusion of the lexical and vector rankings (each cut at
     /// `depth`), top `k`: (ids, fused scores) arrays.
-    #[pyo3(signature = (text = None, vector = None, k = 10, *, depth = 50, kappa = 60.0))]
+    #[pyo3(signature = (text = None, vector = None, k = 10, *, depth = 50, kappa = 60.0, allowed = None))]
     fn fused_anchors<'py>(
         &self,
         py: Python<'py>,
@@ -847,14 +1075,21 @@ impl MemoryStore {
         k: usize,
         depth: usize,
         kappa: f64,
+        allowed: Option<PyRef<'_, Allowed>>,
     ) -> PyResult<Ranked<'py, f64>> {
         let q = vector.as_ref().map(vector_arg);
         let inner = &self.inner;
+        let allowed = allowed_arg(allowed);
         let fused = py
             .detach(|| {
-                inner
-                    .read()
-                    .fused_anchors(text.as_deref(), q.as_deref(), k, depth, kappa)
+                inner.read().fused_anchors_scoped(
+                    text.as_deref(),
+                    q.as_deref(),
+                    k,
+                    depth,
+                    kappa,
+                    allowed.as_deref(),
+                )
             })
             .py()?;
         let (ids, scores): (Vec<u64>, Vec<f64>) = fused.into_iter().unzip();
@@ -911,9 +1146,12 @@ impl MemoryStore {
     /// causal, entity); `anchors` the seeds as (id, score in [0, 1]) pairs, best
     /// first. `calls_used` and `elapsed_s` charge what the query already spent
     /// (the routing call, embedding time) against the hard limits.
+    /// With `allowed`, the traversal sees only those nodes: an anchor outside
+    /// raises NodeNotFoundError, an edge to another node is neither expanded
+    /// nor counted.
     #[pyo3(signature = (
         routing, anchors, *, multi_hop = 0.0, recency = 0.0, query_vector = None, now = None,
-        config = None, calls_used = 1, elapsed_s = 0.0
+        config = None, calls_used = 1, elapsed_s = 0.0, allowed = None
     ))]
     fn traverse(
         &self,
@@ -927,6 +1165,7 @@ impl MemoryStore {
         config: Option<Bound<'_, TraversalConfig>>,
         calls_used: u32,
         elapsed_s: f64,
+        allowed: Option<PyRef<'_, Allowed>>,
     ) -> PyResult<Traversal> {
         start_traversal(
             py,
@@ -940,6 +1179,7 @@ impl MemoryStore {
             config,
             calls_used,
             elapsed_s,
+            allowed_arg(allowed),
         )
     }
 
@@ -1172,6 +1412,46 @@ impl MemoryStore {
     }
 }
 
+/// `add_batch`'s scope, metadata and key columns (None entries: none).
+struct Attrs<'py> {
+    scopes: Option<Vec<Bound<'py, PyAny>>>,
+    metadatas: Option<Vec<Bound<'py, PyAny>>>,
+    keys: Option<Vec<Bound<'py, PyAny>>>,
+}
+
+/// One observation's (scope, metadata, key) as parsed from the columns.
+type AttrRow = (
+    Vec<(String, String)>,
+    Vec<(String, MetaValue)>,
+    Option<String>,
+);
+
+/// Parse the scope, metadata and key columns of `n` observations.
+fn parse_attrs(n: usize, attrs: Attrs<'_>) -> PyResult<Vec<AttrRow>> {
+    for (what, len) in [
+        ("scopes", attrs.scopes.as_ref().map(Vec::len)),
+        ("metadatas", attrs.metadatas.as_ref().map(Vec::len)),
+        ("keys", attrs.keys.as_ref().map(Vec::len)),
+    ] {
+        if let Some(l) = len.filter(|&l| l != n) {
+            return Err(Error::InvalidInput(format!(
+                "{what} has {l} entries for {n} texts"
+            )))
+            .py();
+        }
+    }
+    (0..n)
+        .map(|i| {
+            let what = |col: &str| format!("observation {i}: {col}");
+            Ok((
+                scope_arg(&what("scope"), attrs.scopes.as_ref().map(|c| &c[i]))?,
+                metadata_arg(&what("metadata"), attrs.metadatas.as_ref().map(|c| &c[i]))?,
+                key_arg(&what("key"), attrs.keys.as_ref().map(|c| &c[i]))?,
+            ))
+        })
+        .collect()
+}
+
 /// Zip `add_batch`'s columns into owned nodes, checking the column lengths.
 /// The text-bearing columns arrive unconverted so a bad one is refused as a
 /// jevmem error naming it (see `extract_arg`).
@@ -1183,6 +1463,7 @@ fn batch_nodes(
     entities: Option<&Bound<'_, PyAny>>,
     types: Option<Vec<Option<TypeTuple>>>,
     passages: Option<Vec<Option<PassagesArg<'_>>>>,
+    attrs: Attrs<'_>,
 ) -> PyResult<Vec<NewNode>> {
     let texts: Vec<String> = extract_arg(texts, "texts")?;
     let timestamps: Option<Vec<Option<i64>>> = timestamps
@@ -1214,6 +1495,13 @@ fn batch_nodes(
     check("entities", entities.as_ref().map(Vec::len))?;
     check("types", types.as_ref().map(Vec::len))?;
     check("passages", passages.as_ref().map(Vec::len))?;
+    let (scopes, (metadatas, keys)): (Vec<_>, (Vec<_>, Vec<_>)) = parse_attrs(n, attrs)?
+        .into_iter()
+        .map(|(s, m, k)| (s, (m, k)))
+        .unzip();
+    let mut scopes = scopes.into_iter();
+    let mut metadatas = metadatas.into_iter();
+    let mut keys = keys.into_iter();
     let mut parsed = Vec::with_capacity(n);
     for (i, p) in passages.into_iter().flatten().enumerate() {
         parsed.push(
@@ -1241,6 +1529,9 @@ fn batch_nodes(
             types: types_arg(types.as_mut().and_then(|it| it.next().flatten())),
             embedding: row.iter().copied().collect(),
             passages: passages.next().unwrap_or_default(),
+            scope: scopes.next().unwrap_or_default(),
+            metadata: metadatas.next().unwrap_or_default(),
+            key: keys.next().flatten(),
         })
         .collect())
 }

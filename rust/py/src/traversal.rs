@@ -5,14 +5,16 @@
 //! lock only for the duration of a step.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
+use jevmem_core::store::{MemoryStore as CoreStore, Restricted};
 use jevmem_core::traversal::{
-    Assessment, Candidate as CoreCandidate, CandidateScores, EvidenceItem, Phase, Routing,
-    Traversal as CoreTraversal, TraversalConfig as CoreConfig,
+    Assessment, Candidate as CoreCandidate, CandidateScores, EvidenceItem, GraphAccess, Phase,
+    Routing, Traversal as CoreTraversal, TraversalConfig as CoreConfig,
 };
 use jevmem_core::vector::VectorIndex;
-use jevmem_core::{budget, fusion, Error, NodeId, View};
+use jevmem_core::{budget, fusion, Allowed, Error, NodeId, View};
 use numpy::{AllowTypeChange, PyArrayLike1, PyArrayLike2};
 use parking_lot::Mutex;
 use pyo3::prelude::*;
@@ -202,6 +204,20 @@ fn phase_name(p: Phase) -> &'static str {
 pub struct Traversal {
     store: Shared,
     state: Mutex<CoreTraversal>,
+    /// The nodes a scoped traversal may see (None: all).
+    allowed: Option<Arc<Allowed>>,
+}
+
+/// Run `f` on the store as the traversal may see it.
+fn with_view<R>(
+    store: &CoreStore,
+    allowed: &Option<Arc<Allowed>>,
+    f: impl FnOnce(&dyn GraphAccess) -> R,
+) -> R {
+    match allowed {
+        None => f(store),
+        Some(a) => f(&Restricted { store, allowed: a }),
+    }
 }
 
 #[pymethods]
@@ -261,11 +277,11 @@ impl Traversal {
     /// Expand the beam along the active views within their budgets; returns the
     /// candidates the controller must score (empty when the traversal ended).
     fn expand(&self, py: Python<'_>) -> PyResult<Vec<Candidate>> {
-        let (store, state) = (&self.store, &self.state);
+        let (store, state, allowed) = (&self.store, &self.state, &self.allowed);
         py.detach(|| {
             let g = store.read();
             let mut t = state.lock();
-            t.expand(&*g)
+            with_view(&g, allowed, |v| t.expand(v))
                 .map(|cs| cs.iter().map(Candidate::from).collect())
         })
         .py()
@@ -276,9 +292,12 @@ impl Traversal {
     fn score(&self, py: Python<'_>, scores: &Bound<'_, PyAny>) -> PyResult<&'static str> {
         if !matches!(self.state.lock().phase(), Phase::Score) {
             // Let the core report the phase error, whatever the array looks like.
-            let (store, state) = (&self.store, &self.state);
+            let (store, state, allowed) = (&self.store, &self.state, &self.allowed);
             return py
-                .detach(|| state.lock().score(&*store.read(), &[]).map(phase_name))
+                .detach(|| {
+                    let g = store.read();
+                    with_view(&g, allowed, |v| state.lock().score(v, &[]).map(phase_name))
+                })
                 .py();
         }
         let scores: PyArrayLike2<'_, f32, AllowTypeChange> = scores
@@ -309,11 +328,11 @@ impl Traversal {
                 support: r[3],
             })
             .collect();
-        let (store, state) = (&self.store, &self.state);
+        let (store, state, allowed) = (&self.store, &self.state, &self.allowed);
         py.detach(|| {
             let g = store.read();
             let mut t = state.lock();
-            t.score(&*g, &rows).map(phase_name)
+            with_view(&g, allowed, |v| t.score(v, &rows).map(phase_name))
         })
         .py()
     }
@@ -421,6 +440,7 @@ pub(crate) fn start_traversal(
     config: Option<Bound<'_, TraversalConfig>>,
     calls_used: u32,
     elapsed_s: f64,
+    allowed: Option<Arc<Allowed>>,
 ) -> PyResult<Traversal> {
     let routing = Routing {
         views: [routing.0, routing.1, routing.2, routing.3],
@@ -446,21 +466,24 @@ pub(crate) fn start_traversal(
                 }
                 None => None,
             };
-            CoreTraversal::start(
-                config,
-                routing,
-                unit,
-                now,
-                &anchors,
-                calls_used,
-                elapsed_before,
-                &*g,
-            )
+            with_view(&g, &allowed, |v| {
+                CoreTraversal::start(
+                    config,
+                    routing,
+                    unit,
+                    now,
+                    &anchors,
+                    calls_used,
+                    elapsed_before,
+                    v,
+                )
+            })
         })
         .py()?;
     Ok(Traversal {
         store: inner.clone(),
         state: Mutex::new(state),
+        allowed,
     })
 }
 

@@ -50,12 +50,56 @@ class Observation(_message.Message):
         def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
         def WhichOneof(self, oneof_group: _Never) -> None: ...
 
+    @_typing.final
+    class ScopeEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    @_typing.final
+    class MetadataEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        @_builtins.property
+        def value(self) -> Global___MetaValue: ...
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: Global___MetaValue | None = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     TEXT_FIELD_NUMBER: _builtins.int
     UNIX_SECONDS_FIELD_NUMBER: _builtins.int
     TIME_TEXT_FIELD_NUMBER: _builtins.int
     SPEAKER_FIELD_NUMBER: _builtins.int
     PROVENANCE_FIELD_NUMBER: _builtins.int
     ENTITIES_FIELD_NUMBER: _builtins.int
+    SCOPE_FIELD_NUMBER: _builtins.int
+    METADATA_FIELD_NUMBER: _builtins.int
+    KEY_FIELD_NUMBER: _builtins.int
     text: _builtins.str
     """Non-empty UTF-8 text."""
     unix_seconds: _builtins.int
@@ -66,6 +110,10 @@ class Observation(_message.Message):
     """
     speaker: _builtins.str
     """Who said or wrote it; empty means unknown."""
+    key: _builtins.str
+    """Idempotency key; empty means none. A write whose key the memory holds
+    stores nothing and returns the id of the node holding it.
+    """
     @_builtins.property
     def provenance(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
         """Free key/value provenance (session, source, turn...)."""
@@ -73,6 +121,16 @@ class Observation(_message.Message):
     @_builtins.property
     def entities(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Extra entity ids to attach, besides the ones jevmem extracts."""
+
+    @_builtins.property
+    def scope(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """Whom it belongs to (user, agent, session, ...); empty means global. A
+        scoped search sees the observations whose scope holds all of its pairs.
+        """
+
+    @_builtins.property
+    def metadata(self) -> _containers.MessageMap[_builtins.str, Global___MetaValue]:
+        """Metadata that search filters read."""
 
     def __init__(
         self,
@@ -83,16 +141,52 @@ class Observation(_message.Message):
         speaker: _builtins.str = ...,
         provenance: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         entities: _abc.Iterable[_builtins.str] | None = ...,
+        scope: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        metadata: _abc.Mapping[_builtins.str, Global___MetaValue] | None = ...,
+        key: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["time", b"time", "time_text", b"time_text", "unix_seconds", b"unix_seconds"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["entities", b"entities", "provenance", b"provenance", "speaker", b"speaker", "text", b"text", "time", b"time", "time_text", b"time_text", "unix_seconds", b"unix_seconds"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["entities", b"entities", "key", b"key", "metadata", b"metadata", "provenance", b"provenance", "scope", b"scope", "speaker", b"speaker", "text", b"text", "time", b"time", "time_text", b"time_text", "unix_seconds", b"unix_seconds"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType_time: _TypeAlias = _typing.Literal["unix_seconds", "time_text"]  # noqa: Y015
     _WhichOneofArgType_time: _TypeAlias = _typing.Literal["time", b"time"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_time) -> _WhichOneofReturnType_time | None: ...
 
 Global___Observation: _TypeAlias = Observation  # noqa: Y015
+
+@_typing.final
+class MetaValue(_message.Message):
+    """A metadata value: exactly one kind."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TEXT_FIELD_NUMBER: _builtins.int
+    INTEGER_FIELD_NUMBER: _builtins.int
+    NUMBER_FIELD_NUMBER: _builtins.int
+    FLAG_FIELD_NUMBER: _builtins.int
+    text: _builtins.str
+    integer: _builtins.int
+    number: _builtins.float
+    """Finite."""
+    flag: _builtins.bool
+    def __init__(
+        self,
+        *,
+        text: _builtins.str = ...,
+        integer: _builtins.int = ...,
+        number: _builtins.float = ...,
+        flag: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["flag", b"flag", "integer", b"integer", "kind", b"kind", "number", b"number", "text", b"text"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["flag", b"flag", "integer", b"integer", "kind", b"kind", "number", b"number", "text", b"text"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["text", "integer", "number", "flag"]  # noqa: Y015
+    _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_kind) -> _WhichOneofReturnType_kind | None: ...
+
+Global___MetaValue: _TypeAlias = MetaValue  # noqa: Y015
 
 @_typing.final
 class AddRequest(_message.Message):
@@ -190,16 +284,46 @@ Global___AddBatchResponse: _TypeAlias = AddBatchResponse  # noqa: Y015
 class SearchOptions(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
+    @_typing.final
+    class ScopeEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     K_FIELD_NUMBER: _builtins.int
     MODE_FIELD_NUMBER: _builtins.int
     NOW_UNIX_SECONDS_FIELD_NUMBER: _builtins.int
     NOW_TEXT_FIELD_NUMBER: _builtins.int
+    SCOPE_FIELD_NUMBER: _builtins.int
+    FILTER_JSON_FIELD_NUMBER: _builtins.int
     k: _builtins.int
     """How many evidence items to return; 0 means the default (10)."""
     mode: _builtins.str
     """"full" (default when empty), "traversal", "anchors" or "lexical"."""
     now_unix_seconds: _builtins.int
     now_text: _builtins.str
+    filter_json: _builtins.str
+    """A filter as JSON text, the dict jevmem.Memory.search takes (e.g.
+    {"topic": "work", "priority": {"$gte": 1}}); empty means none.
+    """
+    @_builtins.property
+    def scope(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """Search only the observations whose scope holds every pair of this one."""
+
     def __init__(
         self,
         *,
@@ -207,10 +331,12 @@ class SearchOptions(_message.Message):
         mode: _builtins.str = ...,
         now_unix_seconds: _builtins.int = ...,
         now_text: _builtins.str = ...,
+        scope: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        filter_json: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["now", b"now", "now_text", b"now_text", "now_unix_seconds", b"now_unix_seconds"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["k", b"k", "mode", b"mode", "now", b"now", "now_text", b"now_text", "now_unix_seconds", b"now_unix_seconds"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter_json", b"filter_json", "k", b"k", "mode", b"mode", "now", b"now", "now_text", b"now_text", "now_unix_seconds", b"now_unix_seconds", "scope", b"scope"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType_now: _TypeAlias = _typing.Literal["now_unix_seconds", "now_text"]  # noqa: Y015
     _WhichOneofArgType_now: _TypeAlias = _typing.Literal["now", b"now"]  # noqa: Y015
@@ -562,15 +688,61 @@ class Node(_message.Message):
         def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
         def WhichOneof(self, oneof_group: _Never) -> None: ...
 
+    @_typing.final
+    class ScopeEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    @_typing.final
+    class MetadataEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        @_builtins.property
+        def value(self) -> Global___MetaValue: ...
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: Global___MetaValue | None = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     ID_FIELD_NUMBER: _builtins.int
     TEXT_FIELD_NUMBER: _builtins.int
     TIMESTAMP_FIELD_NUMBER: _builtins.int
     PROVENANCE_FIELD_NUMBER: _builtins.int
     ENTITIES_FIELD_NUMBER: _builtins.int
     TYPES_FIELD_NUMBER: _builtins.int
+    SCOPE_FIELD_NUMBER: _builtins.int
+    METADATA_FIELD_NUMBER: _builtins.int
+    KEY_FIELD_NUMBER: _builtins.int
     id: _builtins.int
     text: _builtins.str
     timestamp: _builtins.int
+    key: _builtins.str
+    """The idempotency key it was written with; empty means none."""
     @_builtins.property
     def provenance(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
     @_builtins.property
@@ -579,6 +751,10 @@ class Node(_message.Message):
     def types(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
         """(episodic, semantic, procedural, preference) type scores, each in [0, 1]."""
 
+    @_builtins.property
+    def scope(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    @_builtins.property
+    def metadata(self) -> _containers.MessageMap[_builtins.str, Global___MetaValue]: ...
     def __init__(
         self,
         *,
@@ -588,10 +764,13 @@ class Node(_message.Message):
         provenance: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         entities: _abc.Iterable[_builtins.str] | None = ...,
         types: _abc.Iterable[_builtins.float] | None = ...,
+        scope: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        metadata: _abc.Mapping[_builtins.str, Global___MetaValue] | None = ...,
+        key: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_timestamp", b"_timestamp", "timestamp", b"timestamp"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_timestamp", b"_timestamp", "entities", b"entities", "id", b"id", "provenance", b"provenance", "text", b"text", "timestamp", b"timestamp", "types", b"types"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_timestamp", b"_timestamp", "entities", b"entities", "id", b"id", "key", b"key", "metadata", b"metadata", "provenance", b"provenance", "scope", b"scope", "text", b"text", "timestamp", b"timestamp", "types", b"types"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__timestamp: _TypeAlias = _typing.Literal["timestamp"]  # noqa: Y015
     _WhichOneofArgType__timestamp: _TypeAlias = _typing.Literal["_timestamp", b"_timestamp"]  # noqa: Y015
