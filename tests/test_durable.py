@@ -23,7 +23,7 @@ from jevmem import Memory
 from jevmem._core import MemoryStore, _set_failpoint
 from jevmem.controller import LocalController
 from jevmem.embed import HashEmbedder
-from jevmem.errors import DurabilityError, InvalidConfigError, SnapshotError
+from jevmem.errors import DurabilityError, InvalidConfigError, InvalidInputError, SnapshotError
 
 DIM = 32
 
@@ -446,4 +446,31 @@ def test_forget_is_logged_and_gone_from_disk_after_a_checkpoint(tmp_path: Path) 
     m.close()
     m = _open(d)
     assert len(m) == 22 and "the code is xqvorbik-7731" not in _texts(m)
+    m.close()
+
+
+def test_forget_by_scope_and_filter(tmp_path: Path) -> None:
+    d = tmp_path / "m"
+    m = _open(d, checkpoint_every=0)
+    m.add_batch(
+        [f"u1 note {i}" for i in range(5)] + [f"u2 note {i}" for i in range(5)],
+        scopes=[{"user": "u1"}] * 5 + [{"user": "u2"}] * 5,
+        metadatas=[{"n": i} for i in range(10)],
+    )
+    m.add("u2 secret zqxmorp", scope={"user": "u2"}, metadata={"n": 99})
+    with pytest.raises(InvalidInputError):
+        m.forget()  # not read as "everything"
+    with pytest.raises(InvalidInputError):
+        m.forget([0], scope={"user": "u1"})
+    assert m.forget(filter={"n": {"$gte": 99}}) == 1
+    assert m.forget(scope={"user": "u1"}) == 5
+    assert m.forget(scope={"user": "nobody"}) == 0
+    left = _texts(m)
+    assert left == [f"u2 note {i}" for i in range(5)]
+    del m
+    gc.collect()
+    m = _open(d)
+    assert _texts(m) == left
+    m.checkpoint()
+    assert not any(b"zqxmorp" in p.read_bytes() for p in d.iterdir() if p.is_file())
     m.close()

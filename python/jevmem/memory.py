@@ -1104,8 +1104,20 @@ class Memory:
         self._record_supersedes([(new_id, old_id, 1.0)], origin="rule")
         return new_id
 
-    def forget(self, ids: int | Iterable[int]) -> int:
+    def forget(
+        self,
+        ids: int | Iterable[int] | None = None,
+        *,
+        scope: Mapping[str, str] | None = None,
+        filter: Mapping[str, Any] | None = None,
+    ) -> int:
         """Remove observations for real; returns how many nodes were removed.
+
+        What goes: the ``ids`` given, or every observation a ``scope`` and/or
+        ``filter`` select (as `search` and `list` read them: forgetting
+        ``scope={"user": "u1"}`` removes all of u1's observations). Give one
+        or the other; a bare ``forget()`` is refused rather than read as
+        "everything".
 
         The nodes leave every index, the graph (with their edges), the
         supersedes table and every derived structure of this Memory, so no
@@ -1128,9 +1140,15 @@ class Memory:
         raises InvalidInputError or NodeNotFoundError, and nothing is removed.
         """
         self._sync_with_store()
-        live = self._live_ids(ids)
-        with self._durable_write():  # one log record; gone from disk at the next checkpoint
-            return self._forget_ids(live)
+        by_selection = scope is not None or filter is not None
+        if by_selection == (ids is not None):
+            raise InvalidInputError(
+                "forget needs either ids or a scope/filter (not both, not neither)"
+            )
+        with self._write_lock:
+            live = self.matching_ids(scope, filter) if by_selection else self._live_ids(ids)
+            with self._durable_write():  # one log record; gone from disk at the next checkpoint
+                return self._forget_ids(live) if live else 0
 
     def _forget_ids(self, ids: list[int]) -> int:
         """Forget validated ids (distinct, live); how a scope or filter
