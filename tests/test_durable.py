@@ -298,12 +298,14 @@ def test_old_exports_with_side_files_still_load(tmp_path: Path) -> None:
 _ops = st.lists(
     st.one_of(
         st.tuples(st.just("add"), st.integers(1, 3)),
+        st.tuples(st.just("update"), st.integers(0, 50)),
+        st.tuples(st.just("forget"), st.integers(0, 50)),
         st.just(("checkpoint", 0)),
         st.just(("crash", 0)),
         st.just(("reopen", 0)),
     ),
     min_size=1,
-    max_size=12,
+    max_size=14,
 )
 
 
@@ -315,27 +317,44 @@ _ops = st.lists(
 @given(ops=_ops)
 def test_any_interleaving_matches_a_plain_model(tmp_path: Path, ops: list[tuple[str, int]]) -> None:
     d = tmp_path / f"h{os.urandom(6).hex()}"
-    model: list[str] = []
+    model: dict[int, str] = {}  # live id -> text
+    history: dict[int, list[int]] = {}
     m = _open(d, checkpoint_every=4)
     n = 0
     for op, k in ops:
         if op == "add":
             batch = [f"item {n + j}" for j in range(k)]
             n += k
-            m.add_batch(batch)
-            model.extend(batch)
+            for i, t in zip(m.add_batch(batch), batch, strict=True):
+                model[i] = t
+                history[i] = [i]
+        elif op in ("update", "forget") and model:
+            target = sorted(model)[k % len(model)]
+            if op == "update":
+                new = m.update(target, f"item {n} (was {model[target]})")
+                n += 1
+                model[new] = f"item {n - 1} (was {model[target]})"
+                history[new] = [new, *history[target]]
+            else:
+                assert m.forget([target]) == 1
+                del model[target]
+                history = {
+                    i: [h for h in hs if h != target] for i, hs in history.items() if i != target
+                }
         elif op == "checkpoint":
             m.checkpoint()
         elif op == "crash":
             del m
             gc.collect()
             m = _open(d, checkpoint_every=4)
-        else:
+        elif op == "reopen":
             m.close()
             m = _open(d, checkpoint_every=4)
-        assert _texts(m) == model
+        assert {i: m.store.get(i).text for i in range(m.store.next_id) if i in m.store} == model
+        for i in model:
+            assert m.history(i) == history[i]
     m.close()
-    assert _texts(_reopened(d)) == model
+    assert sorted(_texts(_reopened(d))) == sorted(model.values())
 
 
 def _reopened(d: Path) -> Memory:
