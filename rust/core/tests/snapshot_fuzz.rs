@@ -355,3 +355,72 @@ proptest! {
         prop_assert!(check_decode(&bytes[..keep])?.is_none());
     }
 }
+
+/// The write-ahead log's readers under the same counting allocator: a
+/// record's counts and lengths (op count, state delta length, a vector's
+/// element count inside an op) are read from the input, and what decoding
+/// allocates must stay linear in the input, whatever they claim.
+fn check_log_decode(bytes: &[u8]) -> std::result::Result<(), TestCaseError> {
+    use jevmem_core::durable::wal;
+    let _guard = MEASURE.lock().unwrap_or_else(|p| p.into_inner());
+    let base = CURRENT.load(Ordering::Relaxed);
+    PEAK.store(base, Ordering::Relaxed);
+    let _ = wal::decode_payload(bytes);
+    let mut segment = wal::segment_header(1).to_vec();
+    segment.extend_from_slice(&wal::encode_record(1, bytes));
+    segment.extend_from_slice(bytes);
+    if let Ok(scan) = wal::scan_segment(&segment) {
+        for (_, r) in scan.records {
+            let _ = wal::decode_payload(&segment[r]);
+        }
+    }
+    let taken = PEAK.load(Ordering::Relaxed).saturating_sub(base);
+    // the segment copy is 3x the input; serde preallocates at most 1 MiB per sequence
+    let bound = (2 << 20) + 16 * bytes.len();
+    prop_assert!(
+        taken <= bound,
+        "decoding a {}-byte log record took {taken} heap bytes (bound {bound})",
+        bytes.len()
+    );
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn log_records_decode_within_a_linear_heap(
+        count in any::<u32>(),
+        delta_len in any::<u32>(),
+        body in proptest::collection::vec(any::<u8>(), 0..1024),
+    ) {
+        let mut payload = count.to_le_bytes().to_vec();
+        payload.extend_from_slice(&delta_len.to_le_bytes());
+        payload.extend_from_slice(&body);
+        check_log_decode(&payload)?;
+    }
+
+    /// A real op whose vector length prefix claims up to 2^63 elements.
+    #[test]
+    fn an_op_claiming_a_huge_vector_stays_bounded(claim in 1u64..(1 << 63), keep in 0usize..64) {
+        use jevmem_core::ops::Op;
+        let op = Op::AddNode { id: 0, node: NewNode::new("x", vec![1.0; 4]) };
+        let encoded = postcard::to_stdvec(&op).unwrap();
+        // find the embedding's length prefix (a varint 4) followed by 16 bytes of floats
+        let floats: Vec<u8> = [1.0f32; 4].iter().flat_map(|f| f.to_le_bytes()).collect();
+        let at = encoded.windows(17).position(|w| w[0] == 4 && w[1..] == floats[..]).unwrap();
+        let mut varint = Vec::new();
+        let mut v = claim;
+        loop {
+            let b = (v & 0x7f) as u8;
+            v >>= 7;
+            if v == 0 { varint.push(b); break; }
+            varint.push(b | 0x80);
+        }
+        let mut bytes = encoded[..at].to_vec();
+        bytes.extend_from_slice(&varint);
+        bytes.extend_from_slice(&encoded[at + 1..(at + 1 + keep).min(encoded.len())]);
+        let payload = jevmem_core::durable::wal::encode_payload(1, &bytes, b"");
+        check_log_decode(&payload)?;
+    }
+}
