@@ -849,8 +849,11 @@ fn replay(
     // then stops before it.
     let mut applied = entries.len();
     let total_ops: u64 = entries.iter().map(|e| e.1.ops.len() as u64).sum();
-    let fast = apply_batched(store, &entries);
+    // the fast path moves the ops out (no copy of every text and vector);
+    // the slow path reads them from the files again
+    let fast = apply_batched(store, &mut entries);
     if fast.is_err() {
+        reread_ops(&live, &mut entries)?;
         *store = reload()?;
         let mut refused = None;
         'records: for (k, (seq, entry, _, _)) in entries.iter().enumerate() {
@@ -983,25 +986,44 @@ fn replay(
 /// Apply every entry's ops in order, consecutive `AddNode`s as one batch.
 fn apply_batched(
     store: &mut MemoryStore,
-    entries: &[(u64, wal::Entry, usize, usize)],
+    entries: &mut [(u64, wal::Entry, usize, usize)],
 ) -> Result<()> {
     let mut run: Vec<(crate::types::NodeId, crate::ops::NewNode)> = Vec::new();
-    for (_, entry, _, _) in entries {
+    for (_, entry, _, _) in entries.iter_mut() {
         failpoint::hit("recovery.replay")?;
-        for op in &entry.ops {
+        for op in std::mem::take(&mut entry.ops) {
             match op {
-                crate::ops::Op::AddNode { id, node } => run.push((*id, node.clone())),
+                crate::ops::Op::AddNode { id, node } => run.push((id, node)),
                 other => {
                     if !run.is_empty() {
                         store.apply_add_run(std::mem::take(&mut run))?;
                     }
-                    store.apply(other.clone())?;
+                    store.apply(other)?;
                 }
             }
         }
     }
     if !run.is_empty() {
         store.apply_add_run(run)?;
+    }
+    Ok(())
+}
+
+/// Decode every entry's ops again from its segment (after the fast path
+/// moved them out).
+fn reread_ops(
+    live: &[(u64, PathBuf)],
+    entries: &mut [(u64, wal::Entry, usize, usize)],
+) -> Result<()> {
+    let mut cached: Option<(usize, Vec<u8>)> = None;
+    for (_, entry, seg, at) in entries.iter_mut() {
+        if cached.as_ref().map(|c| c.0) != Some(*seg) {
+            cached = Some((*seg, std::fs::read(&live[*seg].1)?));
+        }
+        let bytes = &cached.as_ref().expect("just read").1;
+        let len = u32::from_le_bytes(bytes[*at..*at + 4].try_into().expect("4 bytes")) as usize;
+        let start = *at + wal::RECORD_HEADER_LEN;
+        entry.ops = wal::decode_payload(&bytes[start..start + len])?.ops;
     }
     Ok(())
 }
