@@ -615,9 +615,8 @@ class Memory:
         metadatas: Sequence[Mapping[str, str | int | float | bool] | None] | None,
         keys: Sequence[str | None] | None,
     ) -> list[int]:
+        # texts and the other columns were checked by `_validate.add_batch_args`
         n = len(texts)
-        if isinstance(texts, (str, bytes)):
-            raise InvalidInputError("texts must be a sequence of strings, not one string")
 
         def column(name: str, values: Sequence[Any] | None) -> list[Any]:
             if values is None:
@@ -638,15 +637,6 @@ class Memory:
             for x in column("metadatas", metadatas)
         ]
         key_col = column("keys", keys)
-        limit = self.store.max_text_bytes
-        for i, t in enumerate(texts):
-            if not isinstance(t, str) or not t.strip():
-                raise InvalidInputError(f"observation {i}: text must be a non-empty string")
-            size = len(t.encode("utf-8", "surrogatepass"))
-            if size > limit:
-                raise InvalidInputError(
-                    f"observation {i}: text is {size} bytes, the limit is {limit}"
-                )
         # every row is checked, a repeat too: bad input changes nothing
         self.store.check_attributes(n, scopes=scope_col, metadatas=meta_col, keys=key_col)
         with self._write_lock:
