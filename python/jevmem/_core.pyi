@@ -354,6 +354,17 @@ class MemoryStore:
         the seeds as (id, score in [0, 1]), best first. ``calls_used`` and
         ``elapsed_s`` charge what the query already spent against the limits.
         """
+    @property
+    def pending_graph(self) -> int:
+        """Vectors stored but not yet in the HNSW graph.
+
+        A memory loaded or recovered past the exact tier opens with its
+        vectors pending; a background thread moves them into the graph while
+        searches scan the pending ones exactly.
+        """
+    def _set_exact_threshold(self, exact_threshold: int) -> None: ...
+    def finish_graph(self) -> None:
+        """Build the rest of the HNSW graph now (in short locked steps)."""
     def save(self, path: str | PathLike[str]) -> None: ...
     @staticmethod
     def load(path: str | PathLike[str]) -> MemoryStore: ...

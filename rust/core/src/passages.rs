@@ -103,6 +103,26 @@ impl PassageIndex {
         self.by_node.get(&node).map(|p| p.spans.as_slice())
     }
 
+    pub(crate) fn set_exact_threshold(&mut self, exact_threshold: usize) -> Result<()> {
+        self.vectors.set_exact_threshold(exact_threshold)
+    }
+
+    pub(crate) fn set_defer_graph(&mut self, on: bool) {
+        self.vectors.set_defer_graph(on);
+    }
+
+    pub(crate) fn pending_graph(&self) -> usize {
+        self.vectors.pending_graph()
+    }
+
+    pub(crate) fn build_pending(
+        &mut self,
+        max_items: usize,
+        budget: std::time::Duration,
+    ) -> Result<usize> {
+        self.vectors.build_pending(max_items, budget)
+    }
+
     pub fn vectors(&self) -> &VectorIndex {
         &self.vectors
     }

@@ -241,6 +241,15 @@ impl MemoryStore {
     /// Rebuild a memory from `to_snapshot_bytes` output. Checks magic,
     /// version, length and checksum before decoding anything.
     pub fn from_snapshot_bytes(bytes: &[u8]) -> Result<MemoryStore> {
+        Self::from_snapshot_bytes_with(bytes, false)
+    }
+
+    /// [`MemoryStore::from_snapshot_bytes`]; with `defer_graph`, a memory
+    /// past the exact tier comes back with every vector pending (searched
+    /// exactly) instead of rebuilding its HNSW graph before returning: the
+    /// caller moves them into the graph with `build_pending_graph`, e.g. on
+    /// a background thread, while the memory already answers.
+    pub fn from_snapshot_bytes_with(bytes: &[u8], defer_graph: bool) -> Result<MemoryStore> {
         if bytes.len() < HEADER_LEN || &bytes[..8] != MAGIC {
             return Err(Error::Snapshot("not a jevmem snapshot (bad magic)".into()));
         }
@@ -288,6 +297,7 @@ impl MemoryStore {
         }
         let mut store = MemoryStore::new(body.config)
             .map_err(|e| Error::Snapshot(format!("stored config: {e}")))?;
+        store.set_defer_graph(defer_graph);
         let mut passages = body.passages.into_iter().peekable();
         let mut previous: Option<NodeId> = None;
         let mut nodes = Vec::with_capacity(body.nodes.len());
@@ -380,6 +390,7 @@ impl MemoryStore {
                 .map_err(|e| Error::Snapshot(format!("supersedes link {new} -> {old}: {e}")))?;
         }
         store.ops_applied = body.ops_applied;
+        store.set_defer_graph(false);
         Ok(store)
     }
 

@@ -202,6 +202,39 @@ impl MemoryStore {
         &self.vectors
     }
 
+    /// While `on`, vectors added (node and passage vectors alike) wait in
+    /// the indexes' pending lists instead of entering the HNSW graphs
+    /// (see `VectorIndex::set_defer_graph`).
+    pub fn set_defer_graph(&mut self, on: bool) {
+        self.vectors.set_defer_graph(on);
+        self.passages.set_defer_graph(on);
+    }
+
+    /// Vectors (node and passage) stored but not yet in an HNSW graph.
+    pub fn pending_graph(&self) -> usize {
+        self.vectors.pending_graph() + self.passages.pending_graph()
+    }
+
+    /// Move up to `max_items` pending vectors into the HNSW graphs, for at
+    /// most about `budget`; returns how many moved (0: none left).
+    pub fn build_pending_graph(
+        &mut self,
+        max_items: usize,
+        budget: std::time::Duration,
+    ) -> Result<usize> {
+        let moved = self.vectors.build_pending(max_items, budget)?;
+        if moved < max_items && self.vectors.pending_graph() == 0 {
+            return Ok(moved + self.passages.build_pending(max_items - moved, budget)?);
+        }
+        Ok(moved)
+    }
+
+    /// Move every pending vector into the HNSW graphs now.
+    pub fn finish_graph(&mut self) -> Result<()> {
+        while self.build_pending_graph(usize::MAX, std::time::Duration::MAX)? > 0 {}
+        Ok(())
+    }
+
     pub fn passage_index(&self) -> &PassageIndex {
         &self.passages
     }
@@ -352,6 +385,16 @@ impl MemoryStore {
     }
 
     // ---- journal (durable memories) ---------------------------------------
+
+    /// Change where vector search switches from the exact scan to HNSW
+    /// (node and passage vectors). Not logged: it reaches disk with the next
+    /// snapshot or checkpoint, like the rest of the config.
+    pub fn set_exact_threshold(&mut self, exact_threshold: usize) -> Result<()> {
+        self.vectors.set_exact_threshold(exact_threshold)?;
+        self.passages.set_exact_threshold(exact_threshold)?;
+        self.config.vector.exact_threshold = exact_threshold;
+        Ok(())
+    }
 
     /// Start (or stop) recording applied ops for the write-ahead log.
     pub fn set_journaling(&mut self, on: bool) {

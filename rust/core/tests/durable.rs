@@ -607,3 +607,59 @@ fn a_checksummed_record_the_store_refuses_is_corruption_too() {
     assert_eq!(o.report.dropped_records, 1);
     assert_eq!(state(&o.store), good);
 }
+
+/// Past the exact tier, a reopened memory does not rebuild its HNSW graph
+/// before it answers: replayed and checkpointed vectors come back pending,
+/// every search over them is exact, and building the graph later changes
+/// nothing a snapshot holds.
+#[test]
+fn recovery_past_the_exact_tier_defers_the_graph() {
+    let _g = serial();
+    let dir = TempDir::new("deferred");
+    let mut config = StoreConfig::new(DIM);
+    config.vector.exact_threshold = 16;
+    let open_small = |dir: &Path| {
+        let mut o = Durable::open(dir, config.clone(), "test-embedder", b"init", opts()).unwrap();
+        o.store.set_journaling(true);
+        o
+    };
+    let mut o = open_small(&dir.0);
+    for i in 0..40 {
+        write(&mut o, i);
+    }
+    // written one by one, the graph was built as the memory grew
+    assert!(o.store.vectors().uses_hnsw());
+    assert_eq!(o.store.pending_graph(), 0);
+    let p = o.durable.prepare_checkpoint(&o.store, b"ck").unwrap();
+    o.durable.finish_checkpoint(p).unwrap();
+    for i in 40..60 {
+        write(&mut o, i);
+    }
+    let query = [0.3f32, 1.0, -0.2, 0.7];
+    let unit = jevmem_core::vector::VectorIndex::normalize(&query);
+    let expected = o.store.vectors().exact_search(&unit, 10, None);
+    let before = state(&o.store);
+    drop(o);
+
+    let mut o = open_small(&dir.0);
+    assert_eq!(o.report.replayed_records, 20);
+    assert_eq!(
+        o.store.pending_graph(),
+        60,
+        "checkpoint and log vectors wait"
+    );
+    assert_eq!(
+        o.store.vectors().search(&query, 10, None).unwrap(),
+        expected
+    );
+    assert_eq!(state(&o.store), before);
+    // a write while the graph is pending is logged and searchable too
+    write(&mut o, 60);
+    assert_eq!(o.store.pending_graph(), 60);
+    let pending_state = state(&o.store);
+    o.store.finish_graph().unwrap();
+    assert_eq!(o.store.pending_graph(), 0);
+    assert_eq!(state(&o.store), pending_state);
+    let got = o.store.vectors().search(&query, 10, None).unwrap();
+    assert_eq!(got.len(), 10);
+}

@@ -36,6 +36,39 @@ use jevmem_core::durable::{Durable, DurableOptions, SyncMode, DEFAULT_SEGMENT_BY
 use pyo3::types::PyDict;
 
 pub type Shared = Arc<RwLock<CoreStore>>;
+
+/// One step of graph building under the write lock: bounded in time so a
+/// search or write waits at most about this long, and released fairly so a
+/// waiting thread goes next.
+fn build_graph_step(shared: &Shared) -> Result<usize, Error> {
+    const STEP_ITEMS: usize = 256;
+    const STEP_BUDGET: std::time::Duration = std::time::Duration::from_millis(4);
+    let mut guard = shared.write();
+    let moved = guard.build_pending_graph(STEP_ITEMS, STEP_BUDGET);
+    parking_lot::RwLockWriteGuard::unlock_fair(guard);
+    moved
+}
+
+/// Build a loaded memory's HNSW graph on a background thread. It holds only
+/// a weak reference, so a dropped store ends it; a usearch error ends it too
+/// (the vectors stay pending and searches stay exact; `finish_graph` would
+/// report the error).
+fn spawn_graph_builder(shared: &Shared) {
+    let weak = Arc::downgrade(shared);
+    let spawned = std::thread::Builder::new()
+        .name("jevmem-graph".into())
+        .spawn(move || loop {
+            let Some(shared) = weak.upgrade() else {
+                return;
+            };
+            match build_graph_step(&shared) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        });
+    // Without a thread the memory still answers (exactly); nothing to undo.
+    drop(spawned);
+}
 /// (episodic, semantic, procedural, preference)
 type TypeTuple = (f32, f32, f32, f32);
 /// A ranking as numpy arrays: (ids, scores).
@@ -262,11 +295,16 @@ pub struct MemoryStore {
 
 impl MemoryStore {
     pub(crate) fn in_memory(store: CoreStore) -> Self {
-        Self {
+        let pending = store.pending_graph() > 0;
+        let this = Self {
             inner: Arc::new(RwLock::new(store)),
             durable: RwLock::new(None),
             closed: std::sync::atomic::AtomicBool::new(false),
+        };
+        if pending {
+            spawn_graph_builder(&this.inner);
         }
+        this
     }
 
     fn is_closed(&self) -> bool {
@@ -1183,6 +1221,34 @@ impl MemoryStore {
         )
     }
 
+    /// Vectors stored but not yet in the HNSW graph. A memory loaded or
+    /// recovered past the exact tier opens with its vectors pending and a
+    /// background thread moves them into the graph; until then searches
+    /// scan the pending ones exactly, so results are complete throughout.
+    #[getter]
+    fn pending_graph(&self) -> usize {
+        self.inner.read().pending_graph()
+    }
+
+    /// Change the exact-scan / HNSW switch point of a live store (benchmarks
+    /// use it to write a long log quickly in the exact tier).
+    fn _set_exact_threshold(&self, py: Python<'_>, exact_threshold: usize) -> PyResult<()> {
+        let inner = &self.inner;
+        py.detach(|| inner.write().set_exact_threshold(exact_threshold))
+            .py()
+    }
+
+    /// Build the rest of the HNSW graph now (GIL released), in short steps
+    /// that let searches and writes in between.
+    fn finish_graph(&self, py: Python<'_>) -> PyResult<()> {
+        let inner = &self.inner;
+        py.detach(|| -> Result<(), Error> {
+            while build_graph_step(inner)? > 0 {}
+            Ok(())
+        })
+        .py()
+    }
+
     /// Write a snapshot (atomic: temporary file, fsync, rename).
     fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
         let inner = &self.inner;
@@ -1192,7 +1258,9 @@ impl MemoryStore {
     /// Load a snapshot written by `save`.
     #[staticmethod]
     fn load(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
-        let store = py.detach(|| CoreStore::load(&path)).py()?;
+        let store = py
+            .detach(|| CoreStore::from_snapshot_bytes_with(&std::fs::read(&path)?, true))
+            .py()?;
         Ok(Self::in_memory(store))
     }
 
@@ -1205,7 +1273,9 @@ impl MemoryStore {
 
     #[staticmethod]
     fn from_bytes(py: Python<'_>, data: Vec<u8>) -> PyResult<Self> {
-        let store = py.detach(|| CoreStore::from_snapshot_bytes(&data)).py()?;
+        let store = py
+            .detach(|| CoreStore::from_snapshot_bytes_with(&data, true))
+            .py()?;
         Ok(Self::in_memory(store))
     }
 
@@ -1239,11 +1309,11 @@ impl MemoryStore {
                 if jevmem_core::durable::is_checkpoint(&bytes) {
                     let (_, state, snapshot) = jevmem_core::durable::decode_checkpoint(&bytes)?;
                     Ok((
-                        CoreStore::from_snapshot_bytes(snapshot)?,
+                        CoreStore::from_snapshot_bytes_with(snapshot, true)?,
                         Some(state.to_vec()),
                     ))
                 } else {
-                    Ok((CoreStore::from_snapshot_bytes(&bytes)?, None))
+                    Ok((CoreStore::from_snapshot_bytes_with(&bytes, true)?, None))
                 }
             })
             .py()?;

@@ -454,7 +454,13 @@ impl Durable {
             ));
         }
         let saved_state = saved_state.to_vec();
-        let load = || MemoryStore::from_snapshot_bytes(snapshot);
+        // The graph is not rebuilt before the memory opens: vectors wait in
+        // pending lists (searched exactly) for `build_pending_graph`.
+        let load = || {
+            let mut store = MemoryStore::from_snapshot_bytes_with(snapshot, true)?;
+            store.set_defer_graph(true);
+            Ok(store)
+        };
         let mut store = load()?;
         if store.dim() != manifest.dim {
             return Err(Error::Snapshot(
@@ -462,6 +468,7 @@ impl Durable {
             ));
         }
         let (deltas, report, tail) = replay(dir, &mut store, seq, &options, load)?;
+        store.set_defer_graph(false);
         let mut report = report;
         report.checkpoint_seq = seq;
         let durable = Self::start(dir, manifest, options, dir_lock, tail)?;
