@@ -91,3 +91,53 @@ def test_a_recovered_durable_memory_builds_in_the_background(tmp_path: Path) -> 
     ids, _ = reopened.search_vector(q, 1)
     assert int(ids[0]) == 123
     reopened.close()
+
+
+def test_a_memory_that_forgot_many_nodes_loads_with_max_absent_ids(tmp_path: Path) -> None:
+    """The absent-id bound stops a small crafted file from claiming billions
+    of ids; a real memory that forgot more than it allows is refused with an
+    error naming ``max_absent_ids``, and loads when the caller passes it."""
+    import jevmem
+
+    n = 120_000
+    store = MemoryStore(8, exact_threshold=1 << 30)  # the ids matter here, not the graph
+    vecs = np.random.default_rng(1).standard_normal((n, 8)).astype(np.float32)
+    ids = store.add_batch([f"note {i}" for i in range(n)], vecs)
+    store.forget(list(ids[:-3]))
+    assert len(store) == 3
+    path = tmp_path / "churned.jvm"
+    store.save(path)
+    try:
+        MemoryStore.load(path)
+    except jevmem.SnapshotError as exc:
+        assert "max_absent_ids=" in str(exc)
+    else:
+        raise AssertionError("the default bound should refuse 119,997 absent ids in a small file")
+    loaded = MemoryStore.load(path, max_absent_ids=n)
+    assert len(loaded) == 3 and loaded.next_id == n
+    assert loaded.to_bytes() == store.to_bytes()
+    mem = jevmem.Memory.load(path, embedder=jevmem.HashEmbedder(8), max_absent_ids=n)
+    assert len(mem.store) == 3
+
+
+def test_a_durable_memory_that_forgot_many_nodes_reopens_with_max_absent_ids(
+    tmp_path: Path,
+) -> None:
+    import jevmem
+
+    n = 110_000
+    store = MemoryStore.open(tmp_path / "d", 8, embedder="t", exact_threshold=1 << 30)[0]
+    vecs = np.random.default_rng(2).standard_normal((n, 8)).astype(np.float32)
+    ids = store.add_batch([f"note {i}" for i in range(n)], vecs)
+    store.forget(list(ids[:-2]))
+    store.checkpoint(b"")  # the checkpoint claims n ids, 2 stored
+    store.close()
+    try:
+        MemoryStore.open(tmp_path / "d", 8, embedder="t")
+    except jevmem.SnapshotError as exc:
+        assert "max_absent_ids=" in str(exc)
+    else:
+        raise AssertionError("the default bound should refuse this checkpoint")
+    reopened = MemoryStore.open(tmp_path / "d", 8, embedder="t", max_absent_ids=n)[0]
+    assert len(reopened) == 2 and reopened.next_id == n
+    reopened.close()

@@ -493,3 +493,20 @@ def test_forget_by_scope_and_filter(tmp_path: Path) -> None:
     m.checkpoint()
     assert not any(b"zqxmorp" in p.read_bytes() for p in d.iterdir() if p.is_file())
     m.close()
+
+
+def test_a_direct_store_forget_is_logged(tmp_path: Path) -> None:
+    """`MemoryStore.forget` on a durable store is one log record like every
+    other mutation: it survives a crash, and a checkpoint after it works."""
+    from jevmem import MemoryStore
+
+    vecs = np.random.default_rng(4).standard_normal((6, 8)).astype(np.float32)
+    store = MemoryStore.open(tmp_path / "f", 8, embedder="t")[0]
+    ids = store.add_batch([f"note {i}" for i in range(6)], vecs)
+    store.forget([ids[1], ids[4]])
+    store.flush()
+    del store  # no close: reopening replays the log
+    reopened = MemoryStore.open(tmp_path / "f", 8, embedder="t")[0]
+    assert sorted(i for i in ids if i in reopened) == [ids[0], ids[2], ids[3], ids[5]]
+    reopened.checkpoint(b"")
+    reopened.close()

@@ -1581,12 +1581,16 @@ class Memory:
         controller: SystemOne | None = None,
         *,
         config: MemoryConfig | None = None,
+        max_absent_ids: int | None = None,
     ) -> Memory:
         """Import a file written by :meth:`save` (or a bare store snapshot,
         with the side files older versions wrote beside it). Without
-        ``embedder`` the one the file names is made."""
+        ``embedder`` the one the file names is made. ``max_absent_ids``:
+        how many removed ids the file may claim, for a memory of yours that
+        forgot more nodes than the default bound (sized from the file, so a
+        crafted file cannot claim billions) admits; the refusal names it."""
         path = Path(path)
-        store, raw = MemoryStore.load_with_state(path)
+        store, raw = MemoryStore.load_with_state(path, max_absent_ids=max_absent_ids)
         state: dict[str, Any] = {}
         if raw is not None:
             state = _decode_state(raw, f"{path}")
@@ -1620,6 +1624,7 @@ class Memory:
         durability: str = "sync",
         salvage: bool = False,
         checkpoint_every: int = 20_000,
+        max_absent_ids: int | None = None,
     ) -> Memory:
         """Open (or create) a durable memory in directory ``path``.
 
@@ -1637,7 +1642,14 @@ class Memory:
         directory) and says so in :attr:`recovery`. The directory names its
         embedder: without ``embedder`` that one is made; another one is
         refused. A checkpoint is taken every ``checkpoint_every`` log records
-        (0: only on :meth:`checkpoint` and :meth:`close`).
+        (0: only on :meth:`checkpoint` and :meth:`close`). ``max_absent_ids``
+        as in :meth:`load`.
+
+        A memory past the exact vector tier opens without rebuilding its
+        HNSW graph: the vectors wait in a pending list that searches scan
+        exactly (complete results, slower per query) while a background
+        thread builds the graph; ``memory.store.pending_graph`` counts what
+        is left and ``memory.store.finish_graph()`` waits for it.
         """
         path = Path(path)
         if not (isinstance(checkpoint_every, int) and checkpoint_every >= 0):
@@ -1656,6 +1668,7 @@ class Memory:
             durability=durability,
             salvage=salvage,
             max_text_bytes=config.max_text_bytes,
+            max_absent_ids=max_absent_ids,
         )
         try:
             m = cls(embedder, controller, config=config, summariser=summariser, store=store)

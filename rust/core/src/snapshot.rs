@@ -60,18 +60,44 @@ const ABSENT_IDS_BYTES_PER_FILE_BYTE: usize = 64;
 /// absent ids may cost at most `max(32 MiB, 64 x file size)` resident bytes.
 /// A genuine memory that removed more than that many ids relative to what
 /// it still holds is refused with a message saying so.
-fn check_id_space(next_id: NodeId, stored: usize, file_len: usize) -> Result<()> {
+/// A caller that trusts the file (a memory it wrote itself that forgot
+/// that many nodes) raises the bound with `LoadOptions::max_absent_ids`.
+fn check_id_space(
+    next_id: NodeId,
+    stored: usize,
+    file_len: usize,
+    max_absent_ids: Option<u64>,
+) -> Result<()> {
     let absent = next_id.saturating_sub(stored as NodeId);
-    let allowed_bytes =
-        ABSENT_IDS_FLOOR_BYTES.max(file_len.saturating_mul(ABSENT_IDS_BYTES_PER_FILE_BYTE));
-    let allowed = (allowed_bytes / ABSENT_ID_BYTES) as NodeId;
+    let allowed = max_absent_ids.unwrap_or_else(|| default_absent_ids(file_len));
     if absent > allowed {
         return Err(Error::Snapshot(format!(
-            "next_id {next_id} with {stored} stored nodes claims {absent} removed ids; a \
-             {file_len}-byte snapshot may claim at most {allowed}"
+            "next_id {next_id} with {stored} stored nodes claims {absent} removed ids \
+             (~{} MiB once loaded); a {file_len}-byte snapshot may claim at most {allowed}. \
+             If this memory is yours and did forget that many nodes, load it with \
+             max_absent_ids={absent}",
+            absent.saturating_mul(ABSENT_ID_BYTES as u64) >> 20
         )));
     }
     Ok(())
+}
+
+/// The absent ids a `file_len`-byte snapshot may claim by default.
+pub fn default_absent_ids(file_len: usize) -> u64 {
+    let allowed_bytes =
+        ABSENT_IDS_FLOOR_BYTES.max(file_len.saturating_mul(ABSENT_IDS_BYTES_PER_FILE_BYTE));
+    (allowed_bytes / ABSENT_ID_BYTES) as u64
+}
+
+/// How a snapshot is loaded.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// Leave every vector of a memory past the exact tier pending (searched
+    /// exactly) instead of rebuilding its HNSW graph before returning; the
+    /// caller moves them into the graph with `build_pending_graph`.
+    pub defer_graph: bool,
+    /// Removed ids the file may claim (None: `default_absent_ids` of its size).
+    pub max_absent_ids: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -241,15 +267,14 @@ impl MemoryStore {
     /// Rebuild a memory from `to_snapshot_bytes` output. Checks magic,
     /// version, length and checksum before decoding anything.
     pub fn from_snapshot_bytes(bytes: &[u8]) -> Result<MemoryStore> {
-        Self::from_snapshot_bytes_with(bytes, false)
+        Self::from_snapshot_bytes_with(bytes, LoadOptions::default())
     }
 
-    /// [`MemoryStore::from_snapshot_bytes`]; with `defer_graph`, a memory
-    /// past the exact tier comes back with every vector pending (searched
-    /// exactly) instead of rebuilding its HNSW graph before returning: the
-    /// caller moves them into the graph with `build_pending_graph`, e.g. on
-    /// a background thread, while the memory already answers.
-    pub fn from_snapshot_bytes_with(bytes: &[u8], defer_graph: bool) -> Result<MemoryStore> {
+    /// [`MemoryStore::from_snapshot_bytes`] with options: `defer_graph`
+    /// returns a memory past the exact tier with every vector pending, so
+    /// it answers (exactly) at once while the caller builds the graph, e.g.
+    /// on a background thread.
+    pub fn from_snapshot_bytes_with(bytes: &[u8], options: LoadOptions) -> Result<MemoryStore> {
         if bytes.len() < HEADER_LEN || &bytes[..8] != MAGIC {
             return Err(Error::Snapshot("not a jevmem snapshot (bad magic)".into()));
         }
@@ -288,7 +313,12 @@ impl MemoryStore {
         body.config
             .validate()
             .map_err(|e| Error::Snapshot(format!("stored config: {e}")))?;
-        check_id_space(body.next_id, body.nodes.len(), bytes.len())?;
+        check_id_space(
+            body.next_id,
+            body.nodes.len(),
+            bytes.len(),
+            options.max_absent_ids,
+        )?;
         let dim = body.config.vector.dim;
         if Some(body.embeddings.len()) != body.nodes.len().checked_mul(dim) {
             return Err(Error::Snapshot(
@@ -297,7 +327,7 @@ impl MemoryStore {
         }
         let mut store = MemoryStore::new(body.config)
             .map_err(|e| Error::Snapshot(format!("stored config: {e}")))?;
-        store.set_defer_graph(defer_graph);
+        store.set_defer_graph(options.defer_graph);
         let mut passages = body.passages.into_iter().peekable();
         let mut previous: Option<NodeId> = None;
         let mut nodes = Vec::with_capacity(body.nodes.len());

@@ -637,6 +637,11 @@ impl VectorIndex {
                 if self.pending.is_empty() {
                     return self.hnsw_search(hnsw, &unit, k, accept);
                 }
+                if self.pending.len() * 2 >= self.len() {
+                    // mostly pending: one contiguous scan of everything is
+                    // about as cheap as visiting the pending rows by id, and exact
+                    return Ok(self.exact_search(&unit, k, accept));
+                }
                 // the graph's best plus an exact scan of what it lacks yet
                 let graphed = k.min(hnsw.size());
                 let mut out = if graphed > 0 {
@@ -1467,9 +1472,11 @@ mod tests {
         assert_eq!(index.pending_graph(), n);
         assert!(index.remove(3).unwrap() && index.remove(n as NodeId).unwrap());
         assert_graph_split(&index);
-        // part built: graph + pending scan, still sorted, still near exact
-        let moved = index.build_pending(2000, std::time::Duration::MAX).unwrap();
-        assert_eq!(moved, 2000);
+        // part built (under half pending): graph + pending scan, still
+        // sorted, still near exact
+        let moved = index.build_pending(3000, std::time::Duration::MAX).unwrap();
+        assert_eq!(moved, 3000);
+        assert!(index.pending_graph() * 2 < index.len());
         assert_graph_split(&index);
         let mid = recall(&index, &queries, 10, None);
         assert!(mid >= 0.95, "recall {mid}");

@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use jevmem_core::facts::FactsSnapshot;
 use jevmem_core::ops::NewNode;
 use jevmem_core::passages::{NewPassage, Span};
-use jevmem_core::snapshot::FORMAT_VERSION;
+use jevmem_core::snapshot::{LoadOptions, FORMAT_VERSION};
 use jevmem_core::store::{MemoryStore, StoreConfig};
 use jevmem_core::{Edge, EdgeOrigin, Error, Node, NodeId, View};
 use proptest::prelude::*;
@@ -206,6 +206,29 @@ fn crafted_id_spaces_and_configs_are_refused_cheaply() {
         .unwrap()
         .expect("a modest gap loads");
     assert_eq!(store.next_id(), 50_000);
+
+    // a caller that trusts the file raises the bound, and only then it loads
+    let mut body = sample_body();
+    body.next_id = 1 << 20;
+    let bytes = encode(&body);
+    let refused = MemoryStore::from_snapshot_bytes(&bytes)
+        .err()
+        .expect("refused");
+    assert!(
+        refused.to_string().contains("max_absent_ids="),
+        "the error names the knob: {refused}"
+    );
+    let trusted = LoadOptions {
+        max_absent_ids: Some(1 << 20),
+        ..LoadOptions::default()
+    };
+    let store = MemoryStore::from_snapshot_bytes_with(&bytes, trusted).expect("trusted load");
+    assert_eq!(store.next_id(), 1 << 20);
+    let too_few = LoadOptions {
+        max_absent_ids: Some((1 << 20) - 100),
+        ..LoadOptions::default()
+    };
+    assert!(MemoryStore::from_snapshot_bytes_with(&bytes, too_few).is_err());
 
     let mut body = sample_body();
     body.config.vector.dim = 1 << 40;

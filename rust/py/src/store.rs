@@ -15,6 +15,7 @@ use jevmem_core::filter::{check_idempotency_key, normalize_metadata, normalize_s
 use jevmem_core::graph::EdgeUpsert;
 use jevmem_core::ops::NewNode;
 use jevmem_core::passages::NewPassage;
+use jevmem_core::snapshot::LoadOptions;
 use jevmem_core::store::{MemoryStore as CoreStore, StoreConfig, DEFAULT_MAX_CONTENT_BYTES};
 use jevmem_core::vector::{Quantization, VectorIndex};
 use jevmem_core::{
@@ -36,6 +37,14 @@ use jevmem_core::durable::{Durable, DurableOptions, SyncMode, DEFAULT_SEGMENT_BY
 use pyo3::types::PyDict;
 
 pub type Shared = Arc<RwLock<CoreStore>>;
+
+/// Loads from Python defer the HNSW graph to the background builder.
+fn deferred(max_absent_ids: Option<u64>) -> LoadOptions {
+    LoadOptions {
+        defer_graph: true,
+        max_absent_ids,
+    }
+}
 
 /// One step of graph building under the write lock: bounded in time so a
 /// search or write waits at most about this long, and released fairly so a
@@ -637,8 +646,8 @@ impl MemoryStore {
     /// bridging the supersedes chains that ran through them; returns the
     /// bridging links between survivors.
     fn forget(&self, py: Python<'_>, ids: Vec<NodeId>) -> PyResult<Vec<Supersedes>> {
-        let inner = &self.inner;
-        let bridges = py.detach(|| inner.write().forget_nodes(&ids)).py()?;
+        // through `mutate`, so on a durable store the forget is one log record
+        let bridges = self.mutate(py, |s| s.forget_nodes(&ids))?;
         Ok(bridges.iter().map(Supersedes::from).collect())
     }
 
@@ -1255,11 +1264,19 @@ impl MemoryStore {
         py.detach(|| inner.read().save(&path)).py()
     }
 
-    /// Load a snapshot written by `save`.
+    /// Load a snapshot written by `save`. `max_absent_ids`: removed ids the
+    /// file may claim, for a memory of yours that forgot more than the
+    /// default bound allows (see the error that names it).
     #[staticmethod]
-    fn load(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
+    #[pyo3(signature = (path, *, max_absent_ids = None))]
+    fn load(py: Python<'_>, path: PathBuf, max_absent_ids: Option<u64>) -> PyResult<Self> {
         let store = py
-            .detach(|| CoreStore::from_snapshot_bytes_with(&std::fs::read(&path)?, true))
+            .detach(|| {
+                CoreStore::from_snapshot_bytes_with(
+                    &std::fs::read(&path)?,
+                    deferred(max_absent_ids),
+                )
+            })
             .py()?;
         Ok(Self::in_memory(store))
     }
@@ -1272,9 +1289,10 @@ impl MemoryStore {
     }
 
     #[staticmethod]
-    fn from_bytes(py: Python<'_>, data: Vec<u8>) -> PyResult<Self> {
+    #[pyo3(signature = (data, *, max_absent_ids = None))]
+    fn from_bytes(py: Python<'_>, data: Vec<u8>, max_absent_ids: Option<u64>) -> PyResult<Self> {
         let store = py
-            .detach(|| CoreStore::from_snapshot_bytes_with(&data, true))
+            .detach(|| CoreStore::from_snapshot_bytes_with(&data, deferred(max_absent_ids)))
             .py()?;
         Ok(Self::in_memory(store))
     }
@@ -1299,21 +1317,24 @@ impl MemoryStore {
     /// Load a file written by `save_with_state` (state as bytes) or by
     /// `save` (state None).
     #[staticmethod]
+    #[pyo3(signature = (path, *, max_absent_ids = None))]
     fn load_with_state<'py>(
         py: Python<'py>,
         path: PathBuf,
+        max_absent_ids: Option<u64>,
     ) -> PyResult<(Self, Option<Bound<'py, PyBytes>>)> {
+        let options = deferred(max_absent_ids);
         let (store, state) = py
             .detach(|| -> Result<(CoreStore, Option<Vec<u8>>), Error> {
                 let bytes = std::fs::read(&path)?;
                 if jevmem_core::durable::is_checkpoint(&bytes) {
                     let (_, state, snapshot) = jevmem_core::durable::decode_checkpoint(&bytes)?;
                     Ok((
-                        CoreStore::from_snapshot_bytes_with(snapshot, true)?,
+                        CoreStore::from_snapshot_bytes_with(snapshot, options)?,
                         Some(state.to_vec()),
                     ))
                 } else {
-                    Ok((CoreStore::from_snapshot_bytes_with(&bytes, true)?, None))
+                    Ok((CoreStore::from_snapshot_bytes_with(&bytes, options)?, None))
                 }
             })
             .py()?;
@@ -1330,7 +1351,7 @@ impl MemoryStore {
     #[pyo3(signature = (
         path, dim, *, embedder = "", state = None, durability = "sync", salvage = false,
         segment_bytes = DEFAULT_SEGMENT_BYTES, max_text_bytes = DEFAULT_MAX_CONTENT_BYTES,
-        lexical_fields = None, exact_threshold = None
+        lexical_fields = None, exact_threshold = None, max_absent_ids = None
     ))]
     fn open<'py>(
         py: Python<'py>,
@@ -1344,6 +1365,7 @@ impl MemoryStore {
         max_text_bytes: usize,
         lexical_fields: Option<Vec<String>>,
         exact_threshold: Option<usize>,
+        max_absent_ids: Option<u64>,
     ) -> PyResult<OpenResult<'py>> {
         let mut config = StoreConfig::new(dim);
         config.max_content_bytes = max_text_bytes;
@@ -1357,6 +1379,7 @@ impl MemoryStore {
             sync: SyncMode::parse(durability).py()?,
             segment_bytes,
             salvage,
+            max_absent_ids,
         };
         let state = state.unwrap_or_default();
         let embedder = embedder.to_string();

@@ -106,6 +106,8 @@ pub struct DurableOptions {
     /// Open a log with a bad record followed by good ones by dropping
     /// everything from the bad record on (reported), instead of refusing.
     pub salvage: bool,
+    /// Removed ids the checkpoint may claim (see `snapshot::LoadOptions`).
+    pub max_absent_ids: Option<u64>,
 }
 
 impl Default for DurableOptions {
@@ -114,6 +116,7 @@ impl Default for DurableOptions {
             sync: SyncMode::Sync,
             segment_bytes: DEFAULT_SEGMENT_BYTES,
             salvage: false,
+            max_absent_ids: None,
         }
     }
 }
@@ -457,7 +460,11 @@ impl Durable {
         // The graph is not rebuilt before the memory opens: vectors wait in
         // pending lists (searched exactly) for `build_pending_graph`.
         let load = || {
-            let mut store = MemoryStore::from_snapshot_bytes_with(snapshot, true)?;
+            let load = crate::snapshot::LoadOptions {
+                defer_graph: true,
+                max_absent_ids: options.max_absent_ids,
+            };
+            let mut store = MemoryStore::from_snapshot_bytes_with(snapshot, load)?;
             store.set_defer_graph(true);
             Ok(store)
         };
