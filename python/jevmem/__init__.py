@@ -42,14 +42,22 @@ from jevmem.errors import (
     JevmemError,
     NodeNotFoundError,
     SnapshotError,
+    SystemTwoConnectionError,
+    SystemTwoError,
+    SystemTwoHTTPError,
+    SystemTwoResponseError,
+    SystemTwoTimeoutError,
     TraversalStateError,
     VectorIndexError,
 )
 from jevmem.memory import EvidenceItem, Memory, MemoryConfig, SearchResult, Via
+from jevmem.system_two import ChatCompletionsClient, Completion, SystemTwo
 
 __all__ = [
     "Allowed",
     "Candidate",
+    "ChatCompletionsClient",
+    "Completion",
     "DimensionMismatchError",
     "DurabilityError",
     "Edge",
@@ -75,6 +83,12 @@ __all__ = [
     "SnapshotError",
     "Supersedes",
     "SystemOne",
+    "SystemTwo",
+    "SystemTwoConnectionError",
+    "SystemTwoError",
+    "SystemTwoHTTPError",
+    "SystemTwoResponseError",
+    "SystemTwoTimeoutError",
     "Traversal",
     "TraversalConfig",
     "TraversalStateError",
