@@ -326,7 +326,7 @@ def test_the_http_stack_is_not_imported_by_import_jevmem() -> None:
     import subprocess
 
     code = (
-        "import sys, jevmem, jevmem.system_two; "
+        "import sys, jevmem, jevmem.system_two, jevmem.answering; "
         "print(json.dumps([m for m in ('http.client', 'ssl') if m in sys.modules]))"
     )
     out = subprocess.run(

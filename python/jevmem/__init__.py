@@ -24,6 +24,7 @@ from jevmem._core import (
     rrf,
     view_budgets,
 )
+from jevmem.answering import Answer, AnswerPrompt, SummaryPrompt, SystemTwoSummariser
 from jevmem.controller import LearnedController, LocalController, SystemOne, default_controller
 from jevmem.embed import (
     Embedder,
@@ -55,6 +56,8 @@ from jevmem.system_two import ChatCompletionsClient, Completion, SystemTwo
 
 __all__ = [
     "Allowed",
+    "Answer",
+    "AnswerPrompt",
     "Candidate",
     "ChatCompletionsClient",
     "Completion",
@@ -81,6 +84,7 @@ __all__ = [
     "OnnxEmbedder",
     "SearchResult",
     "SnapshotError",
+    "SummaryPrompt",
     "Supersedes",
     "SystemOne",
     "SystemTwo",
@@ -88,6 +92,7 @@ __all__ = [
     "SystemTwoError",
     "SystemTwoHTTPError",
     "SystemTwoResponseError",
+    "SystemTwoSummariser",
     "SystemTwoTimeoutError",
     "Traversal",
     "TraversalConfig",
