@@ -22,8 +22,9 @@ The default reply (`default_reply`) stands in for a model: for a question
 over numbered notes (``[E1] ...``), it answers with the note sharing the most
 words with the question and cites it; for a judging request (lines
 ``Gold answer:`` and ``Candidate answer:``), ``CORRECT`` when the two share
-at least half of the gold answer's words, else ``WRONG``; otherwise, the line
-of the prompt sharing the most words with its last line.
+at least half of the gold answer's words (a gold answer "(none..." wants a
+"don't know"), else ``WRONG``; otherwise, the line of the prompt sharing the
+most words with its last line. Words match on their first five letters.
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ def count_tokens(text: str) -> int:
 
 
 def _words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
+    # the first five letters stand for the word: "painted" matches "paint"
+    return {w[:5] for w in _WORD.findall(text.lower()) if w not in _STOP}
 
 
 def default_reply(messages: list[dict[str, Any]]) -> str:
@@ -59,6 +61,8 @@ def default_reply(messages: list[dict[str, Any]]) -> str:
     gold = re.search(r"^Gold answer:\s*(.*)$", user, re.M)
     cand = re.search(r"^Candidate answer:\s*(.*)$", user, re.M)
     if gold and cand:
+        if gold.group(1).startswith("(none"):  # nothing to find: declining is right
+            return "CORRECT" if "know" in cand.group(1).lower() else "WRONG"
         g, c = _words(gold.group(1)), _words(cand.group(1))
         return "CORRECT" if g and len(g & c) * 2 >= len(g) else "WRONG"
     q = re.search(r"^Question:\s*(.*)$", user, re.M)

@@ -45,12 +45,15 @@ __all__ = [
     "Answer",
     "AnswerPrompt",
     "EvidencePack",
+    "PreparedAnswer",
     "SummaryPrompt",
     "SystemTwoSummariser",
     "answer_batch",
     "estimate_tokens",
     "evidence_pack",
+    "generate",
     "parse_reply",
+    "prepare",
 ]
 
 #: The evidence pack's layout (see `evidence_pack`); in every answer's trace.
@@ -387,6 +390,129 @@ def _check_options(
         raise InvalidInputError(f"concurrency must be a positive integer, got {concurrency!r:.40}")
 
 
+@dataclass(frozen=True)
+class PreparedAnswer:
+    """An answer up to the model call: the search, the abstention decision,
+    the pack and the messages. `generate` (or ``finish`` with a completion
+    made elsewhere) turns it into an :class:`Answer`. Kept apart so a caller
+    can search under a memory's lock and call the model outside it."""
+
+    search: SearchResult
+    prompt: AnswerPrompt
+    #: "no_evidence" / "sufficiency" when it abstains before the model, else None
+    abstained_by: str | None
+    pack: EvidencePack | None
+    messages: list[Message] | None
+    trace: dict[str, Any]
+
+    @property
+    def needs_model(self) -> bool:
+        return self.messages is not None
+
+    def finish(self, done: Completion | None, generate_s: float = 0.0) -> Answer:
+        trace = dict(self.trace)
+        res, prompt = self.search, self.prompt
+        if self.messages is None or self.pack is None:
+            trace.update(
+                abstained_by=self.abstained_by,
+                model_called=False,
+                prompt_tokens=0,
+                completion_tokens=0,
+                generate_s=0.0,
+                pack_items=0,
+            )
+            return Answer(res.query, prompt.abstain_text, (), True, res, trace)
+        if not isinstance(done, Completion) or not isinstance(done.text, str):
+            raise SystemTwoError(f"the model returned {type(done).__name__}, not a Completion")
+        q0 = time.perf_counter()
+        text, cited, unknown = parse_reply(done.text, self.pack)
+        said_no = _norm(text).startswith(_norm(prompt.abstain_text))
+        if said_no:
+            cited = ()
+        trace.update(
+            abstained_by="model" if said_no else None,
+            model_called=True,
+            pack_items=len(self.pack.labels),
+            pack_chars=len(self.pack.text),
+            pack_tokens_estimate=self.pack.tokens_estimate,
+            prompt_tokens=done.prompt_tokens,
+            completion_tokens=done.completion_tokens,
+            generate_s=generate_s,
+            completion=done.trace(),
+            unknown_citations=list(unknown),
+            labels=dict(self.pack.labels),
+            reply=done.text,
+            parse_s=time.perf_counter() - q0,
+        )
+        return Answer(res.query, text, cited, said_no, res, trace)
+
+
+def prepare(
+    result: SearchResult,
+    *,
+    abstain: bool = True,
+    abstain_below: float = DEFAULT_ABSTAIN_BELOW,
+    prompt: AnswerPrompt | None = None,
+    now_ts: int | None = None,
+) -> PreparedAnswer:
+    """The abstention decision, pack and messages for one search result."""
+    prompt = DEFAULT_ANSWER_PROMPT if prompt is None else prompt
+    _check_options(abstain, abstain_below, prompt, 1)
+    why: str | None = None
+    if abstain and not result.evidence:
+        why = "no_evidence"
+    elif abstain and result.sufficiency is not None and result.sufficiency < abstain_below:
+        why = "sufficiency"
+    trace: dict[str, Any] = {
+        "prompt_version": prompt.version,
+        "pack_version": PACK_VERSION,
+        "sufficiency": result.sufficiency,
+        "abstain": abstain,
+        "abstain_below": abstain_below,
+        "search_s": result.trace.get("total_elapsed_s", result.trace.get("elapsed_s")),
+        "pack_s": 0.0,
+    }
+    if why is not None:
+        return PreparedAnswer(result, prompt, why, None, None, trace)
+    p0 = time.perf_counter()
+    pack = evidence_pack(result.evidence, prompt)
+    msgs = prompt.messages(result.query, pack.text, _now_text(now_ts))
+    trace["pack_s"] = time.perf_counter() - p0
+    return PreparedAnswer(result, prompt, None, pack, msgs, trace)
+
+
+def generate(
+    prepared: Sequence[PreparedAnswer], system_two: SystemTwo, concurrency: int = 4
+) -> list[Answer]:
+    """One model call per prepared answer that needs one, up to
+    ``concurrency`` at a time; answers in input order. The first
+    :class:`~jevmem.errors.SystemTwoError` is raised once all calls ended."""
+    if not (
+        isinstance(concurrency, int) and not isinstance(concurrency, bool) and concurrency >= 1
+    ):
+        raise InvalidInputError(f"concurrency must be a positive integer, got {concurrency!r:.40}")
+
+    def call(p: PreparedAnswer) -> Answer:
+        assert p.messages is not None
+        g0 = time.perf_counter()
+        done = system_two.complete(p.messages, max_tokens=p.prompt.max_tokens)
+        return p.finish(done, time.perf_counter() - g0)
+
+    todo = [i for i, p in enumerate(prepared) if p.needs_model]
+    made: dict[int, Answer] = {}
+    if len(todo) <= 1 or concurrency == 1:
+        for i in todo:
+            made[i] = call(prepared[i])
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(concurrency, len(todo))) as pool:
+            futures = {i: pool.submit(call, prepared[i]) for i in todo}
+        for i, f in futures.items():
+            made[i] = f.result()
+    return [made[i] if i in made else p.finish(None) for i, p in enumerate(prepared)]
+
+
 def answer_batch(
     memory: Memory,
     queries: Sequence[str],
@@ -409,7 +535,6 @@ def answer_batch(
     _check_options(abstain, abstain_below, prompt, concurrency)
     client = resolve_system_two(system_two, memory)
     now_ts = _validate.timestamp(now, "now")  # as the search reads it
-    t0 = time.perf_counter()
     results = memory.search_batch(
         queries,
         k,
@@ -418,92 +543,11 @@ def answer_batch(
         scope=scope,
         filter=filter,
     )
-    search_s = (time.perf_counter() - t0) / max(1, len(results))
-    plans: list[tuple[SearchResult, str | None, EvidencePack | None, float]] = []
-    for res in results:
-        why: str | None = None
-        if abstain and not res.evidence:
-            why = "no_evidence"
-        elif abstain and res.sufficiency is not None and res.sufficiency < abstain_below:
-            why = "sufficiency"
-        pack = None
-        pack_s = 0.0
-        if why is None:
-            p0 = time.perf_counter()
-            pack = evidence_pack(res.evidence, prompt)
-            pack_s = time.perf_counter() - p0
-        plans.append((res, why, pack, pack_s))
-
-    def generate(i: int) -> tuple[Completion, float]:
-        res, _, pack, _ = plans[i]
-        assert pack is not None
-        msgs = prompt.messages(res.query, pack.text, _now_text(now_ts))
-        g0 = time.perf_counter()
-        done = client.complete(msgs, max_tokens=prompt.max_tokens)
-        if not isinstance(done, Completion) or not isinstance(done.text, str):
-            raise SystemTwoError(
-                f"{type(client).__name__}.complete returned {type(done).__name__}, not a Completion"
-            )
-        return done, time.perf_counter() - g0
-
-    todo = [i for i, (_, why, _, _) in enumerate(plans) if why is None]
-    completions: dict[int, tuple[Completion, float]] = {}
-    if len(todo) == 1 or concurrency == 1:
-        for i in todo:
-            completions[i] = generate(i)
-    elif todo:
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(max_workers=min(concurrency, len(todo))) as pool:
-            for i, got in zip(todo, pool.map(generate, todo), strict=True):
-                completions[i] = got
-
-    out = []
-    for i, (res, why, pack, pack_s) in enumerate(plans):
-        trace: dict[str, Any] = {
-            "prompt_version": prompt.version,
-            "pack_version": PACK_VERSION,
-            "sufficiency": res.sufficiency,
-            "abstain": abstain,
-            "abstain_below": abstain_below,
-            "search_s": res.trace.get("total_elapsed_s", res.trace.get("elapsed_s", search_s)),
-            "pack_s": pack_s,
-        }
-        if why is not None:
-            trace.update(
-                abstained_by=why,
-                model_called=False,
-                prompt_tokens=0,
-                completion_tokens=0,
-                generate_s=0.0,
-                pack_items=0,
-            )
-            out.append(Answer(res.query, prompt.abstain_text, (), True, res, trace))
-            continue
-        assert pack is not None
-        done, gen_s = completions[i]
-        q0 = time.perf_counter()
-        text, cited, unknown = parse_reply(done.text, pack)
-        said_no = _norm(text).startswith(_norm(prompt.abstain_text))
-        if said_no:
-            cited = ()
-        trace.update(
-            abstained_by="model" if said_no else None,
-            model_called=True,
-            pack_items=len(pack.labels),
-            pack_chars=len(pack.text),
-            pack_tokens_estimate=pack.tokens_estimate,
-            prompt_tokens=done.prompt_tokens,
-            completion_tokens=done.completion_tokens,
-            generate_s=gen_s,
-            completion=done.trace(),
-            unknown_citations=list(unknown),
-            labels=dict(pack.labels),
-            reply=done.text,
-            parse_s=time.perf_counter() - q0,
-        )
-        out.append(Answer(res.query, text, cited, said_no, res, trace))
-    return out
+    prepared = [
+        prepare(r, abstain=abstain, abstain_below=abstain_below, prompt=prompt, now_ts=now_ts)
+        for r in results
+    ]
+    return generate(prepared, client, concurrency)
 
 
 # ---- approved summaries -----------------------------------------------------------
