@@ -24,6 +24,7 @@ from jevmem._core import (
     rrf,
     view_budgets,
 )
+from jevmem.answering import Answer, AnswerPrompt, SummaryPrompt, SystemTwoSummariser
 from jevmem.controller import LearnedController, LocalController, SystemOne, default_controller
 from jevmem.embed import (
     Embedder,
@@ -42,14 +43,24 @@ from jevmem.errors import (
     JevmemError,
     NodeNotFoundError,
     SnapshotError,
+    SystemTwoConnectionError,
+    SystemTwoError,
+    SystemTwoHTTPError,
+    SystemTwoResponseError,
+    SystemTwoTimeoutError,
     TraversalStateError,
     VectorIndexError,
 )
 from jevmem.memory import EvidenceItem, Memory, MemoryConfig, SearchResult, Via
+from jevmem.system_two import ChatCompletionsClient, Completion, SystemTwo
 
 __all__ = [
     "Allowed",
+    "Answer",
+    "AnswerPrompt",
     "Candidate",
+    "ChatCompletionsClient",
+    "Completion",
     "DimensionMismatchError",
     "DurabilityError",
     "Edge",
@@ -73,8 +84,16 @@ __all__ = [
     "OnnxEmbedder",
     "SearchResult",
     "SnapshotError",
+    "SummaryPrompt",
     "Supersedes",
     "SystemOne",
+    "SystemTwo",
+    "SystemTwoConnectionError",
+    "SystemTwoError",
+    "SystemTwoHTTPError",
+    "SystemTwoResponseError",
+    "SystemTwoSummariser",
+    "SystemTwoTimeoutError",
     "Traversal",
     "TraversalConfig",
     "TraversalStateError",

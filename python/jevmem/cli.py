@@ -4,6 +4,7 @@ jevmem ingest notes.jsonl --memory agent.jvm     # JSONL or a LoCoMo file; again
 jevmem ingest u1.jsonl --scope user=u1           # every line without its own "scope" in u1's
 jevmem search "when did Maya start cello?" --memory agent.jvm --trace
 jevmem search "cello?" --scope user=u1           # u1's observations only
+jevmem answer "when did Maya start cello?" --memory agent.jvm   # JEVMEM_S2_MODEL, ...
 jevmem serve-controller --port 50061             # host a System-One controller over gRPC
 jevmem serve --memory agent=agent.jvm            # host named memories over gRPC
 """
@@ -273,6 +274,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--trace", action="store_true", help="print routing, budgets, rounds and the stop reason"
     )
     p.set_defaults(func=cmd_search)
+    from jevmem.answer_cli import add_answer_command  # answer (System Two)
+
+    add_answer_command(sub, common)
     p = sub.add_parser("demo", help="build a small memory and query it")
     p.set_defaults(func=lambda _: _demo())
     from jevmem.remote.cli import add_commands  # serve, serve-controller (the grpc extra)

@@ -18,6 +18,11 @@ __all__ = [
     "JevmemError",
     "NodeNotFoundError",
     "SnapshotError",
+    "SystemTwoConnectionError",
+    "SystemTwoError",
+    "SystemTwoHTTPError",
+    "SystemTwoResponseError",
+    "SystemTwoTimeoutError",
     "TraversalStateError",
     "VectorIndexError",
 ]
@@ -70,3 +75,44 @@ class DurabilityError(JevmemError, OSError):
     """A durable memory could not make a write durable (a failed write or
     fsync: the memory is read-only from then on, reopen it to recover), or
     its directory is open elsewhere, or it was closed."""
+
+
+class SystemTwoError(JevmemError):
+    """A call to the System-Two model (answers, approved summaries) failed.
+
+    ``attempts`` is how many requests were sent, retries included; ``status``
+    the last HTTP status when there was one. A failed call changed no memory.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        attempts: int = 0,
+        status: int | None = None,
+        retry_after_s: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.attempts = attempts
+        self.status = status
+        self.retry_after_s = retry_after_s
+
+
+class SystemTwoConnectionError(SystemTwoError, ConnectionError):
+    """The endpoint could not be reached, or closed the connection before a
+    whole response arrived, on every attempt."""
+
+
+class SystemTwoTimeoutError(SystemTwoError, TimeoutError):
+    """An attempt took longer than the per-call timeout, on every attempt."""
+
+
+class SystemTwoHTTPError(SystemTwoError):
+    """The endpoint answered with an error status: a 4xx at once (never
+    retried: the request itself is wrong), a 429 or 5xx once the retries
+    were spent or the server asked to wait longer than the client will."""
+
+
+class SystemTwoResponseError(SystemTwoError):
+    """The endpoint answered 2xx with a body that is not a chat completion
+    (not JSON, no choices, no message text)."""

@@ -39,6 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from jevmem import _validate
+from jevmem import answering as _answering
 from jevmem._collector import collector_paused
 from jevmem._core import (
     DEFAULT_MAX_TEXT_BYTES,
@@ -67,8 +68,10 @@ from jevmem.errors import (
     InvalidInputError,
     NodeNotFoundError,
     SnapshotError,
+    SystemTwoError,
 )
 from jevmem.passages import PassagePlanner
+from jevmem.system_two import SystemTwo
 from jevmem.temporal import (
     FactTime,
     TimeRef,
@@ -106,6 +109,9 @@ CHAIN_NODES = 32
 #: to just below it: this share of its score.
 REPLACED_BELOW = 0.999
 Summariser = Callable[[Sequence[Node]], str]
+#: ``summariser=`` also takes a System Two (an object with ``complete``),
+#: wrapped in `jevmem.answering.SystemTwoSummariser`.
+SummariserLike = Summariser | SystemTwo
 #: A query's read path: yields controller requests, receives their answers.
 _Steps = Generator[list[DecisionRequest], list[dict[str, Answer]], None]
 
@@ -308,7 +314,7 @@ class Memory:
         controller: SystemOne | None = None,
         *,
         config: MemoryConfig | None = None,
-        summariser: Summariser | None = None,
+        summariser: SummariserLike | None = None,
         store: MemoryStore | None = None,
     ) -> None:
         # The measured offline default (ONNX MiniLM), or the hashing embedder
@@ -316,7 +322,13 @@ class Memory:
         self.embedder: Embedder = embedder if embedder is not None else default_embedder()
         self.controller: SystemOne = controller if controller is not None else default_controller()
         self.config = config or MemoryConfig()
-        self.summariser = summariser
+        self.summariser: Summariser | None = (
+            _answering.SystemTwoSummariser(summariser)
+            if summariser is not None and not callable(summariser)
+            else summariser
+        )
+        #: the default model of `answer` (None: one from the environment)
+        self.system_two: SystemTwo | None = None
         self.store = (
             store
             if store is not None
@@ -1394,7 +1406,12 @@ class Memory:
             decision["escalated"] = bool(escalate and self.summariser is not None)
             if escalate and self.summariser is not None:
                 sources = [self.store.get(i) for i in [fid, *nbr_ids]]
-                summary = self.summariser(sources)
+                try:
+                    summary = self.summariser(sources)
+                except SystemTwoError as exc:
+                    # the writes stand; the approval is recorded, the summary is not written
+                    decision["summary_error"] = f"{type(exc).__name__}: {exc}"[:300]
+                    continue
                 vec = self.embedder.embed_one(summary)
                 # the pairs every source has: the summary is seen exactly
                 # where all of its sources are
@@ -1547,6 +1564,83 @@ class Memory:
                 pos += n
         return [r.result() for r in runs]
 
+    # ---- answers (System Two) ---------------------------------------------
+
+    def answer(
+        self,
+        query: str,
+        k: int = 10,
+        *,
+        system_two: SystemTwo | None = None,
+        abstain: bool = True,
+        abstain_below: float = _answering.DEFAULT_ABSTAIN_BELOW,
+        prompt: _answering.AnswerPrompt | None = None,
+        now: Any | None = None,
+        mode: Mode = "full",
+        scope: Mapping[str, str] | None = None,
+        filter: Mapping[str, Any] | None = None,
+    ) -> _answering.Answer:
+        """Answer a query from this memory's evidence with one System-Two generation.
+
+        Runs `search` (``k``, ``now``, ``mode``, ``scope``, ``filter`` as
+        there), then, unless it abstains, asks ``system_two`` (default: this
+        memory's ``system_two``, else a `jevmem.system_two.ChatCompletionsClient`
+        from the environment) once over an evidence pack of the results.
+        With ``abstain`` (the default) a search with no evidence, or whose
+        sufficiency is below ``abstain_below``, returns the prompt's
+        abstention text and the model is not called. The returned
+        `jevmem.answering.Answer` holds the text, the cited node ids (always
+        among the search's evidence), the search result and a trace (prompt
+        version, tokens, latency). Raises `jevmem.errors.SystemTwoError`
+        when the model call fails; the memory is not changed either way.
+        """
+        return _answering.answer_batch(
+            self,
+            [query],
+            k,
+            system_two=system_two,
+            abstain=abstain,
+            abstain_below=abstain_below,
+            prompt=prompt,
+            now=now,
+            mode=mode,
+            scope=scope,
+            filter=filter,
+            concurrency=1,
+        )[0]
+
+    def answer_batch(
+        self,
+        queries: Sequence[str],
+        k: int = 10,
+        *,
+        system_two: SystemTwo | None = None,
+        abstain: bool = True,
+        abstain_below: float = _answering.DEFAULT_ABSTAIN_BELOW,
+        prompt: _answering.AnswerPrompt | None = None,
+        now: Any | None = None,
+        mode: Mode = "full",
+        scope: Mapping[str, str] | None = None,
+        filter: Mapping[str, Any] | None = None,
+        concurrency: int = 4,
+    ) -> list[_answering.Answer]:
+        """`answer` for many queries: one `search_batch` (lockstep rounds),
+        then the generations, up to ``concurrency`` at a time."""
+        return _answering.answer_batch(
+            self,
+            queries,
+            k,
+            system_two=system_two,
+            abstain=abstain,
+            abstain_below=abstain_below,
+            prompt=prompt,
+            now=now,
+            mode=mode,
+            scope=scope,
+            filter=filter,
+            concurrency=concurrency,
+        )
+
     # ---- reads and persistence ---------------------------------------------
 
     def get(self, node_id: int) -> Node:
@@ -1620,7 +1714,7 @@ class Memory:
         controller: SystemOne | None = None,
         *,
         config: MemoryConfig | None = None,
-        summariser: Summariser | None = None,
+        summariser: SummariserLike | None = None,
         durability: str = "sync",
         salvage: bool = False,
         checkpoint_every: int = 20_000,

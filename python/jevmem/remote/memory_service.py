@@ -40,12 +40,14 @@ from typing import Any, NoReturn
 
 import grpc
 
+from jevmem import answering
 from jevmem._core import DEFAULT_MAX_TEXT_BYTES
 from jevmem._proto.jevmem.v1 import memory_pb2 as pb
 from jevmem._proto.jevmem.v1 import memory_pb2_grpc as pb_grpc
-from jevmem.errors import JevmemError
+from jevmem.errors import InvalidConfigError, JevmemError, SystemTwoError, SystemTwoHTTPError
 from jevmem.memory import EvidenceItem, Memory, SearchResult, Via
 from jevmem.remote.server import RunningServer, ServerOptions, TokenAccess, start_server
+from jevmem.system_two import SystemTwo
 
 __all__ = [
     "MAX_REQUEST_BYTES",
@@ -53,6 +55,7 @@ __all__ = [
     "MEMORY_SERVICE",
     "MemoryClient",
     "MemoryServicer",
+    "RemoteAnswer",
     "serve_memory",
 ]
 
@@ -189,6 +192,23 @@ def _result_from_proto(m: pb.SearchResult) -> SearchResult:
     return SearchResult(m.query, evidence, json.loads(m.trace_json or "{}"), **opt)
 
 
+def _to_ts(now: int | str) -> int | None:
+    from jevmem import _validate
+
+    return _validate.timestamp(now, "now")
+
+
+@dataclasses.dataclass(frozen=True)
+class RemoteAnswer:
+    """An Answer call's result, as `MemoryClient.answer` returns it."""
+
+    text: str
+    cited: tuple[int, ...]
+    abstained: bool
+    search: SearchResult
+    trace: dict[str, Any]
+
+
 class _Waiting:
     """One Search call waiting in a memory's queue."""
 
@@ -300,6 +320,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         max_text_bytes: int = MAX_TEXT_BYTES,
         max_request_bytes: int = MAX_REQUEST_BYTES,
         access: TokenAccess | None = None,
+        system_two: SystemTwo | None = None,
     ) -> None:
         if max_search_batch < 1:
             raise ValueError(f"max_search_batch must be >= 1, got {max_search_batch}")
@@ -319,6 +340,9 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         self._factory = factory
         self._max = max_memories
         self._registry = threading.Lock()
+        #: the model of Answer calls (None: the memory's own, else one from
+        #: the environment, made on the first Answer)
+        self.system_two = system_two
 
     @property
     def memories(self) -> dict[str, Memory]:
@@ -526,6 +550,66 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         result: pb.SearchBatchResponse = self._run(context, go)
         return result
 
+    def _answerer(self, m: Memory) -> SystemTwo:
+        chosen = self.system_two or m.system_two
+        if chosen is None:
+            from jevmem.system_two import ChatCompletionsClient
+
+            try:
+                chosen = ChatCompletionsClient()
+            except InvalidConfigError as exc:
+                raise _Abort(
+                    grpc.StatusCode.FAILED_PRECONDITION,
+                    f"this server has no System-Two model: {exc}",
+                ) from None
+            with self._registry:
+                self.system_two = self.system_two or chosen
+        return chosen
+
+    def Answer(self, request: pb.AnswerRequest, context: grpc.ServicerContext) -> pb.AnswerResponse:
+        def go() -> pb.AnswerResponse:
+            self._check_request(request)
+            _check_text(request.query, "query", self.max_text_bytes)
+            if not request.query.strip():
+                _bad("query must be non-empty")
+            opts = self._options(request.options)
+            abstain = request.abstain if request.HasField("abstain") else True
+            below = (
+                request.abstain_below
+                if request.HasField("abstain_below")
+                else answering.DEFAULT_ABSTAIN_BELOW
+            )
+            if not 0.0 <= below <= 1.0:  # NaN included
+                _bad(f"abstain_below must be in [0, 1], got {below}")
+            # the search takes its turn on the memory; the model call does not hold it
+            with self._admitted(request.memory, context) as (m, lock, queue):
+                client = self._answerer(m)
+                r = queue.search(m, lock, request.query, opts, context)
+            now_ts = None if opts["now"] is None else _to_ts(opts["now"])
+            prepared = answering.prepare(r, abstain=abstain, abstain_below=below, now_ts=now_ts)
+            try:
+                (a,) = answering.generate([prepared], client, 1)
+            except SystemTwoHTTPError as exc:
+                if exc.status is not None and 400 <= exc.status < 500 and exc.status != 429:
+                    raise _Abort(
+                        grpc.StatusCode.FAILED_PRECONDITION, f"the model refused: {exc}"
+                    ) from None
+                raise _Abort(grpc.StatusCode.UNAVAILABLE, f"the model failed: {exc}") from None
+            except SystemTwoError as exc:
+                raise _Abort(
+                    grpc.StatusCode.UNAVAILABLE, f"the model failed: {type(exc).__name__}: {exc}"
+                ) from None
+            return pb.AnswerResponse(
+                text=a.text,
+                cited=a.cited,
+                abstained=a.abstained,
+                result=_result_to_proto(a.search),
+                trace_json=json.dumps(a.trace, default=str, separators=(",", ":")),
+            )
+
+        result: pb.AnswerResponse = self._run(context, go)
+        return result
+
     def Get(self, request: pb.GetRequest, context: grpc.ServicerContext) -> pb.GetResponse:
         def go() -> pb.GetResponse:
             with self._memory(request.memory, context) as m:
@@ -587,6 +671,7 @@ def serve_memory(
     max_calls_per_memory: int | None = None,
     max_text_bytes: int = MAX_TEXT_BYTES,
     max_request_bytes: int = MAX_REQUEST_BYTES,
+    system_two: SystemTwo | None = None,
 ) -> tuple[RunningServer, MemoryServicer]:
     """Start a ``jevmem.v1.MemoryService``; with a ``factory``, names are created on first write.
 
@@ -595,6 +680,8 @@ def serve_memory(
     One memory admits at most ``max_calls_per_memory`` calls at once
     (default ``opts.max_workers``), and the server runs one thread per call
     it admits (``opts.max_concurrent_rpcs``; see the module docs).
+    Answer calls use ``system_two`` (default: each memory's own, else a
+    client from the JEVMEM_S2_* environment).
     """
     opts = opts or ServerOptions()
     servicer = MemoryServicer(
@@ -606,6 +693,7 @@ def serve_memory(
         max_text_bytes=max_text_bytes,
         max_request_bytes=max_request_bytes,
         access=TokenAccess.from_options(opts),
+        system_two=system_two,
     )
 
     def register(server: grpc.Server) -> list[str]:
@@ -752,6 +840,41 @@ class MemoryClient:
             metadata=self.metadata,
         )
         return [_result_from_proto(x) for x in r.results]
+
+    def answer(
+        self,
+        memory: str,
+        query: str,
+        k: int = 10,
+        *,
+        mode: str = "",
+        scope: Mapping[str, str] | None = None,
+        filter: Mapping[str, Any] | None = None,
+        abstain: bool | None = None,
+        abstain_below: float | None = None,
+        timeout_s: float | None = None,
+    ) -> RemoteAnswer:
+        """``Memory.answer`` on the server (its model); ``timeout_s``
+        defaults to the client's (an answer waits for the model)."""
+        req = pb.AnswerRequest(
+            memory=memory, query=query, options=self.options(k, mode, scope, filter)
+        )
+        if abstain is not None:
+            req.abstain = abstain
+        if abstain_below is not None:
+            req.abstain_below = abstain_below
+        r = self.stub.Answer(
+            req,
+            timeout=self.timeout_s if timeout_s is None else timeout_s,
+            metadata=self.metadata,
+        )
+        return RemoteAnswer(
+            r.text,
+            tuple(int(i) for i in r.cited),
+            r.abstained,
+            _result_from_proto(r.result),
+            json.loads(r.trace_json or "{}"),
+        )
 
     def get(self, memory: str, node_id: int) -> pb.Node:
         r = self.stub.Get(

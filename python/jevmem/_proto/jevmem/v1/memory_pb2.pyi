@@ -643,6 +643,91 @@ class SearchBatchResponse(_message.Message):
 Global___SearchBatchResponse: _TypeAlias = SearchBatchResponse  # noqa: Y015
 
 @_typing.final
+class AnswerRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MEMORY_FIELD_NUMBER: _builtins.int
+    QUERY_FIELD_NUMBER: _builtins.int
+    OPTIONS_FIELD_NUMBER: _builtins.int
+    ABSTAIN_FIELD_NUMBER: _builtins.int
+    ABSTAIN_BELOW_FIELD_NUMBER: _builtins.int
+    memory: _builtins.str
+    query: _builtins.str
+    """Non-empty query text."""
+    abstain: _builtins.bool
+    """Abstain, without calling the model, when the search found no evidence or
+    its sufficiency is below abstain_below; unset means true.
+    """
+    abstain_below: _builtins.float
+    """In [0, 1]; unset means jevmem's default (jevmem.answering.DEFAULT_ABSTAIN_BELOW)."""
+    @_builtins.property
+    def options(self) -> Global___SearchOptions:
+        """The search's options (k, mode, now, scope, filter), as for Search."""
+
+    def __init__(
+        self,
+        *,
+        memory: _builtins.str = ...,
+        query: _builtins.str = ...,
+        options: Global___SearchOptions | None = ...,
+        abstain: _builtins.bool | None = ...,
+        abstain_below: _builtins.float | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_abstain", b"_abstain", "_abstain_below", b"_abstain_below", "abstain", b"abstain", "abstain_below", b"abstain_below", "options", b"options"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_abstain", b"_abstain", "_abstain_below", b"_abstain_below", "abstain", b"abstain", "abstain_below", b"abstain_below", "memory", b"memory", "options", b"options", "query", b"query"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__abstain: _TypeAlias = _typing.Literal["abstain"]  # noqa: Y015
+    _WhichOneofArgType__abstain: _TypeAlias = _typing.Literal["_abstain", b"_abstain"]  # noqa: Y015
+    _WhichOneofReturnType__abstain_below: _TypeAlias = _typing.Literal["abstain_below"]  # noqa: Y015
+    _WhichOneofArgType__abstain_below: _TypeAlias = _typing.Literal["_abstain_below", b"_abstain_below"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__abstain) -> _WhichOneofReturnType__abstain | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__abstain_below) -> _WhichOneofReturnType__abstain_below | None: ...
+
+Global___AnswerRequest: _TypeAlias = AnswerRequest  # noqa: Y015
+
+@_typing.final
+class AnswerResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TEXT_FIELD_NUMBER: _builtins.int
+    CITED_FIELD_NUMBER: _builtins.int
+    ABSTAINED_FIELD_NUMBER: _builtins.int
+    RESULT_FIELD_NUMBER: _builtins.int
+    TRACE_JSON_FIELD_NUMBER: _builtins.int
+    text: _builtins.str
+    """The answer, or the prompt's abstention text."""
+    abstained: _builtins.bool
+    trace_json: _builtins.str
+    """Prompt and pack versions, why it abstained, tokens, timings, as a JSON object."""
+    @_builtins.property
+    def cited(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """The evidence ids the answer cites, always among result.evidence."""
+
+    @_builtins.property
+    def result(self) -> Global___SearchResult:
+        """The search the answer was made from."""
+
+    def __init__(
+        self,
+        *,
+        text: _builtins.str = ...,
+        cited: _abc.Iterable[_builtins.int] | None = ...,
+        abstained: _builtins.bool = ...,
+        result: Global___SearchResult | None = ...,
+        trace_json: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["result", b"result"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["abstained", b"abstained", "cited", b"cited", "result", b"result", "text", b"text", "trace_json", b"trace_json"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AnswerResponse: _TypeAlias = AnswerResponse  # noqa: Y015
+
+@_typing.final
 class GetRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 

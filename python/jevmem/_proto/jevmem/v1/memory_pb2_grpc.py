@@ -69,6 +69,11 @@ class MemoryServiceStub:
                 request_serializer=jevmem_dot_v1_dot_memory__pb2.MemoryHealthRequest.SerializeToString,
                 response_deserializer=jevmem_dot_v1_dot_memory__pb2.MemoryHealthResponse.FromString,
                 _registered_method=True)
+        self.Answer = channel.unary_unary(
+                '/jevmem.v1.MemoryService/Answer',
+                request_serializer=jevmem_dot_v1_dot_memory__pb2.AnswerRequest.SerializeToString,
+                response_deserializer=jevmem_dot_v1_dot_memory__pb2.AnswerResponse.FromString,
+                _registered_method=True)
 
 
 class MemoryServiceServicer:
@@ -125,6 +130,17 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Answer(self, request, context):
+        """Answer a query from a memory's evidence with the server's System-Two
+        model: one search (under the memory's lock), then, unless it abstains,
+        one generation (outside it). FAILED_PRECONDITION when the server has no
+        model configured or the model refused the request (a 4xx); UNAVAILABLE
+        when the model could not be reached, timed out or kept failing.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -162,6 +178,11 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.Health,
                     request_deserializer=jevmem_dot_v1_dot_memory__pb2.MemoryHealthRequest.FromString,
                     response_serializer=jevmem_dot_v1_dot_memory__pb2.MemoryHealthResponse.SerializeToString,
+            ),
+            'Answer': grpc.unary_unary_rpc_method_handler(
+                    servicer.Answer,
+                    request_deserializer=jevmem_dot_v1_dot_memory__pb2.AnswerRequest.FromString,
+                    response_serializer=jevmem_dot_v1_dot_memory__pb2.AnswerResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -353,6 +374,33 @@ class MemoryService:
             '/jevmem.v1.MemoryService/Health',
             jevmem_dot_v1_dot_memory__pb2.MemoryHealthRequest.SerializeToString,
             jevmem_dot_v1_dot_memory__pb2.MemoryHealthResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Answer(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/jevmem.v1.MemoryService/Answer',
+            jevmem_dot_v1_dot_memory__pb2.AnswerRequest.SerializeToString,
+            jevmem_dot_v1_dot_memory__pb2.AnswerResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -54,6 +54,13 @@ class MemoryServiceStub:
     """Counters of a memory (nodes, edges, controller calls...)."""
     Health: _grpc.UnaryUnaryMultiCallable[_memory_pb2.MemoryHealthRequest, _memory_pb2.MemoryHealthResponse]
     """Whether a named memory exists and is serving."""
+    Answer: _grpc.UnaryUnaryMultiCallable[_memory_pb2.AnswerRequest, _memory_pb2.AnswerResponse]
+    """Answer a query from a memory's evidence with the server's System-Two
+    model: one search (under the memory's lock), then, unless it abstains,
+    one generation (outside it). FAILED_PRECONDITION when the server has no
+    model configured or the model refused the request (a 4xx); UNAVAILABLE
+    when the model could not be reached, timed out or kept failing.
+    """
 
 @_typing.type_check_only
 class MemoryServiceAsyncStub(MemoryServiceStub):
@@ -76,6 +83,13 @@ class MemoryServiceAsyncStub(MemoryServiceStub):
     """Counters of a memory (nodes, edges, controller calls...)."""
     Health: _aio.UnaryUnaryMultiCallable[_memory_pb2.MemoryHealthRequest, _memory_pb2.MemoryHealthResponse]  # type: ignore[assignment]
     """Whether a named memory exists and is serving."""
+    Answer: _aio.UnaryUnaryMultiCallable[_memory_pb2.AnswerRequest, _memory_pb2.AnswerResponse]  # type: ignore[assignment]
+    """Answer a query from a memory's evidence with the server's System-Two
+    model: one search (under the memory's lock), then, unless it abstains,
+    one generation (outside it). FAILED_PRECONDITION when the server has no
+    model configured or the model refused the request (a 4xx); UNAVAILABLE
+    when the model could not be reached, timed out or kept failing.
+    """
 
 class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -137,5 +151,18 @@ class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_memory_pb2.MemoryHealthResponse, _abc.Awaitable[_memory_pb2.MemoryHealthResponse]]:
         """Whether a named memory exists and is serving."""
+
+    @_abc_1.abstractmethod
+    def Answer(
+        self,
+        request: _memory_pb2.AnswerRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_pb2.AnswerResponse, _abc.Awaitable[_memory_pb2.AnswerResponse]]:
+        """Answer a query from a memory's evidence with the server's System-Two
+        model: one search (under the memory's lock), then, unless it abstains,
+        one generation (outside it). FAILED_PRECONDITION when the server has no
+        model configured or the model refused the request (a 4xx); UNAVAILABLE
+        when the model could not be reached, timed out or kept failing.
+        """
 
 def add_MemoryServiceServicer_to_server(servicer: MemoryServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -1,0 +1,290 @@
+"""A small OpenAI-compatible chat-completions server on loopback, for tests and benchmarks.
+
+It answers ``POST /v1/chat/completions`` deterministically (JSON, or
+server-sent events when the request streams), counts tokens in ``usage`` as
+``len(re.findall(r"\\w+|[^\\w\\s]", text))``, records every request, and,
+when told, misbehaves: a script of behaviours is consumed one per request
+(then the default, ``"ok"``)::
+
+    with FakeChatServer() as s:
+        s.script("429", "500", "ok")       # two failures, then an answer
+        client = ChatCompletionsClient(s.base_url, "fake")
+
+Behaviours: ``"ok"``; ``"slow:<s>"`` (answer after ``s`` seconds);
+``"429"`` / ``"429:<retry-after>"``; ``"500"``, ``"503"``; ``"400"``,
+``"401"``; ``"malformed"`` (200 with a body that is not JSON);
+``"no_choices"`` (200, JSON without choices); ``"close"`` (close the
+connection without answering); ``"truncate"`` (announce a longer body than
+is sent, then close); ``"stall_stream"`` (a streamed reply that stops after
+its first event and closes).
+
+The default reply (`default_reply`) stands in for a model: for a question
+over numbered notes (``[E1] ...``), it answers with the note sharing the most
+words with the question and cites it; for a judging request (lines
+``Gold answer:`` and ``Candidate answer:``), ``CORRECT`` when the two share
+at least half of the gold answer's words (a gold answer "(none..." wants a
+"don't know"), else ``WRONG``; otherwise, the line of the prompt sharing the
+most words with its last line. Words match on their first five letters.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = frozenset(
+    "a an the of to in on at for and or is are was were be did do does what when who "
+    "which how why where with from about by as it its this that has have had".split()
+)
+
+Reply = Callable[[list[dict[str, Any]]], str]
+
+
+def count_tokens(text: str) -> int:
+    return len(_TOKEN.findall(text))
+
+
+def _words(text: str) -> set[str]:
+    # the first five letters stand for the word: "painted" matches "paint"
+    return {w[:5] for w in _WORD.findall(text.lower()) if w not in _STOP}
+
+
+def default_reply(messages: list[dict[str, Any]]) -> str:
+    user = str(messages[-1].get("content", "")) if messages else ""
+    gold = re.search(r"^Gold answer:\s*(.*)$", user, re.M)
+    cand = re.search(r"^Candidate answer:\s*(.*)$", user, re.M)
+    if gold and cand:
+        if gold.group(1).startswith("(none"):  # nothing to find: declining is right
+            return "CORRECT" if "know" in cand.group(1).lower() else "WRONG"
+        g, c = _words(gold.group(1)), _words(cand.group(1))
+        return "CORRECT" if g and len(g & c) * 2 >= len(g) else "WRONG"
+    q = re.search(r"^Question:\s*(.*)$", user, re.M)
+    question = q.group(1) if q else user.strip().splitlines()[-1] if user.strip() else ""
+    qw = _words(question)
+    notes = re.findall(r"^\[(E\d+)\][^\n]*\n([^\n]*)", user, re.M)
+    if notes:
+        best = max(notes, key=lambda n: (len(qw & _words(n[1])), -int(n[0][1:])))
+        if not qw & _words(best[1]):
+            return "I don't know.\nSOURCES: none"
+        return f"{best[1]}\nSOURCES: {best[0]}"
+    lines = [
+        ln
+        for ln in user.splitlines()
+        if ln.strip() and not ln.startswith("Question:") and ln.strip() != question.strip()
+    ]
+    if not lines:
+        return "I don't know."
+    return max(lines, key=lambda ln: len(qw & _words(ln)))
+
+
+class FakeChatServer:
+    """The server; ``base_url`` ends in ``/v1``. A context manager."""
+
+    def __init__(self, reply: Reply = default_reply, model: str = "fake-model") -> None:
+        self.reply = reply
+        self.model = model
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self._script: list[str] = []
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as real endpoints
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                server._handle(self)
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}/v1"
+
+    def script(self, *behaviours: str) -> None:
+        """Queue behaviours for the next requests, in order."""
+        with self._lock:
+            self._script.extend(behaviours)
+
+    def _next(self) -> str:
+        with self._lock:
+            return self._script.pop(0) if self._script else "ok"
+
+    def close(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def __enter__(self) -> FakeChatServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- one request --------------------------------------------------------
+
+    def _handle(self, h: BaseHTTPRequestHandler) -> None:
+        n = int(h.headers.get("Content-Length") or 0)
+        raw = h.rfile.read(n)
+        behaviour = self._next()
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+        with self._lock:
+            self.requests.append(body if isinstance(body, dict) else {"_raw": raw})
+            self.headers.append({k.lower(): v for k, v in h.headers.items()})
+        if h.path.split("?")[0] != "/v1/chat/completions":
+            return self._send(h, 404, {"error": {"message": f"no route {h.path}"}})
+        if behaviour.startswith("slow:"):
+            time.sleep(float(behaviour.split(":", 1)[1]))
+            behaviour = "ok"
+        if behaviour == "close":
+            h.close_connection = True
+            h.connection.close()
+            return None
+        if behaviour.startswith("429"):
+            extra = {}
+            if ":" in behaviour:
+                extra["Retry-After"] = behaviour.split(":", 1)[1]
+            return self._send(h, 429, {"error": {"message": "rate limited"}}, extra)
+        if behaviour in ("400", "401", "500", "503"):
+            return self._send(h, int(behaviour), {"error": {"message": f"fake {behaviour}"}})
+        if behaviour == "malformed":
+            return self._send_raw(h, 200, b'{"choices": [ this is not json', "application/json")
+        if behaviour == "no_choices":
+            return self._send(h, 200, {"id": "x", "object": "chat.completion"})
+        if behaviour == "truncate":
+            h.send_response(200)
+            h.send_header("Content-Type", "application/json")
+            h.send_header("Content-Length", "5000")
+            h.end_headers()
+            h.wfile.write(b'{"choices": [')
+            h.wfile.flush()
+            h.close_connection = True
+            h.connection.close()
+            return None
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            return self._send(h, 400, {"error": {"message": "messages missing"}})
+        messages = body["messages"]
+        text = self.reply(messages)
+        prompt_tokens = sum(count_tokens(str(m.get("content", ""))) for m in messages)
+        usage = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": count_tokens(text),
+            "total_tokens": prompt_tokens + count_tokens(text),
+        }
+        if body.get("stream"):
+            return self._stream(h, text, usage, body, stall=behaviour == "stall_stream")
+        return self._send(
+            h,
+            200,
+            {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion",
+                "model": self.model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": usage,
+            },
+        )
+
+    def _send(
+        self,
+        h: BaseHTTPRequestHandler,
+        status: int,
+        obj: dict[str, Any],
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        self._send_raw(h, status, json.dumps(obj).encode(), "application/json", headers)
+
+    @staticmethod
+    def _send_raw(
+        h: BaseHTTPRequestHandler,
+        status: int,
+        data: bytes,
+        ctype: str,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        h.send_response(status)
+        h.send_header("Content-Type", ctype)
+        h.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            h.send_header(k, v)
+        h.end_headers()
+        h.wfile.write(data)
+        h.wfile.flush()
+
+    def _stream(
+        self,
+        h: BaseHTTPRequestHandler,
+        text: str,
+        usage: dict[str, int],
+        body: dict[str, Any],
+        stall: bool,
+    ) -> None:
+        h.send_response(200)
+        h.send_header("Content-Type", "text/event-stream")
+        h.send_header("Transfer-Encoding", "chunked")
+        h.end_headers()
+
+        def event(obj: dict[str, Any] | str) -> None:
+            data = obj if isinstance(obj, str) else json.dumps(obj)
+            payload = f"data: {data}\n\n".encode()
+            h.wfile.write(f"{len(payload):x}\r\n".encode() + payload + b"\r\n")
+            h.wfile.flush()
+
+        pieces: Sequence[str] = re.findall(r"\S+\s*|\s+", text) or [""]
+        for i, piece in enumerate(pieces):
+            event(
+                {
+                    "id": "chatcmpl-fake",
+                    "object": "chat.completion.chunk",
+                    "model": self.model,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "delta": {"content": piece} if piece else {"role": "assistant"},
+                            "finish_reason": None,
+                        }
+                    ],
+                }
+            )
+            if i == 0:
+                comment = b": keep-alive\n\n"
+                h.wfile.write(f"{len(comment):x}\r\n".encode() + comment + b"\r\n")
+            if stall:
+                h.close_connection = True
+                h.connection.close()
+                return
+        event(
+            {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion.chunk",
+                "model": self.model,
+                "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+            }
+        )
+        if (body.get("stream_options") or {}).get("include_usage"):
+            event({"id": "chatcmpl-fake", "choices": [], "usage": usage, "model": self.model})
+        event("[DONE]")
+        h.wfile.write(b"0\r\n\r\n")
+        h.wfile.flush()
