@@ -16,6 +16,7 @@ __all__ = [
     "InvalidScoreError",
     "InvalidTypeError",
     "JevmemError",
+    "MissingDependencyError",
     "NodeNotFoundError",
     "SnapshotError",
     "TraversalStateError",
@@ -70,3 +71,8 @@ class DurabilityError(JevmemError, OSError):
     """A durable memory could not make a write durable (a failed write or
     fsync: the memory is read-only from then on, reopen it to recover), or
     its directory is open elsewhere, or it was closed."""
+
+
+class MissingDependencyError(JevmemError, ImportError):
+    """A feature needs an optional extra that is not installed; the message
+    names the extra (``pip install 'jevmem[grpc]'``)."""

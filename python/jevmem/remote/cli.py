@@ -10,6 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from jevmem.errors import MissingDependencyError
+
 if TYPE_CHECKING:
     from jevmem.memory import Memory
 
@@ -68,7 +70,21 @@ def _announce(what: str, host: str, port: int) -> None:
     print(f"jevmem {what} listening on {host}:{port}", flush=True)
 
 
+def _need_grpc(command: str) -> None:
+    """Name the extra to install instead of failing on ``import grpc``."""
+    try:
+        import google.protobuf  # noqa: F401
+        import grpc  # noqa: F401
+        import grpc_health  # noqa: F401
+    except ImportError as exc:
+        raise MissingDependencyError(
+            f"jevmem {command} needs the grpc extra ({exc.name} is not installed): "
+            "pip install 'jevmem[grpc]', or from a source checkout pip install '.[grpc]'"
+        ) from None
+
+
 def cmd_serve_controller(args: argparse.Namespace) -> int:
+    _need_grpc("serve-controller")
     from jevmem.remote.server import load_controller, serve_controller
 
     logging.basicConfig(level=logging.INFO, stream=sys.stderr)
@@ -176,6 +192,7 @@ def hosted_memories(
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    _need_grpc("serve")
     from jevmem.cli import _save
     from jevmem.remote.memory_service import serve_memory
 
