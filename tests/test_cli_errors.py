@@ -171,3 +171,16 @@ def test_an_unreachable_controller_warns() -> None:
     # once for the outage, not once per call
     assert len(mine) == 1 and "127.0.0.1:1" in str(mine[0].message)
     remote.close()
+
+
+def test_the_readme_example_controller_loads_and_answers() -> None:
+    from jevmem.controller.examples import CountingController
+    from jevmem.remote.server import load_controller
+
+    c = load_controller("jevmem.controller.examples:CountingController")
+    assert isinstance(c, CountingController)
+    m = jevmem.Memory(HashEmbedder(32), controller=c)
+    m.add("the build server disk is full")
+    r = m.search("disk full?")
+    assert r.trace["controller"] == c.name and c.name.startswith("counting(")
+    assert c.asked["assess.sufficiency"] >= 1 and c.asked["score.relevance"] >= 1

@@ -183,10 +183,9 @@ def cmd_search(args: argparse.Namespace) -> int:
             print(f"      best passage: characters {e.passage[0]}-{e.passage[1]} of {len(e.text)}")
         for ref in e.time_refs:
             print(f"      time: {ref['text']!r} -> {ref['resolved']} ({ref['precision']})")
-    suff = "n/a" if r.sufficiency is None else f"{r.sufficiency:.2f}"
-    print(
-        f"sufficiency {suff} ({'sufficient' if r.sufficient else 'not sufficient'}), stop: {r.trace.get('stop_reason')}"
-    )
+    from jevmem._explain import sufficiency_line
+
+    print(f"{sufficiency_line(r)}; stop: {r.trace.get('stop_reason')}")
     if args.trace:
         print(json.dumps(r.trace, indent=2, default=str))
     return 0
@@ -224,7 +223,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help='scope of every observation without its own "scope" (repeatable)',
     )
     p.set_defaults(func=cmd_ingest)
-    p = sub.add_parser("search", parents=[common], help="retrieve evidence for a query")
+    from jevmem._explain import STOP_RULE_NOTE
+
+    p = sub.add_parser(
+        "search", parents=[common], help="retrieve evidence for a query", epilog=STOP_RULE_NOTE
+    )
     p.add_argument("query")
     p.add_argument("-k", type=int, default=10)
     p.add_argument("--now", default=None, help="query time (ISO 8601), for recency")
