@@ -257,3 +257,18 @@ def test_chromium_screenshot_is_not_blank(tmp_path: Path) -> None:
     background = np.array([0xFB, 0xFB, 0xFD])
     assert (np.abs(graph - background).sum(axis=2) > 30).mean() > 0.01
     assert len(np.unique(px.reshape(-1, 3), axis=0)) > 20
+
+
+@needs_chromium
+def test_chromium_shows_the_cut_and_the_stop_rule(tmp_path: Path) -> None:
+    d = inspect.graph_data(_memory(), query="Who teaches Maya the cello?", k=2, max_nodes=3)
+    page = tmp_path / "cut.html"
+    page.write_text(inspect.to_html(d), encoding="utf-8")
+    dom = _chromium(tmp_path, "--dump-dom", page.as_uri()).stdout
+    assert len(re.findall(r'<circle class="node', dom)) == 3
+    assert 'id="truncated">showing 3 of 6 nodes' in dom
+    assert "(cut: see the note)" in dom
+    stop = re.search(r'id="qstop">([^<]*)<', dom)
+    assert stop is not None
+    want = "sufficient (early-stop rule met)" if d["query"]["sufficient"] else "rule not met: "
+    assert f"stop: {d['query']['stop_reason']}" in stop.group(1) and want in stop.group(1)

@@ -185,10 +185,15 @@
     if (!q) return;
     $("query").hidden = false;
     $("qtext").textContent = "\u201c" + q.text + "\u201d";
-    var th = q.thresholds || {}, s = q.sufficiency;
+    // the same words as the CLI (jevmem/_explain.py): which part of the early-stop rule failed
+    var th = q.thresholds || {}, s = q.sufficiency, unmet = [];
+    var ts = th.theta_suff || 0.95, tm = th.theta_missing || 0.15, tc = th.theta_contradiction || 0.15;
+    if (s !== null && s < ts) unmet.push("sufficiency below " + ts.toFixed(2));
+    if ((q.missing || 0) >= tm) unmet.push("missing " + q.missing.toFixed(2) + " (needs < " + tm.toFixed(2) + ")");
+    if ((q.contradiction || 0) >= tc) unmet.push("contradiction " + q.contradiction.toFixed(2) + " (needs < " + tc.toFixed(2) + ")");
     $("qstop").textContent = "stop: " + q.stop_reason + "; " + q.rounds.length + " rounds; sufficiency " +
-      (s === null ? "n/a" : s.toFixed(2)) + (q.sufficient ? " (sufficient)" : " (below the stop rule: sufficiency \u2265 " +
-      (th.theta_suff || 0.95).toFixed(2) + ", missing < " + (th.theta_missing || 0.15).toFixed(2) + ")");
+      (s === null ? "n/a" : (Math.floor(s * 100) / 100).toFixed(2)) +
+      (q.sufficient ? "; sufficient (early-stop rule met)" : "; early-stop rule not met: " + unmet.join(", "));
     var body = $("rounds").querySelector("tbody");
     q.rounds.forEach(function (r, i) {
       var a = r.assessment || {}, tr = el("tr");
@@ -233,7 +238,8 @@
   apply();
   window.addEventListener("hashchange", function () { fromHash(); apply(); });
   var st = data.stats || {};
-  $("summary").textContent = nodes.length + " nodes drawn of " + st.nodes + ", " + edges.length + " edges" + (data.scope ? ", scope " + scopeKey(data.scope) : "");
+  $("summary").textContent = nodes.length + " nodes drawn of " + st.nodes + ", " + edges.length + " edges" +
+    (data.scope ? ", scope " + scopeKey(data.scope) : "") + (data.truncated ? " (cut: see the note)" : "");
   if (data.truncated) { $("truncated").hidden = false; $("truncated").textContent = data.truncated.note; }
   document.body.setAttribute("data-ready", "1");
 })();
