@@ -8,9 +8,12 @@ import subprocess
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import jevmem
 from jevmem.cli import main
@@ -184,3 +187,55 @@ def test_the_readme_example_controller_loads_and_answers() -> None:
     r = m.search("disk full?")
     assert r.trace["controller"] == c.name and c.name.startswith("counting(")
     assert c.asked["assess.sufficiency"] >= 1 and c.asked["score.relevance"] >= 1
+
+
+_GOOD = st.fixed_dictionaries(
+    {"text": st.text(st.characters(min_codepoint=97, max_codepoint=122), min_size=1, max_size=12)},
+    optional={
+        "speaker": st.sampled_from(["Maya", "Lena"]),
+        "timestamp": st.integers(0, 2_000_000_000),
+        "metadata": st.fixed_dictionaries({"n": st.integers(0, 9)}),
+    },
+)
+_BAD = st.sampled_from(
+    [
+        {"text": ""},
+        {"text": "x", "timestamp": "not a date"},
+        {"text": "x", "speaker": 3},
+        {"text": "x", "metadata": {"n": [1]}},
+        {"text": "x", "scope": "u1"},
+        {"no_text": 1},
+    ]
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=st.lists(_GOOD, max_size=12), bad=st.one_of(st.none(), _BAD), at=st.integers(0, 12))
+def test_ingest_is_all_or_nothing(
+    tmp_path_factory: pytest.TempPathFactory,
+    rows: list[dict[str, Any]],
+    bad: dict[str, Any] | None,
+    at: int,
+) -> None:
+    tmp = tmp_path_factory.mktemp("ingest")
+    memory = tmp / "m.jvm"
+    (tmp / "seed.jsonl").write_text('{"text": "already here"}\n')
+    assert (
+        main(["ingest", str(tmp / "seed.jsonl"), "--memory", str(memory), "--embedder", "hash-16"])
+        == 0
+    )
+    before = memory.read_bytes()
+    lines = [json.dumps(r) for r in rows]
+    if bad is not None:
+        lines.insert(min(at, len(lines)), json.dumps(bad))
+    (tmp / "rows.jsonl").write_text("\n".join(lines) + "\n")
+    code = main(["ingest", str(tmp / "rows.jsonl"), "--memory", str(memory), "--batch", "4"])
+    if bad is not None:
+        assert code == 2 and memory.read_bytes() == before  # nothing written, not even a save
+    else:
+        assert code == 0
+        m = jevmem.Memory.load(memory)
+        assert len(m) == 1 + len(rows)
+        # and again: every row is held already
+        assert main(["ingest", str(tmp / "rows.jsonl"), "--memory", str(memory)]) == 0
+        assert len(jevmem.Memory.load(memory)) == 1 + len(rows)
