@@ -239,3 +239,24 @@ def test_ingest_is_all_or_nothing(
         # and again: every row is held already
         assert main(["ingest", str(tmp / "rows.jsonl"), "--memory", str(memory)]) == 0
         assert len(jevmem.Memory.load(memory)) == 1 + len(rows)
+
+
+def test_serve_warns_at_start_when_the_controller_does_not_answer(tmp_path: Path) -> None:
+    p = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "jevmem", "serve", "--port", "0", "--embedder", "hash-16"),
+            *("--controller", "127.0.0.1:1", "--grace", "0.1"),
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert p.stdout is not None
+        assert "listening on" in p.stdout.readline()
+    finally:
+        p.terminate()
+        _, err = p.communicate(timeout=60)
+    assert "controller 127.0.0.1:1 does not answer" in err and "local controller" in err
+    assert "Traceback" not in err

@@ -191,6 +191,24 @@ def hosted_memories(
     return memories, snapshots, factory
 
 
+def _probe_controller(args: argparse.Namespace, log: logging.Logger, wait_s: float = 2.0) -> None:
+    """Say at start, not only in traces, when ``--controller`` does not answer."""
+    import grpc
+
+    probe = _remote_controller(args)
+    try:
+        probe.wait_ready(wait_s)
+    except grpc.FutureTimeoutError:
+        log.warning(
+            "controller %s does not answer (no connection within %.0f s): the local controller "
+            "answers until it does, and traces say 'local-fallback'",
+            args.controller,
+            wait_s,
+        )
+    finally:
+        probe.close()
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     _need_grpc("serve")
     from jevmem.cli import _save
@@ -215,6 +233,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     )
     where = f", controller at {args.controller}" if args.controller else ""
     log = logging.getLogger("jevmem.remote")
+    if args.controller:
+        _probe_controller(args, log)
     log.info("hosting %d memories%s", len(memories), where)
     _announce("serve", args.host, server.port)
     server.serve_forever(opts.grace_s)
