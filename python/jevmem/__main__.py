@@ -12,6 +12,7 @@ import time
 import warnings
 from datetime import datetime, timezone
 
+from jevmem._explain import STOP_RULE_NOTE, sufficiency_line
 from jevmem.embed import default_embedder
 from jevmem.memory import Memory
 
@@ -77,12 +78,13 @@ def demo() -> None:
                 print(f"          '{ref['text']}' -> {ref['resolved']}")
         tr = r.trace
         print(
-            f"   sufficiency {r.sufficiency:.2f}, stop={tr['stop_reason']}, rounds={len(tr['rounds'])}, "
+            f"   {sufficiency_line(r)}\n   stop={tr['stop_reason']}, rounds={len(tr['rounds'])}, "
             f"visited={tr['visited']}, controller calls={tr['controller_calls']}\n"
         )
     print(
         f"{len(QUERIES)} queries ran in lockstep: {memory.calls['query']} controller calls for all of them"
     )
+    print(f"\n{STOP_RULE_NOTE}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,14 +12,12 @@ jevmem serve --memory agent=agent.jvm            # host named memories over gRPC
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from jevmem.embed import Embedder, embedder_from_spec
 from jevmem.errors import InvalidConfigError, JevmemError
@@ -82,72 +80,6 @@ def _save(m: Memory, memory: Path) -> None:
         m.save(memory)
 
 
-def _observations(path: Path) -> Iterator[dict[str, Any]]:
-    """JSONL observations, or every turn of a LoCoMo-format file."""
-    text = path.read_text()
-    stripped = text.lstrip()
-    if stripped.startswith("["):
-        data = json.loads(text)
-        for sample in data:
-            conv = sample.get("conversation", {})
-            sid = str(sample.get("sample_id", ""))
-            n = 1
-            while f"session_{n}" in conv:
-                when = conv.get(f"session_{n}_date_time")
-                for i, turn in enumerate(conv[f"session_{n}"]):
-                    body = str(turn["text"])
-                    if turn.get("blip_caption"):
-                        body += f" [image: {turn['blip_caption']}]"
-                    yield {
-                        "text": body,
-                        "speaker": turn.get("speaker"),
-                        "timestamp": when,
-                        "offset_s": i,
-                        "provenance": {
-                            "dia_id": str(turn.get("dia_id", "")),
-                            "session": str(n),
-                            "sample_id": sid,
-                        },
-                    }
-                n += 1
-        return
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise SystemExit(f"{path}:{lineno}: not JSON: {exc}") from None
-        if isinstance(obj, str):
-            obj = {"text": obj}
-        if not isinstance(obj, dict) or "text" not in obj:
-            raise SystemExit(f'{path}:{lineno}: expected an object with a "text" field')
-        yield obj
-
-
-def _line_keys(obs: list[dict[str, Any]]) -> list[str]:
-    """An idempotency key per observation: its explicit ``"key"``, else a
-    hash of the observation itself (canonical JSON of everything the line
-    says) and how many identical ones came before it in the file.
-
-    Content rather than path and line number: re-ingesting the same file, a
-    copy of it, a renamed one or one with lines added anywhere adds only
-    what is new, and a line said twice is still stored twice (the second
-    copy has occurrence 1). What it cannot tell apart is a line edited in
-    place: that is a new observation (the old one stays until forgotten)."""
-    seen: dict[str, int] = {}
-    keys = []
-    for o in obs:
-        if o.get("key") is not None:
-            keys.append(str(o["key"]))
-            continue
-        body = json.dumps(o, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
-        digest = hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-        n = seen[digest] = seen.get(digest, -1) + 1
-        keys.append(f"ingest:{digest}:{n}")
-    return keys
-
-
 def _scope_flags(pairs: Sequence[str] | None) -> dict[str, str] | None:
     """``--scope user=u1 --scope session=s3`` as a scope dict."""
     if not pairs:
@@ -172,42 +104,64 @@ def _progress(done: int, total: int, t0: float) -> None:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from jevmem.temporal import to_timestamp
+    from jevmem._ingest import read_rows
 
-    obs = list(_observations(Path(args.file)))
-    keys = _line_keys(obs)
-    default_scope = _scope_flags(args.scope)
+    path = Path(args.file)
+    if not path.is_file():  # before opening the memory (loading an embedder takes seconds)
+        raise FileNotFoundError(2, "no such file", str(path))
+    if args.batch < 1:
+        raise SystemExit(f"--batch must be at least 1, got {args.batch}")
     m = _open(args.memory, args.embedder)
+    try:
+        # every row is checked before the first write: a bad one writes nothing
+        got = read_rows(
+            path,
+            default_scope=_scope_flags(args.scope),
+            max_text_bytes=m.store.max_text_bytes,
+            check_attributes=m.store.check_attributes,
+        )
+    except BaseException:
+        m.close()
+        raise
+    rows = got.rows
     before = len(m)
     t0 = time.perf_counter()
-    for lo in range(0, len(obs), args.batch):
-        chunk = obs[lo : lo + args.batch]
-        stamps = []
-        for o in chunk:
-            ts = o.get("timestamp")
-            stamps.append(None if ts is None else to_timestamp(ts) + int(o.get("offset_s", 0)))
-        m.add_batch(
-            [str(o["text"]) for o in chunk],
-            timestamps=stamps,
-            speakers=[o.get("speaker") for o in chunk],
-            provenances=[
-                {str(k): str(v) for k, v in (o.get("provenance") or {}).items()} for o in chunk
-            ],
-            entities=[o.get("entities") for o in chunk],
-            scopes=[o.get("scope", default_scope) for o in chunk],
-            metadatas=[o.get("metadata") for o in chunk],
-            keys=keys[lo : lo + args.batch],
+    written = 0
+    try:
+        for lo in range(0, len(rows), args.batch):
+            chunk = rows[lo : lo + args.batch]
+            m.add_batch(
+                [r.text for r in chunk],
+                timestamps=[r.timestamp for r in chunk],
+                speakers=[r.speaker for r in chunk],
+                provenances=[r.provenance for r in chunk],
+                entities=[r.entities for r in chunk],
+                scopes=[r.scope for r in chunk],
+                metadatas=[r.metadata for r in chunk],
+                keys=[r.key for r in chunk],
+            )
+            written += len(chunk)
+            _progress(written, len(rows), t0)
+    except JevmemError as exc:
+        # rows were checked, so this is the memory failing (a full disk...)
+        kept = (
+            f"the {written} rows before it are in the memory; running the same command "
+            "again adds only the rest"
+            if m.durable
+            else "nothing was saved"
         )
-        _progress(min(lo + args.batch, len(obs)), len(obs), t0)
-    sys.stderr.write("\n")
+        raise type(exc)(f"writing {rows[written].where} failed: {exc}; {kept}") from None
+    finally:
+        sys.stderr.write("\n")
     _save(m, args.memory)
     m.close()
     s = m.stats()
     edges = sum(v for k, v in s.items() if k.startswith("edges_"))
     added = len(m) - before
+    skipped = f", {got.skipped} chat messages without text skipped" if got.skipped else ""
     print(
-        f"ingested {len(obs)} observations ({added} new, {len(obs) - added} already held) in "
-        f"{time.perf_counter() - t0:.1f}s: memory {args.memory} "
+        f"ingested {len(rows)} observations ({added} new, {len(rows) - added} already held"
+        f"{skipped}) in {time.perf_counter() - t0:.1f}s: memory {args.memory} "
         f"now holds {s['nodes']} nodes and {edges} edges ({s['controller_calls_write']} controller calls)"
     )
     return 0
@@ -230,10 +184,9 @@ def cmd_search(args: argparse.Namespace) -> int:
             print(f"      best passage: characters {e.passage[0]}-{e.passage[1]} of {len(e.text)}")
         for ref in e.time_refs:
             print(f"      time: {ref['text']!r} -> {ref['resolved']} ({ref['precision']})")
-    suff = "n/a" if r.sufficiency is None else f"{r.sufficiency:.2f}"
-    print(
-        f"sufficiency {suff} ({'sufficient' if r.sufficient else 'not sufficient'}), stop: {r.trace.get('stop_reason')}"
-    )
+    from jevmem._explain import sufficiency_line
+
+    print(f"{sufficiency_line(r)}; stop: {r.trace.get('stop_reason')}")
     if args.trace:
         print(json.dumps(r.trace, indent=2, default=str))
     return 0
@@ -241,6 +194,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="jevmem", description="A memory engine for LLM agents.")
+    ap.add_argument("--version", action="version", version=f"jevmem {_version()}")
     sub = ap.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
@@ -251,8 +205,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "(loaded and saved whole); default ./jevmem.jvm",
     )
     common.add_argument("--embedder", default=None, help="default, hash[-DIM] or onnx[:MODEL]")
+    from jevmem._ingest import FORMAT_HELP
+
     p = sub.add_parser(
-        "ingest", parents=[common], help="add observations from JSONL or a LoCoMo file"
+        "ingest",
+        parents=[common],
+        help="add observations from JSONL, chat JSONL or a LoCoMo file",
+        description="Add the observations of FILE to a memory.",
+        epilog=FORMAT_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("file")
     p.add_argument("--batch", type=int, default=256)
@@ -263,7 +224,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help='scope of every observation without its own "scope" (repeatable)',
     )
     p.set_defaults(func=cmd_ingest)
-    p = sub.add_parser("search", parents=[common], help="retrieve evidence for a query")
+    from jevmem._explain import STOP_RULE_NOTE
+
+    p = sub.add_parser(
+        "search", parents=[common], help="retrieve evidence for a query", epilog=STOP_RULE_NOTE
+    )
     p.add_argument("query")
     p.add_argument("-k", type=int, default=10)
     p.add_argument("--now", default=None, help="query time (ISO 8601), for recency")
@@ -279,7 +244,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_answer_command(sub, common)
     p = sub.add_parser("demo", help="build a small memory and query it")
     p.set_defaults(func=lambda _: _demo())
+    from jevmem._inspect_cli import add_command as add_inspect
     from jevmem.remote.cli import add_commands  # serve, serve-controller (the grpc extra)
+
+    add_inspect(sub)
 
     add_commands(sub)
     args = ap.parse_args(argv)
@@ -288,6 +256,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except JevmemError as exc:
         print(f"jevmem: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a missing or unreadable file the user named: no traceback
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"jevmem: {exc.strerror or exc}{where}", file=sys.stderr)
+        return 2
+
+
+def _version() -> str:
+    """The installed distribution's version, else the extension's (a source checkout)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("jevmem")
+    except PackageNotFoundError:
+        from jevmem import __version__
+
+        return f"{__version__} (source checkout)"
 
 
 def _demo() -> int:

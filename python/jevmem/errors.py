@@ -16,6 +16,7 @@ __all__ = [
     "InvalidScoreError",
     "InvalidTypeError",
     "JevmemError",
+    "MissingDependencyError",
     "NodeNotFoundError",
     "SnapshotError",
     "SystemTwoConnectionError",
@@ -116,3 +117,8 @@ class SystemTwoHTTPError(SystemTwoError):
 class SystemTwoResponseError(SystemTwoError):
     """The endpoint answered 2xx with a body that is not a chat completion
     (not JSON, no choices, no message text)."""
+
+
+class MissingDependencyError(JevmemError, ImportError):
+    """A feature needs an optional extra that is not installed; the message
+    names the extra (``pip install 'jevmem[grpc]'``)."""

@@ -22,8 +22,14 @@ if TYPE_CHECKING:
         CircuitBreaker,
         GrpcController,
         RemoteControllerError,
+        RemoteControllerWarning,
     )
-    from jevmem.remote.memory_service import MemoryClient, MemoryServicer, serve_memory
+    from jevmem.remote.memory_service import (
+        MemoryClient,
+        MemoryServiceError,
+        MemoryServicer,
+        serve_memory,
+    )
     from jevmem.remote.server import (
         ControllerServicer,
         RunningServer,
@@ -37,12 +43,14 @@ _WHERE = {
     "CircuitBreaker": "client",
     "GrpcController": "client",
     "RemoteControllerError": "client",
+    "RemoteControllerWarning": "client",
     "ControllerServicer": "server",
     "RunningServer": "server",
     "ServerOptions": "server",
     "load_controller": "server",
     "serve_controller": "server",
     "MemoryClient": "memory_service",
+    "MemoryServiceError": "memory_service",
     "MemoryServicer": "memory_service",
     "serve_memory": "memory_service",
 }
@@ -53,8 +61,10 @@ __all__ = [
     "ControllerServicer",
     "GrpcController",
     "MemoryClient",
+    "MemoryServiceError",
     "MemoryServicer",
     "RemoteControllerError",
+    "RemoteControllerWarning",
     "RunningServer",
     "ServerOptions",
     "load_controller",

@@ -10,6 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from jevmem.errors import MissingDependencyError
+
 if TYPE_CHECKING:
     from jevmem.memory import Memory
 
@@ -68,7 +70,21 @@ def _announce(what: str, host: str, port: int) -> None:
     print(f"jevmem {what} listening on {host}:{port}", flush=True)
 
 
+def _need_grpc(command: str) -> None:
+    """Name the extra to install instead of failing on ``import grpc``."""
+    try:
+        import google.protobuf  # noqa: F401
+        import grpc  # noqa: F401
+        import grpc_health  # noqa: F401
+    except ImportError as exc:
+        raise MissingDependencyError(
+            f"jevmem {command} needs the grpc extra ({exc.name} is not installed): "
+            "pip install 'jevmem[grpc]', or from a source checkout pip install '.[grpc]'"
+        ) from None
+
+
 def cmd_serve_controller(args: argparse.Namespace) -> int:
+    _need_grpc("serve-controller")
     from jevmem.remote.server import load_controller, serve_controller
 
     logging.basicConfig(level=logging.INFO, stream=sys.stderr)
@@ -175,7 +191,26 @@ def hosted_memories(
     return memories, snapshots, factory
 
 
+def _probe_controller(args: argparse.Namespace, log: logging.Logger, wait_s: float = 2.0) -> None:
+    """Say at start, not only in traces, when ``--controller`` does not answer."""
+    import grpc
+
+    probe = _remote_controller(args)
+    try:
+        probe.wait_ready(wait_s)
+    except grpc.FutureTimeoutError:
+        log.warning(
+            "controller %s does not answer (no connection within %.0f s): the local controller "
+            "answers until it does, and traces say 'local-fallback'",
+            args.controller,
+            wait_s,
+        )
+    finally:
+        probe.close()
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
+    _need_grpc("serve")
     from jevmem.cli import _save
     from jevmem.remote.memory_service import serve_memory
 
@@ -198,6 +233,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     )
     where = f", controller at {args.controller}" if args.controller else ""
     log = logging.getLogger("jevmem.remote")
+    if args.controller:
+        _probe_controller(args, log)
     log.info("hosting %d memories%s", len(memories), where)
     _announce("serve", args.host, server.port)
     server.serve_forever(opts.grace_s)

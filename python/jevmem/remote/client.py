@@ -37,6 +37,7 @@ from __future__ import annotations
 import random
 import threading
 import time
+import warnings
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -65,6 +66,10 @@ DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 class RemoteControllerError(ControllerError):
     """The remote controller failed (unreachable, too slow, bad answers) and no
     fallback was configured."""
+
+
+class RemoteControllerWarning(RuntimeWarning):
+    """The remote controller failed and the fallback answered instead."""
 
 
 @dataclass(frozen=True)
@@ -328,6 +333,7 @@ class GrpcController:
         self.remote_name: str | None = None
         self._label: str | None = None
         self.outcomes: deque[CallOutcome] = deque(maxlen=history)
+        self._warned_fallback = False
         self.counters: Counter[str] = Counter()
         #: Seconds spent by remote calls, summed: "encode" (building the
         #: request), "call" (the RPC: network and the server's work, retries
@@ -612,6 +618,19 @@ class GrpcController:
 
     def _record(self, outcome: CallOutcome) -> None:
         self.outcomes.append(outcome)
+        # A trace mark alone goes unseen: say at most once per outage, on stderr, that
+        # the local controller is answering (again after the remote recovered).
+        if outcome.source == "remote":
+            self._warned_fallback = False
+        elif outcome.source == "fallback" and not self._warned_fallback:
+            self._warned_fallback = True
+            warnings.warn(
+                f"remote controller {self.target} failed ({outcome.reason}"
+                f"{': ' + outcome.detail if outcome.detail else ''}); the local controller "
+                "answers until it is back (traces say controller 'local-fallback')",
+                RemoteControllerWarning,
+                stacklevel=2,
+            )
 
     # ---- lifetime -------------------------------------------------------------
 

@@ -709,6 +709,45 @@ def serve_memory(
     return start_server(register, server_opts), servicer
 
 
+class MemoryServiceError(JevmemError, grpc.RpcError, grpc.Call):
+    """A `MemoryClient` call the server refused or could not answer: the
+    gRPC status (``code()``, a ``grpc.StatusCode``) and the server's message
+    (``details()``). It is still a ``grpc.RpcError`` and ``grpc.Call``, so
+    code written against grpcio's own errors keeps working."""
+
+    def __init__(self, method: str, target: str, error: grpc.RpcError) -> None:
+        self._error = error
+        code = error.code() if isinstance(error, grpc.Call) else grpc.StatusCode.UNKNOWN
+        details = (error.details() if isinstance(error, grpc.Call) else None) or ""
+        self._code: grpc.StatusCode = code
+        self._details: str = details
+        super().__init__(f"{method} on {target} failed: {code.name}: {details}")
+
+    def code(self) -> grpc.StatusCode:
+        return self._code
+
+    def details(self) -> str:
+        return self._details
+
+    def initial_metadata(self) -> Any:
+        return self._error.initial_metadata() if isinstance(self._error, grpc.Call) else ()
+
+    def trailing_metadata(self) -> Any:
+        return self._error.trailing_metadata() if isinstance(self._error, grpc.Call) else ()
+
+    def is_active(self) -> bool:
+        return False
+
+    def time_remaining(self) -> float:
+        return 0.0
+
+    def cancel(self) -> bool:
+        return False
+
+    def add_callback(self, callback: Any) -> bool:
+        return False
+
+
 class MemoryClient:
     """A thin client of one server; results come back as :class:`SearchResult`.
 
@@ -741,10 +780,18 @@ class MemoryClient:
             else grpc.insecure_channel(target, options=options)
         )
         self.stub = pb_grpc.MemoryServiceStub(self._channel)
+        self.target = target
         self.timeout_s = timeout_s
         self.metadata: tuple[tuple[str, str], ...] = (
             (("authorization", f"Bearer {token}"),) if token else ()
         )
+
+    def _rpc(self, method: str, request: Any, **kw: Any) -> Any:
+        """Call ``method``, turning grpcio's errors into `MemoryServiceError`."""
+        try:
+            return getattr(self.stub, method)(request, **kw)
+        except grpc.RpcError as exc:
+            raise MemoryServiceError(method, self.target, exc) from None
 
     @staticmethod
     def observation(
@@ -774,7 +821,8 @@ class MemoryClient:
         return o
 
     def add(self, memory: str, text: str, **kw: Any) -> int:
-        r = self.stub.Add(
+        r = self._rpc(
+            "Add",
             pb.AddRequest(memory=memory, observation=self.observation(text, **kw)),
             timeout=self.timeout_s,
             metadata=self.metadata,
@@ -782,7 +830,8 @@ class MemoryClient:
         return int(r.id)
 
     def add_batch(self, memory: str, observations: Sequence[pb.Observation]) -> list[int]:
-        r = self.stub.AddBatch(
+        r = self._rpc(
+            "AddBatch",
             pb.AddBatchRequest(memory=memory, observations=observations),
             timeout=self.timeout_s,
             metadata=self.metadata,
@@ -813,7 +862,8 @@ class MemoryClient:
         scope: Mapping[str, str] | None = None,
         filter: Mapping[str, Any] | None = None,
     ) -> SearchResult:
-        r = self.stub.Search(
+        r = self._rpc(
+            "Search",
             pb.SearchRequest(
                 memory=memory, query=query, options=self.options(k, mode, scope, filter)
             ),
@@ -832,7 +882,8 @@ class MemoryClient:
         scope: Mapping[str, str] | None = None,
         filter: Mapping[str, Any] | None = None,
     ) -> list[SearchResult]:
-        r = self.stub.SearchBatch(
+        r = self._rpc(
+            "SearchBatch",
             pb.SearchBatchRequest(
                 memory=memory, queries=queries, options=self.options(k, mode, scope, filter)
             ),
@@ -877,21 +928,27 @@ class MemoryClient:
         )
 
     def get(self, memory: str, node_id: int) -> pb.Node:
-        r = self.stub.Get(
-            pb.GetRequest(memory=memory, id=node_id), timeout=self.timeout_s, metadata=self.metadata
+        r: pb.GetResponse = self._rpc(
+            "Get",
+            pb.GetRequest(memory=memory, id=node_id),
+            timeout=self.timeout_s,
+            metadata=self.metadata,
         )
         return r.node
 
     def stats(self, memory: str) -> dict[str, Any]:
-        r = self.stub.Stats(
-            pb.StatsRequest(memory=memory), timeout=self.timeout_s, metadata=self.metadata
+        r = self._rpc(
+            "Stats", pb.StatsRequest(memory=memory), timeout=self.timeout_s, metadata=self.metadata
         )
         out: dict[str, Any] = json.loads(r.stats_json)
         return out
 
     def health(self, memory: str) -> pb.MemoryHealthResponse:
-        r: pb.MemoryHealthResponse = self.stub.Health(
-            pb.MemoryHealthRequest(memory=memory), timeout=self.timeout_s, metadata=self.metadata
+        r: pb.MemoryHealthResponse = self._rpc(
+            "Health",
+            pb.MemoryHealthRequest(memory=memory),
+            timeout=self.timeout_s,
+            metadata=self.metadata,
         )
         return r
 

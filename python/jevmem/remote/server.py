@@ -34,6 +34,7 @@ from jevmem._proto.jevmem.v1 import controller_pb2_grpc as pb_grpc
 from jevmem.controller import default_controller
 from jevmem.controller.local import LocalController
 from jevmem.controller.types import ControllerError, SystemOne, validate_answers
+from jevmem.errors import InvalidConfigError, InvalidTypeError
 from jevmem.remote.convert import BadRequest, answers_to_proto, requests_from_proto
 
 __all__ = [
@@ -345,13 +346,26 @@ def load_controller(spec: str | None) -> SystemOne:
     assert spec is not None
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
-        raise ValueError(f"controller must be 'local' or 'module:Class', got {spec!r}")
-    obj: Any = importlib.import_module(module_name)
+        raise InvalidConfigError(
+            f"controller must be 'local', 'hand' or 'module:Class', got {spec!r}"
+        )
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise InvalidConfigError(
+            f"controller {spec}: cannot import {module_name} ({exc}); "
+            "--controller-path DIR adds a directory to import from"
+        ) from None
     for part in attr.split("."):
-        obj = getattr(obj, part)
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise InvalidConfigError(
+                f"controller {spec}: {module_name} has no attribute {attr}"
+            ) from None
     controller = obj() if isinstance(obj, type) or callable(obj) else obj
     if not isinstance(controller, SystemOne):
-        raise TypeError(f"{spec} is not a SystemOne controller (it needs name and decide())")
+        raise InvalidTypeError(f"{spec} is not a SystemOne controller (it needs name and decide())")
     return controller
 
 

@@ -1,0 +1,59 @@
+"""Words for a search result's sufficiency, as the CLI and the demo print it.
+
+``sufficiency`` is the controller's estimate, in [0, 1], that the evidence
+answers the query; ``sufficient`` is the traversal's early-stop rule, which
+also asks that nothing be missing and nothing contradict (``SearchResult.sufficient``).
+A high sufficiency with a stop rule that did not hold is common and not a
+failure: the traversal then ran on to its frontier or its limits.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from jevmem.memory import SearchResult
+
+__all__ = ["STOP_RULE_NOTE", "sufficiency_line"]
+
+#: Printed once under the demo's queries and in ``jevmem search --help``.
+STOP_RULE_NOTE = (
+    "sufficiency: the controller's estimate that the evidence answers the query (a score; "
+    "rank and abstain by it). 'sufficient' is the traversal's early-stop rule: sufficiency "
+    ">= 0.95 and missing < 0.15 and contradiction < 0.15; when it does not hold the traversal "
+    "simply runs on to its frontier or limits."
+)
+
+
+def _floor(v: float, digits: int) -> str:
+    # never print a value below a threshold as the threshold itself (0.949 as "0.95")
+    scale = 10**digits
+    return f"{math.floor(v * scale) / scale:.{digits}f}"
+
+
+def _ceil(v: float, digits: int) -> str:
+    scale = 10**digits
+    return f"{math.ceil(v * scale) / scale:.{digits}f}"
+
+
+def sufficiency_line(r: SearchResult) -> str:
+    """``sufficiency 0.99; stop rule not met: missing 0.22 (needs < 0.15)`` and the like."""
+    if r.sufficiency is None:
+        return "sufficiency n/a (no assessment ran)"
+    th = r.trace.get("thresholds", {})
+    suff_th = float(th.get("theta_suff", 0.95))
+    miss_th = float(th.get("theta_missing", 0.15))
+    con_th = float(th.get("theta_contradiction", 0.15))
+    head = f"sufficiency {_floor(r.sufficiency, 2)}"
+    if r.sufficient:
+        return f"{head}; sufficient (early-stop rule met)"
+    unmet = []
+    if r.sufficiency < suff_th:
+        unmet.append(f"sufficiency below {suff_th:.2f}")
+    missing, contradiction = r.missing or 0.0, r.contradiction or 0.0
+    if missing >= miss_th:
+        unmet.append(f"missing {_ceil(missing, 2)} (needs < {miss_th:.2f})")
+    if contradiction >= con_th:
+        unmet.append(f"contradiction {_ceil(contradiction, 2)} (needs < {con_th:.2f})")
+    return f"{head}; early-stop rule not met: {', '.join(unmet)}"

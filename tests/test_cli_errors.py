@@ -1,0 +1,262 @@
+"""The CLI's user errors: one line naming the file, row and field, exit code 2,
+no traceback, and the memory left exactly as it was."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import jevmem
+from jevmem.cli import main
+from jevmem.controller.local import LocalController
+from jevmem.embed import HashEmbedder
+from jevmem.remote import (
+    GrpcController,
+    MemoryClient,
+    MemoryServiceError,
+    RemoteControllerWarning,
+    serve_memory,
+)
+
+
+def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "jevmem", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def _one_line_error(p: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    assert "Traceback" not in p.stderr, p.stderr
+    lines = [ln for ln in p.stderr.splitlines() if ln.startswith("jevmem:")]
+    assert len(lines) == 1, p.stderr
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+
+
+def test_user_errors_are_one_line_without_traceback(tmp_path: Path) -> None:
+    _one_line_error(
+        _run("ingest", "missing.jsonl", "--embedder", "hash-32", cwd=tmp_path),
+        "no such file",
+        "missing.jsonl",
+    )
+    (tmp_path / "when.jsonl").write_text('{"text": "a"}\n{"text": "b", "timestamp": "soonish"}\n')
+    _one_line_error(
+        _run("ingest", "when.jsonl", "--embedder", "hash-32", cwd=tmp_path),
+        "when.jsonl:2",
+        "timestamp",
+        "soonish",
+    )
+    _one_line_error(
+        _run(
+            "serve-controller",
+            "--controller",
+            "nosuchpkg.models:Thing",
+            "--port",
+            "0",
+            cwd=tmp_path,
+        ),
+        "InvalidConfigError",
+        "nosuchpkg.models",
+    )
+    assert not (tmp_path / "jevmem.jvm").exists()
+
+
+def test_serve_without_the_grpc_extra_names_the_extra(tmp_path: Path) -> None:
+    # grpc made unimportable in the child: what a user without the extra sees
+    code = (
+        "import sys; sys.modules['grpc'] = None; from jevmem.cli import main; "
+        "sys.exit(main(['serve', '--port', '0']))"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    _one_line_error(p, "MissingDependencyError", "jevmem[grpc]", ".[grpc]")
+
+
+@pytest.mark.parametrize("durable", [False, True])
+def test_a_bad_row_names_its_line_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], durable: bool
+) -> None:
+    memory = tmp_path / ("mem" if durable else "mem.jvm")
+    first = tmp_path / "first.jsonl"
+    first.write_text('{"text": "the first note"}\n')
+    assert main(["ingest", str(first), "--memory", str(memory), "--embedder", "hash-32"]) == 0
+    capsys.readouterr()
+    # 300 good rows, several batches' worth, then a bad one on line 303
+    lines = [json.dumps({"text": f"note number {i}"}) for i in range(300)]
+    lines += ["", json.dumps({"text": "fine"}), json.dumps({"text": "bad", "speaker": 7})]
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("\n".join(lines) + "\n")
+    argv = ["ingest", str(rows), "--memory", str(memory), "--batch", "64"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{rows}:303: speaker must be a str, got int" in err
+    m = jevmem.Memory.open(memory) if durable else jevmem.Memory.load(memory)
+    with m:
+        assert [n.text for n in m.list()[0]] == ["the first note"]
+
+
+def test_chat_format_lines_are_accepted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    chat = tmp_path / "chat.jsonl"
+    messages = [
+        {"role": "user", "content": "I moved our ETL to Dagster", "timestamp": "2026-03-02"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1"}]},
+        {"role": "assistant", "name": "Helper", "content": [{"type": "text", "text": "Noted."}]},
+    ]
+    lines = [json.dumps(x) for x in messages]
+    lines.append(json.dumps({"messages": [{"role": "user", "content": "Dagster runs nightly"}]}))
+    chat.write_text("\n".join(lines) + "\n")
+    memory = tmp_path / "chat.jvm"
+    assert main(["ingest", str(chat), "--memory", str(memory), "--embedder", "hash-32"]) == 0
+    assert "1 chat messages without text skipped" in capsys.readouterr().out
+    m = jevmem.Memory.load(memory)
+    got = [(n.text, n.provenance.get("speaker"), n.timestamp) for n in m.list()[0]]
+    assert got == [
+        ("I moved our ETL to Dagster", "user", 1772409600),
+        ("Noted.", "Helper", None),
+        ("Dagster runs nightly", "user", None),
+    ]
+    # a chat line with neither text nor role/content is refused by line
+    (tmp_path / "odd.jsonl").write_text('{"role": "user"}\n')
+    assert main(["ingest", str(tmp_path / "odd.jsonl"), "--memory", str(memory)]) == 2
+    assert "odd.jsonl:1: expected an object" in capsys.readouterr().err
+
+
+def test_version_and_formats_in_help(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("jevmem ") and jevmem.__version__ in out
+    with pytest.raises(SystemExit):
+        main(["ingest", "--help"])
+    out = capsys.readouterr().out
+    for needle in ('"role": "user"', "LoCoMo", "all or nothing", '"timestamp"'):
+        assert needle in out
+
+
+def test_memory_client_raises_jevmem_errors() -> None:
+    served = jevmem.Memory(HashEmbedder(32), controller=LocalController())
+    server, _ = serve_memory({"m": served})
+    with server, MemoryClient(server.address, timeout_s=10) as c:
+        with pytest.raises(MemoryServiceError) as info:
+            c.search("m", "x", filter={"n": {"$bogus": 1}})
+    err = info.value
+    assert isinstance(err, jevmem.JevmemError) and isinstance(err, grpc.RpcError)
+    assert err.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "INVALID_ARGUMENT" in str(err) and err.details() in str(err)
+    assert "$bogus" in err.details()
+
+
+def test_an_unreachable_controller_warns() -> None:
+    remote = GrpcController("127.0.0.1:1", timeout_s=0.2, call_budget_s=0.5)
+    m = jevmem.Memory(HashEmbedder(32), controller=remote)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        m.add("the build server disk is full")
+        r = m.search("disk full?")
+    assert r.trace["controller"] == "local-fallback"
+    mine = [w for w in seen if issubclass(w.category, RemoteControllerWarning)]
+    # once for the outage, not once per call
+    assert len(mine) == 1 and "127.0.0.1:1" in str(mine[0].message)
+    remote.close()
+
+
+def test_the_readme_example_controller_loads_and_answers() -> None:
+    from jevmem.controller.examples import CountingController
+    from jevmem.remote.server import load_controller
+
+    c = load_controller("jevmem.controller.examples:CountingController")
+    assert isinstance(c, CountingController)
+    m = jevmem.Memory(HashEmbedder(32), controller=c)
+    m.add("the build server disk is full")
+    r = m.search("disk full?")
+    assert r.trace["controller"] == c.name and c.name.startswith("counting(")
+    assert c.asked["assess.sufficiency"] >= 1 and c.asked["score.relevance"] >= 1
+
+
+_GOOD = st.fixed_dictionaries(
+    {"text": st.text(st.characters(min_codepoint=97, max_codepoint=122), min_size=1, max_size=12)},
+    optional={
+        "speaker": st.sampled_from(["Maya", "Lena"]),
+        "timestamp": st.integers(0, 2_000_000_000),
+        "metadata": st.fixed_dictionaries({"n": st.integers(0, 9)}),
+    },
+)
+_BAD = st.sampled_from(
+    [
+        {"text": ""},
+        {"text": "x", "timestamp": "not a date"},
+        {"text": "x", "speaker": 3},
+        {"text": "x", "metadata": {"n": [1]}},
+        {"text": "x", "scope": "u1"},
+        {"no_text": 1},
+    ]
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=st.lists(_GOOD, max_size=12), bad=st.one_of(st.none(), _BAD), at=st.integers(0, 12))
+def test_ingest_is_all_or_nothing(
+    tmp_path_factory: pytest.TempPathFactory,
+    rows: list[dict[str, Any]],
+    bad: dict[str, Any] | None,
+    at: int,
+) -> None:
+    tmp = tmp_path_factory.mktemp("ingest")
+    memory = tmp / "m.jvm"
+    (tmp / "seed.jsonl").write_text('{"text": "already here"}\n')
+    assert (
+        main(["ingest", str(tmp / "seed.jsonl"), "--memory", str(memory), "--embedder", "hash-16"])
+        == 0
+    )
+    before = memory.read_bytes()
+    lines = [json.dumps(r) for r in rows]
+    if bad is not None:
+        lines.insert(min(at, len(lines)), json.dumps(bad))
+    (tmp / "rows.jsonl").write_text("\n".join(lines) + "\n")
+    code = main(["ingest", str(tmp / "rows.jsonl"), "--memory", str(memory), "--batch", "4"])
+    if bad is not None:
+        assert code == 2 and memory.read_bytes() == before  # nothing written, not even a save
+    else:
+        assert code == 0
+        m = jevmem.Memory.load(memory)
+        assert len(m) == 1 + len(rows)
+        # and again: every row is held already
+        assert main(["ingest", str(tmp / "rows.jsonl"), "--memory", str(memory)]) == 0
+        assert len(jevmem.Memory.load(memory)) == 1 + len(rows)
+
+
+def test_serve_warns_at_start_when_the_controller_does_not_answer(tmp_path: Path) -> None:
+    p = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "jevmem", "serve", "--port", "0", "--embedder", "hash-16"),
+            *("--controller", "127.0.0.1:1", "--grace", "0.1"),
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert p.stdout is not None
+        assert "listening on" in p.stdout.readline()
+    finally:
+        p.terminate()
+        _, err = p.communicate(timeout=60)
+    assert "controller 127.0.0.1:1 does not answer" in err and "local controller" in err
+    assert "Traceback" not in err
