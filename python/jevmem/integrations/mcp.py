@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import logging
 import re
 import socket
 import sys
@@ -24,7 +23,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, is_dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -43,8 +42,6 @@ from jevmem.memory import Memory
 
 __all__ = ["MemorySpec", "build_server", "can_answer", "parse_http", "parse_memory_spec", "serve"]
 
-_log = logging.getLogger("jevmem.mcp")
-_T = TypeVar("_T")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 # ---- input types: every argument strict (a JSON number is not a string) ----
@@ -195,8 +192,8 @@ def parse_memory_spec(raw: str) -> MemorySpec:
     """``DIR`` (named after the directory) or ``NAME=DIR``."""
     name, sep, rest = raw.partition("=")
     if sep and _NAME.match(name) and rest:
-        return MemorySpec(name, Path(rest))
-    path = Path(raw)
+        return MemorySpec(name, Path(rest).expanduser())
+    path = Path(raw).expanduser()
     base = path.resolve().name or "memory"
     base = re.sub(r"[^A-Za-z0-9_.-]", "_", base).lstrip("._-") or "memory"
     return MemorySpec(base[:64], path)
