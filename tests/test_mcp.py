@@ -21,8 +21,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult, TextContent, TextResourceContents
 
 from jevmem import HashEmbedder, LocalController, Memory
@@ -213,12 +215,15 @@ def test_stdio_end_to_end(tmp_path: Path) -> None:
 
 
 @asynccontextmanager
-async def _http_server(args: list[str]) -> AsyncIterator[tuple[str, subprocess.Popen[str]]]:
+async def _http_server(
+    args: list[str], env: dict[str, str] | None = None
+) -> AsyncIterator[tuple[str, subprocess.Popen[str]]]:
     proc = subprocess.Popen(
         [*SERVER, *args, "--http", "127.0.0.1:0"],
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         text=True,
+        env=None if env is None else {**os.environ, **env},
     )
     try:
         assert proc.stderr is not None
@@ -254,6 +259,26 @@ def test_streamable_http_end_to_end(tmp_path: Path) -> None:
     _run(main)
     assert codes == [0]  # stopped cleanly: the memory was closed (checkpointed)
     _check_directory(mem, kept)
+
+
+def test_http_bearer_token(tmp_path: Path) -> None:
+    seen: list[str] = []
+
+    async def main() -> None:
+        args = ["--memory", str(tmp_path / "m"), "--token-env", "JEVMEM_TEST_TOKEN"]
+        async with _http_server(args, {"JEVMEM_TEST_TOKEN": "s3cret"}) as (url, _):
+            for headers in ({}, {"Authorization": "Bearer wrong"}):
+                async with httpx2.AsyncClient(headers=headers) as http:
+                    refused = await http.post(
+                        url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}
+                    )
+                    assert refused.status_code == 401
+            good = httpx2.AsyncClient(headers={"Authorization": "Bearer s3cret"})
+            async with Client(streamable_http_client(url, http_client=good)) as c:
+                seen.append((await _ok(c, "remember", {"text": "the token let me in"}))["memory"])
+
+    _run(main)
+    assert seen == ["m"]
 
 
 def test_several_memories_need_a_name(tmp_path: Path) -> None:

@@ -14,7 +14,9 @@ string-to-number coercion).
 
 from __future__ import annotations
 
+import hmac
 import inspect
+import ipaddress
 import json
 import re
 import socket
@@ -553,10 +555,53 @@ def open_memories(
     return seen
 
 
+class _BearerToken:
+    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer
+    <token>`` (compared in constant time); others get 401 and reach nothing."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            got = dict(scope.get("headers") or ()).get(b"authorization", b"")
+            if not hmac.compare_digest(got, self.expected):
+                body = b'{"error": "missing or wrong bearer token"}'
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode()),
+                            (b"www-authenticate", b"Bearer"),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def serve(
-    memories: Mapping[str, Memory], http: tuple[str, int] | None = None, *, path: str = "/mcp"
+    memories: Mapping[str, Memory],
+    http: tuple[str, int] | None = None,
+    *,
+    path: str = "/mcp",
+    token: str | None = None,
 ) -> None:
-    """Serve until the client goes (stdio) or the process is interrupted (HTTP)."""
+    """Serve until the client goes (stdio) or the process is interrupted (HTTP).
+    ``token``: HTTP requests must carry it as a bearer token."""
     server = build_server(memories)
     if http is None:
         server.run("stdio")
@@ -573,7 +618,16 @@ def serve(
     except OSError as exc:
         sock.close()
         raise InvalidInputError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
-    app = server.streamable_http_app(streamable_http_path=path, host=host)
+    app: Any = server.streamable_http_app(streamable_http_path=path, host=host)
+    if token is not None:
+        app = _BearerToken(app, token)
+    elif not _is_loopback(host):
+        print(
+            f"jevmem mcp: warning: {host} is not a loopback address and no --token-env is set: "
+            "anyone who reaches it can read and change these memories",
+            file=sys.stderr,
+            flush=True,
+        )
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if family == socket.AF_INET6 else host

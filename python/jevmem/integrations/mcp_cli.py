@@ -4,6 +4,7 @@ imported only when the command runs, so ``jevmem --help`` works without it."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 __all__ = ["add_command"]
@@ -21,9 +22,16 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         return 2
     specs = [jevmem_mcp.parse_memory_spec(raw) for raw in args.memory]
     http = jevmem_mcp.parse_http(args.http) if args.http else None
+    token = None
+    if args.token_env:
+        if http is None:
+            raise SystemExit("--token-env applies to --http only (stdio has no network to guard)")
+        token = os.environ.get(args.token_env)
+        if not token:
+            raise SystemExit(f"--token-env {args.token_env}: the variable is unset or empty")
     memories = jevmem_mcp.open_memories(specs, args.embedder, args.durability)
     try:
-        jevmem_mcp.serve(memories, http, path=args.path)
+        jevmem_mcp.serve(memories, http, path=args.path, token=token)
     except KeyboardInterrupt:
         pass
     finally:
@@ -52,8 +60,14 @@ def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "--http",
         default=None,
         metavar="HOST:PORT",
-        help="serve streamable HTTP here instead of stdio (port 0 picks a free one; no "
-        "authentication: keep it on loopback)",
+        help="serve streamable HTTP here instead of stdio (port 0 picks a free one)",
+    )
+    p.add_argument(
+        "--token-env",
+        default=None,
+        metavar="VAR",
+        help="with --http: require 'Authorization: Bearer <token>', the token read from this "
+        "environment variable",
     )
     p.add_argument("--path", default="/mcp", help="the HTTP endpoint's path (default /mcp)")
     p.add_argument("--embedder", default=None, help="default, hash[-DIM] or onnx[:MODEL]")
