@@ -8,8 +8,16 @@ import asyncio
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.documents import Document
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 
 from jevmem import HashEmbedder, InvalidInputError, LocalController, Memory
@@ -138,3 +146,51 @@ def test_chat_history_refuses_what_it_cannot_store() -> None:
     with pytest.raises(InvalidInputError):
         h.add_messages([HumanMessage("fine"), "not a message"])  # type: ignore[list-item]
     assert h.messages == [] and len(m) == len(NOTES)
+
+
+_WORDS = ["cello", "viola", "lesson", "Maya", "Ines", "garden", "pizza", "Friday", "band", "dog"]
+_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), min_size=0, max_size=40)
+_MESSAGE = st.one_of(_TEXT.map(HumanMessage), _TEXT.map(AIMessage), _TEXT.map(SystemMessage))
+
+
+@given(
+    notes=st.lists(
+        st.tuples(st.lists(st.sampled_from(_WORDS), min_size=1, max_size=6), st.integers(0, 2)),
+        min_size=1,
+        max_size=12,
+    ),
+    query=st.lists(st.sampled_from(_WORDS), min_size=1, max_size=3),
+    user=st.integers(0, 2),
+    k=st.integers(1, 12),
+)
+@settings(max_examples=50, deadline=None)
+def test_property_scoped_documents_stay_in_scope(
+    notes: list[tuple[list[str], int]], query: list[str], user: int, k: int
+) -> None:
+    m = Memory(HashEmbedder(64), LocalController())
+    owner = {}
+    for words, u in notes:
+        owner[m.add(" ".join(words), scope={"user": f"u{u}"})] = u
+    docs = JevmemRetriever(memory=m, k=k, scope={"user": f"u{user}"}).invoke(" ".join(query))
+    assert len(docs) <= min(k, sum(1 for u in owner.values() if u == user))
+    for d in docs:
+        assert owner[d.metadata["id"]] == user and d.metadata["scope"] == {"user": f"u{user}"}
+        assert d.id == str(d.metadata["id"])
+
+
+@given(chunks=st.lists(st.lists(_MESSAGE, max_size=4), max_size=4), other=_MESSAGE)
+@settings(max_examples=50, deadline=None)
+def test_property_history_round_trips_in_order(
+    chunks: list[list[BaseMessage]], other: BaseMessage
+) -> None:
+    m = Memory(HashEmbedder(64), LocalController())
+    h = JevmemChatMessageHistory(m, "s1")
+    neighbour = JevmemChatMessageHistory(m, "s2")
+    neighbour.add_message(other)
+    sent: list[BaseMessage] = []
+    for chunk in chunks:
+        h.add_messages(chunk)
+        sent += chunk
+    assert h.messages == sent
+    h.clear()
+    assert h.messages == [] and neighbour.messages == [other] and len(m) == 1
