@@ -355,3 +355,16 @@ def test_cli_errors_are_messages_not_tracebacks(tmp_path: Path) -> None:
         )
         assert p.returncode == 2, p.stderr
         assert "Traceback" not in p.stderr and "jevmem: InvalidInputError" in p.stderr
+
+
+def test_without_the_extra_the_command_says_what_to_install(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['mcp'] = None  # as if the extra were not installed\n"
+        "from jevmem.cli import main\n"
+        f"sys.exit(main(['mcp', '--memory', {str(tmp_path / 'm')!r}]))\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2
+    assert "pip install 'jevmem[mcp]'" in p.stderr and "Traceback" not in p.stderr
+    assert not (tmp_path / "m").exists()  # nothing was created

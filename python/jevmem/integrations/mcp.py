@@ -615,6 +615,9 @@ def serve(
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
+        # listening before the announcement: a client that connects at once
+        # waits in the backlog until uvicorn accepts, instead of being refused
+        sock.listen(128)
     except OSError as exc:
         sock.close()
         raise InvalidInputError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
