@@ -27,11 +27,16 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult, TextContent, TextResourceContents
 
-from jevmem import HashEmbedder, LocalController, Memory
+from jevmem import ChatCompletionsClient, HashEmbedder, LocalController, Memory
 from jevmem.errors import InvalidInputError
 from jevmem.integrations.mcp import build_server, can_answer, parse_http, parse_memory_spec
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+from fake_openai import FakeChatServer
+
 SERVER = [sys.executable, "-m", "jevmem", "mcp", "--embedder", "hash-64"]
+#: what names a System-Two model in the environment (see jevmem.system_two)
+_S2_VARS = ("JEVMEM_S2_MODEL", "OPENAI_MODEL", "JEVMEM_S2_BASE_URL", "OPENAI_BASE_URL")
 
 
 def _text(r: CallToolResult) -> str:
@@ -223,7 +228,8 @@ async def _http_server(
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         text=True,
-        env=None if env is None else {**os.environ, **env},
+        # no System-Two model from the caller's environment: the tool list is fixed
+        env={k: v for k, v in {**os.environ, **(env or {})}.items() if k not in _S2_VARS},
     )
     try:
         assert proc.stderr is not None
@@ -300,33 +306,77 @@ def test_several_memories_need_a_name(tmp_path: Path) -> None:
     assert (len(a), len(b)) == (0, 1)
 
 
-class _AnsweringMemory(Memory):
-    """A memory with an `answer` method and a model set, the shape System Two
-    gives Memory: the server must then offer the answer tool and pass the
-    question through."""
-
-    system_two = "configured"
-
-    def answer(self, query: str, k: int = 10, scope: dict[str, str] | None = None) -> Any:
-        r = self.search(query, k, scope=scope)
-        return {"answer": r.evidence[0].text, "cited": [r.evidence[0].id]}
-
-
-def test_answer_tool_only_when_the_memory_can_answer() -> None:
+def test_answer_tool_only_when_a_model_is_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in _S2_VARS:
+        monkeypatch.delenv(var, raising=False)
     plain = Memory(HashEmbedder(64), LocalController())
-    answering = _AnsweringMemory(HashEmbedder(64), LocalController())
-    assert not can_answer(plain) and can_answer(answering)
-    cello = answering.add("Ines teaches Maya the cello", scope={"user": "u1"})
-    answering.add("Tom teaches Bob the drums", scope={"user": "u2"})
+    assert not can_answer(plain)
+    monkeypatch.setenv("JEVMEM_S2_MODEL", "from-the-environment")
+    assert can_answer(plain)  # the environment names one
+    monkeypatch.delenv("JEVMEM_S2_MODEL")
+    with FakeChatServer() as fake:
+        plain.system_two = ChatCompletionsClient(fake.base_url, "fake")
+        assert can_answer(plain)
+    plain.system_two = None
 
     async def main() -> None:
         async with Client(build_server({"m": plain})) as c:
             assert "answer" not in {t.name for t in (await c.list_tools()).tools}
-        async with Client(build_server({"m": answering})) as c:
-            got = await _ok(c, "answer", {"query": "who teaches?", "scope": {"user": "u1"}})
-            assert got == {"memory": "m", "answer": "Ines teaches Maya the cello", "cited": [cello]}
 
     _run(main)
+
+
+def test_answer_end_to_end_over_stdio(tmp_path: Path) -> None:
+    """The answer tool through a real model call: `jevmem mcp --base-url
+    --model` against the loopback OpenAI-compatible fake."""
+    got: dict[str, Any] = {}
+    with FakeChatServer() as fake:
+        params = StdioServerParameters(
+            command=SERVER[0],
+            args=[
+                *SERVER[1:],
+                *("--memory", str(tmp_path / "m")),
+                *("--base-url", fake.base_url, "--model", "fake"),
+            ],
+        )
+
+        async def main() -> None:
+            async with Client(params, read_timeout_seconds=60) as c:
+                assert "answer" in {t.name for t in (await c.list_tools()).tools}
+                for text, user in (
+                    ("Ines teaches Maya the cello on Tuesdays", "u1"),
+                    ("Tom walks his dog Biscuit every morning", "u1"),
+                    ("Bob teaches drums", "u2"),
+                ):
+                    await _ok(c, "remember", {"text": text, "scope": {"user": user}})
+                # abstain false: the model is asked whatever the sufficiency (the hashing
+                # embedder's scores are low)
+                got["answer"] = await _ok(
+                    c,
+                    "answer",
+                    {
+                        "query": "Who teaches Maya the cello?",
+                        "scope": {"user": "u1"},
+                        "abstain": False,
+                    },
+                )
+                asked = len(fake.requests)
+                got["abstained"] = await _ok(
+                    c, "answer", {"query": "Who teaches Maya?", "scope": {"user": "nobody"}}
+                )
+                got["model_calls_for_abstention"] = len(fake.requests) - asked
+                bad = await c.call_tool("answer", {"query": "x", "filter": {"$bogus": 1}})
+                got["bad"] = (bad.is_error, _text(bad))
+
+        _run(main)
+    a = got["answer"]
+    assert a["answer"] == "Ines teaches Maya the cello on Tuesdays" and not a["abstained"]
+    assert a["cited"] == [0] and [e["id"] for e in a["cited_evidence"]] == [0]
+    assert a["cited_evidence"][0]["scope"] == {"user": "u1"}
+    assert a["trace"]["prompt_tokens"] > 0 and a["search"]["mode"] == "full"
+    assert got["abstained"]["abstained"] and got["abstained"]["cited"] == []
+    assert got["model_calls_for_abstention"] == 0
+    assert got["bad"][0] and "InvalidInputError" in got["bad"][1]
 
 
 def test_arguments() -> None:

@@ -15,7 +15,6 @@ string-to-number coercion).
 from __future__ import annotations
 
 import hmac
-import inspect
 import ipaddress
 import json
 import re
@@ -168,6 +167,19 @@ class RecallResult(BaseModel):
     )
 
 
+class AnswerResult(BaseModel):
+    memory: str
+    query: str
+    answer: str = Field(description="the model's answer, or the abstention text")
+    abstained: bool = Field(description="no answer was given: the evidence was not there")
+    cited: list[int] = Field(description="ids of the evidence the answer cites")
+    cited_evidence: list[Evidence]
+    search: Trace = Field(description="how the search for evidence ran")
+    trace: dict[str, Any] = Field(
+        description="the answer step: prompt version, tokens, time, why it abstained"
+    )
+
+
 class ForgetResult(BaseModel):
     memory: str
     removed: int = Field(description="how many observations were removed (with summaries of them)")
@@ -211,13 +223,20 @@ def parse_http(raw: str) -> tuple[str, int]:
 
 
 def can_answer(memory: Memory) -> bool:
-    """Whether the memory can answer questions: it has an ``answer`` method
-    (System Two) and a System-Two model is set on it."""
-    answer = getattr(memory, "answer", None)
-    if not callable(answer):
+    """Whether the memory can answer questions: it has ``answer`` (System
+    Two) and a model, its own ``system_two`` or one the environment names
+    (JEVMEM_S2_MODEL / OPENAI_MODEL, see `jevmem.system_two`)."""
+    if not callable(getattr(memory, "answer", None)):
         return False
-    configured = [getattr(memory, a, None) for a in ("system_two", "answerer")]
-    return any(c is not None for c in configured)
+    if getattr(memory, "system_two", None) is not None:
+        return True
+    try:
+        from jevmem.system_two import ChatCompletionsClient
+
+        ChatCompletionsClient()  # reads the environment; sends nothing
+    except (ImportError, JevmemError):
+        return False
+    return True
 
 
 # ---- the server -------------------------------------------------------------
@@ -475,7 +494,9 @@ def build_server(
     return server
 
 
-def _answer_tool(held: _Memories) -> Callable[..., dict[str, Any]]:
+def _answer_tool(held: _Memories) -> Callable[..., AnswerResult]:
+    from jevmem import _validate, answering
+
     def answer(
         query: Annotated[
             str, Field(strict=True, min_length=1, description="The question to answer.")
@@ -483,29 +504,50 @@ def _answer_tool(held: _Memories) -> Callable[..., dict[str, Any]]:
         k: Annotated[
             int,
             Field(
-                strict=True, ge=1, le=100, description="How much evidence the answer may draw on."
+                strict=True, ge=1, le=100, description="How many evidence items the model reads."
             ),
         ] = 10,
         scope: ScopeArg = None,
         filter: FilterArg = None,
+        now: Annotated[
+            TimeValue | None,
+            Field(description="The time the question is asked (unix seconds or ISO 8601)."),
+        ] = None,
+        abstain: Annotated[
+            bool,
+            Field(
+                strict=True,
+                description=(
+                    "Say that memory does not know, without asking the model, when the "
+                    "evidence is missing or too weak (the default)."
+                ),
+            ),
+        ] = True,
         memory: MemoryArg = None,
-    ) -> dict[str, Any]:
+    ) -> AnswerResult:
         """Answer a question from memory with the configured System-Two model: the answer,
-        the ids of the evidence it cites, and the search it drew on. It abstains when the
-        evidence is not there."""
+        the evidence it cites (ids always among what the search found), and a short trace.
+        It abstains when the evidence is not there."""
         with held.use(memory) as (chosen, m):
-            fn = getattr(m, "answer", None)
-            if not callable(fn):
-                raise ToolError(
-                    f"memory {chosen!r} cannot answer: no System-Two model is configured"
-                )
-            # pass only the options this build's Memory.answer takes
-            accepted = inspect.signature(fn).parameters
-            opts = {"k": k, "scope": scope, "filter": filter}
-            kwargs = {n: v for n, v in opts.items() if n in accepted and v is not None}
-            result = fn(query, **kwargs)
-            out = _jsonable(result)
-            return {"memory": chosen, **(out if isinstance(out, dict) else {"answer": out})}
+            # the search takes its turn on the memory; the model call does not hold it
+            client = answering.resolve_system_two(None, m)
+            r = m.search(query, k, now=now, scope=scope, filter=filter)
+            prepared = answering.prepare(r, abstain=abstain, now_ts=_validate.timestamp(now, "now"))
+            found = {e.id: Evidence.model_validate(evidence_dict(m, e)) for e in r.evidence}
+        try:
+            (a,) = answering.generate([prepared], client, 1)
+        except JevmemError as exc:
+            raise ToolError(f"{type(exc).__name__}: {exc}") from exc
+        return AnswerResult(
+            memory=chosen,
+            query=a.query,
+            answer=a.text,
+            abstained=a.abstained,
+            cited=list(a.cited),
+            cited_evidence=[found[i] for i in a.cited],
+            search=Trace.model_validate(short_trace(r)),
+            trace=_jsonable(a.trace),
+        )
 
     return answer
 

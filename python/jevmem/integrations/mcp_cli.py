@@ -29,7 +29,23 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         token = os.environ.get(args.token_env)
         if not token:
             raise SystemExit(f"--token-env {args.token_env}: the variable is unset or empty")
+    system_two = None
+    if args.base_url or args.model or args.api_key_env:
+        from jevmem.system_two import ChatCompletionsClient
+
+        key = None
+        if args.api_key_env:
+            key = os.environ.get(args.api_key_env)
+            if not key:
+                raise SystemExit(
+                    f"--api-key-env {args.api_key_env}: the variable is unset or empty"
+                )
+        # made before any memory is opened: a bad model setting changes nothing
+        system_two = ChatCompletionsClient(args.base_url, args.model, key)
     memories = jevmem_mcp.open_memories(specs, args.embedder, args.durability)
+    if system_two is not None:
+        for m in memories.values():
+            m.system_two = system_two
     try:
         jevmem_mcp.serve(memories, http, path=args.path, token=token)
     except KeyboardInterrupt:
@@ -45,7 +61,7 @@ def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "mcp",
         help="serve memories to MCP clients (stdio, or streamable HTTP with --http)",
         description="Serve durable directory memories over the Model Context Protocol: tools "
-        "remember, recall, forget, list (and answer when System Two is configured) and a "
+        "remember, recall, forget, list (and answer when a System-Two model is set) and a "
         "stats resource per memory. stdio by default; --http HOST:PORT for streamable HTTP.",
     )
     p.add_argument(
@@ -75,5 +91,18 @@ def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "--durability",
         default="sync",
         help="sync (default), interval:MS or none (see Memory.open)",
+    )
+    p.add_argument(
+        "--base-url",
+        default=None,
+        help="the System-Two model's OpenAI-compatible endpoint for the answer tool "
+        "(else JEVMEM_S2_BASE_URL); the tool is offered when a model is set",
+    )
+    p.add_argument("--model", default=None, help="the System-Two model (else JEVMEM_S2_MODEL)")
+    p.add_argument(
+        "--api-key-env",
+        default=None,
+        metavar="VAR",
+        help="read the model's API key from this variable (else JEVMEM_S2_API_KEY)",
     )
     p.set_defaults(func=cmd_mcp)
