@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
+
+from jevmem.errors import MissingDependencyError
 
 __all__ = ["add_command"]
 
@@ -14,12 +15,10 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     try:
         from jevmem.integrations import mcp as jevmem_mcp
     except ImportError as exc:
-        print(
-            f"jevmem mcp needs the mcp extra ({exc.name or exc} is missing): "
-            "pip install 'jevmem[mcp]'",
-            file=sys.stderr,
-        )
-        return 2
+        raise MissingDependencyError(
+            f"jevmem mcp needs the mcp extra ({exc.name or exc} is not installed): "
+            "pip install 'jevmem[mcp]', or from a source checkout pip install '.[mcp]'"
+        ) from None
     specs = [jevmem_mcp.parse_memory_spec(raw) for raw in args.memory]
     http = jevmem_mcp.parse_http(args.http) if args.http else None
     token = None
