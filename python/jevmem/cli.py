@@ -250,6 +250,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_inspect(sub)
 
     add_commands(sub)
+    from jevmem.integrations.mcp_cli import add_command as add_mcp  # the mcp extra, on use
+
+    add_mcp(sub)
     args = ap.parse_args(argv)
     try:
         return int(args.func(args))

@@ -1,0 +1,188 @@
+"""LangChain over a jevmem memory (the ``langchain`` extra: langchain-core).
+
+- :class:`JevmemRetriever`: a ``BaseRetriever`` whose documents are a
+  memory's evidence for the query (sync and async; ``k``, ``scope``,
+  ``filter`` and ``mode`` on the retriever or per call);
+- :class:`JevmemChatMessageHistory`: a ``BaseChatMessageHistory`` that keeps
+  a conversation's messages as observations in the memory, in its own scope,
+  so what was said is also there for retrieval.
+
+>>> from jevmem import Memory
+>>> from jevmem.integrations.langchain import JevmemRetriever
+>>> memory = Memory()
+>>> _ = memory.add("Maya started cello lessons with Ines", speaker="Maya")
+>>> JevmemRetriever(memory=memory, k=1).invoke("who teaches Maya?")[0].page_content
+'Maya started cello lessons with Ines'
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
+from langchain_core.chat_history import BaseChatMessageHistory
+from langchain_core.documents import Document
+from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
+from langchain_core.retrievers import BaseRetriever
+from pydantic import ConfigDict, Field
+
+from jevmem.errors import InvalidInputError
+from jevmem.integrations._common import evidence_dict, memory_lock, short_trace
+from jevmem.memory import Memory
+
+__all__ = ["JevmemChatMessageHistory", "JevmemRetriever"]
+
+SearchMode = Literal["full", "traversal", "anchors", "lexical"]
+
+
+class JevmemRetriever(BaseRetriever):
+    """Documents from a jevmem memory's search: ``page_content`` is the
+    observation's text, ``id`` its node id as a string, and ``metadata`` holds
+    the score, speaker, observation time, provenance, scope, the node's own
+    metadata, how it was reached (``via``), resolved time references and
+    supersedes links. The first document also carries the search's short trace
+    under ``metadata["jevmem_trace"]``.
+
+    ``k``, ``scope``, ``filter`` and ``mode`` may also be passed per call:
+    ``retriever.invoke("query", k=3, scope={"user": "u1"})``.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    memory: Memory
+    """The memory to search."""
+    k: int = Field(default=4, ge=1)
+    """How many documents, at most."""
+    scope: dict[str, str] | None = None
+    """Search only these observations (see `Memory.search`)."""
+    filter: dict[str, Any] | None = None
+    """Metadata conditions every document must meet (see `Memory.search`)."""
+    mode: SearchMode = "full"
+    """The read path (see `Memory.search`)."""
+
+    def _search(self, query: str, kwargs: dict[str, Any]) -> list[Document]:
+        unknown = set(kwargs) - {"k", "scope", "filter", "mode", "now"}
+        if unknown:
+            raise InvalidInputError(f"unknown search options {sorted(unknown)}")
+        with memory_lock(self.memory):
+            r = self.memory.search(
+                query,
+                kwargs.get("k", self.k),
+                now=kwargs.get("now"),
+                mode=kwargs.get("mode", self.mode),
+                scope=kwargs.get("scope", self.scope),
+                filter=kwargs.get("filter", self.filter),
+            )
+            items = [evidence_dict(self.memory, e) for e in r.evidence]
+        docs = []
+        for item in items:
+            text = item.pop("text")
+            node_id = item.pop("id")
+            docs.append(
+                Document(page_content=text, id=str(node_id), metadata={"id": node_id, **item})
+            )
+        if docs:
+            docs[0].metadata["jevmem_trace"] = short_trace(r)
+        return docs
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        return self._search(query, kwargs)
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        # the search is CPU work in Rust and the embedder: off the event loop
+        return await asyncio.to_thread(self._search, query, kwargs)
+
+
+#: metadata fields the history writes on each message's observation
+_MESSAGE = "lc_message"  # the message as LangChain's dict form (JSON), for an exact round trip
+_TYPE = "lc_type"  # human, ai, system, tool...
+
+
+class JevmemChatMessageHistory(BaseChatMessageHistory):
+    """A conversation's messages kept as observations of a memory.
+
+    Every message is stored in scope ``{scope_key: session_id}`` (plus any
+    ``scope`` pairs given), with the message type as speaker, so it can be
+    recalled later like any other observation; ``messages`` returns them in
+    the order they were added, exactly as given (tool calls and additional
+    fields included); ``clear`` forgets them (and only them).
+
+    A message without text (a tool-call-only AI message) is stored with the
+    text ``"(no text)"`` so that it can be kept; it round-trips unchanged.
+    """
+
+    def __init__(
+        self,
+        memory: Memory,
+        session_id: str,
+        *,
+        scope_key: str = "session",
+        scope: dict[str, str] | None = None,
+    ) -> None:
+        if not isinstance(session_id, str) or not session_id:
+            raise InvalidInputError("session_id must be a non-empty string")
+        self.memory = memory
+        self.session_id = session_id
+        self.scope = {**(scope or {}), scope_key: session_id}
+
+    @property
+    def messages(self) -> list[BaseMessage]:  # type: ignore[override]
+        out: list[BaseMessage] = []
+        cursor: str | None = None
+        with memory_lock(self.memory):
+            while True:
+                nodes, cursor = self.memory.list(
+                    self.scope, {_MESSAGE: {"$exists": True}}, 1000, cursor
+                )
+                for n in nodes:
+                    raw = n.metadata.get(_MESSAGE)
+                    if isinstance(raw, str):
+                        out.extend(messages_from_dict([json.loads(raw)]))
+                if cursor is None:
+                    return out
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        """Store the messages as one batch (on a durable memory: one log record)."""
+        texts, speakers, metadatas = [], [], []
+        for m in messages:
+            if not isinstance(m, BaseMessage):
+                raise InvalidInputError(f"expected a LangChain message, got {type(m).__name__}")
+            texts.append(m.text.strip() or "(no text)")
+            speakers.append(m.type)
+            metadatas.append({_MESSAGE: json.dumps(message_to_dict(m)), _TYPE: m.type})
+        if not texts:
+            return
+        now = int(time.time())  # observation time: "what did I say yesterday" can be recalled
+        with memory_lock(self.memory):
+            self.memory.add_batch(
+                texts,
+                timestamps=[now] * len(texts),
+                speakers=speakers,
+                scopes=[self.scope] * len(texts),
+                metadatas=metadatas,
+            )
+
+    async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
+        await asyncio.to_thread(self.add_messages, messages)
+
+    async def aget_messages(self) -> list[BaseMessage]:
+        return await asyncio.to_thread(lambda: self.messages)
+
+    def clear(self) -> None:
+        """Forget this conversation's messages (other observations stay)."""
+        with memory_lock(self.memory):
+            self.memory.forget(scope=self.scope, filter={_MESSAGE: {"$exists": True}})
+
+    async def aclear(self) -> None:
+        await asyncio.to_thread(self.clear)
