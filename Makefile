@@ -14,7 +14,7 @@ export CARGO_TERM_COLOR ?= never
 # (with overflow checks and debug assertions, at the cost of a second build).
 RUST_PROFILE ?= --release
 
-.PHONY: help setup build build-debug test test-rust test-python lint fmt demo bench bench-rust clean proto proto-check
+.PHONY: help setup build build-debug test test-rust test-python test-wheel lint fmt demo bench bench-rust clean proto proto-check
 
 help: ## List the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "} {printf "  %-12s %s\n", $$1, $$2}'
@@ -30,6 +30,8 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/python -m pip install -q "grpcio>=1.85.1,<2" "protobuf>=7.35.1,<8" "grpcio-health-checking>=1.85.1,<2" "grpcio-tools==1.85.1" "mypy-protobuf==5.1.0" "types-grpcio>=1.85,<2"
 	# the agent integrations (extras mcp, langchain, llama-index) and langchain's standard test suites
 	$(BIN)/python -m pip install -q "mcp>=2.3,<3" "langchain-core>=1.4,<2" "langchain-tests>=1.1,<2" "llama-index-core>=0.14,<0.15"
+	# matplotlib for bench/plots.py (the bench-only `plots` extra) and its test
+	$(BIN)/python -m pip install -q "matplotlib>=3.8"
 	touch $@
 
 setup: $(BIN)/.installed ## Create .venv with the build, test and lint tools
@@ -43,10 +45,13 @@ build: setup ## Build the extension (release) into .venv
 build-debug: setup ## Build the extension (debug, faster to compile) into .venv
 	PIP_QUIET=1 $(BIN)/maturin develop --quiet
 
-test: lint test-rust build test-python ## Everything CI checks: lint, Rust tests, Python tests
+test: lint test-rust build test-python test-wheel ## Everything CI checks: lint, Rust tests, Python tests, the wheel
 
 test-rust: ## Core crate tests (no Python needed)
 	cargo test $(RUST_PROFILE) -p jevmem-core
+
+test-wheel: setup ## Build the abi3 release wheel and use it from a fresh venv (no Rust, no checkout)
+	PYTHON=$(PYTHON) MATURIN=$(BIN)/maturin scripts/test_wheel.sh
 
 test-python: ## Python tests against the built extension
 	$(BIN)/pytest -q
