@@ -208,9 +208,12 @@ fn crafted_id_spaces_and_configs_are_refused_cheaply() {
     assert_eq!(store.next_id(), 50_000);
 
     // a caller that trusts the file raises the bound, and only then it loads
+    // (holding MEASURE: the trusted load allocates ~350 MB, which must not
+    // land in another test's measured decode)
     let mut body = sample_body();
     body.next_id = 1 << 20;
     let bytes = encode(&body);
+    let guard = MEASURE.lock().unwrap_or_else(|p| p.into_inner());
     let refused = MemoryStore::from_snapshot_bytes(&bytes)
         .err()
         .expect("refused");
@@ -229,6 +232,8 @@ fn crafted_id_spaces_and_configs_are_refused_cheaply() {
         ..LoadOptions::default()
     };
     assert!(MemoryStore::from_snapshot_bytes_with(&bytes, too_few).is_err());
+    drop(store);
+    drop(guard);
 
     let mut body = sample_body();
     body.config.vector.dim = 1 << 40;
