@@ -46,11 +46,13 @@ build: setup ## Build the extension (release) into .venv
 build-debug: setup ## Build the extension (debug, faster to compile) into .venv
 	PATH="$(abspath $(BIN)):$$PATH" PIP_QUIET=1 $(BIN)/maturin develop --quiet
 
-# The Python set-up (mostly downloads) runs beside clippy, whose first minutes
-# are numkong's C kernels; everything after needs both.
+# Two at a time where the steps share no files: the Python set-up (mostly
+# downloads) and lint run beside clippy, whose first minutes are numkong's C
+# kernels; the wheel is built and installed beside the Python tests.
 test: ## Everything CI checks: lint, Rust tests, Python tests, the wheel
-	$(MAKE) --no-print-directory -j2 setup lint-rust
-	$(MAKE) --no-print-directory lint-python test-rust build test-python test-wheel
+	$(MAKE) --no-print-directory -j2 lint-python lint-rust
+	$(MAKE) --no-print-directory test-rust build
+	$(MAKE) --no-print-directory -j2 test-python test-wheel
 
 test-rust: ## Core crate tests (no Python needed)
 	cargo test $(RUST_PROFILE) --workspace

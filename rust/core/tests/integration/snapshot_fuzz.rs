@@ -3,12 +3,12 @@
 //! and checksum so the decoder itself (not just the CRC) is exercised.
 //! Every outcome must be `Ok` or `Error::Snapshot`, never a panic or an
 //! abort, and the heap the decode takes must stay within a bound linear in
-//! the input's size. A counting global allocator measures that heap, so
-//! this file is its own test binary and runs its cases one at a time.
+//! the input's size. A counting global allocator measures that heap; it
+//! counts per thread, so tests running beside a measured decode (this
+//! binary's other modules too) are not counted in it.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::cell::Cell;
 
 use jevmem_core::facts::FactsSnapshot;
 use jevmem_core::ops::NewNode;
@@ -21,32 +21,38 @@ use serde::{Deserialize, Serialize};
 
 struct Counting;
 
-static CURRENT: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    /// This thread's live heap bytes since it last started measuring (a
+    /// free of an older block can take it below zero) and the peak since.
+    static CURRENT: Cell<isize> = const { Cell::new(0) };
+    static PEAK: Cell<isize> = const { Cell::new(0) };
+}
+
+fn count(delta: isize) {
+    // `try_with`: a thread's own exit frees memory after its locals are gone
+    let _ = CURRENT.try_with(|c| {
+        let now = c.get() + delta;
+        c.set(now);
+        let _ = PEAK.try_with(|p| p.set(p.get().max(now)));
+    });
+}
 
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         let p = unsafe { System.alloc(layout) };
         if !p.is_null() {
-            let now = CURRENT.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(now, Ordering::Relaxed);
+            count(layout.size() as isize);
         }
         p
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         unsafe { System.dealloc(ptr, layout) };
-        CURRENT.fetch_sub(layout.size(), Ordering::Relaxed);
+        count(-(layout.size() as isize));
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         let p = unsafe { System.realloc(ptr, layout, new_size) };
         if !p.is_null() {
-            if new_size >= layout.size() {
-                let grow = new_size - layout.size();
-                let now = CURRENT.fetch_add(grow, Ordering::Relaxed) + grow;
-                PEAK.fetch_max(now, Ordering::Relaxed);
-            } else {
-                CURRENT.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
-            }
+            count(new_size as isize - layout.size() as isize);
         }
         p
     }
@@ -55,8 +61,14 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
-/// Tests of this binary run on parallel threads; the counters are global.
-static MEASURE: Mutex<()> = Mutex::new(());
+/// Run `f` on this thread and return what it returned and the most heap it
+/// held at once, in bytes.
+fn measured<T>(f: impl FnOnce() -> T) -> (T, usize) {
+    CURRENT.with(|c| c.set(0));
+    PEAK.with(|p| p.set(0));
+    let out = f();
+    (out, PEAK.with(|p| p.get()).max(0) as usize)
+}
 
 /// What a decode of `len` input bytes may take from the heap at its peak: the
 /// absent-id allowance (32 MiB floor, 64 bytes per input byte) plus indexes
@@ -68,11 +80,7 @@ fn heap_bound(len: usize) -> usize {
 /// Decode `bytes`, asserting the outcome is `Ok` or `Error::Snapshot` and
 /// the heap (Rust's, and usearch's as the store reports it) stays bounded.
 fn check_decode(bytes: &[u8]) -> std::result::Result<Option<MemoryStore>, TestCaseError> {
-    let _guard = MEASURE.lock().unwrap_or_else(|p| p.into_inner());
-    let base = CURRENT.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
-    let result = MemoryStore::from_snapshot_bytes(bytes);
-    let taken = PEAK.load(Ordering::Relaxed).saturating_sub(base);
+    let (result, taken) = measured(|| MemoryStore::from_snapshot_bytes(bytes));
     prop_assert!(
         taken <= heap_bound(bytes.len()),
         "decoding {} bytes took {taken} heap bytes (bound {})",
@@ -208,12 +216,9 @@ fn crafted_id_spaces_and_configs_are_refused_cheaply() {
     assert_eq!(store.next_id(), 50_000);
 
     // a caller that trusts the file raises the bound, and only then it loads
-    // (holding MEASURE: the trusted load allocates ~350 MB, which must not
-    // land in another test's measured decode)
     let mut body = sample_body();
     body.next_id = 1 << 20;
     let bytes = encode(&body);
-    let guard = MEASURE.lock().unwrap_or_else(|p| p.into_inner());
     let refused = MemoryStore::from_snapshot_bytes(&bytes)
         .err()
         .expect("refused");
@@ -233,7 +238,6 @@ fn crafted_id_spaces_and_configs_are_refused_cheaply() {
     };
     assert!(MemoryStore::from_snapshot_bytes_with(&bytes, too_few).is_err());
     drop(store);
-    drop(guard);
 
     let mut body = sample_body();
     body.config.vector.dim = 1 << 40;
@@ -390,19 +394,17 @@ proptest! {
 /// allocates must stay linear in the input, whatever they claim.
 fn check_log_decode(bytes: &[u8]) -> std::result::Result<(), TestCaseError> {
     use jevmem_core::durable::wal;
-    let _guard = MEASURE.lock().unwrap_or_else(|p| p.into_inner());
-    let base = CURRENT.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
-    let _ = wal::decode_payload(bytes);
-    let mut segment = wal::segment_header(1).to_vec();
-    segment.extend_from_slice(&wal::encode_record(1, bytes));
-    segment.extend_from_slice(bytes);
-    if let Ok(scan) = wal::scan_segment(&segment) {
-        for (_, r) in scan.records {
-            let _ = wal::decode_payload(&segment[r]);
+    let ((), taken) = measured(|| {
+        let _ = wal::decode_payload(bytes);
+        let mut segment = wal::segment_header(1).to_vec();
+        segment.extend_from_slice(&wal::encode_record(1, bytes));
+        segment.extend_from_slice(bytes);
+        if let Ok(scan) = wal::scan_segment(&segment) {
+            for (_, r) in scan.records {
+                let _ = wal::decode_payload(&segment[r]);
+            }
         }
-    }
-    let taken = PEAK.load(Ordering::Relaxed).saturating_sub(base);
+    });
     // the segment copy is 3x the input; serde preallocates at most 1 MiB per sequence
     let bound = (2 << 20) + 16 * bytes.len();
     prop_assert!(
