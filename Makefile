@@ -14,7 +14,7 @@ export CARGO_TERM_COLOR ?= never
 # (with overflow checks and debug assertions, at the cost of a second build).
 RUST_PROFILE ?= --release
 
-.PHONY: help setup build build-debug test test-rust test-python test-wheel lint lint-rust lint-python fmt demo bench bench-rust clean proto proto-check
+.PHONY: help setup build build-debug test test-rust test-python test-wheel lint lint-rust lint-python stubtest fmt demo bench bench-rust clean proto proto-check
 
 help: ## List the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "} {printf "  %-12s %s\n", $$1, $$2}'
@@ -51,7 +51,7 @@ build-debug: setup ## Build the extension (debug, faster to compile) into .venv
 # kernels; the wheel is built and installed beside the Python tests.
 test: ## Everything CI checks: lint, Rust tests, Python tests, the wheel
 	$(MAKE) --no-print-directory -j2 lint-python lint-rust
-	$(MAKE) --no-print-directory test-rust build
+	$(MAKE) --no-print-directory test-rust build stubtest
 	$(MAKE) --no-print-directory -j2 test-python test-wheel
 
 test-rust: ## Core crate tests (no Python needed)
@@ -63,7 +63,7 @@ test-wheel: setup ## Build the abi3 release wheel and use it from a fresh venv (
 test-python: ## Python tests against the built extension (one worker per core)
 	$(BIN)/pytest -q -n auto
 
-lint: lint-rust lint-python ## cargo fmt --check, clippy -D warnings, ruff, mypy, the stubs
+lint: lint-rust lint-python stubtest ## cargo fmt --check, clippy -D warnings, ruff, mypy, the stubs
 
 lint-rust: ## cargo fmt --check, clippy -D warnings
 	cargo fmt --all --check
@@ -81,6 +81,9 @@ proto: setup ## Regenerate the gRPC stubs under python/jevmem/_proto from proto/
 proto-check: proto ## Fail if the checked-in gRPC stubs differ from a regeneration
 	git diff --exit-code -- python/jevmem/_proto
 	@test -z "$$(git status --porcelain --untracked-files=all -- python/jevmem/_proto)" || { git status --short -- python/jevmem/_proto; echo "python/jevmem/_proto is stale: run make proto and commit"; exit 1; }
+
+stubtest: build ## The hand-written _core.pyi against the built extension (mypy.stubtest)
+	$(BIN)/python -m mypy.stubtest jevmem._core --allowlist scripts/stubtest-allowlist.txt
 
 fmt: setup ## Format Rust and Python sources
 	cargo fmt --all

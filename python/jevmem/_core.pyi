@@ -33,7 +33,7 @@ class Allowed:
     as they were when it was made; pass it as ``allowed=`` to the searches."""
 
     def __len__(self) -> int: ...
-    def __contains__(self, id: int) -> bool: ...
+    def __contains__(self, id: int, /) -> bool: ...
     def ids(self) -> list[int]:
         """The allowed ids, ascending."""
 
@@ -121,8 +121,8 @@ class MemoryStore:
     serialised. Every error leaves the memory exactly as it was.
     """
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         dim: int,
         *,
         quantization: Literal["f32", "f16", "i8"] = "f32",
@@ -136,9 +136,9 @@ class MemoryStore:
         stopwords: bool = True,
         candidate_k: int = 10,
         candidate_pool: int = 32,
-        max_text_bytes: int = 4194304,
+        max_text_bytes: int = ...,  # DEFAULT_MAX_TEXT_BYTES (4 MiB)
         lexical_fields: Sequence[str] | None = None,
-    ) -> None:
+    ) -> MemoryStore:
         """``lexical_fields``: provenance keys BM25 indexes with the text (default ``["speaker"]``)."""
     @property
     def dim(self) -> int: ...
@@ -148,7 +148,7 @@ class MemoryStore:
     @property
     def next_id(self) -> int: ...
     def __len__(self) -> int: ...
-    def __contains__(self, id: int) -> bool: ...
+    def __contains__(self, id: int, /) -> bool: ...
     def add(
         self,
         text: str,
@@ -428,8 +428,8 @@ StopReason = Literal[
 class TraversalConfig:
     """Every knob of the read path; the defaults are the paper's values."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         *,
         total_budget: int | None = None,
         min_per_view: int | None = None,
@@ -448,7 +448,7 @@ class TraversalConfig:
         lambdas: tuple[float, float, float, float, float] | None = None,
         recency_weight: float | None = None,
         min_admit_score: float | None = None,
-    ) -> None: ...
+    ) -> TraversalConfig: ...
     def as_dict(self) -> dict[str, object]: ...
 
 @final
@@ -508,7 +508,10 @@ class Traversal:
     def trace(self) -> dict[str, Any]: ...
 
 def _set_failpoint(name: str, action: str) -> None: ...
-def rrf(lists: Sequence[Sequence[int]], kappa: float = 60.0) -> list[tuple[int, float]]: ...
+def rrf(
+    lists: Sequence[Sequence[int]],
+    kappa: float = ...,  # 60.0
+) -> list[tuple[int, float]]: ...
 def largest_remainder(weights: Sequence[float], total: int, minimum: int) -> list[int]: ...
 def view_budgets(
     probs: tuple[float, float, float, float],

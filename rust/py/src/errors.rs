@@ -5,42 +5,55 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
 
-static CLASSES: [PyOnceLock<Py<PyType>>; 10] = [const { PyOnceLock::new() }; 10];
-const NAMES: [&str; 10] = [
-    "InvalidInputError",
-    "DimensionMismatchError",
-    "InvalidScoreError",
-    "InvalidConfigError",
-    "NodeNotFoundError",
-    "TraversalStateError",
-    "SnapshotError",
-    "VectorIndexError",
-    "InvalidTypeError",
-    "DurabilityError",
-];
+/// One class of `jevmem.errors`, imported the first time it is raised.
+struct ErrorClass {
+    name: &'static str,
+    class: PyOnceLock<Py<PyType>>,
+}
 
-fn raise(py: Python<'_>, which: usize, msg: String) -> PyErr {
-    match CLASSES[which].import(py, "jevmem.errors", NAMES[which]) {
-        Ok(cls) => PyErr::from_type(cls.clone(), msg),
-        Err(import_error) => import_error,
+impl ErrorClass {
+    const fn new(name: &'static str) -> Self {
+        ErrorClass {
+            name,
+            class: PyOnceLock::new(),
+        }
+    }
+
+    fn err(&self, py: Python<'_>, msg: String) -> PyErr {
+        match self.class.import(py, "jevmem.errors", self.name) {
+            Ok(cls) => PyErr::from_type(cls.clone(), msg),
+            Err(import_error) => import_error,
+        }
     }
 }
+
+static INVALID_INPUT: ErrorClass = ErrorClass::new("InvalidInputError");
+static DIMENSION_MISMATCH: ErrorClass = ErrorClass::new("DimensionMismatchError");
+static INVALID_SCORE: ErrorClass = ErrorClass::new("InvalidScoreError");
+static INVALID_CONFIG: ErrorClass = ErrorClass::new("InvalidConfigError");
+static NODE_NOT_FOUND: ErrorClass = ErrorClass::new("NodeNotFoundError");
+static TRAVERSAL_STATE: ErrorClass = ErrorClass::new("TraversalStateError");
+static SNAPSHOT: ErrorClass = ErrorClass::new("SnapshotError");
+static VECTOR_INDEX: ErrorClass = ErrorClass::new("VectorIndexError");
+static INVALID_TYPE: ErrorClass = ErrorClass::new("InvalidTypeError");
+static DURABILITY: ErrorClass = ErrorClass::new("DurabilityError");
 
 pub fn to_py(err: Error) -> PyErr {
     Python::attach(|py| {
         let msg = err.to_string();
-        match err {
-            Error::InvalidInput(_) => raise(py, 0, msg),
-            Error::DimensionMismatch { .. } => raise(py, 1, msg),
-            Error::InvalidScore { .. } => raise(py, 2, msg),
-            Error::InvalidConfig(_) => raise(py, 3, msg),
-            Error::NodeNotFound(_) => raise(py, 4, msg),
-            Error::InvalidState(_) => raise(py, 5, msg),
-            Error::Snapshot(_) => raise(py, 6, msg),
-            Error::Index(_) => raise(py, 7, msg),
-            Error::Durability(_) => raise(py, 9, msg),
-            Error::Io(e) => pyo3::exceptions::PyOSError::new_err(e.to_string()),
-        }
+        let class = match err {
+            Error::InvalidInput(_) => &INVALID_INPUT,
+            Error::DimensionMismatch { .. } => &DIMENSION_MISMATCH,
+            Error::InvalidScore { .. } => &INVALID_SCORE,
+            Error::InvalidConfig(_) => &INVALID_CONFIG,
+            Error::NodeNotFound(_) => &NODE_NOT_FOUND,
+            Error::InvalidState(_) => &TRAVERSAL_STATE,
+            Error::Snapshot(_) => &SNAPSHOT,
+            Error::Index(_) => &VECTOR_INDEX,
+            Error::Durability(_) => &DURABILITY,
+            Error::Io(e) => return pyo3::exceptions::PyOSError::new_err(e.to_string()),
+        };
+        class.err(py, msg)
     })
 }
 
@@ -55,9 +68,9 @@ pub fn bad_argument(py: Python<'_>, field: &str, err: PyErr) -> PyErr {
         || err.is_instance_of::<PyUnicodeError>(py)
         || err.is_instance_of::<PyValueError>(py)
     {
-        raise(py, 0, msg)
+        INVALID_INPUT.err(py, msg)
     } else {
-        raise(py, 8, msg)
+        INVALID_TYPE.err(py, msg)
     }
 }
 

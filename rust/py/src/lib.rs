@@ -25,7 +25,10 @@ fn set_failpoint(name: &str, action: &str) -> PyResult<()> {
     jevmem_core::failpoint::set(name, parsed).map_err(pyo3::exceptions::PyValueError::new_err)
 }
 
-#[pymodule]
+// Free-threaded CPython may run this module without the GIL: every pyclass
+// is frozen, the store sits behind one RwLock and a traversal behind a
+// Mutex, and nothing mutable is reached outside them.
+#[pymodule(gil_used = false)]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add(

@@ -316,6 +316,21 @@ impl MemoryStore {
         this
     }
 
+    /// Read the store with the GIL released, lock and work both: a writer
+    /// (an fsync under group commit) or the graph builder may hold the write
+    /// lock for milliseconds, and a thread waiting for it while attached
+    /// would stall every Python thread, or deadlock against a reader that
+    /// needs the GIL back. `f` returns owned values; Python objects are made
+    /// from them after.
+    pub(crate) fn read<R: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&CoreStore) -> R + Send,
+    ) -> R {
+        let inner = &self.inner;
+        py.detach(|| f(&inner.read()))
+    }
+
     fn is_closed(&self) -> bool {
         self.closed.load(std::sync::atomic::Ordering::Acquire)
     }
@@ -389,38 +404,39 @@ impl MemoryStore {
 
     /// Embedding dimension.
     #[getter]
-    fn dim(&self) -> usize {
-        self.inner.read().dim()
+    fn dim(&self, py: Python<'_>) -> usize {
+        self.read(py, |s| s.dim())
     }
 
     /// Texts longer than this many UTF-8 bytes are refused.
     #[getter]
-    fn max_text_bytes(&self) -> usize {
-        self.inner.read().config().max_content_bytes
+    fn max_text_bytes(&self, py: Python<'_>) -> usize {
+        self.read(py, |s| s.config().max_content_bytes)
     }
 
     /// The id the next added node will get (ids are the insertion sequence).
     #[getter]
-    fn next_id(&self) -> NodeId {
-        self.inner.read().next_id()
+    fn next_id(&self, py: Python<'_>) -> NodeId {
+        self.read(py, |s| s.next_id())
     }
 
-    fn __len__(&self) -> usize {
-        self.inner.read().len()
+    fn __len__(&self, py: Python<'_>) -> usize {
+        self.read(py, |s| s.len())
     }
 
-    fn __contains__(&self, id: NodeId) -> bool {
-        self.inner.read().get(id).is_some()
+    fn __contains__(&self, py: Python<'_>, id: NodeId) -> bool {
+        self.read(py, |s| s.get(id).is_some())
     }
 
-    fn __repr__(&self) -> String {
-        let s = self.inner.read();
-        format!(
-            "MemoryStore(dim={}, nodes={}, edges={})",
-            s.dim(),
-            s.len(),
-            s.graph().total_edges()
-        )
+    fn __repr__(&self, py: Python<'_>) -> String {
+        self.read(py, |s| {
+            format!(
+                "MemoryStore(dim={}, nodes={}, edges={})",
+                s.dim(),
+                s.len(),
+                s.graph().total_edges()
+            )
+        })
     }
 
     /// Add one observation; returns its id. With an idempotency `key` that
@@ -713,88 +729,90 @@ impl MemoryStore {
     }
 
     /// Every supersedes link, sorted by (new, old).
-    fn supersedes_links(&self) -> Vec<Supersedes> {
-        let s = self.inner.read();
-        s.facts().links().iter().map(Supersedes::from).collect()
+    fn supersedes_links(&self, py: Python<'_>) -> Vec<Supersedes> {
+        self.read(py, |s| {
+            s.facts().links().iter().map(Supersedes::from).collect()
+        })
     }
 
     /// How many supersedes links the memory holds.
     #[getter]
-    fn supersedes_count(&self) -> usize {
-        self.inner.read().facts().len()
+    fn supersedes_count(&self, py: Python<'_>) -> usize {
+        self.read(py, |s| s.facts().len())
     }
 
     /// The nodes `id` supersedes directly, ascending.
-    fn supersedes(&self, id: NodeId) -> PyResult<Vec<NodeId>> {
-        let s = self.inner.read();
-        s.require(id).py()?;
-        Ok(s.facts().supersedes(id))
+    fn supersedes(&self, py: Python<'_>, id: NodeId) -> PyResult<Vec<NodeId>> {
+        self.read(py, |s| s.require(id).map(|_| s.facts().supersedes(id)))
+            .py()
     }
 
     /// The nodes superseding `id` directly, ascending.
-    fn superseded_by(&self, id: NodeId) -> PyResult<Vec<NodeId>> {
-        let s = self.inner.read();
-        s.require(id).py()?;
-        Ok(s.facts().superseded_by(id))
+    fn superseded_by(&self, py: Python<'_>, id: NodeId) -> PyResult<Vec<NodeId>> {
+        self.read(py, |s| s.require(id).map(|_| s.facts().superseded_by(id)))
+            .py()
     }
 
     /// `(valid_from, valid_to)` on the world timeline; `valid_to` is None while current.
-    fn validity(&self, id: NodeId) -> PyResult<(Option<i64>, Option<i64>)> {
-        self.inner.read().validity(id).py()
+    fn validity(&self, py: Python<'_>, id: NodeId) -> PyResult<(Option<i64>, Option<i64>)> {
+        self.read(py, |s| s.validity(id)).py()
     }
 
     /// `id`, then every fact it superseded, transitively, nearest first.
-    fn history(&self, id: NodeId) -> PyResult<Vec<NodeId>> {
-        self.inner.read().history(id).py()
+    fn history(&self, py: Python<'_>, id: NodeId) -> PyResult<Vec<NodeId>> {
+        self.read(py, |s| s.history(id)).py()
     }
 
     /// For each id, `(valid_from, valid_to, supersedes, superseded_by)` (the
     /// linked nodes as (id, weight)) when the node takes part in a supersedes
     /// link, else None (also for unknown ids): what the read path needs about
     /// a pool, under one lock.
-    fn fact_chains(&self, ids: Vec<NodeId>) -> Vec<Option<FactChain>> {
-        let s = self.inner.read();
-        let facts = s.facts();
-        ids.iter()
-            .map(|&id| {
-                let olds = facts.supersedes(id);
-                let news = facts.superseded_by(id);
-                if olds.is_empty() && news.is_empty() {
-                    return None;
-                }
-                let (from, to) = s.validity(id).ok()?;
-                let weight =
-                    |new: NodeId, old: NodeId| facts.link(new, old).map_or(0.0, |l| l.weight);
-                Some((
-                    from,
-                    to,
-                    olds.into_iter().map(|o| (o, weight(id, o))).collect(),
-                    news.into_iter().map(|n| (n, weight(n, id))).collect(),
-                ))
-            })
-            .collect()
+    fn fact_chains(&self, py: Python<'_>, ids: Vec<NodeId>) -> Vec<Option<FactChain>> {
+        self.read(py, |s| {
+            let facts = s.facts();
+            ids.iter()
+                .map(|&id| {
+                    let olds = facts.supersedes(id);
+                    let news = facts.superseded_by(id);
+                    if olds.is_empty() && news.is_empty() {
+                        return None;
+                    }
+                    let (from, to) = s.validity(id).ok()?;
+                    let weight =
+                        |new: NodeId, old: NodeId| facts.link(new, old).map_or(0.0, |l| l.weight);
+                    Some((
+                        from,
+                        to,
+                        olds.into_iter().map(|o| (o, weight(id, o))).collect(),
+                        news.into_iter().map(|n| (n, weight(n, id))).collect(),
+                    ))
+                })
+                .collect()
+        })
     }
 
     /// The node with this id (raises NodeNotFoundError).
-    fn get(&self, id: NodeId) -> PyResult<Node> {
-        let s = self.inner.read();
-        Ok(Node::from(s.require(id).py()?))
+    fn get(&self, py: Python<'_>, id: NodeId) -> PyResult<Node> {
+        self.read(py, |s| s.require(id).map(Node::from)).py()
     }
 
     /// The node's unit-normalised embedding.
     fn embedding<'py>(&self, py: Python<'py>, id: NodeId) -> PyResult<Bound<'py, PyArray1<f32>>> {
-        let s = self.inner.read();
-        s.require(id).py()?;
-        Ok(s.embedding(id)
-            .expect("live node has an embedding")
-            .to_vec()
-            .into_pyarray(py))
+        let v = self.read(py, |s| {
+            s.require(id).map(|_| {
+                s.embedding(id)
+                    .expect("live node has an embedding")
+                    .to_vec()
+            })
+        });
+        Ok(v.py()?.into_pyarray(py))
     }
 
     /// The `[start, end)` character spans of a node's passage vectors, in
     /// order; empty when its text is one passage (the node vector).
-    fn passages(&self, id: NodeId) -> PyResult<Vec<(u64, u64)>> {
-        Ok(self.inner.read().passage_spans(id).py()?.to_vec())
+    fn passages(&self, py: Python<'_>, id: NodeId) -> PyResult<Vec<(u64, u64)>> {
+        self.read(py, |s| s.passage_spans(id).map(|p| p.to_vec()))
+            .py()
     }
 
     /// The unit-normalised embedding of passage `index` of node `id`.
@@ -804,18 +822,18 @@ impl MemoryStore {
         id: NodeId,
         index: u32,
     ) -> PyResult<Bound<'py, PyArray1<f32>>> {
-        let s = self.inner.read();
-        let spans = s.passage_spans(id).py()?.len();
-        let v = s
-            .passage_index()
-            .embedding(id, index)
-            .ok_or_else(|| {
-                Error::InvalidInput(format!(
-                    "node {id} has {spans} passage vectors, no passage {index}"
-                ))
-            })
-            .py()?;
-        Ok(v.to_vec().into_pyarray(py))
+        let v = self.read(py, |s| {
+            let spans = s.passage_spans(id)?.len();
+            s.passage_index()
+                .embedding(id, index)
+                .map(|v| v.to_vec())
+                .ok_or_else(|| {
+                    Error::InvalidInput(format!(
+                        "node {id} has {spans} passage vectors, no passage {index}"
+                    ))
+                })
+        });
+        Ok(v.py()?.into_pyarray(py))
     }
 
     /// The best `k` nodes by their best passage: (ids, passage indexes,
@@ -877,15 +895,18 @@ impl MemoryStore {
 
     /// Every edge touching `id`, optionally restricted to one view.
     #[pyo3(signature = (id, view = None))]
-    fn neighbors(&self, id: NodeId, view: Option<&str>) -> PyResult<Vec<Edge>> {
+    fn neighbors(&self, py: Python<'_>, id: NodeId, view: Option<&str>) -> PyResult<Vec<Edge>> {
         let view = view.map(View::parse).transpose().py()?;
-        let s = self.inner.read();
-        Ok(s.neighbors(id, view).py()?.iter().map(Edge::from).collect())
+        self.read(py, |s| {
+            s.neighbors(id, view)
+                .map(|es| es.iter().map(Edge::from).collect())
+        })
+        .py()
     }
 
     /// The tokens the lexical index sees for `text`.
-    fn tokenize(&self, text: &str) -> Vec<String> {
-        self.inner.read().tokenize(text)
+    fn tokenize(&self, py: Python<'_>, text: &str) -> Vec<String> {
+        self.read(py, |s| s.tokenize(text))
     }
 
     /// How many indexed nodes contain each of the query's tokens, with the
@@ -1026,38 +1047,42 @@ impl MemoryStore {
     /// with that key in that scope (or None). Keys live in their scope.
     fn ids_for_keys(
         &self,
+        py: Python<'_>,
         keys: Vec<(Option<Bound<'_, PyAny>>, String)>,
     ) -> PyResult<Vec<Option<NodeId>>> {
         let mut parsed = Vec::with_capacity(keys.len());
         for (i, (scope, key)) in keys.iter().enumerate() {
             parsed.push((scope_arg(&format!("key {i}: scope"), scope.as_ref())?, key));
         }
-        let s = self.inner.read();
-        Ok(parsed
-            .iter()
-            .map(|(scope, k)| s.id_for_key(scope, k))
-            .collect())
+        Ok(self.read(py, |s| {
+            parsed
+                .iter()
+                .map(|(scope, k)| s.id_for_key(scope, k))
+                .collect()
+        }))
     }
 
     /// For each entity, whether some node (of the `allowed` ones) carries it.
     #[pyo3(signature = (entities, *, allowed = None))]
     fn entities_known(
         &self,
+        py: Python<'_>,
         entities: Vec<String>,
         allowed: Option<PyRef<'_, Allowed>>,
     ) -> Vec<bool> {
         let allowed = allowed_arg(allowed);
-        let s = self.inner.read();
-        entities
-            .iter()
-            .map(|e| {
-                let carriers = s.nodes_with_entity(e);
-                match &allowed {
-                    None => !carriers.is_empty(),
-                    Some(a) => carriers.iter().any(|&id| a.contains(id)),
-                }
-            })
-            .collect()
+        self.read(py, |s| {
+            entities
+                .iter()
+                .map(|e| {
+                    let carriers = s.nodes_with_entity(e);
+                    match &allowed {
+                        None => !carriers.is_empty(),
+                        Some(a) => carriers.iter().any(|&id| a.contains(id)),
+                    }
+                })
+                .collect()
+        })
     }
 
     /// The distinct values of a provenance field among the `allowed` nodes, sorted.
@@ -1157,13 +1182,13 @@ impl MemoryStore {
     }
 
     /// Node ids carrying an entity (normalised: trimmed, lowercased).
-    fn nodes_with_entity(&self, entity: &str) -> Vec<NodeId> {
-        self.inner.read().nodes_with_entity(entity).to_vec()
+    fn nodes_with_entity(&self, py: Python<'_>, entity: &str) -> Vec<NodeId> {
+        self.read(py, |s| s.nodes_with_entity(entity).to_vec())
     }
 
     /// Counts and approximate memory use.
-    fn stats(&self) -> HashMap<&'static str, u64> {
-        let s = self.inner.read().stats();
+    fn stats(&self, py: Python<'_>) -> HashMap<&'static str, u64> {
+        let s = self.read(py, |s| s.stats());
         let mut out = HashMap::new();
         out.insert("nodes", s.nodes as u64);
         out.insert("next_id", s.next_id);
@@ -1235,8 +1260,8 @@ impl MemoryStore {
     /// background thread moves them into the graph; until then searches
     /// scan the pending ones exactly, so results are complete throughout.
     #[getter]
-    fn pending_graph(&self) -> usize {
-        self.inner.read().pending_graph()
+    fn pending_graph(&self, py: Python<'_>) -> usize {
+        self.read(py, |s| s.pending_graph())
     }
 
     /// Change the exact-scan / HNSW switch point of a live store (benchmarks
