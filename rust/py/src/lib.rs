@@ -27,7 +27,8 @@ fn set_failpoint(name: &str, action: &str) -> PyResult<()> {
 
 // Free-threaded CPython may run this module without the GIL: every pyclass
 // is frozen, the store sits behind one RwLock and a traversal behind a
-// Mutex, and nothing mutable is reached outside them.
+// Mutex, and nothing mutable is reached outside them. (The abi3 wheel does
+// not load on a free-threaded interpreter; a build for that version does.)
 #[pymodule(gil_used = false)]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

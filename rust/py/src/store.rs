@@ -549,8 +549,7 @@ impl MemoryStore {
                 keys,
             },
         )?;
-        let inner = &self.inner;
-        py.detach(|| inner.read().validate_new_nodes(&nodes)).py()
+        self.read(py, |s| s.validate_new_nodes(&nodes)).py()
     }
 
     /// Validate `add_batch`'s scope, metadata and key columns for `n`
@@ -850,11 +849,9 @@ impl MemoryStore {
         allowed: Option<PyRef<'_, Allowed>>,
     ) -> PyResult<PassageRanked<'py>> {
         let q = vector_arg(&query);
-        let inner = &self.inner;
         let allowed = allowed_arg(allowed);
-        let hits = py
-            .detach(|| {
-                let s = inner.read();
+        let hits = self
+            .read(py, |s| {
                 if long_only {
                     s.passage_index().search_scoped(&q, k, allowed.as_deref())
                 } else {
@@ -881,10 +878,7 @@ impl MemoryStore {
         ids: Vec<NodeId>,
     ) -> PyResult<BestPassages<'py>> {
         let q = vector_arg(&query);
-        let inner = &self.inner;
-        let best = py
-            .detach(|| inner.read().passage_similarities(&q, &ids))
-            .py()?;
+        let best = self.read(py, |s| s.passage_similarities(&q, &ids)).py()?;
         let sims: Vec<f32> = best
             .iter()
             .map(|b| b.map_or(f32::NAN, |(s, _)| s))
@@ -919,10 +913,8 @@ impl MemoryStore {
         query: String,
         allowed: Option<PyRef<'_, Allowed>>,
     ) -> (Vec<String>, Vec<u64>, u64) {
-        let inner = &self.inner;
         let allowed = allowed_arg(allowed);
-        py.detach(|| {
-            let s = inner.read();
+        self.read(py, |s| {
             let tokens = s.tokenize(&query);
             let mut n = s.bm25().len() as u64;
             let freqs = tokens
@@ -950,12 +942,9 @@ impl MemoryStore {
         k: usize,
         allowed: Option<PyRef<'_, Allowed>>,
     ) -> Ranked<'py, f32> {
-        let inner = &self.inner;
         let allowed = allowed_arg(allowed);
-        let ranked = py.detach(|| {
-            inner
-                .read()
-                .search_lexical_scoped(&query, k, allowed.as_deref())
+        let ranked = self.read(py, |s| {
+            s.search_lexical_scoped(&query, k, allowed.as_deref())
         });
         ranked_arrays(py, ranked)
     }
@@ -970,10 +959,9 @@ impl MemoryStore {
         allowed: Option<PyRef<'_, Allowed>>,
     ) -> PyResult<Ranked<'py, f32>> {
         let q = vector_arg(&query);
-        let inner = &self.inner;
         let allowed = allowed_arg(allowed);
-        let ranked = py
-            .detach(|| inner.read().search_vector_scoped(&q, k, allowed.as_deref()))
+        let ranked = self
+            .read(py, |s| s.search_vector_scoped(&q, k, allowed.as_deref()))
             .py()?;
         Ok(ranked_arrays(py, ranked))
     }
@@ -988,12 +976,9 @@ impl MemoryStore {
         ids: Vec<NodeId>,
         allowed: Option<PyRef<'_, Allowed>>,
     ) -> Bound<'py, PyArray1<f32>> {
-        let inner = &self.inner;
         let allowed = allowed_arg(allowed);
-        let scores = py.detach(|| {
-            inner
-                .read()
-                .lexical_scores_scoped(&query, &ids, allowed.as_deref())
+        let scores = self.read(py, |s| {
+            s.lexical_scores_scoped(&query, &ids, allowed.as_deref())
         });
         scores.into_pyarray(py)
     }
@@ -1010,8 +995,7 @@ impl MemoryStore {
         filter: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Option<Allowed>> {
         let selection = selection_arg(scope.as_ref(), filter.as_ref())?;
-        let inner = &self.inner;
-        let allowed = py.detach(|| inner.read().select(&selection));
+        let allowed = self.read(py, |s| s.select(&selection));
         Ok(allowed.map(|a| Allowed { inner: Arc::new(a) }))
     }
 
@@ -1024,8 +1008,7 @@ impl MemoryStore {
         filter: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Vec<NodeId>> {
         let selection = selection_arg(scope.as_ref(), filter.as_ref())?;
-        let inner = &self.inner;
-        Ok(py.detach(|| inner.read().matching_ids(&selection)))
+        Ok(self.read(py, |s| s.matching_ids(&selection)))
     }
 
     /// Up to `limit` ids a scope and filter select, ascending, after `after`.
@@ -1039,8 +1022,7 @@ impl MemoryStore {
         after: Option<NodeId>,
     ) -> PyResult<Vec<NodeId>> {
         let selection = selection_arg(scope.as_ref(), filter.as_ref())?;
-        let inner = &self.inner;
-        Ok(py.detach(|| inner.read().list(&selection, after, limit)))
+        Ok(self.read(py, |s| s.list(&selection, after, limit)))
     }
 
     /// For each (scope, idempotency key), the id of the stored node written
@@ -1093,10 +1075,8 @@ impl MemoryStore {
         field: String,
         allowed: PyRef<'_, Allowed>,
     ) -> Vec<String> {
-        let inner = &self.inner;
         let allowed = allowed.inner.clone();
-        py.detach(|| {
-            let s = inner.read();
+        self.read(py, |s| {
             // borrowed while collecting: a large scope repeats few speakers
             let distinct: std::collections::BTreeSet<&str> = allowed
                 .ids()
@@ -1121,10 +1101,8 @@ impl MemoryStore {
         ids: Vec<NodeId>,
     ) -> PyResult<Bound<'py, PyArray1<f32>>> {
         let q = vector_arg(&query);
-        let inner = &self.inner;
-        let sims = py
-            .detach(|| -> Result<Vec<f32>, Error> {
-                let s = inner.read();
+        let sims = self
+            .read(py, |s| -> Result<Vec<f32>, Error> {
                 s.vectors().validate(&q)?;
                 let unit = VectorIndex::normalize(&q);
                 Ok(ids
@@ -1150,11 +1128,10 @@ impl MemoryStore {
         allowed: Option<PyRef<'_, Allowed>>,
     ) -> PyResult<Ranked<'py, f64>> {
         let q = vector.as_ref().map(vector_arg);
-        let inner = &self.inner;
         let allowed = allowed_arg(allowed);
-        let fused = py
-            .detach(|| {
-                inner.read().fused_anchors_scoped(
+        let fused = self
+            .read(py, |s| {
+                s.fused_anchors_scoped(
                     text.as_deref(),
                     q.as_deref(),
                     k,
@@ -1176,8 +1153,7 @@ impl MemoryStore {
         id: NodeId,
         k: Option<usize>,
     ) -> PyResult<Vec<WriteCandidate>> {
-        let inner = &self.inner;
-        let found = py.detach(|| inner.read().candidates_for(id, k)).py()?;
+        let found = self.read(py, |s| s.candidates_for(id, k)).py()?;
         Ok(found.into_iter().map(WriteCandidate::from).collect())
     }
 
@@ -1285,8 +1261,7 @@ impl MemoryStore {
 
     /// Write a snapshot (atomic: temporary file, fsync, rename).
     fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
-        let inner = &self.inner;
-        py.detach(|| inner.read().save(&path)).py()
+        self.read(py, |s| s.save(&path)).py()
     }
 
     /// Load a snapshot written by `save`. `max_absent_ids`: removed ids the
@@ -1308,8 +1283,7 @@ impl MemoryStore {
 
     /// The snapshot as bytes.
     fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let inner = &self.inner;
-        let bytes = py.detach(|| inner.read().to_snapshot_bytes()).py()?;
+        let bytes = self.read(py, |s| s.to_snapshot_bytes()).py()?;
         Ok(PyBytes::new(py, &bytes))
     }
 
