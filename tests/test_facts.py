@@ -154,7 +154,7 @@ def test_before_a_change_without_a_date() -> None:
 
 
 def test_the_demo_memory_answers_the_milk_question_with_soy() -> None:
-    from jevmem.__main__ import LOG
+    from jevmem.demo import LOG
 
     m = Memory(HashEmbedder(256), HAND)
     m.add_batch(

@@ -14,18 +14,18 @@ _SUFFIX_FORMAT = {".html": "html", ".htm": "html", ".json": "json", ".graphml": 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
     from jevmem import inspect
-    from jevmem.cli import _open, _scope_flags
+    from jevmem._cli_support import open_memory, scope_flags
 
     if not args.memory.exists():
         raise FileNotFoundError(2, "no memory here", str(args.memory))
     fmt = args.format or _SUFFIX_FORMAT.get(Path(args.output).suffix.lower(), "html")
-    m = _open(args.memory, args.embedder)
+    m = open_memory(args.memory, args.embedder)
     try:
         data = inspect.graph_data(
             m,
             query=args.query,
             k=args.k,
-            scope=_scope_flags(args.scope),
+            scope=scope_flags(args.scope),
             now=args.now,
             max_nodes=args.max_nodes,
         )

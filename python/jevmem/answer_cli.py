@@ -46,8 +46,8 @@ def add_answer_command(
 
 
 def cmd_answer(args: argparse.Namespace) -> int:
+    from jevmem._cli_support import open_memory, scope_flags
     from jevmem.answering import DEFAULT_ABSTAIN_BELOW
-    from jevmem.cli import _open, _scope_flags
     from jevmem.system_two import ChatCompletionsClient
 
     if not args.memory.exists():
@@ -66,7 +66,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
         max_retries=args.max_retries,
         stream=args.stream,
     )
-    m = _open(args.memory, args.embedder)
+    m = open_memory(args.memory, args.embedder)
     try:
         a = m.answer(
             args.query,
@@ -77,7 +77,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
             if args.abstain_below is None
             else args.abstain_below,
             now=args.now,
-            scope=_scope_flags(args.scope),
+            scope=scope_flags(args.scope),
         )
     finally:
         m.close()

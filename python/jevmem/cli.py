@@ -14,83 +14,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from jevmem.embed import Embedder, embedder_from_spec
-from jevmem.errors import InvalidConfigError, JevmemError
-from jevmem.memory import Memory
+from jevmem._cli_support import DEFAULT_MEMORY, open_memory, save_memory, scope_flags
+from jevmem.errors import JevmemError
 
 __all__ = ["main"]
-
-DEFAULT_MEMORY = Path("jevmem.jvm")
-
-
-def _embedder(name: str) -> Embedder:
-    try:
-        return embedder_from_spec(name)
-    except InvalidConfigError as exc:
-        raise SystemExit(str(exc)) from None
-
-
-def _is_directory_memory(memory: Path) -> bool:
-    """A directory (existing, or a new path without the .jvm suffix) is a
-    durable memory with a write-ahead log; a .jvm file is an export."""
-    return memory.is_dir() or (not memory.exists() and memory.suffix != ".jvm")
-
-
-class _SharedEmbedders:
-    """One embedder per name, made on first use and shared from then on."""
-
-    def __init__(self) -> None:
-        self._made: dict[str, Embedder] = {}
-        self._lock = threading.Lock()
-
-    def get(self, name: str) -> Embedder:
-        with self._lock:
-            e = self._made.get(name)
-            if e is None:
-                e = self._made[name] = _embedder(name)
-            return e
-
-
-def _open(
-    memory: Path,
-    embedder: str | None,
-    shared: _SharedEmbedders | None = None,
-    durability: str = "sync",
-) -> Memory:
-    make = _embedder if shared is None else shared.get
-    chosen = make(embedder) if embedder else None
-    if _is_directory_memory(memory):
-        return Memory.open(memory, chosen, durability=durability)
-    if memory.exists():
-        return Memory.load(memory, chosen)  # without --embedder: the one the file names
-    return Memory(chosen if chosen is not None else make("default"))
-
-
-def _save(m: Memory, memory: Path) -> None:
-    """Make the memory's state last: a checkpoint for a directory, an
-    atomic one-file export otherwise."""
-    if m.durable:
-        m.checkpoint()
-    else:
-        m.save(memory)
-
-
-def _scope_flags(pairs: Sequence[str] | None) -> dict[str, str] | None:
-    """``--scope user=u1 --scope session=s3`` as a scope dict."""
-    if not pairs:
-        return None
-    out: dict[str, str] = {}
-    for p in pairs:
-        k, sep, v = p.partition("=")
-        if not sep:
-            raise SystemExit(f"--scope expects KEY=VALUE, got {p!r}")
-        out[k] = v
-    return out
 
 
 def _progress(done: int, total: int, t0: float) -> None:
@@ -111,12 +42,12 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         raise FileNotFoundError(2, "no such file", str(path))
     if args.batch < 1:
         raise SystemExit(f"--batch must be at least 1, got {args.batch}")
-    m = _open(args.memory, args.embedder)
+    m = open_memory(args.memory, args.embedder)
     try:
         # every row is checked before the first write: a bad one writes nothing
         got = read_rows(
             path,
-            default_scope=_scope_flags(args.scope),
+            default_scope=scope_flags(args.scope),
             max_text_bytes=m.store.max_text_bytes,
             check_attributes=m.store.check_attributes,
         )
@@ -153,7 +84,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         raise type(exc)(f"writing {rows[written].where} failed: {exc}; {kept}") from None
     finally:
         sys.stderr.write("\n")
-    _save(m, args.memory)
+    save_memory(m, args.memory)
     m.close()
     s = m.stats()
     edges = sum(v for k, v in s.items() if k.startswith("edges_"))
@@ -170,8 +101,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 def cmd_search(args: argparse.Namespace) -> int:
     if not args.memory.exists():
         raise SystemExit(f"no memory at {args.memory}; run `jevmem ingest` first")
-    m = _open(args.memory, args.embedder)
-    r = m.search(args.query, args.k, now=args.now, scope=_scope_flags(args.scope))
+    m = open_memory(args.memory, args.embedder)
+    r = m.search(args.query, args.k, now=args.now, scope=scope_flags(args.scope))
     for rank, e in enumerate(r.evidence, 1):
         when = (
             "" if e.timestamp is None else time.strftime("%Y-%m-%d %H:%M", time.gmtime(e.timestamp))
@@ -278,7 +209,7 @@ def _version() -> str:
 
 
 def _demo() -> int:
-    from jevmem.__main__ import demo
+    from jevmem.demo import demo
 
     demo()
     return 0

@@ -136,14 +136,14 @@ def hosted_memories(
     threads shared), and memories only call it, which onnxruntime and the
     hashing embedder allow from several threads at once.
     """
-    from jevmem.cli import _open, _SharedEmbedders
+    from jevmem._cli_support import SharedEmbedders, open_memory
     from jevmem.memory import Memory
 
     if args.controller_ca and not args.controller:
         raise SystemExit("--controller-ca needs --controller")
     if args.max_search_batch < 1:
         raise SystemExit(f"--max-search-batch must be at least 1, got {args.max_search_batch}")
-    shared = _SharedEmbedders()
+    shared = SharedEmbedders()
     snapshots: dict[str, Path] = {}
     memories: dict[str, Memory] = {}
     data_dir: Path | None = args.data_dir
@@ -169,7 +169,7 @@ def hosted_memories(
         name, sep, path = spec.partition("=")
         if sep and path:
             snapshots[name] = Path(path)
-            memories[name] = _open(Path(path), args.embedder, shared, durability)
+            memories[name] = open_memory(Path(path), args.embedder, shared, durability)
             remote = _remote_controller(args)
             if remote is not None:
                 memories[name].controller = remote
@@ -211,7 +211,7 @@ def _probe_controller(args: argparse.Namespace, log: logging.Logger, wait_s: flo
 
 def cmd_serve(args: argparse.Namespace) -> int:
     _need_grpc("serve")
-    from jevmem.cli import _save
+    from jevmem._cli_support import save_memory
     from jevmem.remote.memory_service import serve_memory
 
     logging.basicConfig(level=logging.INFO, stream=sys.stderr)
@@ -241,7 +241,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     hosted = servicer.memories
     for name, path in snapshots.items():
         if not hosted[name].durable:
-            _save(hosted[name], path)
+            save_memory(hosted[name], path)
             print(f"saved {name} to {path}", file=sys.stderr)
     for name, m in hosted.items():
         if m.durable:  # a clean shutdown checkpoints
