@@ -88,3 +88,46 @@ def test_readers_writer_and_graph_builder_never_deadlock(tmp_path: Path) -> None
         start = n0 + b * batch
         serial.add_batch([_text(i) for i in range(start, start + batch)], _vectors(batch, b + 1))
     assert store.to_bytes() == serial.to_bytes()
+
+
+def test_memory_writers_and_searchers_together() -> None:
+    # Store reads release the GIL, so a Memory's own bookkeeping must not
+    # read the store's counters apart (a concurrent add looked like a
+    # removal) or iterate its dicts while a writer grows them.
+    from jevmem import HashEmbedder, Memory
+    from jevmem.controller import LocalController
+
+    m = Memory(HashEmbedder(DIM), LocalController())
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def writer(t: int) -> None:
+        try:
+            for i in range(25):
+                m.add(f"writer {t} note {i} about topic {i % 5}")
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    def searcher() -> None:
+        try:
+            while not done.is_set():
+                m.search("which topic did the writer note?", k=5)
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    writers = [threading.Thread(target=writer, args=(t,)) for t in range(6)]
+    searchers = [threading.Thread(target=searcher) for _ in range(2)]
+    for t in writers + searchers:
+        t.start()
+    for t in writers:
+        t.join(120)
+    done.set()
+    for t in searchers:
+        t.join(120)
+    assert not [t for t in writers + searchers if t.is_alive()], "a thread is stuck"
+    assert errors == []
+    assert len(m) == 150 and m.store.removed_count == 0
+    texts = sorted(m.store.get(i).text for i in range(m.store.next_id))
+    assert texts == sorted(
+        f"writer {t} note {i} about topic {i % 5}" for t in range(6) for i in range(25)
+    )

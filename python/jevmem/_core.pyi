@@ -147,6 +147,9 @@ class MemoryStore:
         """Texts longer than this many UTF-8 bytes are refused."""
     @property
     def next_id(self) -> int: ...
+    @property
+    def removed_count(self) -> int:
+        """How many nodes were ever removed (``next_id`` minus the live count, under one lock)."""
     def __len__(self) -> int: ...
     def __contains__(self, id: int, /) -> bool: ...
     def add(

@@ -385,7 +385,7 @@ class Memory:
                 self._index_python_side(self.store.get(i))
         #: the store's removed ids (``next_id - len``: ids are never reused)
         #: as this Memory last saw them (see `_sync_with_store`)
-        self._removed_seen = self.store.next_id - len(self.store)
+        self._removed_seen = self.store.removed_count
 
     # ---- bookkeeping ------------------------------------------------------
 
@@ -1161,7 +1161,7 @@ class Memory:
         gone_set = set(gone)
         self._drop_decisions(gone_set.__contains__)
         _drop_text_caches()
-        self._removed_seen = self.store.next_id - len(self.store)
+        self._removed_seen = self.store.removed_count
         return len(gone)
 
     def _live_id(self, raw: object, what: str = "node id") -> int:
@@ -1300,12 +1300,15 @@ class Memory:
         (``memory.store.remove(id)``) and drop what it derived from them, so
         its reads never ask the store for a node that is gone. Free when
         nothing was removed: ids are never reused, so ``next_id - len`` counts
-        every removal ever made."""
-        removed = self.store.next_id - len(self.store)
+        every removal ever made (read under one lock: a concurrent add must
+        not look like a removal)."""
+        removed = self.store.removed_count
         if removed == self._removed_seen:
             return
         store = self.store
-        vanished = [i for i in self._facts if i not in store]
+        # a copy: each membership test releases the GIL, and a concurrent
+        # writer may add to the dict meanwhile
+        vanished = [i for i in list(self._facts) if i not in store]
         if vanished:
             self._forget_python_side(vanished)
         self._drop_decisions(

@@ -420,6 +420,14 @@ impl MemoryStore {
         self.read(py, |s| s.next_id())
     }
 
+    /// How many nodes were ever removed (ids are never reused: `next_id`
+    /// minus the live count), read under one lock: `next_id` and `len` read
+    /// apart can straddle a concurrent add.
+    #[getter]
+    fn removed_count(&self, py: Python<'_>) -> u64 {
+        self.read(py, |s| s.next_id() - s.len() as u64)
+    }
+
     fn __len__(&self, py: Python<'_>) -> usize {
         self.read(py, |s| s.len())
     }
