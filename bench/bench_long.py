@@ -28,7 +28,7 @@ from jevmem import Memory
 from jevmem._core import MemoryStore
 from jevmem.embed import Embedder, HashEmbedder, default_embedder
 from jevmem.entities import extract_entities
-from jevmem.memory import _question_share
+from jevmem.plane.text import question_share
 from jevmem.temporal import ground
 
 BEAM = Path(__file__).resolve().parents[2] / "shared" / "data" / "beam" / "beam-100k.json"
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         steps: dict[str, Callable[[], Any]] = {
             "entities": partial(extract_entities, text, speaker="Assistant"),
             "ground": partial(ground, text, OBSERVED),
-            "question_share": partial(_question_share, text),
+            "question_share": partial(question_share, text),
             "tokenize": partial(store.tokenize, text),
         }
         for name, fn in steps.items():

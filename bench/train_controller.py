@@ -72,7 +72,7 @@ from jevmem.controller.learned import (
     hand_answers,
 )
 from jevmem.controller.types import DecisionRequest, NoulAnswer
-from jevmem.memory import ANCHOR_RELEVANCE_WEIGHT
+from jevmem.plane.config import ANCHOR_RELEVANCE_WEIGHT
 
 Array = npt.NDArray[np.float64]
 #: each question's first row in stacked candidate rows

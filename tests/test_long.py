@@ -17,8 +17,8 @@ from jevmem import HashEmbedder, LocalController, Memory, MemoryConfig
 from jevmem._core import DEFAULT_MAX_TEXT_BYTES, MemoryStore
 from jevmem.controller.types import DecisionRequest
 from jevmem.errors import DimensionMismatchError, InvalidInputError
-from jevmem.memory import _QueryRun
 from jevmem.passages import PassagePlanner, passage_spans
+from jevmem.plane.query import QueryRun
 from jevmem.temporal import ground
 
 T0 = 1_700_000_000
@@ -241,7 +241,7 @@ def test_passage_nodes_join_the_pool() -> None:
     text = long_text(3, 30_000) + "\n\nOur quarterly offsite is in Lisbon this spring."
     m = memory(anchor_depth=1, anchor_pool=1, anchors=1, context_seeds=0)
     ids = m.add_batch(["quarterly offsite Lisbon spring", text])
-    run = _QueryRun(
+    run = QueryRun(
         m,
         "quarterly offsite Lisbon spring",
         m.embedder.embed_one("quarterly offsite Lisbon spring"),

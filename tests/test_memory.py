@@ -245,7 +245,7 @@ def test_read_path_node_facts_match_the_store(tmp_path: Any) -> None:
     """The per-node facts the read path keeps (text, speaker, entities,
     session) agree with the store: for written nodes, for a summary written
     past add_batch, and after a load."""
-    from jevmem.memory import _NodeFacts
+    from jevmem.plane.text import NodeFacts
 
     m = Memory(HashEmbedder(64), Scripted("merge", 0.99, 0.0), summariser=lambda ns: "Maya sums up")
     add_all(m, [{"text": f"Maya met Ines about cello {i}", "timestamp": 1_700_000_000 + i, "speaker": "Maya", "session": "1"} for i in range(20)])  # fmt: skip
@@ -256,7 +256,7 @@ def test_read_path_node_facts_match_the_store(tmp_path: Any) -> None:
     loaded = Memory.load(tmp_path / "m.jvm", HashEmbedder(64))
     for mem in (m, loaded):
         for i in range(mem.store.next_id):
-            assert mem._node_facts(i) == _NodeFacts.of(mem.get(i))
+            assert mem._node_facts(i) == NodeFacts.of(mem.get(i))
 
 
 def test_searches_leave_the_garbage_collector_as_they_found_it() -> None:

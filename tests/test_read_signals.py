@@ -9,9 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jevmem import HashEmbedder, LocalController, Memory, MemoryConfig
-from jevmem import memory as memory_module
 from jevmem.controller import catalogue
-from jevmem.memory import _episode, _QueryRun, _question_share, _raw
+from jevmem.plane import state as plane_state
+from jevmem.plane.query import QueryRun
+from jevmem.plane.signals import plain_match
+from jevmem.plane.text import episode_of, question_share
 from jevmem.temporal import to_timestamp
 
 DAY = 86_400
@@ -25,7 +27,7 @@ def memory(**cfg: Any) -> Memory:
 def pool(m: Memory, query: str, sources: dict[str, int] | None = None) -> list[int]:
     """The nodes the controller ranks before the traversal (no expansion yet);
     ``sources`` receives their count by source, as the trace reports it."""
-    run = _QueryRun(m, query, m.embedder.embed([query])[0], 1, None, "full", 0.0)
+    run = QueryRun(m, query, m.embedder.embed([query])[0], 1, None, "full", 0.0)
     ids = run.pool()[0]
     if sources is not None:
         sources.update(run.pool_sources)
@@ -43,20 +45,20 @@ def dialogue(m: Memory, turns: list[tuple[str, str, int, str]]) -> list[int]:
 
 
 def test_question_share_counts_question_sentences() -> None:
-    assert _question_share("How was it?") == 1.0
-    assert _question_share("Great pic! Is that recent? Looks fun!") == 1 / 3
-    assert _question_share("I made ice cream.") == 0.0
-    assert _question_share("") == 0.0
+    assert question_share("How was it?") == 1.0
+    assert question_share("Great pic! Is that recent? Looks fun!") == 1 / 3
+    assert question_share("I made ice cream.") == 0.0
+    assert question_share("") == 0.0
 
 
 def test_episode_prefers_the_session_then_the_day() -> None:
     m = memory()
     a, b, c = dialogue(m, [("Ana", "one", T0, "s1"), ("Bo", "two", T0 + 5, "s1"), ("Ana", "three", T0 + 9, "s2")])  # fmt: skip
-    assert _episode(m.get(a)) == _episode(m.get(b)) != _episode(m.get(c))
+    assert episode_of(m.get(a)) == episode_of(m.get(b)) != episode_of(m.get(c))
     d = m.add("no session", timestamp=T0 + 3 * DAY)
-    assert _episode(m.get(d)) == f"day:{(T0 + 3 * DAY) // DAY}"
+    assert episode_of(m.get(d)) == f"day:{(T0 + 3 * DAY) // DAY}"
     e = m.add("no time, no session")
-    assert _episode(m.get(e)) is None
+    assert episode_of(m.get(e)) is None
 
 
 def test_a_named_date_pulls_in_what_was_said_that_day() -> None:
@@ -144,7 +146,7 @@ def test_coverage_tells_whom_the_content_is_about() -> None:
     ])  # fmt: skip
 
     def shares(query: str, node: int) -> tuple[float, float]:
-        run = _QueryRun(m, query, m.embedder.embed([query])[0], 5, None, "full", 0.0)
+        run = QueryRun(m, query, m.embedder.embed([query])[0], 5, None, "full", 0.0)
         return run.coverage_of(node)
 
     mine, theirs = shares("What did Caroline research?", ids[0])
@@ -168,8 +170,8 @@ def test_places_and_things_a_query_names_are_what_it_asks_not_whom() -> None:
         ("John", "I want to see the desert too!", T0 + 5, "s"),
     ])  # fmt: skip
 
-    def run(query: str) -> _QueryRun:
-        return _QueryRun(m, query, m.embedder.embed([query])[0], 5, None, "full", 0.0)
+    def run(query: str) -> QueryRun:
+        return QueryRun(m, query, m.embedder.embed([query])[0], 5, None, "full", 0.0)
 
     asked = run("What did Maria see in Oregon?")
     assert asked.query_entities == ["maria", "oregon"]
@@ -187,7 +189,7 @@ def test_places_and_things_a_query_names_are_what_it_asks_not_whom() -> None:
     bare = memory()
     bare.add("We went to Oregon to see the desert.", entities=["Maria"])
     q = "What did Maria see in Oregon?"
-    blind = _QueryRun(bare, q, bare.embedder.embed([q])[0], 5, None, "full", 0.0)
+    blind = QueryRun(bare, q, bare.embedder.embed([q])[0], 5, None, "full", 0.0)
     assert sorted(blind.asked_people) == sorted(blind.query_entities)
 
 
@@ -199,9 +201,7 @@ def test_names_that_run_together_in_a_query_are_still_found() -> None:
     ])  # fmt: skip
 
     def entities(query: str) -> list[str]:
-        return _QueryRun(
-            m, query, m.embedder.embed([query])[0], 5, None, "full", 0.0
-        ).query_entities
+        return QueryRun(m, query, m.embedder.embed([query])[0], 5, None, "full", 0.0).query_entities
 
     # "Oscar Melanie" reads as one capitalised run; both names are known
     assert entities("Is Oscar Melanie's pet?") == ["oscar", "melanie"]
@@ -222,7 +222,7 @@ def test_feedback_moves_the_query_towards_its_best_matches() -> None:
         m = memory(**cfg)
         dialogue(m, [("Ana", t, T0 + i, "s") for i, t in enumerate(texts)])
         query = "what did Ana say about cello?"
-        run = _QueryRun(m, query, m.embedder.embed([query])[0], 1, None, "full", 0.0)
+        run = QueryRun(m, query, m.embedder.embed([query])[0], 1, None, "full", 0.0)
         before = run.qvec.copy()
         ids, sigs = run.pool()
         best = max(ids, key=lambda n: sigs[ids.index(n)]["lexical"])
@@ -256,7 +256,7 @@ def test_the_pool_stays_within_its_bounds(
     )
     words = ["cooked", "hiking", "coffee", "moved", "lisbon"]
     dialogue(m, [(who, f"{who} {words[day % 5]} on day {day}", T0 + day * DAY + i, str(s)) for i, (who, day, s) in enumerate(rows)])  # fmt: skip
-    run = _QueryRun(m, query, m.embedder.embed([query])[0], 1, None, "full", 0.0)
+    run = QueryRun(m, query, m.embedder.embed([query])[0], 1, None, "full", 0.0)
     ids, sigs = run.pool()
     assert len(ids) == len(set(ids)) == len(sigs)
     assert len(ids) <= pool_size + window + 4 * seeds
@@ -303,16 +303,16 @@ def test_a_question_lifts_its_reply_more_than_a_statement_lifts_its_neighbour(
     assert dict(m._temporal_context(after_said))[said] == 1.0
 
     query = "What did Nate bake for the fair?"
-    run = _QueryRun(m, query, m.embedder.embed([query])[0], 5, None, "full", 0.0)
+    run = QueryRun(m, query, m.embedder.embed([query])[0], 5, None, "full", 0.0)
     ids, sigs = run.pool()
-    run.topical = {n: _raw(s) for n, s in zip(ids, sigs, strict=True)}
+    run.topical = {n: plain_match(s) for n, s in zip(ids, sigs, strict=True)}
     # the statement matches the query better than the question does...
     assert run.topical[said] > run.topical[ask] > 0
     # ...yet the reply to the question gets the stronger support
     assert run.near_support(reply) > run.near_support(after_said)
     assert 0.0 <= run.near_support(reply) <= 1.0
     # without the reply link, the better-matching statement would win
-    monkeypatch.setattr(memory_module, "REPLY_LINK", 0.0)
+    monkeypatch.setattr(plane_state, "REPLY_LINK", 0.0)
     m._context.clear()
     assert run.near_support(reply) < run.near_support(after_said)
 
@@ -324,10 +324,10 @@ def test_a_question_lifts_its_reply_more_than_a_statement_lifts_its_neighbour(
     entity=st.text("abcm ", min_size=1, max_size=9).map(str.strip).filter(bool),
 )
 def test_naming_a_speaker_agrees_with_the_alias_rule(speakers: list[str], entity: str) -> None:
-    from jevmem.memory import _alias
+    from jevmem.plane.text import is_alias
 
     m = memory()
     for i, spk in enumerate(speakers):
         m.add(f"turn {i}", speaker=spk)
     known = {s.lower() for s in speakers}
-    assert m._names_a_speaker(entity) == any(_alias(entity, s) for s in known)
+    assert m._names_a_speaker(entity) == any(is_alias(entity, s) for s in known)

@@ -1,0 +1,119 @@
+"""The settings and tunables of a Memory: `MemoryConfig` and the constants of its read path."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from jevmem._core import DEFAULT_MAX_TEXT_BYTES, Node, TraversalConfig
+from jevmem.controller.types import Answer, DecisionRequest
+from jevmem.errors import InvalidConfigError
+from jevmem.system_two import SystemTwo
+
+Mode = Literal["lexical", "anchors", "traversal", "full"]
+VIEWS = ("semantic", "temporal", "causal", "entity")
+#: Share of a seed's score that is its own relevance (the rest: support from
+#: its temporal neighbours and its episode).
+ANCHOR_RELEVANCE_WEIGHT = 0.6
+#: Support through a second temporal step counts this much of a first (a reply
+#: to a reply: "How was it?" / "Super good!").
+SECOND_STEP_DECAY = 0.7
+#: A reply to a question answers it: the step from a question to the next turn
+#: (by someone else) weighs 1 + REPLY_LINK x the question's question share, so
+#: a turn that asks what the query asks lifts its reply above plain neighbours.
+REPLY_LINK = 1.0
+DAY_S = 86_400
+#: At most this many nodes of a time window are scored to choose the pool's share.
+WINDOW_SCAN = 4096
+#: How many of the best evidence items an assessment looks at.
+ASSESSED_ITEMS = 8
+#: At most this many nodes of a supersedes chain are read for one node's
+#: ``chain_match`` (a long history of one value: its first ones are enough).
+CHAIN_NODES = 32
+#: A fact ranked above the one that replaced it (at the query's time) moves
+#: to just below it: this share of its score.
+REPLACED_BELOW = 0.999
+Summariser = Callable[[Sequence[Node]], str]
+#: ``summariser=`` also takes a System Two (an object with ``complete``),
+#: wrapped in `jevmem.answering.SystemTwoSummariser`.
+SummariserLike = Summariser | SystemTwo
+#: A query's read path: yields controller requests, receives their answers.
+Steps = Generator[list[DecisionRequest], list[dict[str, Answer]], None]
+
+
+@dataclass(frozen=True)
+class MemoryConfig:
+    """Write- and read-path settings; defaults are the paper's values."""
+
+    theta_rel: float = 0.60
+    consolidation_period: int = 20
+    consolidation_neighbours: int = 5
+    summary_min_prob: float = 0.85
+    summary_max_contradiction: float = 0.85
+    #: How deep each of the lexical and vector lists is before fusion.
+    anchor_depth: int = 100
+    #: How many fused nodes the controller scores before seeding.
+    anchor_pool: int = 100
+    #: How many of the strongest pool nodes bring their temporal context (the
+    #: observations up to two steps before and after, same episode) into the pool.
+    context_seeds: int = 30
+    #: At most this many nodes observed inside a time window the query names
+    #: ("on 9 November 2022") join the pool.
+    time_window_nodes: int = 64
+    #: Pseudo-relevance feedback: the query vector moves towards the mean of
+    #: its `feedback_nodes` best pool matches by this weight (0 turns it off).
+    feedback_weight: float = 0.5
+    feedback_nodes: int = 3
+    #: How many of the best-scored pool nodes seed the traversal.
+    anchors: int = 20
+    kappa: float = 60.0
+    traversal: TraversalConfig = field(default_factory=TraversalConfig)
+    #: Texts longer than this (UTF-8 bytes) are refused; the limit of the
+    #: store a Memory creates (a store passed in keeps its own).
+    max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES
+    #: The window a passage may fill, in tokens; None: the embedder's
+    #: ``max_length`` (128 when it has none, at 4 characters a token). Texts
+    #: longer than one window are also indexed passage by passage.
+    passage_tokens: int | None = None
+    #: Index long texts passage by passage (embedding every passage costs
+    #: embedder time in proportion to the text's length); False: node vectors only.
+    index_passages: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("theta_rel", "summary_min_prob", "summary_max_contradiction"):
+            v = getattr(self, name)
+            if not (isinstance(v, float | int) and 0.0 <= v <= 1.0):
+                raise InvalidConfigError(f"{name} must be in [0, 1], got {v!r}")
+        for name in (
+            "consolidation_period",
+            "consolidation_neighbours",
+            "anchor_depth",
+            "anchor_pool",
+            "anchors",
+            "max_text_bytes",
+        ):
+            v = getattr(self, name)
+            if not (isinstance(v, int) and v >= 1):
+                raise InvalidConfigError(f"{name} must be a positive integer, got {v!r}")
+        if not (
+            isinstance(self.feedback_weight, float | int)
+            and math.isfinite(self.feedback_weight)
+            and self.feedback_weight >= 0
+        ):
+            raise InvalidConfigError(
+                f"feedback_weight must be a non-negative number, got {self.feedback_weight!r}"
+            )
+        for name in ("context_seeds", "time_window_nodes", "feedback_nodes"):
+            v = getattr(self, name)
+            if not (isinstance(v, int) and v >= 0):
+                raise InvalidConfigError(f"{name} must be a non-negative integer, got {v!r}")
+        if self.passage_tokens is not None and not (
+            isinstance(self.passage_tokens, int) and self.passage_tokens >= 4
+        ):
+            raise InvalidConfigError(
+                f"passage_tokens must be None or an integer >= 4, got {self.passage_tokens!r}"
+            )
+        if not (math.isfinite(self.kappa) and self.kappa > 0):
+            raise InvalidConfigError(f"kappa must be positive, got {self.kappa!r}")

@@ -1,0 +1,417 @@
+"""A Memory's lifecycle: forget, supersedes reads, save and load, and the durable write path."""
+
+from __future__ import annotations
+
+import json
+import operator
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, SupportsIndex, TypeVar
+
+from jevmem._core import MemoryStore
+from jevmem.controller.types import SystemOne
+from jevmem.embed import Embedder, embedder_from_spec, embedder_spec
+from jevmem.errors import (
+    DurabilityError,
+    InvalidConfigError,
+    InvalidInputError,
+    NodeNotFoundError,
+    SnapshotError,
+)
+from jevmem.plane.config import MemoryConfig, SummariserLike
+from jevmem.plane.state import MemoryState
+from jevmem.plane.text import drop_text_caches
+
+#: the class a classmethod constructor is called on (`jevmem.Memory`)
+SelfMemory = TypeVar("SelfMemory", bound="LifecycleMemory")
+
+
+def decode_state(raw: bytes, where: str) -> dict[str, Any]:
+    """A memory's own state as JSON bytes (empty: nothing recorded)."""
+    if not raw:
+        return {}
+    try:
+        state = json.loads(raw)
+    except ValueError as exc:
+        raise SnapshotError(f"{where}: memory state is not valid JSON: {exc}") from None
+    if not isinstance(state, dict):
+        raise SnapshotError(f"{where}: memory state is not a JSON object")
+    return state
+
+
+def manifest_embedder(path: Path) -> str | None:
+    """The embedder a memory directory names, read before opening it."""
+    try:
+        manifest = json.loads((path / "MANIFEST").read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise SnapshotError(f"{path}/MANIFEST is not readable: {exc}") from None
+    name = manifest.get("embedder") if isinstance(manifest, dict) else None
+    return name if isinstance(name, str) else None
+
+
+class LifecycleMemory(MemoryState):
+    """Forgetting, versions of facts, persistence and durable writes."""
+
+    # ---- facts that change: what the memory knows about replaced facts ---------
+
+    def validity(self, node_id: int) -> tuple[int | None, int | None]:
+        """``(valid_from, valid_to)`` of a node's fact on the world timeline
+        (not when it was recorded); ``valid_to`` is None while it is current."""
+        return self.store.validity(node_id)
+
+    def superseded_by(self, node_id: int) -> list[int]:
+        """The observations that updated, replaced or contradicted this one."""
+        return self.store.superseded_by(node_id)
+
+    def supersedes(self, node_id: int) -> list[int]:
+        """The observations this one updated, replaced or contradicted."""
+        return self.store.supersedes(node_id)
+
+    def history(self, node_id: int) -> list[int]:
+        """The versions of a fact up to this node, newest first: this node,
+        then every fact it replaced, transitively, nearest first (after
+        ``b = update(a, ...)``, ``c = update(b, ...)``: ``history(c) == [c, b,
+        a]``). The versions that replaced it are `superseded_by`. A forgotten
+        version is gone from the chain (see `forget`). Raises
+        NodeNotFoundError for an unknown or forgotten id, InvalidInputError
+        for one that is not an int."""
+        return self.store.history(self._live_id(node_id))
+
+    # ---- forget -----------------------------------------------------------------
+
+    def forget(
+        self,
+        ids: int | Iterable[int] | None = None,
+        *,
+        scope: Mapping[str, str] | None = None,
+        filter: Mapping[str, Any] | None = None,
+    ) -> int:
+        """Remove observations for real; returns how many nodes were removed.
+
+        What goes: the ``ids`` given, or every observation a ``scope`` and/or
+        ``filter`` select (as `search` and `list` read them: forgetting
+        ``scope={"user": "u1"}`` removes all of u1's observations). Give one
+        or the other; a bare ``forget()`` is refused rather than read as
+        "everything".
+
+        The nodes leave every index, the graph (with their edges), the
+        supersedes table and every derived structure of this Memory, so no
+        later search, `search_batch`, `neighbors`, timeline walk, `history`,
+        `stats` or `save` sees them; the next `save` writes a snapshot without
+        their text. Summaries the consolidation wrote from a forgotten node
+        (``Memory(summariser=...)``) are forgotten with it (they repeat its
+        text) and count in the result; consolidation decisions that name a
+        forgotten node are dropped; process-wide caches keyed by texts are
+        emptied.
+
+        Supersedes chains: forgetting the newest version of a fact makes the
+        one it replaced current again (as if the update had never been
+        observed); forgetting the oldest leaves the newer one as it was;
+        forgetting one in the middle links the versions around it directly,
+        so the older ones stay superseded (`MemoryStore.forget`).
+
+        ``ids``: an int or an iterable of ints. An id that is not an int, is
+        listed twice, or names no node (never added or already forgotten)
+        raises InvalidInputError or NodeNotFoundError, and nothing is removed.
+        """
+        self._sync_with_store()
+        by_selection = scope is not None or filter is not None
+        if by_selection == (ids is not None):
+            raise InvalidInputError(
+                "forget needs either ids or a scope/filter (not both, not neither)"
+            )
+        with self._write_lock:
+            live = self.matching_ids(scope, filter) if by_selection else self._live_ids(ids)
+            with self._durable_write():  # one log record; gone from disk at the next checkpoint
+                return self._forget_ids(live) if live else 0
+
+    def _forget_ids(self, ids: list[int]) -> int:
+        """Forget validated ids (distinct, live); how a scope or filter
+        removes what it matched too."""
+        gone = self._with_summaries(ids)
+        self.store.forget(gone)
+        self._forget_python_side(gone)
+        gone_set = set(gone)
+        self._drop_decisions(gone_set.__contains__)
+        drop_text_caches()
+        self._removed_seen = self.store.removed_count
+        return len(gone)
+
+    def _live_id(self, raw: object, what: str = "node id") -> int:
+        """``raw`` as the id of a node of this memory (typed errors, no change)."""
+        try:
+            if isinstance(raw, bool) or not isinstance(raw, SupportsIndex):
+                raise TypeError
+            node_id = operator.index(raw)
+        except TypeError:  # (a numpy array has __index__ and refuses it)
+            raise InvalidInputError(f"{what} must be an int, got {type(raw).__name__}") from None
+        if not (0 <= node_id < self.store.next_id and node_id in self.store):
+            raise NodeNotFoundError(f"no node with id {node_id}")
+        return int(node_id)
+
+    def _live_ids(self, ids: object) -> list[int]:
+        """``ids`` (an int or an iterable of them) as distinct live node ids, in order."""
+        if isinstance(ids, str | bytes | bytearray | Mapping):
+            raise InvalidInputError(
+                f"ids must be an int or a sequence of ints, got {type(ids).__name__}"
+            )
+        if not isinstance(ids, bool) and isinstance(ids, SupportsIndex):
+            try:
+                one = operator.index(ids)
+            except TypeError:
+                pass  # an array of ids: iterated below
+            else:
+                return [self._live_id(one)]
+        if not isinstance(ids, Iterable):
+            raise InvalidInputError(
+                f"ids must be an int or a sequence of ints, got {type(ids).__name__}"
+            )
+        out: list[int] = []
+        seen: set[int] = set()
+        for pos, raw in enumerate(ids):
+            node_id = self._live_id(raw, f"ids[{pos}]")
+            if node_id in seen:
+                raise InvalidInputError(f"ids[{pos}]: node {node_id} is listed twice")
+            seen.add(node_id)
+            out.append(node_id)
+        return out
+
+    def _with_summaries(self, ids: list[int]) -> list[int]:
+        """``ids`` and the live summaries written from any of them (or from
+        such a summary, transitively): a summary repeats its sources' text."""
+        gone = list(ids)
+        seen = set(ids)
+        grew = True
+        while grew:
+            grew = False
+            for d in self.decisions:
+                sid = d.get("summary_id")
+                if sid is None or sid in seen or sid not in self.store:
+                    continue
+                if d.get("focus") in seen or not seen.isdisjoint(d.get("neighbours", ())):
+                    gone.append(sid)
+                    seen.add(sid)
+                    grew = True
+        return gone
+
+    # ---- persistence ------------------------------------------------------------
+
+    def save(self, path: str | Path) -> None:
+        """Export the memory to one file (atomic): the store's snapshot with
+        the memory's own state (embedder, consolidation decisions) inside."""
+        self._sync_with_store()
+        path = Path(path)
+        with self._write_lock:
+            self.store.save_with_state(path, self._state_bytes())
+
+    @classmethod
+    def load(
+        cls: type[SelfMemory],
+        path: str | Path,
+        embedder: Embedder | None = None,
+        controller: SystemOne | None = None,
+        *,
+        config: MemoryConfig | None = None,
+        max_absent_ids: int | None = None,
+    ) -> SelfMemory:
+        """Import a file written by :meth:`save` (or a bare store snapshot,
+        with the side files older versions wrote beside it). Without
+        ``embedder`` the one the file names is made. ``max_absent_ids``:
+        how many removed ids the file may claim, for a memory of yours that
+        forgot more nodes than the default bound (sized from the file, so a
+        crafted file cannot claim billions) admits; the refusal names it."""
+        path = Path(path)
+        store, raw = MemoryStore.load_with_state(path, max_absent_ids=max_absent_ids)
+        state: dict[str, Any] = {}
+        if raw is not None:
+            state = decode_state(raw, f"{path}")
+        else:  # a bare snapshot: older builds kept this beside it
+            side_path = path.with_name(path.name + ".decisions.json")
+            meta_path = path.with_name(path.name + ".meta.json")
+            try:
+                if side_path.exists():
+                    state.update(json.loads(side_path.read_text()))
+                if meta_path.exists():
+                    state.setdefault("embedder", json.loads(meta_path.read_text()).get("embedder"))
+            except (OSError, ValueError) as exc:
+                raise SnapshotError(f"{path}: unreadable side file: {exc}") from None
+        if embedder is None and isinstance(state.get("embedder"), str):
+            embedder = embedder_from_spec(state["embedder"])
+        m = cls(embedder, controller, config=config, store=store)
+        m._apply_state(state)
+        return m
+
+    # ---- durability ---------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls: type[SelfMemory],
+        path: str | Path,
+        embedder: Embedder | None = None,
+        controller: SystemOne | None = None,
+        *,
+        config: MemoryConfig | None = None,
+        summariser: SummariserLike | None = None,
+        durability: str = "sync",
+        salvage: bool = False,
+        checkpoint_every: int = 20_000,
+        max_absent_ids: int | None = None,
+    ) -> SelfMemory:
+        """Open (or create) a durable memory in directory ``path``.
+
+        Every acknowledged write is in the directory's write-ahead log:
+        ``durability="sync"`` (default) returns from a write once its record
+        is fsynced (concurrent writers share fsyncs); ``"interval:MS"`` once
+        it is written to the OS, fsynced every MS milliseconds (an OS crash
+        can lose the last MS); ``"none"`` fsyncs only at checkpoints and
+        :meth:`close` (a process crash loses nothing, power loss can). A
+        failed fsync makes the memory read-only (:class:`DurabilityError`).
+
+        Opening replays the log after the last checkpoint and cuts a torn
+        tail; a bad record followed by good ones refuses to open unless
+        ``salvage=True``, which drops it and what follows (kept aside in the
+        directory) and says so in :attr:`recovery`. The directory names its
+        embedder: without ``embedder`` that one is made; another one is
+        refused. A checkpoint is taken every ``checkpoint_every`` log records
+        (0: only on :meth:`checkpoint` and :meth:`close`). ``max_absent_ids``
+        as in :meth:`load`.
+
+        A memory past the exact vector tier opens without rebuilding its
+        HNSW graph: the vectors wait in a pending list that searches scan
+        exactly (complete results, slower per query) while a background
+        thread builds the graph; ``memory.store.pending_graph`` counts what
+        is left and ``memory.store.finish_graph()`` waits for it.
+        """
+        path = Path(path)
+        if not (isinstance(checkpoint_every, int) and checkpoint_every >= 0):
+            raise InvalidConfigError(
+                f"checkpoint_every must be a non-negative integer, got {checkpoint_every!r}"
+            )
+        if embedder is None:
+            embedder = embedder_from_spec(manifest_embedder(path) or "default")
+        config = config or MemoryConfig()
+        initial = json.dumps({"format": 1, "embedder": embedder_spec(embedder)}).encode()
+        store, raw_state, deltas, report = MemoryStore.open(
+            path,
+            embedder.dim,
+            embedder=embedder_spec(embedder),
+            state=initial,
+            durability=durability,
+            salvage=salvage,
+            max_text_bytes=config.max_text_bytes,
+            max_absent_ids=max_absent_ids,
+        )
+        try:
+            m = cls(embedder, controller, config=config, summariser=summariser, store=store)
+            m._apply_state(decode_state(raw_state, f"{path} checkpoint"))
+            for d in deltas:
+                m._apply_delta(decode_state(d, f"{path} log record"))
+        except BaseException:
+            store.close()
+            raise
+        m._checkpoint_every = checkpoint_every
+        m._checkpoint_seq = int(report["checkpoint_seq"])
+        m.recovery = dict(report)
+        return m
+
+    @property
+    def durable(self) -> bool:
+        """Whether this memory lives in a directory (see :meth:`open`)."""
+        return bool(self.store.durable)
+
+    def checkpoint(self) -> dict[str, Any]:
+        """Write a checkpoint of a durable memory now: reopening then replays
+        only later writes, and the log it covers is deleted (with it, the
+        text of forgotten observations)."""
+        with self._write_lock:
+            report = dict(self.store.checkpoint(self._state_bytes()))
+            self._checkpoint_seq = int(report["seq"])
+            return report
+
+    def close(self) -> None:
+        """Checkpoint (when anything was written since the last) and close a
+        durable memory; reads still work, writes raise. A no-op in memory."""
+        if not self.durable:
+            return
+        with self._write_lock:
+            if self.store.failure is None and self.store.last_seq != self._checkpoint_seq:
+                self.checkpoint()
+            self.store.close()
+
+    def __enter__(self: SelfMemory) -> SelfMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _state(self) -> dict[str, Any]:
+        return {
+            "format": 1,
+            "embedder": embedder_spec(self.embedder),
+            "writes": self._writes,
+            "decisions": self.decisions,
+            "calls": self.calls,
+        }
+
+    def _state_bytes(self) -> bytes:
+        return json.dumps(self._state(), separators=(",", ":")).encode()
+
+    def _apply_state(self, state: Mapping[str, Any]) -> None:
+        self._writes = int(state.get("writes", 0))
+        self.decisions = list(state.get("decisions", []))
+        calls = state.get("calls")
+        if isinstance(calls, dict):
+            self.calls = {"write": int(calls.get("write", 0)), "query": int(calls.get("query", 0))}
+
+    def _apply_delta(self, delta: Mapping[str, Any]) -> None:
+        self._writes += int(delta.get("writes", 0))
+        if "decisions_all" in delta:  # a forget rewrote the list
+            self.decisions = list(delta["decisions_all"])
+        self.decisions.extend(delta.get("decisions", []))
+
+    @contextmanager
+    def _durable_write(self) -> Iterator[None]:
+        """One write request. On a durable memory its store calls become one
+        log record (with the memory's own state changes); the request
+        returns once that record is durable. Re-entrant: a request made of
+        others (update = add + link) is still one record."""
+        if not self.store.durable:
+            if self.store.closed:
+                raise DurabilityError("the memory is closed")
+            yield
+            return
+        seq: int | None = None
+        with self._write_lock:
+            outer = self._write_depth == 0
+            if outer:
+                self.store._begin_write()
+                writes, decided = self._writes, len(self.decisions)
+            self._write_depth += 1
+            try:
+                yield
+            finally:
+                self._write_depth -= 1
+                if outer:
+                    # logged even when the request failed half way: the log
+                    # always holds what the memory holds
+                    delta: dict[str, Any] = {}
+                    if self._writes != writes:
+                        delta["writes"] = self._writes - writes
+                    if self._decisions_rewritten:
+                        delta["decisions_all"] = self.decisions
+                        self._decisions_rewritten = False
+                    elif len(self.decisions) != decided:
+                        delta["decisions"] = self.decisions[decided:]
+                    seq = self.store._log_write(
+                        json.dumps(delta, separators=(",", ":")).encode() if delta else b""
+                    )
+        if seq is not None:
+            self.store._wait_durable(seq)
+            if (
+                self._checkpoint_every
+                and (self.store.last_seq or 0) - self._checkpoint_seq >= self._checkpoint_every
+            ):
+                self.checkpoint()

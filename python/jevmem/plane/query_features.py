@@ -1,0 +1,640 @@
+"""A query's features: its pool of candidates and the signals the controller reads of each."""
+
+from __future__ import annotations
+
+import bisect
+import math
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from jevmem._core import Traversal, rrf
+from jevmem.entities import extract_entities, mentions
+from jevmem.plane.config import CHAIN_NODES, DAY_S, WINDOW_SCAN, Mode
+from jevmem.plane.scoped import ScopedView
+from jevmem.plane.signals import plain_match, rank_share, share_of_best
+from jevmem.plane.state import MemoryState
+from jevmem.plane.text import FIRST_PERSON, REQUEST, is_alias
+from jevmem.temporal import FactTime, query_fact_time, query_time_cues
+
+
+class QueryFeatures:
+    """One query's pool and the signals of its candidates."""
+
+    def __init__(
+        self,
+        memory: MemoryState,
+        query: str,
+        qvec: npt.NDArray[np.float32],
+        k: int,
+        now: int | None,
+        mode: Mode,
+        t0: float,
+        view: ScopedView | None = None,
+    ) -> None:
+        self.m, self.query, self.qvec, self.k, self.now, self.mode, self.t0 = (
+            memory,
+            query,
+            qvec,
+            k,
+            now,
+            mode,
+            t0,
+        )
+        store = memory.store
+        cfg = memory.config
+        #: a scoped search's view (None: the whole memory); every lookup
+        #: below goes through it, so nothing outside is ranked or counted
+        self.view = view
+        allowed = self.allowed = None if view is None else view.allowed
+        self.speakers = memory._speakers if view is None else view.speakers
+        self.speaker_order = memory._speaker_order if view is None else view.speaker_order
+        self.calls = 0
+        self.fell_back = False
+        self.assessment: tuple[float, float, float, float] | None = None
+        self.traversal: Traversal | None = None
+        #: see `ranked`
+        self.ranking: list[Any] | None = None
+        self.routing: dict[str, float] = {}
+        depth = max(cfg.anchor_depth, k)
+        lex_ids, lex_scores = store.search_lexical(query, depth, allowed=allowed)
+        vec_ids, vec_sims = store.search_vector(qvec, depth, allowed=allowed)
+        pool = k if mode in ("lexical", "anchors") else max(cfg.anchor_pool, cfg.anchors, k)
+        # the same fusion as MemoryStore.fused_anchors, on the lists already in hand
+        fused = rrf([vec_ids.tolist(), lex_ids.tolist()], cfg.kappa)[:pool]
+        self.fused_ids = [node for node, _ in fused]
+        self.fused_scores = [score for _, score in fused]
+        self.max_lex = float(lex_scores[0]) if len(lex_scores) else 0.0
+        self.max_sim = float(vec_sims[0]) if len(vec_sims) else 0.0
+        # Long observations by their best passage (only nodes with passage
+        # vectors: the node vectors above rank every other node already).
+        p_ids, _, p_sims = store.search_passages(qvec, depth, long_only=True, allowed=allowed)
+        self.passage_ids = [int(i) for i in p_ids]
+        #: the query's best passage similarity over all nodes (a text of one
+        #: passage: its node vector), the scale of the "dense_passage" signal
+        self.max_passage_sim = max(self.max_sim, float(p_sims[0]) if len(p_sims) else 0.0)
+        #: node -> index of its passage that matches the query best
+        self.best_passage: dict[int, int] = {}
+        # each node's place in the two ranked lists (a scale-free signal)
+        self.lex_rank = {int(n): r for r, n in enumerate(lex_ids.tolist())}
+        self.vec_rank = {int(n): r for r, n in enumerate(vec_ids.tolist())}
+        # Entities the query names as proper nouns and the memory knows (a
+        # lower-case common word that happens to be an entity id elsewhere is
+        # not a name here).
+        named = set(extract_entities(query))
+        # only the names the query itself carries can match: no scan of every
+        # entity the memory knows (that grows with the memory). A run of
+        # capitalised words may hold several names ("Is Oscar Melanie's
+        # pet?" reads as one, "oscar melanie"): its shorter runs count too.
+        for name in list(named):
+            words = name.split()
+            if len(words) > 1:
+                named.update(
+                    " ".join(words[i:j])
+                    for i in range(len(words))
+                    for j in range(i + 1, min(len(words), i + 4) + 1)
+                )
+        if allowed is None:
+            known = [e for e in named if e in memory._entity_counts]
+        else:
+            names = sorted(named)
+            flags = store.entities_known(names, allowed=allowed)
+            known = [e for e, ok in zip(names, flags, strict=True) if ok]
+        self.query_entities = mentions(query, known) if known else []
+        # Whom the query asks about, for sufficiency: the people it names. When
+        # the memory knows its speakers, a named place or thing ("Oregon", "the
+        # LGBTQ workshop") is part of what is asked, not whom; without
+        # speakers there is no telling, and every name counts.
+        self.asked_people = (
+            [
+                e
+                for e in self.query_entities
+                if memory._names_a_speaker(e, self.speakers, self.speaker_order)
+            ]
+            if self.speakers
+            else list(self.query_entities)
+        )
+        self.time_cues = query_time_cues(query, now=now)
+        # who asks and what for: a query in the first person asks about the
+        # one who talks to the memory; a request for help or advice is
+        # answered by standing instructions and tastes as much as by facts
+        self.query_self = 1.0 if FIRST_PERSON.search(query) else 0.0
+        self.query_request = 1.0 if REQUEST.search(query) else 0.0
+        #: which time the query wants facts to hold at (see `fact_signals`)
+        self.fact_time: FactTime = query_fact_time(query, self.time_cues, now=now)
+        self.query_tokens = set(store.tokenize(query))
+        # What the query asks about, without the names of whom it asks about:
+        # evidence must match both parts, separately (SPEC §3: sufficiency).
+        name_tokens = {t for e in self.asked_people for t in store.tokenize(e)}
+        frame = memory._frame_tokens()
+        self.content_tokens = (
+            self.query_tokens - name_tokens - frame or self.query_tokens - name_tokens
+        )
+        self.wants_time = bool(self.time_cues["asks_when"] or self.time_cues["temporal"])
+        self.relevance: dict[int, float] = {}
+        self.entity_ok: dict[int, float] = {}
+        self.coverage: dict[int, tuple[float, float]] = {}
+        #: the text of every node whose signals were measured
+        self.texts: dict[int, str] = {}
+        #: IDF weight and presence in the memory of the query's content tokens (see term_presence)
+        self.term_idf: dict[str, tuple[float, bool]] | None = None
+        #: every measured node's raw cosine similarity with the query vector
+        self.dense_raw: dict[int, float] = {}
+        self.evidence_score: dict[int, float] = {}
+        #: the evidence scores `ranked` ranks by (evidence_score, then
+        #: rank_below_replacements)
+        self.final_score: dict[int, float] = {}
+        #: facts not valid at the query's time -> the facts of their chain
+        #: that were (see fact_signals)
+        self.replaced: dict[int, set[int]] = {}
+        #: chain member -> the facts valid at the query's time whose chain holds it
+        self.holders: dict[int, set[int]] = {}
+        #: the chain nodes whose facts did not hold at the query's time
+        self.invalid: set[int] = set()
+        self.assessed_top: list[int] = []
+        #: the evidence the latest assessment request showed
+        self.shown: list[int] = []
+        self.final_assessment = False
+        self.pool_sources: dict[str, int] = {}
+        self.topical: dict[int, float] = {}
+        self.episode_strength: dict[str | None, float] = {}
+
+    # -- signals -------------------------------------------------------------
+
+    def signals(self, ids: list[int]) -> list[dict[str, float]]:
+        """Per-node retrieval signals, each in [0, 1]: BM25 and embedding
+        similarity (normalised by the query's best), agreement with the people
+        the query names, a match with the time the query names (or, for "when"
+        questions, a grounded date in the node), and how much of the node is
+        itself a question (a question asserts nothing)."""
+        m = self.m
+        lex = m.store.lexical_scores(self.query, ids, allowed=self.allowed).tolist()
+        sims = m.store.similarities(self.qvec, ids).tolist()
+        p_sims, p_idx = m.store.passage_similarities(self.qvec, ids)
+        max_psim = self.max_passage_sim
+        self.best_passage.update(zip(ids, p_idx.tolist(), strict=True))
+        asks = m._asks
+        facts = m._facts
+        texts, entity_ok = self.texts, self.entity_ok
+        named = self.query_entities
+        max_lex, max_sim = self.max_lex, self.max_sim
+        # a query that names no time gives every node 0 (see time_match)
+        timed = self.time_cues["constraint"] is not None or self.wants_time
+        out = []
+        lex_rank, vec_rank = self.lex_rank, self.vec_rank
+        style = m._style if self.view is None else self.view.style
+        for node_id, lx, sim, psim in zip(ids, lex, sims, p_sims.tolist(), strict=True):
+            f = facts.get(node_id) or m._node_facts(node_id)
+            length, speaker_asks, speaker_length = style(node_id)
+            lr, vr = lex_rank.get(node_id), vec_rank.get(node_id)
+            episodic, semantic, procedural, preference = f.types
+            if named:
+                if f.speaker and f.speaker in named:
+                    ent = 1.0
+                elif not f.entities.isdisjoint(named):
+                    ent = 0.6
+                else:
+                    ent = 0.0
+            else:
+                ent = 0.0
+            out.append(
+                {
+                    # share_of_best, inlined: this runs for every pool node
+                    "lexical": min(1.0, max(0.0, lx) / max_lex) if max_lex > 0 else 0.0,
+                    "dense": min(1.0, max(0.0, sim) / max_sim) if max_sim > 0 else 0.0,
+                    # the best passage's similarity (a short text: its own)
+                    "dense_passage": min(1.0, max(0.0, psim) / max_psim) if max_psim > 0 else 0.0,
+                    "entity_match": ent,
+                    "time_match": self.time_match(node_id) if timed else 0.0,
+                    "asks": asks.get(node_id, 0.0),
+                    "dense_raw": sim if 0.0 < sim < 1.0 else float(sim >= 1.0),
+                    "lexical_rank": 0.0 if lr is None else rank_share(lr),
+                    "dense_rank": 0.0 if vr is None else rank_share(vr),
+                    "length": length,
+                    "speaker_asks": speaker_asks,
+                    "speaker_length": speaker_length,
+                    # what kind of memory it is (a standing instruction or a
+                    # taste bears on requests that never name it)
+                    "type_episodic": episodic,
+                    "type_semantic": semantic,
+                    "type_procedural": procedural,
+                    "type_preference": preference,
+                    # what kind of query asks (the same for every node)
+                    "query_self": self.query_self,
+                    "query_request": self.query_request,
+                }
+            )
+            texts[node_id] = f.text
+            self.dense_raw[node_id] = out[-1]["dense_raw"]
+            entity_ok[node_id] = 1.0 if not named else min(1.0, ent + 0.4 * (ent > 0))
+        self.fact_signals(ids, out)
+        return out
+
+    # -- facts that change -----------------------------------------------------
+
+    def fact_signals(self, ids: list[int], out: list[dict[str, float]]) -> None:
+        """Validity signals of the nodes in a supersedes chain, each in [0, 1],
+        for the time the query asks about (`query_fact_time`):
+
+        - ``valid_at_query_time``: the share of that time the node's fact held
+          (1 or 0 for a point: the present, or ``now``);
+        - ``superseded``: the share of it after the fact was replaced;
+        - ``not_yet_valid``: the share of it before the fact began (a
+          replacement asked about before it happened);
+        - ``chain_match``: for a fact that held then, the best topical match
+          in its chain (the facts it replaced or was replaced by, transitively),
+          times that share: the fact valid at the time answers what its chain
+          is about.
+
+        A link's weight is not applied again: it already passed theta_rel
+        when it was written, which is the decision that the fact changed.
+
+        Nodes outside any chain, and queries that name no time and no tense,
+        get none of them (a controller reads absent as 0).
+        """
+        ft = self.fact_time
+        store = self.m.store
+        if ft.stance == "neutral" or not ids or not store.supersedes_count:
+            return
+        chains = self.fact_chains(ids)
+        valid_rows: list[tuple[dict[str, float], list[int]]] = []
+        for node_id, sig, chain in zip(ids, out, chains, strict=True):
+            if chain is None:
+                continue
+            start, end, olds, news = chain
+            if ft.stance == "past":
+                # before a change: what was replaced held, what replaced it did not yet
+                held, after, before = (1.0, 0.0, 0.0) if news else (0.0, 0.0, 1.0)
+            elif ft.stance == "present":
+                t = ft.at
+                replaced = bool(news) and (t is None or end is None or end <= t)
+                begun = start is None or t is None or start <= t
+                held = 1.0 if begun and not replaced else 0.0
+                after = 1.0 if replaced else 0.0
+                before = 0.0 if begun else 1.0
+            else:
+                lo, hi = ft.at, ft.until
+                assert lo is not None and hi is not None
+                width = max(1, hi - lo)
+                a = lo if start is None else max(lo, start)
+                b = hi if end is None else min(hi, end)
+                held = max(0, b - a) / width
+                after = 0.0 if end is None else max(0, hi - max(lo, end)) / width
+                before = 0.0 if start is None else max(0, min(hi, start) - lo) / width
+            sig["valid_at_query_time"] = min(1.0, held)
+            sig["superseded"] = min(1.0, after)
+            sig["not_yet_valid"] = min(1.0, before)
+            sig["chain_match"] = 0.0
+            chain_ids = self.chain_of(olds, news)
+            if held > 0:
+                valid_rows.append((sig, chain_ids))
+                for r in chain_ids:
+                    self.holders.setdefault(r, set()).add(node_id)
+                for r in self.invalid.intersection(chain_ids):
+                    self.replaced.setdefault(r, set()).add(node_id)
+            elif after > 0 or before > 0:
+                self.invalid.add(node_id)
+                if node_id in self.holders:
+                    self.replaced.setdefault(node_id, set()).update(self.holders[node_id])
+        relatives = sorted({r for _, rel in valid_rows for r in rel})
+        if not relatives:
+            return
+        lex = store.lexical_scores(self.query, relatives, allowed=self.allowed).tolist()
+        sims = store.similarities(self.qvec, relatives).tolist()
+        match = {
+            r: 0.5 * share_of_best(lx, self.max_lex)
+            + 0.5 * share_of_best(0.0 if math.isnan(sm) else sm, self.max_sim)
+            for r, lx, sm in zip(relatives, lex, sims, strict=True)
+        }
+        for sig, rel in valid_rows:
+            best = max(match.get(r, 0.0) for r in rel)
+            sig["chain_match"] = min(1.0, best * sig["valid_at_query_time"])
+
+    def chain_of(self, olds: list[tuple[int, float]], news: list[tuple[int, float]]) -> list[int]:
+        """Every node reachable through supersedes links from a node whose
+        direct links are ``olds`` and ``news`` (at most CHAIN_NODES of them)."""
+        found = [r for r, _ in olds + news]
+        seen = set(found)
+        frontier = list(found)
+        while frontier and len(found) < CHAIN_NODES:
+            step = []
+            for chain in self.fact_chains(frontier):
+                if chain is not None:
+                    for r, _ in chain[2] + chain[3]:
+                        if r not in seen:
+                            seen.add(r)
+                            step.append(r)
+            found += step
+            frontier = step
+        return found[:CHAIN_NODES]
+
+    def chain_relatives(self, ids: list[int]) -> list[int]:
+        """The nodes one supersedes link away from any of ``ids``, when the
+        query asks about a time: so the fact valid then is ranked even when its
+        words match less, and the history stays in reach."""
+        store = self.m.store
+        if self.fact_time.stance == "neutral" or not ids or not store.supersedes_count:
+            return []
+        out: list[int] = []
+        for chain in self.fact_chains(ids):
+            if chain is not None:
+                out.extend(r for r, _ in chain[2] + chain[3])
+        return out
+
+    def fact_chains(self, ids: list[int]) -> list[Any]:
+        """`MemoryStore.fact_chains` as the search sees it: a scoped search
+        drops the links to nodes it does not see, and a fact's end of
+        validity then comes from the replacements it does see only."""
+        store = self.m.store
+        chains = store.fact_chains(ids)
+        allowed = self.allowed
+        if allowed is None:
+            return chains
+        out: list[Any] = []
+        for chain in chains:
+            if chain is None:
+                out.append(None)
+                continue
+            start, end, olds, news = chain
+            seen_olds = [(o, w) for o, w in olds if o in allowed]
+            seen_news = [(n, w) for n, w in news if n in allowed]
+            if not seen_olds and not seen_news:
+                out.append(None)
+                continue
+            if len(seen_news) != len(news):
+                # as `MemoryStore.validity`: the earliest start of a
+                # replacement, never before this fact's own start
+                starts = [s for s in (store.validity(n)[0] for n, _ in seen_news) if s is not None]
+                end = min(starts) if starts else None
+                if end is not None and start is not None:
+                    end = max(end, start)
+            out.append((start, end, seen_olds, seen_news))
+        return out
+
+    def time_match(self, node_id: int) -> float:
+        """How well the node's time fits the time the query names.
+
+        With a window in the query ("on 9 November, 2022", "in August 2023"):
+        1 when the node was observed in it or refers to a time in it, decaying
+        with the distance to it (scale: the window's width, at least 3 days).
+        Without one, a "when" question prefers nodes that state a date (0.3:
+        a hint, not a match).
+        """
+        window = self.time_cues["constraint"]
+        if window is None:
+            if not self.wants_time:
+                return 0.0
+            return 0.3 if node_id in self.m._time_refs else 0.0
+        refs = self.m._time_refs.get(node_id, ())
+        lo, hi = window
+        scale = max(3 * DAY_S, hi - lo)
+        spans = [(r.start, r.end) for r in refs]
+        stamp = self.m._stamps.get(node_id)
+        if stamp is not None:
+            spans.append((stamp, stamp))
+        best = 0.0
+        for start, end in spans:
+            gap = max(0, lo - end, start - hi)
+            best = max(best, math.exp(-gap / scale))
+        return best
+
+    def pool(self) -> tuple[list[int], list[dict[str, float]]]:
+        """The nodes the controller ranks before seeding, with their signals:
+        the fused lexical + vector lists, the nodes observed inside a time
+        window the query names, and the temporal context (two steps each way,
+        same episode) of the strongest of them: answers often sit in the reply
+        to the turn that matches the query."""
+        cfg = self.m.config
+        ids = [int(i) for i in self.fused_ids]
+        seen = set(ids)
+        window = self.time_cues["constraint"]
+        if window is not None and cfg.time_window_nodes:
+            timeline = self.m._timeline
+            lo = bisect.bisect_left(timeline, (window[0], -1))
+            hi = bisect.bisect_right(timeline, (window[1], 1 << 62))
+            allowed = self.allowed
+            inside = [
+                n for _, n in timeline[lo:hi] if n not in seen and (allowed is None or n in allowed)
+            ]
+            if len(inside) > cfg.time_window_nodes:
+                # More than the pool takes: the best topical matches among
+                # them (the window's first ones would favour its start); at
+                # most WINDOW_SCAN of them are scored, evenly spread.
+                step = max(1, len(inside) // WINDOW_SCAN)
+                inside = inside[::step][:WINDOW_SCAN]
+                lex = self.m.store.lexical_scores(self.query, inside, allowed=self.allowed).tolist()
+                sims = self.m.store.similarities(self.qvec, inside).tolist()
+                top_lex, top_sim = max(lex), max(sims)
+                match = {
+                    n: share_of_best(a, top_lex) + share_of_best(b, top_sim)
+                    for n, a, b in zip(inside, lex, sims, strict=True)
+                }
+                inside = sorted(inside, key=lambda n: (-match[n], n))[: cfg.time_window_nodes]
+            for node_id in inside:
+                seen.add(node_id)
+                ids.append(node_id)
+        in_window = len(ids) - len(self.fused_ids)
+        # long observations whose best passage matches, like the window's nodes
+        for node_id in self.passage_ids:
+            if node_id not in seen:
+                seen.add(node_id)
+                ids.append(node_id)
+        self.pool_sources = {
+            "fused": len(self.fused_ids),
+            "time_window": in_window,
+            "passages": len(ids) - len(self.fused_ids) - in_window,
+        }
+        sigs = self.signals(ids)
+        raw = {n: plain_match(sig) for n, sig in zip(ids, sigs, strict=True)}
+        if cfg.feedback_weight > 0 and cfg.feedback_nodes > 0 and ids:
+            # Pseudo-relevance feedback (Rocchio, in embedding space): move the
+            # query towards its best few matches, then re-measure similarity.
+            top = sorted(ids, key=lambda n: (-raw[n], n))[: cfg.feedback_nodes]
+            centroid = np.mean([self.m.store.embedding(n) for n in top], axis=0)
+            moved = self.qvec + cfg.feedback_weight * centroid
+            norm = float(np.linalg.norm(moved))
+            if norm > 0:
+                self.qvec = (moved / norm).astype(np.float32)
+                sims = self.m.store.similarities(self.qvec, ids)
+                self.max_sim = float(sims.max())
+                p_sims, p_idx = self.m.store.passage_similarities(self.qvec, ids)
+                self.max_passage_sim = float(p_sims.max())
+                self.best_passage.update(zip(ids, p_idx.tolist(), strict=True))
+                for sig_id, sig, sim, psim in zip(
+                    ids, sigs, sims.tolist(), p_sims.tolist(), strict=True
+                ):
+                    sig["dense"] = share_of_best(sim, self.max_sim)
+                    sig["dense_raw"] = self.dense_raw[sig_id] = min(1.0, max(0.0, sim))
+                    sig["dense_passage"] = share_of_best(psim, self.max_passage_sim)
+                raw = {n: plain_match(sig) for n, sig in zip(ids, sigs, strict=True)}
+        strongest = sorted(ids, key=lambda n: (-raw[n], n))[: cfg.context_seeds]
+        context = []
+        for node_id in strongest:
+            for other, _w in self.temporal_context(node_id):
+                if other not in seen:
+                    seen.add(other)
+                    context.append(other)
+        if context:
+            sigs += self.signals(context)
+            ids += context
+        self.pool_sources["context"] = len(context)
+        chained = []
+        for other in self.chain_relatives(strongest):
+            if other not in seen:
+                seen.add(other)
+                chained.append(other)
+        if chained:
+            sigs += self.signals(chained)
+            ids += chained
+        self.pool_sources["supersedes"] = len(chained)
+        return ids, sigs
+
+    def near_support(self, node_id: int) -> float:
+        """How strongly the node's temporal context matches the query (the
+        best neighbour's topical match times the path weight, at most 1)."""
+        topical = self.topical
+        if self.view is None:
+            context = self.m._context.get(node_id)
+            if context is None:
+                context = self.m._temporal_context(node_id)
+        else:
+            context = self.temporal_context(node_id)
+        best = 0.0  # every match is >= 0
+        for other, weight in context:
+            match = weight * topical.get(other, 0.0)
+            if match > best:
+                best = match
+        # a reply link weighs up to 2 (REPLY_LINK): support stays in [0, 1]
+        return best if best < 1.0 else 1.0
+
+    def side_match(self, node_id: int) -> tuple[float, float]:
+        """The best topical match among the turns before the node, and among
+        those after it (path weights as in `near_support`, no reply link)."""
+        topical = self.topical
+        view = self.view
+        if view is None:
+            before, after = self.m._context_sides(node_id)
+        else:
+            sides = view.sides.get(node_id)
+            if sides is None:
+                sides = view.sides[node_id] = self.m._context_sides_in(node_id, view.allowed)
+            before, after = sides
+        prev = max((w * topical.get(o, 0.0) for o, w in before), default=0.0)
+        nxt = max((w * topical.get(o, 0.0) for o, w in after), default=0.0)
+        return prev, nxt
+
+    def text(self, node_id: int) -> str:
+        got = self.texts.get(node_id)
+        return got if got is not None else self.m._node_facts(node_id).text
+
+    def temporal_context(self, node_id: int) -> list[tuple[int, float]]:
+        view = self.view
+        if view is None:
+            return self.m._temporal_context(node_id)
+        got = view.context.get(node_id)
+        if got is None:
+            got = view.context[node_id] = self.m._temporal_context_in(node_id, view.allowed)
+        return got
+
+    def episode(self, node_id: int) -> str | None:
+        return self.m._episodes.get(node_id)
+
+    def content_coverage(self, node_id: int) -> tuple[float, float]:
+        """Share of the query's content words the node asserts *about the
+        entity the query asks about*, and the share it asserts about other
+        people the memory knows (speakers the query does not name).
+
+        Sentence by sentence: a sentence is about its speaker when it speaks
+        in the first person, about the addressee (the other speaker of the
+        adjacent turns) in the second person, and about whoever the turn
+        names, except names used to address someone ("Thanks, Mel!"). A
+        sentence that marks no person at all is credited to its speaker at
+        half weight (likely, not certain); words that only occur in questions
+        count half too. The second share is what tells "Caroline researched
+        adoption agencies" apart from a question about what Melanie researched.
+        """
+        if not self.content_tokens:
+            return 0.0, 0.0
+        asked = self.asked_people
+        people = self.speakers
+        speaker = self.m._node_facts(node_id).speaker
+        named, sentences = self.m._sentences_of(node_id)
+        addressees: set[str] | None = None
+        named_mine: bool | None = None
+        named_others = False
+        credit: dict[str, float] = {}
+        other: dict[str, float] = {}
+        for words, weight, first, second in sentences:
+            hits = self.content_tokens.intersection(words)
+            if not hits:
+                continue
+            if not asked:
+                for h in hits:
+                    credit[h] = max(credit.get(h, 0.0), weight)
+                continue
+            if named_mine is None:
+                # what the names alone decide, once per node rather than per
+                # sentence (a long text names many people)
+                named_mine = any(is_alias(q, a) for q in asked for a in named)
+                named_others = any(
+                    a in people and not any(is_alias(q, a) for q in asked) for a in named
+                )
+            about: set[str] = set()
+            if first:
+                about.add(speaker)
+            if second:
+                if addressees is None:
+                    addressees = self.addressees(node_id)
+                about |= addressees
+            unmarked = not first and not second  # probably the speaker's own, not surely
+            mine = (
+                weight if named_mine or any(is_alias(q, a) for q in asked for a in about) else 0.0
+            )
+            if not mine and unmarked and any(is_alias(q, speaker) for q in asked):
+                mine = 0.5 * weight
+            others = named_others or any(
+                a in people and not any(is_alias(q, a) for q in asked) for a in about
+            )
+            theirs = weight if others else 0.0
+            if (
+                not theirs
+                and unmarked
+                and speaker in people
+                and not any(is_alias(q, speaker) for q in asked)
+            ):
+                theirs = 0.5 * weight
+            for h in hits:
+                credit[h] = max(credit.get(h, 0.0), mine)
+                other[h] = max(other.get(h, 0.0), theirs)
+        n = len(self.content_tokens)
+        return sum(credit.values()) / n, sum(other.values()) / n
+
+    def coverage_of(self, node_id: int) -> tuple[float, float]:
+        """`content_coverage`, computed once per node and only when assessed."""
+        if node_id not in self.coverage:
+            self.coverage[node_id] = self.content_coverage(node_id)
+        return self.coverage[node_id]
+
+    def addressees(self, node_id: int) -> set[str]:
+        """Speakers of the turns next to this one in time, other than its own."""
+        m = self.m
+        own = m._node_facts(node_id).speaker
+        out = set()
+        allowed = self.allowed
+        for e in m.store.neighbors(node_id, "temporal"):
+            other = e.dst if e.src == node_id else e.src
+            if allowed is not None and other not in allowed:
+                continue
+            spk = m._node_facts(other).speaker
+            if spk and spk != own:
+                out.add(spk)
+        return out
+
+    def query_state(self) -> dict[str, Any]:
+        return {
+            "text": self.query,
+            "entities": self.query_entities,
+            "time": self.time_cues,
+            "routing": self.routing,
+        }

@@ -1,0 +1,62 @@
+"""What a search returns: `SearchResult`, its `EvidenceItem` list and the `Via` edge of each."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Via:
+    """The edge an evidence item was reached by."""
+
+    view: str
+    src: int
+    dst: int
+    weight: float
+    from_node: int
+
+
+@dataclass(frozen=True)
+class EvidenceItem:
+    id: int
+    text: str
+    score: float
+    #: Observation time (when it was recorded), not the time of the event it describes.
+    timestamp: int | None
+    provenance: dict[str, str]
+    via: Via | None
+    #: Time expressions in the text, resolved against the observation time.
+    time_refs: tuple[dict[str, Any], ...] = ()
+    #: ``[start, end)`` characters of the passage of ``text`` that matched the
+    #: query best (the whole text when it is one passage).
+    passage: tuple[int, int] = (0, 0)
+    #: Facts that change: the observations this one replaced and the ones
+    #: that replaced it (supersedes links), and when its fact held on the
+    #: world timeline, [valid_from, valid_to); set only for linked nodes.
+    supersedes: tuple[int, ...] = ()
+    superseded_by: tuple[int, ...] = ()
+    valid_from: int | None = None
+    valid_to: int | None = None
+
+
+@dataclass
+class SearchResult:
+    query: str
+    evidence: list[EvidenceItem]
+    trace: dict[str, Any]
+    sufficiency: float | None = None
+    usefulness: float | None = None
+    missing: float | None = None
+    contradiction: float | None = None
+
+    @property
+    def sufficient(self) -> bool:
+        """The last assessment met the stop rule (sufficient, nothing missing, no contradiction)."""
+        cfg = self.trace.get("thresholds", {})
+        return (
+            self.sufficiency is not None
+            and self.sufficiency >= cfg.get("theta_suff", 0.95)
+            and (self.missing or 0.0) < cfg.get("theta_missing", 0.15)
+            and (self.contradiction or 0.0) < cfg.get("theta_contradiction", 0.15)
+        )

@@ -1,0 +1,84 @@
+"""Small pure functions the read path scores with, and the neutral answers of the traversal ablation."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache
+
+from jevmem.controller import catalogue
+from jevmem.controller.types import Answer, DecisionRequest, Noul, NoulAnswer
+from jevmem.plane.config import ANCHOR_RELEVANCE_WEIGHT
+
+
+def answer_value(a: Answer) -> float:
+    if isinstance(a, NoulAnswer):
+        return a.value
+    raise TypeError("expected a Noul answer")
+
+
+def evidence_score(relevance: float, support: float) -> float:
+    """A node's score as evidence: its own relevance, lifted by its support."""
+    w = ANCHOR_RELEVANCE_WEIGHT
+    return min(1.0, w * float(relevance) + (1 - w) * float(support))
+
+
+def plain_match(sig: Mapping[str, float]) -> float:
+    """A pool node's plain topical match, before any controller judgment."""
+    return 0.5 * sig["lexical"] + 0.5 * sig["dense"]
+
+
+def logistic(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x)) if x > -60 else 0.0
+
+
+def rank_share(rank: int) -> float:
+    """A 0-based list rank as a value in (0, 1]: 1 at the top, 0.5 at the tenth."""
+    return 1.0 / (1.0 + rank / 9.0)
+
+
+def share_of_best(x: float, best: float) -> float:
+    """A score as a share of the query's best, in [0, 1]."""
+    return min(1.0, max(0.0, x) / best) if best > 0 else 0.0
+
+
+def neutral_answers(requests: Sequence[DecisionRequest]) -> list[dict[str, Answer]]:
+    """The 'traversal' ablation: signals only, no controller judgment.
+
+    Routing is uniform, candidates are scored by embedding similarity and
+    edge weight, and the assessment never stops early.
+    """
+    out: list[dict[str, Answer]] = []
+    for req in requests:
+        ans: dict[str, Answer] = {}
+        for q in req.questions:
+            kind = q.kind
+            if kind.startswith("route."):
+                ans[q.id] = NoulAnswer(0.5)
+            elif kind.startswith("assess."):
+                ans[q.id] = NoulAnswer(
+                    1.0 if kind in ("assess.usefulness", "assess.missing") else 0.0
+                )
+            else:
+                i = int(q.id.split("_")[1])
+                sig = req.state["candidates"][i]["signals"]
+                field_ = {
+                    "score.relevance": "dense",
+                    "score.relation_usefulness": "edge_weight",
+                    "score.novelty": "novelty",
+                    "score.support": "support",
+                }[kind]
+                ans[q.id] = NoulAnswer(float(min(1.0, max(0.0, sig.get(field_, 0.0)))))
+        out.append(ans)
+    return out
+
+
+#: An expansion round's answers, per candidate, as `Traversal.score` takes them.
+SCORE_ROW = ("score.relevance", "score.relation_usefulness", "score.novelty", "score.support")
+assert tuple(q.kind for q in catalogue.scoring_questions(0)) == SCORE_ROW
+
+
+@lru_cache(maxsize=1024)
+def round_questions(per_candidate: Callable[[int], tuple[Noul, ...]], n: int) -> tuple[Noul, ...]:
+    """The questions of a scoring round over ``n`` candidates, candidate by candidate."""
+    return tuple(q for i in range(n) for q in per_candidate(i))

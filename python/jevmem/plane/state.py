@@ -1,0 +1,549 @@
+"""The state a Memory keeps beside its store, and the per-node facts the read path asks for."""
+
+from __future__ import annotations
+
+import bisect
+import builtins
+import math
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+from jevmem import answering as _answering
+from jevmem._core import Allowed, MemoryStore, Node
+from jevmem.controller import default_controller
+from jevmem.controller.types import Answer, DecisionRequest, SystemOne, validate_answers
+from jevmem.embed import Embedder, default_embedder
+from jevmem.errors import InvalidConfigError, InvalidInputError
+from jevmem.passages import PassagePlanner
+from jevmem.plane.config import (
+    REPLY_LINK,
+    SECOND_STEP_DECAY,
+    MemoryConfig,
+    Summariser,
+    SummariserLike,
+)
+from jevmem.plane.filters import scope_and_filter
+from jevmem.plane.signals import logistic
+from jevmem.plane.text import (
+    CAPITALISED,
+    FIRST_PERSON,
+    QUESTION_FRAME,
+    SECOND_PERSON,
+    SENTENCES,
+    NodeFacts,
+    Sentence,
+    episode_of,
+    is_vocative,
+    question_share,
+)
+from jevmem.system_two import SystemTwo
+from jevmem.temporal import TimeRef, ground
+
+
+class MemoryState:
+    """The state a `jevmem.Memory` keeps beside its store: per-node facts,
+    the timeline, speaker statistics; and the reads that use them."""
+
+    def __init__(
+        self,
+        embedder: Embedder | None = None,
+        controller: SystemOne | None = None,
+        *,
+        config: MemoryConfig | None = None,
+        summariser: SummariserLike | None = None,
+        store: MemoryStore | None = None,
+    ) -> None:
+        # The measured offline default (ONNX MiniLM), or the hashing embedder
+        # with a warning when the `onnx` extra is not installed.
+        self.embedder: Embedder = embedder if embedder is not None else default_embedder()
+        self.controller: SystemOne = controller if controller is not None else default_controller()
+        self.config = config or MemoryConfig()
+        self.summariser: Summariser | None = (
+            _answering.SystemTwoSummariser(summariser)
+            if summariser is not None and not callable(summariser)
+            else summariser
+        )
+        #: the default model of `answer` (None: one from the environment)
+        self.system_two: SystemTwo | None = None
+        self.store = (
+            store
+            if store is not None
+            else MemoryStore(self.embedder.dim, max_text_bytes=self.config.max_text_bytes)
+        )
+        self._planner = PassagePlanner(self.embedder, self.config.passage_tokens)
+        if self.store.dim != self.embedder.dim:
+            raise InvalidConfigError(
+                f"the store has dimension {self.store.dim}, the embedder {self.embedder.dim}"
+            )
+        self._timeline: list[tuple[int, int]] = []  # (timestamp, id), sorted
+        self._time_refs: dict[int, tuple[TimeRef, ...]] = {}
+        self._entity_counts: dict[str, int] = {}
+        self._episodes: dict[int, str | None] = {}
+        self._speakers: set[str] = set()
+        self._speaker_order: list[str] = []  # the same, sorted: prefix lookups
+        self._stamps: dict[int, int] = {}
+        self._context: dict[int, list[tuple[int, float]]] = {}
+        self._asks: dict[int, float] = {}
+        # What the memory itself observes about its style, so that features
+        # read relative to it (a long turn in a chat of short ones, a speaker
+        # who mostly asks): log text length per node and its running mean,
+        # and per speaker (turns, summed question share, summed log length).
+        self._log_len: dict[int, float] = {}
+        self._log_len_total = 0.0
+        self._speaker_stats: dict[str, list[float]] = {}
+        self._sides: dict[
+            int, tuple[tuple[tuple[int, float], ...], tuple[tuple[int, float], ...]]
+        ] = {}
+        self._styles: dict[int, tuple[float, float, float]] = {}
+        self._facts: dict[int, NodeFacts] = {}
+        self._frame: tuple[MemoryStore, frozenset[str]] | None = None
+        self._sentences: dict[int, tuple[frozenset[str], tuple[Sentence, ...]]] = {}
+        self._tokens: dict[int, frozenset[str]] = {}
+        self._writes = 0
+        #: node -> its scope pairs (scoped nodes only): the write path links a
+        #: node only to nodes a search in its scope sees
+        self._scopes: dict[int, frozenset[tuple[str, str]]] = {}
+        # writes change Python-side indexes as well as the store: one at a
+        # time, so concurrent writers (and idempotency keys) stay consistent
+        self._write_lock = threading.RLock()
+        self.decisions: list[dict[str, Any]] = []
+        self.calls = {"write": 0, "query": 0}
+        # Durable memories (Memory.open): one log record per write request
+        # (taken under _write_lock).
+        self._write_depth = 0
+        self._decisions_rewritten = False
+        self._checkpoint_every = 0
+        self._checkpoint_seq = 0
+        #: What opening a durable memory found (see Memory.open); None in memory.
+        self.recovery: dict[str, Any] | None = None
+        for i in range(self.store.next_id):
+            if i in self.store:
+                self._index_python_side(self.store.get(i))
+        #: the store's removed ids (``next_id - len``: ids are never reused)
+        #: as this Memory last saw them (see `_sync_with_store`)
+        self._removed_seen = self.store.removed_count
+
+    # ---- bookkeeping ------------------------------------------------------
+
+    def _index_python_side(self, node: Node, refs: tuple[TimeRef, ...] | None = None) -> None:
+        # per-node facts the read path asks for on every query, computed once
+        self._episodes[node.id] = episode_of(node)
+        self._facts[node.id] = NodeFacts.of(node)
+        if node.scope:
+            self._scopes[node.id] = frozenset(node.scope.items())
+        self._context.clear()  # time-order neighbourhoods may have changed
+        if node.timestamp is not None:
+            self._stamps[node.id] = node.timestamp
+        speaker = node.provenance.get("speaker", "").lower()
+        if speaker and speaker not in self._speakers:
+            self._speakers.add(speaker)
+            bisect.insort(self._speaker_order, speaker)
+        asks = self._asks[node.id] = question_share(node.text)
+        log_len = math.log1p(len(node.text))
+        self._log_len[node.id] = log_len
+        self._log_len_total += log_len
+        self._sides.clear()
+        self._styles.clear()
+        if speaker:
+            stats = self._speaker_stats.setdefault(speaker, [0.0, 0.0, 0.0])
+            stats[0] += 1
+            stats[1] += asks
+            stats[2] += log_len
+        if node.timestamp is not None:
+            bisect.insort(self._timeline, (node.timestamp, node.id))
+            if refs is None:
+                refs = tuple(ground(node.text, node.timestamp))
+            if refs:
+                self._time_refs[node.id] = refs
+        for e in node.entities:
+            self._entity_counts[e] = self._entity_counts.get(e, 0) + 1
+
+    def _decide(
+        self,
+        requests: list[DecisionRequest] | Iterator[DecisionRequest],
+        path: str,
+        *,
+        budget_s: float | None = None,
+    ) -> list[dict[str, Answer]]:
+        if isinstance(requests, list):
+            if not requests:
+                return []
+            asked = requests
+            if budget_s is not None and getattr(self.controller, "accepts_budget", False):
+                # remote controllers derive their deadline from the query's time left
+                answers = self.controller.decide(requests, budget_s=budget_s)  # type: ignore[call-arg]
+            else:
+                answers = self.controller.decide(requests)
+        else:
+            # A lazy round, for a controller with decide_stream (see
+            # search_batch): it pulls the requests as it sends them.
+            asked = []
+
+            def kept(source: Iterator[DecisionRequest] = requests) -> Iterator[DecisionRequest]:
+                for r in source:
+                    asked.append(r)
+                    yield r
+
+            answers = self.controller.decide_stream(kept(), budget_s=budget_s)  # type: ignore[attr-defined]
+            if not asked:
+                return []
+        # a controller that checks its own answers (the gRPC one must, to
+        # fall back on bad ones) says so; the rest are checked here
+        if not getattr(self.controller, "answers_validated", False):
+            validate_answers(asked, answers)
+        self.calls[path] += 1
+        return answers
+
+    def _node_facts(self, node_id: int) -> NodeFacts:
+        """A node's `NodeFacts`; nodes written past `add_batch` (summaries)
+        are read from the store once."""
+        facts = self._facts.get(node_id)
+        if facts is None:
+            facts = self._facts[node_id] = NodeFacts.of(self.store.get(node_id))
+        return facts
+
+    def _sentences_of(self, node_id: int) -> tuple[frozenset[str], tuple[Sentence, ...]]:
+        """What `QueryRun.content_coverage` reads off a node's text, whatever
+        the query: the names it uses other than to address someone, and its
+        sentences. Computed on first use."""
+        cached = self._sentences.get(node_id)
+        if cached is None:
+            text = self._node_facts(node_id).text
+            named = frozenset(
+                m.group(1).lower() for m in CAPITALISED.finditer(text) if not is_vocative(text, m)
+            )
+            sentences = tuple(
+                Sentence(
+                    tuple(self.store.tokenize(sentence)),
+                    0.5 if sentence.rstrip().endswith("?") else 1.0,
+                    FIRST_PERSON.search(sentence) is not None,
+                    SECOND_PERSON.search(sentence) is not None,
+                )
+                for sentence in SENTENCES.findall(text)
+            )
+            cached = self._sentences[node_id] = (named, sentences)
+        return cached
+
+    def _token_set(self, node_id: int) -> frozenset[str]:
+        """The distinct tokens of a node's text, as the lexical index sees
+        them; computed on first use (a long turn is tokenized once, not at
+        every assessment that shows it)."""
+        got = self._tokens.get(node_id)
+        if got is None:
+            got = self._tokens[node_id] = frozenset(
+                self.store.tokenize(self._node_facts(node_id).text)
+            )
+        return got
+
+    def _frame_tokens(self) -> frozenset[str]:
+        """`QUESTION_FRAME` as the store's tokenizer sees it (fixed per store)."""
+        cached = self._frame
+        if cached is None or cached[0] is not self.store:
+            tokens = frozenset(t for w in QUESTION_FRAME for t in self.store.tokenize(w))
+            cached = self._frame = (self.store, tokens)
+        return cached[1]
+
+    def __len__(self) -> int:
+        return len(self.store)
+
+    def __contains__(self, node_id: int) -> bool:
+        return node_id in self.store
+
+    def _drop_decisions(self, gone: Callable[[int], bool]) -> None:
+        """Drop the consolidation decisions that name a forgotten node (as
+        focus, neighbour or summary): they judged its text."""
+
+        def names_gone(d: Mapping[str, Any]) -> bool:
+            named = [d.get("focus"), d.get("summary_id"), *d.get("neighbours", ())]
+            return any(gone(n) for n in named if n is not None)
+
+        kept = [d for d in self.decisions if not names_gone(d)]
+        if len(kept) != len(self.decisions):
+            self.decisions[:] = kept
+            self._decisions_rewritten = True  # the log records the whole list
+
+    def _forget_python_side(self, ids: Sequence[int]) -> None:
+        """Undo `_index_python_side` (and drop the lazily cached facts) for
+        nodes gone from the store, leaving exactly what indexing the
+        remaining nodes from scratch would give (what `Memory.load` derives):
+        per-node entries popped, counts decremented, the running sums
+        recomputed in id order (so they match to the last bit), and every
+        cache that may hold a gone node cleared."""
+        touched: set[str] = set()
+        # a few leave the timeline by bisection, many by one filtering pass
+        timeline_pass = len(ids) > 32
+        for node_id in ids:
+            facts = self._facts.get(node_id)
+            if node_id in self._episodes:
+                assert facts is not None  # indexed nodes have their facts
+                del self._episodes[node_id]
+                stamp = self._stamps.pop(node_id, None)
+                if stamp is not None and not timeline_pass:
+                    at = bisect.bisect_left(self._timeline, (stamp, node_id))
+                    assert self._timeline[at] == (stamp, node_id)
+                    del self._timeline[at]
+                self._time_refs.pop(node_id, None)
+                del self._asks[node_id]
+                del self._log_len[node_id]
+                speaker = facts.speaker
+                if speaker:
+                    stats = self._speaker_stats[speaker]
+                    stats[0] -= 1
+                    touched.add(speaker)
+                    if stats[0] <= 0:
+                        del self._speaker_stats[speaker]
+                        self._speakers.discard(speaker)
+                        order = self._speaker_order
+                        del order[bisect.bisect_left(order, speaker)]
+                for e in facts.entities:
+                    left = self._entity_counts[e] - 1
+                    if left:
+                        self._entity_counts[e] = left
+                    else:
+                        del self._entity_counts[e]
+            self._facts.pop(node_id, None)
+            self._sentences.pop(node_id, None)
+            self._tokens.pop(node_id, None)
+        if timeline_pass:
+            gone = set(ids)
+            self._timeline[:] = [entry for entry in self._timeline if entry[1] not in gone]
+        # sums in the order indexing makes them (ids ascending): bit-exact
+        self._log_len_total = sum(self._log_len.values(), 0.0)
+        fresh = {sp: [0.0, 0.0, 0.0] for sp in touched if sp in self._speaker_stats}
+        if fresh:
+            for node_id, log_len in self._log_len.items():
+                sums = fresh.get(self._facts[node_id].speaker)
+                if sums is not None:
+                    sums[0] += 1
+                    sums[1] += self._asks[node_id]
+                    sums[2] += log_len
+            self._speaker_stats.update(fresh)
+        # time-order neighbourhoods and the memory's means have changed
+        self._context.clear()
+        self._sides.clear()
+        self._styles.clear()
+
+    def _sync_with_store(self) -> None:
+        """Notice nodes removed from the store behind this Memory's back
+        (``memory.store.remove(id)``) and drop what it derived from them, so
+        its reads never ask the store for a node that is gone. Free when
+        nothing was removed: ids are never reused, so ``next_id - len`` counts
+        every removal ever made (read under one lock: a concurrent add must
+        not look like a removal)."""
+        removed = self.store.removed_count
+        if removed == self._removed_seen:
+            return
+        store = self.store
+        # a copy: each membership test releases the GIL, and a concurrent
+        # writer may add to the dict meanwhile
+        vanished = [i for i in list(self._facts) if i not in store]
+        if vanished:
+            self._forget_python_side(vanished)
+        self._drop_decisions(
+            lambda i: not (isinstance(i, int) and 0 <= i < store.next_id and i in store)
+        )
+        self._removed_seen = removed
+
+    # ---- reads ----------------------------------------------------------------
+
+    def get(self, node_id: int) -> Node:
+        return self.store.get(node_id)
+
+    def neighbors(self, node_id: int, view: str | None = None) -> list[Any]:
+        return self.store.neighbors(node_id, view)  # type: ignore[arg-type]
+
+    def stats(self) -> dict[str, Any]:
+        self._sync_with_store()
+        s: dict[str, Any] = dict(self.store.stats())
+        s["controller"] = getattr(self.controller, "name", type(self.controller).__name__)
+        s["controller_calls_write"] = self.calls["write"]
+        s["controller_calls_query"] = self.calls["query"]
+        s["writes"] = self._writes
+        s["consolidation_decisions"] = len(self.decisions)
+        return s
+
+    def _temporal_context(self, node_id: int) -> list[tuple[int, float]]:
+        """The observations one and two steps before and after a node in time
+        order, in its episode, with weight 1 and SECOND_STEP_DECAY; the one
+        right before weighs 1 + REPLY_LINK x its question share when someone
+        else asked it (this node is then its reply).
+
+        These are the temporal view's time-order links (the rule edges each
+        write adds); read off the sorted timeline, which also stays exact when
+        observations arrive out of order. Cached until the next write.
+        """
+        cached = self._context.get(node_id)
+        if cached is not None:
+            return cached
+        out = self._temporal_context_in(node_id, None)
+        self._context[node_id] = out
+        return out
+
+    def _temporal_context_in(
+        self, node_id: int, allowed: Allowed | None
+    ) -> list[tuple[int, float]]:
+        """`_temporal_context` among the allowed nodes (uncached)."""
+        return [
+            (other, w + REPLY_LINK * self._reply_share(other, node_id) if offset == -1 else w)
+            for offset, other, w in self._timeline_neighbours(node_id, allowed)
+        ]
+
+    def _timeline_neighbours(
+        self, node_id: int, allowed: Allowed | None = None
+    ) -> list[tuple[int, int, float]]:
+        """(offset, node, weight) for the observations one and two steps
+        before (offset < 0) and after a node in time order, in its episode,
+        weighted 1 and SECOND_STEP_DECAY; in the order -1, +1, -2, +2. With
+        ``allowed``, the time order of those nodes alone (the others are
+        stepped over, as if they were not stored)."""
+        out: list[tuple[int, int, float]] = []
+        stamp = self._stamps.get(node_id)
+        if stamp is None:
+            return out
+        timeline = self._timeline
+        pos = bisect.bisect_left(timeline, (stamp, node_id))
+        episode = self._episodes.get(node_id)
+        if allowed is None:
+            for step, weight in ((1, 1.0), (2, SECOND_STEP_DECAY)):
+                for offset in (-step, step):
+                    at = pos + offset
+                    if 0 <= at < len(timeline):
+                        other = timeline[at][1]
+                        if self._episodes.get(other) == episode:
+                            out.append((offset, other, weight))
+            return out
+        sides: dict[int, list[int]] = {-1: [], 1: []}
+        for direction, side in sides.items():
+            at = pos + direction
+            while 0 <= at < len(timeline) and len(side) < 2:
+                other = timeline[at][1]
+                if other in allowed:
+                    side.append(other)
+                at += direction
+        for step, weight in ((1, 1.0), (2, SECOND_STEP_DECAY)):
+            for direction in (-1, 1):
+                side = sides[direction]
+                if len(side) >= step and self._episodes.get(side[step - 1]) == episode:
+                    out.append((direction * step, side[step - 1], weight))
+        return out
+
+    def _reply_share(self, asked_by: int, answered_by: int) -> float:
+        """How much ``answered_by`` is a reply to a question in ``asked_by``
+        (the turn before it): the question share of that turn, unless the
+        same speaker said both (a question followed by its asker's own next
+        turn is not answered by it)."""
+        a, b = self._node_facts(asked_by).speaker, self._node_facts(answered_by).speaker
+        if a and a == b:
+            return 0.0
+        return self._asks.get(asked_by, 0.0)
+
+    def _style(self, node_id: int) -> tuple[float, float, float]:
+        """A node's form relative to the memory it is in, each in [0, 1]:
+        its length against the memory's mean (logistic of the log ratio: 0.5
+        is a typical turn), its speaker's mean question share (someone who
+        mostly asks, like a user asking an assistant), and its speaker's
+        typical length against the memory's (0.5 without a speaker)."""
+        cached = self._styles.get(node_id)
+        if cached is not None:
+            return cached
+        n = len(self._log_len)
+        if not n:
+            return 0.5, 0.0, 0.5
+        mean = self._log_len_total / n
+        length = logistic(self._log_len.get(node_id, mean) - mean)
+        stats = self._speaker_stats.get(self._node_facts(node_id).speaker)
+        if not stats or not stats[0]:
+            got = (length, 0.0, 0.5)
+        else:
+            got = (length, stats[1] / stats[0], logistic(stats[2] / stats[0] - mean))
+        # the memory's means move with every write: kept until the next one
+        self._styles[node_id] = got
+        return got
+
+    def _context_sides(
+        self, node_id: int
+    ) -> tuple[tuple[tuple[int, float], ...], tuple[tuple[int, float], ...]]:
+        """The observations one and two steps before, and after, a node in
+        time order within its episode, weighted 1 and SECOND_STEP_DECAY; the
+        two directions apart (which one answers the other differs between a
+        chat of friends and a user asking an assistant). Cached until the
+        next write."""
+        cached = self._sides.get(node_id)
+        if cached is not None:
+            return cached
+        cached = self._sides[node_id] = self._context_sides_in(node_id, None)
+        return cached
+
+    def _context_sides_in(
+        self, node_id: int, allowed: Allowed | None
+    ) -> tuple[tuple[tuple[int, float], ...], tuple[tuple[int, float], ...]]:
+        """`_context_sides` among the allowed nodes (uncached)."""
+        near = self._timeline_neighbours(node_id, allowed)
+        return (
+            tuple((other, w) for offset, other, w in near if offset < 0),
+            tuple((other, w) for offset, other, w in near if offset > 0),
+        )
+
+    def _names_a_speaker(
+        self,
+        entity: str,
+        speakers: set[str] | None = None,
+        order: list[str] | None = None,
+    ) -> bool:
+        """Whether ``entity`` names a known speaker as `is_alias` reads names
+        ("mel" names "melanie"), without a scan of every speaker: the
+        speakers it is a prefix of are a range of the sorted list, and the
+        ones that are a prefix of it are among its own prefixes. ``speakers``
+        and its sorted ``order``: those of a scoped search (default: all)."""
+        if speakers is None or order is None:
+            speakers, order = self._speakers, self._speaker_order
+        first = entity.split()[0] if entity.strip() else entity
+        if entity in speakers or first in speakers:
+            return True
+        if len(first) >= 3:
+            at = bisect.bisect_left(order, first)
+            if at < len(order) and order[at].startswith(first):
+                return True
+            return any(first[:n] in speakers for n in range(3, len(first)))
+        return False
+
+    def known_entities(self) -> list[str]:
+        self._sync_with_store()
+        return list(self._entity_counts)
+
+    # `list` last: below it, `list` in the class body would name the method
+
+    def list(
+        self,
+        scope: Mapping[str, str] | None = None,
+        filter: Mapping[str, Any] | None = None,
+        limit: int = 100,
+        cursor: str | None = None,
+    ) -> tuple[builtins.list[Node], str | None]:
+        """The observations a scope and filter select (see `search`), in id
+        (insertion) order, ``limit`` at a time: ``(items, next_cursor)``;
+        pass ``next_cursor`` back for the next page, None when there is none.
+        Each node is on exactly one page, also while writes go on (new ones
+        come last)."""
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
+            raise InvalidInputError(f"limit must be an integer in [1, 10000], got {limit!r}")
+        after: int | None = None
+        if cursor is not None:
+            if not isinstance(cursor, str) or not cursor.isascii() or not cursor.isdigit():
+                raise InvalidInputError(f"cursor {cursor!r} is not one this memory gave out")
+            after = int(cursor)
+            if after >= 1 << 63:
+                raise InvalidInputError(f"cursor {cursor!r} is not one this memory gave out")
+        scope_arg, filter_arg = scope_and_filter(scope, filter)
+        ids = self.store.list_ids(scope_arg, filter_arg, limit=limit + 1, after=after)
+        items = [self.store.get(i) for i in ids[:limit]]
+        more = len(ids) > limit
+        return items, (str(ids[limit - 1]) if more else None)
+
+    def matching_ids(
+        self, scope: Mapping[str, str] | None = None, filter: Mapping[str, Any] | None = None
+    ) -> builtins.list[int]:
+        """Every id a scope and filter select (see `search`), ascending."""
+        scope_arg, filter_arg = scope_and_filter(scope, filter)
+        return self.store.matching_ids(scope_arg, filter_arg)

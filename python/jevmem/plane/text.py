@@ -1,0 +1,174 @@
+"""Features read off observation texts and nodes, once per node or per candidate pair: sentences, question shares, names used as address, sessions and episodes."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from jevmem._core import Node
+from jevmem.plane.config import DAY_S
+
+
+class NodeFacts(NamedTuple):
+    """What the read path reads off a node on every query, kept in Python so
+    it never asks the store (each ``MemoryStore.get`` builds a whole Node)."""
+
+    text: str
+    #: the provenance's speaker, lower-cased ("" when none)
+    speaker: str
+    entities: frozenset[str]
+    #: see `session_of`
+    session: str | None
+    #: the typing answers (episodic, semantic, procedural, preference)
+    types: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
+
+    @staticmethod
+    def of(node: Node) -> NodeFacts:
+        return NodeFacts(
+            node.text,
+            node.provenance.get("speaker", "").lower(),
+            frozenset(node.entities),
+            session_of(node),
+            tuple(node.types),  # type: ignore[arg-type]
+        )
+
+
+class Sentence(NamedTuple):
+    """One sentence of a node's text, as `QueryRun.content_coverage` reads it."""
+
+    words: tuple[str, ...]  # its tokens, in order
+    weight: float  # 0.5 for a question (it asserts less), else 1
+    first_person: bool
+    second_person: bool
+
+
+def drop_text_caches() -> None:
+    """Empty the process-wide caches keyed by observation texts or their
+    entities (cue counts, change statements, entity patterns), so a
+    forgotten text is not kept alive there; they refill on use."""
+    from jevmem import entities
+    from jevmem.controller import local
+
+    for cached in (local._change_statement, local._count, entities._entity_pattern):
+        cached.cache_clear()
+
+
+#: Words that frame a question about a conversation rather than carry its content.
+QUESTION_FRAME = (
+    "mention",
+    "mentioned",
+    "say",
+    "said",
+    "talk",
+    "talked",
+    "discuss",
+    "discussed",
+    "tell",
+    "told",
+    "share",
+    "shared",
+    "ask",
+    "asked",
+    "think",
+    "thought",
+)
+SENTENCES = re.compile(r"[^.!?]+[.!?]*")
+FIRST_PERSON = re.compile(
+    r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|our|ours|us)\b", re.IGNORECASE
+)
+REQUEST = re.compile(
+    r"\b(?:can you|could you|would you|will you|please|help me|show me|tell me how|"
+    r"suggest|recommend|advise|should i|how (?:can|do|should) i|what (?:would|should)|"
+    r"give me|walk me through|explain)\b",
+    re.IGNORECASE,
+)
+SECOND_PERSON = re.compile(r"\b(?:you|your|yours|you're|you've|you'll|yourself)\b", re.IGNORECASE)
+CAPITALISED = re.compile(r"\b([A-Z][a-z]{2,})\b")
+GREETING = re.compile(
+    r"(?:^|\b(?:hey|hi|hello|thanks|thank you|congrats|congratulations|wow|oh|yes|yeah|yep|sure|ok|okay|well|great|bye|dear|aww|haha|omg)[\s,!]*)$",
+    re.IGNORECASE,
+)
+
+
+def is_vocative(text: str, m: re.Match[str]) -> bool:
+    """A name used to address someone: 'Hey Gina, ...', 'Thanks, Mel!', '..., Caroline!'."""
+    after = text[m.end() : m.end() + 2]
+    before = text[max(0, m.start() - 24) : m.start()]
+    if not after or after[0] not in ",!?.":
+        return False
+    return bool(GREETING.search(before.rstrip(" ,")) or before.rstrip().endswith(","))
+
+
+def is_alias(entity: str, name: str) -> bool:
+    """'mel' and 'caro' name 'melanie' and 'caroline': equal, or a 3+ letter prefix either way."""
+    if not name or not entity:
+        return False
+    first = entity.split()[0]
+    if entity == name or first == name:
+        return True
+    short, long_ = sorted((first, name), key=len)
+    return len(short) >= 3 and long_.startswith(short)
+
+
+def question_share(text: str) -> float:
+    """Share of a text's sentences that are questions."""
+    sentences = [x for x in SENTENCES.findall(text) if x.strip()]
+    if not sentences:
+        return 0.0
+    return float(sum(x.rstrip().endswith("?") for x in sentences) / len(sentences))
+
+
+def session_of(node: Node) -> str | None:
+    """The session (or episode) the node's provenance names, if any."""
+    prov = node.provenance
+    for key in ("session", "session_id", "episode"):
+        if key in prov:
+            return f"{key}:{prov[key]}"
+    return None
+
+
+def episode_of(node: Node) -> str | None:
+    """The episode a node belongs to: the session its provenance names, else
+    the calendar day (UTC) it was observed on, else none."""
+    named = session_of(node)
+    if named is None and node.timestamp is not None:
+        return f"day:{node.timestamp // DAY_S}"
+    return named
+
+
+def same_speaker(a: Node, b: Node) -> float:
+    sa = a.provenance.get("speaker", "").lower()
+    return 1.0 if sa and sa == b.provenance.get("speaker", "").lower() else 0.0
+
+
+def older_signal(candidate: Node, new: Node) -> float:
+    """1 when the candidate was observed before the new node (or at the same
+    time, or either time is unknown: then insertion order says it came first), else 0."""
+    if candidate.timestamp is None or new.timestamp is None:
+        return 1.0
+    return 1.0 if candidate.timestamp <= new.timestamp else 0.0
+
+
+def same_session(a: Node, b: Node) -> float:
+    sa = session_of(a)
+    return 1.0 if sa is not None and sa == session_of(b) else 0.0
+
+
+#: `alias_signal` compares at most this many entities of each node (they
+#: come speaker first, then in order of appearance): every pair is compared,
+#: and a long text can carry thousands.
+ALIAS_SCAN = 64
+
+
+def alias_signal(a: Sequence[str], b: Sequence[str]) -> float:
+    """Best prefix/containment match between differing entity ids ('mel' ~ 'melanie')."""
+    best = 0.0
+    for x in a[:ALIAS_SCAN]:
+        for y in b[:ALIAS_SCAN]:
+            if x == y or len(x) < 3 or len(y) < 3:
+                continue
+            short, long_ = sorted((x, y), key=len)
+            if long_.startswith(short) or f" {short}" in f" {long_}":
+                best = max(best, len(short) / len(long_) + 0.3)
+    return min(1.0, best)

@@ -1,0 +1,710 @@
+"""The write path (SPEC §2): typing, candidate discovery, relation judgment and consolidation."""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from jevmem import _validate
+from jevmem._core import Node
+from jevmem.controller import catalogue
+from jevmem.controller.types import Answer, ChoiceAnswer, DecisionRequest, NoulAnswer
+from jevmem.entities import extract_entities
+from jevmem.errors import InvalidInputError, SystemTwoError
+from jevmem.plane.lifecycle import LifecycleMemory
+from jevmem.plane.signals import answer_value
+from jevmem.plane.text import alias_signal, older_signal, same_session, same_speaker
+from jevmem.temporal import event_time, ground, to_timestamp
+
+
+class WritingMemory(LifecycleMemory):
+    """The write path: every way an observation enters the memory."""
+
+    # ---- write path -------------------------------------------------------
+
+    def add(
+        self,
+        text: str,
+        *,
+        timestamp: int | float | str | Any | None = None,
+        speaker: str | None = None,
+        provenance: Mapping[str, str] | None = None,
+        entities: Sequence[str] | None = None,
+        embedding: npt.ArrayLike | None = None,
+        scope: Mapping[str, str] | None = None,
+        metadata: Mapping[str, str | int | float | bool] | None = None,
+        key: str | None = None,
+    ) -> int:
+        """Add one observation; returns its id. Bad input raises and changes nothing.
+
+        ``scope`` says whom the observation belongs to ({"user": "u1",
+        "session": "s3"}; none: global); a search with a scope only sees
+        observations whose scope holds every pair of it. ``metadata`` holds
+        str, int, float or bool values that filters read (see `search`).
+        ``key`` is an idempotency key: adding an observation whose key the
+        memory already holds in the same scope stores nothing and returns
+        that node's id (a retried write or a re-ingested line is a no-op).
+        Keys live in their scope, so one tenant's key never finds another's
+        node; a forgotten node frees its key.
+        """
+        if embedding is not None:
+            embedding = _validate.embeddings(embedding, "embedding", (self.store.dim,))
+        return self.add_batch(
+            [text],
+            timestamps=[timestamp],
+            speakers=[speaker],
+            provenances=[provenance],
+            entities=[entities],
+            embeddings=None
+            if embedding is None
+            else np.asarray(embedding, dtype=np.float32)[None, :],
+            scopes=[scope],
+            metadatas=[metadata],
+            keys=[key],
+        )[0]
+
+    def add_batch(
+        self,
+        texts: Sequence[str],
+        *,
+        timestamps: Sequence[Any] | None = None,
+        speakers: Sequence[str | None] | None = None,
+        provenances: Sequence[Mapping[str, str] | None] | None = None,
+        entities: Sequence[Sequence[str] | None] | None = None,
+        embeddings: npt.ArrayLike | None = None,
+        scopes: Sequence[Mapping[str, str] | None] | None = None,
+        metadatas: Sequence[Mapping[str, str | int | float | bool] | None] | None = None,
+        keys: Sequence[str | None] | None = None,
+    ) -> list[int]:
+        """Add many observations with batched controller calls.
+
+        On a durable memory (:meth:`open`) the whole batch is one log record:
+        after a crash it is there entirely or not at all, and the call
+        returns once it is as durable as the memory's sync mode promises.
+
+        The result equals adding them one by one: each new observation only
+        ever sees candidates inserted before it (and, when it has a scope,
+        only those a search in its scope sees).
+
+        A text longer than the embedder's window is kept whole and also
+        indexed passage by passage (``MemoryConfig.index_passages``); with
+        caller-supplied ``embeddings`` only the node vectors are stored.
+
+        ``scopes``, ``metadatas`` and ``keys`` are columns like the others
+        (see `add`). An observation whose key the memory holds, or that an
+        earlier observation of the batch carries, is stored once: its id in
+        the result is that node's.
+
+        Every argument is checked before any work (`jevmem._validate` lists
+        the accepted types and ranges); bad input raises a jevmem error.
+        """
+        texts, timestamps, speakers, provenances, entities, embeddings = _validate.add_batch_args(
+            texts,
+            timestamps,
+            speakers,
+            provenances,
+            entities,
+            embeddings,
+            dim=self.store.dim,
+            max_text_bytes=self.store.max_text_bytes,
+        )
+        self._sync_with_store()
+        with self._durable_write():
+            return self._add_batch(
+                texts,
+                timestamps,
+                speakers,
+                provenances,
+                entities,
+                embeddings,
+                scopes,
+                metadatas,
+                keys,
+            )
+
+    def _add_batch(
+        self,
+        texts: Sequence[str],
+        timestamps: Sequence[Any] | None,
+        speakers: Sequence[str | None] | None,
+        provenances: Sequence[Mapping[str, str] | None] | None,
+        entities: Sequence[Sequence[str] | None] | None,
+        embeddings: npt.ArrayLike | None,
+        scopes: Sequence[Mapping[str, str] | None] | None,
+        metadatas: Sequence[Mapping[str, str | int | float | bool] | None] | None,
+        keys: Sequence[str | None] | None,
+    ) -> list[int]:
+        # texts and the other columns were checked by `_validate.add_batch_args`
+        n = len(texts)
+
+        def column(name: str, values: Sequence[Any] | None) -> list[Any]:
+            if values is None:
+                return [None] * n
+            if isinstance(values, (str, bytes)):
+                raise InvalidInputError(f"{name} must be a sequence, not one string")
+            if len(values) != n:
+                raise InvalidInputError(f"{name} has {len(values)} entries for {n} texts")
+            return list(values)
+
+        # any Mapping will do; the core reads plain dicts
+        scope_col = [
+            dict(x) if isinstance(x, Mapping) and not isinstance(x, dict) else x
+            for x in column("scopes", scopes)
+        ]
+        meta_col = [
+            dict(x) if isinstance(x, Mapping) and not isinstance(x, dict) else x
+            for x in column("metadatas", metadatas)
+        ]
+        key_col = column("keys", keys)
+        # every row is checked, a repeat too: bad input changes nothing
+        self.store.check_attributes(n, scopes=scope_col, metadatas=meta_col, keys=key_col)
+        with self._write_lock:
+            if not any(k is not None for k in key_col):
+                return self._add_fresh(
+                    texts,
+                    timestamps,
+                    speakers,
+                    provenances,
+                    entities,
+                    embeddings,
+                    scope_col,
+                    meta_col,
+                    key_col,
+                )
+            # idempotency: a key the memory holds in the row's scope, or one
+            # an earlier row of this batch carries in that scope, stores
+            # nothing and answers with that id (keys live in their scope)
+            ident: list[tuple[frozenset[tuple[str, str]], str] | None] = [
+                None if k is None else (frozenset((sc or {}).items()), k)
+                for k, sc in zip(key_col, scope_col, strict=True)
+            ]
+            asked = [(sc, k) for k, sc in zip(key_col, scope_col, strict=True) if k is not None]
+            known = self.store.ids_for_keys(asked)
+            held = dict(zip((x for x in ident if x is not None), known, strict=True))
+            first_row: dict[tuple[frozenset[tuple[str, str]], str], int] = {}
+            fresh: list[int] = []
+            for i, x in enumerate(ident):
+                if x is None or (held[x] is None and x not in first_row):
+                    fresh.append(i)
+                    if x is not None:
+                        first_row[x] = i
+            vecs = None
+            if embeddings is not None:
+                matrix = np.asarray(embeddings, dtype=np.float32)
+                if matrix.shape != (n, self.store.dim):
+                    raise InvalidInputError(
+                        f"embeddings must have shape ({n}, {self.store.dim}), got {matrix.shape}"
+                    )
+                vecs = matrix[fresh]
+
+            def pick(col: list[Any]) -> list[Any]:
+                return [col[i] for i in fresh]
+
+            new_ids = (
+                self._add_fresh(
+                    [texts[i] for i in fresh],
+                    pick(column("timestamps", timestamps)),
+                    pick(column("speakers", speakers)),
+                    pick(column("provenances", provenances)),
+                    pick(column("entities", entities)),
+                    vecs,
+                    pick(scope_col),
+                    pick(meta_col),
+                    pick(key_col),
+                )
+                if fresh
+                else []
+            )
+            by_row = dict(zip(fresh, new_ids, strict=True))
+            out: list[int] = []
+            for i, x in enumerate(ident):
+                if i in by_row:
+                    out.append(by_row[i])
+                else:
+                    assert x is not None
+                    got = held[x]
+                    out.append(int(got) if got is not None else by_row[first_row[x]])
+            return out
+
+    def _add_fresh(
+        self,
+        texts: Sequence[str],
+        timestamps: Sequence[Any] | None,
+        speakers: Sequence[str | None] | None,
+        provenances: Sequence[Mapping[str, str] | None] | None,
+        entities: Sequence[Sequence[str] | None] | None,
+        embeddings: npt.ArrayLike | None,
+        scope_col: list[Any],
+        meta_col: list[Any],
+        key_col: list[Any],
+    ) -> list[int]:
+        """`add_batch` for rows whose keys (if any) are new."""
+        n = len(texts)
+
+        def column(name: str, values: Sequence[Any] | None) -> list[Any]:
+            if values is None:
+                return [None] * n
+            if len(values) != n:
+                raise InvalidInputError(f"{name} has {len(values)} entries for {n} texts")
+            return list(values)
+
+        ts_col = column("timestamps", timestamps)
+        spk_col = column("speakers", speakers)
+        prov_col = column("provenances", provenances)
+        ent_col = column("entities", entities)
+        parsed: list[int | None] = []
+        for i, raw in enumerate(ts_col):
+            try:
+                parsed.append(None if raw is None else to_timestamp(raw))
+            except (TypeError, ValueError) as exc:
+                raise InvalidInputError(f"observation {i}: bad timestamp {raw!r}: {exc}") from None
+        limit = self.store.max_text_bytes
+        for i, t in enumerate(texts):
+            if not isinstance(t, str) or not t.strip():
+                raise InvalidInputError(f"observation {i}: text must be a non-empty string")
+            # before any work on the text: an oversized one costs nothing
+            size = len(t.encode("utf-8", "surrogatepass"))
+            if size > limit:
+                raise InvalidInputError(
+                    f"observation {i}: text is {size} bytes, the limit is {limit}"
+                )
+        spans: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+        passage_vecs: list[npt.NDArray[np.float32] | None] = [None] * n
+        if embeddings is None:
+            # Speakers are embedded with their words: queries name people, turns rarely do.
+            prefixes = [f"{spk}: " if spk else "" for spk in spk_col]
+            if self.config.index_passages:
+                spans = [self._planner.spans(t, p) for t, p in zip(texts, prefixes, strict=True)]
+            # A long text's passages go into the same embed call as the texts.
+            passage_texts = [
+                p + t[a:b] for t, p, sp in zip(texts, prefixes, spans, strict=True) for a, b in sp
+            ]
+            everything = (
+                self.embedder.embed(
+                    [p + t for t, p in zip(texts, prefixes, strict=True)] + passage_texts
+                )
+                if n
+                else np.zeros((0, self.embedder.dim), np.float32)
+            )
+            vectors = everything[:n]
+            at = n
+            for i, sp in enumerate(spans):
+                if sp:
+                    passage_vecs[i] = everything[at : at + len(sp)]
+                    at += len(sp)
+        else:
+            vectors = np.asarray(embeddings, dtype=np.float32)
+            if vectors.shape != (n, self.store.dim):
+                raise InvalidInputError(
+                    f"embeddings must have shape ({n}, {self.store.dim}), got {vectors.shape}"
+                )
+        provs: list[dict[str, str]] = []
+        ents: list[list[str]] = []
+        for text, spk, prov, extra in zip(texts, spk_col, prov_col, ent_col, strict=True):
+            p = {str(k): str(v) for k, v in (prov or {}).items()}
+            if spk is not None:
+                p.setdefault("speaker", str(spk))
+            provs.append(p)
+            ents.append(extract_entities(text, speaker=spk, provenance=p, extra=extra or ()))
+
+        passages: list[tuple[npt.NDArray[np.float32], list[tuple[int, int]]] | None] = [
+            None if pv is None else (pv, sp) for pv, sp in zip(passage_vecs, spans, strict=True)
+        ]
+        # Validate the whole batch before anything is asked or written.
+        self.store.check_batch(
+            list(texts),
+            vectors,
+            timestamps=parsed,
+            provenances=provs,
+            entities=ents,
+            passages=passages,
+            scopes=scope_col,
+            metadatas=meta_col,
+            keys=key_col,
+        )
+
+        grounded = [
+            () if ts is None else tuple(ground(t, ts)) for t, ts in zip(texts, parsed, strict=True)
+        ]
+
+        # 1. typing: one call for the whole batch; it needs no memory state
+        typing_q = catalogue.typing_questions()
+        typing = self._decide(
+            [
+                DecisionRequest(
+                    "typing",
+                    {
+                        "observation": {
+                            "text": t,
+                            "speaker": s,
+                            "timestamp": ts,
+                            "time_refs": bool(refs),
+                        }
+                    },
+                    typing_q,
+                )
+                for t, s, ts, refs in zip(texts, spk_col, parsed, grounded, strict=True)
+            ],
+            "write",
+        )
+        types = [tuple(answer_value(a[q.id]) for q in typing_q) for a in typing]
+
+        # 2. insert and link one node at a time, so each sees exactly the memory
+        #    that one-by-one adds would have shown it.
+        ids: list[int] = []
+        focus: list[tuple[int, list[Any]]] = []
+        relation_requests: list[DecisionRequest] = []
+        pair_index: list[tuple[int, list[int]]] = []
+        rule_edges: list[tuple[object, ...]] = []
+        for t, v, ts, p, e, ty, ps, sc, md, key in zip(
+            texts,
+            vectors,
+            parsed,
+            provs,
+            ents,
+            types,
+            passages,
+            scope_col,
+            meta_col,
+            key_col,
+            strict=True,
+        ):
+            node_id = self.store.add(
+                t,
+                v,
+                timestamp=ts,
+                provenance=p,
+                entities=e,
+                types=ty,
+                passages=ps,
+                scope=sc,
+                metadata=md,
+                key=key,
+            )
+            ids.append(node_id)
+            node = self.store.get(node_id)
+            self._index_python_side(node, grounded[len(ids) - 1])
+            self._writes += 1
+            if self._writes % self.config.consolidation_period == 0:
+                # the neighbourhood as this write saw it (later writes change BM25 statistics)
+                focus.append(
+                    (
+                        node_id,
+                        self.store.write_candidates(
+                            node_id, k=self.config.consolidation_neighbours
+                        ),
+                    )
+                )
+            rule_edges.extend(self._rule_time_edges(node))
+            cands = self.store.write_candidates(node_id)
+            cand_state = []
+            cand_ids = []
+            for c in cands:
+                other = self.store.get(c.id)
+                if c.entity > 0:
+                    rule_edges.append((c.id, node_id, "entity", float(c.entity), "rule"))
+                cand_ids.append(c.id)
+                cand_state.append(
+                    {
+                        "id": c.id,
+                        "text": other.text,
+                        "speaker": other.provenance.get("speaker"),
+                        "timestamp": other.timestamp,
+                        "signals": {
+                            "vector": c.vector,
+                            "lexical": c.lexical,
+                            "entity": c.entity,
+                            "temporal": c.temporal,
+                            "same_session": same_session(node, other),
+                            "alias": alias_signal(node.entities, other.entities),
+                            "inserted_before": 1.0,
+                            # for relation.supersedes: one speaker, and which is older
+                            "same_speaker": same_speaker(node, other),
+                            "older": older_signal(other, node),
+                        },
+                    }
+                )
+            if not cand_ids:
+                continue
+            questions: list[Any] = []
+            for i, c in enumerate(cands):
+                ordered = node.timestamp is not None and self.store.get(c.id).timestamp is not None
+                questions.extend(
+                    catalogue.relation_questions(
+                        i, ask_alias=c.entity == 0, ask_temporal=not ordered
+                    )
+                )
+            relation_requests.append(
+                DecisionRequest(
+                    "relations",
+                    {
+                        "observation": {
+                            "id": node_id,
+                            "text": node.text,
+                            "speaker": node.provenance.get("speaker"),
+                            "timestamp": node.timestamp,
+                        },
+                        "candidates": cand_state,
+                    },
+                    tuple(questions),
+                )
+            )
+            pair_index.append((node_id, cand_ids))
+        if rule_edges:
+            self.store.add_edges(rule_edges)
+
+        # 3. relation judgment: one call for every pair of the batch
+        answers = self._decide(relation_requests, "write")
+        controller_edges: list[tuple[object, ...]] = []
+        supersedes: list[tuple[int, int, float]] = []
+        #: per new node, its best supersedes candidates: a statement of change
+        #: replaces the earlier statement it is most about, not every earlier
+        #: one on the topic (ties are all kept)
+        theta = self.config.theta_rel
+        for (node_id, cand_ids), got in zip(pair_index, answers, strict=True):
+            replaced: list[tuple[int, int, float]] = []
+            for i, cid in enumerate(cand_ids):
+                prefix = f"pair_{i}_"
+
+                def val(name: str, _p: str = prefix, _got: Mapping[str, Answer] = got) -> float:
+                    a = _got.get(_p + name)
+                    return a.value if isinstance(a, NoulAnswer) else 0.0
+
+                if val("semantic") >= theta:
+                    controller_edges.append((cid, node_id, "semantic", val("semantic")))
+                if val("causal_candidate_to_new") >= theta:
+                    controller_edges.append(
+                        (cid, node_id, "causal", val("causal_candidate_to_new"))
+                    )
+                if val("causal_new_to_candidate") >= theta:
+                    controller_edges.append(
+                        (node_id, cid, "causal", val("causal_new_to_candidate"))
+                    )
+                if val("same_episode") >= theta:
+                    controller_edges.append(
+                        (cid, node_id, "temporal", val("same_episode"), "controller", "overlaps")
+                    )
+                if val("entity_alias") >= theta:
+                    controller_edges.append((cid, node_id, "entity", val("entity_alias")))
+                if val("supersedes") >= theta:
+                    replaced.append((node_id, cid, val("supersedes")))
+                choice = got.get(prefix + "temporal")
+                if isinstance(choice, ChoiceAnswer) and choice.label != "unknown":
+                    prob = choice.distribution[choice.label]
+                    if prob >= theta:
+                        controller_edges.append(
+                            (cid, node_id, "temporal", prob, "controller", choice.label)
+                        )
+            if replaced:
+                top = max(w for _, _, w in replaced)
+                supersedes.extend(link for link in replaced if link[2] == top)
+        if controller_edges:
+            self.store.add_edges(controller_edges)
+        if supersedes:
+            self._record_supersedes(supersedes)
+
+        # 4. consolidation every `consolidation_period` successful writes
+        if focus:
+            self._consolidate(focus)
+        return ids
+
+    def _record_supersedes(
+        self, links: list[tuple[int, int, float]], origin: str = "controller"
+    ) -> None:
+        """Store supersedes links (new, old, weight) with both ends' event
+        times, so validity is measured on the world timeline: a fact holds
+        from when its text says it began (else its observation time)."""
+        for node_id in sorted({n for new, old, _ in links for n in (new, old)}):
+            stamp = self._stamps.get(node_id)
+            start = event_time(stamp, self._time_refs.get(node_id, ()))
+            if start != stamp:
+                self.store.set_valid_from(node_id, start)
+        self.store.add_supersedes_batch([(new, old, w, origin) for new, old, w in links])
+
+    # ---- update: a new version of a fact --------------------------------------
+
+    def update(
+        self,
+        node_id: int,
+        text: str,
+        *,
+        timestamp: int | float | str | Any | None = None,
+        speaker: str | None = None,
+        provenance: Mapping[str, str] | None = None,
+        entities: Sequence[str] | None = None,
+        embedding: npt.ArrayLike | None = None,
+    ) -> int:
+        """Record a new observation that replaces what ``node_id`` stated;
+        returns the new id. The old one is not deleted: it stays in the new
+        one's `history`, linked as superseded (weight 1, origin "rule": the
+        caller said so, no controller judged it), with validity following the
+        usual rules, so a search about the present ranks the new text above
+        the old and marks the old ``superseded_by`` it.
+
+        The new node keeps the old one's speaker and provenance unless
+        ``speaker`` or ``provenance`` is given (a given provenance without a
+        "speaker" keeps the old speaker). Its timestamp is not inherited: pass
+        the time of the change, so validity can say when the old fact stopped
+        holding (without one the old fact is superseded with no end time).
+        Updating an older version supersedes exactly that node (the chain
+        branches). The write path runs as for `add` (its controller may link
+        the new text to other nodes too).
+
+        An unknown or forgotten id raises NodeNotFoundError, a non-int
+        InvalidInputError; bad text and arguments raise as `add`; an error
+        changes nothing.
+        """
+        self._sync_with_store()
+        old_id = self._live_id(node_id)
+        with self._durable_write():  # the new node and its link: one log record
+            return self._update(old_id, text, timestamp, speaker, provenance, entities, embedding)
+
+    def _update(
+        self,
+        old_id: int,
+        text: str,
+        timestamp: Any,
+        speaker: str | None,
+        provenance: Mapping[str, str] | None,
+        entities: Sequence[str] | None,
+        embedding: npt.ArrayLike | None,
+    ) -> int:
+        old = self.store.get(old_id)
+        if speaker is None:
+            given = provenance.get("speaker") if isinstance(provenance, Mapping) else None
+            speaker = given if given is not None else old.provenance.get("speaker")
+        if provenance is None:
+            # the speaker goes in as `speaker`, so it is embedded with the text as in `add`
+            provenance = {k: v for k, v in old.provenance.items() if k != "speaker"}
+        new_id = self.add(
+            text,
+            timestamp=timestamp,
+            speaker=speaker,
+            provenance=provenance,
+            entities=entities,
+            embedding=embedding,
+        )
+        # a fresh node supersedes nothing that could lead back to it: no cycle
+        self._record_supersedes([(new_id, old_id, 1.0)], origin="rule")
+        return new_id
+
+    def _rule_time_edges(self, node: Node) -> list[tuple[object, ...]]:
+        """Link a node to its neighbours in time order (already in `_timeline`);
+        a scoped node to its nearest neighbours among the nodes its scope
+        sees (those whose scope holds its own), as if only they were stored."""
+        if node.timestamp is None:
+            return []
+        timeline = self._timeline
+        pos = bisect.bisect_left(timeline, (node.timestamp, node.id))
+        own = self._scopes.get(node.id)
+        scopes = self._scopes
+        empty: frozenset[tuple[str, str]] = frozenset()
+
+        def seen(at: int) -> bool:
+            return own is None or own <= scopes.get(timeline[at][1], empty)
+
+        edges: list[tuple[object, ...]] = []
+        prev_at = pos - 1
+        while prev_at >= 0 and not seen(prev_at):
+            prev_at -= 1
+        if prev_at >= 0:
+            ts, prev = timeline[prev_at]
+            label = "same_time" if ts == node.timestamp else "before"
+            edges.append((prev, node.id, "temporal", 1.0, "rule", label))
+        next_at = pos + 1
+        while next_at < len(timeline) and not seen(next_at):
+            next_at += 1
+        if next_at < len(timeline):
+            ts, nxt = timeline[next_at]
+            label = "same_time" if ts == node.timestamp else "before"
+            edges.append((node.id, nxt, "temporal", 1.0, "rule", label))
+        return edges
+
+    def _consolidate(self, focus: list[tuple[int, list[Any]]]) -> None:
+        questions = catalogue.consolidation_questions()
+        requests: list[DecisionRequest] = []
+        neighbourhoods: list[list[int]] = []
+        focus_ids = [fid for fid, _ in focus]
+        for fid, cands in focus:
+            node = self.store.get(fid)
+            linked = {e.src for e in self.store.neighbors(fid)} | {
+                e.dst for e in self.store.neighbors(fid)
+            }
+            nbrs = []
+            for c in cands:
+                other = self.store.get(c.id)
+                nbrs.append(
+                    {
+                        "id": c.id,
+                        "text": other.text,
+                        "signals": {
+                            "vector": c.vector,
+                            "lexical": c.lexical,
+                            "newer": 0.0,  # candidates are always earlier than the focus
+                            "linked": 1.0 if c.id in linked else 0.0,
+                        },
+                    }
+                )
+            neighbourhoods.append([c.id for c in cands])
+            requests.append(
+                DecisionRequest(
+                    "consolidation",
+                    {"focus": {"id": fid, "text": node.text}, "neighbours": nbrs},
+                    questions,
+                )
+            )
+        answers = self._decide(requests, "write")
+        for fid, nbr_ids, got, req in zip(
+            focus_ids, neighbourhoods, answers, requests, strict=True
+        ):
+            rep = got["representation"]
+            assert isinstance(rep, ChoiceAnswer)
+            decision: dict[str, Any] = {
+                "focus": fid,
+                "neighbours": nbr_ids,
+                **{
+                    k: answer_value(got[k])
+                    for k in ("redundant", "contradicting", "obsolete", "extra_link")
+                },
+                "representation": rep.label,
+                "distribution": dict(rep.distribution),
+            }
+            self.decisions.append(decision)
+            if decision["extra_link"] >= self.config.theta_rel and nbr_ids:
+                unlinked = [n["id"] for n in req.state["neighbours"] if not n["signals"]["linked"]]
+                if unlinked:
+                    self.store.add_edge(unlinked[0], fid, "semantic", decision["extra_link"])
+            escalate = rep.label in ("merge", "promote") and (
+                rep.distribution[rep.label] >= self.config.summary_min_prob
+                and decision["contradicting"] < self.config.summary_max_contradiction
+            )
+            decision["escalated"] = bool(escalate and self.summariser is not None)
+            if escalate and self.summariser is not None:
+                sources = [self.store.get(i) for i in [fid, *nbr_ids]]
+                try:
+                    summary = self.summariser(sources)
+                except SystemTwoError as exc:
+                    # the writes stand; the approval is recorded, the summary is not written
+                    decision["summary_error"] = f"{type(exc).__name__}: {exc}"[:300]
+                    continue
+                vec = self.embedder.embed_one(summary)
+                # the pairs every source has: the summary is seen exactly
+                # where all of its sources are
+                shared = set(sources[0].scope.items())
+                for src in sources[1:]:
+                    shared &= set(src.scope.items())
+                sid = self.store.add(
+                    summary,
+                    vec,
+                    provenance={
+                        "kind": "summary",
+                        "summary_of": ",".join(str(s.id) for s in sources),
+                    },
+                    scope=dict(shared),
+                )
+                self.store.add_edges([(sid, s.id, "semantic", 1.0) for s in sources])
+                decision["summary_id"] = sid
