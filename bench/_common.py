@@ -1,4 +1,4 @@
-"""Shared helpers for the benchmarks: synthetic corpora, timers, reporting."""
+"""Shared helpers for the benchmarks: synthetic corpora, timers, reporting, data paths."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
@@ -27,6 +28,12 @@ def machine() -> str:
     except OSError:
         pass
     return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()}"
+
+
+def default_data_path() -> Path:
+    """``shared/data/locomo/locomo10-dev.json`` next to the repository, else ``/work/shared``."""
+    local = Path(__file__).resolve().parents[1] / "shared/data/locomo/locomo10-dev.json"
+    return local if local.exists() else Path("/work/shared/data/locomo/locomo10-dev.json")
 
 
 def load() -> str:
@@ -189,7 +196,6 @@ class CachedEmbedder:
 
     def __init__(self, inner: object, directory: str | os.PathLike[str]) -> None:
         import hashlib
-        from pathlib import Path
 
         self.inner = inner
         self.dim: int = inner.dim  # type: ignore[attr-defined]

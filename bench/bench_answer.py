@@ -3,7 +3,7 @@
 LoCoMo conversations built as in ``locomo_retrieval.py``; for each question,
 interleaved: ``Memory.search`` (full mode, k) and ``Memory.answer`` (same
 query and k, ``abstain=False`` so every answer takes the whole path)
-against the loopback fake model of ``fake_openai.py`` (an instant,
+against the loopback fake model of ``jevmem.testing`` (an instant,
 deterministic OpenAI-compatible server: its HTTP round trip is what a real
 endpoint's network and model time replace). Reported, medians over the
 questions: the evidence pack's size (items, characters, ~tokens at 4
@@ -30,12 +30,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from _common import load, machine
-from fake_openai import FakeChatServer
-from locomo_data import default_data_path, load_samples
-from locomo_retrieval import conversation_inputs, make_embedder, make_memory
+from _common import default_data_path, load, machine
+from locomo_retrieval import make_embedder, make_memory
 
+from jevmem.evaluation import conversation_inputs, load_samples
 from jevmem.system_two import ChatCompletionsClient
+from jevmem.testing import FakeChatServer
 
 
 def med(xs: Sequence[float]) -> float:

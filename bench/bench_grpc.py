@@ -64,10 +64,8 @@ from typing import Any
 import grpc
 import numpy as np
 import numpy.typing as npt
+from _common import default_data_path, machine
 from _common import load as load_average
-from _common import machine
-from locomo_data import Conversation, default_data_path, load, percentile
-from locomo_retrieval import conversation_inputs
 
 import jevmem
 from jevmem import Memory, SearchResult
@@ -77,6 +75,7 @@ from jevmem.controller import catalogue
 from jevmem.controller.local import LocalController
 from jevmem.controller.types import Answer, DecisionRequest, validate_answers
 from jevmem.embed import Embedder, HashEmbedder
+from jevmem.evaluation import Conversation, conversation_inputs, load, percentile
 from jevmem.remote import GrpcController, MemoryClient, serve_controller
 from jevmem.remote.convert import (
     answers_from_proto,

@@ -22,12 +22,12 @@ import sys
 from pathlib import Path
 
 import bench_grpc as bg
+from _common import default_data_path, machine
 from _common import load as load_average
-from _common import machine
-from locomo_data import default_data_path, load
 
 import jevmem
 from jevmem.embed import HashEmbedder
+from jevmem.evaluation import load
 from jevmem.remote import GrpcController
 
 BENCH = Path(__file__).resolve().parent

@@ -35,8 +35,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import traversal_reference as ref
+# the pure-Python reference lives with the tests (their oracle)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from support import traversal_reference as ref
 
 import jevmem
 

@@ -1,4 +1,4 @@
-"""Check bench/traversal_reference.py against the Rust traversal.
+"""Check tests/support/traversal_reference.py against the Rust traversal.
 
 The Rust test suite writes random cases with its own outcomes:
 
@@ -15,9 +15,12 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TypedDict
 
-from traversal_reference import (
+# the pure-Python reference lives with the tests (their oracle)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from support.traversal_reference import (
     Assessment,
     CandidateScores,
     Graph,

@@ -49,26 +49,32 @@ import argparse
 import hashlib
 import json
 import os
-import re
 import shlex
 import statistics
-import string
 import sys
 import threading
 import time
-from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from _common import machine, progress
-from locomo_data import ANSWERABLE, CATEGORIES, QA, Conversation, default_data_path, load_samples
-from locomo_retrieval import conversation_inputs, make_embedder, make_memory
+from _common import default_data_path, machine, progress
+from locomo_retrieval import make_embedder, make_memory
 
 import jevmem
 from jevmem import answering
+from jevmem.evaluation import (
+    ANSWERABLE,
+    CATEGORIES,
+    QA,
+    Conversation,
+    conversation_inputs,
+    judge_verdict,
+    load_samples,
+    token_f1,
+)
 from jevmem.memory import EvidenceItem, SearchResult
 from jevmem.system_two import ChatCompletionsClient, SystemTwo
 from jevmem.temporal import describe, ground
@@ -106,8 +112,6 @@ JUDGE_PROMPT = JudgePrompt(
     unanswerable="(none: the conversation never says this)",
 )
 
-_VERDICT = re.compile(r"\b(CORRECT|WRONG)\b", re.I)
-
 
 def judge_messages(p: JudgePrompt, qa: QA, candidate: str) -> list[dict[str, str]]:
     gold = p.unanswerable if qa.adversarial else (qa.answer or "")
@@ -118,32 +122,6 @@ def judge_messages(p: JudgePrompt, qa: QA, candidate: str) -> list[dict[str, str
             "content": p.user.format(question=qa.question, gold=gold, candidate=candidate),
         },
     ]
-
-
-def verdict(reply: str) -> bool | None:
-    m = _VERDICT.search(reply)
-    return None if m is None else m.group(1).upper() == "CORRECT"
-
-
-# --- token F1 (SQuAD-style normalisation) -----------------------------------------------------
-
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
-_PUNCT = str.maketrans("", "", string.punctuation)
-
-
-def normalise(text: str) -> list[str]:
-    return _ARTICLES.sub(" ", text.lower().translate(_PUNCT)).split()
-
-
-def token_f1(prediction: str, gold: str) -> float:
-    p, g = normalise(prediction), normalise(gold)
-    if not p or not g:
-        return float(p == g)
-    common = sum((Counter(p) & Counter(g)).values())
-    if common == 0:
-        return 0.0
-    precision, recall = common / len(p), common / len(g)
-    return 2 * precision * recall / (precision + recall)
 
 
 # --- the systems ---------------------------------------------------------------------------
@@ -276,7 +254,7 @@ class Runner:
         j0 = time.perf_counter()
         jdone = self.judge.complete(judge_messages(JUDGE_PROMPT, qa, ans.text), max_tokens=10)
         judge_s = time.perf_counter() - j0
-        ok = verdict(jdone.text)
+        ok = judge_verdict(jdone.text)
         t = ans.trace
         gold_ids = set(qa.evidence)
         cited_dia = [e.provenance.get("dia_id") for e in ans.cited_evidence]

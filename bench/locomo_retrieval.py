@@ -45,21 +45,20 @@ from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
-from _common import CachedEmbedder, machine
-from locomo_data import (
-    ADVERSARIAL,
-    ANSWERABLE,
-    CATEGORIES,
-    Conversation,
-    aggregate,
-    auroc,
-    default_data_path,
-    load_samples,
-    percentile,
-)
+from _common import CachedEmbedder, default_data_path, machine
 
 import jevmem
 from jevmem.embed import Embedder, HashEmbedder
+from jevmem.evaluation import (
+    ADVERSARIAL,
+    ANSWERABLE,
+    CATEGORIES,
+    aggregate,
+    auroc,
+    conversation_inputs,
+    load_samples,
+    percentile,
+)
 
 ALL_MODES = ("lexical", "anchors", "traversal", "full", "full_hand")
 #: harness modes that run Memory's "full" mode: with the memory's default
@@ -246,31 +245,6 @@ def dia_ids(res: Any) -> list[str | None]:
         prov = getattr(item, "provenance", None) or {}
         out.append(prov.get("dia_id"))
     return out
-
-
-def conversation_inputs(
-    conv: Conversation, *, speaker_in_text: bool = False
-) -> tuple[list[str], list[int | None], list[str], list[dict[str, str]]]:
-    """Node texts, timestamps, speakers and provenances for one memory, one node per turn.
-
-    ``speaker_in_text`` writes ``"<speaker>: <text>"`` (an experiment: the contract is
-    the bare turn text, with the speaker passed separately).
-    """
-    texts = [
-        f"{t.speaker}: {t.memory_text}" if speaker_in_text else t.memory_text for t in conv.turns
-    ]
-    ts = [t.timestamp for t in conv.turns]
-    spk = [t.speaker for t in conv.turns]
-    provs = [
-        {
-            "dia_id": t.dia_id,
-            "session": str(t.session),
-            "speaker": t.speaker,
-            "sample_id": conv.sample_id,
-        }
-        for t in conv.turns
-    ]
-    return texts, ts, spk, provs
 
 
 def search(mem: Any, question: str, k: int, mode: str, hand: Any) -> Any:

@@ -51,12 +51,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from _common import CachedEmbedder, machine
-from locomo_data import ADVERSARIAL, ANSWERABLE, auroc, load_samples
-from locomo_retrieval import (
-    MAX_TEXT_BYTES,
-    conversation_inputs,
-    make_embedder,
-)
+from locomo_retrieval import MAX_TEXT_BYTES, make_embedder
 
 import jevmem
 from jevmem.controller.learned import (
@@ -72,6 +67,7 @@ from jevmem.controller.learned import (
     hand_answers,
 )
 from jevmem.controller.types import DecisionRequest, NoulAnswer
+from jevmem.evaluation import ADVERSARIAL, ANSWERABLE, auroc, conversation_inputs, load_samples
 from jevmem.plane.config import ANCHOR_RELEVANCE_WEIGHT
 
 Array = npt.NDArray[np.float64]

@@ -1,21 +1,16 @@
 """Memory.answer / answer_batch and the System-Two summariser, over real HTTP to
-the loopback fake (bench/fake_openai.py): evidence packs, abstention without a
+the loopback fake (jevmem.testing): evidence packs, abstention without a
 model call, citations, token accounting, approved summaries."""
 
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-from fake_openai import FakeChatServer, count_tokens, default_reply
 
 from jevmem import (
     Answer,
@@ -44,6 +39,7 @@ from jevmem.errors import (
     SystemTwoHTTPError,
 )
 from jevmem.memory import EvidenceItem
+from jevmem.testing import FakeChatServer, count_tokens, default_reply
 
 T0 = 1_683_554_160  # 8 May 2023, 13:56 UTC
 TURNS = [

@@ -1,10 +1,9 @@
 """Answers from the command line (``jevmem answer``) and over gRPC (``MemoryService.Answer``),
-with the loopback fake model (bench/fake_openai.py)."""
+with the loopback fake model (jevmem.testing)."""
 
 from __future__ import annotations
 
 import json
-import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -13,14 +12,12 @@ from pathlib import Path
 import grpc
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-from fake_openai import FakeChatServer
-
 from jevmem import ChatCompletionsClient, HashEmbedder, LocalController, Memory
 from jevmem.cli import main
 from jevmem.controller.types import Answer as Decision
 from jevmem.controller.types import DecisionRequest, NoulAnswer
 from jevmem.remote.memory_service import MemoryClient, serve_memory
+from jevmem.testing import FakeChatServer
 
 ENV = ("JEVMEM_S2_BASE_URL", "JEVMEM_S2_MODEL", "JEVMEM_S2_API_KEY")
 ENV_ALL = (*ENV, "OPENAI_BASE_URL", "OPENAI_MODEL", "OPENAI_API_KEY")

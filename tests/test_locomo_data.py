@@ -1,4 +1,5 @@
-"""LoCoMo loader, evidence-id repair and retrieval scoring (bench/locomo_data.py).
+"""LoCoMo loader, evidence-id repair and retrieval scoring (jevmem.evaluation), and the
+retrieval harness (bench/locomo_retrieval.py) run from its command line.
 
 Everything here runs on hand-made data: the real LoCoMo files are not needed.
 """
@@ -8,28 +9,23 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from support.bench import run_bench
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-import locomo_data as ld
-import locomo_retrieval as lr
-
-import jevmem
-from jevmem.embed import HashEmbedder
+from jevmem import evaluation as ev
 from jevmem.temporal import parse_timestamp
 
 KNOWN = {"D1:1", "D1:2", "D1:3", "D2:1", "D8:6", "D9:17", "D11:26", "D30:5"}
 
 
-def repair(raw: list[object]) -> tuple[tuple[str, ...], ld.DropReport]:
-    rep = ld.DropReport()
-    return ld.repair_evidence(raw, KNOWN, report=rep), rep
+def repair(raw: list[object]) -> tuple[tuple[str, ...], ev.DropReport]:
+    rep = ev.DropReport()
+    return ev.repair_evidence(raw, KNOWN, report=rep), rep
 
 
 # --- evidence-id repair ----------------------------------------------------------------------
@@ -164,8 +160,8 @@ def sample(**over: Any) -> dict[str, Any]:
 
 
 def test_parse_conversation_turns_in_session_order() -> None:
-    rep = ld.DropReport()
-    conv = ld.parse_conversation(sample(), rep)
+    rep = ev.DropReport()
+    conv = ev.parse_conversation(sample(), rep)
     assert conv.sample_id == "conv-x"
     assert (conv.speaker_a, conv.speaker_b) == ("Ann", "Bob")
     assert [t.dia_id for t in conv.turns] == ["D1:1", "D1:2", "D1:3", "D2:1", "D2:2", "D10:1"]
@@ -183,8 +179,8 @@ def test_parse_conversation_turns_in_session_order() -> None:
 
 
 def test_parse_conversation_qas_and_report() -> None:
-    rep = ld.DropReport()
-    conv = ld.parse_conversation(sample(), rep)
+    rep = ev.DropReport()
+    conv = ev.parse_conversation(sample(), rep)
     qa = {q.question: q for q in conv.qas}
     assert len(conv.qas) == 5  # no question is dropped
     assert qa["What pet?"].evidence == ("D1:1",)
@@ -211,8 +207,8 @@ def test_parse_conversation_qas_and_report() -> None:
 def test_unparsable_session_time_gives_no_timestamp() -> None:
     s = sample()
     s["conversation"]["session_2_date_time"] = "sometime in spring"
-    rep = ld.DropReport()
-    conv = ld.parse_conversation(s, rep)
+    rep = ev.DropReport()
+    conv = ev.parse_conversation(s, rep)
     assert conv.turn("D2:1").timestamp is None
     assert conv.turn("D1:1").timestamp is not None
     assert rep.session_time_unparsable == 1
@@ -221,7 +217,7 @@ def test_unparsable_session_time_gives_no_timestamp() -> None:
 def test_load_file(tmp_path: Path) -> None:
     p = tmp_path / "l.json"
     p.write_text(json.dumps([sample(), sample(sample_id="conv-y")]))
-    convs, rep = ld.load(p)
+    convs, rep = ev.load(p)
     assert [c.sample_id for c in convs] == ["conv-x", "conv-y"]
     assert rep.questions == 10 and rep.dangling == 2
 
@@ -230,13 +226,13 @@ def test_load_file(tmp_path: Path) -> None:
 
 
 def test_timestamps_follow_turn_order() -> None:
-    conv = ld.parse_conversation(sample())
+    conv = ev.parse_conversation(sample())
     ts = [t.timestamp for t in conv.turns if t.timestamp is not None]
     assert len(ts) == len(conv.turns)
     assert ts == sorted(ts) and len(set(ts)) == len(ts)
     base = parse_timestamp("7:31 pm on 21 May, 2023")
     assert conv.turn("D2:1").timestamp == base
-    assert conv.turn("D2:2").timestamp == base + ld.TURN_STEP_S
+    assert conv.turn("D2:2").timestamp == base + ev.TURN_STEP_S
 
 
 @given(
@@ -254,7 +250,7 @@ def test_timestamps_strictly_increase_with_position(sizes: list[int], gaps_h: li
             {"speaker": "AB"[i % 2], "dia_id": f"D{n}:{i + 1}", "text": f"t{i}"}
             for i in range(size)
         ]
-    c = ld.parse_conversation({"sample_id": "s", "conversation": conv, "qa": []})
+    c = ev.parse_conversation({"sample_id": "s", "conversation": conv, "qa": []})
     ts = [t.timestamp for t in c.turns]
     assert len(ts) == sum(sizes)
     assert all(a is not None and b is not None and a < b for a, b in itertools.pairwise(ts))
@@ -274,17 +270,17 @@ def ld_iso(ts: int) -> str:
 
 def test_hits_at_k() -> None:
     retrieved: list[str | None] = ["D1:1", None, "D2:1", "D1:1", "D3:3", "D4:4"]
-    h = ld.hits_at_k(retrieved, ["D2:1", "D4:4"], 3)
+    h = ev.hits_at_k(retrieved, ["D2:1", "D4:4"], 3)
     assert (h.found, h.gold) == (1, 2)
     assert h.recall == 0.5 and h.any and not h.all
-    h = ld.hits_at_k(retrieved, ["D2:1", "D4:4"], 10)
+    h = ev.hits_at_k(retrieved, ["D2:1", "D4:4"], 10)
     assert h.recall == 1.0 and h.all
-    h = ld.hits_at_k(retrieved, ["D9:9"], 10)
+    h = ev.hits_at_k(retrieved, ["D9:9"], 10)
     assert h.recall == 0.0 and not h.any and not h.all
-    h = ld.hits_at_k(retrieved, [], 10)
+    h = ev.hits_at_k(retrieved, [], 10)
     assert math.isnan(h.recall) and not h.all and not h.any
     # a gold id listed twice counts once
-    assert ld.hits_at_k(retrieved, ["D1:1", "D1:1"], 1).recall == 1.0
+    assert ev.hits_at_k(retrieved, ["D1:1", "D1:1"], 1).recall == 1.0
 
 
 def test_aggregate_by_hand() -> None:
@@ -296,7 +292,7 @@ def test_aggregate_by_hand() -> None:
         (top, ("D2:1",)),  # never
         (top, ()),  # no gold: not scored
     ]
-    a = ld.aggregate(rows)
+    a = ev.aggregate(rows)
     assert a["n"] == 4 and a["no_gold"] == 1
     assert a["recall@5"] == pytest.approx((1 + 0.5 + 0 + 0) / 4)
     assert a["recall@10"] == pytest.approx((1 + 1 + 0 + 0) / 4)
@@ -306,7 +302,7 @@ def test_aggregate_by_hand() -> None:
 
 
 def test_aggregate_empty() -> None:
-    a = ld.aggregate([([], ())])
+    a = ev.aggregate([([], ())])
     assert a["n"] == 0 and a["recall@10"] is None and a["all_evidence@10"] is None
 
 
@@ -323,10 +319,10 @@ def brute_auroc(pos: list[float], neg: list[float]) -> float:
     neg=st.lists(st.integers(0, 6).map(lambda x: x / 6), min_size=1, max_size=30),
 )
 def test_auroc_matches_pairwise_count_with_ties(pos: list[float], neg: list[float]) -> None:
-    got = ld.auroc(pos, neg)
+    got = ev.auroc(pos, neg)
     assert got == pytest.approx(brute_auroc(pos, neg), abs=1e-12)
     # AUROC of (1 - s) with the classes swapped is the same number (what abstain_auroc uses)
-    assert ld.auroc([1 - x for x in neg], [1 - x for x in pos]) == pytest.approx(got, abs=1e-12)
+    assert ev.auroc([1 - x for x in neg], [1 - x for x in pos]) == pytest.approx(got, abs=1e-12)
 
 
 @given(
@@ -334,47 +330,48 @@ def test_auroc_matches_pairwise_count_with_ties(pos: list[float], neg: list[floa
     neg=st.lists(st.floats(0, 1), min_size=1, max_size=40),
 )
 def test_auroc_matches_pairwise_count(pos: list[float], neg: list[float]) -> None:
-    got = ld.auroc(pos, neg)
+    got = ev.auroc(pos, neg)
     assert got is not None
     assert got == pytest.approx(brute_auroc(pos, neg), abs=1e-12)
     # swapping the classes mirrors the score: AUROC(1 - s) for the other class
-    assert ld.auroc(neg, pos) == pytest.approx(1 - got, abs=1e-12)
+    assert ev.auroc(neg, pos) == pytest.approx(1 - got, abs=1e-12)
 
 
 def test_auroc_edges() -> None:
-    assert ld.auroc([], [0.5]) is None and ld.auroc([0.5], []) is None
-    assert ld.auroc([0.9, 0.8], [0.1, 0.2]) == 1.0
-    assert ld.auroc([0.1], [0.9]) == 0.0
-    assert ld.auroc([0.5, 0.5], [0.5]) == 0.5
+    assert ev.auroc([], [0.5]) is None and ev.auroc([0.5], []) is None
+    assert ev.auroc([0.9, 0.8], [0.1, 0.2]) == 1.0
+    assert ev.auroc([0.1], [0.9]) == 0.0
+    assert ev.auroc([0.5, 0.5], [0.5]) == 0.5
 
 
 def test_percentile() -> None:
-    assert ld.percentile([], 0.5) is None
-    assert ld.percentile([3.0], 0.99) == 3.0
-    assert ld.percentile([4.0, 1.0, 3.0, 2.0], 0.5) == 2.5
-    assert ld.percentile([float(i) for i in range(101)], 0.99) == pytest.approx(99.0)
+    assert ev.percentile([], 0.5) is None
+    assert ev.percentile([3.0], 0.99) == 3.0
+    assert ev.percentile([4.0, 1.0, 3.0, 2.0], 0.5) == 2.5
+    assert ev.percentile([float(i) for i in range(101)], 0.99) == pytest.approx(99.0)
 
 
 # --- the harness on the baseline backend, on hand-made data ----------------------------------
 
 
 def test_conversation_inputs() -> None:
-    conv = ld.parse_conversation(sample())
-    texts, ts, spk, provs = lr.conversation_inputs(conv)
+    conv = ev.parse_conversation(sample())
+    texts, ts, spk, provs = ev.conversation_inputs(conv)
     assert texts[1] == "Look at this! [image: a photo of a red kite]"
     assert ts == [t.timestamp for t in conv.turns]
     assert spk[:3] == ["Ann", "Bob", "Ann"]
     assert provs[3] == {"dia_id": "D2:1", "session": "2", "speaker": "Bob", "sample_id": "conv-x"}
-    texts, *_ = lr.conversation_inputs(conv, speaker_in_text=True)
+    texts, *_ = ev.conversation_inputs(conv, speaker_in_text=True)
     assert texts[0] == "Ann: I adopted a dog."
 
 
-def test_harness_end_to_end_on_baseline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_harness_end_to_end_on_baseline(tmp_path: Path) -> None:
     data = tmp_path / "mini.json"
     data.write_text(json.dumps([sample(), sample(sample_id="conv-y")]))
     out = tmp_path / "out.json"
     argv = ["--data", str(data), "--backend", "baseline", "--embedder", "hash"]
-    assert lr.main([*argv, "--json", str(out)]) == 0
+    run = run_bench("locomo_retrieval.py", *argv, "--json", str(out))
+    assert run.returncode == 0, run.stderr
     res = json.loads(out.read_text())
     assert set(res["modes"]) == {"lexical", "anchors"}
     lex = res["modes"]["lexical"]
@@ -390,29 +387,21 @@ def test_harness_end_to_end_on_baseline(tmp_path: Path, capsys: pytest.CaptureFi
     anchors = res["modes"]["anchors"]
     # six turns per memory: top 20 holds them all, so every gold id is found
     assert anchors["overall_1_4"]["recall@20"] == 1.0
-    printed = capsys.readouterr().out
-    assert "| lexical |" in printed and "| anchors |" in printed
+    assert "| lexical |" in run.stdout and "| anchors |" in run.stdout
 
 
 def test_harness_rejects_modes_the_baseline_lacks(tmp_path: Path) -> None:
     data = tmp_path / "mini.json"
     data.write_text(json.dumps([sample()]))
-    with pytest.raises(SystemExit, match="no mode"):
-        lr.main(
-            [
-                "--data",
-                str(data),
-                "--backend",
-                "baseline",
-                "--embedder",
-                "hash",
-                "--modes",
-                "traversal",
-            ]
-        )
+    argv = ["--data", str(data), "--backend", "baseline", "--embedder", "hash"]
+    run = run_bench("locomo_retrieval.py", *argv, "--modes", "traversal")
+    assert run.returncode != 0 and "no mode" in run.stderr
 
 
-def test_memory_backend_missing_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delattr(jevmem, "Memory", raising=False)
-    with pytest.raises(SystemExit, match="--backend baseline"):
-        lr.make_memory("memory", HashEmbedder(16))
+def test_memory_backend_missing_is_a_clear_error(tmp_path: Path) -> None:
+    data = tmp_path / "mini.json"
+    data.write_text(json.dumps([sample()]))
+    argv = ["--data", str(data), "--embedder", "hash"]
+    # a build of jevmem without the high-level Memory
+    run = run_bench("locomo_retrieval.py", *argv, before="import jevmem; del jevmem.Memory")
+    assert run.returncode != 0 and "--backend baseline" in run.stderr

@@ -1,20 +1,20 @@
-"""bench/locomo_qa.py end to end on a two-conversation LoCoMo-layout sample, against the
-loopback fake model (answers and judging), including a resume after a crash."""
+"""bench/locomo_qa.py end to end (its command line) on a two-conversation LoCoMo-layout
+sample, against the loopback fake model (answers and judging), including a resume after a
+crash; and the answer scores it reports (jevmem.evaluation)."""
 
 from __future__ import annotations
 
 import json
-import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.bench import run_bench
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-import locomo_qa as qa
-from fake_openai import FakeChatServer
+from jevmem.evaluation import judge_verdict, token_f1
+from jevmem.testing import FakeChatServer
 
 
 def turn(speaker: str, dia: str, text: str) -> dict[str, str]:
@@ -139,10 +139,15 @@ def qa_lines(path: Path) -> list[dict[str, Any]]:
     return out
 
 
-def test_the_harness_end_to_end_then_resumes(
-    fake: FakeChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert qa.main(argv(fake, tmp_path, "--concurrency", "3")) == 0
+def qa_main(*args: str) -> str:
+    """``python bench/locomo_qa.py ARGS``, which must succeed; its standard output."""
+    run = run_bench("locomo_qa.py", *args)
+    assert run.returncode == 0, run.stderr
+    return run.stdout
+
+
+def test_the_harness_end_to_end_then_resumes(fake: FakeChatServer, tmp_path: Path) -> None:
+    printed = qa_main(*argv(fake, tmp_path, "--concurrency", "3"))
     rows = qa_lines(tmp_path / "qa.jsonl")
     assert len(rows) == N_QUESTIONS * 3
     assert {(r["sample_id"], r["qi"], r["system"]) for r in rows} == {
@@ -158,7 +163,7 @@ def test_the_harness_end_to_end_then_resumes(
     paint = by[("conv-a", 1, "jevmem")]
     assert paint["answer"] == "Wow! I painted a lake sunrise last year."
     assert paint["correct"] and paint["cited_dia_ids"] == ["D1:2"] and paint["cited_gold"] == 1
-    assert paint["f1"] == pytest.approx(qa.token_f1(paint["answer"], "a lake sunrise"))
+    assert paint["f1"] == pytest.approx(token_f1(paint["answer"], "a lake sunrise"))
     assert paint["prompt_tokens"] > 0 and paint["judge_prompt_tokens"] > 0
     assert paint["latency_s"] >= paint["generate_s"] > 0
     assert by[("conv-a", 3, "jevmem")]["f1"] is None  # adversarial: no F1
@@ -177,7 +182,6 @@ def test_the_harness_end_to_end_then_resumes(
         assert 0.0 <= d["overall"]["accuracy"] <= 1.0
         assert d["4"]["n"] == 2 and d["latency_p50_s"] > 0
     assert summary["built"] == 2 and summary["build_s"] > 0
-    printed = capsys.readouterr().out
     assert "| jevmem | 6 |" in printed and "build" in printed
 
     # a crash: the last line half-written, the two before it lost
@@ -188,7 +192,7 @@ def test_the_harness_end_to_end_then_resumes(
     kept = lines[: qa_idx[-3]] + [ln for i, ln in enumerate(lines) if i > qa_idx[-1]]
     path.write_text("\n".join(kept) + "\n" + lines[qa_idx[-1]][:25])
     fake.requests.clear()
-    assert qa.main(argv(fake, tmp_path, "--concurrency", "1")) == 0
+    qa_main(*argv(fake, tmp_path, "--concurrency", "1"))
     redone = [r for r in qa_lines(path) if r["key"] in lost]
     assert {r["key"] for r in redone} == lost and len(redone) == 3
     judged = [r for r in fake.requests if r["model"] == "fake-judge"]
@@ -196,10 +200,10 @@ def test_the_harness_end_to_end_then_resumes(
     assert len({r["key"] for r in qa_lines(path)}) == N_QUESTIONS * 3
     # a third run finds everything judged and calls nothing
     fake.requests.clear()
-    assert qa.main(argv(fake, tmp_path)) == 0
+    qa_main(*argv(fake, tmp_path))
     assert fake.requests == []
     # other settings are another run: nothing of the first counts for them
-    assert qa.main(argv(fake, tmp_path, "--k", "3", "--systems", "jevmem")) == 0
+    qa_main(*argv(fake, tmp_path, "--k", "3", "--systems", "jevmem"))
     assert len([r for r in fake.requests if r["model"] == "fake-judge"]) == N_QUESTIONS
 
 
@@ -207,8 +211,10 @@ def test_failing_answers_are_not_recorded_and_the_run_stops(
     fake: FakeChatServer, tmp_path: Path
 ) -> None:
     fake.script(*["400"] * 50)
-    with pytest.raises(SystemExit, match="rerun the same command"):
-        qa.main(argv(fake, tmp_path, "--max-errors", "2", "--concurrency", "1"))
+    run = run_bench(
+        "locomo_qa.py", *argv(fake, tmp_path, "--max-errors", "2", "--concurrency", "1")
+    )
+    assert run.returncode != 0 and "rerun the same command" in run.stderr
     assert qa_lines(tmp_path / "qa.jsonl") == []
 
 
@@ -223,11 +229,11 @@ def test_failing_answers_are_not_recorded_and_the_run_stops(
     ],
 )
 def test_token_f1(prediction: str, gold: str, f1: float) -> None:
-    assert qa.token_f1(prediction, gold) == pytest.approx(f1)
+    assert token_f1(prediction, gold) == pytest.approx(f1)
 
 
 def test_verdicts() -> None:
-    assert qa.verdict("CORRECT") is True
-    assert qa.verdict("wrong.") is False
-    assert qa.verdict("Verdict: **Correct**") is True
-    assert qa.verdict("maybe") is None
+    assert judge_verdict("CORRECT") is True
+    assert judge_verdict("wrong.") is False
+    assert judge_verdict("Verdict: **Correct**") is True
+    assert judge_verdict("maybe") is None

@@ -30,9 +30,7 @@ from mcp_types import CallToolResult, TextContent, TextResourceContents
 from jevmem import ChatCompletionsClient, HashEmbedder, LocalController, Memory
 from jevmem.errors import InvalidInputError
 from jevmem.integrations.mcp import build_server, can_answer, parse_http, parse_memory_spec
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-from fake_openai import FakeChatServer
+from jevmem.testing import FakeChatServer
 
 SERVER = [sys.executable, "-m", "jevmem", "mcp", "--embedder", "hash-64"]
 #: what names a System-Two model in the environment (see jevmem.system_two)

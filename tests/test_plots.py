@@ -1,18 +1,14 @@
-"""bench/plots.py draws each plot from benchmark JSON of the shapes the
-benchmarks write, and the PNGs are real pictures (not blank)."""
+"""bench/plots.py, run as BENCHMARKS.md runs it, draws each plot from benchmark JSON of
+the shapes the benchmarks write, and the PNGs are real pictures (not blank)."""
 
 from __future__ import annotations
 
 import json
-import sys
 import zlib
 from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-
-import plots
+from support.bench import run_bench
 
 
 def _png_pixels(path: Path) -> np.ndarray:
@@ -88,19 +84,18 @@ def test_every_plot_is_drawn_from_benchmark_json(tmp_path: Path) -> None:
         }
     }
     out = tmp_path / "plots"
-    rc = plots.main(
-        [
-            "--core",
-            str(_write(tmp_path / "core.json", core)),
-            "--retrieval",
-            str(_write(tmp_path / "r.json", retrieval)),
-            "--writes",
-            str(_write(tmp_path / "w.json", writes)),
-            "--out",
-            str(out),
-        ]
+    run = run_bench(
+        "plots.py",
+        "--core",
+        str(_write(tmp_path / "core.json", core)),
+        "--retrieval",
+        str(_write(tmp_path / "r.json", retrieval)),
+        "--writes",
+        str(_write(tmp_path / "w.json", writes)),
+        "--out",
+        str(out),
     )
-    assert rc == 0
+    assert run.returncode == 0, run.stderr
     for name in ("latency_vs_size.png", "recall_per_category.png", "writes_per_mode.png"):
         px = _png_pixels(out / name)
         assert px.shape[0] > 200 and px.shape[1] > 300

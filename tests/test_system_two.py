@@ -1,4 +1,4 @@
-"""The OpenAI-compatible System-Two client over real HTTP, against bench/fake_openai.py.
+"""The OpenAI-compatible System-Two client over real HTTP, against jevmem.testing's fake server.
 
 No network and no model: the fake server runs on loopback in this process and
 misbehaves on demand (429, 5xx, malformed JSON, closed connections, slowness).
@@ -12,12 +12,8 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-from fake_openai import FakeChatServer, count_tokens
 
 import jevmem
 from jevmem.errors import (
@@ -32,6 +28,7 @@ from jevmem.errors import (
     SystemTwoTimeoutError,
 )
 from jevmem.system_two import ChatCompletionsClient, Completion, SystemTwo
+from jevmem.testing import FakeChatServer, count_tokens
 
 HELLO = [{"role": "user", "content": "Question: what does Maya play?\nMaya plays the cello."}]
 

@@ -4,19 +4,17 @@ Random memories (through ``MemoryStore``), random configs, routings and anchors
 are driven with deterministic score oracles and with adversarial calls. The
 traversal must keep every hard limit, reject every bad call with the right
 exception while staying exactly as it was, and agree step by step with the
-pure-Python reference in ``bench/traversal_reference.py``.
+pure-Python reference in ``tests/support/traversal_reference.py``.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING, Literal, get_args
 
 import numpy as np
@@ -24,6 +22,7 @@ import numpy.typing as npt
 import pytest
 from hypothesis import event, given, note
 from hypothesis import strategies as st
+from support import traversal_reference as ref
 
 from jevmem import (
     Candidate,
@@ -46,9 +45,6 @@ from jevmem import (
 
 if TYPE_CHECKING:
     from jevmem._core import ViewName  # a stub-only alias
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-import traversal_reference as ref
 
 DIM = 8  # below the dot kernel's 16 lanes: Rust then sums the products in order
 DAY = 86_400

@@ -1,8 +1,10 @@
 """Pure-Python reference of jevmem's bounded beam traversal (stdlib only).
 
 This is the same algorithm as ``rust/core/src/traversal.rs`` (and its helpers
-in ``budget.rs``), written plainly so that a benchmark can time it against the
-Rust one and a test can check that both give identical results.
+in ``budget.rs``), written plainly so that a test can check that both give
+identical results (``tests/test_traversal.py``, its oracle) and a benchmark can
+time it against the Rust one (``bench/bench_traversal.py``);
+``bench/check_traversal_reference.py`` replays cases the Rust tests write.
 
 Protocol (identical to Rust)::
 

@@ -1,10 +1,16 @@
-"""LoCoMo loading, evidence-id repair and retrieval scoring, shared by the benchmarks.
+"""LoCoMo-layout datasets and the scores used to evaluate a memory on them.
 
-The released ``locomo10.json`` layout (see ``shared/data/locomo/README.md``) is
-read into typed records: :class:`Conversation` (its :class:`Turn` list in
-session order) and :class:`QA`. Evidence ids are normalised to ``D<s>:<t>``
-and checked against the conversation's turns; every id that had to be repaired
-or was dropped is counted in a :class:`DropReport`, by reason:
+Internal, not part of the stable API: names and record shapes may change in
+any release. jevmem's benchmarks (``bench/locomo_retrieval.py``,
+``bench/locomo_qa.py``, ...) and tests use it; it is documented so that an
+evaluation of your own on the same data can reuse the loader and the scores.
+
+Loading. The released ``locomo10.json`` layout (see
+``shared/data/locomo/README.md``; BEAM files converted to it load the same
+way) is read into typed records: :class:`Conversation` (its :class:`Turn`
+list in session order) and :class:`QA`. Evidence ids are normalised to
+``D<s>:<t>`` and checked against the conversation's turns; every id that had
+to be repaired or was dropped is counted in a :class:`DropReport`, by reason:
 
 * ``repaired``: malformed but readable, rewritten (``"D:11:26"`` -> ``D11:26``,
   ``"D30:05"`` -> ``D30:5``);
@@ -17,11 +23,18 @@ or was dropped is counted in a :class:`DropReport`, by reason:
 * ``qa_all_dropped``: questions whose every evidence id was dropped.
 
 Questions are never dropped here: a question left without gold evidence keeps
-``evidence == ()``; recall metrics skip it (:func:`recall_row`), abstention
+``evidence == ()``; recall metrics skip it (:func:`aggregate`), abstention
 metrics still use it.
 
-Scoring helpers (pure functions, unit-tested in ``tests/test_locomo_data.py``):
-:func:`hits_at_k`, :func:`aggregate`, :func:`auroc`, :func:`percentile`.
+Into a memory. :func:`conversation_inputs` gives one conversation's node
+texts, timestamps, speakers and provenances (one node per turn) for
+``Memory.add_batch``; search results map back to turns by
+``provenance["dia_id"]``.
+
+Scoring (pure functions): retrieval, :func:`hits_at_k` and :func:`aggregate`
+(recall@k, all/any-evidence@10); abstention, :func:`auroc`; answers,
+:func:`token_f1` (SQuAD-style normalisation) and :func:`judge_verdict` (an
+LLM judge's CORRECT / WRONG); latencies, :func:`percentile`.
 """
 
 from __future__ import annotations
@@ -29,6 +42,8 @@ from __future__ import annotations
 import json
 import math
 import re
+import string
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,16 +63,19 @@ __all__ = [
     "Hits",
     "Turn",
     "aggregate",
+    "answer_tokens",
     "auroc",
     "canonical_dia_id",
-    "default_data_path",
+    "conversation_inputs",
     "hits_at_k",
+    "judge_verdict",
     "load",
     "load_samples",
     "parse_conversation",
     "percentile",
     "repair_evidence",
     "session_timestamps",
+    "token_f1",
 ]
 
 CATEGORIES = (1, 2, 3, 4, 5)
@@ -72,12 +90,6 @@ _DIA_ID = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)", re.IGNORECASE)
 def canonical_dia_id(m: re.Match[str]) -> str:
     """``D<session>:<turn>`` without leading zeros, from a match of the dia_id pattern."""
     return f"D{int(m.group(1))}:{int(m.group(2))}"
-
-
-def default_data_path() -> Path:
-    """``shared/data/locomo/locomo10-dev.json`` next to the repository, else ``/work/shared``."""
-    local = Path(__file__).resolve().parents[1] / "shared/data/locomo/locomo10-dev.json"
-    return local if local.exists() else Path("/work/shared/data/locomo/locomo10-dev.json")
 
 
 @dataclass(frozen=True)
@@ -321,7 +333,37 @@ def load(path: Path | str) -> tuple[list[Conversation], DropReport]:
     return load_samples(json.loads(Path(path).read_text()))
 
 
-# --- scoring ---------------------------------------------------------------------------------
+# --- into a memory ---------------------------------------------------------------------------
+
+
+def conversation_inputs(
+    conv: Conversation, *, speaker_in_text: bool = False
+) -> tuple[list[str], list[int | None], list[str], list[dict[str, str]]]:
+    """Node texts, timestamps, speakers and provenances for one memory, one node per turn.
+
+    Texts are :attr:`Turn.memory_text`, timestamps :attr:`Turn.timestamp`; each
+    provenance is ``{"dia_id", "session", "speaker", "sample_id"}``.
+    ``speaker_in_text`` writes ``"<speaker>: <text>"`` (an experiment: the contract is
+    the bare turn text, with the speaker passed separately).
+    """
+    texts = [
+        f"{t.speaker}: {t.memory_text}" if speaker_in_text else t.memory_text for t in conv.turns
+    ]
+    ts = [t.timestamp for t in conv.turns]
+    spk = [t.speaker for t in conv.turns]
+    provs = [
+        {
+            "dia_id": t.dia_id,
+            "session": str(t.session),
+            "speaker": t.speaker,
+            "sample_id": conv.sample_id,
+        }
+        for t in conv.turns
+    ]
+    return texts, ts, spk, provs
+
+
+# --- retrieval scoring -----------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -392,6 +434,41 @@ def auroc(positives: Sequence[float], negatives: Sequence[float]) -> float | Non
         i = j
     u = rank_sum - n_pos * (n_pos + 1) / 2.0
     return u / (n_pos * n_neg)
+
+
+# --- answer scoring --------------------------------------------------------------------------
+
+_VERDICT = re.compile(r"\b(CORRECT|WRONG)\b", re.I)
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCT = str.maketrans("", "", string.punctuation)
+
+
+def judge_verdict(reply: str) -> bool | None:
+    """An LLM judge's reply read as a verdict: True for CORRECT, False for WRONG
+    (the first of the two words in it, any case), None when it has neither."""
+    m = _VERDICT.search(reply)
+    return None if m is None else m.group(1).upper() == "CORRECT"
+
+
+def answer_tokens(text: str) -> list[str]:
+    """SQuAD-style normalisation: lower case, no punctuation, no articles, split on spaces."""
+    return _ARTICLES.sub(" ", text.lower().translate(_PUNCT)).split()
+
+
+def token_f1(prediction: str, gold: str) -> float:
+    """F1 of the :func:`answer_tokens` of a predicted and a gold answer (1.0 when both
+    are empty, 0.0 when only one is)."""
+    p, g = answer_tokens(prediction), answer_tokens(gold)
+    if not p or not g:
+        return float(p == g)
+    common = sum((Counter(p) & Counter(g)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(p), common / len(g)
+    return 2 * precision * recall / (precision + recall)
+
+
+# --- latencies -------------------------------------------------------------------------------
 
 
 def percentile(xs: Sequence[float], q: float) -> float | None:

@@ -1,10 +1,22 @@
-"""A small OpenAI-compatible chat-completions server on loopback, for tests and benchmarks.
+"""A fake OpenAI-compatible chat server, for testing System-Two integrations offline.
+
+Internal, not part of the stable API: what it answers and how it misbehaves may
+change in any release. It exists so that code calling a model through
+`jevmem.system_two.ChatCompletionsClient` (``Memory.answer``, summaries, the
+MCP ``answer`` tool, ``jevmem serve`` with ``JEVMEM_S2_*``) can be tested, and
+benchmarked apart from the model, with no network and no key: jevmem's own
+tests and ``bench/`` use it, and so may yours.
+
+The server listens on loopback (an ephemeral port, a background thread).
 
 It answers ``POST /v1/chat/completions`` deterministically (JSON, or
 server-sent events when the request streams), counts tokens in ``usage`` as
 ``len(re.findall(r"\\w+|[^\\w\\s]", text))``, records every request, and,
 when told, misbehaves: a script of behaviours is consumed one per request
 (then the default, ``"ok"``)::
+
+    from jevmem.system_two import ChatCompletionsClient
+    from jevmem.testing import FakeChatServer
 
     with FakeChatServer() as s:
         s.script("429", "500", "ok")       # two failures, then an answer
@@ -37,6 +49,8 @@ from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+__all__ = ["FakeChatServer", "Reply", "count_tokens", "default_reply"]
+
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(
@@ -48,6 +62,7 @@ Reply = Callable[[list[dict[str, Any]]], str]
 
 
 def count_tokens(text: str) -> int:
+    """The token count the server reports in ``usage``: words and punctuation marks."""
     return len(_TOKEN.findall(text))
 
 
