@@ -26,6 +26,10 @@ so gRPC refuses a larger message (RESOURCE_EXHAUSTED) before decoding it.
 Access. With tokens (`TokenAccess`), a call may touch only the memories
 its token names (PERMISSION_DENIED otherwise, before the name is looked up,
 so a denied caller cannot learn which memories exist).
+
+The client (`MemoryClient`, `MemoryServiceError`, `RemoteAnswer`) lives in
+:mod:`jevmem.remote.memory_client` and the proto conversions in
+:mod:`jevmem.remote.memory_convert`; the client's names are re-exported here.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ import dataclasses
 import json
 import re
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, NoReturn
 
@@ -45,7 +49,10 @@ from jevmem._core import DEFAULT_MAX_TEXT_BYTES
 from jevmem._proto.jevmem.v1 import memory_pb2 as pb
 from jevmem._proto.jevmem.v1 import memory_pb2_grpc as pb_grpc
 from jevmem.errors import InvalidConfigError, JevmemError, SystemTwoError, SystemTwoHTTPError
-from jevmem.memory import EvidenceItem, Memory, SearchResult, Via
+from jevmem.memory import Memory, SearchResult
+from jevmem.remote.memory_client import MemoryClient, RemoteAnswer
+from jevmem.remote.memory_client import MemoryServiceError as MemoryServiceError  # re-export
+from jevmem.remote.memory_convert import meta_to_proto, result_to_proto
 from jevmem.remote.server import RunningServer, ServerOptions, TokenAccess, start_server
 from jevmem.system_two import SystemTwo
 
@@ -113,100 +120,10 @@ def _meta_value(v: pb.MetaValue, where: str) -> str | int | float | bool:
     return out
 
 
-def meta_to_proto(v: str | int | float | bool) -> pb.MetaValue:
-    """A metadata value as the proto carries it (bool before int: a bool is an int)."""
-    if isinstance(v, bool):
-        return pb.MetaValue(flag=v)
-    if isinstance(v, int):
-        return pb.MetaValue(integer=v)
-    if isinstance(v, float):
-        return pb.MetaValue(number=v)
-    return pb.MetaValue(text=v)
-
-
-def _result_to_proto(r: SearchResult) -> pb.SearchResult:
-    out = pb.SearchResult(
-        query=r.query,
-        sufficient=r.sufficient,
-        trace_json=json.dumps(r.trace, default=str, separators=(",", ":")),
-    )
-    for name in ("sufficiency", "usefulness", "missing", "contradiction"):
-        v = getattr(r, name)
-        if v is not None:
-            setattr(out, name, float(v))
-    for e in r.evidence:
-        item = out.evidence.add(
-            id=e.id,
-            text=e.text,
-            score=float(e.score),
-            provenance=e.provenance,
-            time_refs_json=json.dumps(list(e.time_refs), default=str),
-            passage_start=e.passage[0],
-            passage_end=e.passage[1],
-            supersedes=e.supersedes,
-            superseded_by=e.superseded_by,
-        )
-        if e.timestamp is not None:
-            item.timestamp = e.timestamp
-        if e.valid_from is not None:
-            item.valid_from = e.valid_from
-        if e.valid_to is not None:
-            item.valid_to = e.valid_to
-        if e.via is not None:
-            item.via.CopyFrom(
-                pb.Via(
-                    view=e.via.view,
-                    src=e.via.src,
-                    dst=e.via.dst,
-                    weight=float(e.via.weight),
-                    from_node=e.via.from_node,
-                )
-            )
-    return out
-
-
-def _result_from_proto(m: pb.SearchResult) -> SearchResult:
-    evidence = [
-        EvidenceItem(
-            e.id,
-            e.text,
-            e.score,
-            e.timestamp if e.HasField("timestamp") else None,
-            dict(e.provenance),
-            Via(e.via.view, e.via.src, e.via.dst, e.via.weight, e.via.from_node)
-            if e.HasField("via")
-            else None,
-            tuple(json.loads(e.time_refs_json or "[]")),
-            (e.passage_start, e.passage_end),
-            tuple(e.supersedes),
-            tuple(e.superseded_by),
-            e.valid_from if e.HasField("valid_from") else None,
-            e.valid_to if e.HasField("valid_to") else None,
-        )
-        for e in m.evidence
-    ]
-    opt = {
-        n: getattr(m, n) if m.HasField(n) else None
-        for n in ("sufficiency", "usefulness", "missing", "contradiction")
-    }
-    return SearchResult(m.query, evidence, json.loads(m.trace_json or "{}"), **opt)
-
-
 def _to_ts(now: int | str) -> int | None:
     from jevmem import _validate
 
     return _validate.timestamp(now, "now")
-
-
-@dataclasses.dataclass(frozen=True)
-class RemoteAnswer:
-    """An Answer call's result, as `MemoryClient.answer` returns it."""
-
-    text: str
-    cited: tuple[int, ...]
-    abstained: bool
-    search: SearchResult
-    trace: dict[str, Any]
 
 
 class _Waiting:
@@ -519,7 +436,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             opts = self._options(request.options)
             with self._admitted(request.memory, context) as (m, lock, queue):
                 r = queue.search(m, lock, request.query, opts, context)
-            return pb.SearchResponse(result=_result_to_proto(r))
+            return pb.SearchResponse(result=result_to_proto(r))
 
         result: pb.SearchResponse = self._run(context, go)
         return result
@@ -545,7 +462,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
                     scope=opts["scope"],
                     filter=opts["filter"],
                 )
-            return pb.SearchBatchResponse(results=[_result_to_proto(r) for r in rs])
+            return pb.SearchBatchResponse(results=[result_to_proto(r) for r in rs])
 
         result: pb.SearchBatchResponse = self._run(context, go)
         return result
@@ -603,7 +520,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
                 text=a.text,
                 cited=a.cited,
                 abstained=a.abstained,
-                result=_result_to_proto(a.search),
+                result=result_to_proto(a.search),
                 trace_json=json.dumps(a.trace, default=str, separators=(",", ":")),
             )
 
@@ -707,256 +624,3 @@ def serve_memory(
         max_receive_message_bytes=opts.max_receive_message_bytes or max_request_bytes,
     )
     return start_server(register, server_opts), servicer
-
-
-class MemoryServiceError(JevmemError, grpc.RpcError, grpc.Call):
-    """A `MemoryClient` call the server refused or could not answer: the
-    gRPC status (``code()``, a ``grpc.StatusCode``) and the server's message
-    (``details()``). It is still a ``grpc.RpcError`` and ``grpc.Call``, so
-    code written against grpcio's own errors keeps working."""
-
-    def __init__(self, method: str, target: str, error: grpc.RpcError) -> None:
-        self._error = error
-        code = error.code() if isinstance(error, grpc.Call) else grpc.StatusCode.UNKNOWN
-        details = (error.details() if isinstance(error, grpc.Call) else None) or ""
-        self._code: grpc.StatusCode = code
-        self._details: str = details
-        super().__init__(f"{method} on {target} failed: {code.name}: {details}")
-
-    def code(self) -> grpc.StatusCode:
-        return self._code
-
-    def details(self) -> str:
-        return self._details
-
-    def initial_metadata(self) -> Any:
-        return self._error.initial_metadata() if isinstance(self._error, grpc.Call) else ()
-
-    def trailing_metadata(self) -> Any:
-        return self._error.trailing_metadata() if isinstance(self._error, grpc.Call) else ()
-
-    def is_active(self) -> bool:
-        return False
-
-    def time_remaining(self) -> float:
-        return 0.0
-
-    def cancel(self) -> bool:
-        return False
-
-    def add_callback(self, callback: Any) -> bool:
-        return False
-
-
-class MemoryClient:
-    """A thin client of one server; results come back as :class:`SearchResult`.
-
-    ``token`` sends ``authorization: Bearer <token>``; ``root_certificates``
-    (PEM bytes) switches to TLS, with ``server_name`` overriding the name the
-    server's certificate must carry.
-    """
-
-    def __init__(
-        self,
-        target: str,
-        *,
-        token: str | None = None,
-        timeout_s: float = 30.0,
-        root_certificates: bytes | None = None,
-        server_name: str | None = None,
-        max_message_bytes: int = 64 * 1024 * 1024,
-    ) -> None:
-        options: list[tuple[str, Any]] = [
-            ("grpc.max_send_message_length", max_message_bytes),
-            ("grpc.max_receive_message_length", max_message_bytes),
-        ]
-        if root_certificates is not None and server_name:
-            options.append(("grpc.ssl_target_name_override", server_name))
-        self._channel = (
-            grpc.secure_channel(
-                target, grpc.ssl_channel_credentials(root_certificates), options=options
-            )
-            if root_certificates is not None
-            else grpc.insecure_channel(target, options=options)
-        )
-        self.stub = pb_grpc.MemoryServiceStub(self._channel)
-        self.target = target
-        self.timeout_s = timeout_s
-        self.metadata: tuple[tuple[str, str], ...] = (
-            (("authorization", f"Bearer {token}"),) if token else ()
-        )
-
-    def _rpc(self, method: str, request: Any, **kw: Any) -> Any:
-        """Call ``method``, turning grpcio's errors into `MemoryServiceError`."""
-        try:
-            return getattr(self.stub, method)(request, **kw)
-        except grpc.RpcError as exc:
-            raise MemoryServiceError(method, self.target, exc) from None
-
-    @staticmethod
-    def observation(
-        text: str,
-        *,
-        timestamp: int | str | None = None,
-        speaker: str | None = None,
-        provenance: Mapping[str, str] | None = None,
-        entities: Sequence[str] = (),
-        scope: Mapping[str, str] | None = None,
-        metadata: Mapping[str, str | int | float | bool] | None = None,
-        key: str | None = None,
-    ) -> pb.Observation:
-        o = pb.Observation(
-            text=text,
-            speaker=speaker or "",
-            provenance=provenance or {},
-            entities=entities,
-            scope=scope or {},
-            metadata={k: meta_to_proto(v) for k, v in (metadata or {}).items()},
-            key=key or "",
-        )
-        if isinstance(timestamp, int):
-            o.unix_seconds = timestamp
-        elif isinstance(timestamp, str):
-            o.time_text = timestamp
-        return o
-
-    def add(self, memory: str, text: str, **kw: Any) -> int:
-        r = self._rpc(
-            "Add",
-            pb.AddRequest(memory=memory, observation=self.observation(text, **kw)),
-            timeout=self.timeout_s,
-            metadata=self.metadata,
-        )
-        return int(r.id)
-
-    def add_batch(self, memory: str, observations: Sequence[pb.Observation]) -> list[int]:
-        r = self._rpc(
-            "AddBatch",
-            pb.AddBatchRequest(memory=memory, observations=observations),
-            timeout=self.timeout_s,
-            metadata=self.metadata,
-        )
-        return [int(i) for i in r.ids]
-
-    @staticmethod
-    def options(
-        k: int,
-        mode: str,
-        scope: Mapping[str, str] | None = None,
-        filter: Mapping[str, Any] | None = None,
-    ) -> pb.SearchOptions:
-        return pb.SearchOptions(
-            k=k,
-            mode=mode,
-            scope=scope or {},
-            filter_json="" if filter is None else json.dumps(filter),
-        )
-
-    def search(
-        self,
-        memory: str,
-        query: str,
-        k: int = 10,
-        *,
-        mode: str = "",
-        scope: Mapping[str, str] | None = None,
-        filter: Mapping[str, Any] | None = None,
-    ) -> SearchResult:
-        r = self._rpc(
-            "Search",
-            pb.SearchRequest(
-                memory=memory, query=query, options=self.options(k, mode, scope, filter)
-            ),
-            timeout=self.timeout_s,
-            metadata=self.metadata,
-        )
-        return _result_from_proto(r.result)
-
-    def search_batch(
-        self,
-        memory: str,
-        queries: Sequence[str],
-        k: int = 10,
-        *,
-        mode: str = "",
-        scope: Mapping[str, str] | None = None,
-        filter: Mapping[str, Any] | None = None,
-    ) -> list[SearchResult]:
-        r = self._rpc(
-            "SearchBatch",
-            pb.SearchBatchRequest(
-                memory=memory, queries=queries, options=self.options(k, mode, scope, filter)
-            ),
-            timeout=self.timeout_s,
-            metadata=self.metadata,
-        )
-        return [_result_from_proto(x) for x in r.results]
-
-    def answer(
-        self,
-        memory: str,
-        query: str,
-        k: int = 10,
-        *,
-        mode: str = "",
-        scope: Mapping[str, str] | None = None,
-        filter: Mapping[str, Any] | None = None,
-        abstain: bool | None = None,
-        abstain_below: float | None = None,
-        timeout_s: float | None = None,
-    ) -> RemoteAnswer:
-        """``Memory.answer`` on the server (its model); ``timeout_s``
-        defaults to the client's (an answer waits for the model)."""
-        req = pb.AnswerRequest(
-            memory=memory, query=query, options=self.options(k, mode, scope, filter)
-        )
-        if abstain is not None:
-            req.abstain = abstain
-        if abstain_below is not None:
-            req.abstain_below = abstain_below
-        r = self.stub.Answer(
-            req,
-            timeout=self.timeout_s if timeout_s is None else timeout_s,
-            metadata=self.metadata,
-        )
-        return RemoteAnswer(
-            r.text,
-            tuple(int(i) for i in r.cited),
-            r.abstained,
-            _result_from_proto(r.result),
-            json.loads(r.trace_json or "{}"),
-        )
-
-    def get(self, memory: str, node_id: int) -> pb.Node:
-        r: pb.GetResponse = self._rpc(
-            "Get",
-            pb.GetRequest(memory=memory, id=node_id),
-            timeout=self.timeout_s,
-            metadata=self.metadata,
-        )
-        return r.node
-
-    def stats(self, memory: str) -> dict[str, Any]:
-        r = self._rpc(
-            "Stats", pb.StatsRequest(memory=memory), timeout=self.timeout_s, metadata=self.metadata
-        )
-        out: dict[str, Any] = json.loads(r.stats_json)
-        return out
-
-    def health(self, memory: str) -> pb.MemoryHealthResponse:
-        r: pb.MemoryHealthResponse = self._rpc(
-            "Health",
-            pb.MemoryHealthRequest(memory=memory),
-            timeout=self.timeout_s,
-            metadata=self.metadata,
-        )
-        return r
-
-    def close(self) -> None:
-        self._channel.close()
-
-    def __enter__(self) -> MemoryClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

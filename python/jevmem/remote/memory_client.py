@@ -1,0 +1,286 @@
+"""The client side of ``jevmem.v1.MemoryService``: `MemoryClient` and its results and errors.
+
+Re-exported by :mod:`jevmem.remote.memory_service` (and :mod:`jevmem.remote`),
+where these names have always been imported from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import grpc
+
+from jevmem._proto.jevmem.v1 import memory_pb2 as pb
+from jevmem._proto.jevmem.v1 import memory_pb2_grpc as pb_grpc
+from jevmem.errors import JevmemError
+from jevmem.memory import SearchResult
+from jevmem.remote.memory_convert import meta_to_proto, result_from_proto
+
+__all__ = ["MemoryClient", "MemoryServiceError", "RemoteAnswer"]
+
+
+@dataclasses.dataclass(frozen=True)
+class RemoteAnswer:
+    """An Answer call's result, as `MemoryClient.answer` returns it."""
+
+    text: str
+    cited: tuple[int, ...]
+    abstained: bool
+    search: SearchResult
+    trace: dict[str, Any]
+
+
+class MemoryServiceError(JevmemError, grpc.RpcError, grpc.Call):
+    """A `MemoryClient` call the server refused or could not answer: the
+    gRPC status (``code()``, a ``grpc.StatusCode``) and the server's message
+    (``details()``). It is still a ``grpc.RpcError`` and ``grpc.Call``, so
+    code written against grpcio's own errors keeps working."""
+
+    def __init__(self, method: str, target: str, error: grpc.RpcError) -> None:
+        self._error = error
+        code = error.code() if isinstance(error, grpc.Call) else grpc.StatusCode.UNKNOWN
+        details = (error.details() if isinstance(error, grpc.Call) else None) or ""
+        self._code: grpc.StatusCode = code
+        self._details: str = details
+        super().__init__(f"{method} on {target} failed: {code.name}: {details}")
+
+    def code(self) -> grpc.StatusCode:
+        return self._code
+
+    def details(self) -> str:
+        return self._details
+
+    def initial_metadata(self) -> Any:
+        return self._error.initial_metadata() if isinstance(self._error, grpc.Call) else ()
+
+    def trailing_metadata(self) -> Any:
+        return self._error.trailing_metadata() if isinstance(self._error, grpc.Call) else ()
+
+    def is_active(self) -> bool:
+        return False
+
+    def time_remaining(self) -> float:
+        return 0.0
+
+    def cancel(self) -> bool:
+        return False
+
+    def add_callback(self, callback: Any) -> bool:
+        return False
+
+
+class MemoryClient:
+    """A thin client of one server; results come back as :class:`SearchResult`.
+
+    ``token`` sends ``authorization: Bearer <token>``; ``root_certificates``
+    (PEM bytes) switches to TLS, with ``server_name`` overriding the name the
+    server's certificate must carry.
+    """
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        token: str | None = None,
+        timeout_s: float = 30.0,
+        root_certificates: bytes | None = None,
+        server_name: str | None = None,
+        max_message_bytes: int = 64 * 1024 * 1024,
+    ) -> None:
+        options: list[tuple[str, Any]] = [
+            ("grpc.max_send_message_length", max_message_bytes),
+            ("grpc.max_receive_message_length", max_message_bytes),
+        ]
+        if root_certificates is not None and server_name:
+            options.append(("grpc.ssl_target_name_override", server_name))
+        self._channel = (
+            grpc.secure_channel(
+                target, grpc.ssl_channel_credentials(root_certificates), options=options
+            )
+            if root_certificates is not None
+            else grpc.insecure_channel(target, options=options)
+        )
+        self.stub = pb_grpc.MemoryServiceStub(self._channel)
+        self.target = target
+        self.timeout_s = timeout_s
+        self.metadata: tuple[tuple[str, str], ...] = (
+            (("authorization", f"Bearer {token}"),) if token else ()
+        )
+
+    def _rpc(self, method: str, request: Any, **kw: Any) -> Any:
+        """Call ``method``, turning grpcio's errors into `MemoryServiceError`."""
+        try:
+            return getattr(self.stub, method)(request, **kw)
+        except grpc.RpcError as exc:
+            raise MemoryServiceError(method, self.target, exc) from None
+
+    @staticmethod
+    def observation(
+        text: str,
+        *,
+        timestamp: int | str | None = None,
+        speaker: str | None = None,
+        provenance: Mapping[str, str] | None = None,
+        entities: Sequence[str] = (),
+        scope: Mapping[str, str] | None = None,
+        metadata: Mapping[str, str | int | float | bool] | None = None,
+        key: str | None = None,
+    ) -> pb.Observation:
+        o = pb.Observation(
+            text=text,
+            speaker=speaker or "",
+            provenance=provenance or {},
+            entities=entities,
+            scope=scope or {},
+            metadata={k: meta_to_proto(v) for k, v in (metadata or {}).items()},
+            key=key or "",
+        )
+        if isinstance(timestamp, int):
+            o.unix_seconds = timestamp
+        elif isinstance(timestamp, str):
+            o.time_text = timestamp
+        return o
+
+    def add(self, memory: str, text: str, **kw: Any) -> int:
+        r = self._rpc(
+            "Add",
+            pb.AddRequest(memory=memory, observation=self.observation(text, **kw)),
+            timeout=self.timeout_s,
+            metadata=self.metadata,
+        )
+        return int(r.id)
+
+    def add_batch(self, memory: str, observations: Sequence[pb.Observation]) -> list[int]:
+        r = self._rpc(
+            "AddBatch",
+            pb.AddBatchRequest(memory=memory, observations=observations),
+            timeout=self.timeout_s,
+            metadata=self.metadata,
+        )
+        return [int(i) for i in r.ids]
+
+    @staticmethod
+    def options(
+        k: int,
+        mode: str,
+        scope: Mapping[str, str] | None = None,
+        filter: Mapping[str, Any] | None = None,
+    ) -> pb.SearchOptions:
+        return pb.SearchOptions(
+            k=k,
+            mode=mode,
+            scope=scope or {},
+            filter_json="" if filter is None else json.dumps(filter),
+        )
+
+    def search(
+        self,
+        memory: str,
+        query: str,
+        k: int = 10,
+        *,
+        mode: str = "",
+        scope: Mapping[str, str] | None = None,
+        filter: Mapping[str, Any] | None = None,
+    ) -> SearchResult:
+        r = self._rpc(
+            "Search",
+            pb.SearchRequest(
+                memory=memory, query=query, options=self.options(k, mode, scope, filter)
+            ),
+            timeout=self.timeout_s,
+            metadata=self.metadata,
+        )
+        return result_from_proto(r.result)
+
+    def search_batch(
+        self,
+        memory: str,
+        queries: Sequence[str],
+        k: int = 10,
+        *,
+        mode: str = "",
+        scope: Mapping[str, str] | None = None,
+        filter: Mapping[str, Any] | None = None,
+    ) -> list[SearchResult]:
+        r = self._rpc(
+            "SearchBatch",
+            pb.SearchBatchRequest(
+                memory=memory, queries=queries, options=self.options(k, mode, scope, filter)
+            ),
+            timeout=self.timeout_s,
+            metadata=self.metadata,
+        )
+        return [result_from_proto(x) for x in r.results]
+
+    def answer(
+        self,
+        memory: str,
+        query: str,
+        k: int = 10,
+        *,
+        mode: str = "",
+        scope: Mapping[str, str] | None = None,
+        filter: Mapping[str, Any] | None = None,
+        abstain: bool | None = None,
+        abstain_below: float | None = None,
+        timeout_s: float | None = None,
+    ) -> RemoteAnswer:
+        """``Memory.answer`` on the server (its model); ``timeout_s``
+        defaults to the client's (an answer waits for the model)."""
+        req = pb.AnswerRequest(
+            memory=memory, query=query, options=self.options(k, mode, scope, filter)
+        )
+        if abstain is not None:
+            req.abstain = abstain
+        if abstain_below is not None:
+            req.abstain_below = abstain_below
+        r = self.stub.Answer(
+            req,
+            timeout=self.timeout_s if timeout_s is None else timeout_s,
+            metadata=self.metadata,
+        )
+        return RemoteAnswer(
+            r.text,
+            tuple(int(i) for i in r.cited),
+            r.abstained,
+            result_from_proto(r.result),
+            json.loads(r.trace_json or "{}"),
+        )
+
+    def get(self, memory: str, node_id: int) -> pb.Node:
+        r: pb.GetResponse = self._rpc(
+            "Get",
+            pb.GetRequest(memory=memory, id=node_id),
+            timeout=self.timeout_s,
+            metadata=self.metadata,
+        )
+        return r.node
+
+    def stats(self, memory: str) -> dict[str, Any]:
+        r = self._rpc(
+            "Stats", pb.StatsRequest(memory=memory), timeout=self.timeout_s, metadata=self.metadata
+        )
+        out: dict[str, Any] = json.loads(r.stats_json)
+        return out
+
+    def health(self, memory: str) -> pb.MemoryHealthResponse:
+        r: pb.MemoryHealthResponse = self._rpc(
+            "Health",
+            pb.MemoryHealthRequest(memory=memory),
+            timeout=self.timeout_s,
+            metadata=self.metadata,
+        )
+        return r
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> MemoryClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
