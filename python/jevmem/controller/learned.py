@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -118,18 +118,16 @@ ASSESSMENT_FEATURES: tuple[str, ...] = ASSESSMENT_BASE + tuple(
 )
 
 
-def _matrix(
+def _base_columns(
     rows: Sequence[Mapping[str, Any]],
-    names: Sequence[str],
-    extra: Mapping[str, Sequence[float]] | None = None,
-) -> npt.NDArray[np.float64]:
-    """One row per mapping, one column per feature name (``a*b`` = product);
-    ``extra`` supplies whole columns by name, ahead of the mappings. Missing
-    values are 0; non-finite ones are made 0 and the rest bounded before
-    products are taken (signals are shares in [0, 1]; nothing else may
-    overflow or turn into NaN)."""
-    extra = extra or {}
-    base = sorted({part for name in names for part in name.split("*")})
+    base: Sequence[str],
+    extra: Mapping[str, Sequence[float]],
+) -> tuple[npt.NDArray[np.float64], dict[str, int]]:
+    """The named signals as bounded columns, one row per mapping, and the
+    column of each name (``extra`` supplies whole columns by name, ahead of
+    the mappings). Missing values are 0; non-finite ones are made 0 and the
+    rest bounded (signals are shares in [0, 1]; nothing else may overflow or
+    turn into NaN when products are taken)."""
     from_rows = [b for b in base if b not in extra]
     from_extra = [b for b in base if b in extra]
     width = len(from_rows) + len(from_extra)
@@ -139,14 +137,35 @@ def _matrix(
     for j, b in enumerate(from_extra, len(from_rows)):
         raw[:, j] = extra[b]
     np.clip(np.nan_to_num(raw, copy=False, nan=0.0, posinf=0.0, neginf=0.0), -1e6, 1e6, out=raw)
-    at = {b: j for j, b in enumerate(from_rows + from_extra)}
-    out = np.empty((len(rows), len(names)), dtype=np.float64)
+    return raw, {b: j for j, b in enumerate(from_rows + from_extra)}
+
+
+def _products(
+    raw: npt.NDArray[np.float64], at: Mapping[str, int], names: Sequence[str]
+) -> npt.NDArray[np.float64]:
+    """Feature columns from base columns (``a*b`` = the product)."""
+    out = np.empty((raw.shape[0], len(names)), dtype=np.float64)
     for i, name in enumerate(names):
         parts = name.split("*")
         out[:, i] = raw[:, at[parts[0]]]
         for part in parts[1:]:
             out[:, i] *= raw[:, at[part]]
     return out
+
+
+def _base_names(names: Iterable[str]) -> list[str]:
+    return sorted({part for name in names for part in name.split("*")})
+
+
+def _matrix(
+    rows: Sequence[Mapping[str, Any]],
+    names: Sequence[str],
+    extra: Mapping[str, Sequence[float]] | None = None,
+) -> npt.NDArray[np.float64]:
+    """One row per mapping, one column per feature name (``a*b`` = product);
+    see `_base_columns` for ``extra`` and how values are bounded."""
+    raw, at = _base_columns(rows, _base_names(names), extra or {})
+    return _products(raw, at, names)
 
 
 def candidate_rows(
@@ -389,19 +408,7 @@ class LearnedController(LocalController):
         sufficiency = heads.get("assess.sufficiency")
         for req, answers in zip(requests, out, strict=True):
             if req.purpose == "scoring" and (relevance or support):
-                cands = req.state.get("candidates") or []
-                hand = hand_answers(answers, len(cands))
-                wanted = {q.kind for q in req.questions}
-                for kind, head in (("score.relevance", relevance), ("score.support", support)):
-                    if head is None or kind not in wanted:
-                        continue
-                    values = head(candidate_matrix(cands, head.features, hand)).tolist()
-                    suffix = "_" + kind.split(".", 1)[1]
-                    for q in req.questions:
-                        if q.kind == kind:
-                            # candidate_{i}_<name>: i indexes the candidates
-                            i = int(q.id[len("candidate_") : -len(suffix)])
-                            answers[q.id] = NoulAnswer(_unit(values[i]))
+                self._score_candidates(req, answers, relevance, support)
             elif req.purpose == "assessment" and sufficiency is not None:
                 for q in req.questions:
                     if q.kind == "assess.sufficiency":
@@ -410,6 +417,48 @@ class LearnedController(LocalController):
                         x = assessment_row(req.state, hand_sufficiency.value, sufficiency.features)
                         answers[q.id] = NoulAnswer(_unit(float(sufficiency(x)[0])))
         return out
+
+    @staticmethod
+    def _score_candidates(
+        req: DecisionRequest,
+        answers: dict[str, Answer],
+        relevance: Head | None,
+        support: Head | None,
+    ) -> None:
+        """A scoring request's relevance and support answers from the heads:
+        the candidates' signals are read into columns once for both heads,
+        and the answers replaced in one pass over the questions."""
+        cands = req.state.get("candidates") or []
+        wanted = {q.kind for q in req.questions}
+        heads = {
+            kind: head
+            for kind, head in (("score.relevance", relevance), ("score.support", support))
+            if head is not None and kind in wanted
+        }
+        if not heads:
+            return
+        extra: dict[str, Sequence[float]] = dict(hand_answers(answers, len(cands)))
+        extra["expanded"] = [1.0 if "novelty" in (c.get("signals") or {}) else 0.0 for c in cands]
+        raw, at = _base_columns(
+            [c.get("signals") or {} for c in cands],
+            _base_names(f for head in heads.values() for f in head.features),
+            extra,
+        )
+        values = {
+            kind: head(_products(raw, at, head.features)).tolist() for kind, head in heads.items()
+        }
+        for q in req.questions:
+            got = values.get(q.kind)
+            if got is not None:
+                # candidate_{i}_<name>: i indexes the candidates
+                i = _candidate_index(q.id)
+                answers[q.id] = NoulAnswer(_unit(got[i]))
+
+
+@lru_cache(maxsize=4096)
+def _candidate_index(question_id: str) -> int:
+    """The i of a ``candidate_{i}_<name>`` question id."""
+    return int(question_id[len("candidate_") :].split("_", 1)[0])
 
 
 def hand_answers(answers: Mapping[str, Answer], n: int) -> dict[str, list[float]]:
