@@ -49,6 +49,7 @@ from functools import lru_cache
 __all__ = [
     "ENTITY_PROVENANCE_KEYS",
     "LIST_PROVENANCE_KEYS",
+    "clear_caches",
     "extract_entities",
     "mentions",
     "normalise",
@@ -346,6 +347,11 @@ def _entity_pattern(ident: str) -> tuple[frozenset[str], re.Pattern[str]]:
     left = r"(?<![\w@#])" if ident[:1].isalnum() or ident[:1] == "_" else r"(?<![\w])"
     right = r"(?!\w)" if ident[-1:].isalnum() or ident[-1:] == "_" else ""
     return words, re.compile(left + body + right)
+
+
+def clear_caches() -> None:
+    """Empty the cache of entity patterns (keyed by the entities of observations)."""
+    _entity_pattern.cache_clear()
 
 
 def mentions(query: str, known_entities: Iterable[str]) -> list[str]:

@@ -26,7 +26,7 @@ from jevmem.controller.types import (
 )
 from jevmem.temporal import query_time_cues
 
-__all__ = ["LocalController"]
+__all__ = ["LocalController", "clear_text_caches"]
 
 
 def _cues(*words: str) -> re.Pattern[str]:
@@ -128,12 +128,32 @@ _CHANGE_SENTENCES = 24
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
-def _content_words(text: str) -> set[str]:
+@lru_cache(maxsize=16384)
+def _content_words(text: str) -> frozenset[str]:
     """Lower-cased words that say what a text is about, plural -s dropped."""
     words = (x.lower() for x in _WORD.findall(text))
-    return {
+    return frozenset(
         w[:-1] if w.endswith("s") and len(w) > 3 else w for w in words if w not in _FUNCTION_WORDS
-    }
+    )
+
+
+@lru_cache(maxsize=4096)
+def _own_sentences(
+    new_text: str,
+) -> tuple[tuple[str, frozenset[str], bool, tuple[frozenset[str], ...]], ...]:
+    """The sentences of a text that may state a change of the speaker's own
+    facts (their own: "I", "we", "my", "our"; with content words), each with
+    its content words, whether it denies, and the words it names as given up.
+    Read once per new text, whatever the candidates it is compared with."""
+    out = []
+    for sentence in _SENTENCE_SPLIT.split(new_text)[:_CHANGE_SENTENCES]:
+        words = _content_words(sentence)
+        if not words or _OWN.search(sentence) is None:
+            continue
+        denies = _NEGATION.search(sentence) is not None
+        given_up = tuple(_content_words(m.group(1)) for m in _REPLACED_VALUE.finditer(sentence))
+        out.append((sentence, words, denies, given_up))
+    return tuple(out)
 
 
 @lru_cache(maxsize=4096)
@@ -153,22 +173,24 @@ def _change_statement(new_text: str, old_text: str) -> float:
         return 0.0
     old_denies = _NEGATION.search(old_text) is not None
     best = 0.0
-    for sentence in _SENTENCE_SPLIT.split(new_text)[:_CHANGE_SENTENCES]:
-        words = _content_words(sentence)
-        if not words or _OWN.search(sentence) is None:
-            continue
+    for sentence, words, denies, given_up in _own_sentences(new_text):
         about = len(words & old_words) / len(words)
         if about < 0.15:
             continue
         cues = _count(_CHANGE, sentence)
         change = 1.0 - math.exp(-cues / 0.6)
-        if not old_denies and _NEGATION.search(sentence) is not None:
+        if not old_denies and denies:
             change = max(change, 0.5)
-        given_up = (_content_words(m.group(1)) for m in _REPLACED_VALUE.finditer(sentence))
         if any(g & old_words for g in given_up):
             change = min(1.0, change + 0.3) if change > 0 else 0.0
         best = max(best, change * min(1.0, about / 0.2))
     return best
+
+
+def clear_text_caches() -> None:
+    """Empty the caches keyed by observation texts (see `jevmem.Memory.forget`)."""
+    for cached in (_content_words, _own_sentences, _change_statement, _count):
+        cached.cache_clear()
 
 
 def _squash(x: float, mid: float = 0.5, steep: float = 8.0) -> float:

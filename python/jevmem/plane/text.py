@@ -50,8 +50,8 @@ def drop_text_caches() -> None:
     from jevmem import entities
     from jevmem.controller import local
 
-    for cached in (local._change_statement, local._count, entities._entity_pattern):
-        cached.cache_clear()
+    local.clear_text_caches()
+    entities.clear_caches()
 
 
 #: Words that frame a question about a conversation rather than carry its content.
