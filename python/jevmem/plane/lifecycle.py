@@ -20,6 +20,7 @@ from jevmem.errors import (
     SnapshotError,
 )
 from jevmem.plane.config import MemoryConfig, SummariserLike
+from jevmem.plane.derived import decode_derived, encode_derived
 from jevmem.plane.state import MemoryState
 from jevmem.plane.text import drop_text_caches
 
@@ -240,7 +241,13 @@ class LifecycleMemory(MemoryState):
                 raise SnapshotError(f"{path}: unreadable side file: {exc}") from None
         if embedder is None and isinstance(state.get("embedder"), str):
             embedder = embedder_from_spec(state["embedder"])
-        m = cls(embedder, controller, config=config, store=store)
+        m = cls(
+            embedder,
+            controller,
+            config=config,
+            store=store,
+            _derived=decode_derived(state.get("derived")),
+        )
         m._apply_state(state)
         return m
 
@@ -305,10 +312,23 @@ class LifecycleMemory(MemoryState):
             max_absent_ids=max_absent_ids,
         )
         try:
-            m = cls(embedder, controller, config=config, summariser=summariser, store=store)
-            m._apply_state(decode_state(raw_state, f"{path} checkpoint"))
-            for d in deltas:
-                m._apply_delta(decode_state(d, f"{path} log record"))
+            state = decode_state(raw_state, f"{path} checkpoint")
+            replayed = [decode_state(d, f"{path} log record") for d in deltas]
+            # what the checkpoint and the log records derived, before indexing
+            derived = decode_derived(state.get("derived"))
+            for d in replayed:
+                derived.update(decode_derived(d.get("derived")))
+            m = cls(
+                embedder,
+                controller,
+                config=config,
+                summariser=summariser,
+                store=store,
+                _derived=derived,
+            )
+            m._apply_state(state)
+            for d in replayed:
+                m._apply_delta(d)
         except BaseException:
             store.close()
             raise
@@ -354,6 +374,7 @@ class LifecycleMemory(MemoryState):
             "writes": self._writes,
             "decisions": self.decisions,
             "calls": self.calls,
+            "derived": encode_derived(self._asks, self._time_refs),
         }
 
     def _state_bytes(self) -> bytes:
@@ -389,6 +410,7 @@ class LifecycleMemory(MemoryState):
             if outer:
                 self.store._begin_write()
                 writes, decided = self._writes, len(self.decisions)
+                first_new = self.store.next_id
             self._write_depth += 1
             try:
                 yield
@@ -405,6 +427,9 @@ class LifecycleMemory(MemoryState):
                         self._decisions_rewritten = False
                     elif len(self.decisions) != decided:
                         delta["decisions"] = self.decisions[decided:]
+                    new_ids = range(first_new, self.store.next_id)
+                    if any(i in self._asks for i in new_ids):
+                        delta["derived"] = encode_derived(self._asks, self._time_refs, new_ids)
                     seq = self.store._log_write(
                         json.dumps(delta, separators=(",", ":")).encode() if delta else b""
                     )

@@ -23,6 +23,7 @@ from jevmem.plane.config import (
     Summariser,
     SummariserLike,
 )
+from jevmem.plane.derived import DerivedFacts
 from jevmem.plane.filters import scope_and_filter
 from jevmem.plane.signals import logistic
 from jevmem.plane.text import (
@@ -53,7 +54,10 @@ class MemoryState:
         config: MemoryConfig | None = None,
         summariser: SummariserLike | None = None,
         store: MemoryStore | None = None,
+        _derived: DerivedFacts | None = None,
     ) -> None:
+        # ``_derived`` is internal: `load` and `open` pass the facts the
+        # snapshot and log kept (see jevmem.plane.derived).
         # The measured offline default (ONNX MiniLM), or the hashing embedder
         # with a warning when the `onnx` extra is not installed.
         self.embedder: Embedder = embedder if embedder is not None else default_embedder()
@@ -117,16 +121,31 @@ class MemoryState:
         self._checkpoint_seq = 0
         #: What opening a durable memory found (see Memory.open); None in memory.
         self.recovery: dict[str, Any] | None = None
-        for i in range(self.store.next_id):
-            if i in self.store:
-                self._index_python_side(self.store.get(i))
+        self._index_stored(_derived or DerivedFacts())
         #: the store's removed ids (``next_id - len``: ids are never reused)
         #: as this Memory last saw them (see `_sync_with_store`)
         self._removed_seen = self.store.removed_count
 
     # ---- bookkeeping ------------------------------------------------------
 
-    def _index_python_side(self, node: Node, refs: tuple[TimeRef, ...] | None = None) -> None:
+    def _index_stored(self, derived: DerivedFacts) -> None:
+        """Index the nodes already in the store (a loaded or opened memory),
+        taking what ``derived`` holds instead of deriving it again."""
+        store = self.store
+        stamps = self._stamps
+        for i in store.matching_ids(None, None):
+            self._index_python_side(store.get(i), derived.refs_of(i), derived.asks.get(i), False)
+        # sorted once: inserting node by node is quadratic for nodes that
+        # arrived out of time order
+        self._timeline[:] = sorted((stamp, i) for i, stamp in stamps.items())
+
+    def _index_python_side(
+        self,
+        node: Node,
+        refs: tuple[TimeRef, ...] | None = None,
+        asks: float | None = None,
+        timeline: bool = True,
+    ) -> None:
         # per-node facts the read path asks for on every query, computed once
         self._episodes[node.id] = episode_of(node)
         self._facts[node.id] = NodeFacts.of(node)
@@ -139,7 +158,9 @@ class MemoryState:
         if speaker and speaker not in self._speakers:
             self._speakers.add(speaker)
             bisect.insort(self._speaker_order, speaker)
-        asks = self._asks[node.id] = question_share(node.text)
+        if asks is None:
+            asks = question_share(node.text)
+        self._asks[node.id] = asks
         log_len = math.log1p(len(node.text))
         self._log_len[node.id] = log_len
         self._log_len_total += log_len
@@ -151,7 +172,8 @@ class MemoryState:
             stats[1] += asks
             stats[2] += log_len
         if node.timestamp is not None:
-            bisect.insort(self._timeline, (node.timestamp, node.id))
+            if timeline:
+                bisect.insort(self._timeline, (node.timestamp, node.id))
             if refs is None:
                 refs = tuple(ground(node.text, node.timestamp))
             if refs:

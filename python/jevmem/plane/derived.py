@@ -1,0 +1,114 @@
+"""Facts a Memory derives from each observation's text when it is written,
+kept in its snapshot and write-ahead log so that loading does not derive
+them again: the grounded time references (`jevmem.temporal.ground`, most of
+what loading cost) and each text's question share.
+
+They are a cache of pure functions of the text and its timestamp, so they
+are read defensively: a snapshot written by code that derived them
+differently (another `DERIVED_VERSION`), or holding anything malformed,
+gives nothing, and the facts are derived anew. A node the snapshot has no
+entry for (a summary the consolidation wrote, a store written by hand) is
+derived as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from jevmem.temporal import PRECISIONS, TimeRef
+
+#: Bump when `ground` or `question_share` change what they return for a
+#: text: snapshots written before are then derived anew on load
+#: (tests/test_derived.py pins their output on a sample and says so).
+DERIVED_VERSION = 1
+
+
+@dataclass
+class DerivedFacts:
+    """Question shares of the nodes it covers, and the time references of
+    those that have any."""
+
+    asks: dict[int, float] = field(default_factory=dict)
+    time_refs: dict[int, tuple[TimeRef, ...]] = field(default_factory=dict)
+
+    def refs_of(self, node_id: int) -> tuple[TimeRef, ...] | None:
+        """The node's grounded time references; None when not covered."""
+        if node_id not in self.asks:
+            return None
+        return self.time_refs.get(node_id, ())
+
+    def update(self, other: DerivedFacts) -> None:
+        self.asks.update(other.asks)
+        self.time_refs.update(other.time_refs)
+
+
+def encode_derived(
+    asks: Mapping[int, float],
+    time_refs: Mapping[int, tuple[TimeRef, ...]],
+    ids: Iterable[int] | None = None,
+) -> dict[str, Any]:
+    """The facts of ``ids`` (default: every node with a question share) as JSON-ready data."""
+    chosen = sorted(asks) if ids is None else [i for i in ids if i in asks]
+    return {
+        "version": DERIVED_VERSION,
+        "ids": chosen,
+        "asks": [asks[i] for i in chosen],
+        "time_refs": [
+            [
+                i,
+                [
+                    [r.text, r.start, r.end, r.precision, r.relative, *r.span, r.anchor_precision]
+                    for r in time_refs[i]
+                ],
+            ]
+            for i in chosen
+            if i in time_refs
+        ],
+    }
+
+
+def decode_derived(raw: object) -> DerivedFacts:
+    """`encode_derived`'s data back; empty for another version or anything malformed."""
+    try:
+        return _decode(raw)
+    except (TypeError, ValueError, KeyError):
+        return DerivedFacts()
+
+
+def _decode(raw: object) -> DerivedFacts:
+    if not isinstance(raw, Mapping) or raw.get("version") != DERIVED_VERSION:
+        return DerivedFacts()
+    ids, asks = raw["ids"], raw["asks"]
+    if not (isinstance(ids, list) and isinstance(asks, list) and len(ids) == len(asks)):
+        raise ValueError("ids and asks differ")
+    for i, a in zip(ids, asks, strict=True):
+        if not (_is_int(i) and i >= 0 and isinstance(a, float | int) and 0.0 <= a <= 1.0):
+            raise ValueError("bad question share")
+    out = DerivedFacts(asks={i: float(a) for i, a in zip(ids, asks, strict=True)})
+    for node_id, refs in raw["time_refs"]:
+        if node_id not in out.asks:
+            raise ValueError("time references of an uncovered node")
+        out.time_refs[node_id] = tuple(_time_ref(r) for r in refs)
+    return out
+
+
+def _time_ref(r: object) -> TimeRef:
+    if not isinstance(r, list) or len(r) != 8:
+        raise ValueError("bad time reference")
+    text, start, end, precision, relative, a, b, anchor = r
+    if not (
+        isinstance(text, str)
+        and all(_is_int(x) for x in (start, end, a, b))
+        and precision in PRECISIONS
+        and isinstance(relative, bool)
+        and isinstance(anchor, str)
+        and (anchor == "" or anchor in PRECISIONS)
+    ):
+        raise ValueError("bad time reference")
+    return TimeRef(text, start, end, precision, relative, (a, b), anchor)
+
+
+def _is_int(x: object) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
