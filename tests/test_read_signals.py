@@ -13,7 +13,7 @@ from jevmem.controller import catalogue
 from jevmem.plane import state as plane_state
 from jevmem.plane.query import QueryRun
 from jevmem.plane.signals import plain_match
-from jevmem.plane.text import episode_of, question_share
+from jevmem.plane.text import ALIAS_SCAN, alias_signal, episode_of, question_share
 from jevmem.temporal import to_timestamp
 
 DAY = 86_400
@@ -331,3 +331,28 @@ def test_naming_a_speaker_agrees_with_the_alias_rule(speakers: list[str], entity
         m.add(f"turn {i}", speaker=spk)
     known = {s.lower() for s in speakers}
     assert m._names_a_speaker(entity) == any(is_alias(entity, s) for s in known)
+
+
+def reference_alias_signal(a: list[str], b: list[str]) -> float:
+    """`alias_signal` as it was first written: every pair compared."""
+    best = 0.0
+    for x in a[:ALIAS_SCAN]:
+        for y in b[:ALIAS_SCAN]:
+            if x == y or len(x) < 3 or len(y) < 3:
+                continue
+            short, long_ = sorted((x, y), key=len)
+            if long_.startswith(short) or f" {short}" in f" {long_}":
+                best = max(best, len(short) / len(long_) + 0.3)
+    return min(1.0, best)
+
+
+entity_ids = st.lists(
+    st.text("abm ", min_size=1, max_size=9).map(lambda s: " ".join(s.split())).filter(bool),
+    max_size=80,
+)
+
+
+@given(a=entity_ids, b=entity_ids)
+def test_alias_signal_matches_comparing_every_pair(a: list[str], b: list[str]) -> None:
+    assert alias_signal(a, b) == reference_alias_signal(a, b)
+    assert alias_signal(b, a) == reference_alias_signal(b, a)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import NamedTuple
 
 from jevmem._core import Node
@@ -52,6 +53,7 @@ def drop_text_caches() -> None:
 
     local.clear_text_caches()
     entities.clear_caches()
+    _word_starts.cache_clear()
 
 
 #: Words that frame a question about a conversation rather than carry its content.
@@ -162,13 +164,36 @@ ALIAS_SCAN = 64
 
 
 def alias_signal(a: Sequence[str], b: Sequence[str]) -> float:
-    """Best prefix/containment match between differing entity ids ('mel' ~ 'melanie')."""
+    """Best prefix/containment match between differing entity ids ('mel' ~ 'melanie').
+
+    A pair matches when the shorter id (3+ characters) starts the longer one
+    or one of its words; it scores the length ratio plus 0.3, at most 1.
+    Only pairs whose shorter id's first three letters start a word of the
+    longer are compared (`_word_starts`), so two long texts' entity lists
+    cost about their length, not its square."""
+    a_ids, a_starts = _word_starts(tuple(a[:ALIAS_SCAN]))
+    b_ids, b_starts = _word_starts(tuple(b[:ALIAS_SCAN]))
     best = 0.0
-    for x in a[:ALIAS_SCAN]:
-        for y in b[:ALIAS_SCAN]:
-            if x == y or len(x) < 3 or len(y) < 3:
-                continue
-            short, long_ = sorted((x, y), key=len)
-            if long_.startswith(short) or f" {short}" in f" {long_}":
-                best = max(best, len(short) / len(long_) + 0.3)
+    for shorts, longs in ((a_ids, b_starts), (b_ids, a_starts)):
+        for short in shorts:
+            for long_ in longs.get(short[:3], ()):
+                if len(short) < len(long_) and (long_.startswith(short) or f" {short}" in long_):
+                    best = max(best, len(short) / len(long_) + 0.3)
+                    if best >= 1.0:
+                        return 1.0
     return min(1.0, best)
+
+
+@lru_cache(maxsize=4096)
+def _word_starts(ids: tuple[str, ...]) -> tuple[tuple[str, ...], dict[str, tuple[str, ...]]]:
+    """The ids of 3+ characters, and which of them have a word starting
+    with each three letters (the longer side of a match starts a word with
+    the shorter's first three)."""
+    kept = tuple(dict.fromkeys(x for x in ids if len(x) >= 3))
+    starts: dict[str, list[str]] = {}
+    for x in kept:
+        grams = {x[:3]} | {x[i + 1 : i + 4] for i, c in enumerate(x) if c == " "}
+        for g in grams:
+            if len(g) == 3:
+                starts.setdefault(g, []).append(x)
+    return kept, {g: tuple(v) for g, v in starts.items()}
