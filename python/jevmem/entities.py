@@ -222,6 +222,7 @@ def _text_entities(text: str) -> list[tuple[int, str]]:
     run: list[tuple[int, str]] = []  # (position, token) of the current capitalised run
     pending: list[tuple[int, str]] = []  # lowercase connectors waiting for a capitalised word
 
+    # a no-op while no run is open: pending only grows beside an open run
     def flush() -> None:
         nonlocal run, pending
         pending = []
@@ -255,11 +256,15 @@ def _text_entities(text: str) -> list[tuple[int, str]]:
     for start, end, tok in tokens:
         gap = text[prev_end:start]
         prev_end = end
-        sentence_start = start <= lead or _SENT_BREAK.search(gap) is not None
-        if gap.strip():  # any punctuation between two words ends a name
-            flush()
+        if gap == " ":  # most gaps: no break, no punctuation (the regex is the cost)
+            sentence_start = start <= lead
+        else:
+            sentence_start = start <= lead or _SENT_BREAK.search(gap) is not None
+            if run and gap.strip():  # any punctuation between two words ends a name
+                flush()
         if tok[0] in "@#":
-            flush()
+            if run:
+                flush()
             out.append((start, normalise(tok)))
             continue
         if shouting:
@@ -269,17 +274,18 @@ def _text_entities(text: str) -> list[tuple[int, str]]:
         if not _is_capitalised(tok) or tok == "&":
             if run and (key in _CONNECTORS or tok == "&"):
                 pending.append((start, tok))
-            else:
+            elif run:
                 flush()
             continue
         if key in _FUNCTION_WORDS or key in _CALENDAR_WORDS or key in _CHAT_ACRONYMS:
-            flush()
+            if run:
+                flush()
             continue
         if _CONTRACTION.search(key):
-            flush()
+            if run:
+                flush()
             continue
         if sentence_start and not run and _common_opener(key, lower_seen):
-            flush()
             continue
         if pending:
             run.extend(pending)
