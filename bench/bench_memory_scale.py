@@ -1,0 +1,214 @@
+"""A whole `jevmem.Memory` (write path, controller, traversal) at 100k and 1M
+nodes of realistic text: build rate, bytes per node, search latency and the
+vector index's recall against exact search.
+
+The text is the development sets' turns (LoCoMo dev: two friends chatting;
+BEAM 100K: a user and an assistant, long turns), conversation after
+conversation with their speakers and sessions, repeated until the size is
+reached. Each repetition is another stretch of time (timestamps move on by
+the corpus's span) and its vectors are the first copy's moved by a small
+random step and renormalised, so the index holds near-duplicates, as an
+agent's memory of recurring requests does, rather than exact copies.
+Vectors are precomputed (``--embedder``: the default ONNX model through the
+embedding cache, or the hashing embedder) and queries are timed with
+precomputed vectors: the query embedding is not part of the figures.
+
+Queries are the development sets' questions, a fixed sample; each is run in
+``full`` mode (the product path) and in ``lexical`` mode (BM25 only) on the
+same memory, one after the other.
+
+    python bench/bench_memory_scale.py --sizes 100000 --embedder onnx \\
+        --embedding-cache /tmp/embcache --json bench/out/memory_scale.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import random
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from _common import CachedEmbedder, default_data_path, machine, rss_bytes
+
+from jevmem import LocalController, Memory, MemoryConfig
+from jevmem.controller import default_controller
+from jevmem.embed import Embedder, HashEmbedder, default_embedder
+from jevmem.evaluation import conversation_inputs, load
+from jevmem.memory import Mode
+
+Vectors = npt.NDArray[np.float32]
+
+
+def corpus() -> tuple[list[tuple[str, int | None, str, dict[str, str]]], list[str]]:
+    """Every turn of both development sets, in order, and their questions."""
+    data = default_data_path().parents[1]
+    turns: list[tuple[str, int | None, str, dict[str, str]]] = []
+    questions: list[str] = []
+    for path in (data / "locomo" / "locomo10-dev.json", data / "beam" / "beam-100k.json"):
+        convs, _ = load(path)
+        for conv in convs:
+            texts, ts, spk, provs = conversation_inputs(conv)
+            turns.extend(zip(texts, ts, spk, provs, strict=True))
+            questions.extend(q.question for q in conv.qas)
+    return turns, questions
+
+
+class Fixed:
+    """Precomputed query vectors: the figures leave the query embedding out."""
+
+    def __init__(self, dim: int, vectors: dict[str, Vectors]) -> None:
+        self.dim = dim
+        self.vectors = vectors
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        return np.stack([self.vectors[t] for t in texts])
+
+    def embed_one(self, text: str) -> Vectors:
+        return self.vectors[text]
+
+
+def near_copy(v: Vectors, rng: np.random.Generator, step: float) -> Vectors:
+    moved = v + rng.normal(0.0, step / np.sqrt(v.shape[-1]), v.shape).astype(np.float32)
+    moved /= np.linalg.norm(moved, axis=-1, keepdims=True)
+    return moved.astype(np.float32)
+
+
+def run_size(
+    n: int,
+    turns: list[tuple[str, int | None, str, dict[str, str]]],
+    base: Vectors,
+    queries: list[str],
+    qvecs: Vectors,
+    args: argparse.Namespace,
+) -> dict[str, Any]:
+    rng = np.random.default_rng(7)
+    stamps = [t[1] for t in turns if t[1] is not None]
+    span = (max(stamps) - min(stamps) + 86_400) if stamps else 86_400
+    controller = LocalController() if args.controller == "hand" else default_controller()
+    memory = Memory(Fixed(base.shape[1], {}), controller, config=MemoryConfig())
+    gc.collect()
+    rss0 = rss_bytes()
+    written = 0
+    all_vecs = np.empty((n, base.shape[1]), np.float32)
+    t_build = time.perf_counter()
+    copy = 0
+    next_report = args.batch * 20
+    while written < n:
+        take = min(n - written, len(turns))
+        for at in range(0, take, args.batch):
+            rows = turns[at : min(take, at + args.batch)]
+            vecs = base[at : at + len(rows)]
+            if copy:
+                vecs = near_copy(vecs, rng, args.step)
+            memory.add_batch(
+                [r[0] for r in rows],
+                timestamps=[None if r[1] is None else r[1] + copy * span for r in rows],
+                speakers=[r[2] for r in rows],
+                provenances=[{**r[3], "session": f"{copy}:{r[3]['session']}"} for r in rows],
+                embeddings=vecs,
+            )
+            all_vecs[written : written + len(rows)] = vecs
+            written += len(rows)
+            if written >= next_report:
+                rate = written / (time.perf_counter() - t_build)
+                print(f"  {written:,}/{n:,} nodes, {rate:,.0f} nodes/s", file=sys.stderr)
+                next_report += args.batch * 20
+        copy += 1
+    build_s = time.perf_counter() - t_build
+    if memory.store.pending_graph:
+        memory.store.finish_graph()
+    gc.collect()
+    rss = rss_bytes() - rss0
+
+    memory.embedder = Fixed(base.shape[1], dict(zip(queries, qvecs, strict=True)))
+    for q in queries[:10]:  # warm
+        memory.search(q)
+    timings: dict[Mode, list[float]] = {"full": [], "lexical": []}
+    for q in queries:
+        for mode in timings:
+            t0 = time.perf_counter()
+            memory.search(q, 10, mode=mode)
+            timings[mode].append(time.perf_counter() - t0)
+
+    # the vector index against exact search over the same vectors
+    hits = 0
+    for qv in qvecs:
+        got, _ = memory.store.search_vector(qv, 10)
+        exact = np.argsort(-(all_vecs @ qv), kind="stable")[:10]
+        hits += len(set(got.tolist()) & set(exact.tolist()))
+    recall = hits / (10 * len(qvecs))
+
+    def ms(xs: list[float], p: float) -> float:
+        return 1000 * float(np.percentile(xs, p))
+
+    out = {
+        "nodes": n,
+        "build_s": build_s,
+        "nodes_per_s": n / build_s,
+        "write_ms_per_node": 1000 * build_s / n,
+        "rss_bytes_per_node": rss / n,
+        "full_p50_ms": ms(timings["full"], 50),
+        "full_p99_ms": ms(timings["full"], 99),
+        "lexical_p50_ms": ms(timings["lexical"], 50),
+        "lexical_p99_ms": ms(timings["lexical"], 99),
+        "full_over_lexical_p50": statistics.median(timings["full"])
+        / statistics.median(timings["lexical"]),
+        "vector_recall_at_10": recall,
+        "queries": len(queries),
+    }
+    print(
+        f"{n:,} nodes: build {build_s:.0f} s ({out['nodes_per_s']:,.0f} nodes/s), "
+        f"{out['rss_bytes_per_node']:,.0f} B/node RSS; full p50 {out['full_p50_ms']:.2f} ms "
+        f"p99 {out['full_p99_ms']:.2f} ms; lexical p50 {out['lexical_p50_ms']:.2f} ms; "
+        f"vector recall@10 {recall:.3f}",
+        file=sys.stderr,
+    )
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    ap.add_argument("--sizes", default="100000", help="comma-separated node counts")
+    ap.add_argument("--queries", type=int, default=300, help="questions sampled (fixed seed)")
+    ap.add_argument("--embedder", choices=("onnx", "hash"), default="onnx")
+    ap.add_argument("--embedding-cache", default=None, help="directory of cached vectors")
+    ap.add_argument("--controller", choices=("learned", "hand"), default="learned")
+    ap.add_argument("--batch", type=int, default=500, help="observations per add_batch")
+    ap.add_argument("--step", type=float, default=0.15, help="size of a copy's vector step")
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args(argv)
+
+    turns, questions = corpus()
+    inner: Embedder = default_embedder() if args.embedder == "onnx" else HashEmbedder(384)
+    embedder: Any = CachedEmbedder(inner, args.embedding_cache) if args.embedding_cache else inner
+    # vectors as the write path makes them: the speaker with the words
+    base = np.asarray(embedder.embed([f"{t[2]}: {t[0]}" if t[2] else t[0] for t in turns]))
+    sample = random.Random(11).sample(questions, min(args.queries, len(questions)))
+    qvecs = np.asarray(embedder.embed(sample), dtype=np.float32)
+    if isinstance(embedder, CachedEmbedder):
+        embedder.flush()
+    print(
+        f"corpus: {len(turns):,} turns, {len(sample)} queries; {machine()}; "
+        f"embedder {inner!r}, controller {args.controller}",
+        file=sys.stderr,
+    )
+    results = [run_size(int(s), turns, base, sample, qvecs, args) for s in args.sizes.split(",")]
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(
+            json.dumps({"machine": machine(), "args": vars(args), "results": results}, indent=1)
+            + "\n"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
