@@ -224,8 +224,8 @@ def _check(row: Row, default_scope: dict[str, str] | None, max_text_bytes: int) 
             if spk is None
             else _validate.text(spk, "speaker", _validate.MAX_FIELD_BYTES, allow_empty=True)
         )
-        row.provenance = _validate._provenance(o.get("provenance"), "provenance") or {}
-        row.entities = _validate._entities(o.get("entities"), "entities")
+        row.provenance = _validate.provenance_arg(o.get("provenance"), "provenance") or {}
+        row.entities = _validate.entities_arg(o.get("entities"), "entities")
         scope = o.get("scope", default_scope)
         metadata = o.get("metadata")
         if scope is not None and not isinstance(scope, dict):

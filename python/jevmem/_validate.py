@@ -113,7 +113,7 @@ def _column(values: Any, field: str, n: int) -> list[Any]:
     return list(got)
 
 
-def _provenance(value: Any, field: str) -> dict[str, str] | None:
+def provenance_arg(value: Any, field: str) -> dict[str, str] | None:
     if value is None:
         return None
     if not isinstance(value, Mapping):
@@ -135,7 +135,7 @@ def _provenance(value: Any, field: str) -> dict[str, str] | None:
     return out
 
 
-def _entities(value: Any, field: str) -> list[str] | None:
+def entities_arg(value: Any, field: str) -> list[str] | None:
     if value is None:
         return None
     got = sequence(value, field)
@@ -194,11 +194,11 @@ def add_batch_args(
         for i, s in enumerate(_column(speakers, "speakers", n))
     ]
     prov = [
-        _provenance(p, f"observation {i}: provenance")
+        provenance_arg(p, f"observation {i}: provenance")
         for i, p in enumerate(_column(provenances, "provenances", n))
     ]
     ents = [
-        _entities(e, f"observation {i}: entities")
+        entities_arg(e, f"observation {i}: entities")
         for i, e in enumerate(_column(entities, "entities", n))
     ]
     vecs = None if vectors is None else embeddings(vectors, "embeddings", (n, dim))
