@@ -222,9 +222,10 @@ def _text_entities(text: str) -> list[tuple[int, str]]:
     run: list[tuple[int, str]] = []  # (position, token) of the current capitalised run
     pending: list[tuple[int, str]] = []  # lowercase connectors waiting for a capitalised word
 
-    # a no-op while no run is open: pending only grows beside an open run
     def flush() -> None:
         nonlocal run, pending
+        if not run:  # nothing to end (pending only grows beside an open run)
+            return
         pending = []
         parts = run
         run = []
@@ -260,11 +261,10 @@ def _text_entities(text: str) -> list[tuple[int, str]]:
             sentence_start = start <= lead
         else:
             sentence_start = start <= lead or _SENT_BREAK.search(gap) is not None
-            if run and gap.strip():  # any punctuation between two words ends a name
+            if gap.strip():  # any punctuation between two words ends a name
                 flush()
         if tok[0] in "@#":
-            if run:
-                flush()
+            flush()
             out.append((start, normalise(tok)))
             continue
         if shouting:
@@ -274,16 +274,14 @@ def _text_entities(text: str) -> list[tuple[int, str]]:
         if not _is_capitalised(tok) or tok == "&":
             if run and (key in _CONNECTORS or tok == "&"):
                 pending.append((start, tok))
-            elif run:
+            else:
                 flush()
             continue
         if key in _FUNCTION_WORDS or key in _CALENDAR_WORDS or key in _CHAT_ACRONYMS:
-            if run:
-                flush()
+            flush()
             continue
         if _CONTRACTION.search(key):
-            if run:
-                flush()
+            flush()
             continue
         if sentence_start and not run and _common_opener(key, lower_seen):
             continue

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from jevmem.controller.local import LocalController
+from jevmem.controller.local import LocalController, question_index
 from jevmem.controller.types import Answer, DecisionRequest, NoulAnswer
 from jevmem.errors import InvalidConfigError
 
@@ -193,9 +193,20 @@ def candidate_matrix(
     """The feature columns of a scoring request's candidates: the same as
     ``feature_matrix(candidate_rows(candidates, hand), names)``, without
     copying every candidate's signals (this runs on every scoring round)."""
+    raw, at = _candidate_columns(candidates, _base_names(names), hand)
+    return _products(raw, at, names)
+
+
+def _candidate_columns(
+    candidates: Sequence[Mapping[str, Any]],
+    base: Sequence[str],
+    hand: Mapping[str, Sequence[float]] | None,
+) -> tuple[npt.NDArray[np.float64], dict[str, int]]:
+    """`_base_columns` of a scoring request's candidates, with ``expanded``
+    and the hand rule's columns (see `candidate_rows`)."""
     extra: dict[str, Sequence[float]] = dict(hand or {})
     extra["expanded"] = [1.0 if "novelty" in (c.get("signals") or {}) else 0.0 for c in candidates]
-    return _matrix([c.get("signals") or {} for c in candidates], names, extra)
+    return _base_columns([c.get("signals") or {} for c in candidates], base, extra)
 
 
 def feature_matrix(
@@ -437,12 +448,10 @@ class LearnedController(LocalController):
         }
         if not heads:
             return
-        extra: dict[str, Sequence[float]] = dict(hand_answers(answers, len(cands)))
-        extra["expanded"] = [1.0 if "novelty" in (c.get("signals") or {}) else 0.0 for c in cands]
-        raw, at = _base_columns(
-            [c.get("signals") or {} for c in cands],
+        raw, at = _candidate_columns(
+            cands,
             _base_names(f for head in heads.values() for f in head.features),
-            extra,
+            hand_answers(answers, len(cands)),
         )
         values = {
             kind: head(_products(raw, at, head.features)).tolist() for kind, head in heads.items()
@@ -451,14 +460,9 @@ class LearnedController(LocalController):
             got = values.get(q.kind)
             if got is not None:
                 # candidate_{i}_<name>: i indexes the candidates
-                i = _candidate_index(q.id)
+                i = question_index(q.id)
+                assert i is not None
                 answers[q.id] = NoulAnswer(_unit(got[i]))
-
-
-@lru_cache(maxsize=4096)
-def _candidate_index(question_id: str) -> int:
-    """The i of a ``candidate_{i}_<name>`` question id."""
-    return int(question_id[len("candidate_") :].split("_", 1)[0])
 
 
 def hand_answers(answers: Mapping[str, Answer], n: int) -> dict[str, list[float]]:

@@ -26,7 +26,7 @@ from jevmem.controller.types import (
 )
 from jevmem.temporal import query_time_cues
 
-__all__ = ["LocalController", "clear_text_caches"]
+__all__ = ["LocalController", "clear_text_caches", "question_index"]
 
 
 def _cues(*words: str) -> re.Pattern[str]:
@@ -278,14 +278,14 @@ class LocalController:
                 if kind in _SCORING_KINDS:
                     # most of a query's questions: answered without the
                     # handler table (same arithmetic as _scoring)
-                    i = _index_of(q.id)
+                    i = question_index(q.id)
                     assert i is not None
                     answers[q.id] = NoulAnswer(_score(req.state, kind, i))
                     continue
                 handler = handlers.get(kind)
                 if handler is None:
                     raise KeyError(f"the local controller has no answer for question kind {kind!r}")
-                answers[q.id] = handler(req, q, _index_of(q.id))
+                answers[q.id] = handler(req, q, question_index(q.id))
             out.append(answers)
         return out
 
@@ -556,7 +556,7 @@ def validity_adjusted(base: float, sig: Mapping[str, Any]) -> float:
 
 
 @lru_cache(maxsize=4096)
-def _index_of(question_id: str) -> int | None:
+def question_index(question_id: str) -> int | None:
     """The i of a pair_{i}_ / candidate_{i}_ id."""
     for prefix in ("pair_", "candidate_"):
         if question_id.startswith(prefix):

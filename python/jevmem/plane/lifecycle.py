@@ -427,9 +427,10 @@ class LifecycleMemory(MemoryState):
                         self._decisions_rewritten = False
                     elif len(self.decisions) != decided:
                         delta["decisions"] = self.decisions[decided:]
-                    new_ids = range(first_new, self.store.next_id)
-                    if any(i in self._asks for i in new_ids):
-                        delta["derived"] = encode_derived(self._asks, self._time_refs, new_ids)
+                    new = range(first_new, self.store.next_id)
+                    derived = encode_derived(self._asks, self._time_refs, new)
+                    if derived["ids"]:
+                        delta["derived"] = derived
                     seq = self.store._log_write(
                         json.dumps(delta, separators=(",", ":")).encode() if delta else b""
                     )
