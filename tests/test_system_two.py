@@ -334,3 +334,36 @@ def test_the_http_stack_is_not_imported_by_import_jevmem() -> None:
     ).stdout
     assert json.loads(out) == []
     assert "ChatCompletionsClient" in jevmem.__all__
+
+
+def _post_and_hang_up(server: FakeChatServer) -> None:
+    """A request whose client resets the connection before the reply is written."""
+    host, port = server._httpd.server_address[:2]
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode()
+    s = socket.create_connection((str(host), int(port)))
+    s.sendall(
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        + f"Content-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+    s.close()  # linger 0: a reset, so the server's write fails
+
+
+def test_a_client_that_hangs_up_prints_nothing_but_a_broken_reply_does(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    with FakeChatServer() as s:
+        s.script("slow:0.3")
+        _post_and_hang_up(s)
+        time.sleep(0.8)
+        assert "Traceback" not in capfd.readouterr().err
+
+    def broken(messages: object) -> str:
+        raise RuntimeError("a bug in the reply function")
+
+    with FakeChatServer(reply=broken) as s:
+        with pytest.raises(jevmem.JevmemError):
+            client(s, max_retries=0).complete(HELLO)
+        time.sleep(0.2)
+        assert "RuntimeError: a bug in the reply function" in capfd.readouterr().err
