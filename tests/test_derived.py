@@ -50,13 +50,10 @@ def build(m: Memory, texts: list[str] = TEXTS, start: int = T0) -> list[int]:
 
 
 def derived_state(m: Memory) -> dict[str, Any]:
-    return {
-        "time_refs": dict(m._time_refs),
-        "asks": dict(m._asks),
-        "timeline": list(m._timeline),
-        "log_len_total": m._log_len_total,
-        "speaker_stats": {k: list(v) for k, v in m._speaker_stats.items()},
-    }
+    """The part of `MemoryState.derived_state` the snapshot and log carry, or derive from it."""
+    keys = ("time_refs", "asks", "timeline", "log_len_total", "speaker_stats")
+    state = m.derived_state()
+    return {k: state[k] for k in keys}
 
 
 def from_scratch(m: Memory) -> dict[str, Any]:
@@ -84,7 +81,7 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
 def test_load_takes_the_facts_from_the_snapshot(tmp_path: Path, counted: dict[str, int]) -> None:
     m = Memory(EMBEDDER, LocalController())
     build(m)
-    assert m._time_refs, "the sample must ground something"
+    assert m.derived_state()["time_refs"], "the sample must ground something"
     m.save(tmp_path / "m.jvm")
     counted.update(ground=0, question_share=0)
     loaded = Memory.load(tmp_path / "m.jvm", EMBEDDER, LocalController())

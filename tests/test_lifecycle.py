@@ -98,36 +98,8 @@ def rederived(m: Memory) -> Memory:
 
 
 def python_state(m: Memory) -> dict[str, Any]:
-    """Everything a Memory derives beside the store, as values (caches are
-    read through the methods that fill them, after checking that no cache
-    holds a node the store lacks), as the next public call sees it (a
-    removal behind the Memory's back is noticed there)."""
-    m.stats()
-    ids = live_ids(m)
-    live = set(ids)
-    for cache in (m._context, m._sides, m._styles, m._sentences, m._tokens, m._facts):
-        assert set(cache) <= live, set(cache) - live
-    return {
-        "timeline": list(m._timeline),
-        "time_refs": dict(m._time_refs),
-        "entity_counts": dict(m._entity_counts),
-        "episodes": dict(m._episodes),
-        "speakers": set(m._speakers),
-        "speaker_order": list(m._speaker_order),
-        "stamps": dict(m._stamps),
-        "asks": dict(m._asks),
-        "log_len": dict(m._log_len),
-        "log_len_total": m._log_len_total,
-        "speaker_stats": {k: list(v) for k, v in m._speaker_stats.items()},
-        "facts": dict(m._facts),
-        "context": {i: m._temporal_context(i) for i in ids},
-        "sides": {i: m._context_sides(i) for i in ids},
-        "styles": {i: m._style(i) for i in ids},
-        "sentences": {i: m._sentences_of(i) for i in ids},
-        "tokens": {i: m._token_set(i) for i in ids},
-        "decisions": json.loads(json.dumps(m.decisions)),
-        "writes": m._writes,
-    }
+    """Everything a Memory derives beside the store (`MemoryState.derived_state`)."""
+    return m.derived_state()
 
 
 def assert_matches_oracle(m: Memory) -> None:
@@ -169,12 +141,13 @@ def assert_no_trace(m: Memory, gone: Sequence[int]) -> None:
         for read in (m.get, m.neighbors, m.history, m.validity, m.supersedes, m.superseded_by):
             with pytest.raises(NodeNotFoundError):
                 read(i)
+    context = m.derived_state()["context"]
     for i in live_ids(m):
         for e in m.neighbors(i):
             assert e.src not in gone_set and e.dst not in gone_set
         assert gone_set.isdisjoint(m.history(i))
         assert gone_set.isdisjoint(m.supersedes(i)) and gone_set.isdisjoint(m.superseded_by(i))
-        assert gone_set.isdisjoint(o for o, _ in m._temporal_context(i))
+        assert gone_set.isdisjoint(o for o, _ in context[i])
         assert CANARY not in m.get(i).text
     assert "qzvorpal" not in m.known_entities()
     s = m.stats()
@@ -268,7 +241,8 @@ def test_forget_many_at_once_matches_the_oracle() -> None:
     # every turn of one speaker: the speaker is gone from the derived state
     sam = [i for i in live_ids(m) if m.get(i).provenance["speaker"] == "Sam"]
     m.forget(sam)
-    assert "sam" not in m._speakers and "sam" not in m._speaker_stats
+    state = m.derived_state()
+    assert "sam" not in state["speakers"] and "sam" not in state["speaker_stats"]
     assert_matches_oracle(m)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import builtins
+import json
 import math
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -265,6 +266,51 @@ class MemoryState:
             tokens = frozenset(t for w in QUESTION_FRAME for t in self.store.tokenize(w))
             cached = self._frame = (self.store, tokens)
         return cached[1]
+
+    def derived_state(self) -> dict[str, Any]:
+        """Everything this memory derives beside its store, as plain values.
+
+        An internal view for tests and debugging, not stable API: its keys
+        follow the plane's structures. Lazily filled caches are read through
+        the methods that fill them, after checking that no cache holds a node
+        the store lacks; it first syncs with the store, as the next public
+        call would (a removal behind the Memory's back is noticed there).
+        Two memories that derived the same facts give equal dicts."""
+        self.stats()
+        ids = self.store.matching_ids(None, None)
+        live = set(ids)
+        for cache in (
+            self._context,
+            self._sides,
+            self._styles,
+            self._sentences,
+            self._tokens,
+            self._facts,
+        ):
+            stray = set(cache) - live
+            if stray:
+                raise AssertionError(f"a cache holds nodes the store lacks: {sorted(stray)}")
+        return {
+            "timeline": list(self._timeline),
+            "time_refs": dict(self._time_refs),
+            "entity_counts": dict(self._entity_counts),
+            "episodes": dict(self._episodes),
+            "speakers": set(self._speakers),
+            "speaker_order": list(self._speaker_order),
+            "stamps": dict(self._stamps),
+            "asks": dict(self._asks),
+            "log_len": dict(self._log_len),
+            "log_len_total": self._log_len_total,
+            "speaker_stats": {k: list(v) for k, v in self._speaker_stats.items()},
+            "facts": dict(self._facts),
+            "context": {i: self._temporal_context(i) for i in ids},
+            "sides": {i: self._context_sides(i) for i in ids},
+            "styles": {i: self._style(i) for i in ids},
+            "sentences": {i: self._sentences_of(i) for i in ids},
+            "tokens": {i: self._token_set(i) for i in ids},
+            "decisions": json.loads(json.dumps(self.decisions)),
+            "writes": self._writes,
+        }
 
     def __len__(self) -> int:
         return len(self.store)
