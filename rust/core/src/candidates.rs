@@ -19,6 +19,7 @@
 //! - entity = |shared entities| / |entities of the new node|;
 //! - temporal = 1 / (1 + |Δt| / temporal_scale_s), 0 without both timestamps.
 
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashSet};
 use std::ops::Bound;
 
@@ -35,9 +36,9 @@ pub const MAX_CANDIDATES: usize = 1 << 16;
 /// How many distinct terms of a new text its lexical discovery query keeps:
 /// the rarest (fewest documents; ties by the term). A long observation has
 /// hundreds of distinct terms, and querying them all costs time in proportion
-/// to the memory: the common terms' postings grow with it, and the top
-/// `pool` they would rank are the rare terms' matches anyway. The lexical
-/// signal still scores the pool with every term. Measured (BENCHMARKS.md
+/// to the memory: the common terms' postings grow with it, while the rare
+/// terms carry most of a match's BM25 weight. The lexical signal still
+/// scores the pool with every term. Measured (BENCHMARKS.md
 /// section 13): long turns' `write_candidates` at 50k nodes 7.0 -> 3.3 ms,
 /// and every figure of both development sets' harness unchanged. A constant,
 /// not a `CandidateConfig` field, until the next snapshot format version
@@ -51,21 +52,23 @@ pub(crate) fn rarest_terms(
     tokens: &[String],
     cap: usize,
     df: impl Fn(&str) -> usize,
-) -> Vec<String> {
+) -> Cow<'_, [String]> {
     let mut distinct: Vec<&str> = tokens.iter().map(String::as_str).collect();
     distinct.sort_unstable();
     distinct.dedup();
     if distinct.len() <= cap {
-        return tokens.to_vec();
+        return Cow::Borrowed(tokens);
     }
     let mut by_df: Vec<(usize, &str)> = distinct.into_iter().map(|t| (df(t), t)).collect();
     by_df.sort_unstable();
     let keep: HashSet<&str> = by_df.into_iter().take(cap).map(|(_, t)| t).collect();
-    tokens
-        .iter()
-        .filter(|t| keep.contains(t.as_str()))
-        .cloned()
-        .collect()
+    Cow::Owned(
+        tokens
+            .iter()
+            .filter(|t| keep.contains(t.as_str()))
+            .cloned()
+            .collect(),
+    )
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -337,7 +340,7 @@ mod tests {
             let tokens: Vec<String> = tokens.iter().map(|i| format!("t{i}")).collect();
             let df: HashMap<String, usize> = (0..24).map(|i| (format!("t{i}"), dfs[i])).collect();
             let got = rarest_terms(&tokens, cap, |t| df[t]);
-            prop_assert_eq!(&got, &reference(&tokens, cap, &df));
+            prop_assert_eq!(&*got, &reference(&tokens, cap, &df)[..]);
             let mut kept: Vec<&String> = got.iter().collect();
             kept.sort();
             kept.dedup();
@@ -356,7 +359,7 @@ mod tests {
             "mid" => 10,
             _ => 1,
         };
-        assert_eq!(rarest_terms(&tokens, 2, df), ["rare", "mid", "rare"]);
-        assert_eq!(rarest_terms(&tokens, 3, df), tokens);
+        assert_eq!(*rarest_terms(&tokens, 2, df), ["rare", "mid", "rare"]);
+        assert_eq!(*rarest_terms(&tokens, 3, df), tokens[..]);
     }
 }
