@@ -7,10 +7,9 @@ BIN := $(VENV)/bin
 PY_SOURCES := python tests bench
 export VIRTUAL_ENV := $(abspath $(VENV))
 export CARGO_TERM_COLOR ?= never
-# clippy and the Rust tests build in the profile `make build` uses, so the C/C++
-# that build scripts compile (numkong's SIMD kernels: ~200 s in release, ~380 s
-# with debug info, on 2 cores) and the dependencies are built once, not once per
-# profile. `make test RUST_PROFILE=` runs them in the dev/test profiles instead
+# clippy and the Rust tests build in the profile `make build` uses, so the C++
+# that build scripts compile (usearch, its cxx bridge) and the dependencies are
+# built once, not once per profile. `make test RUST_PROFILE=` runs them in the dev/test profiles instead
 # (with overflow checks and debug assertions, at the cost of a second build).
 RUST_PROFILE ?= --release
 
@@ -53,8 +52,8 @@ build-debug: setup ## Build the extension (debug, faster to compile) into .venv
 	PATH="$(abspath $(BIN)):$$PATH" PIP_QUIET=1 $(BIN)/maturin develop --quiet
 
 # Two at a time where the steps share no files: the Python set-up (mostly
-# downloads) and lint run beside clippy, whose first minutes are numkong's C
-# kernels; the stubs are checked and the wheel is built and installed beside
+# downloads) and lint run beside clippy, whose first minute is usearch's C++;
+# the stubs are checked and the wheel is built and installed beside
 # the Python tests.
 test: ## Everything CI checks: lint, Rust tests, Python tests, the wheel
 	$(MAKE) --no-print-directory -j2 lint-python lint-rust

@@ -5,6 +5,10 @@
 //!    parameters and queries (p50/p99, overhead ratio), insert throughput and
 //!    memory per vector, at 10k and 100k vectors (1M with `JEVMEM_BENCH_1M=1`).
 //!
+//! `JEVMEM_BENCH_QUANT=f16|i8` runs part 2 on a quantized index (both sides),
+//! `JEVMEM_BENCH_SIZES=10000,...` picks its sizes, `JEVMEM_BENCH_SKIP_CROSSOVER=1`
+//! skips part 1.
+//!
 //! Data: 384-d vectors with a low intrinsic dimension (a random linear map of
 //! a 24-d latent plus small noise), closer to sentence embeddings than uniform
 //! noise. On uniform random 384-d data HNSW degenerates (at 100k, ef=128 finds
@@ -13,7 +17,7 @@
 
 use std::time::{Duration, Instant};
 
-use jevmem_core::vector::{VectorConfig, VectorIndex};
+use jevmem_core::vector::{Quantization, VectorConfig, VectorIndex};
 use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
 
 const DIM: usize = 384;
@@ -128,9 +132,22 @@ fn crossover() {
     }
 }
 
+/// Part 2's quantization, from `JEVMEM_BENCH_QUANT` (default f32).
+fn quantization() -> (Quantization, ScalarKind, &'static str) {
+    match std::env::var("JEVMEM_BENCH_QUANT").as_deref() {
+        Ok("f16") => (Quantization::F16, ScalarKind::F16, "F16"),
+        Ok("i8") => (Quantization::I8, ScalarKind::I8, "I8"),
+        _ => (Quantization::F32, ScalarKind::F32, "F32"),
+    }
+}
+
 fn ours_vs_raw(n: usize) {
-    println!("\n== 2. N = {n}: ours vs raw usearch (384-d, k={K}, F32, M=16, ef_add=128, ef_search=128) ==");
-    let cfg = VectorConfig::new(DIM);
+    let (quantization, scalar, name) = quantization();
+    println!("\n== 2. N = {n}: ours vs raw usearch (384-d, k={K}, {name}, M=16, ef_add=128, ef_search=128) ==");
+    let cfg = VectorConfig {
+        quantization,
+        ..VectorConfig::new(DIM)
+    };
     let mut rng = Data::new(n as u64);
     let data: Vec<Vec<f32>> = (0..n).map(|_| rng.vector()).collect();
     let queries: Vec<Vec<f32>> = (0..1000).map(|_| rng.vector()).collect();
@@ -145,7 +162,7 @@ fn ours_vs_raw(n: usize) {
     let raw = Index::new(&IndexOptions {
         dimensions: DIM,
         metric: MetricKind::Cos,
-        quantization: ScalarKind::F32,
+        quantization: scalar,
         connectivity: cfg.connectivity,
         expansion_add: cfg.expansion_add,
         expansion_search: cfg.expansion_search,
@@ -207,10 +224,24 @@ fn main() {
     if !std::env::args().any(|a| a == "--bench") {
         return;
     }
-    crossover();
-    ours_vs_raw(10_000);
-    ours_vs_raw(100_000);
+    if std::env::var_os("JEVMEM_BENCH_SKIP_CROSSOVER").is_none() {
+        crossover();
+    }
+    let mut sizes: Vec<usize> = match std::env::var("JEVMEM_BENCH_SIZES") {
+        Ok(list) => list
+            .split(',')
+            .map(|n| {
+                n.trim()
+                    .parse()
+                    .expect("JEVMEM_BENCH_SIZES: comma-separated sizes")
+            })
+            .collect(),
+        Err(_) => vec![10_000, 100_000],
+    };
     if std::env::var_os("JEVMEM_BENCH_1M").is_some() {
-        ours_vs_raw(1_000_000);
+        sizes.push(1_000_000);
+    }
+    for n in sizes {
+        ours_vs_raw(n);
     }
 }

@@ -7,6 +7,7 @@
 pub mod bm25;
 pub mod budget;
 pub mod candidates;
+mod distance;
 pub mod durable;
 pub mod error;
 pub mod facts;

@@ -268,7 +268,9 @@ impl VectorIndex {
             expansion_search: self.config.expansion_search,
             multi: false,
         };
-        Index::new(&options).map_err(index_err)
+        let mut index = Index::new(&options).map_err(index_err)?;
+        crate::distance::install(&mut index, self.config.quantization, self.config.dim);
+        Ok(index)
     }
 
     /// Whether searches are answered by the HNSW graph (else by the exact scan).
@@ -863,7 +865,7 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
 
 /// Which dot-product body to run; detected once per scan, not per row.
 #[derive(Clone, Copy)]
-enum DotKernel {
+pub(crate) enum DotKernel {
     Portable,
     #[cfg(target_arch = "x86_64")]
     Avx2Fma,
@@ -871,7 +873,7 @@ enum DotKernel {
 
 impl DotKernel {
     #[inline]
-    fn detect() -> Self {
+    pub(crate) fn detect() -> Self {
         #[cfg(target_arch = "x86_64")]
         if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
             return DotKernel::Avx2Fma;
@@ -880,7 +882,7 @@ impl DotKernel {
     }
 
     #[inline]
-    fn dot(self, a: &[f32], b: &[f32]) -> f32 {
+    pub(crate) fn dot(self, a: &[f32], b: &[f32]) -> f32 {
         match self {
             DotKernel::Portable => dot_lanes::<false>(a, b),
             // SAFETY: `detect` only picks this variant when the CPU supports AVX2 and FMA.
