@@ -35,7 +35,7 @@ from jevmem.plane.text import (
     SENTENCES,
     NodeFacts,
     Sentence,
-    episode_of,
+    episode_in,
     is_vocative,
     question_share,
 )
@@ -147,23 +147,25 @@ class MemoryState:
         asks: float | None = None,
         timeline: bool = True,
     ) -> None:
-        # per-node facts the read path asks for on every query, computed once
-        self._episodes[node.id] = episode_of(node)
-        self._facts[node.id] = NodeFacts.of(node)
-        if node.scope:
-            self._scopes[node.id] = frozenset(node.scope.items())
+        # per-node facts the read path asks for on every query, computed once;
+        # a Node converts an attribute anew on every access, so each is read once
+        node_id, timestamp, scope = node.id, node.timestamp, node.scope
+        facts = self._facts[node_id] = NodeFacts.of(node)
+        text, speaker = facts.text, facts.speaker
+        self._episodes[node_id] = episode_in(facts.session, timestamp)
+        if scope:
+            self._scopes[node_id] = frozenset(scope.items())
         self._context.clear()  # time-order neighbourhoods may have changed
-        if node.timestamp is not None:
-            self._stamps[node.id] = node.timestamp
-        speaker = node.provenance.get("speaker", "").lower()
+        if timestamp is not None:
+            self._stamps[node_id] = timestamp
         if speaker and speaker not in self._speakers:
             self._speakers.add(speaker)
             bisect.insort(self._speaker_order, speaker)
         if asks is None:
-            asks = question_share(node.text)
-        self._asks[node.id] = asks
-        log_len = math.log1p(len(node.text))
-        self._log_len[node.id] = log_len
+            asks = question_share(text)
+        self._asks[node_id] = asks
+        log_len = math.log1p(len(text))
+        self._log_len[node_id] = log_len
         self._log_len_total += log_len
         self._sides.clear()
         self._styles.clear()
@@ -172,15 +174,16 @@ class MemoryState:
             stats[0] += 1
             stats[1] += asks
             stats[2] += log_len
-        if node.timestamp is not None:
+        if timestamp is not None:
             if timeline:
-                bisect.insort(self._timeline, (node.timestamp, node.id))
+                bisect.insort(self._timeline, (timestamp, node_id))
             if refs is None:
-                refs = tuple(ground(node.text, node.timestamp))
+                refs = tuple(ground(text, timestamp))
             if refs:
-                self._time_refs[node.id] = refs
-        for e in node.entities:
-            self._entity_counts[e] = self._entity_counts.get(e, 0) + 1
+                self._time_refs[node_id] = refs
+        counts = self._entity_counts
+        for e in facts.entities:
+            counts[e] = counts.get(e, 0) + 1
 
     def _decide(
         self,

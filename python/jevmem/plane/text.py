@@ -26,11 +26,13 @@ class NodeFacts(NamedTuple):
 
     @staticmethod
     def of(node: Node) -> NodeFacts:
+        # each attribute of a Node is converted anew on every access: read once
+        prov = node.provenance
         return NodeFacts(
             node.text,
-            node.provenance.get("speaker", "").lower(),
+            prov.get("speaker", "").lower(),
             frozenset(node.entities),
-            session_of(node),
+            session_in(prov),
             tuple(node.types),  # type: ignore[arg-type]
         )
 
@@ -123,7 +125,11 @@ def question_share(text: str) -> float:
 
 def session_of(node: Node) -> str | None:
     """The session (or episode) the node's provenance names, if any."""
-    prov = node.provenance
+    return session_in(node.provenance)
+
+
+def session_in(prov: dict[str, str]) -> str | None:
+    """`session_of` over a provenance already read."""
     for key in ("session", "session_id", "episode"):
         if key in prov:
             return f"{key}:{prov[key]}"
@@ -133,10 +139,14 @@ def session_of(node: Node) -> str | None:
 def episode_of(node: Node) -> str | None:
     """The episode a node belongs to: the session its provenance names, else
     the calendar day (UTC) it was observed on, else none."""
-    named = session_of(node)
-    if named is None and node.timestamp is not None:
-        return f"day:{node.timestamp // DAY_S}"
-    return named
+    return episode_in(session_of(node), node.timestamp)
+
+
+def episode_in(session: str | None, timestamp: int | None) -> str | None:
+    """`episode_of` from the node's session (`session_of`) and timestamp."""
+    if session is None and timestamp is not None:
+        return f"day:{timestamp // DAY_S}"
+    return session
 
 
 def same_speaker(a: Node, b: Node) -> float:
