@@ -59,24 +59,50 @@ impl Tokenizer {
 
     /// Lowercased, segmented, filtered (and optionally stemmed) tokens, in text order.
     pub fn tokenize(&self, text: &str) -> Vec<String> {
+        text.unicode_words()
+            .filter_map(|word| self.token(normalize_word(word)))
+            .collect()
+    }
+
+    /// `tokenize`, remembering each normalised word's token in `memo`: a bulk
+    /// insert (a snapshot load, a replayed log, a large batch) meets the same
+    /// words again and again, and stemming them was the largest part of
+    /// indexing. A memo must only be used with one tokenizer configuration.
+    pub fn tokenize_memo(&self, text: &str, memo: &mut TokenMemo) -> Vec<String> {
         let mut out = Vec::new();
         for word in text.unicode_words() {
             let word = normalize_word(word);
-            if word.is_empty() || (self.config.stopwords && is_stopword(&word)) {
-                continue;
-            }
-            match &self.stemmer {
-                Some(stemmer) => match stemmer.stem(&word) {
-                    // Reuse the normalised buffer when stemming changed nothing.
-                    std::borrow::Cow::Borrowed(s) if s.len() == word.len() => out.push(word),
-                    stemmed => out.push(stemmed.into_owned()),
-                },
-                None => out.push(word),
-            }
+            let token = match memo.get(&word) {
+                Some(token) => token.clone(),
+                None => {
+                    let token = self.token(word.clone());
+                    memo.insert(word, token.clone());
+                    token
+                }
+            };
+            out.extend(token);
         }
         out
     }
+
+    /// The token of one normalised word; None for an empty word or a stopword.
+    fn token(&self, word: String) -> Option<String> {
+        if word.is_empty() || (self.config.stopwords && is_stopword(&word)) {
+            return None;
+        }
+        Some(match &self.stemmer {
+            Some(stemmer) => match stemmer.stem(&word) {
+                // Reuse the normalised buffer when stemming changed nothing.
+                std::borrow::Cow::Borrowed(s) if s.len() == word.len() => word,
+                stemmed => stemmed.into_owned(),
+            },
+            None => word,
+        })
+    }
 }
+
+/// Normalised word -> its token (None: dropped), for `Tokenizer::tokenize_memo`.
+pub type TokenMemo = std::collections::HashMap<String, Option<String>>;
 
 /// Lowercase, fold the typographic apostrophe to ASCII (so the stopword list
 /// needs one spelling of "don't") and strip an English possessive `'s`.
@@ -295,6 +321,7 @@ pub fn is_stopword(word: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn toks(t: &Tokenizer, s: &str) -> Vec<String> {
         t.tokenize(s)
@@ -314,6 +341,33 @@ mod tests {
         }
         for w in STOPWORDS {
             assert_eq!(*w, w.to_lowercase());
+        }
+    }
+
+    proptest! {
+        /// The memo changes nothing: one memo shared by several texts (so
+        /// later texts hit words the earlier ones stored), either config.
+        #[test]
+        fn memo_gives_the_same_tokens(
+            texts in proptest::collection::vec(
+                proptest::collection::vec(
+                    proptest::sample::select(vec![
+                        "Running", "runs", "ran", "the", "When", "Caroline's", "don\u{2019}t",
+                        "café", "CAFÉ", "x", "2024", "über", "flies", "flying", "-", "?", " ",
+                    ]),
+                    0..40,
+                ).prop_map(|words| words.join(" ")),
+                1..6,
+            ),
+            stem in proptest::bool::ANY,
+            stopwords in proptest::bool::ANY,
+            raw in "\\PC{0,80}",
+        ) {
+            let t = Tokenizer::new(TokenizerConfig { stem, stopwords });
+            let mut memo = TokenMemo::new();
+            for text in texts.iter().chain(std::iter::once(&raw)) {
+                prop_assert_eq!(t.tokenize_memo(text, &mut memo), t.tokenize(text));
+            }
         }
     }
 
