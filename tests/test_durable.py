@@ -76,13 +76,15 @@ def test_checkpoints_cover_the_log_and_close_checkpoints(tmp_path: Path) -> None
     m = _open(d, checkpoint_every=10)
     for i in range(35):
         m.add(f"note {i}")
-    assert m._checkpoint_seq == 30  # automatic, every 10 records
+    assert m.stats()["checkpoint_seq"] == 30  # automatic, every 10 records
     m.close()
     assert len(_segments(d)) == 1
     assert sorted(p.name for p in d.glob("checkpoint-*")) == ["checkpoint-0000000005.jvc"]
     m = _open(d)
     assert m.recovery is not None
     assert (m.recovery["checkpoint_seq"], m.recovery["replayed_records"]) == (35, 0)
+    assert m.stats()["checkpoint_seq"] == 35
+    assert "checkpoint_seq" not in Memory(embedder=HashEmbedder(8)).stats()  # in memory: none
     assert len(m) == 35
     with pytest.raises(DurabilityError):
         _open(d)  # LOCK is held while open

@@ -250,13 +250,14 @@ def test_read_path_node_facts_match_the_store(tmp_path: Any) -> None:
     m = Memory(HashEmbedder(64), Scripted("merge", 0.99, 0.0), summariser=lambda ns: "Maya sums up")
     add_all(m, [{"text": f"Maya met Ines about cello {i}", "timestamp": 1_700_000_000 + i, "speaker": "Maya", "session": "1"} for i in range(20)])  # fmt: skip
     sid = m.decisions[0]["summary_id"]
-    assert sid not in m._facts  # written straight to the store
+    assert sid not in m.derived_state()["facts"]  # written straight to the store
     assert any(e.id == sid for e in m.search("Maya sums up", 25).evidence)
     m.save(tmp_path / "m.jvm")
     loaded = Memory.load(tmp_path / "m.jvm", HashEmbedder(64))
     for mem in (m, loaded):
-        for i in range(mem.store.next_id):
-            assert mem._node_facts(i) == NodeFacts.of(mem.get(i))
+        # every node by now: loading indexes all, and the call above filled the summary
+        facts = mem.derived_state()["facts"]
+        assert facts == {i: NodeFacts.of(mem.get(i)) for i in range(mem.store.next_id)}
 
 
 def test_searches_leave_the_garbage_collector_as_they_found_it() -> None:

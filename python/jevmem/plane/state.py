@@ -432,6 +432,9 @@ class MemoryState:
         s["controller_calls_query"] = self.calls["query"]
         s["writes"] = self._writes
         s["consolidation_decisions"] = len(self.decisions)
+        if self.store.durable:
+            # the log record the newest checkpoint covers: recovery replays past it
+            s["checkpoint_seq"] = self._checkpoint_seq
         return s
 
     def _temporal_context(self, node_id: int) -> list[tuple[int, float]]:
