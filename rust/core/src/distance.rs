@@ -48,12 +48,6 @@ pub(crate) fn install(index: &mut Index, quantization: Quantization, dim: usize)
                 // SAFETY: as above.
                 let (a, b) = unsafe { rows(a, b, dim) };
                 let (ab, a2, b2) = kernel.products(a, b);
-                if a2 == 0 && b2 == 0 {
-                    return 0.0;
-                }
-                if ab == 0 {
-                    return 1.0;
-                }
                 cosine_distance(ab as f32, a2 as f32, b2 as f32)
             }));
         }
@@ -251,38 +245,31 @@ unsafe fn byte_products_avx2(a: &[i8], b: &[i8]) -> (i64, i64, i64) {
     (sum(ab) + tail.0, sum(a2) + tail.1, sum(b2) + tail.2)
 }
 
-/// Lane-wise i32 sums over blocks of at most 2^16 elements (each product is
-/// at most 2^14, so a lane cannot overflow within a block), widened to i64
-/// between blocks: exact for any dimension the index accepts.
+/// Lane-wise i32 sums. A lane gains at most 128^2 = 2^14 per 32 elements
+/// (lane 0 also the last 31), so it cannot overflow below about 4 million
+/// elements, far above `MAX_DIM`.
 fn byte_products(a: &[i8], b: &[i8]) -> (i64, i64, i64) {
     const LANES: usize = 32;
-    const BLOCK: usize = 1 << 16;
     let n = a.len().min(b.len());
-    let mut total = (0i64, 0i64, 0i64);
-    for (a, b) in a[..n].chunks(BLOCK).zip(b[..n].chunks(BLOCK)) {
-        let (mut ab, mut a2, mut b2) = ([0i32; LANES], [0i32; LANES], [0i32; LANES]);
-        let mut ca = a.chunks_exact(LANES);
-        let mut cb = b.chunks_exact(LANES);
-        for (x, y) in (&mut ca).zip(&mut cb) {
-            for i in 0..LANES {
-                let (p, q) = (i32::from(x[i]), i32::from(y[i]));
-                ab[i] += p * q;
-                a2[i] += p * p;
-                b2[i] += q * q;
-            }
+    let (mut ab, mut a2, mut b2) = ([0i32; LANES], [0i32; LANES], [0i32; LANES]);
+    let mut ca = a[..n].chunks_exact(LANES);
+    let mut cb = b[..n].chunks_exact(LANES);
+    for (x, y) in (&mut ca).zip(&mut cb) {
+        for i in 0..LANES {
+            let (p, q) = (i32::from(x[i]), i32::from(y[i]));
+            ab[i] += p * q;
+            a2[i] += p * p;
+            b2[i] += q * q;
         }
-        for (&x, &y) in ca.remainder().iter().zip(cb.remainder()) {
-            let (p, q) = (i32::from(x), i32::from(y));
-            ab[0] += p * q;
-            a2[0] += p * p;
-            b2[0] += q * q;
-        }
-        let widen = |v: [i32; LANES]| v.iter().map(|&x| i64::from(x)).sum::<i64>();
-        total.0 += widen(ab);
-        total.1 += widen(a2);
-        total.2 += widen(b2);
     }
-    total
+    for (&x, &y) in ca.remainder().iter().zip(cb.remainder()) {
+        let (p, q) = (i32::from(x), i32::from(y));
+        ab[0] += p * q;
+        a2[0] += p * p;
+        b2[0] += q * q;
+    }
+    let widen = |v: [i32; LANES]| v.iter().map(|&x| i64::from(x)).sum::<i64>();
+    (widen(ab), widen(a2), widen(b2))
 }
 
 #[cfg(test)]
