@@ -54,7 +54,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, MutableMapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -359,7 +359,7 @@ class Recorder:
         self.inner = LocalController()
         self.calls: list[list[DecisionRequest]] = []
 
-    def decide(self, requests: Sequence[DecisionRequest]) -> list[dict[str, Answer]]:
+    def decide(self, requests: Sequence[DecisionRequest]) -> list[MutableMapping[str, Answer]]:
         self.calls.append(list(requests))
         return self.inner.decide(requests)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from jevmem.controller.local import LocalController
 from jevmem.controller.types import Answer, DecisionRequest
@@ -24,6 +24,6 @@ class CostlyController:
         self.inner = LocalController()
         self.cost_s = float(os.environ.get("JEVMEM_BENCH_CALL_COST_MS", "0")) / 1e3
 
-    def decide(self, requests: Sequence[DecisionRequest]) -> list[dict[str, Answer]]:
+    def decide(self, requests: Sequence[DecisionRequest]) -> Sequence[Mapping[str, Answer]]:
         time.sleep(self.cost_s)
         return self.inner.decide(requests)

@@ -38,7 +38,7 @@ import shlex
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -188,7 +188,7 @@ class TimedController:
         self.name = getattr(self.inner, "name", "custom")
         self.rounds: list[tuple[str, int, float]] = []  # (kind, candidates, seconds)
 
-    def decide(self, requests: Sequence[Any]) -> list[dict[str, Any]]:
+    def decide(self, requests: Sequence[Any]) -> Sequence[Mapping[str, Any]]:
         t0 = time.perf_counter()
         out = self.inner.decide(requests)
         dt = time.perf_counter() - t0

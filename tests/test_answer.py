@@ -5,7 +5,7 @@ model call, citations, token accounting, approved summaries."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, MutableMapping, Sequence
 from typing import Any
 
 import pytest
@@ -61,7 +61,7 @@ class FixedSufficiency(LocalController):
         super().__init__()
         self.value = value
 
-    def decide(self, requests: Sequence[DecisionRequest]) -> list[dict[str, Decision]]:
+    def decide(self, requests: Sequence[DecisionRequest]) -> list[MutableMapping[str, Decision]]:
         out = super().decide(requests)
         for req, ans in zip(requests, out, strict=True):
             if req.purpose == "assessment":
@@ -395,7 +395,7 @@ class Approving(LocalController):
         super().__init__()
         self.contradicting = contradicting
 
-    def decide(self, requests: Sequence[DecisionRequest]) -> list[dict[str, Decision]]:
+    def decide(self, requests: Sequence[DecisionRequest]) -> list[MutableMapping[str, Decision]]:
         out = super().decide(requests)
         for req, ans in zip(requests, out, strict=True):
             if req.purpose == "consolidation":

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, MutableMapping, Sequence
 from pathlib import Path
 
 import grpc
@@ -114,7 +114,7 @@ class FixedSufficiency(LocalController):
         super().__init__()
         self.value = value
 
-    def decide(self, requests: Sequence[DecisionRequest]) -> list[dict[str, Decision]]:
+    def decide(self, requests: Sequence[DecisionRequest]) -> list[MutableMapping[str, Decision]]:
         out = super().decide(requests)
         for req, ans in zip(requests, out, strict=True):
             if req.purpose == "assessment":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -60,7 +61,7 @@ def request(purpose: str, state: dict[str, Any], qs: Any) -> DecisionRequest:
     return DecisionRequest(purpose, state, tuple(qs))
 
 
-def one(purpose: str, state: dict[str, Any], qs: Any) -> dict[str, Any]:
+def one(purpose: str, state: dict[str, Any], qs: Any) -> Mapping[str, Any]:
     req = request(purpose, state, qs)
     got = LocalController().decide([req])
     validate_answers([req], got)
@@ -214,7 +215,7 @@ def test_consolidation_answers_follow_the_neighbourhood() -> None:
 
     def ask(
         neighbours: list[dict[str, Any]], focus: str = "I take oat milk in coffee"
-    ) -> dict[str, Any]:
+    ) -> Mapping[str, Any]:
         return one("consolidation", {"focus": {"text": focus}, "neighbours": neighbours}, qs)
 
     dup = ask([nbr("I take oat milk in coffee", 0.98, 0.95, linked=1.0)] * 3)

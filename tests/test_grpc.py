@@ -17,7 +17,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -474,7 +474,7 @@ class KillOnCall:
     def name(self, value: str) -> None:
         self.inner.name = value
 
-    def decide(self, requests: Sequence[DecisionRequest]) -> list[dict[str, Answer]]:
+    def decide(self, requests: Sequence[DecisionRequest]) -> Sequence[Mapping[str, Answer]]:
         self.calls += 1
         if self.calls == self.n:
             self.proc.kill()
@@ -1054,7 +1054,7 @@ def test_bad_requests_get_invalid_argument(
 class SlowLocal(LocalController):
     name = "slow-local"
 
-    def decide(self, requests: Sequence[DecisionRequest]) -> list[dict[str, Answer]]:
+    def decide(self, requests: Sequence[DecisionRequest]) -> list[MutableMapping[str, Answer]]:
         time.sleep(0.3)
         return super().decide(requests)
 
@@ -1277,7 +1277,7 @@ class _SlowLocal(LearnedController):
     """The default (learned) controller, 20 ms slower per call: searches on one memory
     overlap, so concurrent calls find it busy and queue."""
 
-    def decide(self, requests: Sequence[DecisionRequest]) -> list[dict[str, Answer]]:
+    def decide(self, requests: Sequence[DecisionRequest]) -> list[MutableMapping[str, Answer]]:
         time.sleep(0.02)
         return super().decide(requests)
 

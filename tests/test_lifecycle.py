@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Sequence
+from collections.abc import MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -406,7 +406,7 @@ def test_history_errors() -> None:
 class Merging(LocalController):
     """Every consolidation asks for a merged summary."""
 
-    def decide(self, requests: Sequence[DecisionRequest]) -> list[dict[str, Any]]:
+    def decide(self, requests: Sequence[DecisionRequest]) -> list[MutableMapping[str, Any]]:
         out = super().decide(requests)
         for req, answers in zip(requests, out, strict=True):
             if req.purpose != "consolidation":

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import MutableMapping, Sequence
 from typing import Any
 
 import pytest
@@ -185,7 +185,7 @@ class Scripted(LocalController):
         super().__init__()
         self.label, self.prob, self.contra = label, prob, contradicting
 
-    def decide(self, requests: Sequence[DecisionRequest]) -> list[dict[str, Answer]]:
+    def decide(self, requests: Sequence[DecisionRequest]) -> list[MutableMapping[str, Answer]]:
         out = super().decide(requests)
         for req, ans in zip(requests, out, strict=True):
             if req.purpose == "consolidation":
@@ -264,7 +264,7 @@ def test_searches_leave_the_garbage_collector_as_they_found_it() -> None:
     import gc
 
     class Failing(LocalController):
-        def decide(self, requests: Sequence[DecisionRequest]) -> list[dict[str, Answer]]:
+        def decide(self, requests: Sequence[DecisionRequest]) -> list[MutableMapping[str, Answer]]:
             if requests[0].purpose == "routing":
                 assert not gc.isenabled()  # held off while the searches run
                 raise RuntimeError("boom")

@@ -148,14 +148,16 @@ class Memory(WritingMemory):
         # streaming controller pulls them as it sends, so a remote server
         # answers the first queries of a round while the later ones are still
         # being worked out here. Same rounds, same requests, same order.
-        waiting: list[tuple[QueryRun, Steps, list[dict[str, Answer]] | None]] = [
+        waiting: list[tuple[QueryRun, Steps, Sequence[Mapping[str, Answer]] | None]] = [
             (r, r.steps(), None) for r in runs
         ]
         while waiting:
             asked: list[tuple[QueryRun, Steps, int]] = []
 
             def round_requests(
-                waiting: list[tuple[QueryRun, Steps, list[dict[str, Answer]] | None]] = waiting,
+                waiting: list[
+                    tuple[QueryRun, Steps, Sequence[Mapping[str, Answer]] | None]
+                ] = waiting,
                 asked: list[tuple[QueryRun, Steps, int]] = asked,
             ) -> Iterator[DecisionRequest]:
                 for r, gen, got in waiting:

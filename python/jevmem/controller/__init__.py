@@ -7,6 +7,8 @@ from jevmem.controller.learned import LearnedController, SystemOneModel
 from jevmem.controller.local import LocalController
 from jevmem.controller.types import (
     Answer,
+    CandidateAnswers,
+    CandidateQuestions,
     Choice,
     ChoiceAnswer,
     ControllerError,
@@ -20,6 +22,8 @@ from jevmem.controller.types import (
 
 __all__ = [
     "Answer",
+    "CandidateAnswers",
+    "CandidateQuestions",
     "Choice",
     "ChoiceAnswer",
     "ControllerError",

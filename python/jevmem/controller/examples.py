@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from jevmem.controller import default_controller
 from jevmem.controller.types import Answer, DecisionRequest, SystemOne
@@ -31,7 +31,7 @@ class CountingController:
         self.asked: Counter[str] = Counter()
         self._lock = threading.Lock()  # a server calls decide from several threads
 
-    def decide(self, requests: Sequence[DecisionRequest]) -> list[dict[str, Answer]]:
+    def decide(self, requests: Sequence[DecisionRequest]) -> Sequence[Mapping[str, Answer]]:
         kinds = Counter(q.kind for r in requests for q in r.questions)
         with self._lock:
             self.asked.update(kinds)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -35,7 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from jevmem.controller.local import LocalController, question_index
-from jevmem.controller.types import Answer, DecisionRequest, NoulAnswer
+from jevmem.controller.types import Answer, CandidateAnswers, DecisionRequest, NoulAnswer
 from jevmem.errors import InvalidConfigError
 
 __all__ = [
@@ -121,7 +121,7 @@ ASSESSMENT_FEATURES: tuple[str, ...] = ASSESSMENT_BASE + tuple(
 def _base_columns(
     rows: Sequence[Mapping[str, Any]],
     base: Sequence[str],
-    extra: Mapping[str, Sequence[float]],
+    extra: Mapping[str, Sequence[float] | npt.NDArray[np.float64]],
 ) -> tuple[npt.NDArray[np.float64], dict[str, int]]:
     """The named signals as bounded columns, one row per mapping, and the
     column of each name (``extra`` supplies whole columns by name, ahead of
@@ -200,11 +200,11 @@ def candidate_matrix(
 def _candidate_columns(
     candidates: Sequence[Mapping[str, Any]],
     base: Sequence[str],
-    hand: Mapping[str, Sequence[float]] | None,
+    hand: Mapping[str, Sequence[float] | npt.NDArray[np.float64]] | None,
 ) -> tuple[npt.NDArray[np.float64], dict[str, int]]:
     """`_base_columns` of a scoring request's candidates, with ``expanded``
     and the hand rule's columns (see `candidate_rows`)."""
-    extra: dict[str, Sequence[float]] = dict(hand or {})
+    extra: dict[str, Sequence[float] | npt.NDArray[np.float64]] = dict(hand or {})
     extra["expanded"] = [1.0 if "novelty" in (c.get("signals") or {}) else 0.0 for c in candidates]
     return _base_columns([c.get("signals") or {} for c in candidates], base, extra)
 
@@ -412,7 +412,7 @@ class LearnedController(LocalController):
                 f"the sufficiency head reads unknown features {sorted(unknown)}"
             )
 
-    def decide(self, requests: Sequence[DecisionRequest]) -> list[dict[str, Answer]]:
+    def decide(self, requests: Sequence[DecisionRequest]) -> list[MutableMapping[str, Answer]]:
         out = super().decide(requests)
         heads = self.model.heads
         relevance, support = heads.get("score.relevance"), heads.get("score.support")
@@ -432,7 +432,7 @@ class LearnedController(LocalController):
     @staticmethod
     def _score_candidates(
         req: DecisionRequest,
-        answers: dict[str, Answer],
+        answers: MutableMapping[str, Answer],
         relevance: Head | None,
         support: Head | None,
     ) -> None:
@@ -448,11 +448,24 @@ class LearnedController(LocalController):
         }
         if not heads:
             return
-        raw, at = _candidate_columns(
-            cands,
-            _base_names(f for head in heads.values() for f in head.features),
-            hand_answers(answers, len(cands)),
-        )
+        base = _base_names(f for head in heads.values() for f in head.features)
+        if isinstance(answers, CandidateAnswers):
+            # the round as columns: the hand rule's answers are read and the
+            # heads' written a column at a time
+            kinds = answers.questions.kinds
+            hand = {
+                f"hand_{n}": (
+                    answers.column(f"score.{n}").copy()
+                    if f"score.{n}" in kinds
+                    else np.zeros(answers.questions.n_candidates)
+                )
+                for n in ("relevance", "support")
+            }
+            raw, at = _candidate_columns(cands, base, hand)
+            for kind, head in heads.items():
+                answers.column(kind)[:] = _unit_columns(head(_products(raw, at, head.features)))
+            return
+        raw, at = _candidate_columns(cands, base, hand_answers(answers, len(cands)))
         values = {
             kind: head(_products(raw, at, head.features)).tolist() for kind, head in heads.items()
         }
@@ -475,6 +488,11 @@ def hand_answers(answers: Mapping[str, Answer], n: int) -> dict[str, list[float]
             col.append(a.value if isinstance(a, NoulAnswer) else 0.0)
         out[f"hand_{name}"] = col
     return out
+
+
+def _unit_columns(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """`_unit` of every element."""
+    return np.where((x >= 0.0) & (x <= 1.0), x, np.where(x > 1.0, 1.0, 0.0))
 
 
 def _unit(x: float) -> float:

@@ -11,13 +11,18 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from functools import lru_cache
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from jevmem.controller.catalogue import REPRESENTATION_OPTIONS, TEMPORAL_LABELS
 from jevmem.controller.types import (
     Answer,
+    CandidateAnswers,
+    CandidateQuestions,
     Choice,
     ChoiceAnswer,
     DecisionRequest,
@@ -268,12 +273,17 @@ class LocalController:
     def kinds() -> tuple[str, ...]:
         return tuple(LocalController()._handlers)
 
-    def decide(self, requests: Sequence[DecisionRequest]) -> list[dict[str, Answer]]:
-        out: list[dict[str, Answer]] = []
+    def decide(self, requests: Sequence[DecisionRequest]) -> list[MutableMapping[str, Answer]]:
+        out: list[MutableMapping[str, Answer]] = []
         handlers = self._handlers
         for req in requests:
+            qs = req.questions
+            if type(qs) is CandidateQuestions and _SCORING_KINDS.issuperset(qs.kinds):
+                # a whole scoring round: answered as columns (see score_columns)
+                out.append(score_columns(req.state, qs))
+                continue
             answers: dict[str, Answer] = {}
-            for q in req.questions:
+            for q in qs:
                 kind = q.kind
                 if kind in _SCORING_KINDS:
                     # most of a query's questions: answered without the
@@ -508,6 +518,84 @@ def _score(state: Mapping[str, Any], kind: str, i: int) -> float:
     # the memory plane measured it (two thirds / one third).
     near = _num(sig, "support", 0.0)
     return _clip((2.0 * near + _num(sig, "episode_support", near)) / 3.0)
+
+
+def _clip_columns(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """`_clip` of every element: NaN and infinities give 0."""
+    return np.where((x > 0.0) & (x < 1.0), x, np.where((x >= 1.0) & (x < math.inf), 1.0, 0.0))
+
+
+def score_columns(state: Mapping[str, Any], questions: CandidateQuestions) -> CandidateAnswers:
+    """A scoring round's answers as columns: the same values `_score` gives
+    question by question (the same arithmetic in the same order, elementwise),
+    with the candidates' signals read once per name."""
+    cands: Sequence[Mapping[str, Any]] = state["candidates"]
+    if len(cands) < questions.n_candidates:
+        raise IndexError(f"{questions.n_candidates} candidates asked about, {len(cands)} given")
+    columns = _SignalColumns(cands[: questions.n_candidates])
+    out = CandidateAnswers(questions)
+    with np.errstate(all="ignore"):  # NaN and infinities are clipped to 0, as _clip does
+        for j, kind in enumerate(questions.kinds):
+            out.array[:, j] = _score_column(state, columns, kind)
+    return out
+
+
+class _SignalColumns:
+    """The candidates' signals read by name, one column at a time."""
+
+    def __init__(self, cands: Sequence[Mapping[str, Any]]) -> None:
+        self.cands = cands
+        self.sigs: list[Mapping[str, Any]] = [c.get("signals") or {} for c in cands]
+
+    def __call__(self, name: str, default: float = 0.0) -> npt.NDArray[np.float64]:
+        """As `_num` reads it: a missing or None value is the default."""
+        return np.array(
+            [default if (v := s.get(name, default)) is None else float(v) for s in self.sigs],
+            dtype=np.float64,
+        )
+
+    def truthy(self, name: str) -> npt.NDArray[np.float64]:
+        """As `relevance` reads it (``get(name) or 0.0``): missing, None and 0 are 0."""
+        return np.array([float(s.get(name) or 0.0) for s in self.sigs], dtype=np.float64)
+
+
+def _score_column(
+    state: Mapping[str, Any], col: _SignalColumns, kind: str
+) -> npt.NDArray[np.float64]:
+    """`_score` of every candidate for one ``score.*`` kind."""
+    if kind == "score.relevance":
+        values = _clip_columns(
+            0.45 * col.truthy("lexical")
+            + 0.35 * col.truthy("dense")
+            + 0.2 * col.truthy("entity_match")
+            + 0.3 * col.truthy("time_match")
+            - 0.1 * col.truthy("asks")
+        )
+        chained = [i for i, s in enumerate(col.sigs) if "valid_at_query_time" in s]
+        if chained:  # validity_adjusted, for the nodes in a supersedes chain
+            at = np.array(chained)
+            best = np.array([_num(col.sigs[i], "chain_match", 0.0) for i in chained])
+            values[at] = _clip_columns(np.where(best > values[at], best, values[at]))
+        return values
+    if kind == "score.relation_usefulness":
+        route = state["query"].get("routing", {})
+        p = np.array(
+            [float(route.get(c.get("view", "semantic"), 0.5)) for c in col.cands],
+            dtype=np.float64,
+        )
+        return _clip_columns(0.5 * p + 0.3 * col("edge_weight") + 0.2 * col("same_session"))
+    if kind == "score.novelty":
+        return _clip_columns(1.0 - col("max_evidence_similarity"))
+    # score.support: the temporal neighbours, then the episode (default: near)
+    near = col("support")
+    episode = np.array(
+        [
+            n if (v := s.get("episode_support", n)) is None else float(v)
+            for s, n in zip(col.sigs, near.tolist(), strict=True)
+        ],
+        dtype=np.float64,
+    )
+    return _clip_columns((2.0 * near + episode) / 3.0)
 
 
 def _num(signals: Mapping[str, Any], name: str, default: float) -> float:

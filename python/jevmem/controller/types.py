@@ -11,14 +11,19 @@ model-backed controller reads ``instruction`` and the criteria.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
 
 from jevmem.errors import JevmemError
 
 __all__ = [
     "Answer",
+    "CandidateAnswers",
+    "CandidateQuestions",
     "Choice",
     "ChoiceAnswer",
     "ControllerError",
@@ -89,6 +94,127 @@ class DecisionRequest:
     questions: tuple[Question, ...] = field(default_factory=tuple)
 
 
+class CandidateQuestions(tuple[Noul, ...]):
+    """The questions of a round over ``n_candidates`` candidates: the same Nouls
+    asked of each, candidate by candidate, with ids ``candidate_{i}_<name>``.
+
+    It is a plain tuple of questions to anyone who iterates it. A controller
+    that knows the form answers the whole round as columns instead
+    (`CandidateAnswers`): one value per candidate and template question,
+    without a question or an answer object per cell.
+    """
+
+    template: tuple[Noul, ...]  #: candidate 0's questions, in order
+    names: tuple[str, ...]  #: the id suffix of each (``relevance``, ...)
+    kinds: tuple[str, ...]
+    n_candidates: int
+
+    def __new__(cls, per_candidate: Any, count: int) -> CandidateQuestions:
+        # per_candidate(i) -> candidate i's questions (a catalogue function)
+        template: tuple[Noul, ...] = tuple(per_candidate(0))
+        prefix = "candidate_0_"
+        if not template or not all(type(q) is Noul and q.id.startswith(prefix) for q in template):
+            raise ValueError(
+                "a candidate round's template must be Nouls with ids candidate_0_<name>"
+            )
+        self = super().__new__(cls, (q for i in range(count) for q in per_candidate(i)))
+        self.template = template
+        self.names = tuple(q.id[len(prefix) :] for q in template)
+        self.kinds = tuple(q.kind for q in template)
+        self.n_candidates = count
+        return self
+
+    @classmethod
+    def recognise(cls, questions: Sequence[Question]) -> CandidateQuestions | None:
+        """``questions`` as a candidate round when they are one (Nouls with ids
+        ``candidate_{i}_<name>``, the same template for every i, candidate by
+        candidate), else None: a round that came over the wire is answered
+        as columns too."""
+        if type(questions) is cls:
+            return questions
+        width = 0
+        for q in questions:
+            if not q.id.startswith("candidate_0_"):
+                break
+            width += 1
+        if not width or len(questions) % width:
+            return None
+        template = tuple(questions[:width])
+        names = [q.id[12:] for q in template]
+        for k, q in enumerate(questions):
+            i, j = divmod(k, width)
+            t = template[j]
+            if not (
+                type(q) is Noul
+                and type(t) is Noul
+                and q.id == f"candidate_{i}_{names[j]}"
+                and q.kind == t.kind
+                and q.instruction == t.instruction
+                and q.true_if == t.true_if
+                and q.false_if == t.false_if
+            ):
+                return None
+        return cls(lambda i: questions[i * width : (i + 1) * width], len(questions) // width)
+
+
+class CandidateAnswers(MutableMapping[str, "Answer"]):
+    """A candidate round's answers as a (candidates x template) array.
+
+    To the memory it is the mapping question id -> `NoulAnswer` that
+    `SystemOne.decide` returns, built on demand; the memory itself reads
+    ``values`` directly. Assigning a `NoulAnswer` to a question id writes its
+    cell, so a controller that adjusts some answers after another produced
+    them works on either form.
+    """
+
+    __slots__ = ("_column", "array", "questions")
+
+    def __init__(self, questions: CandidateQuestions, values: npt.ArrayLike | None = None) -> None:
+        self.questions = questions
+        shape = (questions.n_candidates, len(questions.template))
+        if values is None:
+            self.array: npt.NDArray[np.float64] = np.zeros(shape)
+        else:
+            self.array = np.array(values, dtype=np.float64).reshape(shape)
+        self._column = {name: j for j, name in enumerate(questions.names)}
+
+    def column(self, kind: str) -> npt.NDArray[np.float64]:
+        """The answers to one template question (by kind), one per candidate (a view)."""
+        return self.array[:, self.questions.kinds.index(kind)]
+
+    def _cell(self, question_id: str) -> tuple[int, int]:
+        if question_id.startswith("candidate_"):
+            head, _, name = question_id[10:].partition("_")
+            j = self._column.get(name)
+            if j is not None and head.isdigit() and int(head) < self.questions.n_candidates:
+                return int(head), j
+        raise KeyError(question_id)
+
+    def __getitem__(self, question_id: str) -> Answer:
+        i, j = self._cell(question_id)
+        return NoulAnswer(float(self.array[i, j]))
+
+    def __setitem__(self, question_id: str, answer: Answer) -> None:
+        i, j = self._cell(question_id)
+        if not isinstance(answer, NoulAnswer):
+            raise TypeError(
+                f"{question_id}: a Noul needs a NoulAnswer, got {type(answer).__name__}"
+            )
+        self.array[i, j] = answer.value
+
+    def __delitem__(self, question_id: str) -> None:
+        raise TypeError("a candidate round's answers cannot be removed")
+
+    def __iter__(self) -> Iterator[str]:
+        return (q.id for q in self.questions)
+
+    def __len__(self) -> int:
+        return len(self.questions)
+
+    def __repr__(self) -> str:
+        return f"CandidateAnswers({self.questions.n_candidates} candidates x {list(self.questions.names)})"
+
+
 @runtime_checkable
 class SystemOne(Protocol):
     """Answers a batch of decision requests in one call.
@@ -99,7 +225,7 @@ class SystemOne(Protocol):
 
     name: str
 
-    def decide(self, requests: Sequence[DecisionRequest]) -> list[dict[str, Answer]]: ...
+    def decide(self, requests: Sequence[DecisionRequest]) -> Sequence[Mapping[str, Answer]]: ...
 
 
 def validate_answers(
@@ -113,6 +239,21 @@ def validate_answers(
     if len(answers) != len(requests):
         raise ControllerError(f"expected answers for {len(requests)} requests, got {len(answers)}")
     for r, (req, got) in enumerate(zip(requests, answers, strict=True)):
+        if type(got) is CandidateAnswers and (
+            got.questions is req.questions or got.questions == req.questions
+        ):
+            # the whole round at once: every cell is a Noul's value
+            values = got.array
+            if values.shape != (got.questions.n_candidates, len(got.questions.template)):
+                raise ControllerError(
+                    f"request {r} ({req.purpose}): answers of shape {values.shape}"
+                )
+            ok = np.isfinite(values) & (values >= 0.0) & (values <= 1.0)
+            if not ok.all():
+                i, j = (int(x) for x in np.argwhere(~ok)[0])
+                qid = f"candidate_{i}_{got.questions.names[j]}"
+                raise ControllerError(f"{qid}: value {float(values[i, j])!r} is not in [0, 1]")
+            continue
         ids = {q.id for q in req.questions}
         if set(got) != ids:
             missing, extra = sorted(ids - set(got)), sorted(set(got) - ids)

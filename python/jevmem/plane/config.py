@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -40,7 +40,7 @@ Summariser = Callable[[Sequence[Node]], str]
 #: wrapped in `jevmem.answering.SystemTwoSummariser`.
 SummariserLike = Summariser | SystemTwo
 #: A query's read path: yields controller requests, receives their answers.
-Steps = Generator[list[DecisionRequest], list[dict[str, Answer]], None]
+Steps = Generator[list[DecisionRequest], Sequence[Mapping[str, Answer]], None]
 
 
 @dataclass(frozen=True)

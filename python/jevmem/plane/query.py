@@ -11,7 +11,7 @@ import numpy as np
 
 from jevmem._core import Traversal
 from jevmem.controller import catalogue
-from jevmem.controller.types import DecisionRequest
+from jevmem.controller.types import CandidateQuestions, DecisionRequest
 from jevmem.plane.config import ASSESSED_ITEMS, REPLACED_BELOW, VIEWS, Steps
 from jevmem.plane.query_features import QueryFeatures
 from jevmem.plane.results import EvidenceItem, SearchResult, Via
@@ -21,6 +21,7 @@ from jevmem.plane.signals import (
     evidence_score,
     plain_match,
     round_questions,
+    round_values,
 )
 from jevmem.temporal import describe
 
@@ -66,15 +67,14 @@ class QueryRun(QueryFeatures):
         route = {q.id: answer_value(got[0][q.id]) for q in catalogue.routing_questions()}
         self.routing = {v: route[v] for v in VIEWS}
         anchors = []
-        scored = got[1]
         relevance = self.relevance
         # two answers per anchor, in question order: relevance, support
-        pairs = iter(scoring_q)
-        for anchor, rel_q, sup_q in zip(anchor_ids, pairs, pairs, strict=True):
-            rel = answer_value(scored[rel_q.id])
+        assert scoring_q.kinds == ("score.relevance", "score.support")
+        scored = round_values(got[1], scoring_q).tolist()
+        for anchor, (rel, sup) in zip(anchor_ids, scored, strict=True):
             relevance[anchor] = rel
             # A seed's score: its own relevance, lifted by support from its neighbours.
-            anchors.append((anchor, evidence_score(rel, answer_value(scored[sup_q.id]))))
+            anchors.append((anchor, evidence_score(rel, sup)))
         # best first, ties by id: two stable sorts instead of a tuple key per anchor
         anchors.sort(key=itemgetter(0))
         anchors.sort(key=itemgetter(1), reverse=True)
@@ -111,11 +111,10 @@ class QueryRun(QueryFeatures):
                     continue
                 request = self.scoring_request(t, found)
                 got = yield [request]
-                scored = got[0]
                 # one row per candidate, its four questions in order (SCORE_ROW)
-                rows = np.array(
-                    [answer_value(scored[q.id]) for q in request.questions], dtype=np.float32
-                ).reshape(len(found), len(SCORE_ROW))
+                qs = request.questions
+                assert isinstance(qs, CandidateQuestions) and qs.kinds == SCORE_ROW
+                rows = round_values(got[0], qs).astype(np.float32)
                 for c, (rel, _, _, sup) in zip(found, rows.tolist(), strict=True):
                     relevance[c.node] = rel
                     self.evidence_score[c.node] = evidence_score(rel, sup)

@@ -6,8 +6,17 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 
+import numpy as np
+
 from jevmem.controller import catalogue
-from jevmem.controller.types import Answer, DecisionRequest, Noul, NoulAnswer
+from jevmem.controller.types import (
+    Answer,
+    CandidateAnswers,
+    CandidateQuestions,
+    DecisionRequest,
+    Noul,
+    NoulAnswer,
+)
 from jevmem.plane.config import ANCHOR_RELEVANCE_WEIGHT
 
 
@@ -42,14 +51,33 @@ def share_of_best(x: float, best: float) -> float:
     return min(1.0, max(0.0, x) / best) if best > 0 else 0.0
 
 
-def neutral_answers(requests: Sequence[DecisionRequest]) -> list[dict[str, Answer]]:
+#: the signal the neutral answer to each score.* kind is
+_NEUTRAL_FIELD = {
+    "score.relevance": "dense",
+    "score.relation_usefulness": "edge_weight",
+    "score.novelty": "novelty",
+    "score.support": "support",
+}
+
+
+def neutral_answers(requests: Sequence[DecisionRequest]) -> list[Mapping[str, Answer]]:
     """The 'traversal' ablation: signals only, no controller judgment.
 
     Routing is uniform, candidates are scored by embedding similarity and
     edge weight, and the assessment never stops early.
     """
-    out: list[dict[str, Answer]] = []
+    out: list[Mapping[str, Answer]] = []
     for req in requests:
+        qs = req.questions
+        if type(qs) is CandidateQuestions and all(k in _NEUTRAL_FIELD for k in qs.kinds):
+            cands = req.state["candidates"][: qs.n_candidates]
+            values = np.array(
+                [[c["signals"].get(_NEUTRAL_FIELD[k], 0.0) for k in qs.kinds] for c in cands],
+                dtype=np.float64,
+            ).reshape(qs.n_candidates, len(qs.kinds))
+            # min(1, max(0, x)) of each, NaN as 0 (fmax and fmin skip NaN, as max does)
+            out.append(CandidateAnswers(qs, np.fmin(1.0, np.fmax(0.0, values))))
+            continue
         ans: dict[str, Answer] = {}
         for q in req.questions:
             kind = q.kind
@@ -62,12 +90,7 @@ def neutral_answers(requests: Sequence[DecisionRequest]) -> list[dict[str, Answe
             else:
                 i = int(q.id.split("_")[1])
                 sig = req.state["candidates"][i]["signals"]
-                field_ = {
-                    "score.relevance": "dense",
-                    "score.relation_usefulness": "edge_weight",
-                    "score.novelty": "novelty",
-                    "score.support": "support",
-                }[kind]
+                field_ = _NEUTRAL_FIELD[kind]
                 ans[q.id] = NoulAnswer(float(min(1.0, max(0.0, sig.get(field_, 0.0)))))
         out.append(ans)
     return out
@@ -78,7 +101,19 @@ SCORE_ROW = ("score.relevance", "score.relation_usefulness", "score.novelty", "s
 assert tuple(q.kind for q in catalogue.scoring_questions(0)) == SCORE_ROW
 
 
+def round_values(answers: Mapping[str, Answer], questions: CandidateQuestions) -> np.ndarray:
+    """A candidate round's answers as a (candidates x template) float64 array:
+    a `CandidateAnswers` as it is, any other mapping read question by question."""
+    if type(answers) is CandidateAnswers and answers.questions is questions:
+        return answers.array
+    width = len(questions.template)
+    return np.array([answer_value(answers[q.id]) for q in questions], dtype=np.float64).reshape(
+        questions.n_candidates, width
+    )
+
+
 @lru_cache(maxsize=1024)
-def round_questions(per_candidate: Callable[[int], tuple[Noul, ...]], n: int) -> tuple[Noul, ...]:
-    """The questions of a scoring round over ``n`` candidates, candidate by candidate."""
-    return tuple(q for i in range(n) for q in per_candidate(i))
+def round_questions(per_candidate: Callable[[int], tuple[Noul, ...]], n: int) -> CandidateQuestions:
+    """The questions of a scoring round over ``n`` candidates, candidate by
+    candidate (cached: every query's round over n candidates asks the same)."""
+    return CandidateQuestions(per_candidate, n)

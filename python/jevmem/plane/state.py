@@ -191,7 +191,7 @@ class MemoryState:
         path: str,
         *,
         budget_s: float | None = None,
-    ) -> list[dict[str, Answer]]:
+    ) -> Sequence[Mapping[str, Answer]]:
         if isinstance(requests, list):
             if not requests:
                 return []

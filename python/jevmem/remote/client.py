@@ -39,7 +39,7 @@ import threading
 import time
 import warnings
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -380,7 +380,7 @@ class GrpcController:
 
     def decide(
         self, requests: Sequence[DecisionRequest], *, budget_s: float | None = None
-    ) -> list[dict[str, Answer]]:
+    ) -> Sequence[Mapping[str, Answer]]:
         """Answer ``requests`` remotely, or by the fallback when that fails.
 
         ``budget_s`` is the caller's remaining time (e.g. the query's wall
@@ -391,7 +391,7 @@ class GrpcController:
 
     def decide_stream(
         self, requests: Iterable[DecisionRequest], *, budget_s: float | None = None
-    ) -> list[dict[str, Answer]]:
+    ) -> Sequence[Mapping[str, Answer]]:
         """``decide`` for requests that may be produced lazily, as the call sends them.
 
         ``requests`` is consumed as the chunks of the stream go out (on a gRPC
@@ -421,7 +421,7 @@ class GrpcController:
             if not self.breaker.allow():
                 raise _Failure("breaker_open", f"after repeated failures of {self.target}")
             try:
-                answers: list[dict[str, Answer]] | None = None
+                answers: Sequence[Mapping[str, Answer]] | None = None
                 if self.stream and chunks.more():
                     try:
                         answers, controller, attempts = self._stream_call(chunks, end)
@@ -445,7 +445,7 @@ class GrpcController:
 
     def _unary(
         self, chunks: _Chunks, end: float, attempts_before: int
-    ) -> tuple[list[dict[str, Answer]], str, int]:
+    ) -> tuple[Sequence[Mapping[str, Answer]], str, int]:
         """One ``Decide`` for every request (built in full here if not yet)."""
         t1 = time.perf_counter()
         requests = chunks.drain()
@@ -469,7 +469,9 @@ class GrpcController:
         seconds["decode"] += time.perf_counter() - t3
         return answers, response.controller, attempts_before + attempts
 
-    def _stream_call(self, chunks: _Chunks, end: float) -> tuple[list[dict[str, Answer]], str, int]:
+    def _stream_call(
+        self, chunks: _Chunks, end: float
+    ) -> tuple[Sequence[Mapping[str, Answer]], str, int]:
         """One ``DecideStream`` for the chunks of ``chunks``; retried on UNAVAILABLE only.
 
         Raises :class:`_Unimplemented` when the server has no such method,
@@ -520,7 +522,7 @@ class GrpcController:
             calls.append(call)
             if expired.is_set() or chunks.error is not None:
                 call.cancel()
-            answers: list[dict[str, Answer]] = []
+            answers: list[Mapping[str, Answer]] = []
             controller = ""
             try:
                 for i, response in enumerate(call):
@@ -601,7 +603,7 @@ class GrpcController:
 
     def _fall_back(
         self, requests: Sequence[DecisionRequest], f: _Failure, attempts: int, t0: float
-    ) -> list[dict[str, Answer]]:
+    ) -> Sequence[Mapping[str, Answer]]:
         self.counters[f"failed_{f.reason}"] += 1
         if self.fallback is None:
             self._record(CallOutcome("error", f.reason, attempts, time.monotonic() - t0, f.detail))

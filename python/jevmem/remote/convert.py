@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -28,6 +28,8 @@ import numpy as np
 from jevmem._proto.jevmem.v1 import controller_pb2 as pb
 from jevmem.controller.types import (
     Answer,
+    CandidateAnswers,
+    CandidateQuestions,
     Choice,
     ChoiceAnswer,
     ControllerError,
@@ -311,7 +313,13 @@ def requests_from_proto(msg: pb.DecideRequest) -> list[DecisionRequest]:
                 f"exist (the call has {n_templates})"
             )
         questions = tuple([_question(*templates[t], qid) for qid, t in zip(ids, refs, strict=True)])
-        out.append(DecisionRequest(req.purpose, state, questions))
+        # a scoring round's questions keep their form, so the controller
+        # here can answer them as columns
+        out.append(
+            DecisionRequest(
+                req.purpose, state, CandidateQuestions.recognise(questions) or questions
+            )
+        )
     return out
 
 
@@ -333,6 +341,16 @@ def answers_to_proto(
     results: list[pb.DecisionAnswers] = []
     for r, (req, got) in enumerate(zip(requests, answers, strict=True)):
         ids = [q.id for q in req.questions]
+        if (
+            type(got) is CandidateAnswers
+            and (got.questions is req.questions or got.questions == req.questions)
+            and got.array.size == len(ids)
+        ):
+            # every cell a Noul's value, in question order (candidate by candidate)
+            results.append(
+                pb.DecisionAnswers(question_ids=ids, noul_values=got.array.ravel().tolist())
+            )
+            continue
         if len(got) != len(ids):
             raise ControllerError(f"request {r}: {len(got)} answers for {len(ids)} questions")
         values: list[float] = []
@@ -360,7 +378,7 @@ def answers_to_proto(
 
 def answers_from_proto(
     msg: pb.DecideResponse, requests: Sequence[DecisionRequest]
-) -> list[dict[str, Answer]]:
+) -> list[MutableMapping[str, Answer]]:
     """Decode a Decide response to ``requests``; range is checked by ``validate_answers``.
 
     Rejected here with :class:`ControllerError`: a result count other than
@@ -371,7 +389,7 @@ def answers_from_proto(
         raise ControllerError(
             f"expected answers for {len(requests)} requests, got {len(msg.results)}"
         )
-    out: list[dict[str, Answer]] = []
+    out: list[MutableMapping[str, Answer]] = []
     # ids and Choice count per distinct question tuple (shared by a round's requests)
     by_tuple: dict[int, tuple[list[str], int]] = {}
     for r, (req, res) in enumerate(zip(requests, msg.results, strict=True)):
@@ -396,8 +414,10 @@ def answers_from_proto(
                 f"request {r} ({req.purpose}): {len(values)} noul values and {len(choices)} "
                 f"choices for {len(qs) - n_choice} Noul and {n_choice} Choice questions"
             )
-        got: dict[str, Answer]
-        if not n_choice:
+        got: MutableMapping[str, Answer]
+        if type(qs) is CandidateQuestions:
+            got = CandidateAnswers(qs, values)
+        elif not n_choice:
             got = dict(zip(ids, map(NoulAnswer, values), strict=True))
         else:
             got = {}

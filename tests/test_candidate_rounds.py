@@ -1,0 +1,238 @@
+"""A candidate round answered as columns (`CandidateQuestions` / `CandidateAnswers`)
+gives exactly the answers of the same round asked question by question."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jevmem.controller import (
+    CandidateAnswers,
+    CandidateQuestions,
+    ControllerError,
+    DecisionRequest,
+    LearnedController,
+    LocalController,
+    NoulAnswer,
+    catalogue,
+    validate_answers,
+)
+from jevmem.plane.signals import neutral_answers, round_questions, round_values
+
+SIGNALS = (
+    "lexical",
+    "dense",
+    "dense_passage",
+    "entity_match",
+    "time_match",
+    "asks",
+    "dense_raw",
+    "lexical_rank",
+    "dense_rank",
+    "length",
+    "speaker_asks",
+    "speaker_length",
+    "support",
+    "episode_support",
+    "prev_match",
+    "next_match",
+    "edge_weight",
+    "same_session",
+    "max_evidence_similarity",
+    "novelty",
+    "valid_at_query_time",
+    "superseded",
+    "not_yet_valid",
+    "chain_match",
+    "type_episodic",
+    "query_self",
+)
+
+# what a signal may hold: shares, but also the values a careless plug-in
+# plane could put there (None, NaN, infinities, out of range)
+value = st.one_of(
+    st.floats(0.0, 1.0),
+    st.floats(-2.0, 3.0),
+    st.sampled_from([0.0, 1.0, None, math.nan, math.inf, -math.inf]),
+)
+signals = st.dictionaries(st.sampled_from(SIGNALS), value, max_size=len(SIGNALS))
+candidate = st.fixed_dictionaries(
+    {"id": st.integers(0, 99), "text": st.just("t"), "signals": signals},
+    optional={"view": st.sampled_from(["semantic", "temporal", "causal", "entity", "other"])},
+)
+routing = st.dictionaries(
+    st.sampled_from(["semantic", "temporal", "causal", "entity"]), st.floats(0.0, 1.0)
+)
+
+
+def plain(questions: CandidateQuestions) -> tuple[Any, ...]:
+    """The same questions as a plain tuple: the controller answers them one by one."""
+    return tuple(questions)
+
+
+def request(cands: list[dict[str, Any]], per_candidate: Any, route: dict[str, float]) -> Any:
+    qs = round_questions(per_candidate, len(cands))
+    return DecisionRequest("scoring", {"query": {"routing": route}, "candidates": cands}, qs)
+
+
+def same(a: float, b: float) -> bool:
+    return a == b or (math.isnan(a) and math.isnan(b))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(candidate, min_size=1, max_size=8),
+    st.sampled_from([catalogue.scoring_questions, catalogue.anchor_questions]),
+    routing,
+)
+def test_columns_equal_question_by_question(
+    cands: list[dict[str, Any]], per_candidate: Any, route: dict[str, float]
+) -> None:
+    for controller in (LocalController(), LearnedController()):
+        req = request(cands, per_candidate, route)
+        by_column = controller.decide([req])[0]
+        assert type(by_column) is CandidateAnswers
+        one_by_one = controller.decide(
+            [DecisionRequest(req.purpose, req.state, plain(req.questions))]
+        )[0]
+        assert type(one_by_one) is dict
+        assert list(by_column) == list(one_by_one)
+        for qid, answer in one_by_one.items():
+            got = by_column[qid]
+            assert isinstance(got, NoulAnswer) and isinstance(answer, NoulAnswer)
+            assert same(got.value, answer.value), (controller.name, qid, got, answer)
+        validate_answers([req], [by_column])
+        values = round_values(by_column, req.questions)
+        assert values.shape == (len(cands), len(req.questions.template))
+        assert ((values >= 0) & (values <= 1)).all()
+
+
+def test_candidate_questions_are_a_plain_tuple_with_a_template() -> None:
+    qs = round_questions(catalogue.scoring_questions, 3)
+    assert qs is round_questions(catalogue.scoring_questions, 3)  # cached per count
+    assert qs == tuple(q for i in range(3) for q in catalogue.scoring_questions(i))
+    assert qs.n_candidates == 3 and qs.template == catalogue.scoring_questions(0)
+    assert qs.names == ("relevance", "relation_usefulness", "novelty", "support")
+    empty = round_questions(catalogue.anchor_questions, 0)
+    assert empty.n_candidates == 0 and empty == ()
+    with pytest.raises(ValueError, match="template"):
+        CandidateQuestions(lambda i: catalogue.routing_questions(), 2)
+
+
+def test_candidate_answers_as_a_mapping() -> None:
+    qs = round_questions(catalogue.anchor_questions, 2)
+    answers = CandidateAnswers(qs, [[0.1, 0.2], [0.3, 0.4]])
+    assert list(answers) == [q.id for q in qs] and len(answers) == 4
+    assert answers["candidate_1_support"] == NoulAnswer(0.4)
+    assert dict(answers) == {q.id: answers[q.id] for q in qs}
+    answers["candidate_0_relevance"] = NoulAnswer(0.9)
+    assert answers.column("score.relevance").tolist() == [0.9, 0.3]
+    for missing in ("candidate_2_relevance", "candidate_0_novelty", "candidate_x_support", "r"):
+        with pytest.raises(KeyError):
+            answers[missing]
+        assert missing not in answers
+    with pytest.raises(TypeError):
+        del answers["candidate_0_relevance"]
+    with pytest.raises(TypeError):
+        answers["candidate_0_relevance"] = "high"  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize("bad", [math.nan, -0.01, 1.5, math.inf])
+def test_validation_rejects_a_bad_cell_by_its_question(bad: float) -> None:
+    qs = round_questions(catalogue.scoring_questions, 3)
+    req = DecisionRequest("scoring", {"candidates": [{}] * 3}, qs)
+    answers = CandidateAnswers(qs, np.full((3, 4), 0.5))
+    validate_answers([req], [answers])
+    answers.array[2, 1] = bad
+    with pytest.raises(ControllerError, match="candidate_2_relation_usefulness"):
+        validate_answers([req], [answers])
+    # answers to another round's questions are checked as any mapping is
+    other = CandidateAnswers(round_questions(catalogue.scoring_questions, 2))
+    with pytest.raises(ControllerError, match="missing answers"):
+        validate_answers([req], [other])
+
+
+def test_a_round_with_too_few_candidates_is_refused() -> None:
+    qs = round_questions(catalogue.scoring_questions, 3)
+    req = DecisionRequest("scoring", {"query": {}, "candidates": [{"signals": {}}] * 2}, qs)
+    with pytest.raises(IndexError):
+        LocalController().decide([req])
+
+
+def test_round_values_reads_any_mapping() -> None:
+    qs = round_questions(catalogue.anchor_questions, 2)
+    answers = {q.id: NoulAnswer(0.25 * k) for k, q in enumerate(qs)}
+    assert round_values(answers, qs).tolist() == [[0.0, 0.25], [0.5, 0.75]]
+
+
+finite_or_nan = st.one_of(st.floats(-2.0, 3.0), st.sampled_from([math.nan, math.inf, -math.inf]))
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.dictionaries(
+            st.sampled_from(["dense", "edge_weight", "novelty", "support", "lexical"]),
+            finite_or_nan,
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    st.sampled_from([catalogue.scoring_questions, catalogue.anchor_questions]),
+)
+def test_neutral_answers_by_column_equal_one_by_one(
+    sigs: list[dict[str, float]], per_candidate: Any
+) -> None:
+    cands = [{"id": i, "text": "t", "signals": s} for i, s in enumerate(sigs)]
+    req = request(cands, per_candidate, {})
+    (by_column,) = neutral_answers([req])
+    assert type(by_column) is CandidateAnswers
+    (one_by_one,) = neutral_answers([DecisionRequest(req.purpose, req.state, plain(req.questions))])
+    assert type(one_by_one) is dict and list(by_column) == list(one_by_one)
+    for qid, answer in one_by_one.items():
+        assert by_column[qid] == answer, qid
+
+
+def test_a_round_keeps_its_form_over_the_wire() -> None:
+    pytest.importorskip("grpc")
+    from jevmem._proto.jevmem.v1 import controller_pb2 as cpb
+    from jevmem.remote.convert import (
+        answers_from_proto,
+        answers_to_proto,
+        requests_from_proto,
+        requests_to_proto,
+    )
+
+    cands = [
+        {"id": i, "text": f"turn {i}", "signals": {"lexical": i / 7, "dense": 0.5, "support": 0.2}}
+        for i in range(7)
+    ]
+    sent = [
+        request(cands, catalogue.scoring_questions, {"semantic": 0.7}),
+        DecisionRequest("routing", {"query": {"text": "q"}}, catalogue.routing_questions()),
+    ]
+    wire = cpb.DecideRequest.FromString(requests_to_proto(sent).SerializeToString())
+    received = requests_from_proto(wire)
+    assert received == sent
+    assert type(received[0].questions) is CandidateQuestions
+    assert received[0].questions.n_candidates == 7
+    assert type(received[1].questions) is tuple  # not a candidate round
+    served = LocalController().decide(received)
+    assert type(served[0]) is CandidateAnswers
+    back = cpb.DecideResponse.FromString(
+        answers_to_proto(received, served, "local").SerializeToString()
+    )
+    got = answers_from_proto(back, sent)
+    assert type(got[0]) is CandidateAnswers and got[0].questions is sent[0].questions
+    local = LocalController().decide(sent)
+    assert got[0] == local[0] and got[1] == local[1]
+    validate_answers(sent, got)
+    # a round some question breaks is a plain tuple again
+    broken = tuple(received[0].questions)[:-1]
+    assert CandidateQuestions.recognise(broken) is None
+    assert CandidateQuestions.recognise(tuple(reversed(received[0].questions))) is None
