@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from jevmem.controller import (
     CandidateAnswers,
     CandidateQuestions,
+    CandidateTable,
     ControllerError,
     DecisionRequest,
     LearnedController,
@@ -236,3 +237,69 @@ def test_a_round_keeps_its_form_over_the_wire() -> None:
     broken = tuple(received[0].questions)[:-1]
     assert CandidateQuestions.recognise(broken) is None
     assert CandidateQuestions.recognise(tuple(reversed(received[0].questions))) is None
+
+
+def table_of(cands: list[dict[str, Any]]) -> CandidateTable:
+    names = sorted({name for c in cands for name in c["signals"]})
+    return CandidateTable(
+        [c["id"] for c in cands],
+        [c["text"] for c in cands],
+        {name: [c["signals"].get(name, math.nan) for c in cands] for name in names},
+        views=[c.get("view", "semantic") for c in cands],
+    )
+
+
+present_value = st.one_of(st.floats(0.0, 1.0), st.floats(-2.0, 3.0), st.sampled_from([0.0, 1.0]))
+table_candidate = st.fixed_dictionaries(
+    {
+        "id": st.integers(0, 99),
+        "text": st.just("t"),
+        "signals": st.dictionaries(st.sampled_from(SIGNALS), present_value, max_size=len(SIGNALS)),
+    },
+    optional={"view": st.sampled_from(["semantic", "temporal", "causal", "entity", "other"])},
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(table_candidate, min_size=0, max_size=8),
+    st.sampled_from([catalogue.scoring_questions, catalogue.anchor_questions]),
+    routing,
+)
+def test_a_candidate_table_is_read_as_its_mappings(
+    cands: list[dict[str, Any]], per_candidate: Any, route: dict[str, float]
+) -> None:
+    table = table_of(cands)
+    assert len(table) == len(cands)
+    # the mappings it stands for: the same items, a signal it lacks (NaN) absent
+    assert (
+        table.as_dicts()
+        == list(table)
+        == table[:]
+        == [{**c, "view": c.get("view", "semantic")} for c in cands]
+    )
+    for i in range(-len(cands), len(cands)):
+        assert table[i] == table.as_dicts()[i]
+    with pytest.raises(IndexError):
+        table[len(cands)]
+    for controller in (LocalController(), LearnedController(), None):
+        req = request(cands, per_candidate, route)
+        by_table = DecisionRequest(req.purpose, {**req.state, "candidates": table}, req.questions)
+        if controller is None:
+            got, want = neutral_answers([by_table])[0], neutral_answers([req])[0]
+        else:
+            got, want = controller.decide([by_table])[0], controller.decide([req])[0]
+        assert type(got) is CandidateAnswers
+        assert got == want
+
+
+def test_a_candidate_table_checks_its_shape() -> None:
+    with pytest.raises(ValueError, match="texts"):
+        CandidateTable([1, 2], ["a"], {})
+    with pytest.raises(ValueError, match="shape"):
+        CandidateTable([1, 2], ["a", "b"], {"dense": [0.5]})
+    t = CandidateTable([1, 2], ["a", "b"], {"dense": [0.5, math.nan]})
+    assert t.signal("dense", 0.25).tolist() == [0.5, 0.25]
+    assert t.signal("lexical").tolist() == [0.0, 0.0]
+    assert t.present("dense").tolist() == [True, False]
+    assert t[1] == {"id": 2, "text": "b", "view": "semantic", "signals": {}}

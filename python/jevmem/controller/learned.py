@@ -35,7 +35,13 @@ import numpy as np
 import numpy.typing as npt
 
 from jevmem.controller.local import LocalController, question_index
-from jevmem.controller.types import Answer, CandidateAnswers, DecisionRequest, NoulAnswer
+from jevmem.controller.types import (
+    Answer,
+    CandidateAnswers,
+    CandidateTable,
+    DecisionRequest,
+    NoulAnswer,
+)
 from jevmem.errors import InvalidConfigError
 
 __all__ = [
@@ -122,16 +128,18 @@ def _base_columns(
     rows: Sequence[Mapping[str, Any]],
     base: Sequence[str],
     extra: Mapping[str, Sequence[float] | npt.NDArray[np.float64]],
+    n: int | None = None,
 ) -> tuple[npt.NDArray[np.float64], dict[str, int]]:
     """The named signals as bounded columns, one row per mapping, and the
     column of each name (``extra`` supplies whole columns by name, ahead of
     the mappings). Missing values are 0; non-finite ones are made 0 and the
     rest bounded (signals are shares in [0, 1]; nothing else may overflow or
-    turn into NaN when products are taken)."""
+    turn into NaN when products are taken). ``n``: the number of rows, when
+    ``extra`` supplies every column."""
     from_rows = [b for b in base if b not in extra]
     from_extra = [b for b in base if b in extra]
     width = len(from_rows) + len(from_extra)
-    raw = np.empty((len(rows), width), dtype=np.float64)
+    raw = np.empty((len(rows) if n is None else n, width), dtype=np.float64)
     if rows and from_rows:
         raw[:, : len(from_rows)] = [[r.get(b) or 0.0 for b in from_rows] for r in rows]
     for j, b in enumerate(from_extra, len(from_rows)):
@@ -205,6 +213,13 @@ def _candidate_columns(
     """`_base_columns` of a scoring request's candidates, with ``expanded``
     and the hand rule's columns (see `candidate_rows`)."""
     extra: dict[str, Sequence[float] | npt.NDArray[np.float64]] = dict(hand or {})
+    if type(candidates) is CandidateTable:
+        # columns already: absent (NaN) reads as 0, as a missing key does
+        extra["expanded"] = candidates.present("novelty").astype(np.float64)
+        for name in base:
+            if name not in extra:
+                extra[name] = candidates.signal(name, 0.0)
+        return _base_columns([], base, extra, n=len(candidates))
     extra["expanded"] = [1.0 if "novelty" in (c.get("signals") or {}) else 0.0 for c in candidates]
     return _base_columns([c.get("signals") or {} for c in candidates], base, extra)
 

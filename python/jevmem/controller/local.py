@@ -23,6 +23,7 @@ from jevmem.controller.types import (
     Answer,
     CandidateAnswers,
     CandidateQuestions,
+    CandidateTable,
     Choice,
     ChoiceAnswer,
     DecisionRequest,
@@ -532,7 +533,9 @@ def score_columns(state: Mapping[str, Any], questions: CandidateQuestions) -> Ca
     cands: Sequence[Mapping[str, Any]] = state["candidates"]
     if len(cands) < questions.n_candidates:
         raise IndexError(f"{questions.n_candidates} candidates asked about, {len(cands)} given")
-    columns = _SignalColumns(cands[: questions.n_candidates])
+    columns = _SignalColumns(
+        cands if len(cands) == questions.n_candidates else cands[: questions.n_candidates]
+    )
     out = CandidateAnswers(questions)
     with np.errstate(all="ignore"):  # NaN and infinities are clipped to 0, as _clip does
         for j, kind in enumerate(questions.kinds):
@@ -541,14 +544,20 @@ def score_columns(state: Mapping[str, Any], questions: CandidateQuestions) -> Ca
 
 
 class _SignalColumns:
-    """The candidates' signals read by name, one column at a time."""
+    """The candidates' signals read by name, one column at a time: from a
+    `CandidateTable`'s columns, or from each candidate's mapping."""
 
     def __init__(self, cands: Sequence[Mapping[str, Any]]) -> None:
         self.cands = cands
-        self.sigs: list[Mapping[str, Any]] = [c.get("signals") or {} for c in cands]
+        self.table = cands if type(cands) is CandidateTable else None
+        self.sigs: list[Mapping[str, Any]] = (
+            [] if self.table is not None else [c.get("signals") or {} for c in cands]
+        )
 
     def __call__(self, name: str, default: float = 0.0) -> npt.NDArray[np.float64]:
         """As `_num` reads it: a missing or None value is the default."""
+        if self.table is not None:
+            return self.table.signal(name, default)
         return np.array(
             [default if (v := s.get(name, default)) is None else float(v) for s in self.sigs],
             dtype=np.float64,
@@ -556,7 +565,19 @@ class _SignalColumns:
 
     def truthy(self, name: str) -> npt.NDArray[np.float64]:
         """As `relevance` reads it (``get(name) or 0.0``): missing, None and 0 are 0."""
+        if self.table is not None:
+            return self.table.signal(name, 0.0)
         return np.array([float(s.get(name) or 0.0) for s in self.sigs], dtype=np.float64)
+
+    def present(self, name: str) -> npt.NDArray[np.bool_]:
+        if self.table is not None:
+            return self.table.present(name)
+        return np.array([name in s for s in self.sigs], dtype=bool)
+
+    def views(self) -> list[Any]:
+        if self.table is not None:
+            return self.table.views
+        return [c.get("view", "semantic") for c in self.cands]
 
 
 def _score_column(
@@ -571,30 +592,29 @@ def _score_column(
             + 0.3 * col.truthy("time_match")
             - 0.1 * col.truthy("asks")
         )
-        chained = [i for i, s in enumerate(col.sigs) if "valid_at_query_time" in s]
-        if chained:  # validity_adjusted, for the nodes in a supersedes chain
-            at = np.array(chained)
-            best = np.array([_num(col.sigs[i], "chain_match", 0.0) for i in chained])
-            values[at] = _clip_columns(np.where(best > values[at], best, values[at]))
+        chained = col.present("valid_at_query_time")
+        if chained.any():  # validity_adjusted, for the nodes in a supersedes chain
+            best = col("chain_match")[chained]
+            values[chained] = _clip_columns(np.where(best > values[chained], best, values[chained]))
         return values
     if kind == "score.relation_usefulness":
         route = state["query"].get("routing", {})
-        p = np.array(
-            [float(route.get(c.get("view", "semantic"), 0.5)) for c in col.cands],
-            dtype=np.float64,
-        )
+        p = np.array([float(route.get(v, 0.5)) for v in col.views()], dtype=np.float64)
         return _clip_columns(0.5 * p + 0.3 * col("edge_weight") + 0.2 * col("same_session"))
     if kind == "score.novelty":
         return _clip_columns(1.0 - col("max_evidence_similarity"))
     # score.support: the temporal neighbours, then the episode (default: near)
     near = col("support")
-    episode = np.array(
-        [
-            n if (v := s.get("episode_support", n)) is None else float(v)
-            for s, n in zip(col.sigs, near.tolist(), strict=True)
-        ],
-        dtype=np.float64,
-    )
+    if col.table is not None:
+        episode = np.where(col.present("episode_support"), col("episode_support"), near)
+    else:  # a missing or None value reads as near
+        episode = np.array(
+            [
+                n if (v := s.get("episode_support", n)) is None else float(v)
+                for s, n in zip(col.sigs, near.tolist(), strict=True)
+            ],
+            dtype=np.float64,
+        )
     return _clip_columns((2.0 * near + episode) / 3.0)
 
 

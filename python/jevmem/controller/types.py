@@ -24,6 +24,7 @@ __all__ = [
     "Answer",
     "CandidateAnswers",
     "CandidateQuestions",
+    "CandidateTable",
     "Choice",
     "ChoiceAnswer",
     "ControllerError",
@@ -92,6 +93,92 @@ class DecisionRequest:
     purpose: str
     state: Mapping[str, Any]
     questions: tuple[Question, ...] = field(default_factory=tuple)
+
+
+class CandidateTable(Sequence[Mapping[str, Any]]):
+    """A round's candidates as columns: ids, texts, views, and one float64
+    column per signal, NaN where a candidate lacks that signal.
+
+    To anyone who reads it as a sequence it is the list of candidate
+    mappings (``{"id", "text", "view", "signals"}``) it stands for, each built
+    on access; a controller that knows the form reads `signal` columns.
+    """
+
+    __slots__ = ("columns", "ids", "texts", "views")
+
+    def __init__(
+        self,
+        ids: Sequence[int],
+        texts: Sequence[str],
+        columns: Mapping[str, npt.ArrayLike],
+        views: Sequence[str] | None = None,
+    ) -> None:
+        n = len(ids)
+        self.ids: list[int] = [int(i) for i in ids]
+        self.texts: list[str] = list(texts)
+        self.views: list[str] = list(views) if views is not None else ["semantic"] * n
+        self.columns: dict[str, npt.NDArray[np.float64]] = {
+            name: np.asarray(col, dtype=np.float64) for name, col in columns.items()
+        }
+        if len(self.texts) != n or len(self.views) != n:
+            raise ValueError(f"{n} ids, {len(self.texts)} texts and {len(self.views)} views")
+        for name, col in self.columns.items():
+            if col.shape != (n,):
+                raise ValueError(f"signal {name!r} has shape {col.shape}, not ({n},)")
+
+    def signal(self, name: str, default: float = 0.0) -> npt.NDArray[np.float64]:
+        """One signal of every candidate, ``default`` where it is absent (a new array)."""
+        col = self.columns.get(name)
+        if col is None:
+            return np.full(len(self.ids), default, dtype=np.float64)
+        return np.where(np.isnan(col), default, col)
+
+    def present(self, name: str) -> npt.NDArray[np.bool_]:
+        """Which candidates carry the signal."""
+        col = self.columns.get(name)
+        return np.zeros(len(self.ids), dtype=bool) if col is None else ~np.isnan(col)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def _items(self, rows: range) -> list[dict[str, Any]]:
+        names = list(self.columns)
+        values = [self.columns[name][rows.start : rows.stop : rows.step].tolist() for name in names]
+        out = []
+        for k, i in enumerate(rows):
+            signals = {}
+            for name, col in zip(names, values, strict=True):
+                v = col[k]
+                if v == v:  # NaN: the candidate lacks it
+                    signals[name] = v
+            out.append(
+                {
+                    "id": self.ids[i],
+                    "text": self.texts[i],
+                    "view": self.views[i],
+                    "signals": signals,
+                }
+            )
+        return out
+
+    def __getitem__(self, i: Any) -> Any:
+        n = len(self.ids)
+        if isinstance(i, slice):
+            return self._items(range(*i.indices(n)))
+        if not -n <= i < n:
+            raise IndexError(f"candidate {i} of {n}")
+        i %= n
+        return self._items(range(i, i + 1))[0]
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self.as_dicts())
+
+    def as_dicts(self) -> list[dict[str, Any]]:
+        """The candidates as plain mappings (what travels as JSON)."""
+        return self._items(range(len(self.ids)))
+
+    def __repr__(self) -> str:
+        return f"CandidateTable({len(self.ids)} candidates x {list(self.columns)})"
 
 
 class CandidateQuestions(tuple[Noul, ...]):

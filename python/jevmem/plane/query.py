@@ -11,7 +11,7 @@ import numpy as np
 
 from jevmem._core import Traversal
 from jevmem.controller import catalogue
-from jevmem.controller.types import CandidateQuestions, DecisionRequest
+from jevmem.controller.types import CandidateQuestions, CandidateTable, DecisionRequest
 from jevmem.plane.config import ASSESSED_ITEMS, REPLACED_BELOW, VIEWS, Steps
 from jevmem.plane.query_features import QueryFeatures
 from jevmem.plane.results import EvidenceItem, SearchResult, Via
@@ -19,7 +19,7 @@ from jevmem.plane.signals import (
     SCORE_ROW,
     answer_value,
     evidence_score,
-    plain_match,
+    plain_match_columns,
     round_questions,
     round_values,
 )
@@ -38,23 +38,29 @@ class QueryRun(QueryFeatures):
         # Support of a pool node: how strongly the nodes around it in time
         # (adjacent turns of a dialogue, steps of a task) match the query, and
         # how strongly its episode does (mean of the episode's best three).
-        raw = self.topical = {
-            n: plain_match(sig) for n, sig in zip(anchor_ids, anchor_sig, strict=True)
-        }
+        raw = self.topical = dict(
+            zip(anchor_ids, plain_match_columns(anchor_sig).tolist(), strict=True)
+        )
         by_episode: dict[str | None, list[float]] = {}
-        for n in anchor_ids:
-            by_episode.setdefault(self.episode(n), []).append(raw[n])
+        episodes = self.m._episodes
+        anchor_episodes = [episodes.get(n) for n in anchor_ids]
+        for n, ep in zip(anchor_ids, anchor_episodes, strict=True):
+            by_episode.setdefault(ep, []).append(raw[n])
         episode_strength = self.episode_strength = {
             ep: sum(sorted(v, reverse=True)[:3]) / 3 for ep, v in by_episode.items() if ep
         }
-        cands = []
-        episodes, texts, near_support = self.m._episodes, self.texts, self.near_support
-        for a, sig in zip(anchor_ids, anchor_sig, strict=True):
-            sig["support"] = near_support(a)
-            sig["prev_match"], sig["next_match"] = self.side_match(a)
-            sig["episode_support"] = episode_strength.get(episodes.get(a), 0.0)
-            sig["edge_weight"] = 1.0
-            cands.append({"id": a, "text": texts[a], "view": "semantic", "signals": sig})
+        texts, context_match = self.texts, self.context_match
+        near = np.array([context_match(a) for a in anchor_ids], dtype=np.float64).reshape(-1, 3)
+        anchor_sig.update(
+            support=near[:, 0],
+            prev_match=near[:, 1],
+            next_match=near[:, 2],
+            episode_support=np.array(
+                [episode_strength.get(ep, 0.0) for ep in anchor_episodes], dtype=np.float64
+            ),
+            edge_weight=np.ones(len(anchor_ids)),
+        )
+        cands = CandidateTable(anchor_ids, [texts[a] for a in anchor_ids], anchor_sig)
         scoring_q = round_questions(catalogue.anchor_questions, len(cands))
         got = yield [
             DecisionRequest(
@@ -233,35 +239,47 @@ class QueryRun(QueryFeatures):
 
     def scoring_request(self, t: Traversal, found: list[Any]) -> DecisionRequest:
         store = self.m.store
+        facts = self.m._node_facts
         ids = [c.node for c in found]
         sigs = self.signals(ids)
         evidence = [e.node for e in t.result()]
         ev_vecs = np.stack([store.embedding(e) for e in evidence]) if evidence else None
-        cands = []
-        for c, sig in zip(found, sigs, strict=True):
+        topical, context_match = self.topical, self.context_match
+        episodes, episode_strength = self.m._episodes, self.episode_strength
+        # per candidate: max evidence similarity, support, previous and next
+        # match, episode support, same session
+        read: list[tuple[float, ...]] = []
+        # in candidate order: a candidate's support reads the topical match of
+        # the candidates before it
+        for c, match in zip(found, plain_match_columns(sigs).tolist(), strict=True):
             v = store.embedding(c.node)
             max_sim = float((ev_vecs @ v).max()) if ev_vecs is not None else 0.0
-            src = self.m._node_facts(c.from_node)
-            node = self.m._node_facts(c.node)
-            self.topical[c.node] = plain_match(sig)
-            side = self.side_match(c.node)
-            sig.update(
-                {
-                    "edge_weight": float(c.edge_weight),
-                    "max_evidence_similarity": max(0.0, min(1.0, max_sim)),
-                    "novelty": 1.0 - max(0.0, min(1.0, max_sim)),
-                    # the same support as a seed's: its temporal neighbours and
-                    # its episode (the edge it came by is judged by usefulness)
-                    "support": self.near_support(c.node),
-                    "prev_match": side[0],
-                    "next_match": side[1],
-                    "episode_support": self.episode_strength.get(self.episode(c.node), 0.0),
-                    "same_session": 1.0
-                    if node.session is not None and node.session == src.session
-                    else 0.0,
-                }
+            session = facts(c.node).session
+            topical[c.node] = match
+            read.append(
+                (
+                    max(0.0, min(1.0, max_sim)),
+                    *context_match(c.node),
+                    episode_strength.get(episodes.get(c.node), 0.0),
+                    1.0 if session is not None and session == facts(c.from_node).session else 0.0,
+                )
             )
-            cands.append({"id": c.node, "text": node.text, "view": c.view, "signals": sig})
+        rows = np.array(read, dtype=np.float64).reshape(len(ids), 6)
+        sigs.update(
+            edge_weight=np.array([float(c.edge_weight) for c in found], dtype=np.float64),
+            max_evidence_similarity=rows[:, 0],
+            novelty=1.0 - rows[:, 0],
+            # the same support as a seed's: its temporal neighbours and its
+            # episode (the edge it came by is judged by usefulness)
+            support=rows[:, 1],
+            prev_match=rows[:, 2],
+            next_match=rows[:, 3],
+            episode_support=rows[:, 4],
+            same_session=rows[:, 5],
+        )
+        cands = CandidateTable(
+            ids, [self.texts[i] for i in ids], sigs, views=[c.view for c in found]
+        )
         qs = round_questions(catalogue.scoring_questions, len(cands))
         return DecisionRequest("scoring", {"query": self.query_state(), "candidates": cands}, qs)
 

@@ -13,7 +13,15 @@ from jevmem._core import Traversal, rrf
 from jevmem.entities import extract_entities, mentions
 from jevmem.plane.config import CHAIN_NODES, DAY_S, WINDOW_SCAN, Mode
 from jevmem.plane.scoped import ScopedView
-from jevmem.plane.signals import plain_match, rank_share, share_of_best
+from jevmem.plane.signals import (
+    Signals,
+    concat_signals,
+    plain_match_columns,
+    rank_share_columns,
+    raw_similarity_columns,
+    share_of_best,
+    share_of_best_columns,
+)
 from jevmem.plane.state import MemoryState
 from jevmem.plane.text import FIRST_PERSON, REQUEST, is_alias
 from jevmem.temporal import FactTime, query_fact_time, query_time_cues
@@ -162,33 +170,33 @@ class QueryFeatures:
 
     # -- signals -------------------------------------------------------------
 
-    def signals(self, ids: list[int]) -> list[dict[str, float]]:
-        """Per-node retrieval signals, each in [0, 1]: BM25 and embedding
-        similarity (normalised by the query's best), agreement with the people
-        the query names, a match with the time the query names (or, for "when"
+    def signals(self, ids: list[int]) -> Signals:
+        """Per-node retrieval signals, each in [0, 1], as one column per
+        signal (rows in the order of ``ids``): BM25 and embedding similarity
+        (normalised by the query's best), agreement with the people the query
+        names, a match with the time the query names (or, for "when"
         questions, a grounded date in the node), and how much of the node is
         itself a question (a question asserts nothing)."""
         m = self.m
-        lex = m.store.lexical_scores(self.query, ids, allowed=self.allowed).tolist()
-        sims = m.store.similarities(self.qvec, ids).tolist()
+        n = len(ids)
+        lex = m.store.lexical_scores(self.query, ids, allowed=self.allowed).astype(np.float64)
+        sims = m.store.similarities(self.qvec, ids).astype(np.float64)
         p_sims, p_idx = m.store.passage_similarities(self.qvec, ids)
-        max_psim = self.max_passage_sim
         self.best_passage.update(zip(ids, p_idx.tolist(), strict=True))
         asks = m._asks
         facts = m._facts
         texts, entity_ok = self.texts, self.entity_ok
         named = self.query_entities
-        max_lex, max_sim = self.max_lex, self.max_sim
         # a query that names no time gives every node 0 (see time_match)
         timed = self.time_cues["constraint"] is not None or self.wants_time
-        out = []
         lex_rank, vec_rank = self.lex_rank, self.vec_rank
         style = m._style if self.view is None else self.view.style
-        for node_id, lx, sim, psim in zip(ids, lex, sims, p_sims.tolist(), strict=True):
+        # what is read off each node (a row of per-node facts): its style,
+        # types, entity agreement, question share, list ranks, time match
+        read: list[tuple[float, ...]] = []
+        add = read.append
+        for node_id in ids:
             f = facts.get(node_id) or m._node_facts(node_id)
-            length, speaker_asks, speaker_length = style(node_id)
-            lr, vr = lex_rank.get(node_id), vec_rank.get(node_id)
-            episodic, semantic, procedural, preference = f.types
             if named:
                 if f.speaker and f.speaker in named:
                     ent = 1.0
@@ -198,42 +206,52 @@ class QueryFeatures:
                     ent = 0.0
             else:
                 ent = 0.0
-            out.append(
-                {
-                    # share_of_best, inlined: this runs for every pool node
-                    "lexical": min(1.0, max(0.0, lx) / max_lex) if max_lex > 0 else 0.0,
-                    "dense": min(1.0, max(0.0, sim) / max_sim) if max_sim > 0 else 0.0,
-                    # the best passage's similarity (a short text: its own)
-                    "dense_passage": min(1.0, max(0.0, psim) / max_psim) if max_psim > 0 else 0.0,
-                    "entity_match": ent,
-                    "time_match": self.time_match(node_id) if timed else 0.0,
-                    "asks": asks.get(node_id, 0.0),
-                    "dense_raw": sim if 0.0 < sim < 1.0 else float(sim >= 1.0),
-                    "lexical_rank": 0.0 if lr is None else rank_share(lr),
-                    "dense_rank": 0.0 if vr is None else rank_share(vr),
-                    "length": length,
-                    "speaker_asks": speaker_asks,
-                    "speaker_length": speaker_length,
-                    # what kind of memory it is (a standing instruction or a
-                    # taste bears on requests that never name it)
-                    "type_episodic": episodic,
-                    "type_semantic": semantic,
-                    "type_procedural": procedural,
-                    "type_preference": preference,
-                    # what kind of query asks (the same for every node)
-                    "query_self": self.query_self,
-                    "query_request": self.query_request,
-                }
+            lr, vr = lex_rank.get(node_id), vec_rank.get(node_id)
+            add(
+                (
+                    *style(node_id),
+                    *f.types,
+                    ent,
+                    asks.get(node_id, 0.0),
+                    -1.0 if lr is None else lr,
+                    -1.0 if vr is None else vr,
+                    self.time_match(node_id) if timed else 0.0,
+                )
             )
             texts[node_id] = f.text
-            self.dense_raw[node_id] = out[-1]["dense_raw"]
             entity_ok[node_id] = 1.0 if not named else min(1.0, ent + 0.4 * (ent > 0))
+        rows = np.array(read, dtype=np.float64).reshape(n, 12)
+        out: Signals = {
+            "lexical": share_of_best_columns(lex, self.max_lex),
+            "dense": share_of_best_columns(sims, self.max_sim),
+            # the best passage's similarity (a short text: its own)
+            "dense_passage": share_of_best_columns(p_sims.astype(np.float64), self.max_passage_sim),
+            "entity_match": rows[:, 7],
+            "time_match": rows[:, 11],
+            "asks": rows[:, 8],
+            "dense_raw": raw_similarity_columns(sims),
+            "lexical_rank": rank_share_columns(rows[:, 9]),
+            "dense_rank": rank_share_columns(rows[:, 10]),
+            "length": rows[:, 0],
+            "speaker_asks": rows[:, 1],
+            "speaker_length": rows[:, 2],
+            # what kind of memory it is (a standing instruction or a
+            # taste bears on requests that never name it)
+            "type_episodic": rows[:, 3],
+            "type_semantic": rows[:, 4],
+            "type_procedural": rows[:, 5],
+            "type_preference": rows[:, 6],
+            # what kind of query asks (the same for every node)
+            "query_self": np.full(n, self.query_self),
+            "query_request": np.full(n, self.query_request),
+        }
+        self.dense_raw.update(zip(ids, out["dense_raw"].tolist(), strict=True))
         self.fact_signals(ids, out)
         return out
 
     # -- facts that change -----------------------------------------------------
 
-    def fact_signals(self, ids: list[int], out: list[dict[str, float]]) -> None:
+    def fact_signals(self, ids: list[int], out: Signals) -> None:
         """Validity signals of the nodes in a supersedes chain, each in [0, 1],
         for the time the query asks about (`query_fact_time`):
 
@@ -258,8 +276,18 @@ class QueryFeatures:
         if ft.stance == "neutral" or not ids or not store.supersedes_count:
             return
         chains = self.fact_chains(ids)
-        valid_rows: list[tuple[dict[str, float], list[int]]] = []
-        for node_id, sig, chain in zip(ids, out, chains, strict=True):
+        if all(chain is None for chain in chains):
+            return
+        # NaN where a node is in no chain: it lacks these signals
+        held_col, after_col, before_col, match_col = (np.full(len(ids), np.nan) for _ in range(4))
+        out.update(
+            valid_at_query_time=held_col,
+            superseded=after_col,
+            not_yet_valid=before_col,
+            chain_match=match_col,
+        )
+        valid_rows: list[tuple[int, list[int]]] = []
+        for row, (node_id, chain) in enumerate(zip(ids, chains, strict=True)):
             if chain is None:
                 continue
             start, end, olds, news = chain
@@ -282,13 +310,13 @@ class QueryFeatures:
                 held = max(0, b - a) / width
                 after = 0.0 if end is None else max(0, hi - max(lo, end)) / width
                 before = 0.0 if start is None else max(0, min(hi, start) - lo) / width
-            sig["valid_at_query_time"] = min(1.0, held)
-            sig["superseded"] = min(1.0, after)
-            sig["not_yet_valid"] = min(1.0, before)
-            sig["chain_match"] = 0.0
+            held_col[row] = min(1.0, held)
+            after_col[row] = min(1.0, after)
+            before_col[row] = min(1.0, before)
+            match_col[row] = 0.0
             chain_ids = self.chain_of(olds, news)
             if held > 0:
-                valid_rows.append((sig, chain_ids))
+                valid_rows.append((row, chain_ids))
                 for r in chain_ids:
                     self.holders.setdefault(r, set()).add(node_id)
                 for r in self.invalid.intersection(chain_ids):
@@ -307,9 +335,9 @@ class QueryFeatures:
             + 0.5 * share_of_best(0.0 if math.isnan(sm) else sm, self.max_sim)
             for r, lx, sm in zip(relatives, lex, sims, strict=True)
         }
-        for sig, rel in valid_rows:
+        for row, rel in valid_rows:
             best = max(match.get(r, 0.0) for r in rel)
-            sig["chain_match"] = min(1.0, best * sig["valid_at_query_time"])
+            match_col[row] = min(1.0, best * float(held_col[row]))
 
     def chain_of(self, olds: list[tuple[int, float]], news: list[tuple[int, float]]) -> list[int]:
         """Every node reachable through supersedes links from a node whose
@@ -399,7 +427,7 @@ class QueryFeatures:
             best = max(best, math.exp(-gap / scale))
         return best
 
-    def pool(self) -> tuple[list[int], list[dict[str, float]]]:
+    def pool(self) -> tuple[list[int], Signals]:
         """The nodes the controller ranks before seeding, with their signals:
         the fused lexical + vector lists, the nodes observed inside a time
         window the query names, and the temporal context (two steps each way,
@@ -446,7 +474,7 @@ class QueryFeatures:
             "passages": len(ids) - len(self.fused_ids) - in_window,
         }
         sigs = self.signals(ids)
-        raw = {n: plain_match(sig) for n, sig in zip(ids, sigs, strict=True)}
+        raw = dict(zip(ids, plain_match_columns(sigs).tolist(), strict=True))
         if cfg.feedback_weight > 0 and cfg.feedback_nodes > 0 and ids:
             # Pseudo-relevance feedback (Rocchio, in embedding space): move the
             # query towards its best few matches, then re-measure similarity.
@@ -461,13 +489,15 @@ class QueryFeatures:
                 p_sims, p_idx = self.m.store.passage_similarities(self.qvec, ids)
                 self.max_passage_sim = float(p_sims.max())
                 self.best_passage.update(zip(ids, p_idx.tolist(), strict=True))
-                for sig_id, sig, sim, psim in zip(
-                    ids, sigs, sims.tolist(), p_sims.tolist(), strict=True
-                ):
-                    sig["dense"] = share_of_best(sim, self.max_sim)
-                    sig["dense_raw"] = self.dense_raw[sig_id] = min(1.0, max(0.0, sim))
-                    sig["dense_passage"] = share_of_best(psim, self.max_passage_sim)
-                raw = {n: plain_match(sig) for n, sig in zip(ids, sigs, strict=True)}
+                sims64 = sims.astype(np.float64)
+                sigs["dense"] = share_of_best_columns(sims64, self.max_sim)
+                # min(1, max(0, sim)), NaN as 0
+                sigs["dense_raw"] = np.fmin(1.0, np.fmax(0.0, sims64))
+                self.dense_raw.update(zip(ids, sigs["dense_raw"].tolist(), strict=True))
+                sigs["dense_passage"] = share_of_best_columns(
+                    p_sims.astype(np.float64), self.max_passage_sim
+                )
+                raw = dict(zip(ids, plain_match_columns(sigs).tolist(), strict=True))
         strongest = sorted(ids, key=lambda n: (-raw[n], n))[: cfg.context_seeds]
         context = []
         for node_id in strongest:
@@ -476,7 +506,7 @@ class QueryFeatures:
                     seen.add(other)
                     context.append(other)
         if context:
-            sigs += self.signals(context)
+            sigs = concat_signals([sigs, self.signals(context)], [len(ids), len(context)])
             ids += context
         self.pool_sources["context"] = len(context)
         chained = []
@@ -485,7 +515,7 @@ class QueryFeatures:
                 seen.add(other)
                 chained.append(other)
         if chained:
-            sigs += self.signals(chained)
+            sigs = concat_signals([sigs, self.signals(chained)], [len(ids), len(chained)])
             ids += chained
         self.pool_sources["supersedes"] = len(chained)
         return ids, sigs
@@ -507,6 +537,37 @@ class QueryFeatures:
                 best = match
         # a reply link weighs up to 2 (REPLY_LINK): support stays in [0, 1]
         return best if best < 1.0 else 1.0
+
+    def context_match(self, node_id: int) -> tuple[float, float, float]:
+        """`near_support` and `side_match` of a node in one pass (the read
+        path asks for all three of every candidate)."""
+        if self.view is not None:
+            prev, nxt = self.side_match(node_id)
+            return self.near_support(node_id), prev, nxt
+        m = self.m
+        context = m._context.get(node_id)
+        if context is None:
+            context = m._temporal_context(node_id)
+        sides = m._sides.get(node_id)
+        if sides is None:
+            sides = m._context_sides(node_id)
+        get = self.topical.get
+        best = 0.0  # every match is >= 0
+        for other, weight in context:
+            match = weight * get(other, 0.0)
+            if match > best:
+                best = match
+        prev = nxt = 0.0
+        for other, weight in sides[0]:
+            match = weight * get(other, 0.0)
+            if match > prev:
+                prev = match
+        for other, weight in sides[1]:
+            match = weight * get(other, 0.0)
+            if match > nxt:
+                nxt = match
+        # a reply link weighs up to 2 (REPLY_LINK): support stays in [0, 1]
+        return (best if best < 1.0 else 1.0), prev, nxt
 
     def side_match(self, node_id: int) -> tuple[float, float]:
         """The best topical match among the turns before the node, and among

@@ -7,12 +7,14 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 
 import numpy as np
+import numpy.typing as npt
 
 from jevmem.controller import catalogue
 from jevmem.controller.types import (
     Answer,
     CandidateAnswers,
     CandidateQuestions,
+    CandidateTable,
     DecisionRequest,
     Noul,
     NoulAnswer,
@@ -60,6 +62,48 @@ _NEUTRAL_FIELD = {
 }
 
 
+#: A batch of nodes' signals: one float64 column per signal, a row per node
+#: (NaN: the node lacks that signal, as a missing key of a candidate's mapping).
+Signals = dict[str, npt.NDArray[np.float64]]
+
+
+def share_of_best_columns(x: npt.NDArray[np.float64], best: float) -> npt.NDArray[np.float64]:
+    """`share_of_best` of every element (NaN reads as 0, as ``max(0.0, x)`` does)."""
+    if not best > 0:
+        return np.zeros(len(x))
+    return np.fmin(1.0, np.fmax(0.0, x) / best)
+
+
+def raw_similarity_columns(sims: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """A cosine similarity as a share: itself inside (0, 1), 1 at or above 1, else 0."""
+    return np.where((sims > 0.0) & (sims < 1.0), sims, (sims >= 1.0).astype(np.float64))
+
+
+def rank_share_columns(ranks: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """`rank_share` of every rank, 0 where the rank is negative (not in the list)."""
+    return np.where(ranks >= 0, 1.0 / (1.0 + np.fmax(ranks, 0.0) / 9.0), 0.0)
+
+
+def plain_match_columns(signals: Signals) -> npt.NDArray[np.float64]:
+    """`plain_match` of every row."""
+    return 0.5 * signals["lexical"] + 0.5 * signals["dense"]
+
+
+def concat_signals(blocks: Sequence[Signals], lengths: Sequence[int]) -> Signals:
+    """Blocks of rows one after another; a signal some block lacks is NaN there."""
+    names: dict[str, None] = {}
+    for block in blocks:
+        names.update(dict.fromkeys(block))
+    return {
+        name: np.concatenate(
+            [block.get(name, np.full(n, np.nan)) for block, n in zip(blocks, lengths, strict=True)]
+        )
+        if blocks
+        else np.zeros(0)
+        for name in names
+    }
+
+
 def neutral_answers(requests: Sequence[DecisionRequest]) -> list[Mapping[str, Answer]]:
     """The 'traversal' ablation: signals only, no controller judgment.
 
@@ -70,11 +114,19 @@ def neutral_answers(requests: Sequence[DecisionRequest]) -> list[Mapping[str, An
     for req in requests:
         qs = req.questions
         if type(qs) is CandidateQuestions and all(k in _NEUTRAL_FIELD for k in qs.kinds):
-            cands = req.state["candidates"][: qs.n_candidates]
-            values = np.array(
-                [[c["signals"].get(_NEUTRAL_FIELD[k], 0.0) for k in qs.kinds] for c in cands],
-                dtype=np.float64,
-            ).reshape(qs.n_candidates, len(qs.kinds))
+            cands = req.state["candidates"]
+            if type(cands) is CandidateTable and len(cands) == qs.n_candidates:
+                values = np.stack(
+                    [cands.signal(_NEUTRAL_FIELD[k], 0.0) for k in qs.kinds], axis=1
+                ).reshape(qs.n_candidates, len(qs.kinds))
+            else:
+                values = np.array(
+                    [
+                        [c["signals"].get(_NEUTRAL_FIELD[k], 0.0) for k in qs.kinds]
+                        for c in cands[: qs.n_candidates]
+                    ],
+                    dtype=np.float64,
+                ).reshape(qs.n_candidates, len(qs.kinds))
             # min(1, max(0, x)) of each, NaN as 0 (fmax and fmin skip NaN, as max does)
             out.append(CandidateAnswers(qs, np.fmin(1.0, np.fmax(0.0, values))))
             continue

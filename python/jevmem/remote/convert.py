@@ -30,6 +30,7 @@ from jevmem.controller.types import (
     Answer,
     CandidateAnswers,
     CandidateQuestions,
+    CandidateTable,
     Choice,
     ChoiceAnswer,
     ControllerError,
@@ -92,6 +93,9 @@ def split_signals(state: Mapping[str, Any]) -> tuple[Mapping[str, Any], list[pb.
     stripped: dict[str, list[dict[str, Any]]] = {}
     tables: list[pb.SignalTable] = []
     for key, items in state.items():
+        if type(items) is CandidateTable:
+            # the candidates as the mappings they stand for (JSON has no columns)
+            items = stripped[key] = items.as_dicts()
         if type(items) not in (list, tuple) or not items or type(items[0]) is not dict:
             continue
         first = items[0].get("signals")
