@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -11,7 +12,6 @@ from hypothesis import strategies as st
 
 from jevmem import HashEmbedder, LocalController, Memory, MemoryConfig
 from jevmem.controller import catalogue
-from jevmem.plane import state as plane_state
 from jevmem.plane.query import QueryRun
 from jevmem.plane.signals import plain_match_columns
 from jevmem.plane.text import ALIAS_SCAN, alias_signal, episode_of, question_share
@@ -212,7 +212,6 @@ def test_names_that_run_together_in_a_query_are_still_found() -> None:
 
 def test_feedback_moves_the_query_towards_its_best_matches() -> None:
     import numpy as np
-    import pytest
 
     from jevmem import InvalidConfigError
 
@@ -281,9 +280,7 @@ def test_a_crowded_time_window_gives_the_pool_its_best_matches() -> None:
     assert ids[70] in got and ids[90] in got  # one fused, the other chosen from the window
 
 
-def test_a_question_lifts_its_reply_more_than_a_statement_lifts_its_neighbour(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_question_lifts_its_reply_more_than_a_statement_lifts_its_neighbour() -> None:
     m = memory()
     ask, reply, own_next, said, after_said = dialogue(
         m,
@@ -314,8 +311,7 @@ def test_a_question_lifts_its_reply_more_than_a_statement_lifts_its_neighbour(
     assert run.near_support(reply) > run.near_support(after_said)
     assert 0.0 <= run.near_support(reply) <= 1.0
     # without the reply link, the better-matching statement would win
-    monkeypatch.setattr(plane_state, "REPLY_LINK", 0.0)
-    m._context.clear()
+    m.config = dataclasses.replace(m.config, reply_link=0.0)
     assert run.near_support(reply) < run.near_support(after_said)
 
 

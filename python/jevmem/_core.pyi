@@ -305,6 +305,33 @@ class MemoryStore:
         self, query: str, ids: Sequence[int], *, allowed: Allowed | None = None
     ) -> npt.NDArray[np.float32]: ...
     def similarities(self, query: VectorLike, ids: Sequence[int]) -> npt.NDArray[np.float32]: ...
+    def set_question_shares(self, ids: Sequence[int], shares: Sequence[float]) -> None:
+        """How much each node's text is a question, in [0, 1] (all or nothing)."""
+    def question_share(self, id: int) -> float: ...
+    def temporal_context(
+        self,
+        id: int,
+        *,
+        allowed: Allowed | None = None,
+        second_step_decay: float = 0.7,
+        reply_link: float = 1.0,
+    ) -> list[tuple[int, float]]:
+        """(id, weight) one and two steps before and after in time order, in the episode."""
+    def context_sides(
+        self, id: int, *, allowed: Allowed | None = None, second_step_decay: float = 0.7
+    ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]: ...
+    def context_matches(
+        self,
+        ids: Sequence[int],
+        topical_ids: Sequence[int],
+        topical_values: Sequence[float],
+        own: Sequence[float] | None = None,
+        *,
+        allowed: Allowed | None = None,
+        second_step_decay: float = 0.7,
+        reply_link: float = 1.0,
+    ) -> npt.NDArray[np.float64]:
+        """(support, previous match, next match) per node, an (n, 3) array."""
     def passages(self, id: int) -> list[Span]:
         """Spans of the node's passage vectors; ``[]`` when its text is one passage."""
     def passage_embedding(self, id: int, index: int) -> npt.NDArray[np.float32]: ...

@@ -17,13 +17,6 @@ VIEWS = ("semantic", "temporal", "causal", "entity")
 #: Share of a seed's score that is its own relevance (the rest: support from
 #: its temporal neighbours and its episode).
 ANCHOR_RELEVANCE_WEIGHT = 0.6
-#: Support through a second temporal step counts this much of a first (a reply
-#: to a reply: "How was it?" / "Super good!").
-SECOND_STEP_DECAY = 0.7
-#: A reply to a question answers it: the step from a question to the next turn
-#: (by someone else) weighs 1 + REPLY_LINK x the question's question share, so
-#: a turn that asks what the query asks lifts its reply above plain neighbours.
-REPLY_LINK = 1.0
 DAY_S = 86_400
 #: At most this many nodes of a time window are scored to choose the pool's share.
 WINDOW_SCAN = 4096
@@ -66,6 +59,14 @@ class MemoryConfig:
     #: its `feedback_nodes` best pool matches by this weight (0 turns it off).
     feedback_weight: float = 0.5
     feedback_nodes: int = 3
+    #: Support through a second temporal step counts this much of a first (a
+    #: reply to a reply: "How was it?" / "Super good!").
+    second_step_decay: float = 0.7
+    #: A reply to a question answers it: the step from a question to the next
+    #: turn (by someone else) weighs 1 + reply_link x the question's question
+    #: share, so a turn that asks what the query asks lifts its reply above
+    #: plain neighbours.
+    reply_link: float = 1.0
     #: How many of the best-scored pool nodes seed the traversal.
     anchors: int = 20
     kappa: float = 60.0
@@ -104,6 +105,20 @@ class MemoryConfig:
         ):
             raise InvalidConfigError(
                 f"feedback_weight must be a non-negative number, got {self.feedback_weight!r}"
+            )
+        if not (
+            isinstance(self.second_step_decay, float | int) and 0.0 <= self.second_step_decay <= 1.0
+        ):
+            raise InvalidConfigError(
+                f"second_step_decay must be in [0, 1], got {self.second_step_decay!r}"
+            )
+        if not (
+            isinstance(self.reply_link, float | int)
+            and math.isfinite(self.reply_link)
+            and self.reply_link >= 0
+        ):
+            raise InvalidConfigError(
+                f"reply_link must be a non-negative number, got {self.reply_link!r}"
             )
         for name in ("context_seeds", "time_window_nodes", "feedback_nodes"):
             v = getattr(self, name)

@@ -49,8 +49,8 @@ class QueryRun(QueryFeatures):
         episode_strength = self.episode_strength = {
             ep: sum(sorted(v, reverse=True)[:3]) / 3 for ep, v in by_episode.items() if ep
         }
-        texts, context_match = self.texts, self.context_match
-        near = np.array([context_match(a) for a in anchor_ids], dtype=np.float64).reshape(-1, 3)
+        texts = self.texts
+        near = self.context_matches(anchor_ids)
         anchor_sig.update(
             support=near[:, 0],
             prev_match=near[:, 1],
@@ -244,38 +244,35 @@ class QueryRun(QueryFeatures):
         sigs = self.signals(ids)
         evidence = [e.node for e in t.result()]
         ev_vecs = np.stack([store.embedding(e) for e in evidence]) if evidence else None
-        topical, context_match = self.topical, self.context_match
         episodes, episode_strength = self.m._episodes, self.episode_strength
-        # per candidate: max evidence similarity, support, previous and next
-        # match, episode support, same session
+        # per candidate: max evidence similarity, episode support, same session
         read: list[tuple[float, ...]] = []
-        # in candidate order: a candidate's support reads the topical match of
-        # the candidates before it
-        for c, match in zip(found, plain_match_columns(sigs).tolist(), strict=True):
+        for c in found:
             v = store.embedding(c.node)
             max_sim = float((ev_vecs @ v).max()) if ev_vecs is not None else 0.0
             session = facts(c.node).session
-            topical[c.node] = match
             read.append(
                 (
                     max(0.0, min(1.0, max_sim)),
-                    *context_match(c.node),
                     episode_strength.get(episodes.get(c.node), 0.0),
                     1.0 if session is not None and session == facts(c.from_node).session else 0.0,
                 )
             )
-        rows = np.array(read, dtype=np.float64).reshape(len(ids), 6)
+        # in candidate order: a candidate's context reads the topical match of
+        # the candidates before it
+        near = self.context_matches(ids, plain_match_columns(sigs).tolist())
+        rows = np.array(read, dtype=np.float64).reshape(len(ids), 3)
         sigs.update(
             edge_weight=np.array([float(c.edge_weight) for c in found], dtype=np.float64),
             max_evidence_similarity=rows[:, 0],
             novelty=1.0 - rows[:, 0],
             # the same support as a seed's: its temporal neighbours and its
             # episode (the edge it came by is judged by usefulness)
-            support=rows[:, 1],
-            prev_match=rows[:, 2],
-            next_match=rows[:, 3],
-            episode_support=rows[:, 4],
-            same_session=rows[:, 5],
+            support=near[:, 0],
+            prev_match=near[:, 1],
+            next_match=near[:, 2],
+            episode_support=rows[:, 1],
+            same_session=rows[:, 2],
         )
         cands = CandidateTable(
             ids, [self.texts[i] for i in ids], sigs, views=[c.view for c in found]

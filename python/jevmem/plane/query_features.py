@@ -11,7 +11,12 @@ import numpy.typing as npt
 
 from jevmem._core import Traversal, rrf
 from jevmem.entities import extract_entities, mentions
-from jevmem.plane.config import CHAIN_NODES, DAY_S, WINDOW_SCAN, Mode
+from jevmem.plane.config import (
+    CHAIN_NODES,
+    DAY_S,
+    WINDOW_SCAN,
+    Mode,
+)
 from jevmem.plane.scoped import ScopedView
 from jevmem.plane.signals import (
     Signals,
@@ -520,83 +525,46 @@ class QueryFeatures:
         self.pool_sources["supersedes"] = len(chained)
         return ids, sigs
 
-    def near_support(self, node_id: int) -> float:
-        """How strongly the node's temporal context matches the query (the
-        best neighbour's topical match times the path weight, at most 1)."""
-        topical = self.topical
-        if self.view is None:
-            context = self.m._context.get(node_id)
-            if context is None:
-                context = self.m._temporal_context(node_id)
-        else:
-            context = self.temporal_context(node_id)
-        best = 0.0  # every match is >= 0
-        for other, weight in context:
-            match = weight * topical.get(other, 0.0)
-            if match > best:
-                best = match
-        # a reply link weighs up to 2 (REPLY_LINK): support stays in [0, 1]
-        return best if best < 1.0 else 1.0
+    def context_matches(
+        self, ids: list[int], own: list[float] | None = None
+    ) -> npt.NDArray[np.float64]:
+        """What each node's time-order context says about the query, an
+        (n, 3) array: support (the best neighbour's topical match times the
+        path weight, at most 1; a reply link weighs more), and the best match
+        among the turns before it and among those after it (plain weights).
 
-    def context_match(self, node_id: int) -> tuple[float, float, float]:
-        """`near_support` and `side_match` of a node in one pass (the read
-        path asks for all three of every candidate)."""
-        if self.view is not None:
-            prev, nxt = self.side_match(node_id)
-            return self.near_support(node_id), prev, nxt
-        m = self.m
-        context = m._context.get(node_id)
-        if context is None:
-            context = m._temporal_context(node_id)
-        sides = m._sides.get(node_id)
-        if sides is None:
-            sides = m._context_sides(node_id)
-        get = self.topical.get
-        best = 0.0  # every match is >= 0
-        for other, weight in context:
-            match = weight * get(other, 0.0)
-            if match > best:
-                best = match
-        prev = nxt = 0.0
-        for other, weight in sides[0]:
-            match = weight * get(other, 0.0)
-            if match > prev:
-                prev = match
-        for other, weight in sides[1]:
-            match = weight * get(other, 0.0)
-            if match > nxt:
-                nxt = match
-        # a reply link weighs up to 2 (REPLY_LINK): support stays in [0, 1]
-        return (best if best < 1.0 else 1.0), prev, nxt
+        ``own``: the nodes' own topical matches, entered into `topical` in
+        order, each before its node is measured (the core does it in one
+        pass: `MemoryStore.context_matches`)."""
+        topical = self.topical
+        rows = self.m.store.context_matches(
+            ids,
+            list(topical),
+            list(topical.values()),
+            own,
+            allowed=self.allowed,
+            second_step_decay=self.m.config.second_step_decay,
+            reply_link=self.m.config.reply_link,
+        )
+        if own is not None:
+            topical.update(zip(ids, own, strict=True))
+        return rows
+
+    def near_support(self, node_id: int) -> float:
+        """`context_matches`' support of one node."""
+        return float(self.context_matches([node_id])[0, 0])
 
     def side_match(self, node_id: int) -> tuple[float, float]:
-        """The best topical match among the turns before the node, and among
-        those after it (path weights as in `near_support`, no reply link)."""
-        topical = self.topical
-        view = self.view
-        if view is None:
-            before, after = self.m._context_sides(node_id)
-        else:
-            sides = view.sides.get(node_id)
-            if sides is None:
-                sides = view.sides[node_id] = self.m._context_sides_in(node_id, view.allowed)
-            before, after = sides
-        prev = max((w * topical.get(o, 0.0) for o, w in before), default=0.0)
-        nxt = max((w * topical.get(o, 0.0) for o, w in after), default=0.0)
-        return prev, nxt
+        """`context_matches`' previous and next match of one node."""
+        row = self.context_matches([node_id])[0]
+        return float(row[1]), float(row[2])
 
     def text(self, node_id: int) -> str:
         got = self.texts.get(node_id)
         return got if got is not None else self.m._node_facts(node_id).text
 
     def temporal_context(self, node_id: int) -> list[tuple[int, float]]:
-        view = self.view
-        if view is None:
-            return self.m._temporal_context(node_id)
-        got = view.context.get(node_id)
-        if got is None:
-            got = view.context[node_id] = self.m._temporal_context_in(node_id, view.allowed)
-        return got
+        return self.m._temporal_context(node_id, self.allowed)
 
     def episode(self, node_id: int) -> str | None:
         return self.m._episodes.get(node_id)

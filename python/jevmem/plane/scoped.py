@@ -14,17 +14,13 @@ from jevmem.plane.state import MemoryState
 
 class ScopedView:
     """What a scoped or filtered search sees: the allowed nodes (resolved once
-    per search), the speakers among them, and their time-order context."""
+    per search), the speakers among them, and their style statistics."""
 
     def __init__(self, memory: MemoryState, allowed: Allowed) -> None:
         self.allowed = allowed
         spoken = memory.store.provenance_values("speaker", allowed=allowed)
         self.speakers = {s.lower() for s in spoken if s.lower()}
         self.speaker_order = sorted(self.speakers)
-        self.context: dict[int, list[tuple[int, float]]] = {}
-        self.sides: dict[
-            int, tuple[tuple[tuple[int, float], ...], tuple[tuple[int, float], ...]]
-        ] = {}
         self._memory = memory
         #: the style statistics of `Memory._style`, over the allowed nodes
         #: (mean log length; per speaker turns, question share, log length)

@@ -18,8 +18,6 @@ from jevmem.embed import Embedder, default_embedder
 from jevmem.errors import InvalidConfigError, InvalidInputError
 from jevmem.passages import PassagePlanner
 from jevmem.plane.config import (
-    REPLY_LINK,
-    SECOND_STEP_DECAY,
     MemoryConfig,
     Summariser,
     SummariserLike,
@@ -88,7 +86,6 @@ class MemoryState:
         self._speakers: set[str] = set()
         self._speaker_order: list[str] = []  # the same, sorted: prefix lookups
         self._stamps: dict[int, int] = {}
-        self._context: dict[int, list[tuple[int, float]]] = {}
         self._asks: dict[int, float] = {}
         # What the memory itself observes about its style, so that features
         # read relative to it (a long turn in a chat of short ones, a speaker
@@ -97,9 +94,6 @@ class MemoryState:
         self._log_len: dict[int, float] = {}
         self._log_len_total = 0.0
         self._speaker_stats: dict[str, list[float]] = {}
-        self._sides: dict[
-            int, tuple[tuple[tuple[int, float], ...], tuple[tuple[int, float], ...]]
-        ] = {}
         self._styles: dict[int, tuple[float, float, float]] = {}
         self._facts: dict[int, NodeFacts] = {}
         self._frame: tuple[MemoryStore, frozenset[str]] | None = None
@@ -134,8 +128,14 @@ class MemoryState:
         taking what ``derived`` holds instead of deriving it again."""
         store = self.store
         stamps = self._stamps
-        for i in store.matching_ids(None, None):
-            self._index_python_side(store.get(i), derived.refs_of(i), derived.asks.get(i), False)
+        ids = store.matching_ids(None, None)
+        for i in ids:
+            self._index_python_side(
+                store.get(i), derived.refs_of(i), derived.asks.get(i), bulk=True
+            )
+        # the reply link of the core's time-order context reads them (once, for all)
+        asks = self._asks
+        store.set_question_shares(ids, [asks[i] for i in ids])
         # sorted once: inserting node by node is quadratic for nodes that
         # arrived out of time order
         self._timeline[:] = sorted((stamp, i) for i, stamp in stamps.items())
@@ -145,7 +145,8 @@ class MemoryState:
         node: Node,
         refs: tuple[TimeRef, ...] | None = None,
         asks: float | None = None,
-        timeline: bool = True,
+        *,
+        bulk: bool = False,
     ) -> None:
         # per-node facts the read path asks for on every query, computed once;
         # a Node converts an attribute anew on every access, so each is read once
@@ -155,7 +156,6 @@ class MemoryState:
         self._episodes[node_id] = episode_in(facts.session, timestamp)
         if scope:
             self._scopes[node_id] = frozenset(scope.items())
-        self._context.clear()  # time-order neighbourhoods may have changed
         if timestamp is not None:
             self._stamps[node_id] = timestamp
         if speaker and speaker not in self._speakers:
@@ -164,10 +164,11 @@ class MemoryState:
         if asks is None:
             asks = question_share(text)
         self._asks[node_id] = asks
+        if not bulk:  # a load sets every node's share at once
+            self.store.set_question_shares([node_id], [asks])
         log_len = math.log1p(len(text))
         self._log_len[node_id] = log_len
         self._log_len_total += log_len
-        self._sides.clear()
         self._styles.clear()
         if speaker:
             stats = self._speaker_stats.setdefault(speaker, [0.0, 0.0, 0.0])
@@ -175,7 +176,7 @@ class MemoryState:
             stats[1] += asks
             stats[2] += log_len
         if timestamp is not None:
-            if timeline:
+            if not bulk:  # a load sorts the timeline once
                 bisect.insort(self._timeline, (timestamp, node_id))
             if refs is None:
                 refs = tuple(ground(text, timestamp))
@@ -283,8 +284,6 @@ class MemoryState:
         ids = self.store.matching_ids(None, None)
         live = set(ids)
         for cache in (
-            self._context,
-            self._sides,
             self._styles,
             self._sentences,
             self._tokens,
@@ -390,9 +389,7 @@ class MemoryState:
                     sums[1] += self._asks[node_id]
                     sums[2] += log_len
             self._speaker_stats.update(fresh)
-        # time-order neighbourhoods and the memory's means have changed
-        self._context.clear()
-        self._sides.clear()
+        # the memory's means have changed
         self._styles.clear()
 
     def _sync_with_store(self) -> None:
@@ -437,80 +434,21 @@ class MemoryState:
             s["checkpoint_seq"] = self._checkpoint_seq
         return s
 
-    def _temporal_context(self, node_id: int) -> list[tuple[int, float]]:
-        """The observations one and two steps before and after a node in time
-        order, in its episode, with weight 1 and SECOND_STEP_DECAY; the one
-        right before weighs 1 + REPLY_LINK x its question share when someone
-        else asked it (this node is then its reply).
-
-        These are the temporal view's time-order links (the rule edges each
-        write adds); read off the sorted timeline, which also stays exact when
-        observations arrive out of order. Cached until the next write.
-        """
-        cached = self._context.get(node_id)
-        if cached is not None:
-            return cached
-        out = self._temporal_context_in(node_id, None)
-        self._context[node_id] = out
-        return out
-
-    def _temporal_context_in(
-        self, node_id: int, allowed: Allowed | None
-    ) -> list[tuple[int, float]]:
-        """`_temporal_context` among the allowed nodes (uncached)."""
-        return [
-            (other, w + REPLY_LINK * self._reply_share(other, node_id) if offset == -1 else w)
-            for offset, other, w in self._timeline_neighbours(node_id, allowed)
-        ]
-
-    def _timeline_neighbours(
+    def _temporal_context(
         self, node_id: int, allowed: Allowed | None = None
-    ) -> list[tuple[int, int, float]]:
-        """(offset, node, weight) for the observations one and two steps
-        before (offset < 0) and after a node in time order, in its episode,
-        weighted 1 and SECOND_STEP_DECAY; in the order -1, +1, -2, +2. With
-        ``allowed``, the time order of those nodes alone (the others are
-        stepped over, as if they were not stored)."""
-        out: list[tuple[int, int, float]] = []
-        stamp = self._stamps.get(node_id)
-        if stamp is None:
-            return out
-        timeline = self._timeline
-        pos = bisect.bisect_left(timeline, (stamp, node_id))
-        episode = self._episodes.get(node_id)
-        if allowed is None:
-            for step, weight in ((1, 1.0), (2, SECOND_STEP_DECAY)):
-                for offset in (-step, step):
-                    at = pos + offset
-                    if 0 <= at < len(timeline):
-                        other = timeline[at][1]
-                        if self._episodes.get(other) == episode:
-                            out.append((offset, other, weight))
-            return out
-        sides: dict[int, list[int]] = {-1: [], 1: []}
-        for direction, side in sides.items():
-            at = pos + direction
-            while 0 <= at < len(timeline) and len(side) < 2:
-                other = timeline[at][1]
-                if other in allowed:
-                    side.append(other)
-                at += direction
-        for step, weight in ((1, 1.0), (2, SECOND_STEP_DECAY)):
-            for direction in (-1, 1):
-                side = sides[direction]
-                if len(side) >= step and self._episodes.get(side[step - 1]) == episode:
-                    out.append((direction * step, side[step - 1], weight))
-        return out
-
-    def _reply_share(self, asked_by: int, answered_by: int) -> float:
-        """How much ``answered_by`` is a reply to a question in ``asked_by``
-        (the turn before it): the question share of that turn, unless the
-        same speaker said both (a question followed by its asker's own next
-        turn is not answered by it)."""
-        a, b = self._node_facts(asked_by).speaker, self._node_facts(answered_by).speaker
-        if a and a == b:
-            return 0.0
-        return self._asks.get(asked_by, 0.0)
+    ) -> list[tuple[int, float]]:
+        """The observations one and two steps before and after a node in time
+        order, in its episode, with weight 1 and `second_step_decay`; the one
+        right before weighs 1 + `reply_link` x its question share when someone
+        else asked it (this node is then its reply). The core reads them off
+        its timeline (`MemoryStore.temporal_context`); with ``allowed``, the
+        time order of those nodes alone."""
+        return self.store.temporal_context(
+            node_id,
+            allowed=allowed,
+            second_step_decay=self.config.second_step_decay,
+            reply_link=self.config.reply_link,
+        )
 
     def _style(self, node_id: int) -> tuple[float, float, float]:
         """A node's form relative to the memory it is in, each in [0, 1]:
@@ -536,27 +474,13 @@ class MemoryState:
         return got
 
     def _context_sides(
-        self, node_id: int
-    ) -> tuple[tuple[tuple[int, float], ...], tuple[tuple[int, float], ...]]:
-        """The observations one and two steps before, and after, a node in
-        time order within its episode, weighted 1 and SECOND_STEP_DECAY; the
-        two directions apart (which one answers the other differs between a
-        chat of friends and a user asking an assistant). Cached until the
-        next write."""
-        cached = self._sides.get(node_id)
-        if cached is not None:
-            return cached
-        cached = self._sides[node_id] = self._context_sides_in(node_id, None)
-        return cached
-
-    def _context_sides_in(
-        self, node_id: int, allowed: Allowed | None
-    ) -> tuple[tuple[tuple[int, float], ...], tuple[tuple[int, float], ...]]:
-        """`_context_sides` among the allowed nodes (uncached)."""
-        near = self._timeline_neighbours(node_id, allowed)
-        return (
-            tuple((other, w) for offset, other, w in near if offset < 0),
-            tuple((other, w) for offset, other, w in near if offset > 0),
+        self, node_id: int, allowed: Allowed | None = None
+    ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+        """The same neighbours before, and after, a node, with their plain
+        weights (which one answers the other differs between a chat of
+        friends and a user asking an assistant)."""
+        return self.store.context_sides(
+            node_id, allowed=allowed, second_step_decay=self.config.second_step_decay
         )
 
     def _names_a_speaker(

@@ -7,6 +7,7 @@
 pub mod bm25;
 pub mod budget;
 pub mod candidates;
+pub mod context;
 mod distance;
 pub mod durable;
 pub mod error;

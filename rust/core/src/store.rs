@@ -106,6 +106,8 @@ pub struct MemoryStore {
     /// normalised entity -> ids carrying it, ascending (ids only grow, so pushes keep order).
     pub(crate) entity_index: HashMap<String, Vec<NodeId>>,
     pub(crate) by_time: BTreeSet<(Timestamp, NodeId)>,
+    /// Each text's question share, as the caller measured it (see `context`).
+    pub(crate) question_shares: HashMap<NodeId, f64>,
     /// Supersedes links and event times (see `facts`).
     pub(crate) facts: FactTable,
     /// (scope key, value) -> ids carrying it, ascending.
@@ -165,6 +167,7 @@ impl MemoryStore {
             tokenizer: Tokenizer::new(config.tokenizer),
             entity_index: HashMap::new(),
             by_time: BTreeSet::new(),
+            question_shares: HashMap::new(),
             facts: FactTable::new(),
             scope_index: HashMap::new(),
             key_index: HashMap::new(),
@@ -587,6 +590,7 @@ impl MemoryStore {
         if let Some(ts) = node.timestamp {
             self.by_time.remove(&(ts, id));
         }
+        self.question_shares.remove(&id);
         for pair in &node.scope {
             if let Some(ids) = self.scope_index.get_mut(pair) {
                 ids.retain(|&x| x != id);
@@ -1106,6 +1110,7 @@ impl MemoryStore {
                     .map(|v| v.capacity() * 8 + 48)
                     .sum::<usize>()
                 + self.by_time.len() * 32
+                + self.question_shares.len() * 24
                 + self.facts.memory_bytes(),
             bm25_bytes: self.bm25.memory_bytes(),
             vector_bytes: self.vectors.memory_bytes(),

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use jevmem_core::candidates::CandidateMatch;
+use jevmem_core::context::{self, ContextConfig};
 use jevmem_core::facts::Supersedes as CoreSupersedes;
 use jevmem_core::filter::{check_idempotency_key, normalize_metadata, normalize_scope};
 use jevmem_core::graph::EdgeUpsert;
@@ -22,7 +23,7 @@ use jevmem_core::{
     Edge as CoreEdge, EdgeOrigin, Error, MetaValue, Node as CoreNode, NodeId, TemporalLabel,
     TypeScores, View,
 };
-use numpy::{AllowTypeChange, IntoPyArray, PyArray1, PyArrayLike1, PyArrayLike2};
+use numpy::{AllowTypeChange, IntoPyArray, PyArray1, PyArray2, PyArrayLike1, PyArrayLike2};
 use parking_lot::RwLock;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -281,6 +282,9 @@ fn parse_quantization(s: &str) -> Result<Quantization, Error> {
 fn vector_arg(v: &PyArrayLike1<'_, f32, AllowTypeChange>) -> Vec<f32> {
     v.as_array().iter().copied().collect()
 }
+
+/// (id, weight) before a node and after it in time order.
+type ContextSides = (Vec<(NodeId, f64)>, Vec<(NodeId, f64)>);
 
 fn allowed_arg(a: Option<PyRef<'_, Allowed>>) -> Option<Arc<jevmem_core::Allowed>> {
     a.map(|a| a.inner.clone())
@@ -1099,6 +1103,149 @@ impl MemoryStore {
                 .collect();
             distinct.into_iter().map(str::to_owned).collect()
         })
+    }
+
+    /// Record how much each node's text is a question (shares in [0, 1]; the
+    /// reply link of the time-order context reads them). All or nothing.
+    fn set_question_shares(
+        &self,
+        py: Python<'_>,
+        ids: Vec<NodeId>,
+        shares: Vec<f64>,
+    ) -> PyResult<()> {
+        if ids.len() != shares.len() {
+            return Err(Error::InvalidInput(format!(
+                "{} ids but {} question shares",
+                ids.len(),
+                shares.len()
+            )))
+            .py();
+        }
+        let pairs: Vec<(NodeId, f64)> = ids.into_iter().zip(shares).collect();
+        // derived from the texts and not logged (the caller keeps them with
+        // its own derived facts): no durable record, allowed when closed
+        let inner = &self.inner;
+        py.detach(|| inner.write().set_question_shares(&pairs)).py()
+    }
+
+    /// A node's question share (0 when none was recorded).
+    fn question_share(&self, py: Python<'_>, id: NodeId) -> f64 {
+        self.read(py, |s| s.question_share_of(id))
+    }
+
+    /// The observations one and two steps before and after a node in time
+    /// order, within its episode, as (id, weight) in the order -1, +1, -2,
+    /// +2: weight 1, `second_step_decay` two steps away, and for the turn
+    /// right before `1 + reply_link * its question share` when another
+    /// speaker said it. With `allowed`, the time order of those nodes alone.
+    #[pyo3(signature = (id, *, allowed = None, second_step_decay = 0.7, reply_link = 1.0))]
+    fn temporal_context(
+        &self,
+        py: Python<'_>,
+        id: NodeId,
+        allowed: Option<PyRef<'_, Allowed>>,
+        second_step_decay: f64,
+        reply_link: f64,
+    ) -> Vec<(NodeId, f64)> {
+        let allowed = allowed_arg(allowed);
+        let cfg = ContextConfig {
+            second_step_decay,
+            reply_link,
+        };
+        self.read(py, |s| {
+            context::temporal_context(s, id, allowed.as_deref(), &cfg)
+        })
+    }
+
+    /// The same context split by side: ((id, weight) before, (id, weight)
+    /// after), plain weights (no reply link).
+    #[pyo3(signature = (id, *, allowed = None, second_step_decay = 0.7))]
+    fn context_sides(
+        &self,
+        py: Python<'_>,
+        id: NodeId,
+        allowed: Option<PyRef<'_, Allowed>>,
+        second_step_decay: f64,
+    ) -> ContextSides {
+        let allowed = allowed_arg(allowed);
+        let cfg = ContextConfig {
+            second_step_decay,
+            ..ContextConfig::default()
+        };
+        self.read(py, |s| {
+            let near = context::neighbours(s, id, allowed.as_deref(), &cfg);
+            let side = |before: bool| {
+                near.iter()
+                    .filter(|n| (n.offset < 0) == before)
+                    .map(|n| (n.node, n.weight))
+                    .collect()
+            };
+            (side(true), side(false))
+        })
+    }
+
+    /// What each node's time-order context says about a query, as an (n, 3)
+    /// array: support (the best weight x match over `temporal_context`, at
+    /// most 1), the best match before it and the best after it (plain
+    /// weights). `topical_ids` / `topical_values`: the query's matches so
+    /// far (0 for a node without one). `own`: the nodes' own matches, entered
+    /// one by one in order before each is measured; the matches are then
+    /// returned too, as they stand after the last node.
+    #[pyo3(signature = (
+        ids, topical_ids, topical_values, own = None, *, allowed = None,
+        second_step_decay = 0.7, reply_link = 1.0
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn context_matches<'py>(
+        &self,
+        py: Python<'py>,
+        ids: Vec<NodeId>,
+        topical_ids: Vec<NodeId>,
+        topical_values: Vec<f64>,
+        own: Option<Vec<f64>>,
+        allowed: Option<PyRef<'_, Allowed>>,
+        second_step_decay: f64,
+        reply_link: f64,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        if topical_ids.len() != topical_values.len() {
+            return Err(Error::InvalidInput(format!(
+                "{} topical ids but {} values",
+                topical_ids.len(),
+                topical_values.len()
+            )))
+            .py();
+        }
+        if own.as_ref().is_some_and(|o| o.len() != ids.len()) {
+            return Err(Error::InvalidInput(format!(
+                "{} ids but {} own matches",
+                ids.len(),
+                own.as_ref().map_or(0, Vec::len)
+            )))
+            .py();
+        }
+        let allowed = allowed_arg(allowed);
+        let cfg = ContextConfig {
+            second_step_decay,
+            reply_link,
+        };
+        let rows = self.read(py, |s| {
+            let mut topical: HashMap<NodeId, f64> =
+                topical_ids.into_iter().zip(topical_values).collect();
+            context::context_matches(
+                s,
+                &ids,
+                &mut topical,
+                own.as_deref(),
+                allowed.as_deref(),
+                &cfg,
+            )
+        });
+        let flat: Vec<f64> = rows.iter().flatten().copied().collect();
+        Ok(
+            numpy::ndarray::Array2::from_shape_vec((rows.len(), 3), flat)
+                .expect("three per row")
+                .into_pyarray(py),
+        )
     }
 
     /// Cosine similarity of a query vector with each given node (NaN for unknown ids).

@@ -3,6 +3,7 @@
 //! cores), so they live as modules of one. proptest keeps their failure
 //! seeds in `tests/proptest-regressions/<module>.txt`.
 
+mod context;
 mod durable;
 mod facts;
 mod forget;

@@ -1,0 +1,287 @@
+//! A node's time-order context: the observations one and two steps before
+//! and after it on the timeline, within its episode.
+//!
+//! These are the temporal view's rule links, read off the timeline itself
+//! (exact also when observations arrive out of order). The read path weighs
+//! what the context says about a query: the best topical match among a
+//! node's neighbours ("support": answers often sit in the reply to the turn
+//! that matches), and the best before it and after it apart (which side
+//! answers the other differs between friends chatting and a user asking an
+//! assistant).
+//!
+//! The turn right before a node counts more when someone else asked it a
+//! question: the node is then its reply. How much a text is a question (its
+//! question share) is measured by the caller and kept here per node.
+
+use std::collections::HashMap;
+use std::ops::Bound;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::filter::Allowed;
+use crate::store::MemoryStore;
+use crate::types::{Node, NodeId, Timestamp};
+
+/// Seconds in a day: a node without a session is in its UTC calendar day's episode.
+pub const DAY_S: Timestamp = 86_400;
+
+/// The weights of a time-order context.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ContextConfig {
+    /// Weight of a neighbour two steps away (one step: 1).
+    pub second_step_decay: f64,
+    /// Added to the weight of the turn right before, times its question
+    /// share, when another speaker said it.
+    pub reply_link: f64,
+}
+
+impl Default for ContextConfig {
+    fn default() -> Self {
+        Self {
+            second_step_decay: 0.7,
+            reply_link: 1.0,
+        }
+    }
+}
+
+/// One neighbour: its offset on the timeline (-2, -1, +1, +2), id, weight.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Neighbour {
+    pub offset: i8,
+    pub node: NodeId,
+    pub weight: f64,
+}
+
+/// The episode a node belongs to, as a comparable key: the session its
+/// provenance names (`session`, `session_id` or `episode`, in that order of
+/// preference; the last value of a repeated key), else the UTC calendar day
+/// of its timestamp, else none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Episode<'a> {
+    Session { key: &'a str, value: &'a str },
+    Day(Timestamp),
+    None,
+}
+
+pub fn episode_of(node: &Node) -> Episode<'_> {
+    for key in ["session", "session_id", "episode"] {
+        if let Some((k, v)) = node.provenance.iter().rev().find(|(k, _)| k == key) {
+            return Episode::Session { key: k, value: v };
+        }
+    }
+    match node.timestamp {
+        Some(ts) => Episode::Day(ts.div_euclid(DAY_S)),
+        None => Episode::None,
+    }
+}
+
+/// The node's speaker as its provenance names it (the last `speaker` value), if any.
+pub fn speaker_of(node: &Node) -> Option<&str> {
+    node.provenance
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "speaker")
+        .map(|(_, v)| v.as_str())
+        .filter(|v| !v.is_empty())
+}
+
+/// Whether two speaker names are the same person, case aside (full Unicode
+/// lower case, as Python's `str.lower`, final sigma included).
+pub fn same_speaker(a: &str, b: &str) -> bool {
+    a == b || a.to_lowercase() == b.to_lowercase()
+}
+
+/// What the context functions read of the store: node lookup, the timeline
+/// and each node's question share.
+pub trait ContextSource {
+    fn node(&self, id: NodeId) -> Option<&Node>;
+    /// The nodes after (`forward`) or before `(ts, id)` on the timeline, nearest first.
+    fn walk(
+        &self,
+        ts: Timestamp,
+        id: NodeId,
+        forward: bool,
+    ) -> Box<dyn Iterator<Item = NodeId> + '_>;
+    fn question_share(&self, id: NodeId) -> f64;
+}
+
+/// The observations one and two steps before and after `id` on the
+/// timeline (the allowed ones only, when given: the others are stepped over,
+/// as if they were not stored), in its episode, in the order -1, +1, -2, +2,
+/// weighted 1 and `second_step_decay`. Empty for an unknown node or one
+/// without a timestamp.
+pub fn neighbours(
+    src: &impl ContextSource,
+    id: NodeId,
+    allowed: Option<&Allowed>,
+    cfg: &ContextConfig,
+) -> Vec<Neighbour> {
+    let mut out = Vec::new();
+    let Some(node) = src.node(id) else {
+        return out;
+    };
+    let Some(ts) = node.timestamp else {
+        return out;
+    };
+    let episode = episode_of(node);
+    let side = |forward: bool| -> [Option<NodeId>; 2] {
+        let mut got = [None, None];
+        let it = src
+            .walk(ts, id, forward)
+            .filter(|&n| allowed.is_none_or(|a| a.contains(n)));
+        for (slot, n) in got.iter_mut().zip(it) {
+            *slot = Some(n);
+        }
+        got
+    };
+    let (before, after) = (side(false), side(true));
+    for (step, weight) in [(0usize, 1.0), (1, cfg.second_step_decay)] {
+        for (sign, got) in [(-1i8, &before), (1, &after)] {
+            if let Some(other) = got[step] {
+                if src.node(other).is_some_and(|o| episode_of(o) == episode) {
+                    out.push(Neighbour {
+                        offset: sign * (step as i8 + 1),
+                        node: other,
+                        weight,
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// How much `answered_by` replies to a question in `asked_by` (the turn
+/// before it): the question share of that turn, unless one speaker said both
+/// (a question followed by its asker's own next turn is not answered by it).
+pub fn reply_share(src: &impl ContextSource, asked_by: NodeId, answered_by: NodeId) -> f64 {
+    let speaker = |id| src.node(id).and_then(speaker_of);
+    if let (Some(a), Some(b)) = (speaker(asked_by), speaker(answered_by)) {
+        if same_speaker(a, b) {
+            return 0.0;
+        }
+    }
+    src.question_share(asked_by)
+}
+
+/// `neighbours` with the reply link: the turn right before weighs
+/// `1 + reply_link * reply_share`.
+pub fn temporal_context(
+    src: &impl ContextSource,
+    id: NodeId,
+    allowed: Option<&Allowed>,
+    cfg: &ContextConfig,
+) -> Vec<(NodeId, f64)> {
+    neighbours(src, id, allowed, cfg)
+        .into_iter()
+        .map(|n| {
+            let w = if n.offset == -1 {
+                n.weight + cfg.reply_link * reply_share(src, n.node, id)
+            } else {
+                n.weight
+            };
+            (n.node, w)
+        })
+        .collect()
+}
+
+/// What a node's context says about a query, each at least 0: the best
+/// `weight * match` over its `temporal_context` (at most 1), and the best
+/// over the neighbours before it and after it (plain weights). A neighbour
+/// without a match in `topical` matches 0.
+///
+/// `own`: the candidates' own matches, entered into `topical` one by one
+/// in order, each before its candidate is measured (a candidate's context
+/// then reads the matches of the candidates before it).
+pub fn context_matches(
+    src: &impl ContextSource,
+    ids: &[NodeId],
+    topical: &mut HashMap<NodeId, f64>,
+    own: Option<&[f64]>,
+    allowed: Option<&Allowed>,
+    cfg: &ContextConfig,
+) -> Vec<[f64; 3]> {
+    let mut out = Vec::with_capacity(ids.len());
+    for (k, &id) in ids.iter().enumerate() {
+        if let Some(own) = own {
+            topical.insert(id, own[k]);
+        }
+        let near = neighbours(src, id, allowed, cfg);
+        let matched = |n: NodeId| topical.get(&n).copied().unwrap_or(0.0);
+        let (mut support, mut prev, mut next) = (0.0f64, 0.0f64, 0.0f64);
+        for n in &near {
+            let context_weight = if n.offset == -1 {
+                n.weight + cfg.reply_link * reply_share(src, n.node, id)
+            } else {
+                n.weight
+            };
+            let m = matched(n.node);
+            let s = context_weight * m;
+            if s > support {
+                support = s;
+            }
+            let side = n.weight * m;
+            if n.offset < 0 {
+                if side > prev {
+                    prev = side;
+                }
+            } else if side > next {
+                next = side;
+            }
+        }
+        // a reply link weighs up to 1 + reply_link: support stays in [0, 1]
+        out.push([if support < 1.0 { support } else { 1.0 }, prev, next]);
+    }
+    out
+}
+
+impl ContextSource for MemoryStore {
+    fn node(&self, id: NodeId) -> Option<&Node> {
+        self.get(id)
+    }
+
+    fn walk(
+        &self,
+        ts: Timestamp,
+        id: NodeId,
+        forward: bool,
+    ) -> Box<dyn Iterator<Item = NodeId> + '_> {
+        if forward {
+            Box::new(
+                self.by_time
+                    .range((Bound::Excluded((ts, id)), Bound::Unbounded))
+                    .map(|&(_, n)| n),
+            )
+        } else {
+            Box::new(self.by_time.range(..(ts, id)).rev().map(|&(_, n)| n))
+        }
+    }
+
+    fn question_share(&self, id: NodeId) -> f64 {
+        self.question_shares.get(&id).copied().unwrap_or(0.0)
+    }
+}
+
+impl MemoryStore {
+    /// Record how much each node's text is a question (a share in [0, 1]),
+    /// as the caller measured it. All or nothing: an unknown id or a value
+    /// outside [0, 1] changes nothing.
+    pub fn set_question_shares(&mut self, shares: &[(NodeId, f64)]) -> Result<()> {
+        for &(id, share) in shares {
+            self.require(id)?;
+            if !(0.0..=1.0).contains(&share) {
+                return Err(Error::invalid(format!(
+                    "question share of node {id} is {share}, not in [0, 1]"
+                )));
+            }
+        }
+        self.question_shares.extend(shares.iter().copied());
+        Ok(())
+    }
+
+    /// A node's question share (0 when none was recorded).
+    pub fn question_share_of(&self, id: NodeId) -> f64 {
+        ContextSource::question_share(self, id)
+    }
+}

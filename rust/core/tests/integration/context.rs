@@ -1,0 +1,247 @@
+//! `context`: a node's time-order neighbours, the reply link and the
+//! context matches, checked against a plain model (a sorted list indexed by
+//! position, as the Python read path computed them before they moved here).
+
+use std::collections::HashMap;
+
+use jevmem_core::context::{self, ContextConfig};
+use jevmem_core::filter::Allowed;
+use jevmem_core::ops::NewNode;
+use jevmem_core::store::{MemoryStore, StoreConfig};
+use jevmem_core::{NodeId, Timestamp};
+use proptest::prelude::*;
+
+const DIM: usize = 4;
+const DAY: Timestamp = 86_400;
+
+#[derive(Clone, Debug)]
+struct Turn {
+    ts: Option<Timestamp>,
+    session: Option<u8>,
+    speaker: Option<&'static str>,
+    share: f64,
+}
+
+fn turn() -> impl Strategy<Value = Turn> {
+    (
+        prop::option::weighted(0.9, -2 * DAY..4 * DAY),
+        prop::option::of(0u8..3),
+        prop::option::of(prop::sample::select(vec![
+            "Ana", "ana", "Ben", "BEN", "Cleo",
+        ])),
+        prop::sample::select(vec![0.0, 0.25, 0.5, 1.0]),
+    )
+        .prop_map(|(ts, session, speaker, share)| Turn {
+            ts,
+            session,
+            speaker,
+            share,
+        })
+}
+
+fn store_of(turns: &[Turn]) -> MemoryStore {
+    let mut s = MemoryStore::new(StoreConfig::new(DIM)).unwrap();
+    for (i, t) in turns.iter().enumerate() {
+        let mut n = NewNode::new(format!("turn {i}"), vec![1.0, i as f32, 0.5, -1.0]);
+        n.timestamp = t.ts;
+        if let Some(sess) = t.session {
+            n.provenance.push(("session".into(), sess.to_string()));
+        }
+        if let Some(spk) = t.speaker {
+            n.provenance.push(("speaker".into(), spk.into()));
+        }
+        s.add_node(n).unwrap();
+    }
+    let shares: Vec<(NodeId, f64)> = turns
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (i as NodeId, t.share))
+        .collect();
+    s.set_question_shares(&shares).unwrap();
+    s
+}
+
+/// The model: episodes as strings, the timeline as a sorted list.
+fn episode(t: &Turn) -> Option<String> {
+    match (t.session, t.ts) {
+        (Some(s), _) => Some(format!("session:{s}")),
+        (None, Some(ts)) => Some(format!("day:{}", ts.div_euclid(DAY))),
+        (None, None) => None,
+    }
+}
+
+fn model_neighbours(
+    turns: &[Turn],
+    id: usize,
+    allowed: Option<&[bool]>,
+    cfg: &ContextConfig,
+) -> Vec<(i8, usize, f64)> {
+    let Some(ts) = turns[id].ts else {
+        return vec![];
+    };
+    let mut timeline: Vec<(Timestamp, usize)> = turns
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| t.ts.map(|ts| (ts, i)))
+        .collect();
+    timeline.sort();
+    let pos = timeline.iter().position(|&e| e == (ts, id)).unwrap();
+    let ok = |i: usize| allowed.is_none_or(|a| a[i]);
+    let before: Vec<usize> = timeline[..pos]
+        .iter()
+        .rev()
+        .map(|&(_, i)| i)
+        .filter(|&i| ok(i))
+        .take(2)
+        .collect();
+    let after: Vec<usize> = timeline[pos + 1..]
+        .iter()
+        .map(|&(_, i)| i)
+        .filter(|&i| ok(i))
+        .take(2)
+        .collect();
+    let mut out = vec![];
+    for (step, w) in [(1usize, 1.0), (2, cfg.second_step_decay)] {
+        for (sign, side) in [(-1i8, &before), (1, &after)] {
+            if let Some(&o) = side.get(step - 1) {
+                if episode(&turns[o]) == episode(&turns[id]) {
+                    out.push((sign * step as i8, o, w));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn model_context(
+    turns: &[Turn],
+    id: usize,
+    allowed: Option<&[bool]>,
+    cfg: &ContextConfig,
+) -> Vec<(usize, f64)> {
+    model_neighbours(turns, id, allowed, cfg)
+        .into_iter()
+        .map(|(offset, o, w)| {
+            if offset != -1 {
+                return (o, w);
+            }
+            let spk = |t: &Turn| t.speaker.map(str::to_lowercase);
+            let share = match (spk(&turns[o]), spk(&turns[id])) {
+                (Some(a), Some(b)) if a == b => 0.0,
+                _ => turns[o].share,
+            };
+            (o, w + cfg.reply_link * share)
+        })
+        .collect()
+}
+
+fn allowed_of(mask: &[bool]) -> Allowed {
+    Allowed::from_sorted(
+        mask.iter()
+            .enumerate()
+            .filter(|(_, &b)| b)
+            .map(|(i, _)| i as NodeId)
+            .collect(),
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    #[test]
+    fn context_equals_the_model(
+        turns in prop::collection::vec(turn(), 1..24),
+        mask in prop::collection::vec(any::<bool>(), 24),
+        scoped in any::<bool>(),
+        decay in prop::sample::select(vec![0.7, 0.5]),
+        reply in prop::sample::select(vec![1.0, 0.5]),
+    ) {
+        let s = store_of(&turns);
+        let cfg = ContextConfig { second_step_decay: decay, reply_link: reply };
+        let mask = &mask[..turns.len()];
+        let allowed = allowed_of(mask);
+        let (a, m) = if scoped { (Some(&allowed), Some(mask)) } else { (None, None) };
+        for id in 0..turns.len() {
+            let got: Vec<(usize, f64)> = context::temporal_context(&s, id as NodeId, a, &cfg)
+                .into_iter()
+                .map(|(n, w)| (n as usize, w))
+                .collect();
+            prop_assert_eq!(got, model_context(&turns, id, m, &cfg));
+            let near: Vec<(i8, usize, f64)> = context::neighbours(&s, id as NodeId, a, &cfg)
+                .into_iter()
+                .map(|n| (n.offset, n.node as usize, n.weight))
+                .collect();
+            prop_assert_eq!(near, model_neighbours(&turns, id, m, &cfg));
+        }
+    }
+
+    #[test]
+    fn context_matches_equal_the_model(
+        turns in prop::collection::vec(turn(), 1..20),
+        known in prop::collection::vec(prop::option::of(0.0f64..1.0), 20),
+        own in prop::collection::vec(0.0f64..1.0, 20),
+        asked in prop::collection::vec(0usize..20, 0..12),
+        sequential in any::<bool>(),
+    ) {
+        let s = store_of(&turns);
+        let cfg = ContextConfig::default();
+        let n = turns.len();
+        let ids: Vec<NodeId> = asked.iter().map(|&i| (i % n) as NodeId).collect();
+        let mut topical: HashMap<NodeId, f64> = known[..n]
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| v.map(|v| (i as NodeId, v)))
+            .collect();
+        let mut model_topical = topical.clone();
+        let own = &own[..ids.len()];
+        let got = context::context_matches(
+            &s, &ids, &mut topical, sequential.then_some(own), None, &cfg,
+        );
+        prop_assert_eq!(got.len(), ids.len());
+        for (k, &id) in ids.iter().enumerate() {
+            if sequential {
+                model_topical.insert(id, own[k]);
+            }
+            let get = |o: usize| model_topical.get(&(o as NodeId)).copied().unwrap_or(0.0);
+            let ctx = model_context(&turns, id as usize, None, &cfg);
+            let support = ctx.iter().map(|&(o, w)| w * get(o)).fold(0.0, f64::max).min(1.0);
+            let sides = model_neighbours(&turns, id as usize, None, &cfg);
+            let side = |before: bool| {
+                sides
+                    .iter()
+                    .filter(|(off, _, _)| (*off < 0) == before)
+                    .map(|&(_, o, w)| w * get(o))
+                    .fold(0.0, f64::max)
+            };
+            prop_assert_eq!(got[k], [support, side(true), side(false)], "candidate {}", k);
+        }
+        prop_assert_eq!(topical, model_topical);
+    }
+}
+
+#[test]
+fn question_shares_are_checked_all_or_nothing() {
+    let turns: Vec<Turn> = (0..3)
+        .map(|i| Turn {
+            ts: Some(i * 60),
+            session: None,
+            speaker: Some(if i % 2 == 0 { "Ana" } else { "Ben" }),
+            share: 0.0,
+        })
+        .collect();
+    let mut s = store_of(&turns);
+    assert!(s.set_question_shares(&[(0, 0.5), (9, 0.5)]).is_err());
+    assert!(s.set_question_shares(&[(0, 0.5), (1, 1.5)]).is_err());
+    assert!(s.set_question_shares(&[(0, f64::NAN)]).is_err());
+    assert_eq!(s.question_share_of(0), 0.0);
+    s.set_question_shares(&[(0, 1.0)]).unwrap();
+    // Ben's turn replies to Ana's question: 1 + reply_link * 1
+    let cfg = ContextConfig::default();
+    assert_eq!(
+        context::temporal_context(&s, 1, None, &cfg),
+        vec![(0, 2.0), (2, 1.0)]
+    );
+    s.forget_nodes(&[0]).unwrap();
+    assert_eq!(s.question_share_of(0), 0.0);
+    assert_eq!(context::temporal_context(&s, 1, None, &cfg), vec![(2, 1.0)]);
+}
