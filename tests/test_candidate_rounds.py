@@ -303,3 +303,15 @@ def test_a_candidate_table_checks_its_shape() -> None:
     assert t.signal("lexical").tolist() == [0.0, 0.0]
     assert t.present("dense").tolist() == [True, False]
     assert t[1] == {"id": 2, "text": "b", "view": "semantic", "signals": {}}
+
+
+@given(st.lists(st.tuples(finite_or_nan, finite_or_nan), max_size=20))
+def test_evidence_scores_by_column_equal_one_by_one(pairs: list[tuple[float, float]]) -> None:
+    from jevmem.plane.signals import evidence_score, evidence_scores
+
+    rel = np.array([r for r, _ in pairs], dtype=np.float64)
+    sup = np.array([s for _, s in pairs], dtype=np.float64)
+    with np.errstate(invalid="ignore"):  # inf - inf: NaN, as in Python
+        got = evidence_scores(rel, sup).tolist()
+    for value, (r, s) in zip(got, pairs, strict=True):
+        assert same(value, evidence_score(r, s)), (r, s)

@@ -18,7 +18,7 @@ from jevmem.plane.results import EvidenceItem, SearchResult, Via
 from jevmem.plane.signals import (
     SCORE_ROW,
     answer_value,
-    evidence_score,
+    evidence_scores,
     plain_match_columns,
     round_questions,
     round_values,
@@ -72,15 +72,15 @@ class QueryRun(QueryFeatures):
         ]
         route = {q.id: answer_value(got[0][q.id]) for q in catalogue.routing_questions()}
         self.routing = {v: route[v] for v in VIEWS}
-        anchors = []
         relevance = self.relevance
         # two answers per anchor, in question order: relevance, support
         assert scoring_q.kinds == ("score.relevance", "score.support")
-        scored = round_values(got[1], scoring_q).tolist()
-        for anchor, (rel, sup) in zip(anchor_ids, scored, strict=True):
-            relevance[anchor] = rel
-            # A seed's score: its own relevance, lifted by support from its neighbours.
-            anchors.append((anchor, evidence_score(rel, sup)))
+        scored = round_values(got[1], scoring_q)
+        relevance.update(zip(anchor_ids, scored[:, 0].tolist(), strict=True))
+        # A seed's score: its own relevance, lifted by support from its neighbours.
+        anchors = list(
+            zip(anchor_ids, evidence_scores(scored[:, 0], scored[:, 1]).tolist(), strict=True)
+        )
         # best first, ties by id: two stable sorts instead of a tuple key per anchor
         anchors.sort(key=itemgetter(0))
         anchors.sort(key=itemgetter(1), reverse=True)
@@ -121,9 +121,12 @@ class QueryRun(QueryFeatures):
                 qs = request.questions
                 assert isinstance(qs, CandidateQuestions) and qs.kinds == SCORE_ROW
                 rows = round_values(got[0], qs).astype(np.float32)
-                for c, (rel, _, _, sup) in zip(found, rows.tolist(), strict=True):
-                    relevance[c.node] = rel
-                    self.evidence_score[c.node] = evidence_score(rel, sup)
+                nodes = [c.node for c in found]
+                rel64, sup64 = rows[:, 0].astype(np.float64), rows[:, 3].astype(np.float64)
+                relevance.update(zip(nodes, rel64.tolist(), strict=True))
+                self.evidence_score.update(
+                    zip(nodes, evidence_scores(rel64, sup64).tolist(), strict=True)
+                )
                 t.score(rows)
                 self.ranking = None
             else:  # "score" without candidates cannot happen; guard anyway

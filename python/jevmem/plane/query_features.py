@@ -196,56 +196,56 @@ class QueryFeatures:
         timed = self.time_cues["constraint"] is not None or self.wants_time
         lex_rank, vec_rank = self.lex_rank, self.vec_rank
         style = m._style if self.view is None else self.view.style
-        # what is read off each node (a row of per-node facts): its style,
-        # types, entity agreement, question share, list ranks, time match
-        read: list[tuple[float, ...]] = []
-        add = read.append
-        for node_id in ids:
-            f = facts.get(node_id) or m._node_facts(node_id)
-            if named:
-                if f.speaker and f.speaker in named:
-                    ent = 1.0
-                elif not f.entities.isdisjoint(named):
-                    ent = 0.6
-                else:
-                    ent = 0.0
-            else:
-                ent = 0.0
-            lr, vr = lex_rank.get(node_id), vec_rank.get(node_id)
-            add(
-                (
-                    *style(node_id),
-                    *f.types,
-                    ent,
-                    asks.get(node_id, 0.0),
-                    -1.0 if lr is None else lr,
-                    -1.0 if vr is None else vr,
-                    self.time_match(node_id) if timed else 0.0,
-                )
-            )
-            texts[node_id] = f.text
-            entity_ok[node_id] = 1.0 if not named else min(1.0, ent + 0.4 * (ent > 0))
-        rows = np.array(read, dtype=np.float64).reshape(n, 12)
+        # what is read off each node, a list per fact: its style, types,
+        # entity agreement, question share, list ranks, time match
+        got = [facts.get(node_id) or m._node_facts(node_id) for node_id in ids]
+        if named:
+            ent = [
+                1.0
+                if f.speaker and f.speaker in named
+                else 0.6
+                if not f.entities.isdisjoint(named)
+                else 0.0
+                for f in got
+            ]
+            entity_ok.update(zip(ids, [min(1.0, e + 0.4 * (e > 0)) for e in ent], strict=True))
+        else:
+            ent = [0.0] * n
+            entity_ok.update(dict.fromkeys(ids, 1.0))
+        texts.update(zip(ids, [f.text for f in got], strict=True))
+        styles = np.array([style(node_id) for node_id in ids], dtype=np.float64).reshape(n, 3)
+        types = np.array([f.types for f in got], dtype=np.float64).reshape(n, 4)
+        time_match = self.time_match
+        out_of_list = -1.0
+        ranks = np.array(
+            [
+                (lex_rank.get(node_id, out_of_list), vec_rank.get(node_id, out_of_list))
+                for node_id in ids
+            ],
+            dtype=np.float64,
+        ).reshape(n, 2)
         out: Signals = {
             "lexical": share_of_best_columns(lex, self.max_lex),
             "dense": share_of_best_columns(sims, self.max_sim),
             # the best passage's similarity (a short text: its own)
             "dense_passage": share_of_best_columns(p_sims.astype(np.float64), self.max_passage_sim),
-            "entity_match": rows[:, 7],
-            "time_match": rows[:, 11],
-            "asks": rows[:, 8],
+            "entity_match": np.array(ent, dtype=np.float64),
+            "time_match": np.array([time_match(i) for i in ids], dtype=np.float64)
+            if timed
+            else np.zeros(n),
+            "asks": np.array([asks.get(i, 0.0) for i in ids], dtype=np.float64),
             "dense_raw": raw_similarity_columns(sims),
-            "lexical_rank": rank_share_columns(rows[:, 9]),
-            "dense_rank": rank_share_columns(rows[:, 10]),
-            "length": rows[:, 0],
-            "speaker_asks": rows[:, 1],
-            "speaker_length": rows[:, 2],
+            "lexical_rank": rank_share_columns(ranks[:, 0]),
+            "dense_rank": rank_share_columns(ranks[:, 1]),
+            "length": styles[:, 0],
+            "speaker_asks": styles[:, 1],
+            "speaker_length": styles[:, 2],
             # what kind of memory it is (a standing instruction or a
             # taste bears on requests that never name it)
-            "type_episodic": rows[:, 3],
-            "type_semantic": rows[:, 4],
-            "type_procedural": rows[:, 5],
-            "type_preference": rows[:, 6],
+            "type_episodic": types[:, 0],
+            "type_semantic": types[:, 1],
+            "type_procedural": types[:, 2],
+            "type_preference": types[:, 3],
             # what kind of query asks (the same for every node)
             "query_self": np.full(n, self.query_self),
             "query_request": np.full(n, self.query_request),

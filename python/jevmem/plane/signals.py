@@ -34,6 +34,14 @@ def evidence_score(relevance: float, support: float) -> float:
     return min(1.0, w * float(relevance) + (1 - w) * float(support))
 
 
+def evidence_scores(
+    relevance: npt.NDArray[np.float64], support: npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64]:
+    """`evidence_score` of every pair (float64, the same arithmetic; NaN gives 1 as min does)."""
+    w = ANCHOR_RELEVANCE_WEIGHT
+    return np.fmin(1.0, w * relevance + (1 - w) * support)
+
+
 def plain_match(sig: Mapping[str, float]) -> float:
     """A pool node's plain topical match, before any controller judgment."""
     return 0.5 * sig["lexical"] + 0.5 * sig["dense"]
