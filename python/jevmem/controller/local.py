@@ -284,8 +284,18 @@ class LocalController:
                 out.append(score_columns(req.state, qs))
                 continue
             answers: dict[str, Answer] = {}
+            # a pair's relation answers, all kinds at once: its signals are read once
+            pairs: dict[int, dict[str, float]] = {}
             for q in qs:
                 kind = q.kind
+                if kind in _RELATION_KINDS:
+                    i = question_index(q.id)
+                    assert i is not None
+                    got = pairs.get(i)
+                    if got is None:
+                        got = pairs[i] = _relation_values(req.state, i)
+                    answers[q.id] = NoulAnswer(got[kind])
+                    continue
                 if kind in _SCORING_KINDS:
                     # most of a query's questions: answered without the
                     # handler table (same arithmetic as _scoring)
@@ -320,25 +330,7 @@ class LocalController:
 
     def _relation(self, req: DecisionRequest, q: Noul | Choice, i: int | None) -> Answer:
         assert i is not None
-        new = req.state["observation"]
-        cand = req.state["candidates"][i]
-        vec, lex = _sig(cand, "vector"), _sig(cand, "lexical")
-        ent, tmp = _sig(cand, "entity"), _sig(cand, "temporal")
-        kind = q.kind
-        if kind == "relation.semantic":
-            return NoulAnswer(_clip(_squash(0.6 * vec + 0.4 * lex, mid=0.55, steep=10.0)))
-        if kind == "relation.same_episode":
-            same = _sig(cand, "same_session")
-            return NoulAnswer(_clip(0.55 * same + 0.35 * tmp + 0.1 * vec))
-        if kind == "relation.entity_alias":
-            return NoulAnswer(_clip(_sig(cand, "alias") * (0.5 + 0.5 * vec)))
-        # Causal: the cause comes first; the explaining text carries the cue word.
-        topical = _squash(0.6 * vec + 0.4 * lex, mid=0.45, steep=10.0)
-        if kind == "relation.causal_candidate_to_new":
-            cue = _density(_CAUSE, str(new["text"]), per=1.0)
-        else:
-            cue = _density(_CAUSE, str(cand["text"]), per=1.0) * 0.8
-        return NoulAnswer(_clip(topical * (0.25 + 0.75 * cue) * (0.6 + 0.4 * max(ent, tmp))))
+        return NoulAnswer(_relation_values(req.state, i)[q.kind])
 
     def _supersedes(self, req: DecisionRequest, q: Noul | Choice, i: int | None) -> Answer:
         """Does the new observation replace what candidate ``i`` said?
@@ -494,6 +486,41 @@ class LocalController:
             return NoulAnswer(_clip(0.4 * mixed))
         frontier = float(req.state.get("frontier_best", 0.0))
         return NoulAnswer(_clip((1.0 - grounded) * (0.3 + 0.7 * frontier)))
+
+
+_RELATION_KINDS = frozenset(
+    (
+        "relation.semantic",
+        "relation.same_episode",
+        "relation.entity_alias",
+        "relation.causal_candidate_to_new",
+        "relation.causal_new_to_candidate",
+    )
+)
+
+
+def _relation_values(state: Mapping[str, Any], i: int) -> dict[str, float]:
+    """The answers to pair ``i``'s relation Nouls (every `_RELATION_KINDS`
+    kind), from the pair's signals and the cue words of the two texts."""
+    new = state["observation"]
+    cand = state["candidates"][i]
+    sig = cand.get("signals", {})
+    vec, lex = _num(sig, "vector", 0.0), _num(sig, "lexical", 0.0)
+    ent, tmp = _num(sig, "entity", 0.0), _num(sig, "temporal", 0.0)
+    # Causal: the cause comes first; the explaining text carries the cue word.
+    topical = _squash(0.6 * vec + 0.4 * lex, mid=0.45, steep=10.0)
+    about = 0.6 + 0.4 * max(ent, tmp)
+    cue_new = _density(_CAUSE, str(new["text"]), per=1.0)
+    cue_old = _density(_CAUSE, str(cand["text"]), per=1.0) * 0.8
+    return {
+        "relation.semantic": _clip(_squash(0.6 * vec + 0.4 * lex, mid=0.55, steep=10.0)),
+        "relation.same_episode": _clip(
+            0.55 * _num(sig, "same_session", 0.0) + 0.35 * tmp + 0.1 * vec
+        ),
+        "relation.entity_alias": _clip(_num(sig, "alias", 0.0) * (0.5 + 0.5 * vec)),
+        "relation.causal_candidate_to_new": _clip(topical * (0.25 + 0.75 * cue_new) * about),
+        "relation.causal_new_to_candidate": _clip(topical * (0.25 + 0.75 * cue_old) * about),
+    }
 
 
 _SCORING_KINDS = frozenset(
