@@ -233,6 +233,15 @@ def test_a_round_keeps_its_form_over_the_wire() -> None:
     local = LocalController().decide(sent)
     assert got[0] == local[0] and got[1] == local[1]
     validate_answers(sent, got)
+    # a table goes as the mappings it stands for and comes back a table;
+    # candidates with other keys come back as mappings
+    table = table_of([{**c, "view": "semantic"} for c in cands])
+    by_table = [DecisionRequest("scoring", {"query": {}, "candidates": table}, sent[0].questions)]
+    back_table = requests_from_proto(
+        cpb.DecideRequest.FromString(requests_to_proto(by_table).SerializeToString())
+    )[0].state["candidates"]
+    assert type(back_table) is CandidateTable and back_table == table
+    assert type(received[0].state["candidates"]) is list
     # a round some question breaks is a plain tuple again
     broken = tuple(received[0].questions)[:-1]
     assert CandidateQuestions.recognise(broken) is None

@@ -177,6 +177,14 @@ class CandidateTable(Sequence[Mapping[str, Any]]):
         """The candidates as plain mappings (what travels as JSON)."""
         return self._items(range(len(self.ids)))
 
+    def __eq__(self, other: object) -> bool:
+        # a table equals the candidate mappings it stands for
+        if isinstance(other, CandidateTable | list | tuple):
+            return self.as_dicts() == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable columns, like a list
+
     def __repr__(self) -> str:
         return f"CandidateTable({len(self.ids)} candidates x {list(self.columns)})"
 

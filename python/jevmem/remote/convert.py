@@ -124,6 +124,21 @@ def split_signals(state: Mapping[str, Any]) -> tuple[Mapping[str, Any], list[pb.
     return {**state, **stripped}, tables
 
 
+_CANDIDATE_KEYS = frozenset(("id", "text", "view"))
+
+
+def _plain_candidates(items: list[dict[str, Any]]) -> bool:
+    """Whether every item is a scoring candidate and nothing else: an int
+    id, a text and a view (a `CandidateTable` holds exactly those)."""
+    return bool(items) and all(
+        item.keys() == _CANDIDATE_KEYS
+        and type(item["id"]) is int
+        and type(item["text"]) is str
+        and type(item["view"]) is str
+        for item in items
+    )
+
+
 def _restore_signals(state: dict[str, Any], tables: Sequence[pb.SignalTable], where: str) -> None:
     """Put the tabled signals back into ``state``'s items; raises :class:`BadRequest`."""
     seen: set[str] = set()
@@ -149,6 +164,16 @@ def _restore_signals(state: dict[str, Any], tables: Sequence[pb.SignalTable], wh
             raise BadRequest(f"{at} ({key}): values must be finite")
         if not all(type(item) is dict and "signals" not in item for item in items):
             raise BadRequest(f"{at} ({key}): items must be JSON objects without their own signals")
+        if _plain_candidates(items):
+            # a round's candidates: kept as the columns they came in
+            cols = np.array(values, dtype=np.float64).reshape(len(items), n)
+            state[key] = CandidateTable(
+                [item["id"] for item in items],
+                [item["text"] for item in items],
+                {name: cols[:, j] for j, name in enumerate(names)},
+                views=[item["view"] for item in items],
+            )
+            continue
         # the lengths were checked above: plain zips (strict ones cost a third more)
         rows = zip(*[values[j::n] for j in range(n)], strict=False)
         for item, row in zip(items, rows, strict=False):
