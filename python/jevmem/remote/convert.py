@@ -94,7 +94,21 @@ def split_signals(state: Mapping[str, Any]) -> tuple[Mapping[str, Any], list[pb.
     tables: list[pb.SignalTable] = []
     for key, items in state.items():
         if type(items) is CandidateTable:
-            # the candidates as the mappings they stand for (JSON has no columns)
+            cols = list(items.columns.values())
+            if items.ids and cols and not any(np.isnan(c).any() for c in cols):
+                # every candidate carries every signal: the columns go as
+                # they are, the rest as JSON (what the mappings would give)
+                stripped[key] = [
+                    {"id": i, "text": t, "view": v}
+                    for i, t, v in zip(items.ids, items.texts, items.views, strict=True)
+                ]
+                flat = np.column_stack(cols).ravel()
+                if np.isfinite(flat).all():
+                    tables.append(
+                        pb.SignalTable(list=key, names=list(items.columns), values=flat.tolist())
+                    )
+                    continue
+            # the candidates as the mappings they stand for
             items = stripped[key] = items.as_dicts()
         if type(items) not in (list, tuple) or not items or type(items[0]) is not dict:
             continue
@@ -239,13 +253,18 @@ def requests_to_proto(requests: Sequence[DecisionRequest]) -> pb.DecideRequest:
         known = by_tuple.get(id(r.questions))
         if known is None:
             refs: list[int] = []
-            for q in r.questions:
+            qs = r.questions
+            # a candidate round: its template's references, once per candidate
+            per = qs.template if type(qs) is CandidateQuestions else qs
+            for q in per:
                 key = _key(q)
                 t = index.get(key)
                 if t is None:
                     t = index[key] = len(templates)
                     templates.append(_template_to_proto(key))
                 refs.append(t)
+            if per is not qs:
+                refs *= qs.n_candidates  # type: ignore[attr-defined]
             known = by_tuple[id(r.questions)] = ([q.id for q in r.questions], refs)
         state, tables = split_signals(r.state)
         out.append(
@@ -345,14 +364,34 @@ def requests_from_proto(msg: pb.DecideRequest) -> list[DecisionRequest]:
         # a scoring round's questions keep their form, so the controller
         # here can answer them as columns
         out.append(
-            DecisionRequest(
-                req.purpose, state, CandidateQuestions.recognise(questions) or questions
-            )
+            DecisionRequest(req.purpose, state, _candidate_round(ids, refs, questions) or questions)
         )
     return out
 
 
 # ---- answers ----------------------------------------------------------------
+
+
+def _candidate_round(
+    ids: list[str], refs: list[int], questions: tuple[Question, ...]
+) -> CandidateQuestions | None:
+    """`CandidateQuestions.recognise`, read off the ids and template
+    references (one question object per template is compared, not every one)."""
+    width = 0
+    for qid in ids:
+        if not qid.startswith("candidate_0_"):
+            break
+        width += 1
+    if not width or len(ids) % width:
+        return None
+    count = len(ids) // width
+    template = questions[:width]
+    if refs != refs[:width] * count or not all(type(q) is Noul for q in template):
+        return None
+    names = [qid[12:] for qid in ids[:width]]
+    if ids != [f"candidate_{i}_{name}" for i in range(count) for name in names]:
+        return None
+    return CandidateQuestions(lambda i: questions[i * width : (i + 1) * width], count)
 
 
 def answers_to_proto(
