@@ -317,6 +317,13 @@ class MemoryStore:
         reply_link: float = 1.0,
     ) -> list[tuple[int, float]]:
         """(id, weight) one and two steps before and after in time order, in the episode."""
+    def timeline_window(
+        self, lo: int, hi: int, *, allowed: Allowed | None = None
+    ) -> npt.NDArray[np.uint64]:
+        """Nodes observed in [lo, hi], in time order."""
+    def time_neighbours_seen(
+        self, id: int
+    ) -> tuple[tuple[int, int] | None, tuple[int, int] | None] | None: ...
     def context_sides(
         self, id: int, *, allowed: Allowed | None = None, second_step_decay: float = 0.7
     ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]: ...

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import bisect
 import math
 from typing import Any
 
@@ -443,12 +442,13 @@ class QueryFeatures:
         seen = set(ids)
         window = self.time_cues["constraint"]
         if window is not None and cfg.time_window_nodes:
-            timeline = self.m._timeline
-            lo = bisect.bisect_left(timeline, (window[0], -1))
-            hi = bisect.bisect_right(timeline, (window[1], 1 << 62))
-            allowed = self.allowed
             inside = [
-                n for _, n in timeline[lo:hi] if n not in seen and (allowed is None or n in allowed)
+                n
+                for n in self.m.store.timeline_window(
+                    *(max(-(1 << 63), min(w, (1 << 63) - 1)) for w in window),
+                    allowed=self.allowed,
+                ).tolist()
+                if n not in seen
             ]
             if len(inside) > cfg.time_window_nodes:
                 # More than the pool takes: the best topical matches among

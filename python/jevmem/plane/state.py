@@ -79,7 +79,6 @@ class MemoryState:
             raise InvalidConfigError(
                 f"the store has dimension {self.store.dim}, the embedder {self.embedder.dim}"
             )
-        self._timeline: list[tuple[int, int]] = []  # (timestamp, id), sorted
         self._time_refs: dict[int, tuple[TimeRef, ...]] = {}
         self._entity_counts: dict[str, int] = {}
         self._episodes: dict[int, str | None] = {}
@@ -127,7 +126,6 @@ class MemoryState:
         """Index the nodes already in the store (a loaded or opened memory),
         taking what ``derived`` holds instead of deriving it again."""
         store = self.store
-        stamps = self._stamps
         ids = store.matching_ids(None, None)
         for i in ids:
             self._index_python_side(
@@ -136,9 +134,6 @@ class MemoryState:
         # the reply link of the core's time-order context reads them (once, for all)
         asks = self._asks
         store.set_question_shares(ids, [asks[i] for i in ids])
-        # sorted once: inserting node by node is quadratic for nodes that
-        # arrived out of time order
-        self._timeline[:] = sorted((stamp, i) for i, stamp in stamps.items())
 
     def _index_python_side(
         self,
@@ -176,8 +171,6 @@ class MemoryState:
             stats[1] += asks
             stats[2] += log_len
         if timestamp is not None:
-            if not bulk:  # a load sorts the timeline once
-                bisect.insort(self._timeline, (timestamp, node_id))
             if refs is None:
                 refs = tuple(ground(text, timestamp))
             if refs:
@@ -293,7 +286,7 @@ class MemoryState:
             if stray:
                 raise AssertionError(f"a cache holds nodes the store lacks: {sorted(stray)}")
         return {
-            "timeline": list(self._timeline),
+            "timeline": sorted((stamp, i) for i, stamp in self._stamps.items()),
             "time_refs": dict(self._time_refs),
             "entity_counts": dict(self._entity_counts),
             "episodes": dict(self._episodes),
@@ -341,18 +334,12 @@ class MemoryState:
         recomputed in id order (so they match to the last bit), and every
         cache that may hold a gone node cleared."""
         touched: set[str] = set()
-        # a few leave the timeline by bisection, many by one filtering pass
-        timeline_pass = len(ids) > 32
         for node_id in ids:
             facts = self._facts.get(node_id)
             if node_id in self._episodes:
                 assert facts is not None  # indexed nodes have their facts
                 del self._episodes[node_id]
-                stamp = self._stamps.pop(node_id, None)
-                if stamp is not None and not timeline_pass:
-                    at = bisect.bisect_left(self._timeline, (stamp, node_id))
-                    assert self._timeline[at] == (stamp, node_id)
-                    del self._timeline[at]
+                self._stamps.pop(node_id, None)
                 self._time_refs.pop(node_id, None)
                 del self._asks[node_id]
                 del self._log_len[node_id]
@@ -375,9 +362,6 @@ class MemoryState:
             self._facts.pop(node_id, None)
             self._sentences.pop(node_id, None)
             self._tokens.pop(node_id, None)
-        if timeline_pass:
-            gone = set(ids)
-            self._timeline[:] = [entry for entry in self._timeline if entry[1] not in gone]
         # sums in the order indexing makes them (ids ascending): bit-exact
         self._log_len_total = sum(self._log_len.values(), 0.0)
         fresh = {sp: [0.0, 0.0, 0.0] for sp in touched if sp in self._speaker_stats}

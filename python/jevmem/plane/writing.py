@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -593,35 +592,21 @@ class WritingMemory(LifecycleMemory):
         return new_id
 
     def _rule_time_edges(self, node: Node) -> list[tuple[object, ...]]:
-        """Link a node to its neighbours in time order (already in `_timeline`);
-        a scoped node to its nearest neighbours among the nodes its scope
-        sees (those whose scope holds its own), as if only they were stored."""
-        if node.timestamp is None:
+        """Link a node to its neighbours in time order; a scoped node to its
+        nearest neighbours among the nodes its scope sees (those whose scope
+        holds its own), as if only they were stored (the core's timeline:
+        `MemoryStore.time_neighbours_seen`)."""
+        near = self.store.time_neighbours_seen(node.id)
+        if near is None:
             return []
-        timeline = self._timeline
-        pos = bisect.bisect_left(timeline, (node.timestamp, node.id))
-        own = self._scopes.get(node.id)
-        scopes = self._scopes
-        empty: frozenset[tuple[str, str]] = frozenset()
-
-        def seen(at: int) -> bool:
-            return own is None or own <= scopes.get(timeline[at][1], empty)
-
+        prev, nxt = near
         edges: list[tuple[object, ...]] = []
-        prev_at = pos - 1
-        while prev_at >= 0 and not seen(prev_at):
-            prev_at -= 1
-        if prev_at >= 0:
-            ts, prev = timeline[prev_at]
-            label = "same_time" if ts == node.timestamp else "before"
-            edges.append((prev, node.id, "temporal", 1.0, "rule", label))
-        next_at = pos + 1
-        while next_at < len(timeline) and not seen(next_at):
-            next_at += 1
-        if next_at < len(timeline):
-            ts, nxt = timeline[next_at]
-            label = "same_time" if ts == node.timestamp else "before"
-            edges.append((node.id, nxt, "temporal", 1.0, "rule", label))
+        if prev is not None:
+            label = "same_time" if prev[1] == node.timestamp else "before"
+            edges.append((prev[0], node.id, "temporal", 1.0, "rule", label))
+        if nxt is not None:
+            label = "same_time" if nxt[1] == node.timestamp else "before"
+            edges.append((node.id, nxt[0], "temporal", 1.0, "rule", label))
         return edges
 
     def _consolidate(self, focus: list[tuple[int, list[Any]]]) -> None:

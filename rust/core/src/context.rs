@@ -285,3 +285,56 @@ impl MemoryStore {
         ContextSource::question_share(self, id)
     }
 }
+
+/// Whether every (key, value) of `own` is in `other` (both sorted by key, one value per key).
+fn scope_within(own: &[(String, String)], other: &[(String, String)]) -> bool {
+    own.iter().all(|pair| {
+        other
+            .binary_search_by(|p| p.0.cmp(&pair.0))
+            .is_ok_and(|i| other[i] == *pair)
+    })
+}
+
+impl MemoryStore {
+    /// The nodes observed in `[lo, hi]` (inclusive), in time order (ties by
+    /// id); the allowed ones only, when given.
+    pub fn timeline_window(
+        &self,
+        lo: Timestamp,
+        hi: Timestamp,
+        allowed: Option<&Allowed>,
+    ) -> Vec<NodeId> {
+        if lo > hi {
+            return Vec::new();
+        }
+        self.by_time
+            .range((lo, NodeId::MIN)..=(hi, NodeId::MAX))
+            .map(|&(_, n)| n)
+            .filter(|&n| allowed.is_none_or(|a| a.contains(n)))
+            .collect()
+    }
+
+    /// The nodes right before and right after `id` in time order among those
+    /// it sees (a scoped node: the nodes whose scope holds its own), with
+    /// their timestamps: where the write path links it on the temporal view.
+    /// None for an unknown node or one without a timestamp.
+    #[allow(clippy::type_complexity)]
+    pub fn time_neighbours_seen(
+        &self,
+        id: NodeId,
+    ) -> Option<(Option<(NodeId, Timestamp)>, Option<(NodeId, Timestamp)>)> {
+        let node = self.get(id)?;
+        let ts = node.timestamp?;
+        let seen = |&&(t, n): &&(Timestamp, NodeId)| {
+            self.get(n)
+                .is_some_and(|o| scope_within(&node.scope, &o.scope))
+                .then_some((n, t))
+        };
+        let prev = self.by_time.range(..(ts, id)).rev().find_map(|e| seen(&e));
+        let next = self
+            .by_time
+            .range((Bound::Excluded((ts, id)), Bound::Unbounded))
+            .find_map(|e| seen(&e));
+        Some((prev, next))
+    }
+}

@@ -1157,6 +1157,34 @@ impl MemoryStore {
         })
     }
 
+    /// The nodes observed in `[lo, hi]` (inclusive), in time order (ties by
+    /// id), as an array; the allowed ones only, when given.
+    #[pyo3(signature = (lo, hi, *, allowed = None))]
+    fn timeline_window<'py>(
+        &self,
+        py: Python<'py>,
+        lo: i64,
+        hi: i64,
+        allowed: Option<PyRef<'_, Allowed>>,
+    ) -> Bound<'py, PyArray1<u64>> {
+        let allowed = allowed_arg(allowed);
+        self.read(py, |s| s.timeline_window(lo, hi, allowed.as_deref()))
+            .into_pyarray(py)
+    }
+
+    /// ((id, timestamp) right before, (id, timestamp) right after) a node in
+    /// time order among the nodes it sees (whose scope holds its own); None
+    /// for a node without a timestamp.
+    #[allow(clippy::type_complexity)]
+    fn time_neighbours_seen(
+        &self,
+        py: Python<'_>,
+        id: NodeId,
+    ) -> PyResult<Option<(Option<(NodeId, i64)>, Option<(NodeId, i64)>)>> {
+        self.read(py, |s| s.require(id).map(|_| s.time_neighbours_seen(id)))
+            .py()
+    }
+
     /// The same context split by side: ((id, weight) before, (id, weight)
     /// after), plain weights (no reply link).
     #[pyo3(signature = (id, *, allowed = None, second_step_decay = 0.7))]

@@ -245,3 +245,62 @@ fn question_shares_are_checked_all_or_nothing() {
     assert_eq!(s.question_share_of(0), 0.0);
     assert_eq!(context::temporal_context(&s, 1, None, &cfg), vec![(2, 1.0)]);
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    #[test]
+    fn windows_and_seen_neighbours_equal_the_model(
+        stamps in prop::collection::vec(prop::option::weighted(0.9, 0i64..50), 1..24),
+        scopes in prop::collection::vec(
+            prop::sample::select(vec![vec![], vec![("user", "a")], vec![("user", "b")],
+                vec![("user", "a"), ("session", "1")]]),
+            24,
+        ),
+        lo in -5i64..55,
+        width in -3i64..30,
+        mask in prop::collection::vec(any::<bool>(), 24),
+    ) {
+        let mut s = MemoryStore::new(StoreConfig::new(DIM)).unwrap();
+        for (i, ts) in stamps.iter().enumerate() {
+            let mut n = NewNode::new(format!("turn {i}"), vec![1.0, i as f32, 0.5, -1.0]);
+            n.timestamp = *ts;
+            n.scope = scopes[i].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            s.add_node(n).unwrap();
+        }
+        let mut timeline: Vec<(Timestamp, usize)> = stamps
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| t.map(|t| (t, i)))
+            .collect();
+        timeline.sort();
+        let hi = lo + width;
+        let mask = &mask[..stamps.len()];
+        let allowed = allowed_of(mask);
+        for a in [None, Some(&allowed)] {
+            let want: Vec<NodeId> = timeline
+                .iter()
+                .filter(|&&(t, i)| lo <= t && t <= hi && a.is_none_or(|_| mask[i]))
+                .map(|&(_, i)| i as NodeId)
+                .collect();
+            prop_assert_eq!(s.timeline_window(lo, hi, a), want);
+        }
+        let within = |own: &Vec<(&str, &str)>, other: &Vec<(&str, &str)>| {
+            own.iter().all(|p| other.contains(p))
+        };
+        for id in 0..stamps.len() {
+            let got = s.time_neighbours_seen(id as NodeId);
+            let Some(ts) = stamps[id] else {
+                prop_assert_eq!(got, None);
+                continue;
+            };
+            let pos = timeline.iter().position(|&e| e == (ts, id)).unwrap();
+            let seen = |&&(t, i): &&(Timestamp, usize)| {
+                within(&scopes[id], &scopes[i]).then_some((i as NodeId, t))
+            };
+            let prev = timeline[..pos].iter().rev().find_map(|e| seen(&e));
+            let next = timeline[pos + 1..].iter().find_map(|e| seen(&e));
+            prop_assert_eq!(got, Some((prev, next)));
+        }
+    }
+}
