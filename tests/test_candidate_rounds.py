@@ -324,3 +324,28 @@ def test_evidence_scores_by_column_equal_one_by_one(pairs: list[tuple[float, flo
         got = evidence_scores(rel, sup).tolist()
     for value, (r, s) in zip(got, pairs, strict=True):
         assert same(value, evidence_score(r, s)), (r, s)
+
+
+def test_the_core_context_refuses_bad_input_and_changes_nothing() -> None:
+    from jevmem import JevmemError, Memory
+    from jevmem.embed import HashEmbedder
+
+    m = Memory(embedder=HashEmbedder(dim=32), controller=LocalController())
+    ids = m.add_batch(
+        ["Did you see the match?", "Yes, we won"], timestamps=[100, 200], speakers=["A", "B"]
+    )
+    store = m.store
+    assert store.question_share(ids[0]) == 1.0 and store.question_share(ids[1]) == 0.0
+    assert store.temporal_context(ids[1]) == [(ids[0], 2.0)]  # a reply to a question
+    for bad_ids, shares in (([ids[0], 99], [0.5, 0.5]), ([ids[0]], [1.5]), ([ids[0]], [])):
+        with pytest.raises(JevmemError):
+            store.set_question_shares(bad_ids, shares)
+        assert store.question_share(ids[0]) == 1.0  # all or nothing
+    with pytest.raises(ValueError, match="topical"):
+        store.context_matches(ids, [ids[0]], [])
+    with pytest.raises(ValueError, match="own"):
+        store.context_matches(ids, [], [], [0.5])
+    got = store.context_matches(ids, [ids[0]], [0.5])
+    assert got.shape == (2, 3) and got[1].tolist() == [1.0, 0.5, 0.0]
+    assert store.timeline_window(150, 100).tolist() == []
+    assert store.timeline_window(0, 1000).tolist() == ids

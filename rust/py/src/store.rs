@@ -283,6 +283,14 @@ fn vector_arg(v: &PyArrayLike1<'_, f32, AllowTypeChange>) -> Vec<f32> {
     v.as_array().iter().copied().collect()
 }
 
+/// An InvalidInputError unless two parallel arguments have the same length.
+fn same_length(a: &str, a_len: usize, b: &str, b_len: usize) -> PyResult<()> {
+    if a_len == b_len {
+        return Ok(());
+    }
+    Err(Error::InvalidInput(format!("{a_len} {a} but {b_len} {b}"))).py()
+}
+
 /// (id, weight) before a node and after it in time order.
 type ContextSides = (Vec<(NodeId, f64)>, Vec<(NodeId, f64)>);
 
@@ -1113,14 +1121,7 @@ impl MemoryStore {
         ids: Vec<NodeId>,
         shares: Vec<f64>,
     ) -> PyResult<()> {
-        if ids.len() != shares.len() {
-            return Err(Error::InvalidInput(format!(
-                "{} ids but {} question shares",
-                ids.len(),
-                shares.len()
-            )))
-            .py();
-        }
+        same_length("ids", ids.len(), "question shares", shares.len())?;
         let pairs: Vec<(NodeId, f64)> = ids.into_iter().zip(shares).collect();
         // derived from the texts and not logged (the caller keeps them with
         // its own derived facts): no durable record, allowed when closed
@@ -1235,21 +1236,14 @@ impl MemoryStore {
         second_step_decay: f64,
         reply_link: f64,
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-        if topical_ids.len() != topical_values.len() {
-            return Err(Error::InvalidInput(format!(
-                "{} topical ids but {} values",
-                topical_ids.len(),
-                topical_values.len()
-            )))
-            .py();
-        }
-        if own.as_ref().is_some_and(|o| o.len() != ids.len()) {
-            return Err(Error::InvalidInput(format!(
-                "{} ids but {} own matches",
-                ids.len(),
-                own.as_ref().map_or(0, Vec::len)
-            )))
-            .py();
+        same_length(
+            "topical ids",
+            topical_ids.len(),
+            "values",
+            topical_values.len(),
+        )?;
+        if let Some(own) = &own {
+            same_length("ids", ids.len(), "own matches", own.len())?;
         }
         let allowed = allowed_arg(allowed);
         let cfg = ContextConfig {
