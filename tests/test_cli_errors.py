@@ -4,6 +4,7 @@ no traceback, and the memory left exactly as it was."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import warnings
@@ -244,8 +245,8 @@ def test_ingest_is_all_or_nothing(
 def test_serve_warns_at_start_when_the_controller_does_not_answer(tmp_path: Path) -> None:
     p = subprocess.Popen(
         [
-            *(sys.executable, "-m", "jevmem", "serve", "--port", "0", "--embedder", "hash-16"),
-            *("--controller", "127.0.0.1:1", "--grace", "0.1"),
+            *(sys.executable, "-X", "faulthandler", "-m", "jevmem", "serve", "--port", "0"),
+            *("--embedder", "hash-16", "--controller", "127.0.0.1:1", "--grace", "0.1"),
         ],
         cwd=tmp_path,
         stdout=subprocess.PIPE,
@@ -257,6 +258,12 @@ def test_serve_warns_at_start_when_the_controller_does_not_answer(tmp_path: Path
         assert "listening on" in p.stdout.readline()
     finally:
         p.terminate()
-        _, err = p.communicate(timeout=60)
+        try:
+            _, err = p.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            # a shutdown that hangs: every thread's stack, then fail with it
+            p.send_signal(signal.SIGABRT)
+            _, err = p.communicate(timeout=30)
+            pytest.fail(f"serve did not exit after SIGTERM:\n{err[-8000:]}")
     assert "controller 127.0.0.1:1 does not answer" in err and "local controller" in err
     assert "Traceback" not in err

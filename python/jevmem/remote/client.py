@@ -638,7 +638,14 @@ class GrpcController:
 
     def wait_ready(self, timeout_s: float = 5.0) -> None:
         """Block until the channel is connected (raises ``grpc.FutureTimeoutError``)."""
-        grpc.channel_ready_future(self._channel).result(timeout=timeout_s)
+        ready = grpc.channel_ready_future(self._channel)
+        try:
+            ready.result(timeout=timeout_s)
+        except grpc.FutureTimeoutError:
+            # unsubscribe its connectivity watch: one left on a channel that is
+            # then closed can stall the process (grpc/grpc#25136)
+            ready.cancel()
+            raise
 
     def close(self) -> None:
         self._channel.close()

@@ -208,7 +208,11 @@ class RunningServer:
             return
         self._stopped.set()
         self.health.enter_graceful_shutdown()
-        self.server.stop(grace_s).wait()
+        # bounded: a server told to stop must return even when grpc's own
+        # shutdown does not report back (calls are cancelled after the grace)
+        wait_s = (grace_s or 0.0) + STOP_REPORT_S
+        if not self.server.stop(grace_s).wait(timeout=wait_s):
+            log.warning("the server had not reported stopped %.1f s after stop; going on", wait_s)
 
     def wait(self) -> None:
         self.server.wait_for_termination()
@@ -231,6 +235,10 @@ class RunningServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop(0.0)
+
+
+#: How long `RunningServer.stop` waits past the grace for grpc to report the server stopped.
+STOP_REPORT_S = 10.0
 
 
 def start_server(
