@@ -19,6 +19,7 @@ import json
 import logging
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent import futures
 from dataclasses import dataclass
@@ -219,15 +220,20 @@ class RunningServer:
 
     def serve_forever(self, grace_s: float = 5.0) -> None:
         """Block until SIGINT/SIGTERM, then stop gracefully."""
-        done = threading.Event()
+        received: list[int] = []
 
         def on_signal(signum: int, frame: object) -> None:
-            log.info("signal %s: shutting down (grace %.1fs)", signum, grace_s)
-            done.set()
+            # No lock in a signal handler: it runs on the main thread between
+            # two bytecodes, possibly inside the very wait it would wake
+            # (Event.set there takes the lock Event.wait holds: a deadlock,
+            # seen as serve not exiting on SIGTERM). A list append is atomic.
+            received.append(signum)
 
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, on_signal)
-        done.wait()
+        while not received:
+            time.sleep(SIGNAL_POLL_S)  # the handler runs during the sleep: seen within one poll
+        log.info("signal %s: shutting down (grace %.1fs)", received[0], grace_s)
         self.stop(grace_s)
 
     def __enter__(self) -> RunningServer:
@@ -237,6 +243,8 @@ class RunningServer:
         self.stop(0.0)
 
 
+#: How often `serve_forever` looks whether a stop signal came.
+SIGNAL_POLL_S = 0.1
 #: How long `RunningServer.stop` waits past the grace for grpc to report the server stopped.
 STOP_REPORT_S = 10.0
 
