@@ -51,7 +51,7 @@ def build(m: Memory, texts: list[str] = TEXTS, start: int = T0) -> list[int]:
 
 def derived_state(m: Memory) -> dict[str, Any]:
     """The part of `MemoryState.derived_state` the snapshot and log carry, or derive from it."""
-    keys = ("time_refs", "asks", "timeline", "log_len_total", "speaker_stats")
+    keys = ("time_refs", "asks", "timeline", "styles", "speakers")
     state = m.derived_state()
     return {k: state[k] for k in keys}
 

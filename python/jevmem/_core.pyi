@@ -339,6 +339,12 @@ class MemoryStore:
         reply_link: float = 1.0,
     ) -> npt.NDArray[np.float64]:
         """(support, previous match, next match) per node, an (n, 3) array."""
+    def styles(
+        self, ids: Sequence[int], *, allowed: Allowed | None = None
+    ) -> npt.NDArray[np.float64]:
+        """(length, speaker's question share, speaker's length) per node, an (n, 3) array."""
+    def speakers(self) -> list[str]:
+        """The speakers of the nodes with a question share, lower-cased, sorted."""
     def passages(self, id: int) -> list[Span]:
         """Spans of the node's passage vectors; ``[]`` when its text is one passage."""
     def passage_embedding(self, id: int, index: int) -> npt.NDArray[np.float32]: ...

@@ -194,7 +194,6 @@ class QueryFeatures:
         # a query that names no time gives every node 0 (see time_match)
         timed = self.time_cues["constraint"] is not None or self.wants_time
         lex_rank, vec_rank = self.lex_rank, self.vec_rank
-        style = m._style if self.view is None else self.view.style
         # what is read off each node, a list per fact: its style, types,
         # entity agreement, question share, list ranks, time match
         got = [facts.get(node_id) or m._node_facts(node_id) for node_id in ids]
@@ -212,7 +211,7 @@ class QueryFeatures:
             ent = [0.0] * n
             entity_ok.update(dict.fromkeys(ids, 1.0))
         texts.update(zip(ids, [f.text for f in got], strict=True))
-        styles = np.array([style(node_id) for node_id in ids], dtype=np.float64).reshape(n, 3)
+        styles = m.store.styles(ids, allowed=None if self.view is None else self.view.allowed)
         types = np.array([f.types for f in got], dtype=np.float64).reshape(n, 4)
         time_match = self.time_match
         out_of_list = -1.0

@@ -5,7 +5,6 @@ from __future__ import annotations
 import bisect
 import builtins
 import json
-import math
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -24,7 +23,6 @@ from jevmem.plane.config import (
 )
 from jevmem.plane.derived import DerivedFacts
 from jevmem.plane.filters import scope_and_filter
-from jevmem.plane.signals import logistic
 from jevmem.plane.text import (
     CAPITALISED,
     FIRST_PERSON,
@@ -86,14 +84,6 @@ class MemoryState:
         self._speaker_order: list[str] = []  # the same, sorted: prefix lookups
         self._stamps: dict[int, int] = {}
         self._asks: dict[int, float] = {}
-        # What the memory itself observes about its style, so that features
-        # read relative to it (a long turn in a chat of short ones, a speaker
-        # who mostly asks): log text length per node and its running mean,
-        # and per speaker (turns, summed question share, summed log length).
-        self._log_len: dict[int, float] = {}
-        self._log_len_total = 0.0
-        self._speaker_stats: dict[str, list[float]] = {}
-        self._styles: dict[int, tuple[float, float, float]] = {}
         self._facts: dict[int, NodeFacts] = {}
         self._frame: tuple[MemoryStore, frozenset[str]] | None = None
         self._sentences: dict[int, tuple[frozenset[str], tuple[Sentence, ...]]] = {}
@@ -160,16 +150,8 @@ class MemoryState:
             asks = question_share(text)
         self._asks[node_id] = asks
         if not bulk:  # a load sets every node's share at once
+            # the core counts the node in the memory's style from then on
             self.store.set_question_shares([node_id], [asks])
-        log_len = math.log1p(len(text))
-        self._log_len[node_id] = log_len
-        self._log_len_total += log_len
-        self._styles.clear()
-        if speaker:
-            stats = self._speaker_stats.setdefault(speaker, [0.0, 0.0, 0.0])
-            stats[0] += 1
-            stats[1] += asks
-            stats[2] += log_len
         if timestamp is not None:
             if refs is None:
                 refs = tuple(ground(text, timestamp))
@@ -277,7 +259,6 @@ class MemoryState:
         ids = self.store.matching_ids(None, None)
         live = set(ids)
         for cache in (
-            self._styles,
             self._sentences,
             self._tokens,
             self._facts,
@@ -294,9 +275,6 @@ class MemoryState:
             "speaker_order": list(self._speaker_order),
             "stamps": dict(self._stamps),
             "asks": dict(self._asks),
-            "log_len": dict(self._log_len),
-            "log_len_total": self._log_len_total,
-            "speaker_stats": {k: list(v) for k, v in self._speaker_stats.items()},
             "facts": dict(self._facts),
             "context": {i: self._temporal_context(i) for i in ids},
             "sides": {i: self._context_sides(i) for i in ids},
@@ -333,7 +311,6 @@ class MemoryState:
         per-node entries popped, counts decremented, the running sums
         recomputed in id order (so they match to the last bit), and every
         cache that may hold a gone node cleared."""
-        touched: set[str] = set()
         for node_id in ids:
             facts = self._facts.get(node_id)
             if node_id in self._episodes:
@@ -342,17 +319,6 @@ class MemoryState:
                 self._stamps.pop(node_id, None)
                 self._time_refs.pop(node_id, None)
                 del self._asks[node_id]
-                del self._log_len[node_id]
-                speaker = facts.speaker
-                if speaker:
-                    stats = self._speaker_stats[speaker]
-                    stats[0] -= 1
-                    touched.add(speaker)
-                    if stats[0] <= 0:
-                        del self._speaker_stats[speaker]
-                        self._speakers.discard(speaker)
-                        order = self._speaker_order
-                        del order[bisect.bisect_left(order, speaker)]
                 for e in facts.entities:
                     left = self._entity_counts[e] - 1
                     if left:
@@ -362,19 +328,9 @@ class MemoryState:
             self._facts.pop(node_id, None)
             self._sentences.pop(node_id, None)
             self._tokens.pop(node_id, None)
-        # sums in the order indexing makes them (ids ascending): bit-exact
-        self._log_len_total = sum(self._log_len.values(), 0.0)
-        fresh = {sp: [0.0, 0.0, 0.0] for sp in touched if sp in self._speaker_stats}
-        if fresh:
-            for node_id, log_len in self._log_len.items():
-                sums = fresh.get(self._facts[node_id].speaker)
-                if sums is not None:
-                    sums[0] += 1
-                    sums[1] += self._asks[node_id]
-                    sums[2] += log_len
-            self._speaker_stats.update(fresh)
-        # the memory's means have changed
-        self._styles.clear()
+        # the speakers still counted (the core rebuilt its style sums)
+        self._speaker_order = self.store.speakers()
+        self._speakers = set(self._speaker_order)
 
     def _sync_with_store(self) -> None:
         """Notice nodes removed from the store behind this Memory's back
@@ -435,27 +391,11 @@ class MemoryState:
         )
 
     def _style(self, node_id: int) -> tuple[float, float, float]:
-        """A node's form relative to the memory it is in, each in [0, 1]:
-        its length against the memory's mean (logistic of the log ratio: 0.5
-        is a typical turn), its speaker's mean question share (someone who
-        mostly asks, like a user asking an assistant), and its speaker's
-        typical length against the memory's (0.5 without a speaker)."""
-        cached = self._styles.get(node_id)
-        if cached is not None:
-            return cached
-        n = len(self._log_len)
-        if not n:
-            return 0.5, 0.0, 0.5
-        mean = self._log_len_total / n
-        length = logistic(self._log_len.get(node_id, mean) - mean)
-        stats = self._speaker_stats.get(self._node_facts(node_id).speaker)
-        if not stats or not stats[0]:
-            got = (length, 0.0, 0.5)
-        else:
-            got = (length, stats[1] / stats[0], logistic(stats[2] / stats[0] - mean))
-        # the memory's means move with every write: kept until the next one
-        self._styles[node_id] = got
-        return got
+        """A node's form relative to the memory it is in (`MemoryStore.styles`):
+        its length against the memory's mean, its speaker's mean question
+        share, its speaker's typical length against the memory's."""
+        length, speaker_asks, speaker_length = self.store.styles([node_id])[0].tolist()
+        return length, speaker_asks, speaker_length
 
     def _context_sides(
         self, node_id: int, allowed: Allowed | None = None

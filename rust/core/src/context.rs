@@ -276,7 +276,11 @@ impl MemoryStore {
                 )));
             }
         }
-        self.question_shares.extend(shares.iter().copied());
+        for &(id, share) in shares {
+            self.question_shares.insert(id, share);
+            let node = self.graph.get(id).expect("checked above");
+            self.style.record(node, share, &self.question_shares);
+        }
         Ok(())
     }
 

@@ -20,6 +20,7 @@ pub mod ops;
 pub mod passages;
 pub mod snapshot;
 pub mod store;
+pub mod style;
 pub mod text;
 pub mod traversal;
 pub mod types;

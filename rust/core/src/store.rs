@@ -20,6 +20,7 @@ use crate::fusion;
 use crate::graph::{EdgeUpsert, Graph};
 use crate::ops::{NewNode, Op};
 use crate::passages::{hit_order, PassageHit, PassageIndex, Span};
+use crate::style::StyleTable;
 use crate::text::{TokenMemo, Tokenizer, TokenizerConfig};
 use crate::traversal::{EdgeRef, GraphAccess};
 use crate::types::{Edge, EdgeOrigin, Node, NodeId, TemporalLabel, Timestamp, TypeScores, View};
@@ -108,6 +109,9 @@ pub struct MemoryStore {
     pub(crate) by_time: BTreeSet<(Timestamp, NodeId)>,
     /// Each text's question share, as the caller measured it (see `context`).
     pub(crate) question_shares: HashMap<NodeId, f64>,
+    /// What the memory observes about its style, over the nodes with a
+    /// question share (see `style`).
+    pub(crate) style: StyleTable,
     /// Supersedes links and event times (see `facts`).
     pub(crate) facts: FactTable,
     /// (scope key, value) -> ids carrying it, ascending.
@@ -168,6 +172,7 @@ impl MemoryStore {
             entity_index: HashMap::new(),
             by_time: BTreeSet::new(),
             question_shares: HashMap::new(),
+            style: StyleTable::default(),
             facts: FactTable::new(),
             scope_index: HashMap::new(),
             key_index: HashMap::new(),
@@ -591,6 +596,7 @@ impl MemoryStore {
             self.by_time.remove(&(ts, id));
         }
         self.question_shares.remove(&id);
+        self.style.forget(id);
         for pair in &node.scope {
             if let Some(ids) = self.scope_index.get_mut(pair) {
                 ids.retain(|&x| x != id);
@@ -687,7 +693,15 @@ impl MemoryStore {
     /// it replaced is current again (see `forget_nodes` for the variant that
     /// keeps the survivors' chains).
     pub fn remove_node(&mut self, id: NodeId) -> Result<()> {
-        self.apply(Op::RemoveNode { id }).map(|_| ())
+        let done = self.apply(Op::RemoveNode { id }).map(|_| ());
+        self.settle();
+        done
+    }
+
+    /// Settle what removals left stale (the style sums): once after a run
+    /// of removals, not once per node.
+    pub fn settle(&mut self) {
+        self.style.settle(&self.question_shares);
     }
 
     /// Delete many nodes for real, all or nothing on bad input (an unknown or
@@ -740,6 +754,7 @@ impl MemoryStore {
             }
             self.apply(Op::RemoveNode { id })?;
         }
+        self.settle();
         written.retain(|(new, old)| !gone.contains(new) && !gone.contains(old));
         Ok(written
             .into_iter()
@@ -1111,6 +1126,7 @@ impl MemoryStore {
                     .sum::<usize>()
                 + self.by_time.len() * 32
                 + self.question_shares.len() * 24
+                + self.style.memory_bytes()
                 + self.facts.memory_bytes(),
             bm25_bytes: self.bm25.memory_bytes(),
             vector_bytes: self.vectors.memory_bytes(),

@@ -2,9 +2,10 @@
 //! same values travel through JSON (gRPC, MCP) unchanged.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use jevmem_core::filter::{Allowed as CoreAllowed, Field, Filter, Selection, MAX_FILTER_DEPTH};
+use jevmem_core::style::StyleBasis;
 use jevmem_core::{Error, MetaValue, NodeId};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
@@ -262,6 +263,18 @@ pub fn selection_arg(
 #[pyclass(frozen, module = "jevmem._core")]
 pub struct Allowed {
     pub(crate) inner: Arc<CoreAllowed>,
+    /// The style basis of the nodes it allows (`MemoryStore.styles`),
+    /// computed on first use: one read's signals ask for it batch by batch.
+    pub(crate) style_basis: OnceLock<StyleBasis>,
+}
+
+impl Allowed {
+    pub(crate) fn new(inner: CoreAllowed) -> Self {
+        Self {
+            inner: Arc::new(inner),
+            style_basis: OnceLock::new(),
+        }
+    }
 }
 
 #[pymethods]

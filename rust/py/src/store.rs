@@ -1016,7 +1016,7 @@ impl MemoryStore {
     ) -> PyResult<Option<Allowed>> {
         let selection = selection_arg(scope.as_ref(), filter.as_ref())?;
         let allowed = self.read(py, |s| s.select(&selection));
-        Ok(allowed.map(|a| Allowed { inner: Arc::new(a) }))
+        Ok(allowed.map(Allowed::new))
     }
 
     /// Every node id a scope and filter select, ascending.
@@ -1268,6 +1268,38 @@ impl MemoryStore {
                 .expect("three per row")
                 .into_pyarray(py),
         )
+    }
+
+    /// Each node's form relative to the memory, as an (n, 3) array in [0, 1]:
+    /// its length against the mean (logistic of the log-length difference:
+    /// 0.5 is typical), its speaker's mean question share and its speaker's
+    /// mean length against the memory's (0.5 without a speaker). Over the
+    /// nodes with a question share (`set_question_shares`); with `allowed`,
+    /// over those it lets through.
+    #[pyo3(signature = (ids, *, allowed = None))]
+    fn styles<'py>(
+        &self,
+        py: Python<'py>,
+        ids: Vec<NodeId>,
+        allowed: Option<PyRef<'_, Allowed>>,
+    ) -> Bound<'py, PyArray2<f64>> {
+        let allowed: Option<&Allowed> = allowed.as_deref();
+        let rows = self.read(py, |s| match allowed {
+            None => s.styles(&ids, None),
+            Some(a) => {
+                let basis = a.style_basis.get_or_init(|| s.style_basis(&a.inner));
+                s.styles(&ids, Some(basis))
+            }
+        });
+        let flat: Vec<f64> = rows.iter().flatten().copied().collect();
+        numpy::ndarray::Array2::from_shape_vec((rows.len(), 3), flat)
+            .expect("three per row")
+            .into_pyarray(py)
+    }
+
+    /// The speakers of the nodes with a question share, lower-cased and sorted.
+    fn speakers(&self, py: Python<'_>) -> Vec<String> {
+        self.read(py, |s| s.speakers())
     }
 
     /// Cosine similarity of a query vector with each given node (NaN for unknown ids).

@@ -11,3 +11,4 @@ mod passages;
 mod scopes;
 mod snapshot_fuzz;
 mod store;
+mod style;

@@ -1,0 +1,267 @@
+//! What a memory observes about its own style, so that the read path's
+//! features are relative to it: a long turn in a chat of short ones, a
+//! speaker who mostly asks (a user asking an assistant) or mostly answers.
+//!
+//! A node counts once its question share is recorded (the caller measures
+//! it when it writes the node; see `context`). Per counted node the store
+//! keeps the log of its text length (`ln(1 + chars)`); over them, the mean
+//! and, per speaker (lower-cased), the turns, the summed question share and
+//! the summed log length. Sums are kept in the order the shares were
+//! recorded and recomputed in id order after a removal, so a memory that
+//! forgot nodes reads exactly as one that never had them (what a load of
+//! its snapshot derives).
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use crate::context::speaker_of;
+use crate::filter::Allowed;
+use crate::store::MemoryStore;
+use crate::types::{Node, NodeId};
+
+/// One speaker's sums over the counted nodes.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SpeakerSums {
+    pub turns: f64,
+    pub asks: f64,
+    pub log_len: f64,
+}
+
+/// The statistics a node's style is read against: the counted nodes'
+/// number and summed log length, and each speaker's sums.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StyleBasis {
+    pub n: usize,
+    pub total: f64,
+    pub speakers: HashMap<String, SpeakerSums>,
+}
+
+/// `1 / (1 + e^-x)`, 0 far below (the read path's logistic).
+pub fn logistic(x: f64) -> f64 {
+    if x > -60.0 {
+        1.0 / (1.0 + (-x).exp())
+    } else {
+        0.0
+    }
+}
+
+/// The log length the style reads: `ln(1 + number of chars)`.
+pub fn log_length(text: &str) -> f64 {
+    (text.chars().count() as f64).ln_1p()
+}
+
+/// A node's speaker as the style keys it: lower-cased, none when empty.
+pub fn speaker_key(node: &Node) -> Option<String> {
+    speaker_of(node).map(str::to_lowercase)
+}
+
+impl StyleBasis {
+    fn count(&mut self, speaker: Option<&str>, log_len: f64, asks: f64) {
+        self.n += 1;
+        self.total += log_len;
+        if let Some(s) = speaker {
+            let sums = self.speakers.entry(s.to_owned()).or_default();
+            sums.turns += 1.0;
+            sums.asks += asks;
+            sums.log_len += log_len;
+        }
+    }
+
+    /// A node's style in [0, 1]: its length against the mean (logistic of
+    /// the log ratio: 0.5 is a typical turn; a node not counted reads as
+    /// typical), its speaker's mean question share, and its speaker's mean
+    /// length against the memory's (0.5 without a speaker).
+    pub fn style(&self, log_len: Option<f64>, speaker: Option<&str>) -> [f64; 3] {
+        if self.n == 0 {
+            return [0.5, 0.0, 0.5];
+        }
+        let mean = self.total / self.n as f64;
+        let length = logistic(log_len.unwrap_or(mean) - mean);
+        match speaker.and_then(|s| self.speakers.get(s)) {
+            Some(sums) if sums.turns != 0.0 => [
+                length,
+                sums.asks / sums.turns,
+                logistic(sums.log_len / sums.turns - mean),
+            ],
+            _ => [length, 0.0, 0.5],
+        }
+    }
+}
+
+/// The store's style state: each counted node's log length and speaker
+/// key, and the basis over all of them.
+///
+/// A removal only marks the sums stale (forgetting thousands of nodes must
+/// not rebuild them thousands of times): the store settles them once its
+/// removals are done, and a read of stale sums rebuilds a copy.
+#[derive(Clone, Debug, Default)]
+pub struct StyleTable {
+    counted: BTreeMap<NodeId, (f64, Option<String>)>,
+    basis: StyleBasis,
+    /// Whether a removal left the sums stale, and the speakers it touched.
+    stale: bool,
+    touched: HashSet<String>,
+}
+
+impl StyleTable {
+    /// Count `node` with question share `asks` (a node already counted is
+    /// recounted: its speaker's sums are rebuilt in id order).
+    pub(crate) fn record(&mut self, node: &Node, asks: f64, shares: &HashMap<NodeId, f64>) {
+        self.settle(shares);
+        let speaker = speaker_key(node);
+        let log_len = log_length(&node.content);
+        let again = self
+            .counted
+            .insert(node.id, (log_len, speaker.clone()))
+            .is_some();
+        if again {
+            self.touched.extend(speaker);
+            self.stale = true;
+            self.settle(shares);
+        } else {
+            self.basis.count(speaker.as_deref(), log_len, asks);
+        }
+    }
+
+    /// Stop counting `id` (nothing when it is not counted); the sums are
+    /// stale until `settle`.
+    pub(crate) fn forget(&mut self, id: NodeId) {
+        if let Some((_, speaker)) = self.counted.remove(&id) {
+            self.stale = true;
+            self.touched.extend(speaker);
+        }
+    }
+
+    /// Rebuild stale sums: the total and the touched speakers' sums, in id
+    /// order (other speakers' sums did not change).
+    pub(crate) fn settle(&mut self, shares: &HashMap<NodeId, f64>) {
+        if self.stale {
+            let touched = std::mem::take(&mut self.touched);
+            rebuild(&self.counted, &mut self.basis, &touched, shares);
+            self.stale = false;
+        }
+    }
+
+    /// The basis over every counted node.
+    pub fn basis(&self, shares: &HashMap<NodeId, f64>) -> Cow<'_, StyleBasis> {
+        if self.stale {
+            let mut basis = self.basis.clone();
+            rebuild(&self.counted, &mut basis, &self.touched, shares);
+            Cow::Owned(basis)
+        } else {
+            Cow::Borrowed(&self.basis)
+        }
+    }
+
+    /// The basis over the counted nodes `allowed` lets through, summed in id order.
+    pub fn basis_within(&self, allowed: &Allowed, shares: &HashMap<NodeId, f64>) -> StyleBasis {
+        let mut basis = StyleBasis::default();
+        for id in allowed.ids() {
+            if let Some((log_len, speaker)) = self.counted.get(id) {
+                let asks = shares.get(id).copied().unwrap_or(0.0);
+                basis.count(speaker.as_deref(), *log_len, asks);
+            }
+        }
+        basis
+    }
+
+    /// A node's log length, when it is counted.
+    pub fn log_len(&self, id: NodeId) -> Option<f64> {
+        self.counted.get(&id).map(|c| c.0)
+    }
+
+    /// The number of counted nodes.
+    pub fn len(&self) -> usize {
+        self.counted.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.counted.is_empty()
+    }
+
+    /// Approximate heap bytes.
+    pub fn memory_bytes(&self) -> usize {
+        self.counted
+            .values()
+            .map(|(_, s)| 48 + s.as_ref().map_or(0, String::len))
+            .sum::<usize>()
+            + self
+                .basis
+                .speakers
+                .keys()
+                .map(|s| s.len() + 56)
+                .sum::<usize>()
+    }
+}
+
+fn rebuild(
+    counted: &BTreeMap<NodeId, (f64, Option<String>)>,
+    basis: &mut StyleBasis,
+    touched: &HashSet<String>,
+    shares: &HashMap<NodeId, f64>,
+) {
+    let mut total = 0.0;
+    let mut fresh: HashMap<String, SpeakerSums> = HashMap::new();
+    for (id, (log_len, speaker)) in counted {
+        total += log_len;
+        if let Some(s) = speaker.as_ref().filter(|s| touched.contains(*s)) {
+            let sums = fresh.entry(s.clone()).or_default();
+            sums.turns += 1.0;
+            sums.asks += shares.get(id).copied().unwrap_or(0.0);
+            sums.log_len += log_len;
+        }
+    }
+    basis.n = counted.len();
+    basis.total = total;
+    for s in touched {
+        match fresh.remove(s) {
+            Some(sums) => {
+                basis.speakers.insert(s.clone(), sums);
+            }
+            None => {
+                basis.speakers.remove(s);
+            }
+        }
+    }
+}
+
+impl MemoryStore {
+    /// Each node's style (see `StyleBasis::style`) against the whole memory,
+    /// or with `allowed` against the counted nodes it lets through (`basis`
+    /// given: that one, computed earlier by `style_basis`). An id the store
+    /// lacks reads as typical with no speaker.
+    pub fn styles(&self, ids: &[NodeId], basis: Option<&StyleBasis>) -> Vec<[f64; 3]> {
+        let whole;
+        let basis = match basis {
+            Some(b) => b,
+            None => {
+                whole = self.style.basis(&self.question_shares);
+                &*whole
+            }
+        };
+        ids.iter()
+            .map(|&id| {
+                let speaker = self.get(id).and_then(speaker_key);
+                basis.style(self.style.log_len(id), speaker.as_deref())
+            })
+            .collect()
+    }
+
+    /// The style basis of the counted nodes `allowed` lets through.
+    pub fn style_basis(&self, allowed: &Allowed) -> StyleBasis {
+        self.style.basis_within(allowed, &self.question_shares)
+    }
+
+    /// The speakers of the counted nodes (lower-cased), sorted.
+    pub fn speakers(&self) -> Vec<String> {
+        let basis = self.style.basis(&self.question_shares);
+        let mut out: Vec<String> = basis.speakers.keys().cloned().collect();
+        out.sort_unstable();
+        out
+    }
+
+    /// The store's style state.
+    pub fn style_table(&self) -> &StyleTable {
+        &self.style
+    }
+}

@@ -1,0 +1,221 @@
+//! `style`: each node's length and its speaker's habits relative to the
+//! memory, checked against a model that sums every counted node from
+//! scratch in id order (as the Python read path computed them before they
+//! moved here), through shares set in any batches, removals and scopes.
+
+use std::collections::BTreeMap;
+
+use jevmem_core::filter::Allowed;
+use jevmem_core::ops::NewNode;
+use jevmem_core::store::{MemoryStore, StoreConfig};
+use jevmem_core::style::logistic;
+use jevmem_core::NodeId;
+use proptest::prelude::*;
+
+const DIM: usize = 4;
+
+#[derive(Clone, Debug)]
+struct Turn {
+    text: String,
+    speaker: Option<&'static str>,
+    /// None: its question share is never recorded (a node written past the
+    /// plane's indexing, like a summary).
+    share: Option<f64>,
+}
+
+fn turn() -> impl Strategy<Value = Turn> {
+    (
+        prop::sample::select(vec![
+            "ok",
+            "a longer turn with a few words in it",
+            "Ünïcödé çhârs count once each",
+            "a turn that runs on and on, well past what most of the others say, \
+             with clause after clause",
+            "?",
+        ]),
+        0usize..4,
+        prop::option::of(prop::sample::select(vec![
+            "Ana", "ana", "ÁNA", "Ben", "BEN", "Cleo", "",
+        ])),
+        prop::option::weighted(0.85, prop::sample::select(vec![0.0, 0.25, 0.5, 0.9, 1.0])),
+    )
+        .prop_map(|(base, repeat, speaker, share)| Turn {
+            text: base.repeat(repeat + 1),
+            speaker,
+            share,
+        })
+}
+
+fn lower_speaker(t: &Turn) -> Option<String> {
+    t.speaker.filter(|s| !s.is_empty()).map(str::to_lowercase)
+}
+
+/// The model's style of node `id` over the counted nodes of `live` that
+/// `allowed` lets through (`live`: id -> turn, ascending).
+fn model_style(
+    live: &BTreeMap<NodeId, Turn>,
+    id: NodeId,
+    allowed: Option<&[NodeId]>,
+    speaker_of: Option<String>,
+) -> [f64; 3] {
+    let counted: Vec<(NodeId, &Turn, f64)> = live
+        .iter()
+        .filter(|(i, _)| allowed.is_none_or(|a| a.contains(i)))
+        .filter_map(|(&i, t)| t.share.map(|s| (i, t, s)))
+        .collect();
+    if counted.is_empty() {
+        return [0.5, 0.0, 0.5];
+    }
+    let mut total = 0.0;
+    for (_, t, _) in &counted {
+        total += (t.text.chars().count() as f64).ln_1p();
+    }
+    let mean = total / counted.len() as f64;
+    // a counted node's own length counts even outside the scope
+    let own = live
+        .get(&id)
+        .filter(|t| t.share.is_some())
+        .map(|t| (t.text.chars().count() as f64).ln_1p());
+    let length = logistic(own.unwrap_or(mean) - mean);
+    let (mut turns, mut asks, mut len) = (0.0, 0.0, 0.0);
+    if let Some(spk) = &speaker_of {
+        for (_, t, s) in &counted {
+            if lower_speaker(t).as_ref() == Some(spk) {
+                turns += 1.0;
+                asks += s;
+                len += (t.text.chars().count() as f64).ln_1p();
+            }
+        }
+    }
+    if turns == 0.0 {
+        [length, 0.0, 0.5]
+    } else {
+        [length, asks / turns, logistic(len / turns - mean)]
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Step {
+    /// Add this many turns, then record their shares in one call.
+    Add(Vec<Turn>),
+    /// Forget the live nodes at these positions (mod the live count).
+    Forget(Vec<usize>),
+    /// Remove one live node with `remove_node`.
+    Remove(usize),
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        3 => prop::collection::vec(turn(), 1..6).prop_map(Step::Add),
+        1 => prop::collection::vec(0usize..64, 1..4).prop_map(Step::Forget),
+        1 => (0usize..64).prop_map(Step::Remove),
+    ]
+}
+
+fn pick(live: &BTreeMap<NodeId, Turn>, positions: &[usize]) -> Vec<NodeId> {
+    let ids: Vec<NodeId> = live.keys().copied().collect();
+    let mut out: Vec<NodeId> = positions.iter().map(|p| ids[p % ids.len()]).collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    #[test]
+    fn styles_match_sums_from_scratch(
+        steps in prop::collection::vec(step(), 1..10),
+        scope_bits in prop::collection::vec(any::<bool>(), 64),
+    ) {
+        let mut s = MemoryStore::new(StoreConfig::new(DIM)).unwrap();
+        let mut live: BTreeMap<NodeId, Turn> = BTreeMap::new();
+        for step in steps {
+            match step {
+                Step::Add(turns) => {
+                    let mut shares = Vec::new();
+                    for t in turns {
+                        let mut n = NewNode::new(t.text.clone(), vec![1.0, 0.5, 0.25, -1.0]);
+                        if let Some(spk) = t.speaker {
+                            n.provenance.push(("speaker".into(), spk.into()));
+                        }
+                        let id = s.add_node(n).unwrap();
+                        if let Some(share) = t.share {
+                            shares.push((id, share));
+                        }
+                        live.insert(id, t);
+                    }
+                    s.set_question_shares(&shares).unwrap();
+                }
+                Step::Forget(pos) if !live.is_empty() => {
+                    let ids = pick(&live, &pos);
+                    s.forget_nodes(&ids).unwrap();
+                    for id in ids {
+                        live.remove(&id);
+                    }
+                }
+                Step::Remove(pos) if !live.is_empty() => {
+                    let id = pick(&live, &[pos])[0];
+                    s.remove_node(id).unwrap();
+                    live.remove(&id);
+                }
+                _ => {}
+            }
+            let ids: Vec<NodeId> = live.keys().copied().collect();
+            let got = s.styles(&ids, None);
+            for (k, &id) in ids.iter().enumerate() {
+                let want = model_style(&live, id, None, lower_speaker(&live[&id]));
+                prop_assert_eq!(got[k], want, "node {}", id);
+            }
+            let within: Vec<NodeId> = ids
+                .iter()
+                .copied()
+                .filter(|&i| scope_bits[i as usize % 64])
+                .collect();
+            let basis = s.style_basis(&Allowed::from_sorted(within.clone()));
+            let got = s.styles(&ids, Some(&basis));
+            for (k, &id) in ids.iter().enumerate() {
+                let want = model_style(&live, id, Some(&within), lower_speaker(&live[&id]));
+                prop_assert_eq!(got[k], want, "node {} within the scope", id);
+            }
+            let mut speakers: Vec<String> = live
+                .values()
+                .filter(|t| t.share.is_some())
+                .filter_map(lower_speaker)
+                .collect();
+            speakers.sort_unstable();
+            speakers.dedup();
+            prop_assert_eq!(s.speakers(), speakers);
+        }
+    }
+}
+
+#[test]
+fn a_memory_without_counted_nodes_reads_typical() {
+    let mut s = MemoryStore::new(StoreConfig::new(DIM)).unwrap();
+    let id = s
+        .add_node(NewNode::new("hello", vec![1.0, 0.0, 0.0, 0.0]))
+        .unwrap();
+    assert_eq!(s.styles(&[id, 99], None), vec![[0.5, 0.0, 0.5]; 2]);
+    s.set_question_shares(&[(id, 1.0)]).unwrap();
+    // one node: exactly the mean; no speaker
+    assert_eq!(s.styles(&[id], None), vec![[0.5, 0.0, 0.5]]);
+    // an id the store lacks reads as typical
+    assert_eq!(s.styles(&[99], None), vec![[0.5, 0.0, 0.5]]);
+}
+
+#[test]
+fn recording_a_share_again_rebuilds_its_speaker() {
+    let mut s = MemoryStore::new(StoreConfig::new(DIM)).unwrap();
+    let mut ids = Vec::new();
+    for text in ["why?", "because the rain came early this year"] {
+        let mut n = NewNode::new(text, vec![1.0, 0.0, 0.0, 0.0]);
+        n.provenance.push(("speaker".into(), "Ana".into()));
+        ids.push(s.add_node(n).unwrap());
+    }
+    s.set_question_shares(&[(ids[0], 1.0), (ids[1], 0.0)])
+        .unwrap();
+    assert_eq!(s.styles(&[ids[0]], None)[0][1], 0.5);
+    s.set_question_shares(&[(ids[1], 1.0)]).unwrap();
+    assert_eq!(s.styles(&[ids[0]], None)[0][1], 1.0);
+}
