@@ -165,18 +165,9 @@ impl StyleTable {
         basis
     }
 
-    /// A node's log length, when it is counted.
-    pub fn log_len(&self, id: NodeId) -> Option<f64> {
-        self.counted.get(&id).map(|c| c.0)
-    }
-
-    /// The number of counted nodes.
-    pub fn len(&self) -> usize {
-        self.counted.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.counted.is_empty()
+    /// A counted node's log length and speaker key.
+    fn counted(&self, id: NodeId) -> Option<(f64, Option<&str>)> {
+        self.counted.get(&id).map(|(l, s)| (*l, s.as_deref()))
     }
 
     /// Approximate heap bytes.
@@ -240,9 +231,13 @@ impl MemoryStore {
             }
         };
         ids.iter()
-            .map(|&id| {
-                let speaker = self.get(id).and_then(speaker_key);
-                basis.style(self.style.log_len(id), speaker.as_deref())
+            .map(|&id| match self.style.counted(id) {
+                // the speaker key was lower-cased once, when the node was counted
+                Some((log_len, speaker)) => basis.style(Some(log_len), speaker),
+                None => {
+                    let speaker = self.get(id).and_then(speaker_key);
+                    basis.style(None, speaker.as_deref())
+                }
             })
             .collect()
     }
@@ -258,10 +253,5 @@ impl MemoryStore {
         let mut out: Vec<String> = basis.speakers.keys().cloned().collect();
         out.sort_unstable();
         out
-    }
-
-    /// The store's style state.
-    pub fn style_table(&self) -> &StyleTable {
-        &self.style
     }
 }
