@@ -300,6 +300,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     writes = 0
     write_calls = 0.0
     done_q = 0
+    per_question: list[dict[str, Any]] | None = [] if args.per_question else None
     for ci, conv in enumerate(convs, 1):
         texts, ts, spk, provs = conversation_inputs(conv, speaker_in_text=args.speaker_in_text)
         if split_timing:
@@ -346,6 +347,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 r = recs[m]
                 r.latency_s.append(lat)
                 r.rows[qa.category].append((dia_ids(res)[:kmax], qa.evidence))
+                if per_question is not None:
+                    per_question.append(
+                        {
+                            "conversation": conv.sample_id,
+                            "question": qa.question,
+                            "category": qa.category,
+                            "mode": m,
+                            "retrieved": dia_ids(res)[:kmax],
+                            "evidence": list(qa.evidence),
+                        }
+                    )
                 mine = r.per_conversation.setdefault(conv.sample_id, ([], [], []))
                 if qa.category in ANSWERABLE:
                     mine[0].append((dia_ids(res)[:kmax], qa.evidence))
@@ -404,6 +416,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             for name, (rows, sf) in sorted(r.per_ability.items())
         }
         out_modes[m] = d
+
+    if per_question is not None:
+        args.per_question.parent.mkdir(parents=True, exist_ok=True)
+        args.per_question.write_text("".join(json.dumps(row) + "\n" for row in per_question))
 
     rounds: dict[str, Any] = {}
     for kind in ("anchor", "scoring", "assessment"):
@@ -536,6 +552,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         type=lambda s: [m.strip() for m in s.split(",") if m.strip()],
         default=None,
         help="comma-separated, from lexical,anchors,traversal,full (default: all the backend has)",
+    )
+    ap.add_argument(
+        "--per-question",
+        type=Path,
+        default=None,
+        help="write every question's retrieved ids, per mode, here (JSON lines; for diffs)",
     )
     ap.add_argument("--limit-conversations", type=int, default=None)
     ap.add_argument("--limit-questions", type=int, default=None, help="per conversation")

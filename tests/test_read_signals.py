@@ -118,6 +118,47 @@ def test_support_counts_the_neighbours_and_the_episode() -> None:
     assert lone == 0.0 < near < both
 
 
+def test_a_fact_that_did_not_hold_then_lends_no_support() -> None:
+    # oat milk from day 0, soy milk from day 10; on day 10, right after the
+    # change, an unrelated turn: its neighbour (the change) did not hold on
+    # day 5, so a query about day 5 gives it no support from it; a query
+    # about day 10 (the change began that day) does
+    m = Memory(HashEmbedder(64), LocalController())
+    day0 = T0 - T0 % DAY
+    old, new, other = m.add_batch(
+        [
+            "Every morning I drink oat milk with breakfast.",
+            "I switched from oat milk to soy milk with breakfast now.",
+            "Ines said my bowing is too tense.",
+        ],
+        timestamps=[day0 + 9 * 3600, day0 + 10 * DAY + 9 * 3600, day0 + 10 * DAY + 9 * 3600 + 60],
+        speakers=["Maya"] * 3,
+    )
+    assert m.superseded_by(old) == [new]
+
+    def support_of_other(date: str) -> tuple[float, float, float]:
+        query = f"What did Maya drink with breakfast on {date}?"
+        run = QueryRun(m, query, m.embedder.embed([query])[0], 5, None, "full", 0.0)
+        ids, sigs = run.pool()
+        held = float(sigs["valid_at_query_time"][ids.index(new)])
+        run.topical = dict(zip(ids, plain_match_columns(sigs).tolist(), strict=True))
+        plain = run.near_support(other)
+        run.topical = dict(zip(ids, run.supporting_match(sigs).tolist(), strict=True))
+        return held, run.near_support(other), plain
+
+    def date_of(day: int) -> str:
+        from datetime import datetime, timezone
+
+        d = datetime.fromtimestamp(day0 + day * DAY, tz=timezone.utc)
+        return f"{d.day} {d.strftime('%B %Y')}"
+
+    held_before, before, plain_before = support_of_other(date_of(5))
+    held_on, on_the_day, plain_on = support_of_other(date_of(10))
+    assert held_before == 0.0 and before == 0.0 < plain_before
+    # held for part of the day: all of its match, not a share of it
+    assert 0.0 < held_on < 1.0 and on_the_day == plain_on > 0.0
+
+
 def test_relevance_rewards_the_named_person_and_time_and_discounts_questions() -> None:
     ctl = LocalController()
     base = {"lexical": 0.5, "dense": 0.5, "entity_match": 0.0, "time_match": 0.0, "asks": 0.0}

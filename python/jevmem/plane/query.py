@@ -8,6 +8,7 @@ from operator import itemgetter
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from jevmem._core import Traversal
 from jevmem.controller import catalogue
@@ -17,11 +18,13 @@ from jevmem.plane.query_features import QueryFeatures
 from jevmem.plane.results import EvidenceItem, SearchResult, Via
 from jevmem.plane.signals import (
     SCORE_ROW,
+    Signals,
     answer_value,
     evidence_scores,
     plain_match_columns,
     round_questions,
     round_values,
+    supporting_match_columns,
 )
 from jevmem.temporal import describe
 
@@ -39,7 +42,7 @@ class QueryRun(QueryFeatures):
         # (adjacent turns of a dialogue, steps of a task) match the query, and
         # how strongly its episode does (mean of the episode's best three).
         raw = self.topical = dict(
-            zip(anchor_ids, plain_match_columns(anchor_sig).tolist(), strict=True)
+            zip(anchor_ids, self.supporting_match(anchor_sig).tolist(), strict=True)
         )
         by_episode: dict[str | None, list[float]] = {}
         episodes = self.m._episodes
@@ -263,7 +266,7 @@ class QueryRun(QueryFeatures):
             )
         # in candidate order: a candidate's context reads the topical match of
         # the candidates before it
-        near = self.context_matches(ids, plain_match_columns(sigs).tolist())
+        near = self.context_matches(ids, self.supporting_match(sigs).tolist())
         rows = np.array(read, dtype=np.float64).reshape(len(ids), 3)
         sigs.update(
             edge_weight=np.array([float(c.edge_weight) for c in found], dtype=np.float64),
@@ -282,6 +285,17 @@ class QueryRun(QueryFeatures):
         )
         qs = round_questions(catalogue.scoring_questions, len(cands))
         return DecisionRequest("scoring", {"query": self.query_state(), "candidates": cands}, qs)
+
+    def supporting_match(self, sigs: Signals) -> npt.NDArray[np.float64]:
+        """What each node lends its neighbours as support: its plain match,
+        none from a fact that did not hold in a dated query's window
+        (`supporting_match_columns`). Only a named time says which fact held
+        then; a present-tense cue is too weak to take the old value's context
+        away (measured: recall@10 0.004 lower on LoCoMo dev, whose chats ask
+        about such values in the present tense)."""
+        if self.fact_time.stance != "dated":
+            return plain_match_columns(sigs)
+        return supporting_match_columns(sigs)
 
     # -- results ---------------------------------------------------------------
 

@@ -97,6 +97,22 @@ def plain_match_columns(signals: Signals) -> npt.NDArray[np.float64]:
     return 0.5 * signals["lexical"] + 0.5 * signals["dense"]
 
 
+def supporting_match_columns(signals: Signals) -> npt.NDArray[np.float64]:
+    """The topical match a node lends its time-order neighbours as support:
+    `plain_match`, or 0 for a fact in a supersedes chain that did not hold at
+    any of the asked time (``valid_at_query_time`` 0; absent outside a chain).
+
+    Such a fact ranks below the fact that held (`rank_below_replacements`);
+    the turns around it are about the value that did not hold either, so
+    they get no support from it. A fact that held for part of the asked time
+    (one that began during the asked day) still lends all of its match."""
+    match = plain_match_columns(signals)
+    held = signals.get("valid_at_query_time")
+    if held is None:
+        return match
+    return np.where(held <= 0.0, 0.0, match)
+
+
 def concat_signals(blocks: Sequence[Signals], lengths: Sequence[int]) -> Signals:
     """Blocks of rows one after another; a signal some block lacks is NaN there."""
     names: dict[str, None] = {}
