@@ -6,7 +6,9 @@ import os
 import platform
 import statistics
 import sys
+import tempfile
 import time
+import zipfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -204,9 +206,15 @@ class CachedEmbedder:
         self._rows: dict[str, npt.NDArray[np.float32]] = {}
         self._dirty = False
         if self.path.exists():
-            with np.load(self.path) as data:
-                keys, rows = data["keys"], data["rows"]
-            self._rows = {str(k): r for k, r in zip(keys, rows, strict=True)}
+            try:
+                with np.load(self.path) as data:
+                    keys, rows = data["keys"], data["rows"]
+                self._rows = {str(k): r for k, r in zip(keys, rows, strict=True)}
+            except (OSError, ValueError, zipfile.BadZipFile) as exc:
+                print(
+                    f"embedding cache {self.path} unreadable ({exc}); starting empty",
+                    file=sys.stderr,
+                )
 
     def __repr__(self) -> str:
         return repr(self.inner)
@@ -239,9 +247,24 @@ class CachedEmbedder:
         if not self._dirty:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.exists():
+            # another run may have flushed since this one read the file: keep its rows too
+            try:
+                with np.load(self.path) as data:
+                    for k, r in zip(data["keys"], data["rows"], strict=True):
+                        self._rows.setdefault(str(k), r)
+            except (OSError, ValueError, zipfile.BadZipFile):
+                pass  # unreadable: this flush replaces it
         keys = np.array(list(self._rows), dtype="U32")
         rows = np.stack(list(self._rows.values())) if self._rows else np.zeros((0, self.dim))
-        tmp = self.path.with_suffix(".tmp.npz")
-        np.savez(tmp, keys=keys, rows=rows)
-        tmp.replace(self.path)
+        # a temporary file of this flush's own: two runs flushing at once once
+        # wrote the same temporary name and left a corrupt cache
+        fd, tmp_name = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp.npz")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                np.savez(f, keys=keys, rows=rows)
+            os.replace(tmp_name, self.path)
+        except BaseException:
+            Path(tmp_name).unlink(missing_ok=True)
+            raise
         self._dirty = False

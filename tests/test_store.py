@@ -325,5 +325,27 @@ def test_concurrent_searches_match_serial() -> None:
     assert len(m) == 350
 
 
+def test_expansion_search_changes_on_a_live_graph(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    vecs = rng.normal(size=(600, DIM)).astype(np.float32)
+    m = MemoryStore(DIM, exact_threshold=0)
+    m.add_batch([f"n{i}" for i in range(len(vecs))], vecs)
+    assert m.expansion_search == 128  # the default (recall@10 0.95 at 100k, bench_vector_recall.py)
+    query = rng.normal(size=DIM).astype(np.float32)
+    unit = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+    exact = np.argsort(-(unit @ (query / np.linalg.norm(query))), kind="stable")[:10]
+    # an ef past the node count visits every node: the exact top 10
+    m.set_expansion_search(4096)
+    assert m.expansion_search == 4096
+    assert m.search_vector(query, 10)[0].tolist() == exact.tolist()
+    before = m.to_bytes()
+    for bad in (0, 1 << 17):
+        with pytest.raises(InvalidConfigError):
+            m.set_expansion_search(bad)
+    assert m.expansion_search == 4096 and m.to_bytes() == before
+    m.save(tmp_path / "s.jvm")
+    assert MemoryStore.load(tmp_path / "s.jvm").expansion_search == 4096
+
+
 def test_version() -> None:
     assert isinstance(jevmem.__version__, str)

@@ -129,7 +129,7 @@ class MemoryStore:
         exact_threshold: int | None = None,
         connectivity: int = 16,
         expansion_add: int = 128,
-        expansion_search: int = 64,
+        expansion_search: int = 128,
         bm25_k1: float = 1.2,
         bm25_b: float = 0.75,
         stem: bool = True,
@@ -405,6 +405,14 @@ class MemoryStore:
         vectors pending; a background thread moves them into the graph while
         searches scan the pending ones exactly.
         """
+    @property
+    def expansion_search(self) -> int:
+        """The HNSW search expansion (ef) of the vector indexes."""
+    def set_expansion_search(self, expansion_search: int) -> None:
+        """Change the HNSW search expansion (ef) of a live store: higher finds
+        more of the exact nearest neighbours and costs query time; the graph
+        is not rebuilt. Kept in the next snapshot. Out of range (0, or more
+        than 65,536): `InvalidConfigError`, nothing changed."""
     def _set_exact_threshold(self, exact_threshold: int) -> None: ...
     def finish_graph(self) -> None:
         """Build the rest of the HNSW graph now (in short locked steps)."""

@@ -107,6 +107,10 @@ impl PassageIndex {
         self.vectors.set_exact_threshold(exact_threshold)
     }
 
+    pub(crate) fn set_expansion_search(&mut self, expansion_search: usize) -> Result<()> {
+        self.vectors.set_expansion_search(expansion_search)
+    }
+
     pub(crate) fn set_defer_graph(&mut self, on: bool) {
         self.vectors.set_defer_graph(on);
     }

@@ -404,6 +404,21 @@ impl MemoryStore {
         Ok(())
     }
 
+    /// Change the HNSW search expansion (ef) of node and passage vectors;
+    /// a value out of range changes nothing. Not logged, as
+    /// `set_exact_threshold`.
+    pub fn set_expansion_search(&mut self, expansion_search: usize) -> Result<()> {
+        let config = VectorConfig {
+            expansion_search,
+            ..self.config.vector
+        };
+        config.validate()?;
+        self.vectors.set_expansion_search(expansion_search)?;
+        self.passages.set_expansion_search(expansion_search)?;
+        self.config.vector.expansion_search = expansion_search;
+        Ok(())
+    }
+
     /// Start (or stop) recording applied ops for the write-ahead log.
     pub fn set_journaling(&mut self, on: bool) {
         self.journal = on.then(Journal::default);

@@ -350,6 +350,21 @@ impl VectorIndex {
         self.build_hnsw_if_due()
     }
 
+    /// Change the HNSW search expansion (ef) of a live index: the graph is
+    /// unchanged, so recall against query time can be traded without a rebuild.
+    pub fn set_expansion_search(&mut self, expansion_search: usize) -> Result<()> {
+        let config = VectorConfig {
+            expansion_search,
+            ..self.config
+        };
+        config.validate()?;
+        if let Some(index) = &self.hnsw {
+            index.change_expansion_search(expansion_search);
+        }
+        self.config = config;
+        Ok(())
+    }
+
     /// While `on`, added vectors wait in a pending list (searched exactly)
     /// instead of entering the HNSW graph; see `build_pending`.
     pub fn set_defer_graph(&mut self, on: bool) {
@@ -1027,6 +1042,42 @@ mod tests {
             );
         }
         assert!(VectorIndex::with_search_threads(VectorConfig::new(8), 0).is_err());
+    }
+
+    #[test]
+    fn expansion_search_changes_on_a_live_graph() {
+        let mut rng = Rng(5);
+        let mut index = filled(config(16, 0), 400, 3);
+        assert!(index.uses_hnsw());
+        let query = rng.vector(16);
+        let exact = index.exact_search(&VectorIndex::normalize(&query), 10, None);
+        // at the largest ef the graph search visits every node: the exact answer
+        index.set_expansion_search(4096).unwrap();
+        assert_eq!(index.config().expansion_search, 4096);
+        let wide = index.search(&query, 10, None).unwrap();
+        assert_eq!(
+            wide.iter().map(|h| h.0).collect::<Vec<_>>(),
+            exact.iter().map(|h| h.0).collect::<Vec<_>>()
+        );
+        for bad in [0, MAX_EXPANSION + 1] {
+            assert!(matches!(
+                index.set_expansion_search(bad),
+                Err(Error::InvalidConfig(_))
+            ));
+            assert_eq!(
+                index.config().expansion_search,
+                4096,
+                "a refused value changes nothing"
+            );
+        }
+        // an index still in the exact tier keeps the value for its graph
+        let mut small = VectorIndex::new(config(16, 1_000)).unwrap();
+        small.set_expansion_search(32).unwrap();
+        for id in 0..1_000 {
+            small.add(id, &rng.vector(16)).unwrap();
+        }
+        assert!(small.uses_hnsw());
+        assert_eq!(small.config().expansion_search, 32);
     }
 
     #[test]

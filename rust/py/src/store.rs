@@ -373,7 +373,7 @@ impl MemoryStore {
     #[new]
     #[pyo3(signature = (
         dim, *, quantization = "f32", exact_threshold = None, connectivity = 16,
-        expansion_add = 128, expansion_search = 64, bm25_k1 = 1.2, bm25_b = 0.75,
+        expansion_add = 128, expansion_search = 128, bm25_k1 = 1.2, bm25_b = 0.75,
         stem = true, stopwords = true, candidate_k = 10, candidate_pool = 32,
         max_text_bytes = DEFAULT_MAX_CONTENT_BYTES, lexical_fields = None
     ))]
@@ -1447,6 +1447,21 @@ impl MemoryStore {
     #[getter]
     fn pending_graph(&self, py: Python<'_>) -> usize {
         self.read(py, |s| s.pending_graph())
+    }
+
+    /// The HNSW search expansion (ef) of the vector indexes.
+    #[getter]
+    fn expansion_search(&self, py: Python<'_>) -> usize {
+        self.read(py, |s| s.config().vector.expansion_search)
+    }
+
+    /// Change the HNSW search expansion (ef) of a live store: higher finds
+    /// more of the exact nearest neighbours and costs query time; the graph
+    /// is not rebuilt. Kept in the next snapshot.
+    fn set_expansion_search(&self, py: Python<'_>, expansion_search: usize) -> PyResult<()> {
+        let inner = &self.inner;
+        py.detach(|| inner.write().set_expansion_search(expansion_search))
+            .py()
     }
 
     /// Change the exact-scan / HNSW switch point of a live store (benchmarks
