@@ -14,7 +14,7 @@ from jevmem import HashEmbedder, LocalController, Memory, MemoryConfig
 from jevmem.controller import catalogue
 from jevmem.plane.query import QueryRun
 from jevmem.plane.signals import plain_match_columns
-from jevmem.plane.text import ALIAS_SCAN, alias_signal, episode_of, question_share
+from jevmem.plane.text import ALIAS_SCAN, alias_signal, question_share
 from jevmem.temporal import to_timestamp
 
 DAY = 86_400
@@ -55,11 +55,15 @@ def test_question_share_counts_question_sentences() -> None:
 def test_episode_prefers_the_session_then_the_day() -> None:
     m = memory()
     a, b, c = dialogue(m, [("Ana", "one", T0, "s1"), ("Bo", "two", T0 + 5, "s1"), ("Ana", "three", T0 + 9, "s2")])  # fmt: skip
-    assert episode_of(m.get(a)) == episode_of(m.get(b)) != episode_of(m.get(c))
-    d = m.add("no session", timestamp=T0 + 3 * DAY)
-    assert episode_of(m.get(d)) == f"day:{(T0 + 3 * DAY) // DAY}"
+    day = T0 + 3 * DAY - (T0 + 3 * DAY) % DAY  # midnight UTC
+    d, d2, d3 = (m.add(t, timestamp=ts) for t, ts in [("no session", day + 5), ("later that day", day + DAY - 1), ("the next day", day + DAY)])  # fmt: skip
     e = m.add("no time, no session")
-    assert episode_of(m.get(e)) is None
+    f = m.add("no time, a session", provenance={"session": "s1"})
+    ka, kb, kc, kd, kd2, kd3, ke, kf = m.store.episode_keys([a, b, c, d, d2, d3, e, f]).tolist()
+    assert ka == kb == kf != kc  # the session, whatever the time
+    assert kd == kd2 != kd3  # else the UTC day
+    assert ke == 0 and 0 not in (ka, kc, kd, kd3)  # else none
+    assert m.store.episode_keys([10_000]).tolist() == [0]  # an id not stored
 
 
 def test_a_named_date_pulls_in_what_was_said_that_day() -> None:

@@ -343,6 +343,10 @@ class MemoryStore:
         self, ids: Sequence[int], *, allowed: Allowed | None = None
     ) -> npt.NDArray[np.float64]:
         """(length, speaker's question share, speaker's length) per node, an (n, 3) array."""
+    def episode_keys(self, ids: Sequence[int]) -> npt.NDArray[np.uint64]:
+        """Each node's episode as a 64-bit key: equal within an episode (the
+        session its provenance names, else its UTC day), 0 for none or an id
+        not stored."""
     def speakers(self) -> list[str]:
         """The speakers of the nodes with a question share, lower-cased, sorted."""
     def passages(self, id: int) -> list[Span]:

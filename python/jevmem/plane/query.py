@@ -44,9 +44,9 @@ class QueryRun(QueryFeatures):
         raw = self.topical = dict(
             zip(anchor_ids, self.supporting_match(anchor_sig).tolist(), strict=True)
         )
-        by_episode: dict[str | None, list[float]] = {}
-        episodes = self.m._episodes
-        anchor_episodes = [episodes.get(n) for n in anchor_ids]
+        by_episode: dict[int, list[float]] = {}
+        # episode keys from the core (0: in no episode)
+        anchor_episodes = store.episode_keys(anchor_ids).tolist()
         for n, ep in zip(anchor_ids, anchor_episodes, strict=True):
             by_episode.setdefault(ep, []).append(raw[n])
         episode_strength = self.episode_strength = {
@@ -250,17 +250,18 @@ class QueryRun(QueryFeatures):
         sigs = self.signals(ids)
         evidence = [e.node for e in t.result()]
         ev_vecs = np.stack([store.embedding(e) for e in evidence]) if evidence else None
-        episodes, episode_strength = self.m._episodes, self.episode_strength
+        episodes = store.episode_keys(ids).tolist()
+        episode_strength = self.episode_strength
         # per candidate: max evidence similarity, episode support, same session
         read: list[tuple[float, ...]] = []
-        for c in found:
+        for c, episode in zip(found, episodes, strict=True):
             v = store.embedding(c.node)
             max_sim = float((ev_vecs @ v).max()) if ev_vecs is not None else 0.0
             session = facts(c.node).session
             read.append(
                 (
                     max(0.0, min(1.0, max_sim)),
-                    episode_strength.get(episodes.get(c.node), 0.0),
+                    episode_strength.get(episode, 0.0),
                     1.0 if session is not None and session == facts(c.from_node).session else 0.0,
                 )
             )

@@ -170,7 +170,8 @@ class QueryFeatures:
         self.final_assessment = False
         self.pool_sources: dict[str, int] = {}
         self.topical: dict[int, float] = {}
-        self.episode_strength: dict[str | None, float] = {}
+        #: episode key (`MemoryStore.episode_keys`) -> how well the episode matches
+        self.episode_strength: dict[int, float] = {}
 
     # -- signals -------------------------------------------------------------
 
@@ -564,9 +565,6 @@ class QueryFeatures:
 
     def temporal_context(self, node_id: int) -> list[tuple[int, float]]:
         return self.m._temporal_context(node_id, self.allowed)
-
-    def episode(self, node_id: int) -> str | None:
-        return self.m._episodes.get(node_id)
 
     def content_coverage(self, node_id: int) -> tuple[float, float]:
         """Share of the query's content words the node asserts *about the

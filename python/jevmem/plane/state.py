@@ -31,7 +31,6 @@ from jevmem.plane.text import (
     SENTENCES,
     NodeFacts,
     Sentence,
-    episode_in,
     is_vocative,
     question_share,
 )
@@ -79,7 +78,6 @@ class MemoryState:
             )
         self._time_refs: dict[int, tuple[TimeRef, ...]] = {}
         self._entity_counts: dict[str, int] = {}
-        self._episodes: dict[int, str | None] = {}
         self._speakers: set[str] = set()
         self._speaker_order: list[str] = []  # the same, sorted: prefix lookups
         self._stamps: dict[int, int] = {}
@@ -138,7 +136,6 @@ class MemoryState:
         node_id, timestamp, scope = node.id, node.timestamp, node.scope
         facts = self._facts[node_id] = NodeFacts.of(node)
         text, speaker = facts.text, facts.speaker
-        self._episodes[node_id] = episode_in(facts.session, timestamp)
         if scope:
             self._scopes[node_id] = frozenset(scope.items())
         if timestamp is not None:
@@ -270,7 +267,7 @@ class MemoryState:
             "timeline": sorted((stamp, i) for i, stamp in self._stamps.items()),
             "time_refs": dict(self._time_refs),
             "entity_counts": dict(self._entity_counts),
-            "episodes": dict(self._episodes),
+            "episodes": self.store.episode_keys(ids).tolist(),
             "speakers": set(self._speakers),
             "speaker_order": list(self._speaker_order),
             "stamps": dict(self._stamps),
@@ -313,9 +310,8 @@ class MemoryState:
         cache that may hold a gone node cleared."""
         for node_id in ids:
             facts = self._facts.get(node_id)
-            if node_id in self._episodes:
+            if node_id in self._asks:
                 assert facts is not None  # indexed nodes have their facts
-                del self._episodes[node_id]
                 self._stamps.pop(node_id, None)
                 self._time_refs.pop(node_id, None)
                 del self._asks[node_id]

@@ -1,4 +1,4 @@
-"""Features read off observation texts and nodes, once per node or per candidate pair: sentences, question shares, names used as address, sessions and episodes."""
+"""Features read off observation texts and nodes, once per node or per candidate pair: sentences, question shares, names used as address, sessions."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from jevmem._core import Node
-from jevmem.plane.config import DAY_S
 
 
 class NodeFacts(NamedTuple):
@@ -134,19 +133,6 @@ def session_in(prov: dict[str, str]) -> str | None:
         if key in prov:
             return f"{key}:{prov[key]}"
     return None
-
-
-def episode_of(node: Node) -> str | None:
-    """The episode a node belongs to: the session its provenance names, else
-    the calendar day (UTC) it was observed on, else none."""
-    return episode_in(session_of(node), node.timestamp)
-
-
-def episode_in(session: str | None, timestamp: int | None) -> str | None:
-    """`episode_of` from the node's session (`session_of`) and timestamp."""
-    if session is None and timestamp is not None:
-        return f"day:{timestamp // DAY_S}"
-    return session
 
 
 def same_speaker(a: Node, b: Node) -> float:

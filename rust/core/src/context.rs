@@ -76,6 +76,22 @@ pub fn episode_of(node: &Node) -> Episode<'_> {
     }
 }
 
+/// A 64-bit key of an episode, equal for the nodes of one episode: 0 for
+/// none, else a fixed hash of the episode with its low bit set. Two
+/// episodes share a key with probability about 2^-63; a read path that
+/// groups nodes by episode may then merge them.
+pub fn episode_key(episode: Episode<'_>) -> u64 {
+    use std::hash::{Hash, Hasher};
+    // SipHash with fixed keys: the same key in every process and run
+    let mut h = std::hash::DefaultHasher::new();
+    match episode {
+        Episode::None => return 0,
+        Episode::Session { key, value } => (0u8, key, value).hash(&mut h),
+        Episode::Day(day) => (1u8, day).hash(&mut h),
+    }
+    h.finish() | 1
+}
+
 /// The node's speaker as its provenance names it (the last `speaker` value), if any.
 pub fn speaker_of(node: &Node) -> Option<&str> {
     node.provenance
@@ -287,6 +303,13 @@ impl MemoryStore {
     /// A node's question share (0 when none was recorded).
     pub fn question_share_of(&self, id: NodeId) -> f64 {
         ContextSource::question_share(self, id)
+    }
+
+    /// Each node's `episode_key` (0 for an id not stored: it is in no episode).
+    pub fn episode_keys(&self, ids: &[NodeId]) -> Vec<u64> {
+        ids.iter()
+            .map(|&id| self.graph.get(id).map_or(0, |n| episode_key(episode_of(n))))
+            .collect()
     }
 }
 

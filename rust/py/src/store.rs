@@ -1297,6 +1297,12 @@ impl MemoryStore {
             .into_pyarray(py)
     }
 
+    /// Each node's episode as a 64-bit key: equal within an episode (its
+    /// session, else its UTC day), 0 for none or an id not stored.
+    fn episode_keys<'py>(&self, py: Python<'py>, ids: Vec<NodeId>) -> Bound<'py, PyArray1<u64>> {
+        self.read(py, |s| s.episode_keys(&ids)).into_pyarray(py)
+    }
+
     /// The speakers of the nodes with a question share, lower-cased and sorted.
     fn speakers(&self, py: Python<'_>) -> Vec<String> {
         self.read(py, |s| s.speakers())

@@ -219,6 +219,28 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    /// Two nodes share an episode key exactly when the model puts them in
+    /// one episode; a node in none (and an id not stored) has key 0.
+    #[test]
+    fn episode_keys_group_as_the_model(turns in prop::collection::vec(turn(), 1..24)) {
+        let s = store_of(&turns);
+        let ids: Vec<NodeId> = (0..turns.len() as NodeId + 1).collect();
+        let keys = s.episode_keys(&ids);
+        prop_assert_eq!(keys[turns.len()], 0);
+        for (i, a) in turns.iter().enumerate() {
+            prop_assert_eq!(keys[i] == 0, episode(a).is_none());
+            for (j, b) in turns.iter().enumerate() {
+                if episode(a).is_some() && episode(b).is_some() {
+                    prop_assert_eq!(keys[i] == keys[j], episode(a) == episode(b), "{} {}", i, j);
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn question_shares_are_checked_all_or_nothing() {
     let turns: Vec<Turn> = (0..3)
