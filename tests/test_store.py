@@ -347,5 +347,15 @@ def test_expansion_search_changes_on_a_live_graph(tmp_path: Path) -> None:
     assert MemoryStore.load(tmp_path / "s.jvm").expansion_search == 4096
 
 
+def test_timestamps_read_in_bulk() -> None:
+    m = MemoryStore(DIM)
+    a = m.add("at noon", EMB.embed_one("at noon"), timestamp=1_700_000_000)
+    b = m.add("no time", EMB.embed_one("no time"))
+    c = m.add("before 1970", EMB.embed_one("before 1970"), timestamp=-5)
+    m.remove(c)
+    assert m.timestamps([b, a, c, 99]) == [None, 1_700_000_000, None, None]
+    assert m.timestamps(np.array([a], dtype=np.uint64)) == [m.get(a).timestamp]
+
+
 def test_version() -> None:
     assert isinstance(jevmem.__version__, str)

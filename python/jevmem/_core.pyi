@@ -343,6 +343,8 @@ class MemoryStore:
         self, ids: Sequence[int], *, allowed: Allowed | None = None
     ) -> npt.NDArray[np.float64]:
         """(length, speaker's question share, speaker's length) per node, an (n, 3) array."""
+    def timestamps(self, ids: Sequence[int]) -> list[int | None]:
+        """Each node's observation time (None when it has none or is not stored)."""
     def episode_keys(self, ids: Sequence[int]) -> npt.NDArray[np.uint64]:
         """Each node's episode as a 64-bit key: equal within an episode (the
         session its provenance names, else its UTC day), 0 for none or an id

@@ -229,7 +229,10 @@ class QueryFeatures:
             # the best passage's similarity (a short text: its own)
             "dense_passage": share_of_best_columns(p_sims.astype(np.float64), self.max_passage_sim),
             "entity_match": np.array(ent, dtype=np.float64),
-            "time_match": np.array([time_match(i) for i in ids], dtype=np.float64)
+            "time_match": np.array(
+                [time_match(i, t) for i, t in zip(ids, m.store.timestamps(ids), strict=True)],
+                dtype=np.float64,
+            )
             if timed
             else np.zeros(n),
             "asks": np.array([asks.get(i, 0.0) for i in ids], dtype=np.float64),
@@ -404,14 +407,14 @@ class QueryFeatures:
             out.append((start, end, seen_olds, seen_news))
         return out
 
-    def time_match(self, node_id: int) -> float:
+    def time_match(self, node_id: int, stamp: int | None) -> float:
         """How well the node's time fits the time the query names.
 
         With a window in the query ("on 9 November, 2022", "in August 2023"):
         1 when the node was observed in it or refers to a time in it, decaying
         with the distance to it (scale: the window's width, at least 3 days).
         Without one, a "when" question prefers nodes that state a date (0.3:
-        a hint, not a match).
+        a hint, not a match). ``stamp``: the node's observation time.
         """
         window = self.time_cues["constraint"]
         if window is None:
@@ -422,7 +425,6 @@ class QueryFeatures:
         lo, hi = window
         scale = max(3 * DAY_S, hi - lo)
         spans = [(r.start, r.end) for r in refs]
-        stamp = self.m._stamps.get(node_id)
         if stamp is not None:
             spans.append((stamp, stamp))
         best = 0.0

@@ -80,7 +80,6 @@ class MemoryState:
         self._entity_counts: dict[str, int] = {}
         self._speakers: set[str] = set()
         self._speaker_order: list[str] = []  # the same, sorted: prefix lookups
-        self._stamps: dict[int, int] = {}
         self._asks: dict[int, float] = {}
         self._facts: dict[int, NodeFacts] = {}
         self._frame: tuple[MemoryStore, frozenset[str]] | None = None
@@ -138,8 +137,6 @@ class MemoryState:
         text, speaker = facts.text, facts.speaker
         if scope:
             self._scopes[node_id] = frozenset(scope.items())
-        if timestamp is not None:
-            self._stamps[node_id] = timestamp
         if speaker and speaker not in self._speakers:
             self._speakers.add(speaker)
             bisect.insort(self._speaker_order, speaker)
@@ -264,13 +261,16 @@ class MemoryState:
             if stray:
                 raise AssertionError(f"a cache holds nodes the store lacks: {sorted(stray)}")
         return {
-            "timeline": sorted((stamp, i) for i, stamp in self._stamps.items()),
+            "timeline": sorted(
+                (stamp, i)
+                for i, stamp in zip(ids, self.store.timestamps(ids), strict=True)
+                if stamp is not None
+            ),
             "time_refs": dict(self._time_refs),
             "entity_counts": dict(self._entity_counts),
             "episodes": self.store.episode_keys(ids).tolist(),
             "speakers": set(self._speakers),
             "speaker_order": list(self._speaker_order),
-            "stamps": dict(self._stamps),
             "asks": dict(self._asks),
             "facts": dict(self._facts),
             "context": {i: self._temporal_context(i) for i in ids},
@@ -312,7 +312,6 @@ class MemoryState:
             facts = self._facts.get(node_id)
             if node_id in self._asks:
                 assert facts is not None  # indexed nodes have their facts
-                self._stamps.pop(node_id, None)
                 self._time_refs.pop(node_id, None)
                 del self._asks[node_id]
                 for e in facts.entities:

@@ -517,8 +517,8 @@ class WritingMemory(LifecycleMemory):
         """Store supersedes links (new, old, weight) with both ends' event
         times, so validity is measured on the world timeline: a fact holds
         from when its text says it began (else its observation time)."""
-        for node_id in sorted({n for new, old, _ in links for n in (new, old)}):
-            stamp = self._stamps.get(node_id)
+        ends = sorted({n for new, old, _ in links for n in (new, old)})
+        for node_id, stamp in zip(ends, self.store.timestamps(ends), strict=True):
             start = event_time(stamp, self._time_refs.get(node_id, ()))
             if start != stamp:
                 self.store.set_valid_from(node_id, start)

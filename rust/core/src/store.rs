@@ -259,6 +259,13 @@ impl MemoryStore {
         self.graph.get(id)
     }
 
+    /// Each node's observation time (None when it has none or is not stored).
+    pub fn timestamps(&self, ids: &[NodeId]) -> Vec<Option<Timestamp>> {
+        ids.iter()
+            .map(|&id| self.graph.get(id).and_then(|n| n.timestamp))
+            .collect()
+    }
+
     pub fn require(&self, id: NodeId) -> Result<&Node> {
         self.graph.require(id)
     }

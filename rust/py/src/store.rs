@@ -1297,6 +1297,11 @@ impl MemoryStore {
             .into_pyarray(py)
     }
 
+    /// Each node's observation time (None when it has none or is not stored).
+    fn timestamps(&self, py: Python<'_>, ids: Vec<NodeId>) -> Vec<Option<i64>> {
+        self.read(py, |s| s.timestamps(&ids))
+    }
+
     /// Each node's episode as a 64-bit key: equal within an episode (its
     /// session, else its UTC day), 0 for none or an id not stored.
     fn episode_keys<'py>(&self, py: Python<'py>, ids: Vec<NodeId>) -> Bound<'py, PyArray1<u64>> {
