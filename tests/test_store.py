@@ -357,5 +357,16 @@ def test_timestamps_read_in_bulk() -> None:
     assert m.timestamps([]) == [] and m.timestamps([a]) == [m.get(a).timestamp]
 
 
+def test_entity_names_follow_the_nodes() -> None:
+    m = MemoryStore(DIM)
+    a = m.add("x", EMB.embed_one("x"), entities=["Oslo", "Maya"])
+    m.add("y", EMB.embed_one("y"), entities=["maya"])
+    names = m.entity_names()
+    assert names == sorted(names) and m.entities_known(names) == [True] * len(names)
+    m.remove(a)
+    assert m.entity_names() == [n for n in names if m.nodes_with_entity(n)]
+    assert len(m.entity_names()) == len(names) - 1  # Oslo had one carrier
+
+
 def test_version() -> None:
     assert isinstance(jevmem.__version__, str)

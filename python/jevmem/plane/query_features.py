@@ -108,7 +108,9 @@ class QueryFeatures:
                     for j in range(i + 1, min(len(words), i + 4) + 1)
                 )
         if allowed is None:
-            known = [e for e in named if e in memory._entity_counts]
+            asked = list(named)
+            flags = store.entities_known(asked)
+            known = [e for e, ok in zip(asked, flags, strict=True) if ok]
         else:
             names = sorted(named)
             flags = store.entities_known(names, allowed=allowed)

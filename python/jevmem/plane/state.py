@@ -77,7 +77,6 @@ class MemoryState:
                 f"the store has dimension {self.store.dim}, the embedder {self.embedder.dim}"
             )
         self._time_refs: dict[int, tuple[TimeRef, ...]] = {}
-        self._entity_counts: dict[str, int] = {}
         self._speakers: set[str] = set()
         self._speaker_order: list[str] = []  # the same, sorted: prefix lookups
         self._asks: dict[int, float] = {}
@@ -151,9 +150,6 @@ class MemoryState:
                 refs = tuple(ground(text, timestamp))
             if refs:
                 self._time_refs[node_id] = refs
-        counts = self._entity_counts
-        for e in facts.entities:
-            counts[e] = counts.get(e, 0) + 1
 
     def _decide(
         self,
@@ -267,7 +263,7 @@ class MemoryState:
                 if stamp is not None
             ),
             "time_refs": dict(self._time_refs),
-            "entity_counts": dict(self._entity_counts),
+            "entities": self.store.entity_names(),
             "episodes": self.store.episode_keys(ids).tolist(),
             "speakers": set(self._speakers),
             "speaker_order": list(self._speaker_order),
@@ -305,21 +301,12 @@ class MemoryState:
         """Undo `_index_python_side` (and drop the lazily cached facts) for
         nodes gone from the store, leaving exactly what indexing the
         remaining nodes from scratch would give (what `Memory.load` derives):
-        per-node entries popped, counts decremented, the running sums
-        recomputed in id order (so they match to the last bit), and every
-        cache that may hold a gone node cleared."""
+        per-node entries popped, and every cache that may hold a gone node
+        cleared (the core keeps the counts and sums)."""
         for node_id in ids:
-            facts = self._facts.get(node_id)
             if node_id in self._asks:
-                assert facts is not None  # indexed nodes have their facts
                 self._time_refs.pop(node_id, None)
                 del self._asks[node_id]
-                for e in facts.entities:
-                    left = self._entity_counts[e] - 1
-                    if left:
-                        self._entity_counts[e] = left
-                    else:
-                        del self._entity_counts[e]
             self._facts.pop(node_id, None)
             self._sentences.pop(node_id, None)
             self._tokens.pop(node_id, None)
@@ -427,7 +414,7 @@ class MemoryState:
 
     def known_entities(self) -> list[str]:
         self._sync_with_store()
-        return list(self._entity_counts)
+        return self.store.entity_names()
 
     # `list` last: below it, `list` in the class body would name the method
 

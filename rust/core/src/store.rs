@@ -1051,6 +1051,13 @@ impl MemoryStore {
         Ok(edges)
     }
 
+    /// Every entity some stored node carries (normalised), sorted.
+    pub fn entity_names(&self) -> Vec<String> {
+        let mut out: Vec<String> = self.entity_index.keys().cloned().collect();
+        out.sort_unstable();
+        out
+    }
+
     /// Ids carrying a (normalised) entity, ascending.
     pub fn nodes_with_entity(&self, entity: &str) -> &[NodeId] {
         self.entity_index

@@ -1378,6 +1378,11 @@ impl MemoryStore {
     }
 
     /// Node ids carrying an entity (normalised: trimmed, lowercased).
+    /// Every entity some stored node carries (normalised), sorted.
+    fn entity_names(&self, py: Python<'_>) -> Vec<String> {
+        self.read(py, |s| s.entity_names())
+    }
+
     fn nodes_with_entity(&self, py: Python<'_>, entity: &str) -> Vec<NodeId> {
         self.read(py, |s| s.nodes_with_entity(entity).to_vec())
     }
