@@ -61,6 +61,25 @@ def corpus() -> tuple[list[tuple[str, int | None, str, dict[str, str]]], list[st
     return turns, questions
 
 
+def corpus_vectors(
+    embedder_kind: str, cache: str | None, queries: int
+) -> tuple[
+    list[tuple[str, int | None, str, dict[str, str]]], Vectors, list[str], Vectors, Embedder
+]:
+    """The corpus with its vectors as the write path makes them (the speaker
+    with the words), a fixed sample of ``queries`` questions with theirs, and
+    the embedder (through the cache when one is given)."""
+    turns, questions = corpus()
+    inner: Embedder = default_embedder() if embedder_kind == "onnx" else HashEmbedder(384)
+    embedder: Any = CachedEmbedder(inner, cache) if cache else inner
+    base = np.asarray(embedder.embed([f"{t[2]}: {t[0]}" if t[2] else t[0] for t in turns]))
+    sample = random.Random(11).sample(questions, min(queries, len(questions)))
+    qvecs = np.asarray(embedder.embed(sample), dtype=np.float32)
+    if isinstance(embedder, CachedEmbedder):
+        embedder.flush()
+    return turns, base, sample, qvecs, inner
+
+
 class Fixed:
     """Precomputed query vectors: the figures leave the query embedding out."""
 
@@ -186,15 +205,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
 
-    turns, questions = corpus()
-    inner: Embedder = default_embedder() if args.embedder == "onnx" else HashEmbedder(384)
-    embedder: Any = CachedEmbedder(inner, args.embedding_cache) if args.embedding_cache else inner
-    # vectors as the write path makes them: the speaker with the words
-    base = np.asarray(embedder.embed([f"{t[2]}: {t[0]}" if t[2] else t[0] for t in turns]))
-    sample = random.Random(11).sample(questions, min(args.queries, len(questions)))
-    qvecs = np.asarray(embedder.embed(sample), dtype=np.float32)
-    if isinstance(embedder, CachedEmbedder):
-        embedder.flush()
+    turns, base, sample, qvecs, inner = corpus_vectors(
+        args.embedder, args.embedding_cache, args.queries
+    )
     print(
         f"corpus: {len(turns):,} turns, {len(sample)} queries; {machine()}; "
         f"embedder {inner!r}, controller {args.controller}",

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import random
 import sys
 import time
 from pathlib import Path
@@ -27,11 +26,10 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from _common import CachedEmbedder, machine
-from bench_memory_scale import corpus, near_copy
+from _common import machine
+from bench_memory_scale import corpus_vectors, near_copy
 
 from jevmem import MemoryStore
-from jevmem.embed import Embedder, HashEmbedder, default_embedder
 
 Vectors = npt.NDArray[np.float32]
 
@@ -122,14 +120,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
 
-    turns, questions = corpus()
-    inner: Embedder = default_embedder() if args.embedder == "onnx" else HashEmbedder(384)
-    embedder: Any = CachedEmbedder(inner, args.embedding_cache) if args.embedding_cache else inner
-    base = np.asarray(embedder.embed([f"{t[2]}: {t[0]}" if t[2] else t[0] for t in turns]))
-    sample = random.Random(11).sample(questions, min(args.queries, len(questions)))
-    queries = np.asarray(embedder.embed(sample), dtype=np.float32)
-    if isinstance(embedder, CachedEmbedder):
-        embedder.flush()
+    turns, base, sample, queries, _ = corpus_vectors(
+        args.embedder, args.embedding_cache, args.queries
+    )
     print(f"corpus: {len(turns):,} turns, {len(sample)} queries; {machine()}", file=sys.stderr)
     results: dict[str, Any] = {"machine": machine(), "command": " ".join(sys.argv), "sizes": []}
     for n in (int(s) for s in args.sizes.split(",")):

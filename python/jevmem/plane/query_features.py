@@ -107,14 +107,10 @@ class QueryFeatures:
                     for i in range(len(words))
                     for j in range(i + 1, min(len(words), i + 4) + 1)
                 )
-        if allowed is None:
-            asked = list(named)
-            flags = store.entities_known(asked)
-            known = [e for e, ok in zip(asked, flags, strict=True) if ok]
-        else:
-            names = sorted(named)
-            flags = store.entities_known(names, allowed=allowed)
-            known = [e for e, ok in zip(names, flags, strict=True) if ok]
+        # the names some (allowed) node carries; `mentions` orders them by the query
+        names = sorted(named)
+        flags = store.entities_known(names, allowed=allowed)
+        known = [e for e, ok in zip(names, flags, strict=True) if ok]
         self.query_entities = mentions(query, known) if known else []
         # Whom the query asks about, for sufficiency: the people it names. When
         # the memory knows its speakers, a named place or thing ("Oregon", "the

@@ -304,9 +304,8 @@ class MemoryState:
         per-node entries popped, and every cache that may hold a gone node
         cleared (the core keeps the counts and sums)."""
         for node_id in ids:
-            if node_id in self._asks:
-                self._time_refs.pop(node_id, None)
-                del self._asks[node_id]
+            self._time_refs.pop(node_id, None)
+            self._asks.pop(node_id, None)
             self._facts.pop(node_id, None)
             self._sentences.pop(node_id, None)
             self._tokens.pop(node_id, None)

@@ -415,11 +415,8 @@ impl MemoryStore {
     /// a value out of range changes nothing. Not logged, as
     /// `set_exact_threshold`.
     pub fn set_expansion_search(&mut self, expansion_search: usize) -> Result<()> {
-        let config = VectorConfig {
-            expansion_search,
-            ..self.config.vector
-        };
-        config.validate()?;
+        // both indexes check the value by the same rule: the first refuses
+        // a bad one before anything changed
         self.vectors.set_expansion_search(expansion_search)?;
         self.passages.set_expansion_search(expansion_search)?;
         self.config.vector.expansion_search = expansion_search;
