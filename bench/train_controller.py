@@ -335,6 +335,29 @@ def fit_scoring(
     return Fit(head(OWN_FEATURES, mo, so, params[0]), head(CONTEXT_FEATURES, mc, sc, params[1]))
 
 
+def fit_members(
+    own: Array,
+    ctx: Array,
+    y: Array,
+    weight: Array,
+    starts: Starts,
+    *,
+    members: int = 1,
+    seed: int,
+    **kw: Any,
+) -> Fit:
+    """`fit_scoring` ``members`` times from seeds ``seed, seed + 1, ...``,
+    merged into one pair of heads whose logit is the members' mean (a deep
+    ensemble: the members agree where the data decide and average out where
+    only their starting point did). The merged head is an ordinary `Head`:
+    the members share the standardisation (it depends on the data alone), so
+    their hidden layers stand side by side and the output layer averages."""
+    fits = [fit_scoring(own, ctx, y, weight, starts, seed=seed + i, **kw) for i in range(members)]
+    if members == 1:
+        return fits[0]
+    return Fit(Head.averaged([f.own for f in fits]), Head.averaged([f.ctx for f in fits]))
+
+
 def fit_logistic(
     x: Array, y: Array, weight: Array, *, l2: float, epochs: int, names: Sequence[str]
 ) -> Head:
@@ -490,7 +513,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     t_start = time.perf_counter()
     built = build_all(args)
     datasets = sorted({b.dataset for b in built})
-    kw = dict(hidden=args.hidden, l2=args.l2, epochs=args.epochs, seed=args.seed, loss=args.loss)
+    kw: dict[str, Any] = dict(
+        hidden=args.hidden,
+        l2=args.l2,
+        epochs=args.epochs,
+        seed=args.seed,
+        loss=args.loss,
+        members=args.members,
+    )
 
     log("stage 1: recording the hand controller's requests")
     rows, hand_ends = recorded(args, built)
@@ -503,7 +533,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         train = [r for r in rows if folds[(r.dataset, r.conversation)] != f]
         if not train:
             continue
-        fold_fits[f] = fit_scoring(*stack(train), **kw)
+        fold_fits[f] = fit_members(*stack(train), **kw)
         log(f"  fold {f}: fitted on {len(train)} questions")
     for d in datasets:
         test = [r for r in rows if r.dataset == d]
@@ -513,7 +543,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         )
         others = [r for r in rows if r.dataset != d]
         if others:
-            lodo = fit_scoring(*stack(others), **kw)
+            lodo = fit_members(*stack(others), **kw)
             held_pool[d]["learned_other_dataset_only"] = pool_recall(
                 test, lambda r, fit=lodo: learned_score(fit, r)
             )
@@ -577,7 +607,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     heads: dict[str, Head] = {}
     scoring_ok = beats(end_to_end)
     if scoring_ok:
-        final = fit_scoring(*stack(rows), **kw)
+        final = fit_members(*stack(rows), **kw)
         heads["score.relevance"], heads["score.support"] = final.own, final.ctx
     suff_ok = beats(abstention) and len(set(y)) == 2
     if suff_ok:
@@ -629,6 +659,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--l2", type=float, default=1e-3)
     ap.add_argument("--epochs", type=int, default=400)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--members",
+        type=int,
+        default=1,
+        help="scoring heads fitted from successive seeds and averaged (one merged head)",
+    )
     ap.add_argument("--loss", choices=("listwise", "pointwise"), default="listwise")
     ap.add_argument("--k", type=int, default=20)
     ap.add_argument("--version", default="1")

@@ -110,6 +110,54 @@ def test_learned_answers_are_valid_for_any_features(
     assert all(math.isfinite(v) for v in feats.values())
 
 
+@given(
+    seeds=st.lists(st.integers(0, 2**16), min_size=1, max_size=5),
+    hidden=st.sampled_from([(), (3,), (4, 2)]),
+    rows=st.integers(0, 6),
+)
+def test_an_averaged_head_answers_the_mean_of_its_members_logits(
+    seeds: list[int], hidden: tuple[int, ...], rows: int
+) -> None:
+    names = OWN_FEATURES[:5]
+    rng = np.random.default_rng(seeds[0])
+    mean, scale = rng.normal(size=len(names)), rng.uniform(0.1, 2, size=len(names))
+    sizes = [len(names), *hidden, 1]
+    members = []
+    for seed in seeds:
+        r = np.random.default_rng(seed + 1)
+        layers = tuple(
+            (r.normal(size=(a, b)), r.normal(size=b)) for a, b in itertools.pairwise(sizes)
+        )
+        members.append(Head(names, mean, scale, layers))
+    merged = Head.averaged(members)
+    # an ordinary head: it survives the model file
+    merged = Head.from_json(json.loads(json.dumps(merged.to_json())))
+    x = np.random.default_rng(seeds[-1]).normal(scale=3, size=(rows, len(names)))
+    want = np.mean([h.logits(x) for h in members], axis=0) if rows else np.zeros(0)
+    np.testing.assert_allclose(merged.logits(x), want, rtol=1e-9, atol=1e-9)
+    assert merged(x).shape == (rows,)
+
+
+def test_heads_that_differ_cannot_be_averaged() -> None:
+    a = random_head(OWN_FEATURES, 3, 1)
+    with pytest.raises(InvalidConfigError):
+        Head.averaged([])
+    with pytest.raises(InvalidConfigError):
+        Head.averaged([a, random_head(OWN_FEATURES, 3, 2)])  # other standardisation
+    with pytest.raises(InvalidConfigError):
+        Head.averaged(
+            [
+                a,
+                Head(
+                    a.features,
+                    a.mean,
+                    a.scale,
+                    a.layers[1:] and ((np.ones((len(a.features), 1)), np.zeros(1)),),
+                ),
+            ]
+        )  # other depth
+
+
 def test_heads_answer_their_kinds_and_the_rest_is_the_hand_rules() -> None:
     model = random_model(7)
     learned, hand = LearnedController(model), jevmem.LocalController()
@@ -237,6 +285,8 @@ def test_training_script_runs_on_a_small_synthetic_set(tmp_path: Path) -> None:
             "40",
             "--hidden",
             "3",
+            "--members",
+            "2",
             "--out",
             str(out),
             "--report",

@@ -325,6 +325,46 @@ class Head:
         z = np.clip(self.logits(x), -60.0, 60.0)
         return 1.0 / (1.0 + np.exp(-z))
 
+    @staticmethod
+    def averaged(heads: Sequence[Head]) -> Head:
+        """One head whose logit is the mean of ``heads``' logits: an ensemble
+        as an ordinary head. The heads must read the same features with the
+        same standardisation and have the same depth; their first layers
+        stand side by side, deeper hidden layers block-diagonal, and the
+        output layer averages."""
+        if not heads:
+            raise InvalidConfigError("averaging needs at least one head")
+        first = heads[0]
+        for h in heads[1:]:
+            if (
+                h.features != first.features
+                or not np.array_equal(h.mean, first.mean)
+                or not np.array_equal(h.scale, first.scale)
+                or len(h.layers) != len(first.layers)
+            ):
+                raise InvalidConfigError(
+                    "averaged heads must share features, standardisation and depth"
+                )
+        n, depth = len(heads), len(first.layers)
+        layers = []
+        for li in range(depth):
+            ws = [h.layers[li][0] for h in heads]
+            bs = [h.layers[li][1] for h in heads]
+            if li == depth - 1:
+                w = (np.vstack(ws) if depth > 1 else np.sum(ws, axis=0)) / n
+                b = np.sum(bs, axis=0) / n
+            elif li == 0:
+                w, b = np.hstack(ws), np.concatenate(bs)
+            else:
+                w = np.zeros((sum(x.shape[0] for x in ws), sum(x.shape[1] for x in ws)))
+                r = c = 0
+                for x in ws:
+                    w[r : r + x.shape[0], c : c + x.shape[1]] = x
+                    r, c = r + x.shape[0], c + x.shape[1]
+                b = np.concatenate(bs)
+            layers.append((w, b))
+        return Head(first.features, first.mean, first.scale, tuple(layers))
+
     def to_json(self) -> dict[str, Any]:
         return {
             "features": list(self.features),
