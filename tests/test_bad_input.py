@@ -321,7 +321,7 @@ def _leb(v: int) -> bytes:
 def _reseal(payload: bytes) -> bytes:
     import zlib
 
-    header = b"JEVMEMSS" + (2).to_bytes(4, "little")
+    header = b"JEVMEMSS" + (4).to_bytes(4, "little")  # the format `to_bytes` writes
     return (
         header
         + zlib.crc32(payload).to_bytes(4, "little")
@@ -336,9 +336,10 @@ def test_crafted_snapshots_raise_snapshot_error_quickly() -> None:
         store.add(f"observation {i}", np.ones(DIM, np.float32) + i, timestamp=1_700_000_000 + i)
     payload = bytes(store.to_bytes())[24:]
     # An empty store with the same config: config, next_id 0, ops_applied 0,
-    # then six empty lists (nodes, embeddings, edges, passages, two of facts).
+    # six empty lists (nodes, embeddings, edges, passages, two of facts), then
+    # the derived facts (version 0, no nodes).
     empty = bytes(MemoryStore(DIM).to_bytes())[24:]
-    cfg = empty[:-8]
+    cfg = empty[:-10]
     assert payload.startswith(cfg)
     rest = payload[len(cfg) :]
     assert rest.startswith(_leb(3))  # next_id: three nodes, none removed

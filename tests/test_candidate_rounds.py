@@ -335,12 +335,14 @@ def test_the_core_context_refuses_bad_input_and_changes_nothing() -> None:
         ["Did you see the match?", "Yes, we won"], timestamps=[100, 200], speakers=["A", "B"]
     )
     store = m.store
-    assert store.question_share(ids[0]) == 1.0 and store.question_share(ids[1]) == 0.0
+    assert store.question_shares(ids).tolist() == [1.0, 0.0]
     assert store.temporal_context(ids[1]) == [(ids[0], 2.0)]  # a reply to a question
+    version = store.derived_version
     for bad_ids, shares in (([ids[0], 99], [0.5, 0.5]), ([ids[0]], [1.5]), ([ids[0]], [])):
         with pytest.raises(JevmemError):
-            store.set_question_shares(bad_ids, shares)
-        assert store.question_share(ids[0]) == 1.0  # all or nothing
+            store.set_derived(version + 1, bad_ids, shares, [[] for _ in bad_ids])
+        assert store.question_shares(ids).tolist() == [1.0, 0.0]  # all or nothing
+        assert store.derived_version == version
     with pytest.raises(ValueError, match="topical"):
         store.context_matches(ids, [ids[0]], [])
     with pytest.raises(ValueError, match="own"):

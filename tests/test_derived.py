@@ -1,21 +1,33 @@
 """The facts a Memory derives from texts at write time (grounded time
-references, question shares) ride in its snapshot and log: loading and
-opening take them from there instead of deriving them again, and anything
-stale or malformed is derived anew (jevmem.plane.derived)."""
+references, question shares) are kept by the core: a logged op on a
+durable memory and part of snapshot format 4. Loading and opening take them
+from there instead of deriving them again; a store whose facts came from
+another derivation is derived anew; a memory saved before format 4 kept them
+as JSON in its own state, which still loads, and anything stale or malformed
+there is derived anew (jevmem.plane.derived)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jevmem import HashEmbedder, LocalController, Memory, MemoryStore
+from jevmem import (
+    HashEmbedder,
+    InvalidInputError,
+    LocalController,
+    Memory,
+    MemoryStore,
+    NodeNotFoundError,
+)
 from jevmem.plane import derived as derived_module
 from jevmem.plane import state as plane_state
 from jevmem.plane.derived import (
@@ -23,12 +35,15 @@ from jevmem.plane.derived import (
     DerivedFacts,
     decode_derived,
     encode_derived,
+    ref_of,
+    ref_tuple,
 )
 from jevmem.plane.text import question_share
 from jevmem.temporal import PRECISIONS, TimeRef, ground
 
 EMBEDDER = HashEmbedder(64)
 T0 = 1_700_000_000
+DAY_S = 86_400
 TEXTS = [
     "I moved to Lisbon last week, do you like it?",
     "We met on 9 November 2022 at the bakery.",
@@ -50,15 +65,31 @@ def build(m: Memory, texts: list[str] = TEXTS, start: int = T0) -> list[int]:
 
 
 def derived_state(m: Memory) -> dict[str, Any]:
-    """The part of `MemoryState.derived_state` the snapshot and log carry, or derive from it."""
+    """The part of `MemoryState.derived_state` the store keeps, or derives from it."""
     keys = ("time_refs", "asks", "timeline", "styles", "speakers")
     state = m.derived_state()
     return {k: state[k] for k in keys}
 
 
-def from_scratch(m: Memory) -> dict[str, Any]:
-    """What indexing the memory's nodes from their texts gives."""
-    return derived_state(Memory(EMBEDDER, LocalController(), store=m.store))
+def from_scratch(m: Memory, tmp_path: Path) -> dict[str, Any]:
+    """What deriving every node's facts from its text gives: a copy of the
+    store told its facts came from another derivation, under a new Memory."""
+    m.save(tmp_path / "scratch.jvm")
+    store = MemoryStore.load_with_state(tmp_path / "scratch.jvm")[0]
+    store.restore_derived(DERIVED_VERSION + 1, [], [], [])
+    return derived_state(Memory(EMBEDDER, LocalController(), store=store))
+
+
+def expected_facts(m: Memory) -> tuple[dict[int, float], dict[int, tuple[TimeRef, ...]]]:
+    """Each node's question share and time references, from its text."""
+    asks, refs = {}, {}
+    for i in m.matching_ids():
+        node = m.store.get(i)
+        asks[i] = question_share(node.text)
+        got = () if node.timestamp is None else tuple(ground(node.text, node.timestamp))
+        if got:
+            refs[i] = got
+    return asks, refs
 
 
 @pytest.fixture
@@ -78,21 +109,30 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
     yield calls
 
 
+def test_the_store_keeps_what_the_texts_give() -> None:
+    m = Memory(EMBEDDER, LocalController())
+    build(m)
+    state = m.derived_state()
+    assert state["time_refs"], "the sample must ground something"
+    assert (state["asks"], state["time_refs"]) == expected_facts(m)
+    assert m.store.derived_version == DERIVED_VERSION
+
+
 def test_load_takes_the_facts_from_the_snapshot(tmp_path: Path, counted: dict[str, int]) -> None:
     m = Memory(EMBEDDER, LocalController())
     build(m)
-    assert m.derived_state()["time_refs"], "the sample must ground something"
     m.save(tmp_path / "m.jvm")
+    state = json.loads(MemoryStore.load_with_state(tmp_path / "m.jvm")[1] or b"{}")
+    assert "derived" not in state  # the core keeps them, not the JSON state
     counted.update(ground=0, question_share=0)
     loaded = Memory.load(tmp_path / "m.jvm", EMBEDDER, LocalController())
     assert counted == {"ground": 0, "question_share": 0}
     assert derived_state(loaded) == derived_state(m)
-    counted.update(ground=0, question_share=0)
-    assert derived_state(loaded) == from_scratch(loaded)
+    assert derived_state(loaded) == from_scratch(loaded, tmp_path)
     assert counted["ground"] == len(TEXTS)  # the oracle derived them
 
 
-def test_a_node_the_snapshot_does_not_cover_is_derived(
+def test_a_node_the_store_has_no_facts_for_is_derived(
     tmp_path: Path, counted: dict[str, int]
 ) -> None:
     m = Memory(EMBEDDER, LocalController())
@@ -103,7 +143,24 @@ def test_a_node_the_snapshot_does_not_cover_is_derived(
     counted.update(ground=0, question_share=0)
     loaded = Memory.load(tmp_path / "m.jvm", EMBEDDER, LocalController())
     assert counted == {"ground": 1, "question_share": 1}
-    assert derived_state(loaded) == from_scratch(loaded)
+    assert derived_state(loaded) == from_scratch(loaded, tmp_path)
+
+
+def test_facts_of_another_derivation_are_derived_anew(
+    tmp_path: Path, counted: dict[str, int]
+) -> None:
+    m = Memory(EMBEDDER, LocalController())
+    build(m)
+    m.save(tmp_path / "m.jvm")
+    store = MemoryStore.load_with_state(tmp_path / "m.jvm")[0]
+    # as if written by a build whose derivation differs: wrong facts, another version
+    ids = m.matching_ids()
+    store.restore_derived(DERIVED_VERSION + 1, ids, [0.5] * len(ids), [[] for _ in ids])
+    counted.update(ground=0, question_share=0)
+    again = Memory(EMBEDDER, LocalController(), store=store)
+    assert counted == {"ground": len(TEXTS), "question_share": len(TEXTS)}
+    assert derived_state(again) == derived_state(m)
+    assert store.derived_version == DERIVED_VERSION
 
 
 def test_open_takes_the_facts_from_checkpoint_and_log(
@@ -112,7 +169,7 @@ def test_open_takes_the_facts_from_checkpoint_and_log(
     path = tmp_path / "mem"
     m = Memory.open(path, EMBEDDER, LocalController(), checkpoint_every=0, durability="none")
     build(m, TEXTS[:4])
-    m.checkpoint()  # the first half in the checkpoint's state
+    m.checkpoint()  # the first half in the checkpoint
     build(m, TEXTS[4:], start=T0 + 86_400)  # the rest only in log records
     m.forget([1])
     want = derived_state(m)
@@ -122,16 +179,45 @@ def test_open_takes_the_facts_from_checkpoint_and_log(
     try:
         assert counted == {"ground": 0, "question_share": 0}
         assert derived_state(reopened) == want
-        assert derived_state(reopened) == from_scratch(reopened)
+        assert derived_state(reopened) == from_scratch(reopened, tmp_path)
     finally:
         reopened.close()
 
 
-def rewrite_derived(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
-    store, raw = MemoryStore.load_with_state(path)
-    state = json.loads(raw or b"{}")
-    change(state["derived"])
-    store.save_with_state(path, json.dumps(state).encode())
+def legacy_snapshot(m: Memory, path: Path, derived: dict[str, Any]) -> None:
+    """``m`` as a memory saved before format 4 kept it: a store with no
+    derived facts, and ``derived`` in the JSON state."""
+    store = MemoryStore(EMBEDDER.dim)
+    for i in m.matching_ids():
+        node = m.store.get(i)
+        store.add(
+            node.text,
+            m.store.embedding(i),
+            timestamp=node.timestamp,
+            provenance=dict(node.provenance),
+        )
+    assert store.derived_version == 0
+    store.save_with_state(path, json.dumps({"format": 1, "derived": derived}).encode())
+
+
+def test_a_memory_saved_before_format_4_takes_its_json_facts(
+    tmp_path: Path, counted: dict[str, int]
+) -> None:
+    m = Memory(EMBEDDER, LocalController())
+    build(m)
+    asks, refs = expected_facts(m)
+    legacy_snapshot(m, tmp_path / "m.jvm", encode_derived(asks, refs))
+    counted.update(ground=0, question_share=0)
+    loaded = Memory.load(tmp_path / "m.jvm", EMBEDDER, LocalController())
+    assert counted == {"ground": 0, "question_share": 0}
+    assert derived_state(loaded) == derived_state(m)
+    # the store keeps them now: saved again, they load from the snapshot
+    loaded.save(tmp_path / "again.jvm")
+    counted.update(ground=0, question_share=0)
+    assert derived_state(Memory.load(tmp_path / "again.jvm", EMBEDDER, LocalController())) == (
+        derived_state(m)
+    )
+    assert counted == {"ground": 0, "question_share": 0}
 
 
 @pytest.mark.parametrize(
@@ -148,13 +234,14 @@ def rewrite_derived(path: Path, change: Callable[[dict[str, Any]], None]) -> Non
         lambda d: d.clear(),
     ],
 )
-def test_stale_or_malformed_facts_are_derived_anew(
+def test_stale_or_malformed_json_facts_are_derived_anew(
     tmp_path: Path, counted: dict[str, int], change: Callable[[dict[str, Any]], None]
 ) -> None:
     m = Memory(EMBEDDER, LocalController())
     build(m)
-    m.save(tmp_path / "m.jvm")
-    rewrite_derived(tmp_path / "m.jvm", change)
+    derived = encode_derived(*expected_facts(m))
+    change(derived)
+    legacy_snapshot(m, tmp_path / "m.jvm", derived)
     counted.update(ground=0, question_share=0)
     loaded = Memory.load(tmp_path / "m.jvm", EMBEDDER, LocalController())
     assert counted == {"ground": len(TEXTS), "question_share": len(TEXTS)}
@@ -189,6 +276,92 @@ def test_encoding_round_trips_through_json(
     assert back == DerivedFacts(asks, refs)
     for i in asks:
         assert back.refs_of(i) == refs.get(i, ())
+
+
+def reference_time_match(
+    refs: tuple[TimeRef, ...],
+    stamp: int | None,
+    window: tuple[int, int] | None,
+    asks_when: bool,
+) -> float:
+    """The read path's time match as Python computed it before the core did."""
+    if window is None:
+        if not asks_when:
+            return 0.0
+        return 0.3 if refs else 0.0
+    lo, hi = window
+    scale = max(3 * DAY_S, hi - lo)
+    spans = [(r.start, r.end) for r in refs]
+    if stamp is not None:
+        spans.append((stamp, stamp))
+    best = 0.0
+    for start, end in spans:
+        gap = max(0, lo - end, start - hi)
+        best = max(best, math.exp(-gap / scale))
+    return best
+
+
+@given(
+    nodes=st.lists(
+        st.tuples(
+            st.none() | st.integers(-(2**40), 2**40),
+            st.floats(0.0, 1.0, allow_nan=False),
+            st.lists(time_refs, max_size=3).map(tuple),
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    window=st.none() | st.tuples(st.integers(-(2**40), 2**40), st.integers(-(2**40), 2**40)),
+    asks_when=st.booleans(),
+)
+def test_the_core_keeps_facts_whole_and_matches_times_as_python_did(
+    nodes: list[tuple[int | None, float, tuple[TimeRef, ...]]],
+    window: tuple[int, int] | None,
+    asks_when: bool,
+) -> None:
+    store = MemoryStore(8)
+    ids = [
+        store.add(f"text {i}", np.ones(8, np.float32), timestamp=ts)
+        for i, (ts, _, _) in enumerate(nodes)
+    ]
+    shares = [a for _, a, _ in nodes]
+    store.set_derived(
+        DERIVED_VERSION, ids, shares, [[ref_tuple(r) for r in refs] for *_, refs in nodes]
+    )
+    assert store.question_shares(ids).tolist() == shares
+    assert store.derived_covered(ids) == [True] * len(ids)
+    for i, (_, _, refs) in zip(ids, nodes, strict=True):
+        assert tuple(ref_of(t) for t in store.time_refs(i)) == refs
+    got = store.time_matches(ids, window, asks_when=asks_when).tolist()
+    want = [reference_time_match(refs, ts, window, asks_when) for ts, _, refs in nodes]
+    assert got == want
+
+
+def test_bad_derived_facts_change_nothing() -> None:
+    store = MemoryStore(8)
+    ids = [store.add(t, np.ones(8, np.float32), timestamp=T0) for t in ("a", "b")]
+    ref = ("today", T0, T0 + DAY_S, "day", True, 0, 5, "")
+    store.set_derived(DERIVED_VERSION, ids, [0.25, 0.5], [[ref], []])
+    before = (store.question_shares(ids).tolist(), [store.time_refs(i) for i in ids])
+    bad: list[tuple[Any, ...]] = [
+        ([ids[0], 99], [0.1, 0.1], [[], []]),  # an unknown id
+        ([ids[0], ids[0]], [0.1, 0.1], [[], []]),  # one node twice
+        ([ids[0]], [1.5], [[]]),  # a share outside [0, 1]
+        ([ids[0]], [math.nan], [[]]),
+        ([ids[0]], [0.1], [[("x", 0, 1, "fortnight", False, 0, 1, "")]]),  # unknown precision
+        ([ids[0]], [0.1], [[("x", 0, 1, "day", False, 0, 1, "eon")]]),
+        ([ids[0]], [0.1, 0.2], [[]]),  # columns of different lengths
+        ([ids[0]], [0.1], [[], []]),
+    ]
+    for args in bad:
+        for call in (store.set_derived, store.restore_derived):
+            with pytest.raises((InvalidInputError, NodeNotFoundError)):
+                call(DERIVED_VERSION + 1, *args)
+            assert (
+                store.question_shares(ids).tolist(),
+                [store.time_refs(i) for i in ids],
+            ) == before
+            assert store.derived_version == DERIVED_VERSION
 
 
 json_values = st.recursive(

@@ -18,6 +18,8 @@ Upsert = Literal["inserted", "strengthened", "unchanged"]
 TypeScores = tuple[float, float, float, float]
 VectorLike = npt.ArrayLike
 Span = tuple[int, int]
+#: (text, start, end, precision, relative, span_start, span_end, anchor_precision or "")
+TimeRefTuple = tuple[str, int, int, str, bool, int, int, str]
 #: One node's passage vectors: an ``(m, dim)`` array and its ``m`` character spans.
 Passages = tuple[VectorLike, Sequence[Span]]
 MetaValue = str | int | float | bool
@@ -305,9 +307,35 @@ class MemoryStore:
         self, query: str, ids: Sequence[int], *, allowed: Allowed | None = None
     ) -> npt.NDArray[np.float32]: ...
     def similarities(self, query: VectorLike, ids: Sequence[int]) -> npt.NDArray[np.float32]: ...
-    def set_question_shares(self, ids: Sequence[int], shares: Sequence[float]) -> None:
-        """How much each node's text is a question, in [0, 1] (all or nothing)."""
-    def question_share(self, id: int) -> float: ...
+    def set_derived(
+        self,
+        version: int,
+        ids: Sequence[int],
+        shares: Sequence[float],
+        time_refs: Sequence[Sequence[TimeRefTuple]],
+    ) -> None:
+        """What was derived from the nodes' texts (question shares in [0, 1],
+        grounded time references), with derivation ``version``; logged on a
+        durable memory; all or nothing."""
+    def restore_derived(
+        self,
+        version: int,
+        ids: Sequence[int],
+        shares: Sequence[float],
+        time_refs: Sequence[Sequence[TimeRefTuple]],
+    ) -> None:
+        """`set_derived` without a log record (facts a load derived again)."""
+    @property
+    def derived_version(self) -> int: ...
+    def derived_covered(self, ids: Sequence[int]) -> list[bool]: ...
+    def question_shares(self, ids: Sequence[int]) -> npt.NDArray[np.float64]: ...
+    def time_refs(self, id: int) -> list[TimeRefTuple]: ...
+    def time_matches(
+        self,
+        ids: Sequence[int],
+        window: tuple[int, int] | None = None,
+        asks_when: bool = False,
+    ) -> npt.NDArray[np.float64]: ...
     def temporal_context(
         self,
         id: int,

@@ -1,19 +1,22 @@
-"""Facts a Memory derives from each observation's text when it is written,
-kept in its snapshot and write-ahead log so that loading does not derive
-them again: the grounded time references (`jevmem.temporal.ground`, most of
-what loading cost) and each text's question share.
+"""Facts a Memory derives from each observation's text when it is written:
+the grounded time references (`jevmem.temporal.ground`, most of what
+loading cost) and each text's question share.
 
-They are a cache of pure functions of the text and its timestamp, so they
-are read defensively: a snapshot written by code that derived them
-differently (another `DERIVED_VERSION`), or holding anything malformed,
-gives nothing, and the facts are derived anew. A node the snapshot has no
-entry for (a summary the consolidation wrote, a store written by hand) is
-derived as before.
+The core keeps them (`MemoryStore.set_derived`: a logged op, and part of
+snapshot format 4), so loading and reopening do not derive them again. They
+are a cache of pure functions of the text and its timestamp: a store whose
+facts came from another `DERIVED_VERSION` is derived anew, and so is a node
+the store has none for (a summary the consolidation wrote, a store written
+by hand).
+
+Memories saved before format 4 kept them as JSON in the memory's own state
+(`encode_derived`); `decode_derived` still reads that, defensively: another
+version or anything malformed gives nothing, and the facts are derived anew.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +45,28 @@ class DerivedFacts:
     def update(self, other: DerivedFacts) -> None:
         self.asks.update(other.asks)
         self.time_refs.update(other.time_refs)
+
+
+#: A time reference as the core takes and gives it (`MemoryStore.set_derived`).
+RefTuple = tuple[str, int, int, str, bool, int, int, str]
+
+
+def ref_tuple(r: TimeRef) -> RefTuple:
+    return (
+        r.text,
+        r.start,
+        r.end,
+        r.precision,
+        r.relative,
+        r.span[0],
+        r.span[1],
+        r.anchor_precision,
+    )
+
+
+def ref_of(t: Sequence[Any]) -> TimeRef:
+    text, start, end, precision, relative, a, b, anchor = t
+    return TimeRef(text, start, end, precision, relative, (a, b), anchor)
 
 
 def encode_derived(

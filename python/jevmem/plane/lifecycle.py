@@ -20,7 +20,7 @@ from jevmem.errors import (
     SnapshotError,
 )
 from jevmem.plane.config import MemoryConfig, SummariserLike
-from jevmem.plane.derived import decode_derived, encode_derived
+from jevmem.plane.derived import decode_derived
 from jevmem.plane.state import MemoryState
 from jevmem.plane.text import drop_text_caches
 
@@ -374,7 +374,6 @@ class LifecycleMemory(MemoryState):
             "writes": self._writes,
             "decisions": self.decisions,
             "calls": self.calls,
-            "derived": encode_derived(self._asks, self._time_refs),
         }
 
     def _state_bytes(self) -> bytes:
@@ -410,7 +409,6 @@ class LifecycleMemory(MemoryState):
             if outer:
                 self.store._begin_write()
                 writes, decided = self._writes, len(self.decisions)
-                first_new = self.store.next_id
             self._write_depth += 1
             try:
                 yield
@@ -427,10 +425,6 @@ class LifecycleMemory(MemoryState):
                         self._decisions_rewritten = False
                     elif len(self.decisions) != decided:
                         delta["decisions"] = self.decisions[decided:]
-                    new = range(first_new, self.store.next_id)
-                    derived = encode_derived(self._asks, self._time_refs, new)
-                    if derived["ids"]:
-                        delta["derived"] = derived
                     seq = self.store._log_write(
                         json.dumps(delta, separators=(",", ":")).encode() if delta else b""
                     )

@@ -322,7 +322,7 @@ class QueryRun(QueryFeatures):
                 "resolved": describe(r),
                 "role": "event time, resolved against the observation time",
             }
-            for r in self.m._time_refs.get(node_id, ())
+            for r in self.m._time_refs_of(node_id)
         )
         facts: dict[str, Any] = {}
         store = self.m.store

@@ -12,7 +12,6 @@ from jevmem._core import Traversal, rrf
 from jevmem.entities import extract_entities, mentions
 from jevmem.plane.config import (
     CHAIN_NODES,
-    DAY_S,
     WINDOW_SCAN,
     Mode,
 )
@@ -186,7 +185,6 @@ class QueryFeatures:
         sims = m.store.similarities(self.qvec, ids).astype(np.float64)
         p_sims, p_idx = m.store.passage_similarities(self.qvec, ids)
         self.best_passage.update(zip(ids, p_idx.tolist(), strict=True))
-        asks = m._asks
         facts = m._facts
         texts, entity_ok = self.texts, self.entity_ok
         named = self.query_entities
@@ -212,7 +210,6 @@ class QueryFeatures:
         texts.update(zip(ids, [f.text for f in got], strict=True))
         styles = m.store.styles(ids, allowed=None if self.view is None else self.view.allowed)
         types = np.array([f.types for f in got], dtype=np.float64).reshape(n, 4)
-        time_match = self.time_match
         out_of_list = -1.0
         ranks = np.array(
             [
@@ -227,13 +224,8 @@ class QueryFeatures:
             # the best passage's similarity (a short text: its own)
             "dense_passage": share_of_best_columns(p_sims.astype(np.float64), self.max_passage_sim),
             "entity_match": np.array(ent, dtype=np.float64),
-            "time_match": np.array(
-                [time_match(i, t) for i, t in zip(ids, m.store.timestamps(ids), strict=True)],
-                dtype=np.float64,
-            )
-            if timed
-            else np.zeros(n),
-            "asks": np.array([asks.get(i, 0.0) for i in ids], dtype=np.float64),
+            "time_match": self.time_matches(ids) if timed else np.zeros(n),
+            "asks": m.store.question_shares(ids),
             "dense_raw": raw_similarity_columns(sims),
             "lexical_rank": rank_share_columns(ranks[:, 0]),
             "dense_rank": rank_share_columns(ranks[:, 1]),
@@ -405,31 +397,22 @@ class QueryFeatures:
             out.append((start, end, seen_olds, seen_news))
         return out
 
-    def time_match(self, node_id: int, stamp: int | None) -> float:
-        """How well the node's time fits the time the query names.
+    def time_matches(self, ids: list[int]) -> npt.NDArray[np.float64]:
+        """How well each node's time fits the time the query names
+        (`MemoryStore.time_matches`).
 
         With a window in the query ("on 9 November, 2022", "in August 2023"):
         1 when the node was observed in it or refers to a time in it, decaying
         with the distance to it (scale: the window's width, at least 3 days).
         Without one, a "when" question prefers nodes that state a date (0.3:
-        a hint, not a match). ``stamp``: the node's observation time.
+        a hint, not a match).
         """
         window = self.time_cues["constraint"]
-        if window is None:
-            if not self.wants_time:
-                return 0.0
-            return 0.3 if node_id in self.m._time_refs else 0.0
-        refs = self.m._time_refs.get(node_id, ())
-        lo, hi = window
-        scale = max(3 * DAY_S, hi - lo)
-        spans = [(r.start, r.end) for r in refs]
-        if stamp is not None:
-            spans.append((stamp, stamp))
-        best = 0.0
-        for start, end in spans:
-            gap = max(0, lo - end, start - hi)
-            best = max(best, math.exp(-gap / scale))
-        return best
+        return self.m.store.time_matches(
+            ids,
+            None if window is None else (_clamp_i64(window[0]), _clamp_i64(window[1])),
+            asks_when=self.wants_time,
+        )
 
     def pool(self) -> tuple[list[int], Signals]:
         """The nodes the controller ranks before seeding, with their signals:
@@ -445,7 +428,7 @@ class QueryFeatures:
             inside = [
                 n
                 for n in self.m.store.timeline_window(
-                    *(max(-(1 << 63), min(w, (1 << 63) - 1)) for w in window),
+                    *(_clamp_i64(w) for w in window),
                     allowed=self.allowed,
                 ).tolist()
                 if n not in seen
@@ -664,3 +647,8 @@ class QueryFeatures:
             "time": self.time_cues,
             "routing": self.routing,
         }
+
+
+def _clamp_i64(t: int) -> int:
+    """A time as the core takes it (a window may reach past what i64 holds)."""
+    return max(-(1 << 63), min(t, (1 << 63) - 1))

@@ -21,7 +21,7 @@ from jevmem.plane.config import (
     Summariser,
     SummariserLike,
 )
-from jevmem.plane.derived import DerivedFacts
+from jevmem.plane.derived import DERIVED_VERSION, DerivedFacts, RefTuple, ref_of, ref_tuple
 from jevmem.plane.filters import scope_and_filter
 from jevmem.plane.text import (
     CAPITALISED,
@@ -76,10 +76,8 @@ class MemoryState:
             raise InvalidConfigError(
                 f"the store has dimension {self.store.dim}, the embedder {self.embedder.dim}"
             )
-        self._time_refs: dict[int, tuple[TimeRef, ...]] = {}
         self._speakers: set[str] = set()
         self._speaker_order: list[str] = []  # the same, sorted: prefix lookups
-        self._asks: dict[int, float] = {}
         self._facts: dict[int, NodeFacts] = {}
         self._frame: tuple[MemoryStore, frozenset[str]] | None = None
         self._sentences: dict[int, tuple[frozenset[str], tuple[Sentence, ...]]] = {}
@@ -109,47 +107,58 @@ class MemoryState:
     # ---- bookkeeping ------------------------------------------------------
 
     def _index_stored(self, derived: DerivedFacts) -> None:
-        """Index the nodes already in the store (a loaded or opened memory),
-        taking what ``derived`` holds instead of deriving it again."""
+        """Index the nodes already in the store (a loaded or opened memory).
+        The store keeps what was derived from their texts; a node it has no
+        facts for (or all of them, when they came from another derivation)
+        takes them from ``derived`` (an older format's JSON) or derives them,
+        and the store keeps them from then on."""
         store = self.store
         ids = store.matching_ids(None, None)
-        for i in ids:
-            self._index_python_side(
-                store.get(i), derived.refs_of(i), derived.asks.get(i), bulk=True
+        covered = (
+            store.derived_covered(ids)
+            if store.derived_version == DERIVED_VERSION
+            else [False] * len(ids)
+        )
+        missing: list[tuple[int, float, list[RefTuple]]] = []
+        for i, have in zip(ids, covered, strict=True):
+            node = store.get(i)
+            self._index_python_side(node)
+            if not have:
+                missing.append(self._derive(node, derived.refs_of(i), derived.asks.get(i)))
+        if missing:
+            # id order, all at once (the core's style sums are in id order)
+            store.restore_derived(
+                DERIVED_VERSION, *(list(col) for col in zip(*missing, strict=True))
             )
-        # the reply link of the core's time-order context reads them (once, for all)
-        asks = self._asks
-        store.set_question_shares(ids, [asks[i] for i in ids])
 
-    def _index_python_side(
-        self,
-        node: Node,
-        refs: tuple[TimeRef, ...] | None = None,
-        asks: float | None = None,
-        *,
-        bulk: bool = False,
-    ) -> None:
+    @staticmethod
+    def _derive(
+        node: Node, refs: tuple[TimeRef, ...] | None = None, asks: float | None = None
+    ) -> tuple[int, float, list[RefTuple]]:
+        """A node's derived facts for the core: ``refs`` and ``asks`` where
+        already known, else derived from its text."""
+        text, timestamp = node.text, node.timestamp
+        if asks is None:
+            asks = question_share(text)
+        if refs is None:
+            refs = () if timestamp is None else tuple(ground(text, timestamp))
+        return node.id, asks, [ref_tuple(r) for r in refs]
+
+    def _index_python_side(self, node: Node) -> None:
         # per-node facts the read path asks for on every query, computed once;
         # a Node converts an attribute anew on every access, so each is read once
-        node_id, timestamp, scope = node.id, node.timestamp, node.scope
+        node_id, scope = node.id, node.scope
         facts = self._facts[node_id] = NodeFacts.of(node)
-        text, speaker = facts.text, facts.speaker
+        speaker = facts.speaker
         if scope:
             self._scopes[node_id] = frozenset(scope.items())
         if speaker and speaker not in self._speakers:
             self._speakers.add(speaker)
             bisect.insort(self._speaker_order, speaker)
-        if asks is None:
-            asks = question_share(text)
-        self._asks[node_id] = asks
-        if not bulk:  # a load sets every node's share at once
-            # the core counts the node in the memory's style from then on
-            self.store.set_question_shares([node_id], [asks])
-        if timestamp is not None:
-            if refs is None:
-                refs = tuple(ground(text, timestamp))
-            if refs:
-                self._time_refs[node_id] = refs
+
+    def _time_refs_of(self, node_id: int) -> tuple[TimeRef, ...]:
+        """A node's grounded time references, as the core keeps them."""
+        return tuple(ref_of(t) for t in self.store.time_refs(node_id))
 
     def _decide(
         self,
@@ -262,12 +271,21 @@ class MemoryState:
                 for i, stamp in zip(ids, self.store.timestamps(ids), strict=True)
                 if stamp is not None
             ),
-            "time_refs": dict(self._time_refs),
+            "time_refs": {i: refs for i in ids if (refs := self._time_refs_of(i))},
             "entities": self.store.entity_names(),
             "episodes": self.store.episode_keys(ids).tolist(),
             "speakers": set(self._speakers),
             "speaker_order": list(self._speaker_order),
-            "asks": dict(self._asks),
+            "asks": {
+                i: a
+                for i, a, have in zip(
+                    ids,
+                    self.store.question_shares(ids).tolist(),
+                    self.store.derived_covered(ids),
+                    strict=True,
+                )
+                if have
+            },
             "facts": dict(self._facts),
             "context": {i: self._temporal_context(i) for i in ids},
             "sides": {i: self._context_sides(i) for i in ids},
@@ -304,8 +322,6 @@ class MemoryState:
         per-node entries popped, and every cache that may hold a gone node
         cleared (the core keeps the counts and sums)."""
         for node_id in ids:
-            self._time_refs.pop(node_id, None)
-            self._asks.pop(node_id, None)
             self._facts.pop(node_id, None)
             self._sentences.pop(node_id, None)
             self._tokens.pop(node_id, None)

@@ -14,6 +14,7 @@ from jevmem.controller import catalogue
 from jevmem.controller.types import Answer, ChoiceAnswer, DecisionRequest, NoulAnswer
 from jevmem.entities import extract_entities
 from jevmem.errors import InvalidInputError, SystemTwoError
+from jevmem.plane.derived import DERIVED_VERSION
 from jevmem.plane.lifecycle import LifecycleMemory
 from jevmem.plane.signals import answer_value
 from jevmem.plane.text import alias_signal, older_signal, same_session, same_speaker
@@ -386,7 +387,10 @@ class WritingMemory(LifecycleMemory):
             )
             ids.append(node_id)
             node = self.store.get(node_id)
-            self._index_python_side(node, grounded[len(ids) - 1])
+            self._index_python_side(node)
+            # the core keeps what was derived from the text (one logged op)
+            derived_id, asks, refs = self._derive(node, grounded[len(ids) - 1])
+            self.store.set_derived(DERIVED_VERSION, [derived_id], [asks], [refs])
             self._writes += 1
             if self._writes % self.config.consolidation_period == 0:
                 # the neighbourhood as this write saw it (later writes change BM25 statistics)
@@ -519,7 +523,7 @@ class WritingMemory(LifecycleMemory):
         from when its text says it began (else its observation time)."""
         ends = sorted({n for new, old, _ in links for n in (new, old)})
         for node_id, stamp in zip(ends, self.store.timestamps(ends), strict=True):
-            start = event_time(stamp, self._time_refs.get(node_id, ()))
+            start = event_time(stamp, self._time_refs_of(node_id))
             if start != stamp:
                 self.store.set_valid_from(node_id, start)
         self.store.add_supersedes_batch([(new, old, w, origin) for new, old, w in links])

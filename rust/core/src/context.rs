@@ -294,9 +294,14 @@ impl MemoryStore {
         }
         for &(id, share) in shares {
             self.question_shares.insert(id, share);
-            let node = self.graph.get(id).expect("checked above");
-            self.style.record(node, share, &self.question_shares);
         }
+        let graph = &self.graph;
+        self.style.record_many(
+            shares
+                .iter()
+                .map(|&(id, share)| (graph.get(id).expect("checked above"), share)),
+            &self.question_shares,
+        );
         Ok(())
     }
 

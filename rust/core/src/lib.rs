@@ -8,6 +8,7 @@ pub mod bm25;
 pub mod budget;
 pub mod candidates;
 pub mod context;
+pub mod derived;
 mod distance;
 pub mod durable;
 pub mod error;

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::derived::DerivedFacts;
 use crate::facts::Supersedes;
 use crate::passages::NewPassage;
 use crate::types::{Edge, MetaValue, NodeId, Timestamp, TypeScores};
@@ -68,5 +69,12 @@ pub enum Op {
     SetValidFrom {
         id: NodeId,
         valid_from: Option<Timestamp>,
+    },
+    /// Set what the caller derived from nodes' texts (question shares, time
+    /// references) with derivation `version` (see `derived`). Appended last:
+    /// postcard records a variant by its index, so older logs still decode.
+    SetDerived {
+        version: u32,
+        facts: Vec<DerivedFacts>,
     },
 }

@@ -19,13 +19,15 @@
 //! times (`facts`). Version 3 changes the node record itself (scope,
 //! metadata and idempotency key after the version 2 fields): versions 1 and
 //! 2 read their nodes as `NodeV1`, which gets an empty scope, no metadata and
-//! no key.
+//! no key. Version 4 appends the facts derived from the texts (`derived`:
+//! question shares and time references); older versions load without any.
 
 use std::collections::HashSet;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::derived::DerivedSnapshot;
 use crate::error::{Error, Result};
 use crate::facts::FactsSnapshot;
 use crate::ops::NewNode;
@@ -34,7 +36,7 @@ use crate::store::{MemoryStore, ScopedKey, StoreConfig};
 use crate::types::{Edge, Node, NodeId, Timestamp, TypeScores};
 
 const MAGIC: &[u8; 8] = b"JEVMEMSS";
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 /// The oldest version this build still reads.
 pub const OLDEST_READABLE_VERSION: u32 = 1;
 const HEADER_LEN: usize = 8 + 4 + 4 + 8;
@@ -114,6 +116,9 @@ struct BodyRef<'a> {
     passages: Vec<PassagesRef<'a>>,
     /// Supersedes links and explicit event times.
     facts: FactsSnapshot,
+    // ---- v4 trailing field ----
+    /// What the caller derived from the texts.
+    derived: DerivedSnapshot,
 }
 
 /// The passages of one node: spans and their unit embeddings, concatenated.
@@ -131,7 +136,7 @@ struct NodePassages {
     embeddings: Vec<f32>,
 }
 
-/// The current (v3) body: v2's fields, with v3 nodes.
+/// The current (v4) body: v3's fields and the derived facts.
 #[derive(Deserialize)]
 struct Body {
     config: StoreConfig,
@@ -143,6 +148,37 @@ struct Body {
     // ---- v2 trailing fields (see BodyRef) ----
     passages: Vec<NodePassages>,
     facts: FactsSnapshot,
+    // ---- v4 ----
+    derived: DerivedSnapshot,
+}
+
+/// A version 3 body: v2's fields, with v3 nodes.
+#[derive(Deserialize)]
+struct BodyV3 {
+    config: StoreConfig,
+    next_id: NodeId,
+    ops_applied: u64,
+    nodes: Vec<Node>,
+    embeddings: Vec<f32>,
+    edges: Vec<Edge>,
+    passages: Vec<NodePassages>,
+    facts: FactsSnapshot,
+}
+
+impl From<BodyV3> for Body {
+    fn from(v3: BodyV3) -> Self {
+        Body {
+            config: v3.config,
+            next_id: v3.next_id,
+            ops_applied: v3.ops_applied,
+            nodes: v3.nodes,
+            embeddings: v3.embeddings,
+            edges: v3.edges,
+            passages: v3.passages,
+            facts: v3.facts,
+            derived: DerivedSnapshot::default(),
+        }
+    }
 }
 
 /// A node as versions 1 and 2 stored it: no scope, metadata or key.
@@ -196,6 +232,7 @@ impl From<BodyV2> for Body {
             edges: v2.edges,
             passages: v2.passages,
             facts: v2.facts,
+            derived: DerivedSnapshot::default(),
         }
     }
 }
@@ -222,6 +259,7 @@ impl From<BodyV1> for Body {
             edges: v1.edges,
             passages: Vec::new(),
             facts: FactsSnapshot::default(),
+            derived: DerivedSnapshot::default(),
         }
     }
 }
@@ -252,6 +290,7 @@ impl MemoryStore {
                 })
                 .collect(),
             facts: self.facts.to_snapshot(),
+            derived: self.derived_snapshot(),
         };
         let payload =
             postcard::to_stdvec(&body).map_err(|e| Error::Snapshot(format!("encode: {e}")))?;
@@ -305,6 +344,9 @@ impl MemoryStore {
                 .map_err(decode)?
                 .into(),
             2 => postcard::from_bytes::<BodyV2>(payload)
+                .map_err(decode)?
+                .into(),
+            3 => postcard::from_bytes::<BodyV3>(payload)
                 .map_err(decode)?
                 .into(),
             _ => postcard::from_bytes(payload).map_err(decode)?,
@@ -419,6 +461,11 @@ impl MemoryStore {
                 .add_supersedes(link)
                 .map_err(|e| Error::Snapshot(format!("supersedes link {new} -> {old}: {e}")))?;
         }
+        // in id order, as they were written: the style sums come out the same
+        let version = body.derived.version;
+        store
+            .restore_derived(version, body.derived.nodes)
+            .map_err(|e| Error::Snapshot(format!("derived facts: {e}")))?;
         store.ops_applied = body.ops_applied;
         store.set_defer_graph(false);
         Ok(store)
@@ -565,6 +612,92 @@ mod tests {
             .graph
             .nodes()
             .all(|n| n.scope.is_empty() && n.key.is_none()));
+    }
+
+    /// A version 3 file, as builds before the derived facts wrote it.
+    fn v3_bytes(store: &MemoryStore) -> Vec<u8> {
+        #[derive(Serialize)]
+        struct BodyV3Ref<'a> {
+            config: &'a StoreConfig,
+            next_id: NodeId,
+            ops_applied: u64,
+            nodes: Vec<&'a Node>,
+            embeddings: Vec<f32>,
+            edges: Vec<Edge>,
+            passages: Vec<PassagesRef<'a>>,
+            facts: FactsSnapshot,
+        }
+        let nodes: Vec<&Node> = store.graph.nodes().collect();
+        let embeddings = nodes
+            .iter()
+            .flat_map(|n| store.vectors.get(n.id).unwrap().to_vec())
+            .collect();
+        let body = BodyV3Ref {
+            config: &store.config,
+            next_id: store.next_id(),
+            ops_applied: store.ops_applied,
+            nodes,
+            embeddings,
+            edges: store.graph.all_edges(),
+            passages: Vec::new(),
+            facts: store.facts.to_snapshot(),
+        };
+        framed(3, postcard::to_stdvec(&body).unwrap())
+    }
+
+    fn derived_sample() -> MemoryStore {
+        use crate::derived::{DerivedFacts, TimeRef};
+        let mut s = sample();
+        let refs = vec![TimeRef {
+            text: "yesterday".into(),
+            start: 1_699_913_600,
+            end: 1_700_000_000,
+            precision: 1,
+            relative: true,
+            span: (3, 12),
+            anchor_precision: None,
+        }];
+        let facts = [(3, 0.0, Vec::new()), (0, 0.5, refs), (1, 1.0, Vec::new())]
+            .into_iter()
+            .map(|(id, question_share, time_refs)| DerivedFacts {
+                id,
+                question_share,
+                time_refs,
+            })
+            .collect();
+        s.set_derived(7, facts).unwrap();
+        s
+    }
+
+    #[test]
+    fn reads_version_3_without_derived_facts() {
+        let s = derived_sample();
+        let loaded = MemoryStore::from_snapshot_bytes(&v3_bytes(&s)).unwrap();
+        assert_eq!(loaded.derived_version(), 0);
+        assert_eq!(loaded.derived_covered(&[0, 1, 3, 4]), vec![false; 4]);
+        assert!(loaded.time_refs(0).is_empty());
+        assert_eq!(loaded.len(), s.len());
+    }
+
+    #[test]
+    fn keeps_derived_facts() {
+        let s = derived_sample();
+        let bytes = s.to_snapshot_bytes().unwrap();
+        let loaded = MemoryStore::from_snapshot_bytes(&bytes).unwrap();
+        assert_eq!(loaded.derived_version(), 7);
+        assert_eq!(
+            loaded.derived_covered(&[0, 1, 3, 4]),
+            vec![true, true, true, false]
+        );
+        assert_eq!(loaded.question_shares_of(&[0, 1, 4]), vec![0.5, 1.0, 0.0]);
+        assert_eq!(loaded.time_refs(0), s.time_refs(0));
+        assert_eq!(loaded.time_refs(0).len(), 1);
+        // facts given out of id order sum as in id order: a load agrees bit for bit
+        assert_eq!(
+            loaded.styles(&[0, 1, 3, 4], None),
+            s.styles(&[0, 1, 3, 4], None)
+        );
+        assert_eq!(loaded.to_snapshot_bytes().unwrap(), bytes);
     }
 
     #[test]

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::bm25::{Bm25Index, Bm25Params};
 use crate::candidates::CandidateConfig;
+use crate::derived::TimeRef;
 use crate::error::{Error, Result};
 use crate::facts::{FactTable, Supersedes};
 use crate::filter::{
@@ -78,6 +79,7 @@ pub enum OpOutcome {
     /// The supersedes link's outcome (its temporal edge follows the same rule).
     Superseded(EdgeUpsert),
     ValidFromSet,
+    DerivedSet,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -109,6 +111,10 @@ pub struct MemoryStore {
     pub(crate) by_time: BTreeSet<(Timestamp, NodeId)>,
     /// Each text's question share, as the caller measured it (see `context`).
     pub(crate) question_shares: HashMap<NodeId, f64>,
+    /// Grounded time references of the nodes that have any (see `derived`).
+    pub(crate) time_refs: HashMap<NodeId, Box<[TimeRef]>>,
+    /// The derivation version of the facts above (0: none given).
+    pub(crate) derived_version: u32,
     /// What the memory observes about its style, over the nodes with a
     /// question share (see `style`).
     pub(crate) style: StyleTable,
@@ -172,6 +178,8 @@ impl MemoryStore {
             entity_index: HashMap::new(),
             by_time: BTreeSet::new(),
             question_shares: HashMap::new(),
+            time_refs: HashMap::new(),
+            derived_version: 0,
             style: StyleTable::default(),
             facts: FactTable::new(),
             scope_index: HashMap::new(),
@@ -376,6 +384,7 @@ impl MemoryStore {
             Op::RemoveNode { id } => self.require(*id).map(|_| ()),
             Op::Supersede(link) => self.validate_supersedes(link),
             Op::SetValidFrom { id, .. } => self.require(*id).map(|_| ()),
+            Op::SetDerived { facts, .. } => self.validate_derived(facts),
         }
     }
 
@@ -490,6 +499,10 @@ impl MemoryStore {
             Op::SetValidFrom { id, valid_from } => {
                 self.facts.set_valid_from(id, valid_from);
                 OpOutcome::ValidFromSet
+            }
+            Op::SetDerived { version, facts } => {
+                self.apply_derived(version, facts);
+                OpOutcome::DerivedSet
             }
         };
         self.ops_applied += 1;
@@ -615,6 +628,7 @@ impl MemoryStore {
             self.by_time.remove(&(ts, id));
         }
         self.question_shares.remove(&id);
+        self.time_refs.remove(&id);
         self.style.forget(id);
         for pair in &node.scope {
             if let Some(ids) = self.scope_index.get_mut(pair) {
@@ -1152,6 +1166,7 @@ impl MemoryStore {
                     .sum::<usize>()
                 + self.by_time.len() * 32
                 + self.question_shares.len() * 24
+                + self.derived_bytes()
                 + self.style.memory_bytes()
                 + self.facts.memory_bytes(),
             bm25_bytes: self.bm25.memory_bytes(),

@@ -104,23 +104,33 @@ pub struct StyleTable {
 }
 
 impl StyleTable {
-    /// Count `node` with question share `asks` (a node already counted is
-    /// recounted: its speaker's sums are rebuilt in id order).
-    pub(crate) fn record(&mut self, node: &Node, asks: f64, shares: &HashMap<NodeId, f64>) {
+    /// Count several nodes with their shares (already in `shares`). The sums
+    /// come out as if summed in id order, whatever the order given: a node
+    /// counted again, or below one already counted, marks its speaker's sums
+    /// for one rebuild at the end rather than adding to them.
+    pub(crate) fn record_many<'a>(
+        &mut self,
+        nodes: impl IntoIterator<Item = (&'a Node, f64)>,
+        shares: &HashMap<NodeId, f64>,
+    ) {
         self.settle(shares);
-        let speaker = speaker_key(node);
-        let log_len = log_length(&node.content);
-        let again = self
-            .counted
-            .insert(node.id, (log_len, speaker.clone()))
-            .is_some();
-        if again {
-            self.touched.extend(speaker);
-            self.stale = true;
-            self.settle(shares);
-        } else {
-            self.basis.count(speaker.as_deref(), log_len, asks);
+        let mut last = self.counted.keys().next_back().copied();
+        for (node, asks) in nodes {
+            let speaker = speaker_key(node);
+            let log_len = log_length(&node.content);
+            let again = self
+                .counted
+                .insert(node.id, (log_len, speaker.clone()))
+                .is_some();
+            if again || last.is_some_and(|l| node.id < l) {
+                self.touched.extend(speaker);
+                self.stale = true;
+            } else {
+                self.basis.count(speaker.as_deref(), log_len, asks);
+            }
+            last = last.max(Some(node.id));
         }
+        self.settle(shares);
     }
 
     /// Stop counting `id` (nothing when it is not counted); the sums are

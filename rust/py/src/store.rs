@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use jevmem_core::candidates::CandidateMatch;
 use jevmem_core::context::{self, ContextConfig};
+use jevmem_core::derived::{precision_code, DerivedFacts, TimeQuery, TimeRef, PRECISIONS};
 use jevmem_core::facts::Supersedes as CoreSupersedes;
 use jevmem_core::filter::{check_idempotency_key, normalize_metadata, normalize_scope};
 use jevmem_core::graph::EdgeUpsert;
@@ -293,6 +294,64 @@ fn same_length(a: &str, a_len: usize, b: &str, b_len: usize) -> PyResult<()> {
 
 /// (id, weight) before a node and after it in time order.
 type ContextSides = (Vec<(NodeId, f64)>, Vec<(NodeId, f64)>);
+
+/// A time reference as Python passes it: (text, start, end, precision,
+/// relative, span_start, span_end, anchor_precision or "").
+type TimeRefTuple = (String, i64, i64, String, bool, u64, u64, String);
+
+fn time_ref_arg(t: TimeRefTuple) -> PyResult<TimeRef> {
+    let (text, start, end, precision, relative, a, b, anchor) = t;
+    Ok(TimeRef {
+        text,
+        start,
+        end,
+        precision: precision_code(&precision).py()?,
+        relative,
+        span: (a, b),
+        anchor_precision: if anchor.is_empty() {
+            None
+        } else {
+            Some(precision_code(&anchor).py()?)
+        },
+    })
+}
+
+fn time_ref_tuple(r: &TimeRef) -> TimeRefTuple {
+    let name = |p: u8| PRECISIONS[usize::from(p)].to_string();
+    (
+        r.text.clone(),
+        r.start,
+        r.end,
+        name(r.precision),
+        r.relative,
+        r.span.0,
+        r.span.1,
+        r.anchor_precision.map(name).unwrap_or_default(),
+    )
+}
+
+fn derived_arg(
+    ids: Vec<NodeId>,
+    shares: Vec<f64>,
+    time_refs: Vec<Vec<TimeRefTuple>>,
+) -> PyResult<Vec<DerivedFacts>> {
+    same_length("ids", ids.len(), "question shares", shares.len())?;
+    same_length("ids", ids.len(), "time references", time_refs.len())?;
+    ids.into_iter()
+        .zip(shares)
+        .zip(time_refs)
+        .map(|((id, question_share), refs)| {
+            Ok(DerivedFacts {
+                id,
+                question_share,
+                time_refs: refs
+                    .into_iter()
+                    .map(time_ref_arg)
+                    .collect::<PyResult<_>>()?,
+            })
+        })
+        .collect()
+}
 
 fn allowed_arg(a: Option<PyRef<'_, Allowed>>) -> Option<Arc<jevmem_core::Allowed>> {
     a.map(|a| a.inner.clone())
@@ -1113,25 +1172,81 @@ impl MemoryStore {
         })
     }
 
-    /// Record how much each node's text is a question (shares in [0, 1]; the
-    /// reply link of the time-order context reads them). All or nothing.
-    fn set_question_shares(
+    /// Set what was derived from the nodes' texts, with derivation
+    /// `version`: each node's question share (in [0, 1]; the style
+    /// statistics and the reply link of the time-order context read them) and
+    /// its grounded time references as `(text, start, end, precision,
+    /// relative, span_start, span_end, anchor_precision)` ("" for no anchor).
+    /// Logged on a durable memory. All or nothing.
+    fn set_derived(
         &self,
         py: Python<'_>,
+        version: u32,
         ids: Vec<NodeId>,
         shares: Vec<f64>,
+        time_refs: Vec<Vec<TimeRefTuple>>,
     ) -> PyResult<()> {
-        same_length("ids", ids.len(), "question shares", shares.len())?;
-        let pairs: Vec<(NodeId, f64)> = ids.into_iter().zip(shares).collect();
-        // derived from the texts and not logged (the caller keeps them with
-        // its own derived facts): no durable record, allowed when closed
-        let inner = &self.inner;
-        py.detach(|| inner.write().set_question_shares(&pairs)).py()
+        let facts = derived_arg(ids, shares, time_refs)?;
+        self.mutate(py, |s| s.set_derived(version, facts))
     }
 
-    /// A node's question share (0 when none was recorded).
-    fn question_share(&self, py: Python<'_>, id: NodeId) -> f64 {
-        self.read(py, |s| s.question_share_of(id))
+    /// `set_derived` without a log record: facts a load derived again, which
+    /// the next snapshot or checkpoint keeps (allowed on a closed memory).
+    fn restore_derived(
+        &self,
+        py: Python<'_>,
+        version: u32,
+        ids: Vec<NodeId>,
+        shares: Vec<f64>,
+        time_refs: Vec<Vec<TimeRefTuple>>,
+    ) -> PyResult<()> {
+        let facts = derived_arg(ids, shares, time_refs)?;
+        let inner = &self.inner;
+        py.detach(|| inner.write().restore_derived(version, facts))
+            .py()
+    }
+
+    /// The derivation version of the facts the store holds (0: none given yet).
+    #[getter]
+    fn derived_version(&self, py: Python<'_>) -> u32 {
+        self.read(py, |s| s.derived_version())
+    }
+
+    /// Whether each node has derived facts.
+    fn derived_covered(&self, py: Python<'_>, ids: Vec<NodeId>) -> Vec<bool> {
+        self.read(py, |s| s.derived_covered(&ids))
+    }
+
+    /// Each node's question share (0 without one).
+    fn question_shares<'py>(&self, py: Python<'py>, ids: Vec<NodeId>) -> Bound<'py, PyArray1<f64>> {
+        self.read(py, |s| s.question_shares_of(&ids))
+            .into_pyarray(py)
+    }
+
+    /// A node's grounded time references (see `set_derived`), in the order given.
+    fn time_refs(&self, py: Python<'_>, id: NodeId) -> Vec<TimeRefTuple> {
+        self.read(py, |s| s.time_refs(id).iter().map(time_ref_tuple).collect())
+    }
+
+    /// How well each node's time fits what a query asks: with `window`
+    /// (lo, hi), 1 when the node was observed in it or refers to a time in
+    /// it, decaying as exp(-gap / max(3 days, hi - lo)); without one, 0.3 for
+    /// a node that states a time when `asks_when`, else 0.
+    #[pyo3(signature = (ids, window = None, asks_when = false))]
+    fn time_matches<'py>(
+        &self,
+        py: Python<'py>,
+        ids: Vec<NodeId>,
+        window: Option<(i64, i64)>,
+        asks_when: bool,
+    ) -> Bound<'py, PyArray1<f64>> {
+        let query = match (window, asks_when) {
+            (Some((lo, hi)), _) => TimeQuery::Window(lo, hi),
+            (None, true) => TimeQuery::AsksWhen,
+            (None, false) => TimeQuery::None,
+        };
+        self.read(py, |s| s.time_matches(&ids, query))
+            .into_pyarray(py)
     }
 
     /// The observations one and two steps before and after a node in time

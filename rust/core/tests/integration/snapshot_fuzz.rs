@@ -10,6 +10,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
+use jevmem_core::derived::{DerivedFacts, DerivedSnapshot, TimeRef};
 use jevmem_core::facts::FactsSnapshot;
 use jevmem_core::ops::NewNode;
 use jevmem_core::passages::{NewPassage, Span};
@@ -105,7 +106,7 @@ fn check_decode(bytes: &[u8]) -> std::result::Result<Option<MemoryStore>, TestCa
     }
 }
 
-/// The version 2 body, mirrored from public types (postcard encodes a
+/// The version 4 body, mirrored from public types (postcard encodes a
 /// struct as its fields in order, so this is byte-compatible).
 #[derive(Clone, Serialize, Deserialize)]
 struct Body {
@@ -117,6 +118,7 @@ struct Body {
     edges: Vec<Edge>,
     passages: Vec<(NodeId, Vec<Span>, Vec<f32>)>,
     facts: FactsSnapshot,
+    derived: DerivedSnapshot,
 }
 
 /// A header with a correct length and checksum around `payload`.
@@ -172,6 +174,28 @@ fn sample() -> MemoryStore {
     })
     .unwrap();
     s.set_valid_from(1, Some(1_600_000_000)).unwrap();
+    let when = TimeRef {
+        text: "last spring".into(),
+        start: 1_680_000_000,
+        end: 1_688_000_000,
+        precision: 6,
+        relative: true,
+        span: (0, 11),
+        anchor_precision: None,
+    };
+    let facts = [
+        (0, 0.0, vec![when]),
+        (3, 1.0, Vec::new()),
+        (5, 0.5, Vec::new()),
+    ]
+    .into_iter()
+    .map(|(id, question_share, time_refs)| DerivedFacts {
+        id,
+        question_share,
+        time_refs,
+    })
+    .collect();
+    s.set_derived(1, facts).unwrap();
     s
 }
 
@@ -262,6 +286,7 @@ fn crafted_id_spaces_and_configs_are_refused_cheaply() {
     body.edges.clear();
     body.passages.clear();
     body.facts = FactsSnapshot::default();
+    body.derived = DerivedSnapshot::default();
     let store = check_decode(&encode(&body)).unwrap().expect("valid, empty");
     assert!(store.vectors().uses_hnsw());
 }
@@ -276,6 +301,16 @@ fn edges_and_facts_on_absent_nodes_are_snapshot_errors() {
     assert!(check_decode(&encode(&body)).unwrap().is_none());
     let mut body = sample_body();
     body.embeddings[0] = f32::NAN;
+    assert!(check_decode(&encode(&body)).unwrap().is_none());
+    // derived facts of an absent node, a share out of range, an unknown precision
+    let mut body = sample_body();
+    body.derived.nodes[1].id = 2;
+    assert!(check_decode(&encode(&body)).unwrap().is_none());
+    let mut body = sample_body();
+    body.derived.nodes[1].question_share = f64::NAN;
+    assert!(check_decode(&encode(&body)).unwrap().is_none());
+    let mut body = sample_body();
+    body.derived.nodes[0].time_refs[0].precision = 200;
     assert!(check_decode(&encode(&body)).unwrap().is_none());
 }
 

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use jevmem_core::derived::DerivedFacts;
 use jevmem_core::filter::Allowed;
 use jevmem_core::ops::NewNode;
 use jevmem_core::store::{MemoryStore, StoreConfig};
@@ -102,6 +103,10 @@ enum Step {
     Forget(Vec<usize>),
     /// Remove one live node with `remove_node`.
     Remove(usize),
+    /// Record this share for the live nodes at these positions (counted or
+    /// not yet), through `set_derived`, in descending id order: the sums must
+    /// still come out as summed in id order.
+    Derive(Vec<usize>, f64),
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -109,6 +114,11 @@ fn step() -> impl Strategy<Value = Step> {
         3 => prop::collection::vec(turn(), 1..6).prop_map(Step::Add),
         1 => prop::collection::vec(0usize..64, 1..4).prop_map(Step::Forget),
         1 => (0usize..64).prop_map(Step::Remove),
+        1 => (
+            prop::collection::vec(0usize..64, 1..5),
+            prop::sample::select(vec![0.0, 0.3, 1.0]),
+        )
+            .prop_map(|(p, share)| Step::Derive(p, share)),
     ]
 }
 
@@ -158,6 +168,18 @@ proptest! {
                     let id = pick(&live, &[pos])[0];
                     s.remove_node(id).unwrap();
                     live.remove(&id);
+                }
+                Step::Derive(pos, share) if !live.is_empty() => {
+                    let ids = pick(&live, &pos);
+                    let facts = ids
+                        .iter()
+                        .rev()
+                        .map(|&id| DerivedFacts { id, question_share: share, time_refs: Vec::new() })
+                        .collect();
+                    s.set_derived(1, facts).unwrap();
+                    for id in ids {
+                        live.get_mut(&id).unwrap().share = Some(share);
+                    }
                 }
                 _ => {}
             }
