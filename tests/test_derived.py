@@ -76,7 +76,7 @@ def from_scratch(m: Memory, tmp_path: Path) -> dict[str, Any]:
     store told its facts came from another derivation, under a new Memory."""
     m.save(tmp_path / "scratch.jvm")
     store = MemoryStore.load_with_state(tmp_path / "scratch.jvm")[0]
-    store.restore_derived(DERIVED_VERSION + 1, [], [], [])
+    store.set_derived(DERIVED_VERSION + 1, [], [], [], logged=False)
     return derived_state(Memory(EMBEDDER, LocalController(), store=store))
 
 
@@ -155,7 +155,7 @@ def test_facts_of_another_derivation_are_derived_anew(
     store = MemoryStore.load_with_state(tmp_path / "m.jvm")[0]
     # as if written by a build whose derivation differs: wrong facts, another version
     ids = m.matching_ids()
-    store.restore_derived(DERIVED_VERSION + 1, ids, [0.5] * len(ids), [[] for _ in ids])
+    store.set_derived(DERIVED_VERSION + 1, ids, [0.5] * len(ids), [[] for _ in ids], logged=False)
     counted.update(ground=0, question_share=0)
     again = Memory(EMBEDDER, LocalController(), store=store)
     assert counted == {"ground": len(TEXTS), "question_share": len(TEXTS)}
@@ -354,9 +354,9 @@ def test_bad_derived_facts_change_nothing() -> None:
         ([ids[0]], [0.1], [[], []]),
     ]
     for args in bad:
-        for call in (store.set_derived, store.restore_derived):
+        for logged in (True, False):
             with pytest.raises((InvalidInputError, NodeNotFoundError)):
-                call(DERIVED_VERSION + 1, *args)
+                store.set_derived(DERIVED_VERSION + 1, *args, logged=logged)
             assert (
                 store.question_shares(ids).tolist(),
                 [store.time_refs(i) for i in ids],

@@ -10,6 +10,7 @@ import numpy.typing as npt
 __version__: str
 #: The default ``max_text_bytes``: 4 MiB.
 DEFAULT_MAX_TEXT_BYTES: int
+TIME_PRECISIONS: list[str]
 
 ViewName = Literal["semantic", "temporal", "causal", "entity"]
 TemporalLabel = Literal["before", "after", "during", "contains", "overlaps", "same_time", "unknown"]
@@ -313,18 +314,12 @@ class MemoryStore:
         ids: Sequence[int],
         shares: Sequence[float],
         time_refs: Sequence[Sequence[TimeRefTuple]],
+        *,
+        logged: bool = True,
     ) -> None:
         """What was derived from the nodes' texts (question shares in [0, 1],
-        grounded time references), with derivation ``version``; logged on a
-        durable memory; all or nothing."""
-    def restore_derived(
-        self,
-        version: int,
-        ids: Sequence[int],
-        shares: Sequence[float],
-        time_refs: Sequence[Sequence[TimeRefTuple]],
-    ) -> None:
-        """`set_derived` without a log record (facts a load derived again)."""
+        grounded time references), with derivation ``version``; all or
+        nothing; logged on a durable memory unless ``logged=False``."""
     @property
     def derived_version(self) -> int: ...
     def derived_covered(self, ids: Sequence[int]) -> list[bool]: ...

@@ -127,8 +127,10 @@ class MemoryState:
                 missing.append(self._derive(node, derived.refs_of(i), derived.asks.get(i)))
         if missing:
             # id order, all at once (the core's style sums are in id order)
-            store.restore_derived(
-                DERIVED_VERSION, *(list(col) for col in zip(*missing, strict=True))
+            store.set_derived(
+                DERIVED_VERSION,
+                *(list(col) for col in zip(*missing, strict=True)),
+                logged=False,
             )
 
     @staticmethod

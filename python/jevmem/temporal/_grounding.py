@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from datetime import date
 
+from jevmem._core import TIME_PRECISIONS
 from jevmem.temporal._calendar import (
     AMOUNT_RE,
     DAY,
@@ -44,26 +45,9 @@ from jevmem.temporal._resolvers import (
 
 __all__ = ["PRECISIONS", "TimeRef", "ground"]
 
-#: Every precision :func:`ground` can produce.
-PRECISIONS = frozenset(
-    {
-        "part_of_day",
-        "day",
-        "week",
-        "weekend",
-        "part_of_month",
-        "month",
-        "season",
-        "year",
-        "decade",
-        "few_days",
-        "few_weeks",
-        "few_weekends",
-        "few_months",
-        "few_years",
-        "range",
-    }
-)
+#: Every precision :func:`ground` can produce: the ones the core keeps with
+#: a node (`jevmem._core.TIME_PRECISIONS`, one list for both).
+PRECISIONS = frozenset(TIME_PRECISIONS)
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "DEFAULT_MAX_TEXT_BYTES",
         jevmem_core::store::DEFAULT_MAX_CONTENT_BYTES,
     )?;
+    // the precisions a grounded time reference may carry (what the store keeps)
+    m.add("TIME_PRECISIONS", jevmem_core::derived::PRECISIONS.to_vec())?;
     m.add_class::<store::MemoryStore>()?;
     m.add_class::<store::Node>()?;
     m.add_class::<store::Edge>()?;

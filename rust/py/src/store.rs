@@ -1177,7 +1177,10 @@ impl MemoryStore {
     /// statistics and the reply link of the time-order context read them) and
     /// its grounded time references as `(text, start, end, precision,
     /// relative, span_start, span_end, anchor_precision)` ("" for no anchor).
-    /// Logged on a durable memory. All or nothing.
+    /// All or nothing. Logged on a durable memory; `logged=False` keeps
+    /// facts a load derived again without a log record (the next snapshot or
+    /// checkpoint keeps them; allowed on a closed memory).
+    #[pyo3(signature = (version, ids, shares, time_refs, *, logged = true))]
     fn set_derived(
         &self,
         py: Python<'_>,
@@ -1185,22 +1188,12 @@ impl MemoryStore {
         ids: Vec<NodeId>,
         shares: Vec<f64>,
         time_refs: Vec<Vec<TimeRefTuple>>,
+        logged: bool,
     ) -> PyResult<()> {
         let facts = derived_arg(ids, shares, time_refs)?;
-        self.mutate(py, |s| s.set_derived(version, facts))
-    }
-
-    /// `set_derived` without a log record: facts a load derived again, which
-    /// the next snapshot or checkpoint keeps (allowed on a closed memory).
-    fn restore_derived(
-        &self,
-        py: Python<'_>,
-        version: u32,
-        ids: Vec<NodeId>,
-        shares: Vec<f64>,
-        time_refs: Vec<Vec<TimeRefTuple>>,
-    ) -> PyResult<()> {
-        let facts = derived_arg(ids, shares, time_refs)?;
+        if logged {
+            return self.mutate(py, |s| s.set_derived(version, facts));
+        }
         let inner = &self.inner;
         py.detach(|| inner.write().restore_derived(version, facts))
             .py()
