@@ -399,3 +399,110 @@ entity_ids = st.lists(
 def test_alias_signal_matches_comparing_every_pair(a: list[str], b: list[str]) -> None:
     assert alias_signal(a, b) == reference_alias_signal(a, b)
     assert alias_signal(b, a) == reference_alias_signal(b, a)
+
+
+SIGNAL_TEXTS = [
+    ("Ana", "I moved to Lisbon last week and the flat is lovely."),
+    ("Ben", "Yesterday I started cello lessons with Ines."),
+    ("Ana", "Do you still play the cello on Sundays?"),
+    (None, "The build broke on 9 November 2022; the fix landed a day later."),
+    ("Cleo", "We are moving to Porto in March 2023, a little scared."),
+    ("Ben", "Lisbon in the summer of 2021 was far too hot for me."),
+    (
+        "Cleo",
+        " ".join(
+            f"Step {i}: water the garden beds, check the tomatoes and the basil near Lisbon."
+            for i in range(60)
+        ),
+    ),
+]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    picks=st.lists(st.integers(0, len(SIGNAL_TEXTS) - 1), min_size=1, max_size=8),
+    scoped=st.lists(st.booleans(), min_size=8, max_size=8),
+    query=st.sampled_from(
+        [
+            "What did Ana say about Lisbon?",
+            "When did Ben start the cello?",
+            "Where is Cleo moving in March 2023?",
+            "how do I water the garden",
+        ]
+    ),
+    named=st.lists(st.sampled_from(["ana", "ben", "lisbon", "cello", "porto"]), max_size=3),
+    window=st.none()
+    | st.tuples(st.integers(-40, 40), st.integers(0, 30)).map(
+        lambda w: (T0 + w[0] * DAY, T0 + (w[0] + w[1]) * DAY)
+    ),
+    asks_when=st.booleans(),
+    scale=st.sampled_from([None, 0.0, -1.0, 0.5]),
+    use_scope=st.booleans(),
+    order=st.randoms(use_true_random=False),
+)
+def test_the_core_signals_equal_the_python_rules_they_replace(
+    picks: list[int],
+    scoped: list[bool],
+    query: str,
+    named: list[str],
+    window: tuple[int, int] | None,
+    asks_when: bool,
+    scale: float | None,
+    use_scope: bool,
+    order: Any,
+) -> None:
+    from support import signals_reference as ref
+
+    from jevmem._core import SIGNAL_COLUMNS
+
+    m = Memory(HashEmbedder(32), LocalController(), config=MemoryConfig(passage_tokens=64))
+    rows = [SIGNAL_TEXTS[p] for p in picks]
+    ids = m.add_batch(
+        [t for _, t in rows],
+        speakers=[s for s, _ in rows],
+        timestamps=[T0 + k * DAY for k in range(len(rows))],
+        scopes=[{"user": "u1"} if scoped[k] else None for k in range(len(rows))],
+    )
+    store = m.store
+    allowed = store.select(scope={"user": "u1"}) if use_scope else None
+    qvec = m.embedder.embed([query])[0]
+    lex_ids, lex_scores = store.search_lexical(query, 5, allowed=allowed)
+    vec_ids, vec_sims = store.search_vector(qvec, 5, allowed=allowed)
+    best = {
+        "best_lexical": float(lex_scores[0]) if len(lex_scores) else 0.0,
+        "best_dense": float(vec_sims[0]) if len(vec_sims) else 0.0,
+        "best_passage": float(vec_sims[0]) if len(vec_sims) else 0.0,
+    }
+    if scale is not None:  # scales the query did not reach, 0 and below too
+        best = {k: scale for k in best}
+    asked = list(ids) + order.sample(ids, k=min(2, len(ids)))
+    order.shuffle(asked)
+    kw: dict[str, Any] = dict(
+        lexical_ranked=lex_ids.tolist(),
+        vector_ranked=vec_ids.tolist(),
+        named=named,
+        window=window,
+        asks_when=asks_when,
+        allowed=allowed,
+        **best,
+    )
+    got, passages = store.read_signals(query, qvec, asked, **kw)
+    want, want_passages = ref.signals(store, query, qvec, asked, **kw)
+    assert got.shape == (len(asked), len(SIGNAL_COLUMNS))
+    assert list(want) == list(SIGNAL_COLUMNS)
+    for j, name in enumerate(SIGNAL_COLUMNS):
+        np.testing.assert_array_equal(got[:, j], want[name], err_msg=name)
+    assert passages.tolist() == want_passages
+
+
+def test_signals_of_an_unknown_node_raise_and_name_it() -> None:
+    from jevmem import NodeNotFoundError
+
+    m = memory()
+    ids = m.add_batch(["one", "two"])
+    qvec = m.embedder.embed(["one"])[0]
+    with pytest.raises(NodeNotFoundError):
+        m.store.read_signals(
+            "one", qvec, [ids[0], 99], lexical_ranked=[], vector_ranked=[], best_lexical=1.0,
+            best_dense=1.0, best_passage=1.0, named=[],
+        )  # fmt: skip

@@ -11,6 +11,7 @@ __version__: str
 #: The default ``max_text_bytes``: 4 MiB.
 DEFAULT_MAX_TEXT_BYTES: int
 TIME_PRECISIONS: list[str]
+SIGNAL_COLUMNS: list[str]
 
 ViewName = Literal["semantic", "temporal", "causal", "entity"]
 TemporalLabel = Literal["before", "after", "during", "contains", "overlaps", "same_time", "unknown"]
@@ -366,6 +367,24 @@ class MemoryStore:
         self, ids: Sequence[int], *, allowed: Allowed | None = None
     ) -> npt.NDArray[np.float64]:
         """(length, speaker's question share, speaker's length) per node, an (n, 3) array."""
+    def read_signals(
+        self,
+        text: str,
+        vector: VectorLike,
+        ids: Sequence[int],
+        *,
+        lexical_ranked: Sequence[int],
+        vector_ranked: Sequence[int],
+        best_lexical: float,
+        best_dense: float,
+        best_passage: float,
+        named: Sequence[str],
+        window: tuple[int, int] | None = None,
+        asks_when: bool = False,
+        allowed: Allowed | None = None,
+    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.uint32]]:
+        """A query's signals of ``ids`` in one pass: (n, len(SIGNAL_COLUMNS))
+        columns in that order, and each node's best passage index."""
     def timestamps(self, ids: Sequence[int]) -> list[int | None]:
         """Each node's observation time (None when it has none or is not stored)."""
     def episode_keys(self, ids: Sequence[int]) -> npt.NDArray[np.uint64]:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from jevmem._core import Traversal, rrf
+from jevmem._core import SIGNAL_COLUMNS, Traversal, rrf
 from jevmem.entities import extract_entities, mentions
 from jevmem.plane.config import (
     CHAIN_NODES,
@@ -20,8 +20,6 @@ from jevmem.plane.signals import (
     Signals,
     concat_signals,
     plain_match_columns,
-    rank_share_columns,
-    raw_similarity_columns,
     share_of_best,
     share_of_best_columns,
 )
@@ -88,8 +86,8 @@ class QueryFeatures:
         #: node -> index of its passage that matches the query best
         self.best_passage: dict[int, int] = {}
         # each node's place in the two ranked lists (a scale-free signal)
-        self.lex_rank = {int(n): r for r, n in enumerate(lex_ids.tolist())}
-        self.vec_rank = {int(n): r for r, n in enumerate(vec_ids.tolist())}
+        self.lex_list: list[int] = lex_ids.tolist()
+        self.vec_list: list[int] = vec_ids.tolist()
         # Entities the query names as proper nouns and the memory knows (a
         # lower-case common word that happens to be an entity id elsewhere is
         # not a name here).
@@ -181,67 +179,39 @@ class QueryFeatures:
         itself a question (a question asserts nothing)."""
         m = self.m
         n = len(ids)
-        lex = m.store.lexical_scores(self.query, ids, allowed=self.allowed).astype(np.float64)
-        sims = m.store.similarities(self.qvec, ids).astype(np.float64)
-        p_sims, p_idx = m.store.passage_similarities(self.qvec, ids)
-        self.best_passage.update(zip(ids, p_idx.tolist(), strict=True))
-        facts = m._facts
-        texts, entity_ok = self.texts, self.entity_ok
+        window = self.time_cues["constraint"]
         named = self.query_entities
-        # a query that names no time gives every node 0 (see time_match)
-        timed = self.time_cues["constraint"] is not None or self.wants_time
-        lex_rank, vec_rank = self.lex_rank, self.vec_rank
-        # what is read off each node, a list per fact: its style, types,
-        # entity agreement, question share, list ranks, time match
-        got = [facts.get(node_id) or m._node_facts(node_id) for node_id in ids]
+        # one pass in the core: matches, ranks, names, time, style, types
+        rows, best = m.store.read_signals(
+            self.query,
+            self.qvec,
+            ids,
+            lexical_ranked=self.lex_list,
+            vector_ranked=self.vec_list,
+            best_lexical=self.max_lex,
+            best_dense=self.max_sim,
+            best_passage=self.max_passage_sim,
+            named=named,
+            window=None if window is None else (_clamp_i64(window[0]), _clamp_i64(window[1])),
+            asks_when=self.wants_time,
+            allowed=self.allowed,
+        )
+        self.best_passage.update(zip(ids, best.tolist(), strict=True))
+        out: Signals = {name: rows[:, j] for j, name in enumerate(SIGNAL_COLUMNS)}
         if named:
-            ent = [
-                1.0
-                if f.speaker and f.speaker in named
-                else 0.6
-                if not f.entities.isdisjoint(named)
-                else 0.0
-                for f in got
-            ]
-            entity_ok.update(zip(ids, [min(1.0, e + 0.4 * (e > 0)) for e in ent], strict=True))
+            ent = out["entity_match"]
+            self.entity_ok.update(
+                zip(ids, np.fmin(1.0, ent + 0.4 * (ent > 0)).tolist(), strict=True)
+            )
         else:
-            ent = [0.0] * n
-            entity_ok.update(dict.fromkeys(ids, 1.0))
-        texts.update(zip(ids, [f.text for f in got], strict=True))
-        styles = m.store.styles(ids, allowed=None if self.view is None else self.view.allowed)
-        types = np.array([f.types for f in got], dtype=np.float64).reshape(n, 4)
-        out_of_list = -1.0
-        ranks = np.array(
-            [
-                (lex_rank.get(node_id, out_of_list), vec_rank.get(node_id, out_of_list))
-                for node_id in ids
-            ],
-            dtype=np.float64,
-        ).reshape(n, 2)
-        out: Signals = {
-            "lexical": share_of_best_columns(lex, self.max_lex),
-            "dense": share_of_best_columns(sims, self.max_sim),
-            # the best passage's similarity (a short text: its own)
-            "dense_passage": share_of_best_columns(p_sims.astype(np.float64), self.max_passage_sim),
-            "entity_match": np.array(ent, dtype=np.float64),
-            "time_match": self.time_matches(ids) if timed else np.zeros(n),
-            "asks": m.store.question_shares(ids),
-            "dense_raw": raw_similarity_columns(sims),
-            "lexical_rank": rank_share_columns(ranks[:, 0]),
-            "dense_rank": rank_share_columns(ranks[:, 1]),
-            "length": styles[:, 0],
-            "speaker_asks": styles[:, 1],
-            "speaker_length": styles[:, 2],
-            # what kind of memory it is (a standing instruction or a
-            # taste bears on requests that never name it)
-            "type_episodic": types[:, 0],
-            "type_semantic": types[:, 1],
-            "type_procedural": types[:, 2],
-            "type_preference": types[:, 3],
-            # what kind of query asks (the same for every node)
-            "query_self": np.full(n, self.query_self),
-            "query_request": np.full(n, self.query_request),
-        }
+            self.entity_ok.update(dict.fromkeys(ids, 1.0))
+        facts = m._facts
+        self.texts.update(
+            zip(ids, [(facts.get(i) or m._node_facts(i)).text for i in ids], strict=True)
+        )
+        # what kind of query asks (the same for every node)
+        out["query_self"] = np.full(n, self.query_self)
+        out["query_request"] = np.full(n, self.query_request)
         self.dense_raw.update(zip(ids, out["dense_raw"].tolist(), strict=True))
         self.fact_signals(ids, out)
         return out
@@ -396,23 +366,6 @@ class QueryFeatures:
                     end = max(end, start)
             out.append((start, end, seen_olds, seen_news))
         return out
-
-    def time_matches(self, ids: list[int]) -> npt.NDArray[np.float64]:
-        """How well each node's time fits the time the query names
-        (`MemoryStore.time_matches`).
-
-        With a window in the query ("on 9 November, 2022", "in August 2023"):
-        1 when the node was observed in it or refers to a time in it, decaying
-        with the distance to it (scale: the window's width, at least 3 days).
-        Without one, a "when" question prefers nodes that state a date (0.3:
-        a hint, not a match).
-        """
-        window = self.time_cues["constraint"]
-        return self.m.store.time_matches(
-            ids,
-            None if window is None else (_clamp_i64(window[0]), _clamp_i64(window[1])),
-            asks_when=self.wants_time,
-        )
 
     def pool(self) -> tuple[list[int], Signals]:
         """The nodes the controller ranks before seeding, with their signals:

@@ -82,16 +82,6 @@ def share_of_best_columns(x: npt.NDArray[np.float64], best: float) -> npt.NDArra
     return np.fmin(1.0, np.fmax(0.0, x) / best)
 
 
-def raw_similarity_columns(sims: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    """A cosine similarity as a share: itself inside (0, 1), 1 at or above 1, else 0."""
-    return np.where((sims > 0.0) & (sims < 1.0), sims, (sims >= 1.0).astype(np.float64))
-
-
-def rank_share_columns(ranks: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    """`rank_share` of every rank, 0 where the rank is negative (not in the list)."""
-    return np.where(ranks >= 0, 1.0 / (1.0 + np.fmax(ranks, 0.0) / 9.0), 0.0)
-
-
 def plain_match_columns(signals: Signals) -> npt.NDArray[np.float64]:
     """`plain_match` of every row."""
     return 0.5 * signals["lexical"] + 0.5 * signals["dense"]

@@ -19,6 +19,7 @@ pub mod fusion;
 pub mod graph;
 pub mod ops;
 pub mod passages;
+pub mod signals;
 pub mod snapshot;
 pub mod store;
 pub mod style;

@@ -38,6 +38,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     // the precisions a grounded time reference may carry (what the store keeps)
     m.add("TIME_PRECISIONS", jevmem_core::derived::PRECISIONS.to_vec())?;
+    // the columns of `MemoryStore.read_signals`, in order
+    m.add(
+        "SIGNAL_COLUMNS",
+        jevmem_core::signals::SIGNAL_COLUMNS.to_vec(),
+    )?;
     m.add_class::<store::MemoryStore>()?;
     m.add_class::<store::Node>()?;
     m.add_class::<store::Edge>()?;

@@ -17,6 +17,7 @@ use jevmem_core::filter::{check_idempotency_key, normalize_metadata, normalize_s
 use jevmem_core::graph::EdgeUpsert;
 use jevmem_core::ops::NewNode;
 use jevmem_core::passages::NewPassage;
+use jevmem_core::signals::{SignalQuery, SIGNAL_COLUMNS};
 use jevmem_core::snapshot::LoadOptions;
 use jevmem_core::store::{MemoryStore as CoreStore, StoreConfig, DEFAULT_MAX_CONTENT_BYTES};
 use jevmem_core::vector::{Quantization, VectorIndex};
@@ -92,6 +93,8 @@ type PassageRanked<'py> = (
 );
 /// Per node: (best passage similarity, its index).
 type BestPassages<'py> = (Bound<'py, PyArray1<f32>>, Bound<'py, PyArray1<u32>>);
+/// `read_signals`' signal columns and best passages.
+type SignalRows<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray1<u32>>);
 type PassagesArg<'py> = (PyArrayLike2<'py, f32, AllowTypeChange>, Vec<(u64, u64)>);
 
 /// A stored node, copied out of the memory.
@@ -298,6 +301,15 @@ type ContextSides = (Vec<(NodeId, f64)>, Vec<(NodeId, f64)>);
 /// A time reference as Python passes it: (text, start, end, precision,
 /// relative, span_start, span_end, anchor_precision or "").
 type TimeRefTuple = (String, i64, i64, String, bool, u64, u64, String);
+
+/// What a query asks about time, as `time_matches` takes it.
+fn time_query(window: Option<(i64, i64)>, asks_when: bool) -> TimeQuery {
+    match (window, asks_when) {
+        (Some((lo, hi)), _) => TimeQuery::Window(lo, hi),
+        (None, true) => TimeQuery::AsksWhen,
+        (None, false) => TimeQuery::None,
+    }
+}
 
 fn time_ref_arg(t: TimeRefTuple) -> PyResult<TimeRef> {
     let (text, start, end, precision, relative, a, b, anchor) = t;
@@ -1233,11 +1245,7 @@ impl MemoryStore {
         window: Option<(i64, i64)>,
         asks_when: bool,
     ) -> Bound<'py, PyArray1<f64>> {
-        let query = match (window, asks_when) {
-            (Some((lo, hi)), _) => TimeQuery::Window(lo, hi),
-            (None, true) => TimeQuery::AsksWhen,
-            (None, false) => TimeQuery::None,
-        };
+        let query = time_query(window, asks_when);
         self.read(py, |s| s.time_matches(&ids, query))
             .into_pyarray(py)
     }
@@ -1403,6 +1411,63 @@ impl MemoryStore {
         numpy::ndarray::Array2::from_shape_vec((rows.len(), 3), flat)
             .expect("three per row")
             .into_pyarray(py)
+    }
+
+    /// The read path's signals of `ids` for one query, in one pass: an
+    /// (n, len(SIGNAL_COLUMNS)) float64 array in `SIGNAL_COLUMNS` order, and
+    /// each node's best passage index. `lexical_ranked` / `vector_ranked`:
+    /// the query's two rankings (best first); `best_*`: its best lexical
+    /// score, dense and passage similarity; `named`: the entities it names;
+    /// `window` / `asks_when`: the time it asks about (see `time_matches`);
+    /// `allowed`: the scope it reads. An unknown id raises NodeNotFoundError.
+    #[pyo3(signature = (
+        text, vector, ids, *, lexical_ranked, vector_ranked, best_lexical, best_dense,
+        best_passage, named, window = None, asks_when = false, allowed = None
+    ))]
+    fn read_signals<'py>(
+        &self,
+        py: Python<'py>,
+        text: String,
+        vector: PyArrayLike1<'py, f32, AllowTypeChange>,
+        ids: Vec<NodeId>,
+        lexical_ranked: Vec<NodeId>,
+        vector_ranked: Vec<NodeId>,
+        best_lexical: f64,
+        best_dense: f64,
+        best_passage: f64,
+        named: Vec<String>,
+        window: Option<(i64, i64)>,
+        asks_when: bool,
+        allowed: Option<PyRef<'_, Allowed>>,
+    ) -> PyResult<SignalRows<'py>> {
+        let q = vector_arg(&vector);
+        let allowed: Option<&Allowed> = allowed.as_deref();
+        let query = SignalQuery {
+            text: &text,
+            vector: &q,
+            lexical_ranked: &lexical_ranked,
+            vector_ranked: &vector_ranked,
+            best_lexical,
+            best_dense,
+            best_passage,
+            named: &named,
+            time: time_query(window, asks_when),
+        };
+        let got = self
+            .read(py, |s| match allowed {
+                None => s.read_signals(&query, &ids, None, None),
+                Some(a) => {
+                    let basis = a.style_basis.get_or_init(|| s.style_basis(&a.inner));
+                    s.read_signals(&query, &ids, Some(&a.inner), Some(basis))
+                }
+            })
+            .py()?;
+        let width = SIGNAL_COLUMNS.len();
+        let flat: Vec<f64> = got.rows.iter().flatten().copied().collect();
+        let rows = numpy::ndarray::Array2::from_shape_vec((got.rows.len(), width), flat)
+            .expect("a full row per node")
+            .into_pyarray(py);
+        Ok((rows, got.best_passage.into_pyarray(py)))
     }
 
     /// Each node's observation time (None when it has none or is not stored).

@@ -1,0 +1,167 @@
+//! A query's per-node signals, the columns the controller reads of each
+//! candidate, in one pass over a batch of nodes: lexical and dense matches
+//! as shares of the query's best, the best passage, list ranks, agreement
+//! with the names the query carries, the time match, the question share,
+//! the node's style in the memory and its type scores.
+//!
+//! What is decided per query (the best scores, the names the query carries,
+//! the time it asks about) comes in as a `SignalQuery`; the rules here are
+//! the read path's, and `tests/test_read_signals.py` holds them to the
+//! Python they replaced.
+
+use std::collections::HashMap;
+
+use crate::derived::TimeQuery;
+use crate::error::Result;
+use crate::filter::Allowed;
+use crate::store::MemoryStore;
+use crate::style::{speaker_key, StyleBasis};
+use crate::types::NodeId;
+use crate::vector::VectorIndex;
+
+/// The signal columns `read_signals` returns, in order.
+pub const SIGNAL_COLUMNS: [&str; 16] = [
+    "lexical",
+    "dense",
+    "dense_passage",
+    "entity_match",
+    "time_match",
+    "asks",
+    "dense_raw",
+    "lexical_rank",
+    "dense_rank",
+    "length",
+    "speaker_asks",
+    "speaker_length",
+    "type_episodic",
+    "type_semantic",
+    "type_procedural",
+    "type_preference",
+];
+
+/// What a query fixes for the signals of every node it measures.
+#[derive(Clone, Debug)]
+pub struct SignalQuery<'a> {
+    pub text: &'a str,
+    pub vector: &'a [f32],
+    /// The lexical and vector rankings the query's anchors came from, best first.
+    pub lexical_ranked: &'a [NodeId],
+    pub vector_ranked: &'a [NodeId],
+    /// The query's best lexical score, dense similarity and passage
+    /// similarity: the scales of the share signals.
+    pub best_lexical: f64,
+    pub best_dense: f64,
+    pub best_passage: f64,
+    /// The entities the query names (normalised, as the store keeps them).
+    pub named: &'a [String],
+    pub time: TimeQuery,
+}
+
+/// `read_signals`' result: `SIGNAL_COLUMNS` per node (row-major), and the
+/// index of each node's best-matching passage (0 for a text of one).
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeSignals {
+    pub rows: Vec<[f64; SIGNAL_COLUMNS.len()]>,
+    pub best_passage: Vec<u32>,
+}
+
+/// A score as a share of the query's best, in [0, 1] (NaN reads as 0).
+fn share_of_best(x: f64, best: f64) -> f64 {
+    if best > 0.0 {
+        (x.max(0.0) / best).min(1.0)
+    } else {
+        0.0
+    }
+}
+
+/// A list rank as a share: 1 at the top, 1 / (1 + rank / 9) below, 0 off the list.
+fn rank_share(rank: Option<usize>) -> f64 {
+    rank.map_or(0.0, |r| 1.0 / (1.0 + r as f64 / 9.0))
+}
+
+/// A cosine similarity as a share: itself inside (0, 1), 1 at or above, else 0 (NaN too).
+fn raw_similarity(s: f64) -> f64 {
+    if s > 0.0 && s < 1.0 {
+        s
+    } else if s >= 1.0 {
+        1.0
+    } else {
+        0.0
+    }
+}
+
+fn ranks(list: &[NodeId]) -> HashMap<NodeId, usize> {
+    let mut out = HashMap::with_capacity(list.len());
+    for (r, &id) in list.iter().enumerate() {
+        out.insert(id, r);
+    }
+    out
+}
+
+impl MemoryStore {
+    /// The signals of `ids` for one query (see the module). `allowed`: the
+    /// scope the query reads (BM25 statistics), with its style basis. An
+    /// unknown id is an error and nothing is measured.
+    pub fn read_signals(
+        &self,
+        q: &SignalQuery<'_>,
+        ids: &[NodeId],
+        allowed: Option<&Allowed>,
+        style_basis: Option<&StyleBasis>,
+    ) -> Result<NodeSignals> {
+        self.vectors.validate(q.vector)?;
+        let nodes = ids
+            .iter()
+            .map(|&id| self.require(id))
+            .collect::<Result<Vec<_>>>()?;
+        let unit = VectorIndex::normalize(q.vector);
+        let lexical = self.lexical_scores_scoped(q.text, ids, allowed);
+        let times = self.time_matches(ids, q.time);
+        let styles = self.styles(ids, style_basis);
+        let (lex_rank, vec_rank) = (ranks(q.lexical_ranked), ranks(q.vector_ranked));
+        let mut rows = Vec::with_capacity(ids.len());
+        let mut best_passage = Vec::with_capacity(ids.len());
+        for (k, (&id, node)) in ids.iter().zip(&nodes).enumerate() {
+            let dense = self
+                .vectors
+                .similarity(&unit, id)
+                .map_or(f64::NAN, f64::from);
+            let (passage, at) = self
+                .passages
+                .best(&unit, id)
+                .or_else(|| self.vectors.similarity(&unit, id).map(|s| (s, 0)))
+                .map_or((f64::NAN, 0), |(s, i)| (f64::from(s), i));
+            best_passage.push(at);
+            let entity = if q.named.is_empty() {
+                0.0
+            } else if speaker_key(node).is_some_and(|s| q.named.contains(&s)) {
+                1.0
+            } else if node.entities.iter().any(|e| q.named.contains(e)) {
+                0.6
+            } else {
+                0.0
+            };
+            let t = &node.types;
+            let [length, speaker_asks, speaker_length] = styles[k];
+            rows.push([
+                share_of_best(f64::from(lexical[k]), q.best_lexical),
+                share_of_best(dense, q.best_dense),
+                share_of_best(passage, q.best_passage),
+                entity,
+                times[k],
+                self.question_shares.get(&id).copied().unwrap_or(0.0),
+                raw_similarity(dense),
+                rank_share(lex_rank.get(&id).copied()),
+                rank_share(vec_rank.get(&id).copied()),
+                length,
+                speaker_asks,
+                speaker_length,
+                f64::from(t.episodic),
+                f64::from(t.semantic),
+                f64::from(t.procedural),
+                f64::from(t.preference),
+            ]);
+        }
+        Ok(NodeSignals { rows, best_passage })
+    }
+}
