@@ -506,3 +506,20 @@ def test_signals_of_an_unknown_node_raise_and_name_it() -> None:
             "one", qvec, [ids[0], 99], lexical_ranked=[], vector_ranked=[], best_lexical=1.0,
             best_dense=1.0, best_passage=1.0, named=[],
         )  # fmt: skip
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    picks=st.lists(st.integers(0, len(SIGNAL_TEXTS) - 1), min_size=1, max_size=7),
+    order=st.randoms(use_true_random=False),
+)
+def test_the_mean_embedding_is_numpys_mean(picks: list[int], order: Any) -> None:
+    m = Memory(HashEmbedder(32), LocalController())
+    ids = m.add_batch([SIGNAL_TEXTS[p][1] for p in picks])
+    chosen = order.sample(ids, k=order.randint(1, len(ids)))
+    want = np.mean([m.store.embedding(i) for i in chosen], axis=0)
+    np.testing.assert_array_equal(m.store.mean_embedding(chosen), want)
+    assert want.dtype == np.float32
+    for bad in ([], [*chosen, 10_000]):
+        with pytest.raises((ValueError, KeyError)):
+            m.store.mean_embedding(bad)

@@ -38,6 +38,7 @@ from jevmem.controller.local import LocalController, question_index
 from jevmem.controller.types import (
     Answer,
     CandidateAnswers,
+    CandidateQuestions,
     CandidateTable,
     DecisionRequest,
     NoulAnswer,
@@ -495,7 +496,9 @@ class LearnedController(LocalController):
         the candidates' signals are read into columns once for both heads,
         and the answers replaced in one pass over the questions."""
         cands = req.state.get("candidates") or []
-        wanted = {q.kind for q in req.questions}
+        # a round's kinds are its template's (no pass over every candidate's questions)
+        qs = req.questions
+        wanted = set(qs.kinds) if type(qs) is CandidateQuestions else {q.kind for q in qs}
         heads = {
             kind: head
             for kind, head in (("score.relevance", relevance), ("score.support", support))

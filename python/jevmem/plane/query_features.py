@@ -420,7 +420,7 @@ class QueryFeatures:
             # Pseudo-relevance feedback (Rocchio, in embedding space): move the
             # query towards its best few matches, then re-measure similarity.
             top = sorted(ids, key=lambda n: (-raw[n], n))[: cfg.feedback_nodes]
-            centroid = np.mean([self.m.store.embedding(n) for n in top], axis=0)
+            centroid = self.m.store.mean_embedding(top)
             moved = self.qvec + cfg.feedback_weight * centroid
             norm = float(np.linalg.norm(moved))
             if norm > 0:

@@ -283,6 +283,26 @@ impl MemoryStore {
         self.vectors.get(id)
     }
 
+    /// The mean of the nodes' stored (unit) embeddings, summed in the order
+    /// given in f32 and divided by the count (what numpy's `mean(axis=0)`
+    /// over the stacked rows gives). An unknown id or none at all is an error.
+    pub fn mean_embedding(&self, ids: &[NodeId]) -> Result<Vec<f32>> {
+        if ids.is_empty() {
+            return Err(Error::invalid("the mean of no embeddings"));
+        }
+        let mut sum = vec![0.0f32; self.dim()];
+        for &id in ids {
+            self.require(id)?;
+            let v = self.vectors.get(id).expect("a live node has an embedding");
+            for (s, x) in sum.iter_mut().zip(v) {
+                *s += x;
+            }
+        }
+        let n = ids.len() as f32;
+        sum.iter_mut().for_each(|s| *s /= n);
+        Ok(sum)
+    }
+
     pub fn ops_applied(&self) -> u64 {
         self.ops_applied
     }

@@ -898,6 +898,17 @@ impl MemoryStore {
         Ok(v.py()?.into_pyarray(py))
     }
 
+    /// The mean of the nodes' unit embeddings (as numpy's `mean(axis=0)` of
+    /// their `embedding` rows, in f32).
+    fn mean_embedding<'py>(
+        &self,
+        py: Python<'py>,
+        ids: Vec<NodeId>,
+    ) -> PyResult<Bound<'py, PyArray1<f32>>> {
+        let v = self.read(py, |s| s.mean_embedding(&ids)).py()?;
+        Ok(v.into_pyarray(py))
+    }
+
     /// The `[start, end)` character spans of a node's passage vectors, in
     /// order; empty when its text is one passage (the node vector).
     fn passages(&self, py: Python<'_>, id: NodeId) -> PyResult<Vec<(u64, u64)>> {
