@@ -165,3 +165,49 @@ impl MemoryStore {
         Ok(NodeSignals { rows, best_passage })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::NewNode;
+    use crate::store::StoreConfig;
+
+    fn column(s: &NodeSignals, name: &str) -> Vec<f64> {
+        let j = SIGNAL_COLUMNS.iter().position(|c| *c == name).unwrap();
+        s.rows.iter().map(|r| r[j]).collect()
+    }
+
+    #[test]
+    fn shares_ranks_names_and_times() {
+        let mut s = MemoryStore::new(StoreConfig::new(2)).unwrap();
+        let mut a = NewNode::new("ana plays the cello", vec![1.0, 0.0]);
+        a.provenance = vec![("speaker".into(), "Ana".into())];
+        a.timestamp = Some(1_000_000);
+        let mut b = NewNode::new("the garden in lisbon", vec![0.0, 1.0]);
+        b.entities = vec!["lisbon".into()];
+        let (a, b) = (s.add_node(a).unwrap(), s.add_node(b).unwrap());
+        let named = vec!["ana".to_string(), "lisbon".to_string()];
+        let q = SignalQuery {
+            text: "cello",
+            vector: &[1.0, 1.0],
+            lexical_ranked: &[a],
+            vector_ranked: &[b, a],
+            best_lexical: 0.0,
+            best_dense: 0.5,
+            best_passage: 0.5,
+            named: &named,
+            time: TimeQuery::Window(1_000_000, 1_000_000 + 86_400),
+        };
+        let got = s.read_signals(&q, &[a, b, a], None, None).unwrap();
+        assert_eq!(got.rows.len(), 3);
+        assert_eq!(column(&got, "lexical"), vec![0.0; 3]); // no scale: 0
+        assert_eq!(column(&got, "dense"), vec![1.0; 3]); // capped at the best
+        assert_eq!(column(&got, "entity_match"), vec![1.0, 0.6, 1.0]);
+        assert_eq!(column(&got, "lexical_rank"), vec![1.0, 0.0, 1.0]);
+        let second = 1.0 / (1.0 + 1.0 / 9.0);
+        assert_eq!(column(&got, "dense_rank"), vec![second, 1.0, second]);
+        assert_eq!(column(&got, "time_match"), vec![1.0, 0.0, 1.0]);
+        assert_eq!(got.best_passage, vec![0, 0, 0]);
+        assert!(s.read_signals(&q, &[a, 9], None, None).is_err());
+    }
+}
