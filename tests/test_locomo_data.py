@@ -405,3 +405,25 @@ def test_memory_backend_missing_is_a_clear_error(tmp_path: Path) -> None:
     # a build of jevmem without the high-level Memory
     run = run_bench("locomo_retrieval.py", *argv, before="import jevmem; del jevmem.Memory")
     assert run.returncode != 0 and "--backend baseline" in run.stderr
+
+
+def test_query_and_load_benches_report_their_figures(tmp_path: Path) -> None:
+    data = tmp_path / "mini.json"
+    data.write_text(json.dumps([sample(), sample(sample_id="conv-y")]))
+    out = tmp_path / "query.json"
+    run = run_bench(
+        "bench_query.py", "--data", str(data), "--embedding-cache", str(tmp_path / "cache"),
+        "--embedder", "hash", "--passes", "2", "--json", str(out),
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    res = json.loads(out.read_text())
+    assert res["questions"] == 10  # five a conversation
+    for mode in ("lexical", "full"):
+        for how in ("precomputed", "embedded"):
+            assert res[f"{mode}_{how}_p50_ms"] > 0
+    out = tmp_path / "load.json"
+    run = run_bench("bench_load.py", "--data", str(data), "--repeat", "3", "--json", str(out))
+    assert run.returncode == 0, run.stderr
+    res = json.loads(out.read_text())
+    assert res["nodes"] == 12  # six turns a conversation
+    assert res["memory_load_us_per_node"] > 0 and res["store_load_us_per_node"] > 0
