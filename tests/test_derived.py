@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from support.signals_reference import time_match
 
 from jevmem import (
     HashEmbedder,
@@ -278,29 +279,6 @@ def test_encoding_round_trips_through_json(
         assert back.refs_of(i) == refs.get(i, ())
 
 
-def reference_time_match(
-    refs: tuple[TimeRef, ...],
-    stamp: int | None,
-    window: tuple[int, int] | None,
-    asks_when: bool,
-) -> float:
-    """The read path's time match as Python computed it before the core did."""
-    if window is None:
-        if not asks_when:
-            return 0.0
-        return 0.3 if refs else 0.0
-    lo, hi = window
-    scale = max(3 * DAY_S, hi - lo)
-    spans = [(r.start, r.end) for r in refs]
-    if stamp is not None:
-        spans.append((stamp, stamp))
-    best = 0.0
-    for start, end in spans:
-        gap = max(0, lo - end, start - hi)
-        best = max(best, math.exp(-gap / scale))
-    return best
-
-
 @given(
     nodes=st.lists(
         st.tuples(
@@ -333,7 +311,7 @@ def test_the_core_keeps_facts_whole_and_matches_times_as_python_did(
     for i, (_, _, refs) in zip(ids, nodes, strict=True):
         assert tuple(ref_of(t) for t in store.time_refs(i)) == refs
     got = store.time_matches(ids, window, asks_when=asks_when).tolist()
-    want = [reference_time_match(refs, ts, window, asks_when) for ts, _, refs in nodes]
+    want = [time_match(refs, ts, window, asks_when) for ts, _, refs in nodes]
     assert got == want
 
 
