@@ -74,7 +74,9 @@ def encode_derived(
     time_refs: Mapping[int, tuple[TimeRef, ...]],
     ids: Iterable[int] | None = None,
 ) -> dict[str, Any]:
-    """The facts of ``ids`` (default: every node with a question share) as JSON-ready data."""
+    """The facts of ``ids`` (default: every node with a question share) in
+    the JSON layout memories saved before format 4 kept in their state (what
+    `decode_derived` reads; nothing writes it now but the tests of old states)."""
     chosen = sorted(asks) if ids is None else [i for i in ids if i in asks]
     return {
         "version": DERIVED_VERSION,
