@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import statistics
@@ -188,6 +189,16 @@ class Corpus:
             )
         out /= np.linalg.norm(out, axis=1, keepdims=True)
         return out
+
+
+def finish_report(report: dict[str, object], path: Path | None) -> None:
+    """Sign a bench report with the machine and the command line, print it,
+    and write it to ``path`` when given."""
+    report["machine"] = machine()
+    report["command"] = " ".join([".venv/bin/python", *sys.argv])
+    print(json.dumps(report, indent=2))
+    if path is not None:
+        path.write_text(json.dumps(report, indent=2) + "\n")
 
 
 class CachedEmbedder:

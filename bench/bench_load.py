@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import machine
+from _common import finish_report
 
 import jevmem
 from jevmem.embed import HashEmbedder
@@ -77,12 +77,8 @@ def main(argv: list[str] | None = None) -> int:
         "nodes": nodes,
         "repeat": args.repeat,
         **per_node,
-        "machine": machine(),
-        "command": " ".join([".venv/bin/python", *sys.argv]),
     }
-    print(json.dumps(report, indent=2))
-    if args.json is not None:
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    finish_report(report, args.json)
     return 0
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
-from _common import CachedEmbedder, machine
+from _common import CachedEmbedder, finish_report
 from locomo_retrieval import MAX_TEXT_BYTES, make_embedder
 
 import jevmem
@@ -93,11 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     report["full_over_lexical_embedded"] = (
         report["full_embedded_p50_ms"] / report["lexical_embedded_p50_ms"]  # type: ignore[operator]
     )
-    report["machine"] = machine()
-    report["command"] = " ".join([".venv/bin/python", *sys.argv])
-    print(json.dumps(report, indent=2))
-    if args.json is not None:
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    finish_report(report, args.json)
     return 0
 
 

@@ -286,12 +286,14 @@ impl MemoryStore {
     pub fn set_question_shares(&mut self, shares: &[(NodeId, f64)]) -> Result<()> {
         for &(id, share) in shares {
             self.require(id)?;
-            if !(0.0..=1.0).contains(&share) {
-                return Err(Error::invalid(format!(
-                    "question share of node {id} is {share}, not in [0, 1]"
-                )));
-            }
+            check_share(id, share)?;
         }
+        self.record_shares(shares);
+        Ok(())
+    }
+
+    /// Keep checked shares of stored nodes and count them in the style.
+    pub(crate) fn record_shares(&mut self, shares: &[(NodeId, f64)]) {
         for &(id, share) in shares {
             self.question_shares.insert(id, share);
         }
@@ -299,10 +301,9 @@ impl MemoryStore {
         self.style.record_many(
             shares
                 .iter()
-                .map(|&(id, share)| (graph.get(id).expect("checked above"), share)),
+                .map(|&(id, share)| (graph.get(id).expect("a stored node"), share)),
             &self.question_shares,
         );
-        Ok(())
     }
 
     /// A node's question share (0 when none was recorded).
@@ -368,5 +369,16 @@ impl MemoryStore {
             .range((Bound::Excluded((ts, id)), Bound::Unbounded))
             .find_map(|e| seen(&e));
         Some((prev, next))
+    }
+}
+
+/// A question share must lie in [0, 1] (NaN does not).
+pub(crate) fn check_share(id: NodeId, share: f64) -> Result<()> {
+    if (0.0..=1.0).contains(&share) {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "question share of node {id} is {share}, not in [0, 1]"
+        )))
     }
 }

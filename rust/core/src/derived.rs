@@ -122,12 +122,7 @@ impl MemoryStore {
                     f.id
                 )));
             }
-            if !(0.0..=1.0).contains(&f.question_share) {
-                return Err(Error::invalid(format!(
-                    "question share of node {} is {}, not in [0, 1]",
-                    f.id, f.question_share
-                )));
-            }
+            crate::context::check_share(f.id, f.question_share)?;
             for r in &f.time_refs {
                 r.validate()?;
             }
@@ -157,7 +152,6 @@ impl MemoryStore {
         self.derived_version = version;
         let mut shares = Vec::with_capacity(facts.len());
         for f in facts {
-            self.question_shares.insert(f.id, f.question_share);
             shares.push((f.id, f.question_share));
             if f.time_refs.is_empty() {
                 self.time_refs.remove(&f.id);
@@ -165,13 +159,7 @@ impl MemoryStore {
                 self.time_refs.insert(f.id, f.time_refs.into_boxed_slice());
             }
         }
-        let graph = &self.graph;
-        self.style.record_many(
-            shares
-                .iter()
-                .map(|&(id, share)| (graph.get(id).expect("validated"), share)),
-            &self.question_shares,
-        );
+        self.record_shares(&shares);
     }
 
     /// The version of the derivation that gave the facts the store holds (0: none given yet).
