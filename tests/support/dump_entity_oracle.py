@@ -179,7 +179,9 @@ def main() -> None:
     for _ in range(600):
         text = random_text(rng)
         speaker = rng.choice([None, "", random_text(rng)[:20]])
-        prov = [[rng.choice(keys), random_text(rng)[:40]] for _ in range(rng.randint(0, 3))]
+        # a mapping: a repeated key keeps its first place and its last value
+        prov_map = {rng.choice(keys): random_text(rng)[:40] for _ in range(rng.randint(0, 3))}
+        prov = [[k, v] for k, v in prov_map.items()]
         extra = [random_text(rng)[:15] for _ in range(rng.randint(0, 2))]
         extract.append(case(text, speaker, prov, extra, "random"))
         norm.append({"input": text, "expected": normalise(text)})

@@ -7,9 +7,12 @@
 //! Python works on code points and Rust on bytes: positions here are byte
 //! offsets, used only for ordering, which the two share.
 //!
-//! Known differences from the Python, on exotic input only: characters whose
-//! case properties changed between Python's Unicode version (14.0 for
-//! Python 3.11) and Rust's follow Rust (see [`pystr`]).
+//! Known differences from the Python, on exotic input only: code points
+//! that Python 3.11's Unicode (14.0) leaves unassigned but Rust's newer
+//! Unicode assigns may differ in case or casefolding (see [`pystr`]). The
+//! typed signatures leave out what the Python skips at run time (non-string
+//! `extra` items or provenance values), and a provenance given as pairs is
+//! taken as a mapping: keys are expected to be distinct.
 
 use std::collections::HashSet;
 
@@ -307,6 +310,9 @@ fn is_sentence_break(gap: &str) -> bool {
     }
     if gap.trim_start_matches(is_space).starts_with('-') {
         return true;
+    }
+    if !gap.contains('-') {
+        return false;
     }
     let chars: Vec<char> = gap.chars().collect();
     chars

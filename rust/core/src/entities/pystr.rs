@@ -6,9 +6,10 @@
 //! Character classes (`\w`, `\d`, `isalpha`) and the `casefold` exceptions
 //! come from tables generated from Python (see `pyunicode.rs`); upper and
 //! lower case use Rust's `char::is_uppercase`/`is_lowercase` and
-//! `to_lowercase`, which follow the same Unicode properties, possibly of a
-//! newer Unicode version (characters assigned after Python's version may
-//! differ).
+//! `to_lowercase`, which follow the same Unicode properties of a newer
+//! Unicode version: the few assigned characters whose properties changed
+//! since are pinned to Python's answer, and characters that Python's
+//! Unicode leaves unassigned may differ in case (never in class).
 
 use super::pyunicode::{ALPHA, DECIMAL, WORD};
 use super::pyunicode::{CASEFOLD_EXTRA, CLASS_RUNS, TITLECASE};
@@ -76,7 +77,16 @@ pub fn char_is_upper(c: char) -> bool {
 /// Python's `str.islower()` on one character.
 #[inline]
 pub fn char_is_lower(c: char) -> bool {
-    c.is_lowercase()
+    if c.is_ascii() {
+        return c.is_ascii_lowercase();
+    }
+    // Unicode 15/16 changed the Lowercase property of these; keep Python
+    // 3.11's (Unicode 14) answer so both sides agree
+    match c {
+        '\u{295}' => true,
+        '\u{10fc}' | '\u{a7f2}'..='\u{a7f4}' | '\u{ab69}' => false,
+        _ => c.is_lowercase(),
+    }
 }
 
 /// Python's `str.isupper()`: at least one upper-case character and no
@@ -84,7 +94,7 @@ pub fn char_is_lower(c: char) -> bool {
 pub fn is_upper(s: &str) -> bool {
     let mut cased = false;
     for c in s.chars() {
-        if c.is_lowercase() || is_titlecase(c) {
+        if char_is_lower(c) || is_titlecase(c) {
             return false;
         }
         cased |= c.is_uppercase();
