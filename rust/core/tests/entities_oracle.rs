@@ -30,6 +30,9 @@ fn pairs(v: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
+/// One BEAM turn: text, speaker, provenance.
+type Turn = (String, String, Vec<(String, String)>);
+
 struct Tally {
     compared: BTreeMap<String, usize>,
     failed: Vec<String>,
@@ -139,7 +142,7 @@ fn entities_match_the_python_oracle() {
     }
 
     // speed, on the same BEAM turns the Python timed
-    let beam: Vec<(String, String, Vec<(String, String)>)> = oracle["extract"]
+    let beam: Vec<Turn> = oracle["extract"]
         .as_array()
         .unwrap()
         .iter()
