@@ -378,6 +378,24 @@ fn name_of(run: &[&str]) -> Option<String> {
     (!ident.is_empty()).then_some(ident)
 }
 
+/// The casefolded words of `text` that start in lower case (handles, tags and
+/// `&` never do). One allocation per distinct word: most repeat.
+fn lower_words(text: &str, toks: &[(usize, usize)]) -> HashSet<String> {
+    let mut set = HashSet::new();
+    let mut buf = String::new();
+    for &(s, e) in toks {
+        let w = &text[s..e];
+        if w.chars().next().is_some_and(pystr::char_is_lower) {
+            buf.clear();
+            casefold_into(w, &mut buf);
+            if !set.contains(buf.as_str()) {
+                set.insert(buf.clone());
+            }
+        }
+    }
+    set
+}
+
 /// The ids found in `text`, in the order the Python appends them.
 fn text_entities(text: &str) -> Vec<String> {
     let toks = tokens(text);
@@ -457,14 +475,7 @@ fn text_entities(text: &str) -> Vec<String> {
             let common = contains(SENTENCE_STARTERS, &key)
                 || (key.chars().nth(5).is_some() && key.ends_with("ing")) // "Seeing"
                 || lower_seen
-                    .get_or_insert_with(|| {
-                        toks.iter()
-                            .filter(is_word_tok)
-                            .map(|&(s, e)| &text[s..e])
-                            .filter(|w| w.chars().next().is_some_and(pystr::char_is_lower))
-                            .map(casefold)
-                            .collect()
-                    })
+                    .get_or_insert_with(|| lower_words(text, &toks))
                     .contains(key.as_str());
             if common {
                 continue;
