@@ -11,6 +11,7 @@ pub mod context;
 pub mod derived;
 mod distance;
 pub mod durable;
+pub mod entities;
 pub mod error;
 pub mod facts;
 pub mod failpoint;
