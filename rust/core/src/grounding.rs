@@ -20,7 +20,7 @@
 
 use std::sync::LazyLock;
 
-use fancy_regex::{Captures, Regex, RegexBuilder};
+use fancy_regex::{Captures, Regex, RegexBuilder, RegexInput};
 
 use crate::calendar::{
     add_months, day_iv, days_in_month, month_iv, nearest_year, season_iv, week_iv, year_iv, Date,
@@ -203,6 +203,76 @@ fn translate(py: &str) -> String {
     out
 }
 
+/// `py` without its lookbehinds and lookaheads (balanced `(?<!`, `(?<=`,
+/// `(?!` and `(?=` groups).
+fn strip_lookaround(py: &str) -> String {
+    let chars: Vec<char> = py.chars().collect();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let rest = &chars[i..];
+        let look = [
+            &['(', '?', '<', '!'][..],
+            &['(', '?', '<', '='],
+            &['(', '?', '!'],
+            &['(', '?', '='],
+        ]
+        .iter()
+        .any(|p| rest.starts_with(p));
+        if !look {
+            if chars[i] == '\\' {
+                out.push(chars[i]);
+                i += 1;
+            }
+            out.push(chars[i]);
+            i += 1;
+            continue;
+        }
+        // skip to the matching parenthesis
+        let (mut depth, mut in_class) = (0, false);
+        while i < chars.len() {
+            match chars[i] {
+                '\\' => i += 1,
+                '[' if !in_class => in_class = true,
+                ']' if in_class => in_class = false,
+                '(' if !in_class => depth += 1,
+                ')' if !in_class => {
+                    depth -= 1;
+                    if depth == 0 {
+                        i += 1;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The matches of `p` in `piece`, as Python's `finditer` gives them: the
+/// loose pattern proposes each candidate start, the exact one is tried there.
+fn for_each_match<'t>(p: &Pattern, piece: &'t str, mut f: impl FnMut(&Captures<'t, str>)) {
+    let mut pos = 0;
+    while pos <= piece.len() {
+        let Ok(Some(candidate)) = p.loose.find_from_pos(piece, pos) else {
+            return;
+        };
+        let s = candidate.start();
+        let input = RegexInput::new(piece).from_pos(s).anchored(true);
+        let step = piece[s..].chars().next().map_or(1, char::len_utf8);
+        match p.re.captures_input(input) {
+            Ok(Some(caps)) => {
+                let e = caps.get(0).map_or(s, |m| m.end());
+                f(&caps);
+                pos = if e > s { e } else { s + step };
+            }
+            _ => pos = s + step,
+        }
+    }
+}
+
 fn digit_class() -> String {
     DIGIT_ZEROS
         .iter()
@@ -251,6 +321,10 @@ enum Kind {
 
 struct Pattern {
     re: Regex,
+    /// `re` without its lookarounds: it matches wherever `re` does (and
+    /// more), and without lookaround it runs on the regex crate's automata,
+    /// so it finds candidate starts far faster than `re` scans for them.
+    loose: Regex,
     kind: Kind,
     /// Whether the pattern has an `x` group whose span is the reference's.
     has_x: bool,
@@ -376,6 +450,7 @@ static PATTERNS: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
         .map(|(py, kind)| Pattern {
             has_x: py.contains("(?P<x>"),
             re: compile(&py),
+            loose: compile(&strip_lookaround(&py)),
             kind,
         })
         .collect()
@@ -1145,14 +1220,13 @@ fn ground_piece(piece: &str, chars: &[char], obs: Date) -> Result<Vec<GroundedRe
     // (a, b, resolved) in code points
     let mut found: Vec<(usize, usize, Resolved)> = Vec::new();
     for pattern in PATTERNS.iter() {
-        for caps in pattern.re.captures_iter(piece) {
-            let Ok(caps) = caps else { break };
+        for_each_match(pattern, piece, |caps| {
             let m = M {
-                caps: &caps,
+                caps,
                 has_x: pattern.has_x,
             };
             let Some(res) = resolve(pattern.kind, &m, obs) else {
-                continue;
+                return;
             };
             let span = caps
                 .name("x")
@@ -1160,7 +1234,7 @@ fn ground_piece(piece: &str, chars: &[char], obs: Date) -> Result<Vec<GroundedRe
                 .or_else(|| caps.get(0))
                 .expect("a match has a group 0");
             found.push((offsets.cp(span.start()), offsets.cp(span.end()), res));
-        }
+        });
     }
     // stable, like Python's sort: ties keep the table order
     found.sort_by_key(|f| (f.0, std::cmp::Reverse(f.1 - f.0)));
