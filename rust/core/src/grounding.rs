@@ -17,6 +17,14 @@
 //! `str.isalnum`), `\s` Python's `str.isspace` set, `\d` the decimal digits of
 //! the Unicode version Python 3.11 ships, and a literal `i` also matches the
 //! dotless and dotted capital I, as Python's case-insensitive matching does.
+//! Each pattern also has a lookaround-free form that proposes candidate
+//! starts (see [`for_each_match`]), which keeps the search fast.
+//!
+//! Known differences from the Python, on exotic input only: letters and
+//! numbers added to Unicode after 14.0 count as word characters here (the
+//! regex crate's tables are newer than Python 3.11's), and an amount whose
+//! unit is spelt with a long s ("2 dayſ ago"), for which Python reports a
+//! precision outside `PRECISIONS`, is dropped.
 
 use std::sync::LazyLock;
 
@@ -1499,6 +1507,18 @@ mod tests {
         assert!(refs.unwrap().is_empty(), "the year needs ASCII 19/20");
         let refs = ground("\u{662}\u{660}\u{662}\u{663}-05-08", SUNDAY).unwrap();
         assert_eq!(refs[0].start, Date::new(2023, 5, 8).unwrap().start());
+    }
+
+    #[test]
+    fn a_precision_python_would_misspell_is_dropped() {
+        // Python lowercases "dayſ" to itself, keeps the long s through
+        // rstrip("s") and reports the precision "dayſ" (resolved as years);
+        // that name is not a precision, so the port drops the match.
+        assert!(ground("2 day\u{17f} ago", SUNDAY).unwrap().is_empty());
+        // A rolling window names no unit in its precision: same as Python,
+        // the unknown unit shifts by years.
+        let refs = ground("the past 2 day\u{17f}", SUNDAY).unwrap();
+        assert_eq!((refs[0].start, refs[0].precision), (1646870400, "range"));
     }
 
     #[test]

@@ -97,8 +97,7 @@ fn matches_the_python_reference() {
     let timing = &oracle["timing"];
     if let Some(py_s) = timing["beam_turns_s"].as_f64() {
         let n = timing["beam_turns"].as_u64().unwrap_or(0) as usize;
-        // The BEAM turns at their own timestamps are the last cases before the
-        // synthetic ones; find them by count from the dump's layout.
+        // The dump flags the BEAM turns grounded at their own timestamps.
         let beam: Vec<(&str, i64)> = cases
             .iter()
             .filter(|c| c.get("beam_turn").is_some())
