@@ -6,6 +6,7 @@
 
 pub mod bm25;
 pub mod budget;
+pub mod calendar;
 pub mod candidates;
 pub mod context;
 pub mod derived;
@@ -18,6 +19,7 @@ pub mod failpoint;
 pub mod filter;
 pub mod fusion;
 pub mod graph;
+pub mod grounding;
 pub mod ops;
 pub mod passages;
 pub mod signals;
