@@ -12,6 +12,8 @@ __version__: str
 DEFAULT_MAX_TEXT_BYTES: int
 TIME_PRECISIONS: list[str]
 SIGNAL_COLUMNS: list[str]
+ENTITY_PROVENANCE_KEYS: list[str]
+LIST_PROVENANCE_KEYS: list[str]
 
 ViewName = Literal["semantic", "temporal", "causal", "entity"]
 TemporalLabel = Literal["before", "after", "during", "contains", "overlaps", "same_time", "unknown"]
@@ -624,3 +626,26 @@ def view_budgets(
     gamma: float = 1.0,
 ) -> tuple[list[bool], list[int], bool]: ...
 def depth_limit(multi_hop: float, depth_max: int = 8) -> int: ...
+
+# The write path's text analysis (jevmem.entities, jevmem.temporal wrap these).
+GroundedTuple = tuple[int, int, int, int, str, bool, str]
+
+def normalise_entity(name: str) -> str: ...
+def extract_entities(
+    text: str,
+    *,
+    speaker: str | None = None,
+    provenance: Sequence[tuple[str, str]] = ...,
+    extra: Sequence[str] = ...,
+) -> list[str]: ...
+def extract_entities_batch(
+    texts: Sequence[str],
+    speakers: Sequence[str | None],
+    provenances: Sequence[Sequence[tuple[str, str]]],
+    extras: Sequence[Sequence[str]],
+) -> list[list[str]]: ...
+def entity_mentions(query: str, known: Sequence[str]) -> list[str]: ...
+def ground_times(text: str, observed_at: int) -> list[GroundedTuple]: ...
+def ground_times_batch(
+    texts: Sequence[str], observed_ats: Sequence[int | None]
+) -> list[list[GroundedTuple]]: ...

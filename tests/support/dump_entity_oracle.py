@@ -1,6 +1,6 @@
 """Dump the Python entity extraction's answers for the Rust port to match.
 
-Imports the original ``jevmem.entities`` and writes a JSON fixture that
+Runs the frozen Python implementation (``tests/support/entities_reference``) and writes a JSON fixture that
 ``rust/core/tests/entities_oracle.rs`` reads (through the environment variable
 ``JEVMEM_ENTITY_ORACLE``):
 
@@ -26,32 +26,152 @@ import sys
 import time
 import unicodedata
 from pathlib import Path
+from typing import Any
 
-from jevmem import evaluation
-from jevmem.entities import extract_entities, mentions, normalise
+# the repository's tests/ on the path (for `support`), the data beside the repository
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 
-LOCOMO = Path("/work/shared/data/locomo/locomo10-dev.json")
-BEAM = Path("/work/shared/data/beam/beam-100k.json")
+from jevmem import evaluation  # noqa: E402
+from support.entities_reference import extract_entities, mentions, normalise  # noqa: E402
+
+LOCOMO = DATA / "locomo" / "locomo10-dev.json"
+BEAM = DATA / "beam" / "beam-100k.json"
 SEED = 20_240_611
 
 _WORDS = [
-    "Caroline", "caroline", "Mel", "mel", "NEW", "New", "York", "york", "of", "the", "The", "de",
-    "Van", "von", "la", "Le", "for", "&", "Dr.", "Mr", "St", "Lord", "Rings", "LGBTQ+", "AI++",
-    "iPhone", "eBay", "OMG", "lol", "BTW", "I'm", "You'll", "don't", "Don\u2019t", "it's",
-    "Monday", "May", "Yesterday", "Thanks", "Wow", "Seeing", "painting", "Painting", "Bank",
-    "America", "Barnes", "Noble", "Paris", "France", "\u00e9t\u00e9", "\u00c9cole",
-    "Stra\u00dfe", "STRASSE", "\u1e9e", "\u00dcber", "\u00fcber", "M\u00fcller", "Jos\u00e9",
-    "\u03a3\u039f\u03a6\u0399\u0391", "\u03c3\u03bf\u03c6\u03b9\u03b1\u03c2", "\ufb01sh",
-    "\u017fun", "\u01c5ungla", "\u2160V", "\u00bd", "x\u0301y", "Na\u00efve", "caf\u00e9",
-    "Caroline's", "Caroline\u2019s", "James'", "NASA's", "Bob\u02bcs", "\u2018quote",
-    "rock'n'roll", "co-op", "Jean-Luc", "A", "J.", "R.", "x", "42", "3D", "7th", "_id", "x_y",
-    "@mel_r", "@ann.b-c", "#Pride", "#2024", "@", "#", "@.x", "a@b", "email@host.com",
-    "\u4e2d\u6587", "\u0928\u092e\u0938\u094d\u0924\u0947", "\u0645\u064e\u0631\u062d\u0628\u0627",
+    "Caroline",
+    "caroline",
+    "Mel",
+    "mel",
+    "NEW",
+    "New",
+    "York",
+    "york",
+    "of",
+    "the",
+    "The",
+    "de",
+    "Van",
+    "von",
+    "la",
+    "Le",
+    "for",
+    "&",
+    "Dr.",
+    "Mr",
+    "St",
+    "Lord",
+    "Rings",
+    "LGBTQ+",
+    "AI++",
+    "iPhone",
+    "eBay",
+    "OMG",
+    "lol",
+    "BTW",
+    "I'm",
+    "You'll",
+    "don't",
+    "Don\u2019t",
+    "it's",
+    "Monday",
+    "May",
+    "Yesterday",
+    "Thanks",
+    "Wow",
+    "Seeing",
+    "painting",
+    "Painting",
+    "Bank",
+    "America",
+    "Barnes",
+    "Noble",
+    "Paris",
+    "France",
+    "\u00e9t\u00e9",
+    "\u00c9cole",
+    "Stra\u00dfe",
+    "STRASSE",
+    "\u1e9e",
+    "\u00dcber",
+    "\u00fcber",
+    "M\u00fcller",
+    "Jos\u00e9",
+    "\u03a3\u039f\u03a6\u0399\u0391",
+    "\u03c3\u03bf\u03c6\u03b9\u03b1\u03c2",
+    "\ufb01sh",
+    "\u017fun",
+    "\u01c5ungla",
+    "\u2160V",
+    "\u00bd",
+    "x\u0301y",
+    "Na\u00efve",
+    "caf\u00e9",
+    "Caroline's",
+    "Caroline\u2019s",
+    "James'",
+    "NASA's",
+    "Bob\u02bcs",
+    "\u2018quote",
+    "rock'n'roll",
+    "co-op",
+    "Jean-Luc",
+    "A",
+    "J.",
+    "R.",
+    "x",
+    "42",
+    "3D",
+    "7th",
+    "_id",
+    "x_y",
+    "@mel_r",
+    "@ann.b-c",
+    "#Pride",
+    "#2024",
+    "@",
+    "#",
+    "@.x",
+    "a@b",
+    "email@host.com",
+    "\u4e2d\u6587",
+    "\u0928\u092e\u0938\u094d\u0924\u0947",
+    "\u0645\u064e\u0631\u062d\u0628\u0627",
 ]
 _SEPS = [
-    " ", " ", " ", " ", ", ", ". ", "! ", "? ", ": ", "; ", "\n", " - ", "-", " \u2014 ",
-    " \u2013 ", " (", ") ", ' "', '" ', " \u201c", "\u201d ", " \u2018", "'", "\t", "  ",
-    "\u00a0", "\x1f", "\u2028", "...", " & ", "+", "/",
+    " ",
+    " ",
+    " ",
+    " ",
+    ", ",
+    ". ",
+    "! ",
+    "? ",
+    ": ",
+    "; ",
+    "\n",
+    " - ",
+    "-",
+    " \u2014 ",
+    " \u2013 ",
+    " (",
+    ") ",
+    ' "',
+    '" ',
+    " \u201c",
+    "\u201d ",
+    " \u2018",
+    "'",
+    "\t",
+    "  ",
+    "\u00a0",
+    "\x1f",
+    "\u2028",
+    "...",
+    " & ",
+    "+",
+    "/",
 ]
 
 
@@ -76,7 +196,9 @@ def random_text(rng: random.Random) -> str:
     return "".join(parts)
 
 
-def case(text: str, speaker: str | None, prov: list[list[str]], extra: list[str], source: str) -> dict:
+def case(
+    text: str, speaker: str | None, prov: list[list[str]], extra: list[str], source: str
+) -> dict[str, Any]:
     expected = extract_entities(text, speaker=speaker, provenance=dict(prov), extra=extra)
     return {
         "source": source,
@@ -88,14 +210,14 @@ def case(text: str, speaker: str | None, prov: list[list[str]], extra: list[str]
     }
 
 
-def conversation_cases(path: Path, source: str, extract: list, ment: list) -> float:
+def conversation_cases(path: Path, source: str, extract: list[Any], ment: list[Any]) -> float:
     """Adds the cases of one data set; returns the seconds spent extracting its turns."""
     convs, _ = evaluation.load(path)
     spent = 0.0
     for conv in convs:
         texts, _ts, speakers, provs = evaluation.conversation_inputs(conv)
         known: dict[str, None] = {}
-        for text, speaker, prov in zip(texts, speakers, provs):
+        for text, speaker, prov in zip(texts, speakers, provs, strict=True):
             t0 = time.perf_counter()
             got = extract_entities(text, speaker=speaker, provenance=prov)
             spent += time.perf_counter() - t0
@@ -124,11 +246,15 @@ def conversation_cases(path: Path, source: str, extract: list, ment: list) -> fl
     return spent
 
 
-def beam_timing() -> dict:
+def beam_timing() -> dict[str, Any]:
     """Seconds for extract_entities over every BEAM turn: the first pass and the best of 3."""
     convs, _ = evaluation.load(BEAM)
     inputs = [evaluation.conversation_inputs(c) for c in convs]
-    turns = [(t, s, p) for texts, _ts, spk, provs in inputs for t, s, p in zip(texts, spk, provs)]
+    turns = [
+        (t, s, p)
+        for texts, _ts, spk, provs in inputs
+        for t, s, p in zip(texts, spk, provs, strict=True)
+    ]
     wall, cpu = [], []
     for _ in range(3):
         t0, c0 = time.perf_counter(), time.process_time()
@@ -146,9 +272,9 @@ def beam_timing() -> dict:
     }
 
 
-def char_facts() -> dict:
+def char_facts() -> dict[str, Any]:
     upper, lower, unassigned = [], [], []
-    fold: list[list] = []
+    fold: list[list[Any]] = []
     for cp in range(0x110000):
         c = chr(cp)
         if unicodedata.category(c) == "Cn":
@@ -168,8 +294,8 @@ def main() -> None:
         print(json.dumps(beam_timing()))
         return
     out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("/tmp/nlp/entity_oracle.json")
-    extract: list[dict] = []
-    ment: list[dict] = []
+    extract: list[dict[str, Any]] = []
+    ment: list[dict[str, Any]] = []
     conversation_cases(LOCOMO, "locomo", extract, ment)
     conversation_cases(BEAM, "beam", extract, ment)
 
@@ -187,7 +313,9 @@ def main() -> None:
         norm.append({"input": text, "expected": normalise(text)})
         known = extract_entities(random_text(rng)) + [random_text(rng)[:12] for _ in range(3)]
         known += rng.sample(extract_entities(text), k=min(2, len(extract_entities(text))))
-        ment.append({"source": "random", "query": text, "known": known, "expected": mentions(text, known)})
+        ment.append(
+            {"source": "random", "query": text, "known": known, "expected": mentions(text, known)}
+        )
 
     fixture = {
         "python": sys.version.split()[0],

@@ -11,8 +11,8 @@ synthetic strings from a fixed-seed generator over the pattern vocabulary
 observation times out of range (Python raises ValueError).
 
 Usage: python tests/support/dump_grounding_oracle.py [OUT.json]
-(default /tmp/nlp/grounding_oracle.json). Run it with the interpreter whose
-`jevmem` is the original implementation.
+(default /tmp/nlp/grounding_oracle.json). The answers come from the frozen
+Python implementation in `tests/support/grounding_reference`.
 """
 
 from __future__ import annotations
@@ -23,12 +23,17 @@ import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
-from jevmem.evaluation import conversation_inputs, load
-from jevmem.temporal import ground
+# the repository's tests/ on the path (for `support`), the data beside the repository
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 
-LOCOMO = Path("/work/shared/data/locomo/locomo10-dev.json")
-BEAM = Path("/work/shared/data/beam/beam-100k.json")
+from jevmem.evaluation import conversation_inputs, load  # noqa: E402
+from support.grounding_reference import ground  # noqa: E402
+
+LOCOMO = DATA / "locomo" / "locomo10-dev.json"
+BEAM = DATA / "beam" / "beam-100k.json"
 SUNDAY = int(datetime(2024, 3, 10, 15, 30, tzinfo=timezone.utc).timestamp())
 DEC31 = int(datetime(2022, 12, 31, 23, 59, 59, tzinfo=timezone.utc).timestamp())
 DAY = 86_400
@@ -36,7 +41,7 @@ MIN_OBS = -62_135_596_800 + 400 * DAY  # 0001-01-01 + 400 days
 MAX_OBS = 253_402_214_400 - 400 * DAY  # 9999-12-31 - 400 days
 
 
-def refs_of(text: str, observed_at: int) -> dict:
+def refs_of(text: str, observed_at: int) -> dict[str, Any]:
     try:
         refs = ground(text, observed_at)
     except ValueError:
@@ -52,35 +57,219 @@ def refs_of(text: str, observed_at: int) -> dict:
 
 
 VOCAB = [
-    "today", "yesterday", "tomorrow", "tonight", "to night", "night", "morning", "afternoon",
-    "evening", "the day before", "the day after", "the day before yesterday",
-    "the day after tomorrow", "day", "days", "week", "weeks", "weekend", "weekends", "month",
-    "months", "year", "years", "ago", "back", "from now", "in", "last", "this", "next",
-    "coming", "this past", "this coming", "past", "the previous", "the following", "over the",
-    "the", "before", "after", "of", "since", "ever since", "during", "by", "until", "till",
-    "through", "throughout", "from", "around", "circa", "back in", "the year", "the month of",
-    "on", "at", "for", "over", "early", "mid", "late", "the other day", "a", "an", "a couple",
-    "a couple of", "couple", "few", "a few", "several", "one", "two", "three", "five", "seven",
-    "ten", "eleven", "twelve", "fifteen", "nineteen", "twenty", "twenty-five", "twenty five",
-    "thirty", "forty-two", "ninety", "ninety-nine", "spring", "summer", "autumn", "fall",
-    "winter", "christmas", "christmas eve", "christmas day", "xmas", "new year's eve",
-    "new years day", "new year\u2019s day", "halloween", "valentine's day", "valentines day",
-    "independence day", "the fourth of july", "thanksgiving", "am", "pm", "st", "nd", "rd",
-    "th", "'s", "s", "ever", "and", "I", "we", "went", "it", "was",
+    "today",
+    "yesterday",
+    "tomorrow",
+    "tonight",
+    "to night",
+    "night",
+    "morning",
+    "afternoon",
+    "evening",
+    "the day before",
+    "the day after",
+    "the day before yesterday",
+    "the day after tomorrow",
+    "day",
+    "days",
+    "week",
+    "weeks",
+    "weekend",
+    "weekends",
+    "month",
+    "months",
+    "year",
+    "years",
+    "ago",
+    "back",
+    "from now",
+    "in",
+    "last",
+    "this",
+    "next",
+    "coming",
+    "this past",
+    "this coming",
+    "past",
+    "the previous",
+    "the following",
+    "over the",
+    "the",
+    "before",
+    "after",
+    "of",
+    "since",
+    "ever since",
+    "during",
+    "by",
+    "until",
+    "till",
+    "through",
+    "throughout",
+    "from",
+    "around",
+    "circa",
+    "back in",
+    "the year",
+    "the month of",
+    "on",
+    "at",
+    "for",
+    "over",
+    "early",
+    "mid",
+    "late",
+    "the other day",
+    "a",
+    "an",
+    "a couple",
+    "a couple of",
+    "couple",
+    "few",
+    "a few",
+    "several",
+    "one",
+    "two",
+    "three",
+    "five",
+    "seven",
+    "ten",
+    "eleven",
+    "twelve",
+    "fifteen",
+    "nineteen",
+    "twenty",
+    "twenty-five",
+    "twenty five",
+    "thirty",
+    "forty-two",
+    "ninety",
+    "ninety-nine",
+    "spring",
+    "summer",
+    "autumn",
+    "fall",
+    "winter",
+    "christmas",
+    "christmas eve",
+    "christmas day",
+    "xmas",
+    "new year's eve",
+    "new years day",
+    "new year\u2019s day",
+    "halloween",
+    "valentine's day",
+    "valentines day",
+    "independence day",
+    "the fourth of july",
+    "thanksgiving",
+    "am",
+    "pm",
+    "st",
+    "nd",
+    "rd",
+    "th",
+    "'s",
+    "s",
+    "ever",
+    "and",
+    "I",
+    "we",
+    "went",
+    "it",
+    "was",
 ]
 MONTHS = [
-    "january", "february", "march", "april", "may", "june", "july", "august", "september",
-    "october", "november", "december", "jan", "feb", "mar", "apr", "jun", "jul", "aug",
-    "sept", "sep", "oct", "nov", "dec", "jan.", "sept.", "dec.", "may.",
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+    "jan",
+    "feb",
+    "mar",
+    "apr",
+    "jun",
+    "jul",
+    "aug",
+    "sept",
+    "sep",
+    "oct",
+    "nov",
+    "dec",
+    "jan.",
+    "sept.",
+    "dec.",
+    "may.",
 ]
 WEEKDAYS = [
-    "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "mon",
-    "tue", "tues", "wed", "thu", "thur", "thurs", "fri", "sat", "sun", "fri.", "tue.",
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+    "mon",
+    "tue",
+    "tues",
+    "wed",
+    "thu",
+    "thur",
+    "thurs",
+    "fri",
+    "sat",
+    "sun",
+    "fri.",
+    "tue.",
 ]
-SEPS = [" ", " ", " ", " ", "  ", "-", ", ", ",", ". ", ".", "\n", "", ":", " : ", "%", "'",
-        "/", "\t", " -", "_", "(", ")"]
-EXOTIC = ["\u0131", "\u0130", "\u017f", "\u212a", "\u0661\u0669", "\u0301", "\x1c", "\u00a0",
-          "\u00b2", "\u2019", "\u3000", "\u00e9", "\U0001d7ce", "\u2028"]
+SEPS = [
+    " ",
+    " ",
+    " ",
+    " ",
+    "  ",
+    "-",
+    ", ",
+    ",",
+    ". ",
+    ".",
+    "\n",
+    "",
+    ":",
+    " : ",
+    "%",
+    "'",
+    "/",
+    "\t",
+    " -",
+    "_",
+    "(",
+    ")",
+]
+EXOTIC = [
+    "\u0131",
+    "\u0130",
+    "\u017f",
+    "\u212a",
+    "\u0661\u0669",
+    "\u0301",
+    "\x1c",
+    "\u00a0",
+    "\u00b2",
+    "\u2019",
+    "\u3000",
+    "\u00e9",
+    "\U0001d7ce",
+    "\u2028",
+]
 
 
 def number(rng: random.Random) -> str:
@@ -167,7 +356,7 @@ def long_text(rng: random.Random, target: int, newlines: bool, spaces: bool) -> 
 
 def main() -> None:
     out_path = Path(sys.argv[1] if len(sys.argv) > 1 else "/tmp/nlp/grounding_oracle.json")
-    cases: list[dict] = []
+    cases: list[dict[str, Any]] = []
     timing: dict[str, float] = {}
     for name, path in (("locomo", LOCOMO), ("beam", BEAM)):
         convs, _ = load(path)

@@ -58,7 +58,9 @@ def main() -> None:
     out.write("];\n")
 
     # str.casefold() is str.lower() except for these (the Rust side lowers the rest)
-    folds = [(cp, chr(cp).casefold()) for cp in range(0x110000) if chr(cp).casefold() != chr(cp).lower()]
+    folds = [
+        (cp, chr(cp).casefold()) for cp in range(0x110000) if chr(cp).casefold() != chr(cp).lower()
+    ]
     out.write(
         "\n/// The code points whose `str.casefold()` differs from `str.lower()`, with\n"
         "/// their folding; sorted.\n"
@@ -67,7 +69,9 @@ def main() -> None:
     )
     for i in range(0, len(folds), 4):
         row = " ".join(
-            "('\\u{%x}', \"%s\")," % (cp, "".join(c if c.isascii() and c.isalnum() else "\\u{%x}" % ord(c) for c in f))
+            "('\\u{{{:x}}}', \"{}\"),".format(
+                cp, "".join(c if c.isascii() and c.isalnum() else f"\\u{{{ord(c):x}}}" for c in f)
+            )
             for cp, f in folds[i : i + 4]
         )
         out.write(f"    {row}\n")
@@ -81,7 +85,7 @@ def main() -> None:
         f"pub(super) static TITLECASE: [char; {len(titles)}] = [\n"
     )
     for i in range(0, len(titles), 8):
-        row = " ".join("'\\u{%x}'," % cp for cp in titles[i : i + 8])
+        row = " ".join(f"'\\u{{{cp:x}}}'," for cp in titles[i : i + 8])
         out.write(f"    {row}\n")
     out.write("];\n")
 

@@ -49,11 +49,9 @@ def drop_text_caches() -> None:
     """Empty the process-wide caches keyed by observation texts or their
     entities (cue counts, change statements, entity patterns), so a
     forgotten text is not kept alive there; they refill on use."""
-    from jevmem import entities
     from jevmem.controller import local
 
     local.clear_text_caches()
-    entities.clear_caches()
     _word_starts.cache_clear()
 
 

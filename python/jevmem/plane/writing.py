@@ -12,13 +12,13 @@ from jevmem import _validate
 from jevmem._core import Node
 from jevmem.controller import catalogue
 from jevmem.controller.types import Answer, ChoiceAnswer, DecisionRequest, NoulAnswer
-from jevmem.entities import extract_entities
+from jevmem.entities import extract_entities_batch
 from jevmem.errors import InvalidInputError, SystemTwoError
 from jevmem.plane.derived import DERIVED_VERSION
 from jevmem.plane.lifecycle import LifecycleMemory
 from jevmem.plane.signals import answer_value
 from jevmem.plane.text import alias_signal, older_signal, same_session, same_speaker
-from jevmem.temporal import event_time, ground, to_timestamp
+from jevmem.temporal import event_time, ground_batch, to_timestamp
 
 
 class WritingMemory(LifecycleMemory):
@@ -303,13 +303,12 @@ class WritingMemory(LifecycleMemory):
                     f"embeddings must have shape ({n}, {self.store.dim}), got {vectors.shape}"
                 )
         provs: list[dict[str, str]] = []
-        ents: list[list[str]] = []
-        for text, spk, prov, extra in zip(texts, spk_col, prov_col, ent_col, strict=True):
+        for spk, prov in zip(spk_col, prov_col, strict=True):
             p = {str(k): str(v) for k, v in (prov or {}).items()}
             if spk is not None:
                 p.setdefault("speaker", str(spk))
             provs.append(p)
-            ents.append(extract_entities(text, speaker=spk, provenance=p, extra=extra or ()))
+        ents = extract_entities_batch(texts, spk_col, provs, ent_col)
 
         passages: list[tuple[npt.NDArray[np.float32], list[tuple[int, int]]] | None] = [
             None if pv is None else (pv, sp) for pv, sp in zip(passage_vecs, spans, strict=True)
@@ -327,9 +326,7 @@ class WritingMemory(LifecycleMemory):
             keys=key_col,
         )
 
-        grounded = [
-            () if ts is None else tuple(ground(t, ts)) for t, ts in zip(texts, parsed, strict=True)
-        ]
+        grounded = [tuple(refs) for refs in ground_batch(texts, parsed)]
 
         # 1. typing: one call for the whole batch; it needs no memory state
         typing_q = catalogue.typing_questions()

@@ -115,18 +115,17 @@ router's temporal need and any explicit time constraint found in the query.
 Layout
 ------
 This package's submodules are internal; import from :mod:`jevmem.temporal`.
-``_calendar`` holds the time vocabulary and UTC day arithmetic,
-``_resolvers`` and ``_grounding`` :func:`ground` (its resolvers, then its
-pattern table), ``_describe`` :func:`describe`, ``_timestamps``
-:func:`parse_timestamp` and :func:`to_timestamp`, and ``_cues`` the query
-cues and fact times.
+``_calendar`` holds month and weekday names and UTC days, ``_grounding``
+:func:`ground` (the core runs the pattern table: `jevmem._core.ground_times`),
+``_describe`` :func:`describe`, ``_timestamps`` :func:`parse_timestamp` and
+:func:`to_timestamp`, and ``_cues`` the query cues and fact times.
 """
 
 from __future__ import annotations
 
 from jevmem.temporal._cues import FactTime, TimeCues, event_time, query_fact_time, query_time_cues
 from jevmem.temporal._describe import describe
-from jevmem.temporal._grounding import PRECISIONS, TimeRef, ground
+from jevmem.temporal._grounding import PRECISIONS, TimeRef, ground, ground_batch
 from jevmem.temporal._timestamps import parse_timestamp, to_timestamp
 
 __all__ = [
@@ -137,6 +136,7 @@ __all__ = [
     "describe",
     "event_time",
     "ground",
+    "ground_batch",
     "parse_timestamp",
     "query_fact_time",
     "query_time_cues",

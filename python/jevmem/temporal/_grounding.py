@@ -1,49 +1,19 @@
-"""Grounding: :class:`TimeRef`, :data:`PRECISIONS`, the pattern table and :func:`ground`.
+"""Grounding: :class:`TimeRef`, :data:`PRECISIONS` and :func:`ground`.
 
-Internal to :mod:`jevmem.temporal`; import these names from there. The
-resolvers the table calls are in :mod:`jevmem.temporal._resolvers`.
+Internal to :mod:`jevmem.temporal`; import these names from there. The core
+finds and resolves the expressions (`jevmem._core.ground_times`, the rules
+the package docstring lists); this module gives them their Python type.
 """
 
 from __future__ import annotations
 
-import calendar
-import dataclasses
-import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date
 
+from jevmem import _core
 from jevmem._core import TIME_PRECISIONS
-from jevmem.temporal._calendar import (
-    AMOUNT_RE,
-    DAY,
-    FLAGS,
-    MONTH_FULL_RE,
-    MONTH_RE,
-    UNIT_RE,
-    WEEKDAY_RE,
-    day_of,
-    day_start,
-)
-from jevmem.temporal._resolvers import (
-    Resolver,
-    resolve_ago,
-    resolve_anaphoric_unit,
-    resolve_day_month,
-    resolve_decade,
-    resolve_holiday,
-    resolve_iso_day,
-    resolve_month,
-    resolve_other_day,
-    resolve_part_of_day,
-    resolve_rel_unit,
-    resolve_season,
-    resolve_simple_day,
-    resolve_weekday,
-    resolve_window,
-    resolve_year,
-)
 
-__all__ = ["PRECISIONS", "TimeRef", "ground"]
+__all__ = ["PRECISIONS", "TimeRef", "ground", "ground_batch"]
 
 #: Every precision :func:`ground` can produce: the ones the core keeps with
 #: a node (`jevmem._core.TIME_PRECISIONS`, one list for both).
@@ -68,207 +38,19 @@ class TimeRef:
     anchor_precision: str = ""
 
 
-# --------------------------------------------------------------------------- the pattern table
-
-_B = r"(?<![\w-])"  # left word boundary that also refuses a hyphen
-_E = r"(?![\w-])"
-_REL3 = r"(?P<rel>last|this\s+past|this\s+coming|this|next|the\s+previous|the\s+following|past)"
-_YEAR = r"(?P<y>(?:19|20)\d\d)"
-
-_PATTERNS: list[tuple[re.Pattern[str], Resolver]] = [
-    (
-        re.compile(
-            _B + r"(?:the\s+day\s+before\s+yesterday|the\s+day\s+after\s+tomorrow|"
-            r"the\s+day\s+before|the\s+day\s+after|yesterday|today|tomorrow)" + _E,
-            FLAGS,
-        ),
-        resolve_simple_day,
-    ),
-    (
-        re.compile(
-            _B + r"(?:(?P<rel>this|yesterday|tomorrow|last)\s+(?P<part>morning|afternoon|evening|"
-            r"night)|(?P<rel_t>to)(?P<part_t>night))" + _E,
-            FLAGS,
-        ),
-        resolve_part_of_day,
-    ),
-    (
-        re.compile(
-            _B
-            + r"(?:(?P<rel>last|this\s+past|this\s+coming|this|next|coming)\s+"
-            + WEEKDAY_RE.replace("(?:", "(?P<wd>", 1)
-            + r"|the\s+"
-            + WEEKDAY_RE.replace("(?:", "(?P<wdx>", 1)
-            + r"\s+(?P<rel2>before|after))"
-            + _E,
-            FLAGS,
-        ),
-        resolve_weekday,
-    ),
-    (
-        re.compile(
-            _B + r"(?:the\s+)?(?P<unit>week|weekend|month|year)\s+(?P<dir>before|after)"
-            r"(?P<last>\s+last)?" + _E,
-            FLAGS,
-        ),
-        resolve_anaphoric_unit,
-    ),
-    (
-        re.compile(
-            _B + r"(?:(?P<rel>last|this\s+past|this\s+coming|this|next|the\s+previous|"
-            r"the\s+following|over\s+the)\s+(?P<unit>week|weekend|month|year))" + _E,
-            FLAGS,
-        ),
-        resolve_rel_unit,
-    ),
-    (
-        re.compile(
-            _B
-            + r"(?:(?P<fut>in)\s+)?"
-            + AMOUNT_RE
-            + r"\s+"
-            + UNIT_RE
-            + r"(?:\s+(?P<ago>ago|back)|(?P<fromnow>\s+from\s+now))?"
-            + _E,
-            FLAGS,
-        ),
-        resolve_ago,
-    ),
-    (re.compile(_B + r"the\s+other\s+day" + _E, FLAGS), resolve_other_day),
-    (
-        re.compile(
-            _B + r"(?:the\s+)?(?P<dir>past|last|next|coming)\s+" + AMOUNT_RE + r"\s+"
-            r"(?P<unit>days|weeks|weekends|months|years)" + _E,
-            FLAGS,
-        ),
-        resolve_window,
-    ),
-    (
-        re.compile(
-            _B
-            + r"the\s+(?P<dir>past|coming)\s+(?P<unit>days|weeks|months|years|week|month|year)"
-            + _E,
-            FLAGS,
-        ),
-        resolve_window,
-    ),
-    (
-        re.compile(
-            _B + r"(?P<iso>(?P<y>\d{4})[-/](?P<mo>\d{1,2})[-/](?P<d>\d{1,2}))(?![\w-]|:\d)",
-            FLAGS,
-        ),
-        resolve_iso_day,
-    ),
-    (
-        re.compile(
-            _B + r"(?:(?P<d>\d{1,2})(?:st|nd|rd|th)?(?:\s+of)?\s+(?P<mon>" + MONTH_RE + r")"
-            r"|(?P<mon2>" + MONTH_RE + r")\s+(?P<d2>\d{1,2})(?:st|nd|rd|th)?(?!\s*:|\d))"
-            r"(?:,?\s+" + _YEAR + r")?(?![\w-])",
-            FLAGS,
-        ),
-        resolve_day_month,
-    ),
-    (
-        re.compile(
-            _B + r"(?:(?P<mod>early|mid|late)[-\s]+(?:in\s+)?(?P<mon>" + MONTH_RE + r")"
-            r"(?:,?\s+(?:of\s+)?" + _YEAR + r")?"
-            r"|(?P<mon2>" + MONTH_RE + r")(?:,?\s+(?:of\s+)?(?P<y2>(?:19|20)\d\d))"
-            r"|(?P<rel>last|this|next)\s+(?P<mon3>" + MONTH_FULL_RE + r"))" + _E,
-            FLAGS,
-        ),
-        resolve_month,
-    ),
-    (
-        re.compile(
-            _B + r"(?:in|during|by|until|till|through|throughout|from|since|around|before|after|"
-            r"of)\s+(?:the\s+month\s+of\s+)?(?P<x>" + MONTH_FULL_RE + r")(?![\w-]|\s+\d)",
-            FLAGS,
-        ),
-        resolve_month,
-    ),
-    (
-        re.compile(
-            _B + r"(?:in|during|since|of|by|until|till|from|around|circa|before|after|back\s+in|"
-            r"the\s+year)\s+(?P<x>" + _YEAR + r")(?![\w-]|\s*(?::|%|am\b|pm\b)|[.,]\d)",
-            FLAGS,
-        ),
-        resolve_year,
-    ),
-    (
-        re.compile(
-            _B + r"the\s+(?P<dec>(?:19|20)\d0|\d0)(?:'?s)" + _E,
-            FLAGS,
-        ),
-        resolve_decade,
-    ),
-    (
-        re.compile(
-            _B + r"(?:(?P<prep>in|during|over|through|throughout|since|for)\s+)?(?P<x>(?:(?P<rel>"
-            r"last|this\s+past|this|next|past)\s+)?(?:the\s+)?(?P<season>spring|summer|autumn|fall|"
-            r"winter)(?:\s+(?:of\s+)?" + _YEAR + r")?)" + _E,
-            FLAGS,
-        ),
-        resolve_season,
-    ),
-    (
-        re.compile(
-            _B + r"(?:(?:(?P<rel>last|this|next)\s+|(?:on|at|for|over|during|since|"
-            r"until|till|before|after)\s+)?(?P<hol>christmas\s+eve|christmas\s+day|christmas|"
-            r"xmas|new\s+year['\u2019]?s\s+eve|new\s+year['\u2019]?s\s+day|halloween|"
-            r"valentine['\u2019]?s\s+day|independence\s+day|the\s+fourth\s+of\s+july|"
-            r"thanksgiving)(?:,?\s+" + _YEAR + r")?)" + _E,
-            FLAGS,
-        ),
-        lambda m, obs: resolve_holiday(m, obs) if _holiday_qualified(m) else None,
-    ),
-]
+def _observed_at(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"observed_at must be an int (Unix seconds), got {value!r}")
+    if not -(2**63) <= value < 2**63:  # beyond the core's integers: out of the calendar too
+        raise ValueError(f"observed_at {value} is outside the supported calendar range")
+    return value
 
 
-def _holiday_qualified(m: re.Match[str]) -> bool:
-    """A holiday is grounded only with a qualifier or a year ("I love Christmas" is generic)."""
-    first_word = m.group(0).lower().split()[0]
-    return first_word != m.group("hol").lower().split()[0] or m.group("y") is not None
-
-
-# Every pattern needs one of these words (or a digit): a cheap first pass.
-_TRIGGER = re.compile(
-    r"\d|today|yesterday|tomorrow|night|morning|afternoon|evening|day|week|mon|tue|wed|thu|"
-    r"fri|sat|sun|month|year|ago|back|now|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|"
-    r"spring|summer|autumn|fall|winter|christmas|xmas|halloween|thanksgiving|0s",
-    FLAGS,
-)
-_SINCE_RE = re.compile(r"(?:^|(?<![\w-]))(?:ever\s+)?since\s+$", FLAGS)
-#: Long texts are grounded in pieces of about this many characters, cut at a
-#: line break (else a space), so the work stays linear in the text's length
-#: whatever a pattern costs on one piece.
-_PIECE = 16_384
-
-_MIN_TS = day_start(date(1, 1, 1))
-_MAX_TS = day_start(date(9999, 12, 31))
-
-
-def _obs_day(observed_at: int) -> date:
-    if isinstance(observed_at, bool) or not isinstance(observed_at, int):
-        raise TypeError(f"observed_at must be an int (Unix seconds), got {observed_at!r}")
-    if not _MIN_TS + 400 * DAY <= observed_at <= _MAX_TS - 400 * DAY:
-        raise ValueError(f"observed_at {observed_at} is outside the supported calendar range")
-    return day_of(observed_at)
-
-
-_YEARLY = frozenset({"day", "month", "part_of_month", "season"})
-
-
-def _year_earlier(start: int, end: int, precision: str) -> tuple[int, int]:
-    """The same calendar interval one year earlier ("since June" means the past June)."""
-    a, b = day_of(start), day_of(end)
-
-    def back(d: date) -> date:
-        return date(d.year - 1, d.month, min(d.day, calendar.monthrange(d.year - 1, d.month)[1]))
-
-    if precision == "day":
-        s = day_start(back(a))
-        return s, s + DAY
-    return day_start(back(a)), day_start(back(b))
+def _refs(text: str, rows: list[tuple[int, int, int, int, str, bool, str]]) -> list[TimeRef]:
+    return [
+        TimeRef(text[a:b], start, end, precision, relative, (a, b), anchor)
+        for a, b, start, end, precision, relative, anchor in rows
+    ]
 
 
 def ground(text: str, observed_at: int) -> list[TimeRef]:
@@ -278,79 +60,19 @@ def ground(text: str, observed_at: int) -> list[TimeRef]:
     non-overlapping :class:`TimeRef` objects in text order (on overlap the
     earlier, then the longer, match wins). Never raises on any string ``text``;
     raises :class:`ValueError` / :class:`TypeError` only for a bad
-    ``observed_at``. See the module docstring for the supported patterns.
+    ``observed_at``. See the package docstring for the supported patterns.
     """
-    obs = _obs_day(observed_at)
+    at = _observed_at(observed_at)
     if not isinstance(text, str) or not text:
+        _core.ground_times("", at)  # the range check still applies
         return []
-    if len(text) <= _PIECE:
-        return _ground_piece(text, obs)
-    refs: list[TimeRef] = []
-    for a, b in _pieces(text):
-        for r in _ground_piece(text[a:b], obs):
-            refs.append(dataclasses.replace(r, span=(r.span[0] + a, r.span[1] + a)))
-    return refs
+    return _refs(text, _core.ground_times(text, at))
 
 
-def _pieces(text: str) -> list[tuple[int, int]]:
-    """Consecutive ``[start, end)`` pieces of ``text`` of at most about
-    ``_PIECE`` characters, each cut after a line break (else a space) in its
-    second half, so a time expression is rarely split."""
-    out = []
-    start, n = 0, len(text)
-    while start < n:
-        end = min(n, start + _PIECE)
-        if end < n:
-            half = start + _PIECE // 2
-            cut = text.rfind("\n", half, end)
-            if cut < 0:
-                cut = text.rfind(" ", half, end)
-            if cut >= 0:
-                end = cut + 1
-        out.append((start, end))
-        start = end
-    return out
-
-
-def _ground_piece(text: str, obs: date) -> list[TimeRef]:
-    """`ground` on one piece of text."""
-    if _TRIGGER.search(text) is None:
-        return []
-    found: list[tuple[int, int, int, int, str, bool]] = []
-    for pattern, resolve in _PATTERNS:
-        for m in pattern.finditer(text):
-            try:
-                res = resolve(m, obs)
-            except (ValueError, OverflowError, KeyError):
-                res = None  # out of the calendar's range, or an unknown word form
-            if res is None:
-                continue
-            group = "x" if "x" in pattern.groupindex and m.group("x") is not None else 0
-            a, b = m.span(group)
-            found.append((a, b, *res))
-    found.sort(key=lambda f: (f[0], -(f[1] - f[0])))
-    refs: list[TimeRef] = []
-    taken_end = -1
-    for a, b, start, end, precision, relative in found:
-        if a < taken_end or start >= end:
-            continue
-        taken_end = b
-        since = _SINCE_RE.search(text, max(0, a - 16), a)
-        if since is not None:
-            a = since.start()
-            if relative and start >= day_start(obs) + DAY and precision in _YEARLY:
-                start, end = _year_earlier(start, end, precision)
-            refs.append(
-                TimeRef(
-                    text=text[a:b],
-                    start=start,
-                    end=max(day_start(obs) + DAY, end),
-                    precision="range",
-                    relative=True,
-                    span=(a, b),
-                    anchor_precision=precision,
-                )
-            )
-        else:
-            refs.append(TimeRef(text[a:b], start, end, precision, relative, (a, b)))
-    return refs
+def ground_batch(texts: Sequence[str], observed_at: Sequence[int | None]) -> list[list[TimeRef]]:
+    """:func:`ground` over a column of texts and their observation times, in
+    one call into the core (which releases the GIL for the whole batch); a text
+    whose time is None gets no references."""
+    ats = [None if at is None else _observed_at(at) for at in observed_at]
+    rows = _core.ground_times_batch(list(texts), ats)
+    return [_refs(text, r) for text, r in zip(texts, rows, strict=True)]

@@ -1,8 +1,9 @@
 //! Light, deterministic entity extraction (no LLM) and query-to-entity
-//! matching: a port of `python/jevmem/entities.py`, whose module docstring
-//! states the rules. The two must agree id for id, since exact shared ids are
-//! what create entity edges; `tests/entities_oracle.rs` checks this against
-//! the Python on the development data.
+//! matching, under `jevmem.entities`, whose module docstring states the rules.
+//! It replaced a Python implementation, kept as the tests' oracle
+//! (`tests/support/entities_reference.py`), and must agree with it id for id,
+//! since exact shared ids are what create entity edges; `tests/entities_oracle.rs`
+//! and the Python tests check this on the development data.
 //!
 //! Python works on code points and Rust on bytes: positions here are byte
 //! offsets, used only for ordering, which the two share.
@@ -124,7 +125,7 @@ static CHAT_ACRONYMS: &[&str] = &[
 
 /// Provenance keys whose values name an entity (a person, an agent, a place).
 #[rustfmt::skip]
-static ENTITY_PROVENANCE_KEYS: &[&str] = &[
+pub static ENTITY_PROVENANCE_KEYS: &[&str] = &[
     "addressee", "agent", "author", "entities", "entity", "location", "mentions", "name",
     "organisation", "organization", "participant", "participants", "person", "place", "recipient",
     "sender", "speaker", "user", "user_name", "username",
@@ -132,7 +133,7 @@ static ENTITY_PROVENANCE_KEYS: &[&str] = &[
 
 /// Of those, the keys whose value may list several ids ("Ann, Bob; Carl").
 #[rustfmt::skip]
-static LIST_PROVENANCE_KEYS: &[&str] = &[
+pub static LIST_PROVENANCE_KEYS: &[&str] = &[
     "entities", "mentions", "participants",
 ];
 

@@ -3,11 +3,12 @@
 //! text and resolve each to a `[start, end)` interval of Unix seconds (UTC)
 //! against the text's observation time.
 //!
-//! This is a port of the Python `jevmem.temporal.ground` and must return the
-//! same references for every input: same order, same code point spans, same
-//! intervals and precisions. The Python module docstring lists the supported
-//! patterns; this file keeps the Python pattern table and resolvers one for
-//! one so the two can be compared side by side.
+//! It replaced a Python implementation and must return the same references
+//! for every input: same order, same code point spans, same intervals and
+//! precisions. `jevmem.temporal`'s docstring lists the supported patterns;
+//! the Python it replaced is kept as the tests' oracle
+//! (`tests/support/grounding_reference`), and this file keeps its pattern
+//! table and resolvers one for one so the two can be compared side by side.
 //!
 //! The patterns need lookbehind and lookahead and Python's backtracking
 //! (leftmost-first) match selection, so they run on `fancy_regex`, which

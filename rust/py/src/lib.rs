@@ -8,6 +8,7 @@ mod durable;
 mod errors;
 mod scope;
 mod store;
+mod text_analysis;
 mod traversal;
 
 use pyo3::prelude::*;
@@ -43,6 +44,15 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "SIGNAL_COLUMNS",
         jevmem_core::signals::SIGNAL_COLUMNS.to_vec(),
     )?;
+    // provenance keys whose values name entities, and those that may list several
+    m.add(
+        "ENTITY_PROVENANCE_KEYS",
+        jevmem_core::entities::ENTITY_PROVENANCE_KEYS.to_vec(),
+    )?;
+    m.add(
+        "LIST_PROVENANCE_KEYS",
+        jevmem_core::entities::LIST_PROVENANCE_KEYS.to_vec(),
+    )?;
     m.add_class::<store::MemoryStore>()?;
     m.add_class::<store::Node>()?;
     m.add_class::<store::Edge>()?;
@@ -57,6 +67,12 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(traversal::largest_remainder, m)?)?;
     m.add_function(wrap_pyfunction!(traversal::view_budgets, m)?)?;
     m.add_function(wrap_pyfunction!(traversal::depth_limit, m)?)?;
+    m.add_function(wrap_pyfunction!(text_analysis::normalise_entity, m)?)?;
+    m.add_function(wrap_pyfunction!(text_analysis::extract_entities, m)?)?;
+    m.add_function(wrap_pyfunction!(text_analysis::extract_entities_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(text_analysis::entity_mentions, m)?)?;
+    m.add_function(wrap_pyfunction!(text_analysis::ground_times, m)?)?;
+    m.add_function(wrap_pyfunction!(text_analysis::ground_times_batch, m)?)?;
     m.add_function(wrap_pyfunction!(set_failpoint, m)?)?;
     Ok(())
 }

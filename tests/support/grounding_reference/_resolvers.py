@@ -1,8 +1,8 @@
-"""The resolvers of the grounding pattern table (internal to :mod:`jevmem.temporal`).
+"""The resolvers of the grounding pattern table (part of the frozen grounding oracle).
 
 Each ``resolve_*`` function takes a match of one pattern family and the
 observation day and returns ``(start, end, precision, relative)``, or None
-to reject the match; :mod:`jevmem.temporal._grounding` pairs them with their
+to reject the match; the oracle's ``_grounding`` pairs them with their
 patterns.
 """
 
@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from datetime import date, timedelta
 
-from jevmem.temporal._calendar import (
+from ._calendar import (
     AMBIGUOUS_WD,
     DAY,
     PARTS,

@@ -1,0 +1,103 @@
+"""The write path per node with precomputed vectors, and what its text
+analysis (entity extraction and time grounding) costs of it.
+
+Builds one memory per conversation of a file in the LoCoMo layout with
+`Memory.add_batch` in batches of ``--batch`` turns, the vectors computed
+beforehand (hashing embedder: the write path, not an embedder, is measured),
+``--repeat`` times, and prints the median milliseconds per node. Beside it,
+the same turns' entity extraction and time grounding alone
+(`jevmem.entities.extract_entities`, `jevmem.temporal.ground`), timed the
+same way, so the share of the text analysis is read off one run. To compare
+two builds, run this once with each (``PYTHONPATH=<package>``), alternating.
+
+    .venv/bin/python bench/bench_write.py --data ../shared/data/beam/beam-100k.json \\
+        [--conversations 2] [--repeat 5] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from _common import finish_report
+
+import jevmem
+from jevmem.embed import HashEmbedder
+from jevmem.entities import extract_entities
+from jevmem.evaluation import conversation_inputs, load_samples
+from jevmem.temporal import ground
+
+MAX_TEXT_BYTES = 4 * 1024 * 1024
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    ap.add_argument("--data", type=Path, required=True)
+    ap.add_argument("--conversations", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args(argv)
+
+    emb = HashEmbedder(384)
+    convs, _ = load_samples(json.loads(args.data.read_text()))
+    inputs = []
+    for conv in convs[: args.conversations]:
+        texts, ts, spk, provs = conversation_inputs(conv)
+        inputs.append((texts, ts, spk, provs, emb.embed(texts)))
+    nodes = sum(len(i[0]) for i in inputs)
+    chars = sum(len(t) for i in inputs for t in i[0])
+
+    def build() -> None:
+        for texts, ts, spk, provs, vecs in inputs:
+            store = jevmem.MemoryStore(emb.dim, max_text_bytes=MAX_TEXT_BYTES)
+            m = jevmem.Memory(emb, jevmem.LocalController(), store=store)
+            b = args.batch
+            for i in range(0, len(texts), b):
+                m.add_batch(
+                    texts[i : i + b],
+                    timestamps=ts[i : i + b],
+                    speakers=spk[i : i + b],
+                    provenances=provs[i : i + b],
+                    embeddings=vecs[i : i + b],
+                )
+
+    def analyse() -> None:
+        for texts, ts, spk, provs, _ in inputs:
+            for text, stamp, speaker, prov in zip(texts, ts, spk, provs, strict=True):
+                extract_entities(text, speaker=speaker, provenance=prov)
+                if stamp is not None:
+                    ground(text, stamp)
+
+    writes: list[float] = []
+    analysis: list[float] = []
+    for _ in range(args.repeat):
+        t = time.perf_counter()
+        build()
+        writes.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        analyse()
+        analysis.append(time.perf_counter() - t)
+    write_ms = statistics.median(writes) / nodes * 1e3
+    analysis_ms = statistics.median(analysis) / nodes * 1e3
+    report = {
+        "package": str(Path(jevmem.__file__).parent),
+        "data": str(args.data),
+        "nodes": nodes,
+        "mean_chars_per_node": chars / nodes,
+        "repeat": args.repeat,
+        "batch": args.batch,
+        "write_ms_per_node": write_ms,
+        "text_analysis_ms_per_node": analysis_ms,
+        "text_analysis_share": analysis_ms / write_ms,
+    }
+    finish_report(report, args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,131 @@
+//! The write path's text analysis: entity ids and grounded time references.
+//! Every call converts its arguments to owned values first and runs detached,
+//! so a batch of long observations never holds the GIL.
+
+use jevmem_core::error::Error;
+use jevmem_core::{entities, grounding};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use crate::errors::IntoPyResult;
+
+/// A provenance mapping as (key, value) pairs, in the mapping's order.
+type Provenance = Vec<(String, String)>;
+
+/// The canonical id for a name: trimmed, casefolded, single-spaced, no possessive.
+#[pyfunction]
+pub fn normalise_entity(name: &str) -> String {
+    entities::normalise(name)
+}
+
+/// Entity ids of one observation, deduplicated: the speaker, then names in
+/// the text by position, then provenance ids, then `extra`.
+#[pyfunction]
+#[pyo3(signature = (text, *, speaker = None, provenance = Vec::new(), extra = Vec::new()))]
+pub fn extract_entities(
+    py: Python<'_>,
+    text: String,
+    speaker: Option<String>,
+    provenance: Provenance,
+    extra: Vec<String>,
+) -> Vec<String> {
+    py.detach(|| entities::extract_entities(&text, speaker.as_deref(), &provenance, &extra))
+}
+
+/// `extract_entities` over columns of equal length, in one detached call.
+#[pyfunction]
+pub fn extract_entities_batch(
+    py: Python<'_>,
+    texts: Vec<String>,
+    speakers: Vec<Option<String>>,
+    provenances: Vec<Provenance>,
+    extras: Vec<Vec<String>>,
+) -> PyResult<Vec<Vec<String>>> {
+    let n = texts.len();
+    if speakers.len() != n || provenances.len() != n || extras.len() != n {
+        return Err(PyValueError::new_err(format!(
+            "extract_entities_batch: {n} texts but {} speakers, {} provenances, {} extras",
+            speakers.len(),
+            provenances.len(),
+            extras.len()
+        )));
+    }
+    Ok(py.detach(|| {
+        texts
+            .iter()
+            .zip(&speakers)
+            .zip(&provenances)
+            .zip(&extras)
+            .map(|(((text, speaker), prov), extra)| {
+                entities::extract_entities(text, speaker.as_deref(), prov, extra)
+            })
+            .collect()
+    }))
+}
+
+/// The `known` ids that `query` mentions, in order of first mention.
+#[pyfunction]
+pub fn entity_mentions(py: Python<'_>, query: String, known: Vec<String>) -> Vec<String> {
+    py.detach(|| entities::mentions(&query, &known))
+}
+
+/// One grounded time reference as Python receives it: (span start, span
+/// end) in code points, [start, end) in Unix seconds, precision, relative,
+/// anchor precision ("" unless the precision is "range").
+type GroundedTuple = (usize, usize, i64, i64, &'static str, bool, &'static str);
+
+fn grounded(text: &str, observed_at: i64) -> Result<Vec<GroundedTuple>, Error> {
+    Ok(grounding::ground(text, observed_at)?
+        .into_iter()
+        .map(|r| {
+            (
+                r.span.0,
+                r.span.1,
+                r.start,
+                r.end,
+                r.precision,
+                r.relative,
+                r.anchor_precision,
+            )
+        })
+        .collect())
+}
+
+/// The time expressions of `text` resolved against `observed_at` (Unix
+/// seconds): non-overlapping, in text order.
+#[pyfunction]
+pub fn ground_times(
+    py: Python<'_>,
+    text: String,
+    observed_at: i64,
+) -> PyResult<Vec<GroundedTuple>> {
+    py.detach(|| grounded(&text, observed_at)).py()
+}
+
+/// `ground_times` over a column of texts and their observation times in one
+/// detached call; a text without a time gets no references.
+#[pyfunction]
+pub fn ground_times_batch(
+    py: Python<'_>,
+    texts: Vec<String>,
+    observed_ats: Vec<Option<i64>>,
+) -> PyResult<Vec<Vec<GroundedTuple>>> {
+    if observed_ats.len() != texts.len() {
+        return Err(PyValueError::new_err(format!(
+            "ground_times_batch: {} texts but {} observation times",
+            texts.len(),
+            observed_ats.len()
+        )));
+    }
+    py.detach(|| {
+        texts
+            .iter()
+            .zip(&observed_ats)
+            .map(|(text, at)| match at {
+                Some(at) => grounded(text, *at),
+                None => Ok(Vec::new()),
+            })
+            .collect::<Result<Vec<_>, Error>>()
+    })
+    .py()
+}
