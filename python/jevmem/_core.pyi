@@ -24,6 +24,8 @@ VectorLike = npt.ArrayLike
 Span = tuple[int, int]
 #: (text, start, end, precision, relative, span_start, span_end, anchor_precision or "")
 TimeRefTuple = tuple[str, int, int, str, bool, int, int, str]
+# span start, span end (code points), start, end, precision, relative, anchor precision
+GroundedTuple = tuple[int, int, int, int, str, bool, str]
 #: One node's passage vectors: an ``(m, dim)`` array and its ``m`` character spans.
 Passages = tuple[VectorLike, Sequence[Span]]
 MetaValue = str | int | float | bool
@@ -628,7 +630,6 @@ def view_budgets(
 def depth_limit(multi_hop: float, depth_max: int = 8) -> int: ...
 
 # The write path's text analysis (jevmem.entities, jevmem.temporal wrap these).
-GroundedTuple = tuple[int, int, int, int, str, bool, str]
 
 def normalise_entity(name: str) -> str: ...
 def extract_entities(
