@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jevmem import HashEmbedder, LocalController, Memory, MemoryConfig
+from jevmem import HashEmbedder, LocalController, Memory, MemoryConfig, MemoryStore
 from jevmem.controller import catalogue
 from jevmem.plane.query import QueryRun
 from jevmem.plane.signals import plain_match_columns
-from jevmem.plane.text import ALIAS_SCAN, alias_signal, question_share
+from jevmem.plane.text import question_share
 from jevmem.temporal import to_timestamp
 
 DAY = 86_400
@@ -376,8 +376,12 @@ def test_naming_a_speaker_agrees_with_the_alias_rule(speakers: list[str], entity
     assert m._names_a_speaker(entity) == any(is_alias(entity, s) for s in known)
 
 
+#: how far each node's entity list is read (`pair_signals::ALIAS_SCAN` in the core)
+ALIAS_SCAN = 64
+
+
 def reference_alias_signal(a: list[str], b: list[str]) -> float:
-    """`alias_signal` as it was first written: every pair compared."""
+    """The alias signal as it was first written: every pair compared."""
     best = 0.0
     for x in a[:ALIAS_SCAN]:
         for y in b[:ALIAS_SCAN]:
@@ -393,6 +397,16 @@ entity_ids = st.lists(
     st.text("abm ", min_size=1, max_size=9).map(lambda s: " ".join(s.split())).filter(bool),
     max_size=80,
 )
+
+
+def alias_signal(new: list[str], earlier: list[str]) -> float:
+    """The core's alias signal for a node carrying ``new`` and an earlier one
+    carrying ``earlier`` (`WriteCandidate.alias`)."""
+    store = MemoryStore(2, exact_threshold=1_000)
+    store.add("earlier", [1.0, 0.0], entities=earlier)
+    store.add("new", [1.0, 0.0], entities=new)
+    (pair,) = [c for c in store.write_candidates(1) if c.id == 0]
+    return pair.alias
 
 
 @given(a=entity_ids, b=entity_ids)

@@ -154,3 +154,71 @@ def test_every_development_text_gets_the_python_answers() -> None:
                 assert tuples(ground(q, last)) == tuples(grounding_ref.ground(q, last)), q
                 compared += 1
     assert compared > 9_000
+
+
+# --- a write candidate's pair signals (`WriteCandidate`) against the old Python
+
+NAMES = ["Mel", "Melanie", "Caro", "Caroline", "New York", "York", "Al", "Alan", "Bank of America"]
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(st.sampled_from(NAMES), max_size=4).map(" and ".join),
+            st.one_of(st.none(), st.sampled_from(["Ann", "ann", "Bob"])),
+            st.one_of(st.none(), st.integers(0, 3)),
+            st.sampled_from(["session", "session_id", "episode", "other"]),
+            st.one_of(st.none(), st.integers(T0, T0 + 5 * 86_400)),
+        ),
+        min_size=1,
+        max_size=12,
+    )
+)
+@settings(max_examples=60, deadline=None)
+def test_pair_signals_equal_the_python_rules(
+    rows: list[tuple[str, str | None, int | None, str, int | None]],
+) -> None:
+    from support import pair_signals_reference as pairs_ref
+
+    from jevmem import MemoryStore
+
+    store = MemoryStore(4, exact_threshold=1_000)
+    for i, (names, speaker, session, key, at) in enumerate(rows):
+        prov = {} if speaker is None else {"speaker": speaker}
+        if session is not None:
+            prov[key] = str(session)
+        text = f"turn {i}: {names} talked about plans"
+        ents = extract_entities(text, speaker=speaker, provenance=prov, extra=["Melanie"] * (i % 2))
+        store.add(text, [1.0, 0.5, 0.25, float(i)], timestamp=at, provenance=prov, entities=ents)
+    for new_id in range(len(rows)):
+        new = store.get(new_id)
+        for c in store.write_candidates(new_id):
+            other = store.get(c.id)
+            assert c.same_session == pairs_ref.same_session(new, other)
+            assert c.same_speaker == pairs_ref.same_speaker(new, other)
+            assert c.older == pairs_ref.older_signal(other, new)
+            assert c.alias == pairs_ref.alias_signal(new.entities, other.entities)
+
+
+entity_id = st.one_of(
+    st.sampled_from([n.lower() for n in NAMES]),
+    # ids the store keeps as given: letters (some beyond ASCII) and inner spaces
+    st.text(alphabet="abcelmnory \u00e9\u00df", min_size=1, max_size=9)
+    .map(lambda s: " ".join(s.split()))
+    .filter(bool),
+)
+
+
+@given(st.lists(entity_id, max_size=80), st.lists(entity_id, max_size=80))
+@settings(max_examples=200, deadline=None)
+def test_the_alias_signal_equals_the_python_rule(a: list[str], b: list[str]) -> None:
+    from support import pair_signals_reference as pairs_ref
+
+    from jevmem import MemoryStore
+
+    store = MemoryStore(2, exact_threshold=1_000)
+    store.add("first", [1.0, 0.0], entities=a)
+    store.add("second", [1.0, 0.0], entities=b)
+    (c,) = [c for c in store.write_candidates(1) if c.id == 0]
+    first, second = store.get(0), store.get(1)
+    assert c.alias == pairs_ref.alias_signal(second.entities, first.entities)

@@ -17,7 +17,6 @@ from jevmem.errors import InvalidInputError, SystemTwoError
 from jevmem.plane.derived import DERIVED_VERSION
 from jevmem.plane.lifecycle import LifecycleMemory
 from jevmem.plane.signals import answer_value
-from jevmem.plane.text import alias_signal, older_signal, same_session, same_speaker
 from jevmem.temporal import event_time, ground_batch, to_timestamp
 
 
@@ -419,12 +418,12 @@ class WritingMemory(LifecycleMemory):
                             "lexical": c.lexical,
                             "entity": c.entity,
                             "temporal": c.temporal,
-                            "same_session": same_session(node, other),
-                            "alias": alias_signal(node.entities, other.entities),
+                            "same_session": c.same_session,
+                            "alias": c.alias,
                             "inserted_before": 1.0,
                             # for relation.supersedes: one speaker, and which is older
-                            "same_speaker": same_speaker(node, other),
-                            "older": older_signal(other, node),
+                            "same_speaker": c.same_speaker,
+                            "older": c.older,
                         },
                     }
                 )

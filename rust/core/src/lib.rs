@@ -21,6 +21,7 @@ pub mod fusion;
 pub mod graph;
 pub mod grounding;
 pub mod ops;
+pub mod pair_signals;
 pub mod passages;
 pub mod signals;
 pub mod snapshot;

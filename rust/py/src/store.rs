@@ -16,6 +16,7 @@ use jevmem_core::facts::Supersedes as CoreSupersedes;
 use jevmem_core::filter::{check_idempotency_key, normalize_metadata, normalize_scope};
 use jevmem_core::graph::EdgeUpsert;
 use jevmem_core::ops::NewNode;
+use jevmem_core::pair_signals::{pair_signals, PairSignals};
 use jevmem_core::passages::NewPassage;
 use jevmem_core::signals::{SignalQuery, SIGNAL_COLUMNS};
 use jevmem_core::snapshot::LoadOptions;
@@ -232,6 +233,11 @@ pub struct WriteCandidate {
     pub lexical: f32,
     pub entity: f32,
     pub temporal: f32,
+    /// What relation judgment reads about the pair (`pair_signals`).
+    pub same_session: f64,
+    pub same_speaker: f64,
+    pub older: f64,
+    pub alias: f64,
 }
 
 #[pymethods]
@@ -241,8 +247,8 @@ impl WriteCandidate {
     }
 }
 
-impl From<CandidateMatch> for WriteCandidate {
-    fn from(c: CandidateMatch) -> Self {
+impl WriteCandidate {
+    fn new(c: CandidateMatch, pair: PairSignals) -> Self {
         WriteCandidate {
             id: c.id,
             score: c.score,
@@ -250,6 +256,10 @@ impl From<CandidateMatch> for WriteCandidate {
             lexical: c.signals.lexical,
             entity: c.signals.entity,
             temporal: c.signals.temporal,
+            same_session: pair.same_session,
+            same_speaker: pair.same_speaker,
+            older: pair.older,
+            alias: pair.alias,
         }
     }
 }
@@ -1557,8 +1567,18 @@ impl MemoryStore {
         id: NodeId,
         k: Option<usize>,
     ) -> PyResult<Vec<WriteCandidate>> {
-        let found = self.read(py, |s| s.candidates_for(id, k)).py()?;
-        Ok(found.into_iter().map(WriteCandidate::from).collect())
+        self.read(py, |s| {
+            let found = s.candidates_for(id, k)?;
+            let new = s.get(id).ok_or(Error::NodeNotFound(id))?;
+            Ok(found
+                .into_iter()
+                .map(|c| {
+                    let pair = s.get(c.id).map(|other| pair_signals(new, other));
+                    WriteCandidate::new(c, pair.unwrap_or_default())
+                })
+                .collect())
+        })
+        .py()
     }
 
     /// Node ids carrying an entity (normalised: trimmed, lowercased).
