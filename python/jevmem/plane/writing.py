@@ -430,8 +430,8 @@ class WritingMemory(LifecycleMemory):
             if not cand_ids:
                 continue
             questions: list[Any] = []
-            for i, c in enumerate(cands):
-                ordered = node.timestamp is not None and self.store.get(c.id).timestamp is not None
+            for i, (c, state) in enumerate(zip(cands, cand_state, strict=True)):
+                ordered = node.timestamp is not None and state["timestamp"] is not None
                 questions.extend(
                     catalogue.relation_questions(
                         i, ask_alias=c.entity == 0, ask_temporal=not ordered
