@@ -25,10 +25,9 @@ from typing import Any
 import numpy as np
 
 from jevmem import Memory
-from jevmem._core import MemoryStore
+from jevmem._core import MemoryStore, question_share
 from jevmem.embed import Embedder, HashEmbedder, default_embedder
 from jevmem.entities import extract_entities
-from jevmem.plane.text import question_share
 from jevmem.temporal import ground
 
 BEAM = Path(__file__).resolve().parents[2] / "shared" / "data" / "beam" / "beam-100k.json"

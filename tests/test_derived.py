@@ -29,6 +29,7 @@ from jevmem import (
     MemoryStore,
     NodeNotFoundError,
 )
+from jevmem._core import question_share
 from jevmem.plane import derived as derived_module
 from jevmem.plane import state as plane_state
 from jevmem.plane.derived import (
@@ -39,7 +40,6 @@ from jevmem.plane.derived import (
     ref_of,
     ref_tuple,
 )
-from jevmem.plane.text import question_share
 from jevmem.temporal import PRECISIONS, TimeRef, ground
 
 EMBEDDER = HashEmbedder(64)

@@ -15,6 +15,7 @@ from jevmem import (
     LocalController,
     Memory,
     MemoryConfig,
+    NodeNotFoundError,
     TraversalConfig,
 )
 from jevmem._core import Node
@@ -241,23 +242,34 @@ def test_save_load_round_trip(tmp_path: Any) -> None:
     assert [e.id for e in m2.search(q, 5).evidence] == [e.id for e in m.search(q, 5).evidence]
 
 
-def test_read_path_node_facts_match_the_store(tmp_path: Any) -> None:
-    """The per-node facts the read path keeps (text, speaker, entities,
-    session) agree with the store: for written nodes, for a summary written
-    past add_batch, and after a load."""
-    from jevmem.plane.text import NodeFacts
+def test_read_path_node_facts_come_from_the_store(tmp_path: Any) -> None:
+    """What the read path reads of a node (text, session) comes from the
+    store, for written nodes, for a summary written past add_batch, and after
+    a load; the Memory keeps no per-node copy of it."""
+    from support.pair_signals_reference import session_of
 
     m = Memory(HashEmbedder(64), Scripted("merge", 0.99, 0.0), summariser=lambda ns: "Maya sums up")
-    add_all(m, [{"text": f"Maya met Ines about cello {i}", "timestamp": 1_700_000_000 + i, "speaker": "Maya", "session": "1"} for i in range(20)])  # fmt: skip
+    add_all(m, [{"text": f"Maya met Ines about cello {i}", "timestamp": 1_700_000_000 + i, "speaker": "Maya", "session": str(i % 2)} for i in range(20)])  # fmt: skip
     sid = m.decisions[0]["summary_id"]
-    assert sid not in m.derived_state()["facts"]  # written straight to the store
     assert any(e.id == sid for e in m.search("Maya sums up", 25).evidence)
     m.save(tmp_path / "m.jvm")
     loaded = Memory.load(tmp_path / "m.jvm", HashEmbedder(64))
     for mem in (m, loaded):
-        # every node by now: loading indexes all, and the call above filled the summary
-        facts = mem.derived_state()["facts"]
-        assert facts == {i: NodeFacts.of(mem.get(i)) for i in range(mem.store.next_id)}
+        ids = mem.matching_ids()
+        nodes = [mem.get(i) for i in ids]
+        assert mem.store.texts(ids) == [n.text for n in nodes]
+        first = [ids[0]] * len(ids)
+        want = [
+            1.0 if session_of(n) is not None and session_of(n) == session_of(nodes[0]) else 0.0
+            for n in nodes
+        ]
+        assert mem.store.same_session(ids, first).tolist() == want
+        assert 0.0 < sum(want) < len(want)
+        assert mem.derived_state()["speakers"] == {"maya"}
+    with pytest.raises(NodeNotFoundError):
+        m.store.texts([ids[0], 10_000])
+    with pytest.raises(InvalidInputError):
+        m.store.same_session(ids, ids[:1])
 
 
 def test_searches_leave_the_garbage_collector_as_they_found_it() -> None:

@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jevmem import HashEmbedder, LocalController, Memory, MemoryConfig, MemoryStore
+from jevmem._core import question_share
 from jevmem.controller import catalogue
 from jevmem.plane.query import QueryRun
 from jevmem.plane.signals import plain_match_columns
-from jevmem.plane.text import question_share
 from jevmem.temporal import to_timestamp
 
 DAY = 86_400
@@ -367,7 +367,7 @@ def test_a_question_lifts_its_reply_more_than_a_statement_lifts_its_neighbour() 
     entity=st.text("abcm ", min_size=1, max_size=9).map(str.strip).filter(bool),
 )
 def test_naming_a_speaker_agrees_with_the_alias_rule(speakers: list[str], entity: str) -> None:
-    from jevmem.plane.text import is_alias
+    from support.coverage_reference import is_alias
 
     m = memory()
     for i, spk in enumerate(speakers):

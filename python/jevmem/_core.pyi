@@ -400,6 +400,26 @@ class MemoryStore:
     ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.uint32]]:
         """A query's signals of ``ids`` in one pass: (n, len(SIGNAL_COLUMNS))
         columns in that order, and each node's best passage index."""
+    def content_coverage(
+        self,
+        ids: Sequence[int],
+        content_tokens: Sequence[str],
+        asked: Sequence[str],
+        people: Sequence[str],
+        *,
+        allowed: Allowed | None = None,
+    ) -> npt.NDArray[np.float64]:
+        """Per node, an (n, 2) array: the share of ``content_tokens`` it asserts
+        about the ``asked`` people, and the share about other known ``people``."""
+    def tokens_present(self, ids: Sequence[int], tokens: Sequence[str]) -> list[bool]:
+        """Which of ``tokens`` occur in the text of at least one of ``ids``."""
+    def same_session(self, ids: Sequence[int], others: Sequence[int]) -> npt.NDArray[np.float64]:
+        """1.0 for each pair of nodes that name the same session, else 0.0."""
+    def texts(self, ids: Sequence[int]) -> list[str]:
+        """Each node's text, in the order of ``ids``."""
+    def text_marks(self, text: str) -> tuple[list[str], list[tuple[list[str], float, bool, bool]]]:
+        """The names a text uses other than as address, and its sentences as
+        (tokens, weight, first person, second person)."""
     def timestamps(self, ids: Sequence[int]) -> list[int | None]:
         """Each node's observation time (None when it has none or is not stored)."""
     def episode_keys(self, ids: Sequence[int]) -> npt.NDArray[np.uint64]:
@@ -656,6 +676,8 @@ def extract_entities_batch(
 ) -> list[list[str]]: ...
 def entity_mentions(query: str, known: Sequence[str]) -> list[str]: ...
 def ground_times(text: str, observed_at: int) -> list[GroundedTuple]: ...
+def speaks_in_first_person(text: str) -> bool: ...
+def question_share(text: str) -> float: ...
 def ground_times_batch(
     texts: Sequence[str], observed_ats: Sequence[int | None]
 ) -> list[list[GroundedTuple]]: ...

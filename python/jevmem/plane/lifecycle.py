@@ -134,7 +134,7 @@ class LifecycleMemory(MemoryState):
         removes what it matched too."""
         gone = self._with_summaries(ids)
         self.store.forget(gone)
-        self._forget_python_side(gone)
+        self._forget_python_side()
         gone_set = set(gone)
         self._drop_decisions(gone_set.__contains__)
         drop_text_caches()

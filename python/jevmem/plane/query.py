@@ -156,9 +156,11 @@ class QueryRun(QueryFeatures):
         top = self.ranked(t)[:ASSESSED_ITEMS]
         self.shown = [e.node for e in top]
         ev = []
-        covered: set[str] = set()
-        for e in top[:5]:
-            covered.update(self.m._token_set(e.node))
+        # the query's tokens the best five items contain
+        asked = sorted(self.query_tokens)
+        present = self.m.store.tokens_present([e.node for e in top[:5]], asked)
+        covered = {t for t, there in zip(asked, present, strict=True) if there}
+        self.coverages([e.node for e in top])
         for e in top:
             ev.append(
                 {
@@ -245,30 +247,22 @@ class QueryRun(QueryFeatures):
 
     def scoring_request(self, t: Traversal, found: list[Any]) -> DecisionRequest:
         store = self.m.store
-        facts = self.m._node_facts
         ids = [c.node for c in found]
         sigs = self.signals(ids)
         evidence = [e.node for e in t.result()]
         ev_vecs = np.stack([store.embedding(e) for e in evidence]) if evidence else None
         episodes = store.episode_keys(ids).tolist()
         episode_strength = self.episode_strength
-        # per candidate: max evidence similarity, episode support, same session
+        # per candidate: max evidence similarity, episode support
         read: list[tuple[float, ...]] = []
         for c, episode in zip(found, episodes, strict=True):
             v = store.embedding(c.node)
             max_sim = float((ev_vecs @ v).max()) if ev_vecs is not None else 0.0
-            session = facts(c.node).session
-            read.append(
-                (
-                    max(0.0, min(1.0, max_sim)),
-                    episode_strength.get(episode, 0.0),
-                    1.0 if session is not None and session == facts(c.from_node).session else 0.0,
-                )
-            )
+            read.append((max(0.0, min(1.0, max_sim)), episode_strength.get(episode, 0.0)))
         # in candidate order: a candidate's context reads the topical match of
         # the candidates before it
         near = self.context_matches(ids, self.supporting_match(sigs).tolist())
-        rows = np.array(read, dtype=np.float64).reshape(len(ids), 3)
+        rows = np.array(read, dtype=np.float64).reshape(len(ids), 2)
         sigs.update(
             edge_weight=np.array([float(c.edge_weight) for c in found], dtype=np.float64),
             max_evidence_similarity=rows[:, 0],
@@ -279,7 +273,8 @@ class QueryRun(QueryFeatures):
             prev_match=near[:, 1],
             next_match=near[:, 2],
             episode_support=rows[:, 1],
-            same_session=rows[:, 2],
+            # the candidate and the node it was reached from name one session
+            same_session=store.same_session(ids, [c.from_node for c in found]),
         )
         cands = CandidateTable(
             ids, [self.texts[i] for i in ids], sigs, views=[c.view for c in found]

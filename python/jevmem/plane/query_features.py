@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from jevmem._core import SIGNAL_COLUMNS, Traversal, rrf
+from jevmem._core import SIGNAL_COLUMNS, Traversal, rrf, speaks_in_first_person
 from jevmem.entities import extract_entities, mentions
 from jevmem.plane.config import (
     CHAIN_NODES,
@@ -24,7 +24,7 @@ from jevmem.plane.signals import (
     share_of_best_columns,
 )
 from jevmem.plane.state import MemoryState
-from jevmem.plane.text import FIRST_PERSON, REQUEST, is_alias
+from jevmem.plane.text import REQUEST
 from jevmem.temporal import FactTime, query_fact_time, query_time_cues
 
 
@@ -126,7 +126,7 @@ class QueryFeatures:
         # who asks and what for: a query in the first person asks about the
         # one who talks to the memory; a request for help or advice is
         # answered by standing instructions and tastes as much as by facts
-        self.query_self = 1.0 if FIRST_PERSON.search(query) else 0.0
+        self.query_self = 1.0 if speaks_in_first_person(query) else 0.0
         self.query_request = 1.0 if REQUEST.search(query) else 0.0
         #: which time the query wants facts to hold at (see `fact_signals`)
         self.fact_time: FactTime = query_fact_time(query, self.time_cues, now=now)
@@ -205,10 +205,10 @@ class QueryFeatures:
             )
         else:
             self.entity_ok.update(dict.fromkeys(ids, 1.0))
-        facts = m._facts
-        self.texts.update(
-            zip(ids, [(facts.get(i) or m._node_facts(i)).text for i in ids], strict=True)
-        )
+        texts = self.texts
+        todo = [i for i in ids if i not in texts]
+        if todo:
+            texts.update(zip(todo, m.store.texts(todo), strict=True))
         # what kind of query asks (the same for every node)
         out["query_self"] = np.full(n, self.query_self)
         out["query_request"] = np.full(n, self.query_request)
@@ -497,101 +497,35 @@ class QueryFeatures:
 
     def text(self, node_id: int) -> str:
         got = self.texts.get(node_id)
-        return got if got is not None else self.m._node_facts(node_id).text
+        return got if got is not None else self.m.store.texts([node_id])[0]
 
     def temporal_context(self, node_id: int) -> list[tuple[int, float]]:
         return self.m._temporal_context(node_id, self.allowed)
 
-    def content_coverage(self, node_id: int) -> tuple[float, float]:
-        """Share of the query's content words the node asserts *about the
-        entity the query asks about*, and the share it asserts about other
-        people the memory knows (speakers the query does not name).
-
-        Sentence by sentence: a sentence is about its speaker when it speaks
-        in the first person, about the addressee (the other speaker of the
-        adjacent turns) in the second person, and about whoever the turn
-        names, except names used to address someone ("Thanks, Mel!"). A
-        sentence that marks no person at all is credited to its speaker at
-        half weight (likely, not certain); words that only occur in questions
-        count half too. The second share is what tells "Caroline researched
-        adoption agencies" apart from a question about what Melanie researched.
-        """
-        if not self.content_tokens:
-            return 0.0, 0.0
-        asked = self.asked_people
-        people = self.speakers
-        speaker = self.m._node_facts(node_id).speaker
-        named, sentences = self.m._sentences_of(node_id)
-        addressees: set[str] | None = None
-        named_mine: bool | None = None
-        named_others = False
-        credit: dict[str, float] = {}
-        other: dict[str, float] = {}
-        for words, weight, first, second in sentences:
-            hits = self.content_tokens.intersection(words)
-            if not hits:
-                continue
-            if not asked:
-                for h in hits:
-                    credit[h] = max(credit.get(h, 0.0), weight)
-                continue
-            if named_mine is None:
-                # what the names alone decide, once per node rather than per
-                # sentence (a long text names many people)
-                named_mine = any(is_alias(q, a) for q in asked for a in named)
-                named_others = any(
-                    a in people and not any(is_alias(q, a) for q in asked) for a in named
-                )
-            about: set[str] = set()
-            if first:
-                about.add(speaker)
-            if second:
-                if addressees is None:
-                    addressees = self.addressees(node_id)
-                about |= addressees
-            unmarked = not first and not second  # probably the speaker's own, not surely
-            mine = (
-                weight if named_mine or any(is_alias(q, a) for q in asked for a in about) else 0.0
-            )
-            if not mine and unmarked and any(is_alias(q, speaker) for q in asked):
-                mine = 0.5 * weight
-            others = named_others or any(
-                a in people and not any(is_alias(q, a) for q in asked) for a in about
-            )
-            theirs = weight if others else 0.0
-            if (
-                not theirs
-                and unmarked
-                and speaker in people
-                and not any(is_alias(q, speaker) for q in asked)
-            ):
-                theirs = 0.5 * weight
-            for h in hits:
-                credit[h] = max(credit.get(h, 0.0), mine)
-                other[h] = max(other.get(h, 0.0), theirs)
-        n = len(self.content_tokens)
-        return sum(credit.values()) / n, sum(other.values()) / n
+    def coverages(self, ids: list[int]) -> list[tuple[float, float]]:
+        """Each node's content coverage: the share of the query's content
+        words it asserts *about whom the query asks about*, and the share it
+        asserts about other people the memory knows (speakers the query does
+        not name). Read sentence by sentence in the core
+        (`MemoryStore.content_coverage`: person marks, names not used as
+        address, the speakers of the adjacent turns); what tells "Caroline
+        researched adoption agencies" apart from a question about what
+        Melanie researched. Computed once per node, when assessed."""
+        todo = [i for i in dict.fromkeys(ids) if i not in self.coverage]
+        if todo:
+            rows = self.m.store.content_coverage(
+                todo,
+                sorted(self.content_tokens),
+                list(self.asked_people),
+                sorted(self.speakers),
+                allowed=self.allowed,
+            ).tolist()
+            self.coverage.update(zip(todo, map(tuple, rows), strict=True))
+        return [self.coverage[i] for i in ids]
 
     def coverage_of(self, node_id: int) -> tuple[float, float]:
-        """`content_coverage`, computed once per node and only when assessed."""
-        if node_id not in self.coverage:
-            self.coverage[node_id] = self.content_coverage(node_id)
-        return self.coverage[node_id]
-
-    def addressees(self, node_id: int) -> set[str]:
-        """Speakers of the turns next to this one in time, other than its own."""
-        m = self.m
-        own = m._node_facts(node_id).speaker
-        out = set()
-        allowed = self.allowed
-        for e in m.store.neighbors(node_id, "temporal"):
-            other = e.dst if e.src == node_id else e.src
-            if allowed is not None and other not in allowed:
-                continue
-            spk = m._node_facts(other).speaker
-            if spk and spk != own:
-                out.add(spk)
-        return out
+        """`coverages` of one node."""
+        return self.coverages([node_id])[0]
 
     def query_state(self) -> dict[str, Any]:
         return {

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from jevmem import answering as _answering
-from jevmem._core import Allowed, MemoryStore, Node
+from jevmem._core import Allowed, MemoryStore, Node, question_share
 from jevmem.controller import default_controller
 from jevmem.controller.types import Answer, DecisionRequest, SystemOne, validate_answers
 from jevmem.embed import Embedder, default_embedder
@@ -23,17 +23,7 @@ from jevmem.plane.config import (
 )
 from jevmem.plane.derived import DERIVED_VERSION, DerivedFacts, RefTuple, ref_of, ref_tuple
 from jevmem.plane.filters import scope_and_filter
-from jevmem.plane.text import (
-    CAPITALISED,
-    FIRST_PERSON,
-    QUESTION_FRAME,
-    SECOND_PERSON,
-    SENTENCES,
-    NodeFacts,
-    Sentence,
-    is_vocative,
-    question_share,
-)
+from jevmem.plane.text import QUESTION_FRAME
 from jevmem.system_two import SystemTwo
 from jevmem.temporal import TimeRef, ground
 
@@ -78,14 +68,8 @@ class MemoryState:
             )
         self._speakers: set[str] = set()
         self._speaker_order: list[str] = []  # the same, sorted: prefix lookups
-        self._facts: dict[int, NodeFacts] = {}
         self._frame: tuple[MemoryStore, frozenset[str]] | None = None
-        self._sentences: dict[int, tuple[frozenset[str], tuple[Sentence, ...]]] = {}
-        self._tokens: dict[int, frozenset[str]] = {}
         self._writes = 0
-        #: node -> its scope pairs (scoped nodes only): the write path links a
-        #: node only to nodes a search in its scope sees
-        self._scopes: dict[int, frozenset[tuple[str, str]]] = {}
         # writes change Python-side indexes as well as the store: one at a
         # time, so concurrent writers (and idempotency keys) stay consistent
         self._write_lock = threading.RLock()
@@ -119,12 +103,11 @@ class MemoryState:
             if store.derived_version == DERIVED_VERSION
             else [False] * len(ids)
         )
-        missing: list[tuple[int, float, list[RefTuple]]] = []
-        for i, have in zip(ids, covered, strict=True):
-            node = store.get(i)
-            self._index_python_side(node)
-            if not have:
-                missing.append(self._derive(node, derived.refs_of(i), derived.asks.get(i)))
+        missing = [
+            self._derive(store.get(i), derived.refs_of(i), derived.asks.get(i))
+            for i, have in zip(ids, covered, strict=True)
+            if not have
+        ]
         if missing:
             # id order, all at once (the core's style sums are in id order)
             store.set_derived(
@@ -132,6 +115,9 @@ class MemoryState:
                 *(list(col) for col in zip(*missing, strict=True)),
                 logged=False,
             )
+        # every node now has its derived facts, so the core counts its speaker
+        self._speaker_order = store.speakers()
+        self._speakers = set(self._speaker_order)
 
     @staticmethod
     def _derive(
@@ -147,13 +133,9 @@ class MemoryState:
         return node.id, asks, [ref_tuple(r) for r in refs]
 
     def _index_python_side(self, node: Node) -> None:
-        # per-node facts the read path asks for on every query, computed once;
-        # a Node converts an attribute anew on every access, so each is read once
-        node_id, scope = node.id, node.scope
-        facts = self._facts[node_id] = NodeFacts.of(node)
-        speaker = facts.speaker
-        if scope:
-            self._scopes[node_id] = frozenset(scope.items())
+        # the speakers a query's names are checked against (the core keeps
+        # every per-node fact)
+        speaker = node.provenance.get("speaker", "").lower()
         if speaker and speaker not in self._speakers:
             self._speakers.add(speaker)
             bisect.insort(self._speaker_order, speaker)
@@ -198,47 +180,6 @@ class MemoryState:
         self.calls[path] += 1
         return answers
 
-    def _node_facts(self, node_id: int) -> NodeFacts:
-        """A node's `NodeFacts`; nodes written past `add_batch` (summaries)
-        are read from the store once."""
-        facts = self._facts.get(node_id)
-        if facts is None:
-            facts = self._facts[node_id] = NodeFacts.of(self.store.get(node_id))
-        return facts
-
-    def _sentences_of(self, node_id: int) -> tuple[frozenset[str], tuple[Sentence, ...]]:
-        """What `QueryRun.content_coverage` reads off a node's text, whatever
-        the query: the names it uses other than to address someone, and its
-        sentences. Computed on first use."""
-        cached = self._sentences.get(node_id)
-        if cached is None:
-            text = self._node_facts(node_id).text
-            named = frozenset(
-                m.group(1).lower() for m in CAPITALISED.finditer(text) if not is_vocative(text, m)
-            )
-            sentences = tuple(
-                Sentence(
-                    tuple(self.store.tokenize(sentence)),
-                    0.5 if sentence.rstrip().endswith("?") else 1.0,
-                    FIRST_PERSON.search(sentence) is not None,
-                    SECOND_PERSON.search(sentence) is not None,
-                )
-                for sentence in SENTENCES.findall(text)
-            )
-            cached = self._sentences[node_id] = (named, sentences)
-        return cached
-
-    def _token_set(self, node_id: int) -> frozenset[str]:
-        """The distinct tokens of a node's text, as the lexical index sees
-        them; computed on first use (a long turn is tokenized once, not at
-        every assessment that shows it)."""
-        got = self._tokens.get(node_id)
-        if got is None:
-            got = self._tokens[node_id] = frozenset(
-                self.store.tokenize(self._node_facts(node_id).text)
-            )
-        return got
-
     def _frame_tokens(self) -> frozenset[str]:
         """`QUESTION_FRAME` as the store's tokenizer sees it (fixed per store)."""
         cached = self._frame
@@ -258,15 +199,6 @@ class MemoryState:
         Two memories that derived the same facts give equal dicts."""
         self.stats()
         ids = self.store.matching_ids(None, None)
-        live = set(ids)
-        for cache in (
-            self._sentences,
-            self._tokens,
-            self._facts,
-        ):
-            stray = set(cache) - live
-            if stray:
-                raise AssertionError(f"a cache holds nodes the store lacks: {sorted(stray)}")
         return {
             "timeline": sorted(
                 (stamp, i)
@@ -288,12 +220,9 @@ class MemoryState:
                 )
                 if have
             },
-            "facts": dict(self._facts),
             "context": {i: self._temporal_context(i) for i in ids},
             "sides": {i: self._context_sides(i) for i in ids},
             "styles": {i: self._style(i) for i in ids},
-            "sentences": {i: self._sentences_of(i) for i in ids},
-            "tokens": {i: self._token_set(i) for i in ids},
             "decisions": json.loads(json.dumps(self.decisions)),
             "writes": self._writes,
         }
@@ -317,17 +246,11 @@ class MemoryState:
             self.decisions[:] = kept
             self._decisions_rewritten = True  # the log records the whole list
 
-    def _forget_python_side(self, ids: Sequence[int]) -> None:
-        """Undo `_index_python_side` (and drop the lazily cached facts) for
-        nodes gone from the store, leaving exactly what indexing the
-        remaining nodes from scratch would give (what `Memory.load` derives):
-        per-node entries popped, and every cache that may hold a gone node
-        cleared (the core keeps the counts and sums)."""
-        for node_id in ids:
-            self._facts.pop(node_id, None)
-            self._sentences.pop(node_id, None)
-            self._tokens.pop(node_id, None)
-        # the speakers still counted (the core rebuilt its style sums)
+    def _forget_python_side(self) -> None:
+        """Undo `_index_python_side` for nodes gone from the store, leaving
+        exactly what indexing the remaining nodes from scratch would give
+        (what `Memory.load` derives): the speakers still counted (the core
+        rebuilt its style sums)."""
         self._speaker_order = self.store.speakers()
         self._speakers = set(self._speaker_order)
 
@@ -342,11 +265,7 @@ class MemoryState:
         if removed == self._removed_seen:
             return
         store = self.store
-        # a copy: each membership test releases the GIL, and a concurrent
-        # writer may add to the dict meanwhile
-        vanished = [i for i in list(self._facts) if i not in store]
-        if vanished:
-            self._forget_python_side(vanished)
+        self._forget_python_side()
         self._drop_decisions(
             lambda i: not (isinstance(i, int) and 0 <= i < store.next_id and i in store)
         )

@@ -9,6 +9,7 @@ pub mod budget;
 pub mod calendar;
 pub mod candidates;
 pub mod context;
+pub mod coverage;
 pub mod derived;
 mod distance;
 pub mod durable;

@@ -38,7 +38,9 @@ fn provenance_value<'a>(node: &'a Node, key: &str) -> Option<&'a str> {
         .map(|(_, v)| v.as_str())
 }
 
-fn session_of(node: &Node) -> Option<(&'static str, &str)> {
+/// The session (or episode) a node's provenance names, as (key, value): the
+/// first of `session`, `session_id`, `episode` it carries.
+pub fn session_of(node: &Node) -> Option<(&'static str, &str)> {
     SESSION_KEYS
         .iter()
         .find_map(|&key| provenance_value(node, key).map(|v| (key, v)))

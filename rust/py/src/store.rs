@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use jevmem_core::candidates::CandidateMatch;
 use jevmem_core::context::{self, ContextConfig};
+use jevmem_core::coverage::{self, CoverageQuery};
 use jevmem_core::derived::{precision_code, DerivedFacts, TimeQuery, TimeRef, PRECISIONS};
 use jevmem_core::facts::Supersedes as CoreSupersedes;
 use jevmem_core::filter::{check_idempotency_key, normalize_metadata, normalize_scope};
@@ -95,6 +96,9 @@ type PassageRanked<'py> = (
 /// Per node: (best passage similarity, its index).
 type BestPassages<'py> = (Bound<'py, PyArray1<f32>>, Bound<'py, PyArray1<u32>>);
 /// `read_signals`' signal columns and best passages.
+/// `text_marks`: the names, and each sentence as (tokens, weight, first, second person).
+type TextMarksTuple = (Vec<String>, Vec<(Vec<String>, f64, bool, bool)>);
+
 type SignalRows<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray1<u32>>);
 type PassagesArg<'py> = (PyArrayLike2<'py, f32, AllowTypeChange>, Vec<(u64, u64)>);
 
@@ -1489,6 +1493,91 @@ impl MemoryStore {
             .expect("a full row per node")
             .into_pyarray(py);
         Ok((rows, got.best_passage.into_pyarray(py)))
+    }
+
+    /// Each node's content coverage for one query, as an (n, 2) float64
+    /// array: the share of `content_tokens` the node asserts about the people
+    /// the query asks about (`asked`, entity ids), and the share it asserts
+    /// about other known people (`people`: lower-cased speakers in the
+    /// search's scope). Read off the texts sentence by sentence (person marks,
+    /// names not used as address, the speakers of the adjacent turns); see
+    /// `jevmem_core::coverage`. An unknown id raises NodeNotFoundError.
+    #[pyo3(signature = (ids, content_tokens, asked, people, *, allowed = None))]
+    fn content_coverage<'py>(
+        &self,
+        py: Python<'py>,
+        ids: Vec<NodeId>,
+        content_tokens: Vec<String>,
+        asked: Vec<String>,
+        people: Vec<String>,
+        allowed: Option<PyRef<'_, Allowed>>,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let allowed = allowed_arg(allowed);
+        let query = CoverageQuery {
+            content_tokens: content_tokens.into_iter().collect(),
+            asked,
+            people: people.into_iter().collect(),
+        };
+        let rows = self
+            .read(py, |s| s.content_coverage(&ids, &query, allowed.as_deref()))
+            .py()?;
+        let flat: Vec<f64> = rows.iter().flat_map(|&(a, b)| [a, b]).collect();
+        Ok(
+            numpy::ndarray::Array2::from_shape_vec((rows.len(), 2), flat)
+                .expect("two per row")
+                .into_pyarray(py),
+        )
+    }
+
+    /// Which of `tokens` occur in the text of at least one of `ids`, as the
+    /// lexical index tokenizes it. An unknown id raises NodeNotFoundError.
+    fn tokens_present(
+        &self,
+        py: Python<'_>,
+        ids: Vec<NodeId>,
+        tokens: Vec<String>,
+    ) -> PyResult<Vec<bool>> {
+        self.read(py, |s| s.tokens_present(&ids, &tokens)).py()
+    }
+
+    /// For each pair `(ids[k], others[k])`, 1.0 when both name the same
+    /// session (the same `session`, `session_id` or `episode` provenance
+    /// key and value, the first of those a node carries), else 0.0.
+    fn same_session<'py>(
+        &self,
+        py: Python<'py>,
+        ids: Vec<NodeId>,
+        others: Vec<NodeId>,
+    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let same = self.read(py, |s| s.same_sessions(&ids, &others)).py()?;
+        Ok(same
+            .into_iter()
+            .map(|b| f64::from(u8::from(b)))
+            .collect::<Vec<_>>()
+            .into_pyarray(py))
+    }
+
+    /// Each node's text, in the order of `ids` (one lock, no `Node` built).
+    fn texts(&self, py: Python<'_>, ids: Vec<NodeId>) -> PyResult<Vec<String>> {
+        self.read(py, |s| {
+            s.texts(&ids)
+                .map(|t| t.into_iter().map(str::to_owned).collect())
+        })
+        .py()
+    }
+
+    /// What coverage reads off a text with this store's tokenizer: the
+    /// capitalised names it uses other than to address someone (lower-cased,
+    /// in order), and its sentences as (tokens, weight, first person, second
+    /// person), a question weighing 0.5.
+    fn text_marks(&self, py: Python<'_>, text: String) -> TextMarksTuple {
+        let marks = self.read(py, |s| coverage::text_marks(&text, s.tokenizer()));
+        let sentences = marks
+            .sentences
+            .into_iter()
+            .map(|x| (x.words, x.weight, x.first_person, x.second_person))
+            .collect();
+        (marks.named, sentences)
     }
 
     /// Each node's observation time (None when it has none or is not stored).

@@ -129,3 +129,17 @@ pub fn ground_times_batch(
     })
     .py()
 }
+
+/// Whether a text speaks in the first person anywhere ("I", "my", "we'll",
+/// ... as whole words, case-insensitive): a query that does asks about the
+/// one who talks to the memory.
+#[pyfunction]
+pub fn speaks_in_first_person(text: &str) -> bool {
+    jevmem_core::coverage::speaks_in_first_person(text)
+}
+
+/// The share of a text's sentences that are questions (0 without any).
+#[pyfunction]
+pub fn question_share(py: Python<'_>, text: String) -> f64 {
+    py.detach(|| jevmem_core::coverage::question_share(&text))
+}

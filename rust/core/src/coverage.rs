@@ -1,0 +1,581 @@
+//! What the evidence asserts about whom a query asks about: each node's
+//! sentences with their person marks (first person, second person, a
+//! question), the names it uses other than to address someone, and from
+//! them the share of the query's content words asserted about the asked
+//! people and about other people ("content coverage", read by the
+//! assessment). Also which query tokens the best evidence contains at all.
+//!
+//! Nothing here is cached per node: the marks are read off the text when a
+//! query assesses the node (a few nodes per query), so a memory's size per
+//! node does not grow with the queries it answers.
+//!
+//! The rules are the read path's former Python ones, which stay as the
+//! oracle in `tests/support/coverage_reference.py`; the character classes
+//! and case folding are Python `re`'s (`entities::pystr`).
+
+use std::collections::{HashMap, HashSet};
+
+use crate::context::speaker_of;
+use crate::entities::pystr::{is_space, is_word};
+use crate::error::Result;
+use crate::filter::Allowed;
+use crate::pair_signals::session_of;
+use crate::store::MemoryStore;
+use crate::text::Tokenizer;
+use crate::types::{NodeId, View};
+
+/// Words that make a sentence speak in the first person.
+const FIRST_PERSON: [&str; 14] = [
+    "i", "i'm", "i've", "i'd", "i'll", "me", "my", "mine", "myself", "we", "we're", "our", "ours",
+    "us",
+];
+
+/// Words that make a sentence speak to someone (the second person).
+const SECOND_PERSON: [&str; 7] = [
+    "you", "your", "yours", "you're", "you've", "you'll", "yourself",
+];
+
+/// Words that, right before a name, make it a form of address ("Hey Gina,").
+const GREETINGS: [&str; 22] = [
+    "hey",
+    "hi",
+    "hello",
+    "thanks",
+    "thank you",
+    "congrats",
+    "congratulations",
+    "wow",
+    "oh",
+    "yes",
+    "yeah",
+    "yep",
+    "sure",
+    "ok",
+    "okay",
+    "well",
+    "great",
+    "bye",
+    "dear",
+    "aww",
+    "haha",
+    "omg",
+];
+
+/// How far before a name a greeting is looked for, in characters.
+const GREETING_REACH: usize = 24;
+
+/// One sentence of a node's text, as coverage reads it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sentence {
+    /// Its tokens, in order (the store's tokenizer).
+    pub words: Vec<String>,
+    /// 0.5 for a question (it asserts less), else 1.
+    pub weight: f64,
+    pub first_person: bool,
+    pub second_person: bool,
+}
+
+/// What coverage reads off one text, whatever the query.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TextMarks {
+    /// Capitalised names (lower-cased) used other than to address someone,
+    /// in order of first appearance.
+    pub named: Vec<String>,
+    pub sentences: Vec<Sentence>,
+}
+
+/// A character as Python `re` compares it with IGNORECASE against the
+/// lower-case ASCII letters and the apostrophe of the word lists above:
+/// ASCII lower-cased, and the few non-ASCII characters `re` folds onto them.
+#[inline]
+fn fold(c: char) -> char {
+    match c {
+        'A'..='Z' => c.to_ascii_lowercase(),
+        '\u{130}' | '\u{131}' => 'i',
+        '\u{17f}' => 's',
+        '\u{212a}' => 'k',
+        _ => c,
+    }
+}
+
+/// Whether `chars[at..]` starts with `word` (case-folded as `fold`).
+fn folded_at(chars: &[char], at: usize, word: &str) -> bool {
+    let mut i = at;
+    for w in word.chars() {
+        match chars.get(i) {
+            Some(&c) if fold(c) == w => i += 1,
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// A word boundary at `at` (Python `re`'s `\b`): a word character on one side only.
+#[inline]
+fn boundary(chars: &[char], at: usize) -> bool {
+    let before = at > 0 && is_word(chars[at - 1]);
+    let after = chars.get(at).is_some_and(|&c| is_word(c));
+    before != after
+}
+
+/// Whether one of `words` occurs in `chars` as a whole word (case-insensitive).
+fn has_word(chars: &[char], words: &[&str]) -> bool {
+    (0..chars.len()).any(|at| {
+        boundary(chars, at)
+            && words.iter().any(|w| {
+                let len = w.chars().count();
+                folded_at(chars, at, w) && boundary(chars, at + len)
+            })
+    })
+}
+
+/// Whether the text right before a name (`before`, trailing spaces and
+/// commas already stripped) ends in a greeting, or is empty: the name then
+/// addresses someone. Python's `re` form: `(?:^|\b(?:hey|...)[\s,!]*)$`.
+fn greets(before: &[char]) -> bool {
+    // `$` also matches before a final newline
+    if before.is_empty() || before == ['\n'] {
+        return true;
+    }
+    let mut end = before.len();
+    while end > 0 && (is_space(before[end - 1]) || matches!(before[end - 1], ',' | '!')) {
+        end -= 1;
+    }
+    GREETINGS.iter().any(|g| {
+        let len = g.chars().count();
+        end >= len && {
+            let at = end - len;
+            folded_at(before, at, g) && (at == 0 || !is_word(before[at - 1]))
+        }
+    })
+}
+
+/// A name at `chars[start..end]` used to address someone: "Hey Gina, ...",
+/// "Thanks, Mel!", "..., Caroline!".
+fn is_vocative(chars: &[char], start: usize, end: usize) -> bool {
+    if !chars
+        .get(end)
+        .is_some_and(|c| matches!(c, ',' | '!' | '?' | '.'))
+    {
+        return false;
+    }
+    let before = &chars[start.saturating_sub(GREETING_REACH)..start];
+    let mut trimmed = before.len();
+    while trimmed > 0 && matches!(before[trimmed - 1], ' ' | ',') {
+        trimmed -= 1;
+    }
+    if greets(&before[..trimmed]) {
+        return true;
+    }
+    let mut stripped = before.len();
+    while stripped > 0 && is_space(before[stripped - 1]) {
+        stripped -= 1;
+    }
+    stripped > 0 && before[stripped - 1] == ','
+}
+
+/// Capitalised words (`[A-Z][a-z]{2,}` between word boundaries) that do not
+/// address someone, lower-cased, each once, in order of appearance.
+fn names(chars: &[char]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut at = 0;
+    while at < chars.len() {
+        let starts = chars[at].is_ascii_uppercase() && (at == 0 || !is_word(chars[at - 1]));
+        if !starts {
+            at += 1;
+            continue;
+        }
+        let mut end = at + 1;
+        while end < chars.len() && chars[end].is_ascii_lowercase() {
+            end += 1;
+        }
+        // the lower-case run must end the word; a shorter run cannot (its
+        // next character is a letter)
+        if end - at >= 3
+            && !chars.get(end).is_some_and(|&c| is_word(c))
+            && !is_vocative(chars, at, end)
+        {
+            let name: String = chars[at..end]
+                .iter()
+                .map(char::to_ascii_lowercase)
+                .collect();
+            if !out.contains(&name) {
+                out.push(name);
+            }
+        }
+        at = end;
+    }
+    out
+}
+
+/// The text's sentences: each maximal run of characters other than `.!?`
+/// with the run of those that follows it.
+fn sentence_spans(chars: &[char]) -> Vec<(usize, usize)> {
+    let stop = |c: char| matches!(c, '.' | '!' | '?');
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < chars.len() {
+        if stop(chars[at]) {
+            at += 1;
+            continue;
+        }
+        let start = at;
+        while at < chars.len() && !stop(chars[at]) {
+            at += 1;
+        }
+        while at < chars.len() && stop(chars[at]) {
+            at += 1;
+        }
+        out.push((start, at));
+    }
+    out
+}
+
+/// A text's names and sentences, as coverage reads them.
+pub fn text_marks(text: &str, tokenizer: &Tokenizer) -> TextMarks {
+    let chars: Vec<char> = text.chars().collect();
+    let sentences = sentence_spans(&chars)
+        .into_iter()
+        .map(|(start, end)| sentence(&chars[start..end], tokenizer))
+        .collect();
+    TextMarks {
+        named: names(&chars),
+        sentences,
+    }
+}
+
+fn sentence(chars: &[char], tokenizer: &Tokenizer) -> Sentence {
+    let text: String = chars.iter().collect();
+    Sentence {
+        words: tokenizer.tokenize(&text),
+        // a sentence ends in its run of `.!?` (none only at the text's end,
+        // where it cannot end in "?")
+        weight: if chars.last() == Some(&'?') { 0.5 } else { 1.0 },
+        first_person: has_word(chars, &FIRST_PERSON),
+        second_person: has_word(chars, &SECOND_PERSON),
+    }
+}
+
+/// The share of a text's sentences that are questions (0 without any): how
+/// much of it asks rather than asserts. Sentences of white space alone do
+/// not count.
+pub fn question_share(text: &str) -> f64 {
+    let chars: Vec<char> = text.chars().collect();
+    let (mut sentences, mut questions) = (0usize, 0usize);
+    for (start, end) in sentence_spans(&chars) {
+        let span = &chars[start..end];
+        if span.iter().all(|&c| is_space(c)) {
+            continue;
+        }
+        sentences += 1;
+        questions += usize::from(span.last() == Some(&'?'));
+    }
+    if sentences == 0 {
+        0.0
+    } else {
+        questions as f64 / sentences as f64
+    }
+}
+
+/// Whether a text speaks in the first person anywhere (a query that does
+/// asks about the one who talks to the memory).
+pub fn speaks_in_first_person(text: &str) -> bool {
+    let chars: Vec<char> = text.chars().collect();
+    has_word(&chars, &FIRST_PERSON)
+}
+
+/// Whether `name` names the person `entity` names: equal, equal to its first
+/// word, or a prefix of 3+ characters either way between that word and
+/// `name` ("mel" and "caro" name "melanie" and "caroline").
+pub fn is_alias(entity: &str, name: &str) -> bool {
+    if name.is_empty() || entity.is_empty() {
+        return false;
+    }
+    let first = entity.split(is_space).find(|w| !w.is_empty()).unwrap_or("");
+    if entity == name || first == name {
+        return true;
+    }
+    let (first_len, name_len) = (first.chars().count(), name.chars().count());
+    // the shorter first; the entity's word on a tie
+    let (short, short_len, long) = if name_len < first_len {
+        (name, name_len, first)
+    } else {
+        (first, first_len, name)
+    };
+    short_len >= 3 && long.starts_with(short)
+}
+
+/// What one query asks of coverage.
+#[derive(Clone, Debug, Default)]
+pub struct CoverageQuery {
+    /// The query's content tokens (without the names of whom it asks about
+    /// and the words that frame a question).
+    pub content_tokens: HashSet<String>,
+    /// The people it asks about (entity ids); empty: it names nobody.
+    pub asked: Vec<String>,
+    /// The speakers the memory knows (lower-cased), in the search's scope.
+    pub people: HashSet<String>,
+}
+
+impl CoverageQuery {
+    fn names_asked(&self, name: &str) -> bool {
+        self.asked.iter().any(|q| is_alias(q, name))
+    }
+
+    /// A known person the query does not ask about.
+    fn someone_else(&self, name: &str) -> bool {
+        self.people.contains(name) && !self.names_asked(name)
+    }
+}
+
+/// A node's speaker as coverage compares it: lower-cased, "" when none.
+fn speaker(store: &MemoryStore, id: NodeId) -> String {
+    store
+        .get(id)
+        .and_then(speaker_of)
+        .map(str::to_lowercase)
+        .unwrap_or_default()
+}
+
+impl MemoryStore {
+    /// The speakers of the turns next to `id` in time (its temporal edges,
+    /// the `allowed` ones), other than its own: whom it talks to.
+    fn addressees(&self, id: NodeId, own: &str, allowed: Option<&Allowed>) -> HashSet<String> {
+        let mut out = HashSet::new();
+        for e in self.graph().incident_edges(id) {
+            if e.view != View::Temporal {
+                continue;
+            }
+            let other = if e.src == id { e.dst } else { e.src };
+            if allowed.is_some_and(|a| !a.contains(other)) {
+                continue;
+            }
+            let spk = speaker(self, other);
+            if !spk.is_empty() && spk != own {
+                out.insert(spk);
+            }
+        }
+        out
+    }
+
+    /// Each node's content coverage for a query: the share of its content
+    /// tokens the node asserts about the people it asks about, and the share
+    /// it asserts about other known people.
+    ///
+    /// Sentence by sentence: a sentence is about its speaker in the first
+    /// person, about the addressees in the second person, and about whoever
+    /// the text names (not as a form of address). A sentence with no person
+    /// mark is credited to its speaker at half weight (likely, not certain);
+    /// a question's words count half. Each token keeps its best credit; an
+    /// unknown id raises `NodeNotFound`.
+    pub fn content_coverage(
+        &self,
+        ids: &[NodeId],
+        q: &CoverageQuery,
+        allowed: Option<&Allowed>,
+    ) -> Result<Vec<(f64, f64)>> {
+        let nodes = ids
+            .iter()
+            .map(|&id| self.require(id))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(ids
+            .iter()
+            .zip(nodes)
+            .map(|(&id, node)| {
+                if q.content_tokens.is_empty() {
+                    return (0.0, 0.0);
+                }
+                let marks = text_marks(&node.content, self.tokenizer());
+                self.node_coverage(id, &marks, q, allowed)
+            })
+            .collect())
+    }
+
+    fn node_coverage(
+        &self,
+        id: NodeId,
+        marks: &TextMarks,
+        q: &CoverageQuery,
+        allowed: Option<&Allowed>,
+    ) -> (f64, f64) {
+        let own = speaker(self, id);
+        let mut addressees: Option<HashSet<String>> = None;
+        // what the names alone decide, once per node
+        let mut by_name: Option<(bool, bool)> = None;
+        let mut credit: HashMap<&str, f64> = HashMap::new();
+        let mut other: HashMap<&str, f64> = HashMap::new();
+        for s in &marks.sentences {
+            let hits: Vec<&str> = s
+                .words
+                .iter()
+                .filter(|w| q.content_tokens.contains(w.as_str()))
+                .map(String::as_str)
+                .collect();
+            if hits.is_empty() {
+                continue;
+            }
+            if q.asked.is_empty() {
+                for h in hits {
+                    let c = credit.entry(h).or_insert(0.0);
+                    *c = c.max(s.weight);
+                }
+                continue;
+            }
+            let (named_mine, named_others) = *by_name.get_or_insert_with(|| {
+                (
+                    marks.named.iter().any(|a| q.names_asked(a)),
+                    marks.named.iter().any(|a| q.someone_else(a)),
+                )
+            });
+            let mut about: Vec<&str> = Vec::new();
+            if s.first_person {
+                about.push(&own);
+            }
+            if s.second_person {
+                let found = addressees.get_or_insert_with(|| self.addressees(id, &own, allowed));
+                about.extend(found.iter().map(String::as_str));
+            }
+            let unmarked = !s.first_person && !s.second_person;
+            let mut mine = if named_mine || about.iter().any(|a| q.names_asked(a)) {
+                s.weight
+            } else {
+                0.0
+            };
+            if mine == 0.0 && unmarked && q.names_asked(&own) {
+                mine = 0.5 * s.weight;
+            }
+            let others = named_others || about.iter().any(|a| q.someone_else(a));
+            let mut theirs = if others { s.weight } else { 0.0 };
+            if theirs == 0.0 && unmarked && q.someone_else(&own) {
+                theirs = 0.5 * s.weight;
+            }
+            for h in hits {
+                let c = credit.entry(h).or_insert(0.0);
+                *c = c.max(mine);
+                let o = other.entry(h).or_insert(0.0);
+                *o = o.max(theirs);
+            }
+        }
+        let n = q.content_tokens.len() as f64;
+        // every value is a multiple of 1/4: the sums are exact in any order
+        (
+            credit.values().sum::<f64>() / n,
+            other.values().sum::<f64>() / n,
+        )
+    }
+
+    /// For each pair `(ids[k], others[k])`, whether both nodes name the same
+    /// session (`pair_signals::session_of`: the same key and value). An
+    /// unknown id raises `NodeNotFound`; unequal lengths are invalid input.
+    pub fn same_sessions(&self, ids: &[NodeId], others: &[NodeId]) -> Result<Vec<bool>> {
+        if ids.len() != others.len() {
+            return Err(crate::error::Error::InvalidInput(format!(
+                "{} ids but {} others",
+                ids.len(),
+                others.len()
+            )));
+        }
+        ids.iter()
+            .zip(others)
+            .map(|(&a, &b)| {
+                let (a, b) = (self.require(a)?, self.require(b)?);
+                Ok(session_of(a).is_some_and(|s| session_of(b) == Some(s)))
+            })
+            .collect()
+    }
+
+    /// Each node's text, in the order of `ids`. An unknown id raises `NodeNotFound`.
+    pub fn texts(&self, ids: &[NodeId]) -> Result<Vec<&str>> {
+        ids.iter()
+            .map(|&id| self.require(id).map(|n| n.content.as_str()))
+            .collect()
+    }
+
+    /// Which of `tokens` occur in the text of at least one of `ids` (as the
+    /// lexical index tokenizes it). An unknown id raises `NodeNotFound`.
+    pub fn tokens_present(&self, ids: &[NodeId], tokens: &[String]) -> Result<Vec<bool>> {
+        let nodes = ids
+            .iter()
+            .map(|&id| self.require(id))
+            .collect::<Result<Vec<_>>>()?;
+        let wanted: HashSet<&str> = tokens.iter().map(String::as_str).collect();
+        let mut seen: HashSet<String> = HashSet::new();
+        for node in nodes {
+            for t in self.tokenizer().tokenize(&node.content) {
+                if wanted.contains(t.as_str()) {
+                    seen.insert(t);
+                }
+            }
+        }
+        Ok(tokens.iter().map(|t| seen.contains(t)).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn marks(text: &str) -> TextMarks {
+        text_marks(text, &Tokenizer::default())
+    }
+
+    #[test]
+    fn sentences_carry_their_person_marks_and_question_weight() {
+        let m = marks("I went to the park. Did you see it? We'll go");
+        let flags: Vec<(f64, bool, bool)> = m
+            .sentences
+            .iter()
+            .map(|s| (s.weight, s.first_person, s.second_person))
+            .collect();
+        assert_eq!(
+            flags,
+            vec![(1.0, true, false), (0.5, false, true), (1.0, true, false)]
+        );
+        assert_eq!(m.sentences[0].words, vec!["went", "park"]);
+    }
+
+    #[test]
+    fn person_words_match_whole_words_case_folded_as_python_re() {
+        assert!(speaks_in_first_person("OURS is better"));
+        assert!(speaks_in_first_person("\u{130} think so")); // İ folds onto i
+        assert!(speaks_in_first_person("u\u{17f} too")); // ſ folds onto s
+        assert!(!speaks_in_first_person("mystery items"));
+        assert!(!speaks_in_first_person("_me"));
+    }
+
+    #[test]
+    fn names_skip_forms_of_address() {
+        assert_eq!(
+            marks("Hey Gina, Caroline said so.").named,
+            vec!["hey", "caroline"]
+        );
+        assert_eq!(marks("Thanks, Mel! Bye").named, vec!["bye"]);
+        assert_eq!(
+            marks("I told Melanie, and Jon.").named,
+            vec!["melanie", "jon"]
+        );
+        assert!(marks("Oh, Caroline!").named.is_empty());
+        // a lower-case run that does not end the word is no name
+        assert!(marks("McDonald Ab Caroline2").named.is_empty());
+    }
+
+    #[test]
+    fn question_share_counts_question_sentences() {
+        assert_eq!(question_share("How was it?"), 1.0);
+        assert_eq!(
+            question_share("Great pic! Is that recent? Looks fun!"),
+            1.0 / 3.0
+        );
+        assert_eq!(question_share("I made ice cream.  "), 0.0);
+        assert_eq!(question_share(""), 0.0);
+    }
+
+    #[test]
+    fn aliases_are_prefixes_of_three_or_more() {
+        assert!(is_alias("mel", "melanie"));
+        assert!(is_alias("melanie smith", "mel"));
+        assert!(!is_alias("me", "melanie"));
+        assert!(!is_alias("", "x"));
+        assert!(is_alias("jo", "jo"));
+    }
+}
