@@ -314,6 +314,21 @@ def test_a_candidate_table_checks_its_shape() -> None:
     assert t[1] == {"id": 2, "text": "b", "view": "semantic", "signals": {}}
 
 
+def test_a_candidate_table_reads_texts_given_as_a_function_once_and_when_asked() -> None:
+    calls: list[int] = []
+
+    def read() -> list[str]:
+        calls.append(1)
+        return ["a", "b"]
+
+    t = CandidateTable([1, 2], read, {"dense": [0.5, 0.25]})
+    assert t.signal("dense").tolist() == [0.5, 0.25] and not calls
+    assert t[0]["text"] == "a" and t.texts == ["a", "b"] and len(calls) == 1
+    short = CandidateTable([1, 2], lambda: ["a"], {})
+    with pytest.raises(ValueError, match="texts"):
+        short.texts  # noqa: B018 (the read is the check)
+
+
 @given(st.lists(st.tuples(finite_or_nan, finite_or_nan), max_size=20))
 def test_evidence_scores_by_column_equal_one_by_one(pairs: list[tuple[float, float]]) -> None:
     from jevmem.plane.signals import evidence_score, evidence_scores

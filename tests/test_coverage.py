@@ -143,13 +143,16 @@ def test_content_coverage_equals_the_python_rules(
 
 @given(st.lists(turn, min_size=1, max_size=6), st.lists(token, max_size=5))
 @settings(max_examples=60, deadline=None)
-def test_tokens_present_is_the_union_of_the_texts_tokens(
+def test_tokens_present_are_each_texts_tokens(
     rows: list[tuple[str, str | None]], tokens: list[str]
 ) -> None:
     m, ids = dialogue(rows)
-    union = {t for i in ids for t in m.store.tokenize(m.store.get(i).text)}
-    assert m.store.tokens_present(ids, tokens) == [t in union for t in tokens]
-    assert m.store.tokens_present([], tokens) == [False] * len(tokens)
+    got = m.store.tokens_present(ids, tokens)
+    assert got.shape == (len(ids), len(tokens))
+    for i, row in zip(ids, got.tolist(), strict=True):
+        own = set(m.store.tokenize(m.store.get(i).text))
+        assert row == [t in own for t in tokens]
+    assert m.store.tokens_present([], tokens).shape == (0, len(tokens))
 
 
 def test_unknown_nodes_raise_and_change_nothing() -> None:

@@ -300,8 +300,11 @@ class MemoryStore:
         (exclusive, never before valid_from); valid_to is None while current."""
     def history(self, id: int) -> list[int]:
         """``id``, then every fact it superseded, transitively, nearest first."""
-    def fact_chains(self, ids: Sequence[int]) -> list[FactChain | None]:
-        """Per id: its validity and links when it is in a supersedes link, else None."""
+    def fact_chains(
+        self, ids: Sequence[int], *, allowed: Allowed | None = None
+    ) -> list[FactChain | None]:
+        """Per id: its validity and links when it is in a supersedes link, else
+        None; with ``allowed``, as a scoped search sees them."""
     def get(self, id: int) -> Node: ...
     def embedding(self, id: int) -> npt.NDArray[np.float32]: ...
     def mean_embedding(self, ids: Sequence[int]) -> npt.NDArray[np.float32]:
@@ -411,10 +414,14 @@ class MemoryStore:
     ) -> npt.NDArray[np.float64]:
         """Per node, an (n, 2) array: the share of ``content_tokens`` it asserts
         about the ``asked`` people, and the share about other known ``people``."""
-    def tokens_present(self, ids: Sequence[int], tokens: Sequence[str]) -> list[bool]:
-        """Which of ``tokens`` occur in the text of at least one of ``ids``."""
+    def tokens_present(self, ids: Sequence[int], tokens: Sequence[str]) -> npt.NDArray[np.bool_]:
+        """Per node, which of ``tokens`` its text holds: an (n, len(tokens)) array."""
     def same_session(self, ids: Sequence[int], others: Sequence[int]) -> npt.NDArray[np.float64]:
         """1.0 for each pair of nodes that name the same session, else 0.0."""
+    def max_similarities(
+        self, ids: Sequence[int], against: Sequence[int]
+    ) -> npt.NDArray[np.float64]:
+        """Each node's best cosine similarity with ``against``, in [0, 1]."""
     def texts(self, ids: Sequence[int]) -> list[str]:
         """Each node's text, in the order of ``ids``."""
     def text_marks(self, text: str) -> tuple[list[str], list[tuple[list[str], float, bool, bool]]]:
@@ -616,6 +623,31 @@ class Evidence:
     def depth(self) -> int: ...
     @property
     def via(self) -> Candidate | None: ...
+
+@final
+class FactState:
+    """One query's record of the facts that change, for the time it asks about."""
+
+    def __new__(cls, stance: str, at: int | None = None, until: int | None = None) -> FactState: ...
+    def signals(
+        self,
+        store: MemoryStore,
+        ids: Sequence[int],
+        *,
+        query: str,
+        vector: VectorLike,
+        best_lexical: float,
+        best_dense: float,
+        allowed: Allowed | None = None,
+    ) -> npt.NDArray[np.float64] | None:
+        """(valid, superseded, not yet valid, chain match) per node, an (n, 4)
+        array (NaN outside chains); None when nothing applies."""
+    def chain_relatives(
+        self, store: MemoryStore, ids: Sequence[int], *, allowed: Allowed | None = None
+    ) -> list[int]:
+        """The nodes one supersedes link away from any of ``ids``."""
+    def replaced(self) -> list[tuple[int, list[int]]]:
+        """The facts that did not hold, each with the facts of its chain that did."""
 
 @final
 class Traversal:

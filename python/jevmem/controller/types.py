@@ -11,7 +11,7 @@ model-backed controller reads ``instruction`` and the criteria.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -102,29 +102,53 @@ class CandidateTable(Sequence[Mapping[str, Any]]):
     To anyone who reads it as a sequence it is the list of candidate
     mappings (``{"id", "text", "view", "signals"}``) it stands for, each built
     on access; a controller that knows the form reads `signal` columns.
+
+    ``texts`` may be a function that returns them: the memory plane passes
+    one, so the candidates' texts (pages long, in an agent's log) are only
+    read when a controller asks for them.
     """
 
-    __slots__ = ("columns", "ids", "texts", "views")
+    __slots__ = ("_texts", "columns", "ids", "views")
 
     def __init__(
         self,
         ids: Sequence[int],
-        texts: Sequence[str],
+        texts: Sequence[str] | Callable[[], Sequence[str]],
         columns: Mapping[str, npt.ArrayLike],
         views: Sequence[str] | None = None,
     ) -> None:
         n = len(ids)
         self.ids: list[int] = [int(i) for i in ids]
-        self.texts: list[str] = list(texts)
+        self._texts: list[str] | Callable[[], Sequence[str]] = (
+            texts if callable(texts) else list(texts)
+        )
         self.views: list[str] = list(views) if views is not None else ["semantic"] * n
         self.columns: dict[str, npt.NDArray[np.float64]] = {
             name: np.asarray(col, dtype=np.float64) for name, col in columns.items()
         }
-        if len(self.texts) != n or len(self.views) != n:
-            raise ValueError(f"{n} ids, {len(self.texts)} texts and {len(self.views)} views")
+        if len(self.views) != n:
+            raise ValueError(f"{n} ids and {len(self.views)} views")
+        if not callable(texts):
+            self._check_texts()
         for name, col in self.columns.items():
             if col.shape != (n,):
                 raise ValueError(f"signal {name!r} has shape {col.shape}, not ({n},)")
+
+    def _check_texts(self) -> None:
+        got = self._texts
+        assert not callable(got)
+        if len(got) != len(self.ids):
+            raise ValueError(f"{len(self.ids)} ids and {len(got)} texts")
+
+    @property
+    def texts(self) -> list[str]:
+        """The candidates' texts, in order (read on first use when given as a function)."""
+        got = self._texts
+        if callable(got):
+            self._texts = list(got())
+            self._check_texts()
+            return self._texts
+        return got
 
     def signal(self, name: str, default: float = 0.0) -> npt.NDArray[np.float64]:
         """One signal of every candidate, ``default`` where it is absent (a new array)."""

@@ -22,9 +22,6 @@ DAY_S = 86_400
 WINDOW_SCAN = 4096
 #: How many of the best evidence items an assessment looks at.
 ASSESSED_ITEMS = 8
-#: At most this many nodes of a supersedes chain are read for one node's
-#: ``chain_match`` (a long history of one value: its first ones are enough).
-CHAIN_NODES = 32
 #: A fact ranked above the one that replaced it (at the query's time) moves
 #: to just below it: this share of its score.
 REPLACED_BELOW = 0.999

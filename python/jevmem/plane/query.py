@@ -52,7 +52,6 @@ class QueryRun(QueryFeatures):
         episode_strength = self.episode_strength = {
             ep: sum(sorted(v, reverse=True)[:3]) / 3 for ep, v in by_episode.items() if ep
         }
-        texts = self.texts
         near = self.context_matches(anchor_ids)
         anchor_sig.update(
             support=near[:, 0],
@@ -63,7 +62,7 @@ class QueryRun(QueryFeatures):
             ),
             edge_weight=np.ones(len(anchor_ids)),
         )
-        cands = CandidateTable(anchor_ids, [texts[a] for a in anchor_ids], anchor_sig)
+        cands = CandidateTable(anchor_ids, self.texts_of(anchor_ids), anchor_sig)
         scoring_q = round_questions(catalogue.anchor_questions, len(cands))
         got = yield [
             DecisionRequest(
@@ -157,10 +156,9 @@ class QueryRun(QueryFeatures):
         self.shown = [e.node for e in top]
         ev = []
         # the query's tokens the best five items contain
-        asked = sorted(self.query_tokens)
-        present = self.m.store.tokens_present([e.node for e in top[:5]], asked)
-        covered = {t for t, there in zip(asked, present, strict=True) if there}
+        covered = self.tokens_in([e.node for e in top[:5]])
         self.coverages([e.node for e in top])
+        self.texts_of([e.node for e in top])()  # one read for all
         for e in top:
             ev.append(
                 {
@@ -229,7 +227,7 @@ class QueryRun(QueryFeatures):
             score = self.evidence_score.get
             found = t.result()
             final = {e.node: score(e.node, e.score) for e in found}
-            if self.replaced:
+            if self.fact_time.stance != "neutral" and self.m.store.supersedes_count:
                 self.rank_below_replacements(final)
             self.final_score = final
             self.ranking = sorted(found, key=lambda e: (-final[e.node], e.node))
@@ -239,7 +237,7 @@ class QueryRun(QueryFeatures):
         """A fact that did not hold at the time the query asks about ranks
         right below the gathered fact of its chain that did (never above it,
         and no further down: the history stays next to the answer)."""
-        for node, holders in self.replaced.items():
+        for node, holders in self.fact_state.replaced():
             if node in final:
                 best = max((final[h] for h in holders if h in final), default=None)
                 if best is not None and final[node] >= best:
@@ -249,36 +247,27 @@ class QueryRun(QueryFeatures):
         store = self.m.store
         ids = [c.node for c in found]
         sigs = self.signals(ids)
-        evidence = [e.node for e in t.result()]
-        ev_vecs = np.stack([store.embedding(e) for e in evidence]) if evidence else None
-        episodes = store.episode_keys(ids).tolist()
-        episode_strength = self.episode_strength
-        # per candidate: max evidence similarity, episode support
-        read: list[tuple[float, ...]] = []
-        for c, episode in zip(found, episodes, strict=True):
-            v = store.embedding(c.node)
-            max_sim = float((ev_vecs @ v).max()) if ev_vecs is not None else 0.0
-            read.append((max(0.0, min(1.0, max_sim)), episode_strength.get(episode, 0.0)))
+        # how much each candidate repeats the evidence so far
+        repeats = store.max_similarities(ids, [e.node for e in t.result()])
+        strength = self.episode_strength.get
+        episodes = [strength(ep, 0.0) for ep in store.episode_keys(ids).tolist()]
         # in candidate order: a candidate's context reads the topical match of
         # the candidates before it
         near = self.context_matches(ids, self.supporting_match(sigs).tolist())
-        rows = np.array(read, dtype=np.float64).reshape(len(ids), 2)
         sigs.update(
             edge_weight=np.array([float(c.edge_weight) for c in found], dtype=np.float64),
-            max_evidence_similarity=rows[:, 0],
-            novelty=1.0 - rows[:, 0],
+            max_evidence_similarity=repeats,
+            novelty=1.0 - repeats,
             # the same support as a seed's: its temporal neighbours and its
             # episode (the edge it came by is judged by usefulness)
             support=near[:, 0],
             prev_match=near[:, 1],
             next_match=near[:, 2],
-            episode_support=rows[:, 1],
+            episode_support=np.array(episodes, dtype=np.float64),
             # the candidate and the node it was reached from name one session
             same_session=store.same_session(ids, [c.from_node for c in found]),
         )
-        cands = CandidateTable(
-            ids, [self.texts[i] for i in ids], sigs, views=[c.view for c in found]
-        )
+        cands = CandidateTable(ids, self.texts_of(ids), sigs, views=[c.view for c in found])
         qs = round_questions(catalogue.scoring_questions, len(cands))
         return DecisionRequest("scoring", {"query": self.query_state(), "candidates": cands}, qs)
 

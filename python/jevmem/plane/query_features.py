@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from jevmem._core import SIGNAL_COLUMNS, Traversal, rrf, speaks_in_first_person
+from jevmem._core import SIGNAL_COLUMNS, FactState, Traversal, rrf, speaks_in_first_person
 from jevmem.entities import extract_entities, mentions
-from jevmem.plane.config import (
-    CHAIN_NODES,
-    WINDOW_SCAN,
-    Mode,
-)
+from jevmem.plane.config import WINDOW_SCAN, Mode
 from jevmem.plane.scoped import ScopedView
 from jevmem.plane.signals import (
     Signals,
@@ -142,7 +138,10 @@ class QueryFeatures:
         self.relevance: dict[int, float] = {}
         self.entity_ok: dict[int, float] = {}
         self.coverage: dict[int, tuple[float, float]] = {}
-        #: the text of every node whose signals were measured
+        #: the query's tokens in a fixed order, and which of them each node read holds
+        self.token_order = sorted(self.query_tokens)
+        self.token_rows: dict[int, npt.NDArray[np.bool_]] = {}
+        #: the texts of the nodes read so far (see `texts_of`)
         self.texts: dict[int, str] = {}
         #: IDF weight and presence in the memory of the query's content tokens (see term_presence)
         self.term_idf: dict[str, tuple[float, bool]] | None = None
@@ -152,13 +151,9 @@ class QueryFeatures:
         #: the evidence scores `ranked` ranks by (evidence_score, then
         #: rank_below_replacements)
         self.final_score: dict[int, float] = {}
-        #: facts not valid at the query's time -> the facts of their chain
-        #: that were (see fact_signals)
-        self.replaced: dict[int, set[int]] = {}
-        #: chain member -> the facts valid at the query's time whose chain holds it
-        self.holders: dict[int, set[int]] = {}
-        #: the chain nodes whose facts did not hold at the query's time
-        self.invalid: set[int] = set()
+        #: which facts held at the query's time, over its signal batches (see fact_signals)
+        ft = self.fact_time
+        self.fact_state = FactState(ft.stance, _clamp_opt(ft.at), _clamp_opt(ft.until))
         self.assessed_top: list[int] = []
         #: the evidence the latest assessment request showed
         self.shown: list[int] = []
@@ -205,10 +200,6 @@ class QueryFeatures:
             )
         else:
             self.entity_ok.update(dict.fromkeys(ids, 1.0))
-        texts = self.texts
-        todo = [i for i in ids if i not in texts]
-        if todo:
-            texts.update(zip(todo, m.store.texts(todo), strict=True))
         # what kind of query asks (the same for every node)
         out["query_self"] = np.full(n, self.query_self)
         out["query_request"] = np.full(n, self.query_request)
@@ -220,7 +211,8 @@ class QueryFeatures:
 
     def fact_signals(self, ids: list[int], out: Signals) -> None:
         """Validity signals of the nodes in a supersedes chain, each in [0, 1],
-        for the time the query asks about (`query_fact_time`):
+        for the time the query asks about (`query_fact_time`), computed in the
+        core (`FactState.signals`), which also records which facts held:
 
         - ``valid_at_query_time``: the share of that time the node's fact held
           (1 or 0 for a point: the present, or ``now``);
@@ -232,140 +224,31 @@ class QueryFeatures:
           times that share: the fact valid at the time answers what its chain
           is about.
 
-        A link's weight is not applied again: it already passed theta_rel
-        when it was written, which is the decision that the fact changed.
-
-        Nodes outside any chain, and queries that name no time and no tense,
-        get none of them (a controller reads absent as 0).
+        Nodes outside any chain lack them (NaN; a controller reads absent as
+        0), and queries that name no time and no tense get none at all.
         """
-        ft = self.fact_time
-        store = self.m.store
-        if ft.stance == "neutral" or not ids or not store.supersedes_count:
+        if self.fact_time.stance == "neutral" or not ids or not self.m.store.supersedes_count:
             return
-        chains = self.fact_chains(ids)
-        if all(chain is None for chain in chains):
-            return
-        # NaN where a node is in no chain: it lacks these signals
-        held_col, after_col, before_col, match_col = (np.full(len(ids), np.nan) for _ in range(4))
-        out.update(
-            valid_at_query_time=held_col,
-            superseded=after_col,
-            not_yet_valid=before_col,
-            chain_match=match_col,
+        cols = self.fact_state.signals(
+            self.m.store,
+            ids,
+            query=self.query,
+            vector=self.qvec,
+            best_lexical=self.max_lex,
+            best_dense=self.max_sim,
+            allowed=self.allowed,
         )
-        valid_rows: list[tuple[int, list[int]]] = []
-        for row, (node_id, chain) in enumerate(zip(ids, chains, strict=True)):
-            if chain is None:
-                continue
-            start, end, olds, news = chain
-            if ft.stance == "past":
-                # before a change: what was replaced held, what replaced it did not yet
-                held, after, before = (1.0, 0.0, 0.0) if news else (0.0, 0.0, 1.0)
-            elif ft.stance == "present":
-                t = ft.at
-                replaced = bool(news) and (t is None or end is None or end <= t)
-                begun = start is None or t is None or start <= t
-                held = 1.0 if begun and not replaced else 0.0
-                after = 1.0 if replaced else 0.0
-                before = 0.0 if begun else 1.0
-            else:
-                lo, hi = ft.at, ft.until
-                assert lo is not None and hi is not None
-                width = max(1, hi - lo)
-                a = lo if start is None else max(lo, start)
-                b = hi if end is None else min(hi, end)
-                held = max(0, b - a) / width
-                after = 0.0 if end is None else max(0, hi - max(lo, end)) / width
-                before = 0.0 if start is None else max(0, min(hi, start) - lo) / width
-            held_col[row] = min(1.0, held)
-            after_col[row] = min(1.0, after)
-            before_col[row] = min(1.0, before)
-            match_col[row] = 0.0
-            chain_ids = self.chain_of(olds, news)
-            if held > 0:
-                valid_rows.append((row, chain_ids))
-                for r in chain_ids:
-                    self.holders.setdefault(r, set()).add(node_id)
-                for r in self.invalid.intersection(chain_ids):
-                    self.replaced.setdefault(r, set()).add(node_id)
-            elif after > 0 or before > 0:
-                self.invalid.add(node_id)
-                if node_id in self.holders:
-                    self.replaced.setdefault(node_id, set()).update(self.holders[node_id])
-        relatives = sorted({r for _, rel in valid_rows for r in rel})
-        if not relatives:
-            return
-        lex = store.lexical_scores(self.query, relatives, allowed=self.allowed).tolist()
-        sims = store.similarities(self.qvec, relatives).tolist()
-        match = {
-            r: 0.5 * share_of_best(lx, self.max_lex)
-            + 0.5 * share_of_best(0.0 if math.isnan(sm) else sm, self.max_sim)
-            for r, lx, sm in zip(relatives, lex, sims, strict=True)
-        }
-        for row, rel in valid_rows:
-            best = max(match.get(r, 0.0) for r in rel)
-            match_col[row] = min(1.0, best * float(held_col[row]))
-
-    def chain_of(self, olds: list[tuple[int, float]], news: list[tuple[int, float]]) -> list[int]:
-        """Every node reachable through supersedes links from a node whose
-        direct links are ``olds`` and ``news`` (at most CHAIN_NODES of them)."""
-        found = [r for r, _ in olds + news]
-        seen = set(found)
-        frontier = list(found)
-        while frontier and len(found) < CHAIN_NODES:
-            step = []
-            for chain in self.fact_chains(frontier):
-                if chain is not None:
-                    for r, _ in chain[2] + chain[3]:
-                        if r not in seen:
-                            seen.add(r)
-                            step.append(r)
-            found += step
-            frontier = step
-        return found[:CHAIN_NODES]
-
-    def chain_relatives(self, ids: list[int]) -> list[int]:
-        """The nodes one supersedes link away from any of ``ids``, when the
-        query asks about a time: so the fact valid then is ranked even when its
-        words match less, and the history stays in reach."""
-        store = self.m.store
-        if self.fact_time.stance == "neutral" or not ids or not store.supersedes_count:
-            return []
-        out: list[int] = []
-        for chain in self.fact_chains(ids):
-            if chain is not None:
-                out.extend(r for r, _ in chain[2] + chain[3])
-        return out
+        if cols is not None:
+            out.update(
+                valid_at_query_time=cols[:, 0],
+                superseded=cols[:, 1],
+                not_yet_valid=cols[:, 2],
+                chain_match=cols[:, 3],
+            )
 
     def fact_chains(self, ids: list[int]) -> list[Any]:
-        """`MemoryStore.fact_chains` as the search sees it: a scoped search
-        drops the links to nodes it does not see, and a fact's end of
-        validity then comes from the replacements it does see only."""
-        store = self.m.store
-        chains = store.fact_chains(ids)
-        allowed = self.allowed
-        if allowed is None:
-            return chains
-        out: list[Any] = []
-        for chain in chains:
-            if chain is None:
-                out.append(None)
-                continue
-            start, end, olds, news = chain
-            seen_olds = [(o, w) for o, w in olds if o in allowed]
-            seen_news = [(n, w) for n, w in news if n in allowed]
-            if not seen_olds and not seen_news:
-                out.append(None)
-                continue
-            if len(seen_news) != len(news):
-                # as `MemoryStore.validity`: the earliest start of a
-                # replacement, never before this fact's own start
-                starts = [s for s in (store.validity(n)[0] for n, _ in seen_news) if s is not None]
-                end = min(starts) if starts else None
-                if end is not None and start is not None:
-                    end = max(end, start)
-            out.append((start, end, seen_olds, seen_news))
-        return out
+        """`MemoryStore.fact_chains` as the search sees it (its scope)."""
+        return self.m.store.fact_chains(ids, allowed=self.allowed)
 
     def pool(self) -> tuple[list[int], Signals]:
         """The nodes the controller ranks before seeding, with their signals:
@@ -451,7 +334,12 @@ class QueryFeatures:
             ids += context
         self.pool_sources["context"] = len(context)
         chained = []
-        for other in self.chain_relatives(strongest):
+        relatives = (
+            self.fact_state.chain_relatives(self.m.store, strongest, allowed=self.allowed)
+            if self.m.store.supersedes_count
+            else []
+        )
+        for other in relatives:
             if other not in seen:
                 seen.add(other)
                 chained.append(other)
@@ -496,8 +384,21 @@ class QueryFeatures:
         return float(row[1]), float(row[2])
 
     def text(self, node_id: int) -> str:
-        got = self.texts.get(node_id)
-        return got if got is not None else self.m.store.texts([node_id])[0]
+        return self.texts_of([node_id])()[0]
+
+    def texts_of(self, ids: list[int]) -> Callable[[], list[str]]:
+        """A function that reads the nodes' texts when first called (a
+        `CandidateTable`'s texts: only a controller that reads them pays for
+        them), keeping each for the rest of the query."""
+
+        def read() -> list[str]:
+            texts = self.texts
+            todo = [i for i in dict.fromkeys(ids) if i not in texts]
+            if todo:
+                texts.update(zip(todo, self.m.store.texts(todo), strict=True))
+            return [texts[i] for i in ids]
+
+        return read
 
     def temporal_context(self, node_id: int) -> list[tuple[int, float]]:
         return self.m._temporal_context(node_id, self.allowed)
@@ -523,6 +424,19 @@ class QueryFeatures:
             self.coverage.update(zip(todo, map(tuple, rows), strict=True))
         return [self.coverage[i] for i in ids]
 
+    def tokens_in(self, ids: list[int]) -> set[str]:
+        """The query's tokens that any of the nodes' texts holds; each node's
+        row (over `token_order`) is read once per query."""
+        rows = self.token_rows
+        todo = [i for i in dict.fromkeys(ids) if i not in rows]
+        if todo:
+            got = self.m.store.tokens_present(todo, self.token_order)
+            rows.update(zip(todo, got, strict=True))
+        held = np.zeros(len(self.token_order), dtype=bool)
+        for i in ids:
+            held |= rows[i]
+        return {t for t, there in zip(self.token_order, held.tolist(), strict=True) if there}
+
     def coverage_of(self, node_id: int) -> tuple[float, float]:
         """`coverages` of one node."""
         return self.coverages([node_id])[0]
@@ -539,3 +453,7 @@ class QueryFeatures:
 def _clamp_i64(t: int) -> int:
     """A time as the core takes it (a window may reach past what i64 holds)."""
     return max(-(1 << 63), min(t, (1 << 63) - 1))
+
+
+def _clamp_opt(t: int | None) -> int | None:
+    return None if t is None else _clamp_i64(t)

@@ -119,14 +119,23 @@ fn boundary(chars: &[char], at: usize) -> bool {
 }
 
 /// Whether one of `words` occurs in `chars` as a whole word (case-insensitive).
+/// Every word starts with a letter, so a match starts a run of word characters.
 fn has_word(chars: &[char], words: &[&str]) -> bool {
-    (0..chars.len()).any(|at| {
-        boundary(chars, at)
-            && words.iter().any(|w| {
-                let len = w.chars().count();
-                folded_at(chars, at, w) && boundary(chars, at + len)
-            })
-    })
+    let mut prev_word = false;
+    for (at, &c) in chars.iter().enumerate() {
+        let word = is_word(c);
+        if word && !prev_word {
+            let first = fold(c);
+            let found = words.iter().any(|w| {
+                w.starts_with(first) && folded_at(chars, at, w) && boundary(chars, at + w.len())
+            });
+            if found {
+                return true;
+            }
+        }
+        prev_word = word;
+    }
+    false
 }
 
 /// Whether the text right before a name (`before`, trailing spaces and
@@ -209,50 +218,68 @@ fn names(chars: &[char]) -> Vec<String> {
 }
 
 /// The text's sentences: each maximal run of characters other than `.!?`
-/// with the run of those that follows it.
-fn sentence_spans(chars: &[char]) -> Vec<(usize, usize)> {
-    let stop = |c: char| matches!(c, '.' | '!' | '?');
+/// with the run of those that follows it (ASCII all three, so the runs are
+/// found on the bytes).
+fn sentence_spans(text: &str) -> Vec<&str> {
+    let stop = |b: u8| matches!(b, b'.' | b'!' | b'?');
+    let bytes = text.as_bytes();
     let mut out = Vec::new();
     let mut at = 0;
-    while at < chars.len() {
-        if stop(chars[at]) {
+    while at < bytes.len() {
+        if stop(bytes[at]) {
             at += 1;
             continue;
         }
         let start = at;
-        while at < chars.len() && !stop(chars[at]) {
+        while at < bytes.len() && !stop(bytes[at]) {
             at += 1;
         }
-        while at < chars.len() && stop(chars[at]) {
+        while at < bytes.len() && stop(bytes[at]) {
             at += 1;
         }
-        out.push((start, at));
+        out.push(&text[start..at]);
     }
     out
 }
 
-/// A text's names and sentences, as coverage reads them.
-pub fn text_marks(text: &str, tokenizer: &Tokenizer) -> TextMarks {
-    let chars: Vec<char> = text.chars().collect();
-    let sentences = sentence_spans(&chars)
-        .into_iter()
-        .map(|(start, end)| sentence(&chars[start..end], tokenizer))
-        .collect();
-    TextMarks {
-        named: names(&chars),
-        sentences,
+/// A sentence's weight: 0.5 for a question (it asserts less), else 1. A
+/// sentence ends in its run of `.!?` (it has none only at the text's end,
+/// where it cannot end in "?").
+fn sentence_weight(sentence: &str) -> f64 {
+    if sentence.ends_with('?') {
+        0.5
+    } else {
+        1.0
     }
 }
 
-fn sentence(chars: &[char], tokenizer: &Tokenizer) -> Sentence {
-    let text: String = chars.iter().collect();
-    Sentence {
-        words: tokenizer.tokenize(&text),
-        // a sentence ends in its run of `.!?` (none only at the text's end,
-        // where it cannot end in "?")
-        weight: if chars.last() == Some(&'?') { 0.5 } else { 1.0 },
-        first_person: has_word(chars, &FIRST_PERSON),
-        second_person: has_word(chars, &SECOND_PERSON),
+/// Whether a sentence speaks in the first person, and in the second.
+fn person_marks(sentence: &str) -> (bool, bool) {
+    let chars: Vec<char> = sentence.chars().collect();
+    (
+        has_word(&chars, &FIRST_PERSON),
+        has_word(&chars, &SECOND_PERSON),
+    )
+}
+
+/// A text's names and sentences, as coverage reads them.
+pub fn text_marks(text: &str, tokenizer: &Tokenizer) -> TextMarks {
+    let sentences = sentence_spans(text)
+        .into_iter()
+        .map(|sentence| {
+            let (first_person, second_person) = person_marks(sentence);
+            Sentence {
+                words: tokenizer.tokenize(sentence),
+                weight: sentence_weight(sentence),
+                first_person,
+                second_person,
+            }
+        })
+        .collect();
+    let chars: Vec<char> = text.chars().collect();
+    TextMarks {
+        named: names(&chars),
+        sentences,
     }
 }
 
@@ -260,15 +287,13 @@ fn sentence(chars: &[char], tokenizer: &Tokenizer) -> Sentence {
 /// much of it asks rather than asserts. Sentences of white space alone do
 /// not count.
 pub fn question_share(text: &str) -> f64 {
-    let chars: Vec<char> = text.chars().collect();
     let (mut sentences, mut questions) = (0usize, 0usize);
-    for (start, end) in sentence_spans(&chars) {
-        let span = &chars[start..end];
-        if span.iter().all(|&c| is_space(c)) {
+    for sentence in sentence_spans(text) {
+        if sentence.chars().all(is_space) {
             continue;
         }
         sentences += 1;
-        questions += usize::from(span.last() == Some(&'?'));
+        questions += usize::from(sentence.ends_with('?'));
     }
     if sentences == 0 {
         0.0
@@ -280,8 +305,7 @@ pub fn question_share(text: &str) -> f64 {
 /// Whether a text speaks in the first person anywhere (a query that does
 /// asks about the one who talks to the memory).
 pub fn speaks_in_first_person(text: &str) -> bool {
-    let chars: Vec<char> = text.chars().collect();
-    has_word(&chars, &FIRST_PERSON)
+    person_marks(text).0
 }
 
 /// Whether `name` names the person `entity` names: equal, equal to its first
@@ -385,8 +409,7 @@ impl MemoryStore {
                 if q.content_tokens.is_empty() {
                     return (0.0, 0.0);
                 }
-                let marks = text_marks(&node.content, self.tokenizer());
-                self.node_coverage(id, &marks, q, allowed)
+                self.node_coverage(id, &node.content, q, allowed)
             })
             .collect())
     }
@@ -394,62 +417,66 @@ impl MemoryStore {
     fn node_coverage(
         &self,
         id: NodeId,
-        marks: &TextMarks,
+        text: &str,
         q: &CoverageQuery,
         allowed: Option<&Allowed>,
     ) -> (f64, f64) {
         let own = speaker(self, id);
         let mut addressees: Option<HashSet<String>> = None;
-        // what the names alone decide, once per node
+        // what the names alone decide, once per node (a long text names many)
         let mut by_name: Option<(bool, bool)> = None;
         let mut credit: HashMap<&str, f64> = HashMap::new();
         let mut other: HashMap<&str, f64> = HashMap::new();
-        for s in &marks.sentences {
-            let hits: Vec<&str> = s
-                .words
-                .iter()
-                .filter(|w| q.content_tokens.contains(w.as_str()))
-                .map(String::as_str)
-                .collect();
+        let mut hits: Vec<&str> = Vec::new();
+        for sentence in sentence_spans(text) {
+            hits.clear();
+            self.tokenizer().for_each_token(sentence, |t| {
+                if let Some(c) = q.content_tokens.get(t) {
+                    hits.push(c);
+                }
+            });
             if hits.is_empty() {
                 continue;
             }
+            let weight = sentence_weight(sentence);
             if q.asked.is_empty() {
-                for h in hits {
+                for &h in &hits {
                     let c = credit.entry(h).or_insert(0.0);
-                    *c = c.max(s.weight);
+                    *c = c.max(weight);
                 }
                 continue;
             }
             let (named_mine, named_others) = *by_name.get_or_insert_with(|| {
+                let named = names(&text.chars().collect::<Vec<char>>());
                 (
-                    marks.named.iter().any(|a| q.names_asked(a)),
-                    marks.named.iter().any(|a| q.someone_else(a)),
+                    named.iter().any(|a| q.names_asked(a)),
+                    named.iter().any(|a| q.someone_else(a)),
                 )
             });
+            let (first, second) = person_marks(sentence);
             let mut about: Vec<&str> = Vec::new();
-            if s.first_person {
+            if first {
                 about.push(&own);
             }
-            if s.second_person {
+            if second {
                 let found = addressees.get_or_insert_with(|| self.addressees(id, &own, allowed));
                 about.extend(found.iter().map(String::as_str));
             }
-            let unmarked = !s.first_person && !s.second_person;
+            let unmarked = !first && !second;
             let mut mine = if named_mine || about.iter().any(|a| q.names_asked(a)) {
-                s.weight
+                weight
             } else {
                 0.0
             };
             if mine == 0.0 && unmarked && q.names_asked(&own) {
-                mine = 0.5 * s.weight;
+                mine = 0.5 * weight;
             }
             let others = named_others || about.iter().any(|a| q.someone_else(a));
-            let mut theirs = if others { s.weight } else { 0.0 };
+            let mut theirs = if others { weight } else { 0.0 };
             if theirs == 0.0 && unmarked && q.someone_else(&own) {
-                theirs = 0.5 * s.weight;
+                theirs = 0.5 * weight;
             }
-            for h in hits {
+            for &h in &hits {
                 let c = credit.entry(h).or_insert(0.0);
                 *c = c.max(mine);
                 let o = other.entry(h).or_insert(0.0);
@@ -491,23 +518,30 @@ impl MemoryStore {
             .collect()
     }
 
-    /// Which of `tokens` occur in the text of at least one of `ids` (as the
-    /// lexical index tokenizes it). An unknown id raises `NodeNotFound`.
-    pub fn tokens_present(&self, ids: &[NodeId], tokens: &[String]) -> Result<Vec<bool>> {
+    /// For each of `ids`, which of `tokens` its text holds (as the lexical
+    /// index tokenizes it). An unknown id raises `NodeNotFound`.
+    pub fn tokens_present(&self, ids: &[NodeId], tokens: &[String]) -> Result<Vec<Vec<bool>>> {
         let nodes = ids
             .iter()
             .map(|&id| self.require(id))
             .collect::<Result<Vec<_>>>()?;
-        let wanted: HashSet<&str> = tokens.iter().map(String::as_str).collect();
-        let mut seen: HashSet<String> = HashSet::new();
-        for node in nodes {
-            for t in self.tokenizer().tokenize(&node.content) {
-                if wanted.contains(t.as_str()) {
-                    seen.insert(t);
-                }
-            }
+        // a token may be asked for twice
+        let mut columns: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, t) in tokens.iter().enumerate() {
+            columns.entry(t.as_str()).or_default().push(i);
         }
-        Ok(tokens.iter().map(|t| seen.contains(t)).collect())
+        Ok(nodes
+            .into_iter()
+            .map(|node| {
+                let mut row = vec![false; tokens.len()];
+                self.tokenizer().for_each_token(&node.content, |t| {
+                    for &i in columns.get(t).map_or(&[][..], Vec::as_slice) {
+                        row[i] = true;
+                    }
+                });
+                row
+            })
+            .collect())
     }
 }
 

@@ -31,6 +31,7 @@ pub mod style;
 pub mod text;
 pub mod traversal;
 pub mod types;
+pub mod validity;
 pub mod vector;
 
 pub use error::{Error, Result};

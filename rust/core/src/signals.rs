@@ -66,7 +66,7 @@ pub struct NodeSignals {
 }
 
 /// A score as a share of the query's best, in [0, 1] (NaN reads as 0).
-fn share_of_best(x: f64, best: f64) -> f64 {
+pub(crate) fn share_of_best(x: f64, best: f64) -> f64 {
     if best > 0.0 {
         (x.max(0.0) / best).min(1.0)
     } else {
@@ -99,6 +99,34 @@ fn ranks(list: &[NodeId]) -> HashMap<NodeId, usize> {
 }
 
 impl MemoryStore {
+    /// For each of `ids`, the best cosine similarity of its embedding with
+    /// those of `against` (the evidence so far), in [0, 1]: how much a
+    /// candidate repeats what was already found (0 when `against` is empty).
+    /// An unknown id is an error.
+    pub fn max_similarities(&self, ids: &[NodeId], against: &[NodeId]) -> Result<Vec<f64>> {
+        let rows = against
+            .iter()
+            .map(|&id| self.require(id).map(|_| self.vectors.get(id)))
+            .collect::<Result<Vec<_>>>()?;
+        let rows: Vec<&[f32]> = rows.into_iter().flatten().collect();
+        ids.iter()
+            .map(|&id| {
+                self.require(id)?;
+                let Some(v) = self.vectors.get(id) else {
+                    return Ok(0.0);
+                };
+                if rows.is_empty() {
+                    return Ok(0.0);
+                }
+                let best = rows
+                    .iter()
+                    .map(|r| crate::vector::dot(r, v))
+                    .fold(f32::NEG_INFINITY, f32::max);
+                Ok(f64::from(best).clamp(0.0, 1.0))
+            })
+            .collect()
+    }
+
     /// The signals of `ids` for one query (see the module). `allowed`: the
     /// scope the query reads (BM25 statistics), with its style basis. An
     /// unknown id is an error and nothing is measured.

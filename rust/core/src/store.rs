@@ -22,7 +22,7 @@ use crate::graph::{EdgeUpsert, Graph};
 use crate::ops::{NewNode, Op};
 use crate::passages::{hit_order, PassageHit, PassageIndex, Span};
 use crate::style::StyleTable;
-use crate::text::{TokenMemo, Tokenizer, TokenizerConfig};
+use crate::text::{Tokenizer, TokenizerConfig};
 use crate::traversal::{EdgeRef, GraphAccess};
 use crate::types::{Edge, EdgeOrigin, Node, NodeId, TemporalLabel, Timestamp, TypeScores, View};
 use crate::vector::{VectorConfig, VectorIndex};
@@ -537,17 +537,11 @@ impl MemoryStore {
             self.vectors.remove(id)?;
             return Err(e);
         }
-        self.index_node(id, node, None)
+        self.index_node(id, node)
     }
 
     /// Everything of an insert but the vector: entities, BM25, time, graph.
-    /// `memo`: a bulk insert's tokenizer memo (see `Tokenizer::tokenize_memo`).
-    fn index_node(
-        &mut self,
-        id: NodeId,
-        node: NewNode,
-        memo: Option<&mut TokenMemo>,
-    ) -> Result<()> {
+    fn index_node(&mut self, id: NodeId, node: NewNode) -> Result<()> {
         // A set beside the list: a long text can carry thousands of entities.
         let mut entities: Vec<String> = Vec::with_capacity(node.entities.len());
         let mut seen: HashSet<String> = HashSet::with_capacity(node.entities.len());
@@ -557,7 +551,7 @@ impl MemoryStore {
                 entities.push(e);
             }
         }
-        let tokens = self.lexical_tokens_with(&node.content, &node.provenance, memo);
+        let tokens = self.lexical_tokens(&node.content, &node.provenance);
         self.bm25.add(id, &tokens);
         for e in &entities {
             self.entity_index.entry(e.clone()).or_default().push(id);
@@ -620,12 +614,11 @@ impl MemoryStore {
                 self.journal_encode(&OpRef::AddNode { id: *id, node })?;
             }
         }
-        let mut memo = TokenMemo::new();
         for (id, node) in nodes {
             while self.graph.next_id() < id {
                 self.graph.push_removed();
             }
-            self.index_node(id, node, Some(&mut memo))?;
+            self.index_node(id, node)?;
             self.ops_applied += 1;
         }
         Ok(())
@@ -884,25 +877,11 @@ impl MemoryStore {
 
     /// What BM25 indexes for a node: its text plus the configured provenance fields.
     pub fn lexical_tokens(&self, content: &str, provenance: &[(String, String)]) -> Vec<String> {
-        self.lexical_tokens_with(content, provenance, None)
-    }
-
-    /// `lexical_tokens`, through a bulk insert's memo when given one.
-    fn lexical_tokens_with(
-        &self,
-        content: &str,
-        provenance: &[(String, String)],
-        mut memo: Option<&mut TokenMemo>,
-    ) -> Vec<String> {
-        let mut tokenize = |text: &str| match memo.as_deref_mut() {
-            Some(memo) => self.tokenizer.tokenize_memo(text, memo),
-            None => self.tokenizer.tokenize(text),
-        };
-        let mut tokens = tokenize(content);
+        let mut tokens = self.tokenizer.tokenize(content);
         for field in &self.config.lexical_fields {
             for (key, value) in provenance {
                 if key == field {
-                    tokens.extend(tokenize(value));
+                    tokens.extend(self.tokenizer.tokenize(value));
                 }
             }
         }

@@ -1,7 +1,8 @@
 //! Tokenizer for the lexical index: Unicode word segmentation, lowercasing,
 //! an English stopword list that also drops question words, optional stemming.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, PoisonError, RwLock};
 
 use rust_stemmers::{Algorithm, Stemmer};
 use unicode_segmentation::UnicodeSegmentation;
@@ -23,12 +24,24 @@ impl Default for TokenizerConfig {
     }
 }
 
-/// Cheap to clone (the stemmer is shared), `Send + Sync`.
+/// How many distinct words a tokenizer remembers the tokens of. A memory's
+/// vocabulary grows ever more slowly with its size; past this many words
+/// (about 20 MB), new ones are stemmed each time and not kept.
+pub const STEM_MEMO_WORDS: usize = 200_000;
+
+/// Normalised word -> its token (None: dropped), shared by a tokenizer's
+/// clones. Stemming is most of the cost of tokenizing, and a memory meets
+/// the same words again and again: in every write, every query and the
+/// texts a query's assessment reads.
+type SharedMemo = Arc<RwLock<HashMap<String, Option<String>>>>;
+
+/// Cheap to clone (the stemmer and the word memo are shared), `Send + Sync`.
 #[derive(Clone)]
 pub struct Tokenizer {
     config: TokenizerConfig,
     // `rust_stemmers::Stemmer` is not `Clone`; share one instance, built once.
     stemmer: Option<Arc<Stemmer>>,
+    memo: SharedMemo,
 }
 
 impl std::fmt::Debug for Tokenizer {
@@ -50,7 +63,11 @@ impl Tokenizer {
         let stemmer = config
             .stem
             .then(|| Arc::new(Stemmer::create(Algorithm::English)));
-        Self { config, stemmer }
+        Self {
+            config,
+            stemmer,
+            memo: SharedMemo::default(),
+        }
     }
 
     pub fn config(&self) -> TokenizerConfig {
@@ -59,30 +76,48 @@ impl Tokenizer {
 
     /// Lowercased, segmented, filtered (and optionally stemmed) tokens, in text order.
     pub fn tokenize(&self, text: &str) -> Vec<String> {
-        text.unicode_words()
-            .filter_map(|word| self.token(normalize_word(word)))
-            .collect()
+        let mut out = Vec::new();
+        self.for_each_token(text, |t| out.push(t.to_owned()));
+        out
     }
 
-    /// `tokenize`, remembering each normalised word's token in `memo`: a bulk
-    /// insert (a snapshot load, a replayed log, a large batch) meets the same
-    /// words again and again, and stemming them was the largest part of
-    /// indexing. A memo must only be used with one tokenizer configuration.
-    pub fn tokenize_memo(&self, text: &str, memo: &mut TokenMemo) -> Vec<String> {
-        let mut out = Vec::new();
-        for word in text.unicode_words() {
-            let word = normalize_word(word);
-            let token = match memo.get(&word) {
-                Some(token) => token.clone(),
-                None => {
-                    let token = self.token(word.clone());
-                    memo.insert(word, token.clone());
-                    token
+    /// Call `f` with each token of `text`, in order (`tokenize` without
+    /// building the tokens). A word's token comes from the shared memo when
+    /// it is there, without allocating; the words it lacks are stemmed and
+    /// added afterwards (one read lock, and at most one write lock, per
+    /// text). `f` must not use this tokenizer (the memo is locked meanwhile).
+    pub fn for_each_token(&self, text: &str, mut f: impl FnMut(&str)) {
+        let mut word = String::new();
+        let mut fresh: Vec<(String, Option<String>)> = Vec::new();
+        {
+            let memo = self.memo.read().unwrap_or_else(PoisonError::into_inner);
+            for raw in text.unicode_words() {
+                normalize_word_into(raw, &mut word);
+                match memo.get(word.as_str()) {
+                    Some(token) => {
+                        if let Some(t) = token {
+                            f(t);
+                        }
+                    }
+                    None => {
+                        let token = self.token(word.clone());
+                        if let Some(t) = &token {
+                            f(t);
+                        }
+                        fresh.push((word.clone(), token));
+                    }
                 }
-            };
-            out.extend(token);
+            }
         }
-        out
+        if !fresh.is_empty() {
+            let mut memo = self.memo.write().unwrap_or_else(PoisonError::into_inner);
+            for (word, token) in fresh {
+                if memo.len() >= STEM_MEMO_WORDS {
+                    break;
+                }
+                memo.insert(word, token);
+            }
+        }
     }
 
     /// The token of one normalised word; None for an empty word or a stopword.
@@ -101,21 +136,20 @@ impl Tokenizer {
     }
 }
 
-/// Normalised word -> its token (None: dropped), for `Tokenizer::tokenize_memo`.
-pub type TokenMemo = std::collections::HashMap<String, Option<String>>;
-
 /// Lowercase, fold the typographic apostrophe to ASCII (so the stopword list
 /// needs one spelling of "don't") and strip an English possessive `'s`.
-fn normalize_word(word: &str) -> String {
-    let mut w = if word.is_ascii() {
-        word.to_ascii_lowercase()
+fn normalize_word_into(word: &str, out: &mut String) {
+    out.clear();
+    if word.is_ascii() {
+        out.push_str(word);
+        out.make_ascii_lowercase();
     } else {
-        word.to_lowercase().replace('\u{2019}', "'")
-    };
-    if w.len() > 2 && w.ends_with("'s") {
-        w.truncate(w.len() - 2);
+        // the whole word at once: a final sigma lower-cases by its context
+        out.push_str(&word.to_lowercase().replace('\u{2019}', "'"));
     }
-    w
+    if out.len() > 2 && out.ends_with("'s") {
+        out.truncate(out.len() - 2);
+    }
 }
 
 /// Sorted (checked by a test) so lookup is a binary search over ~190 entries.
@@ -320,6 +354,17 @@ pub fn is_stopword(word: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    /// `tokenize` as it reads without the memo: each word normalised and stemmed anew.
+    fn unmemoised(t: &Tokenizer, text: &str) -> Vec<String> {
+        text.unicode_words()
+            .filter_map(|raw| {
+                let mut word = String::new();
+                normalize_word_into(raw, &mut word);
+                t.token(word)
+            })
+            .collect()
+    }
+
     use super::*;
     use proptest::prelude::*;
 
@@ -363,10 +408,14 @@ mod tests {
             stopwords in proptest::bool::ANY,
             raw in "\\PC{0,80}",
         ) {
+            // each text twice: the second time every word's token is remembered
             let t = Tokenizer::new(TokenizerConfig { stem, stopwords });
-            let mut memo = TokenMemo::new();
-            for text in texts.iter().chain(std::iter::once(&raw)) {
-                prop_assert_eq!(t.tokenize_memo(text, &mut memo), t.tokenize(text));
+            for _ in 0..2 {
+                for text in texts.iter().chain(std::iter::once(&raw)) {
+                    prop_assert_eq!(t.tokenize(text), unmemoised(&t, text));
+                    // a clone shares the memo
+                    prop_assert_eq!(t.clone().tokenize(text), unmemoised(&t, text));
+                }
             }
         }
     }

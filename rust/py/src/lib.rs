@@ -10,6 +10,7 @@ mod scope;
 mod store;
 mod text_analysis;
 mod traversal;
+mod validity;
 
 use pyo3::prelude::*;
 
@@ -63,6 +64,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<traversal::TraversalConfig>()?;
     m.add_class::<traversal::Candidate>()?;
     m.add_class::<traversal::Evidence>()?;
+    m.add_class::<validity::FactState>()?;
     m.add_function(wrap_pyfunction!(traversal::rrf, m)?)?;
     m.add_function(wrap_pyfunction!(traversal::largest_remainder, m)?)?;
     m.add_function(wrap_pyfunction!(traversal::view_budgets, m)?)?;

@@ -870,27 +870,21 @@ impl MemoryStore {
     /// For each id, `(valid_from, valid_to, supersedes, superseded_by)` (the
     /// linked nodes as (id, weight)) when the node takes part in a supersedes
     /// link, else None (also for unknown ids): what the read path needs about
-    /// a pool, under one lock.
-    fn fact_chains(&self, py: Python<'_>, ids: Vec<NodeId>) -> Vec<Option<FactChain>> {
+    /// a pool, under one lock. With `allowed`, as a scoped search sees it:
+    /// links to nodes outside are dropped, and the end of validity comes from
+    /// the replacements it sees.
+    #[pyo3(signature = (ids, *, allowed = None))]
+    fn fact_chains(
+        &self,
+        py: Python<'_>,
+        ids: Vec<NodeId>,
+        allowed: Option<PyRef<'_, Allowed>>,
+    ) -> Vec<Option<FactChain>> {
+        let allowed = allowed_arg(allowed);
         self.read(py, |s| {
-            let facts = s.facts();
-            ids.iter()
-                .map(|&id| {
-                    let olds = facts.supersedes(id);
-                    let news = facts.superseded_by(id);
-                    if olds.is_empty() && news.is_empty() {
-                        return None;
-                    }
-                    let (from, to) = s.validity(id).ok()?;
-                    let weight =
-                        |new: NodeId, old: NodeId| facts.link(new, old).map_or(0.0, |l| l.weight);
-                    Some((
-                        from,
-                        to,
-                        olds.into_iter().map(|o| (o, weight(id, o))).collect(),
-                        news.into_iter().map(|n| (n, weight(n, id))).collect(),
-                    ))
-                })
+            s.fact_chains_scoped(&ids, allowed.as_deref())
+                .into_iter()
+                .map(|c| c.map(|c| (c.valid_from, c.valid_to, c.supersedes, c.superseded_by)))
                 .collect()
         })
     }
@@ -1529,15 +1523,23 @@ impl MemoryStore {
         )
     }
 
-    /// Which of `tokens` occur in the text of at least one of `ids`, as the
-    /// lexical index tokenizes it. An unknown id raises NodeNotFoundError.
-    fn tokens_present(
+    /// For each of `ids`, which of `tokens` its text holds, as the lexical
+    /// index tokenizes it: an (n, len(tokens)) bool array. An unknown id
+    /// raises NodeNotFoundError.
+    fn tokens_present<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         ids: Vec<NodeId>,
         tokens: Vec<String>,
-    ) -> PyResult<Vec<bool>> {
-        self.read(py, |s| s.tokens_present(&ids, &tokens)).py()
+    ) -> PyResult<Bound<'py, PyArray2<bool>>> {
+        let width = tokens.len();
+        let rows = self.read(py, |s| s.tokens_present(&ids, &tokens)).py()?;
+        let flat: Vec<bool> = rows.into_iter().flatten().collect();
+        Ok(
+            numpy::ndarray::Array2::from_shape_vec((ids.len(), width), flat)
+                .expect("a row per node")
+                .into_pyarray(py),
+        )
     }
 
     /// For each pair `(ids[k], others[k])`, 1.0 when both name the same
@@ -1555,6 +1557,18 @@ impl MemoryStore {
             .map(|b| f64::from(u8::from(b)))
             .collect::<Vec<_>>()
             .into_pyarray(py))
+    }
+
+    /// For each of `ids`, the best cosine similarity of its embedding with
+    /// those of `against`, clamped to [0, 1] (0 when `against` is empty).
+    fn max_similarities<'py>(
+        &self,
+        py: Python<'py>,
+        ids: Vec<NodeId>,
+        against: Vec<NodeId>,
+    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let got = self.read(py, |s| s.max_similarities(&ids, &against)).py()?;
+        Ok(got.into_pyarray(py))
     }
 
     /// Each node's text, in the order of `ids` (one lock, no `Node` built).
