@@ -190,8 +190,8 @@ def test_development_questions_get_the_python_coverage() -> None:
     for qa in conv.qas:
         q = qa.question
         run = QueryRun(m, q, m.embedder.embed([q])[0], 10, None, "full", 0.0)
-        ids, _ = m.store.search_lexical(q, 20)
-        ids = [int(i) for i in ids]
+        found, _ = m.store.search_lexical(q, 20)
+        ids = [int(i) for i in found]
         got = run.coverages(ids)
         want = [
             coverage_ref(m, i, set(run.content_tokens), list(run.asked_people), run.speakers)
