@@ -341,7 +341,7 @@ def update_sequences(draw: st.DrawFn) -> dict[str, Any]:
 @given(update_sequences())
 # found by a random search: an unrelated turn on the day of the change, right after
 # the asked day, ranked above the fact that held (lifted by the replaced fact
-# beside it, see supporting_match_columns)
+# beside it, see `ReadSession.supporting_match` in the core)
 @example({"subject": "drink", "chain": ["oat milk", "soy milk"], "days": [2, 8], "fillers": [("Ines said my bowing is too tense.", 8)]})  # fmt: skip
 def test_random_updates_rank_the_fact_valid_at_the_asked_time(seq: dict[str, Any]) -> None:
     _, first, update, present, dated = SUBJECTS[seq["subject"]]

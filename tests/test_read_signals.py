@@ -14,7 +14,6 @@ from jevmem import HashEmbedder, LocalController, Memory, MemoryConfig, MemorySt
 from jevmem._core import question_share
 from jevmem.controller import catalogue
 from jevmem.plane.query import QueryRun
-from jevmem.plane.signals import plain_match_columns
 from jevmem.temporal import to_timestamp
 
 DAY = 86_400
@@ -23,6 +22,11 @@ T0 = 1_700_000_000
 
 def memory(**cfg: Any) -> Memory:
     return Memory(HashEmbedder(64), config=MemoryConfig(**cfg))
+
+
+def plain_match_columns(sigs: dict[str, Any]) -> Any:
+    """A node's plain topical match: the mean of its lexical and dense shares."""
+    return 0.5 * sigs["lexical"] + 0.5 * sigs["dense"]
 
 
 def pool(m: Memory, query: str, sources: dict[str, int] | None = None) -> list[int]:
@@ -147,7 +151,10 @@ def test_a_fact_that_did_not_hold_then_lends_no_support() -> None:
         held = float(sigs["valid_at_query_time"][ids.index(new)])
         run.topical = dict(zip(ids, plain_match_columns(sigs).tolist(), strict=True))
         plain = run.near_support(other)
-        run.topical = dict(zip(ids, run.supporting_match(sigs).tolist(), strict=True))
+        # the pool's supporting matches (a fact that did not hold lends none)
+        run.session.anchor_context(
+            second_step_decay=m.config.second_step_decay, reply_link=m.config.reply_link
+        )
         return held, run.near_support(other), plain
 
     def date_of(day: int) -> str:

@@ -1,6 +1,6 @@
 """Type stubs for the native module ``jevmem._core`` (hand-written)."""
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from os import PathLike
 from typing import Any, Literal, final
 
@@ -12,6 +12,10 @@ __version__: str
 DEFAULT_MAX_TEXT_BYTES: int
 TIME_PRECISIONS: list[str]
 SIGNAL_COLUMNS: list[str]
+#: the validity columns of `ReadSession.signals`, in order
+FACT_COLUMNS: list[str]
+#: the columns `ReadSession.round` adds to a candidate's signals, in order
+ROUND_COLUMNS: list[str]
 ENTITY_PROVENANCE_KEYS: list[str]
 LIST_PROVENANCE_KEYS: list[str]
 
@@ -645,6 +649,101 @@ class FactState:
     def chain_relatives(
         self, store: MemoryStore, ids: Sequence[int], *, allowed: Allowed | None = None
     ) -> list[int]:
+        """The nodes one supersedes link away from any of ``ids``."""
+    def replaced(self) -> list[tuple[int, list[int]]]:
+        """The facts that did not hold, each with the facts of its chain that did."""
+
+@final
+class ReadSession:
+    """One query's reads of one memory in the core: its signals and pool, the
+    facts that held at its time, the feedback-moved query vector."""
+
+    def __new__(
+        cls,
+        store: MemoryStore,
+        text: str,
+        vector: VectorLike,
+        *,
+        lexical_ranked: Sequence[int],
+        vector_ranked: Sequence[int],
+        best_lexical: float,
+        best_dense: float,
+        best_passage: float,
+        named: Sequence[str],
+        window: tuple[int, int] | None = None,
+        asks_when: bool = False,
+        fact_stance: str = "neutral",
+        fact_at: int | None = None,
+        fact_until: int | None = None,
+        allowed: Allowed | None = None,
+    ) -> ReadSession: ...
+    def signals(
+        self, ids: Sequence[int]
+    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64] | None, npt.NDArray[np.uint32]]:
+        """(signal rows over SIGNAL_COLUMNS, validity rows over FACT_COLUMNS or
+        None, best passages); records which facts held."""
+    def pool(
+        self,
+        fused: Sequence[int],
+        passage_hits: Sequence[int],
+        *,
+        time_window_nodes: int,
+        window_scan: int,
+        feedback_weight: float,
+        feedback_nodes: int,
+        context_seeds: int,
+        second_step_decay: float,
+        reply_link: float,
+    ) -> tuple[
+        npt.NDArray[np.uint64],
+        npt.NDArray[np.float64],
+        npt.NDArray[np.float64] | None,
+        npt.NDArray[np.uint32],
+        dict[str, int],
+    ]:
+        """The pool before seeding: (ids, signal rows, validity rows or None,
+        best passages, {source: count}); moves the vector by the feedback."""
+    def anchor_context(
+        self, *, second_step_decay: float, reply_link: float
+    ) -> npt.NDArray[np.float64]:
+        """The latest pool's (support, previous match, next match, episode
+        support) rows; its topical matches become the session's."""
+    def round(
+        self,
+        ids: Sequence[int],
+        from_nodes: Sequence[int],
+        evidence: Sequence[int],
+        *,
+        second_step_decay: float,
+        reply_link: float,
+    ) -> tuple[
+        npt.NDArray[np.float64],
+        npt.NDArray[np.float64] | None,
+        npt.NDArray[np.uint32],
+        npt.NDArray[np.float64],
+    ]:
+        """An expansion round's candidates: (signal rows, validity rows or
+        None, best passages, rows over ROUND_COLUMNS)."""
+    def context_matches(
+        self,
+        ids: Sequence[int],
+        own: Sequence[float] | None = None,
+        *,
+        second_step_decay: float,
+        reply_link: float,
+    ) -> npt.NDArray[np.float64]:
+        """(support, previous match, next match) of each node, from the
+        session's topical matches (``own`` entered in order first)."""
+    @property
+    def topical(self) -> dict[int, float]: ...
+    def set_topical(self, topical: Mapping[int, float]) -> None: ...
+    @property
+    def vector(self) -> npt.NDArray[np.float32]: ...
+    @property
+    def best_dense(self) -> float: ...
+    @property
+    def best_passage(self) -> float: ...
+    def chain_relatives(self, ids: Sequence[int]) -> list[int]:
         """The nodes one supersedes link away from any of ``ids``."""
     def replaced(self) -> list[tuple[int, list[int]]]:
         """The facts that did not hold, each with the facts of its chain that did."""

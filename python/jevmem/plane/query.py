@@ -8,7 +8,6 @@ from operator import itemgetter
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from jevmem._core import Traversal
 from jevmem.controller import catalogue
@@ -18,13 +17,10 @@ from jevmem.plane.query_features import QueryFeatures
 from jevmem.plane.results import EvidenceItem, SearchResult, Via
 from jevmem.plane.signals import (
     SCORE_ROW,
-    Signals,
     answer_value,
     evidence_scores,
-    plain_match_columns,
     round_questions,
     round_values,
-    supporting_match_columns,
 )
 from jevmem.temporal import describe
 
@@ -41,25 +37,14 @@ class QueryRun(QueryFeatures):
         # Support of a pool node: how strongly the nodes around it in time
         # (adjacent turns of a dialogue, steps of a task) match the query, and
         # how strongly its episode does (mean of the episode's best three).
-        raw = self.topical = dict(
-            zip(anchor_ids, self.supporting_match(anchor_sig).tolist(), strict=True)
+        near = self.session.anchor_context(
+            second_step_decay=cfg.second_step_decay, reply_link=cfg.reply_link
         )
-        by_episode: dict[int, list[float]] = {}
-        # episode keys from the core (0: in no episode)
-        anchor_episodes = store.episode_keys(anchor_ids).tolist()
-        for n, ep in zip(anchor_ids, anchor_episodes, strict=True):
-            by_episode.setdefault(ep, []).append(raw[n])
-        episode_strength = self.episode_strength = {
-            ep: sum(sorted(v, reverse=True)[:3]) / 3 for ep, v in by_episode.items() if ep
-        }
-        near = self.context_matches(anchor_ids)
         anchor_sig.update(
             support=near[:, 0],
             prev_match=near[:, 1],
             next_match=near[:, 2],
-            episode_support=np.array(
-                [episode_strength.get(ep, 0.0) for ep in anchor_episodes], dtype=np.float64
-            ),
+            episode_support=near[:, 3],
             edge_weight=np.ones(len(anchor_ids)),
         )
         cands = CandidateTable(anchor_ids, self.texts_of(anchor_ids), anchor_sig)
@@ -237,50 +222,43 @@ class QueryRun(QueryFeatures):
         """A fact that did not hold at the time the query asks about ranks
         right below the gathered fact of its chain that did (never above it,
         and no further down: the history stays next to the answer)."""
-        for node, holders in self.fact_state.replaced():
+        for node, holders in self.session.replaced():
             if node in final:
                 best = max((final[h] for h in holders if h in final), default=None)
                 if best is not None and final[node] >= best:
                     final[node] = best * REPLACED_BELOW
 
     def scoring_request(self, t: Traversal, found: list[Any]) -> DecisionRequest:
-        store = self.m.store
+        cfg = self.m.config
         ids = [c.node for c in found]
-        sigs = self.signals(ids)
-        # how much each candidate repeats the evidence so far
-        repeats = store.max_similarities(ids, [e.node for e in t.result()])
-        strength = self.episode_strength.get
-        episodes = [strength(ep, 0.0) for ep in store.episode_keys(ids).tolist()]
         # in candidate order: a candidate's context reads the topical match of
-        # the candidates before it
-        near = self.context_matches(ids, self.supporting_match(sigs).tolist())
+        # the candidates before it (`ReadSession.round`)
+        rows, facts, best, extra = self.session.round(
+            ids,
+            [c.from_node for c in found],
+            [e.node for e in t.result()],
+            second_step_decay=cfg.second_step_decay,
+            reply_link=cfg.reply_link,
+        )
+        sigs = self.columns(ids, rows, facts, best)
+        # how much each candidate repeats the evidence so far
+        repeats = extra[:, 0]
         sigs.update(
             edge_weight=np.array([float(c.edge_weight) for c in found], dtype=np.float64),
             max_evidence_similarity=repeats,
             novelty=1.0 - repeats,
             # the same support as a seed's: its temporal neighbours and its
             # episode (the edge it came by is judged by usefulness)
-            support=near[:, 0],
-            prev_match=near[:, 1],
-            next_match=near[:, 2],
-            episode_support=np.array(episodes, dtype=np.float64),
+            support=extra[:, 1],
+            prev_match=extra[:, 2],
+            next_match=extra[:, 3],
+            episode_support=extra[:, 4],
             # the candidate and the node it was reached from name one session
-            same_session=store.same_session(ids, [c.from_node for c in found]),
+            same_session=extra[:, 5],
         )
         cands = CandidateTable(ids, self.texts_of(ids), sigs, views=[c.view for c in found])
         qs = round_questions(catalogue.scoring_questions, len(cands))
         return DecisionRequest("scoring", {"query": self.query_state(), "candidates": cands}, qs)
-
-    def supporting_match(self, sigs: Signals) -> npt.NDArray[np.float64]:
-        """What each node lends its neighbours as support: its plain match,
-        none from a fact that did not hold in a dated query's window
-        (`supporting_match_columns`). Only a named time says which fact held
-        then; a present-tense cue is too weak to take the old value's context
-        away (measured: recall@10 0.004 lower on LoCoMo dev, whose chats ask
-        about such values in the present tense)."""
-        if self.fact_time.stance != "dated":
-            return plain_match_columns(sigs)
-        return supporting_match_columns(sigs)
 
     # -- results ---------------------------------------------------------------
 

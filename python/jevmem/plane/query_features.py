@@ -8,17 +8,18 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from jevmem._core import SIGNAL_COLUMNS, FactState, Traversal, rrf, speaks_in_first_person
+from jevmem._core import (
+    FACT_COLUMNS,
+    SIGNAL_COLUMNS,
+    ReadSession,
+    Traversal,
+    rrf,
+    speaks_in_first_person,
+)
 from jevmem.entities import extract_entities, mentions
 from jevmem.plane.config import WINDOW_SCAN, Mode
 from jevmem.plane.scoped import ScopedView
-from jevmem.plane.signals import (
-    Signals,
-    concat_signals,
-    plain_match_columns,
-    share_of_best,
-    share_of_best_columns,
-)
+from jevmem.plane.signals import Signals
 from jevmem.plane.state import MemoryState
 from jevmem.plane.text import REQUEST
 from jevmem.temporal import FactTime, query_fact_time, query_time_cues
@@ -151,203 +152,125 @@ class QueryFeatures:
         #: the evidence scores `ranked` ranks by (evidence_score, then
         #: rank_below_replacements)
         self.final_score: dict[int, float] = {}
-        #: which facts held at the query's time, over its signal batches (see fact_signals)
+        #: the query's reads in the core: its signals and pool, the facts
+        #: that held at its time (see `signals`), the feedback-moved vector
         ft = self.fact_time
-        self.fact_state = FactState(ft.stance, _clamp_opt(ft.at), _clamp_opt(ft.until))
-        self.assessed_top: list[int] = []
-        #: the evidence the latest assessment request showed
-        self.shown: list[int] = []
-        self.final_assessment = False
-        self.pool_sources: dict[str, int] = {}
-        self.topical: dict[int, float] = {}
-        #: episode key (`MemoryStore.episode_keys`) -> how well the episode matches
-        self.episode_strength: dict[int, float] = {}
-
-    # -- signals -------------------------------------------------------------
-
-    def signals(self, ids: list[int]) -> Signals:
-        """Per-node retrieval signals, each in [0, 1], as one column per
-        signal (rows in the order of ``ids``): BM25 and embedding similarity
-        (normalised by the query's best), agreement with the people the query
-        names, a match with the time the query names (or, for "when"
-        questions, a grounded date in the node), and how much of the node is
-        itself a question (a question asserts nothing)."""
-        m = self.m
-        n = len(ids)
         window = self.time_cues["constraint"]
-        named = self.query_entities
-        # one pass in the core: matches, ranks, names, time, style, types
-        rows, best = m.store.read_signals(
-            self.query,
-            self.qvec,
-            ids,
+        self.session = ReadSession(
+            store,
+            query,
+            qvec,
             lexical_ranked=self.lex_list,
             vector_ranked=self.vec_list,
             best_lexical=self.max_lex,
             best_dense=self.max_sim,
             best_passage=self.max_passage_sim,
-            named=named,
+            named=self.query_entities,
             window=None if window is None else (_clamp_i64(window[0]), _clamp_i64(window[1])),
             asks_when=self.wants_time,
-            allowed=self.allowed,
+            fact_stance=ft.stance,
+            fact_at=_clamp_opt(ft.at),
+            fact_until=_clamp_opt(ft.until),
+            allowed=allowed,
         )
+        self.assessed_top: list[int] = []
+        #: the evidence the latest assessment request showed
+        self.shown: list[int] = []
+        self.final_assessment = False
+        self.pool_sources: dict[str, int] = {}
+
+    # -- signals -------------------------------------------------------------
+
+    def signals(self, ids: list[int]) -> Signals:
+        """Per-node retrieval signals, each in [0, 1], as one column per
+        signal (rows in the order of ``ids``), read in the core
+        (`ReadSession.signals`): BM25 and embedding similarity (normalised by
+        the query's best), agreement with the people the query names, a
+        match with the time the query names (or, for "when" questions, a
+        grounded date in the node), how much of the node is itself a question
+        (a question asserts nothing), its style and types.
+
+        A query that names a time or a tense also gets, for the nodes in a
+        supersedes chain, the validity signals (NaN outside a chain; a
+        controller reads absent as 0): ``valid_at_query_time``, the share of
+        that time the node's fact held; ``superseded``, the share after it
+        was replaced; ``not_yet_valid``, the share before it began; and
+        ``chain_match``, for a fact that held, the best topical match in its
+        chain times that share (the fact valid then answers what its chain
+        is about). The session records which facts held."""
+        return self.columns(ids, *self.session.signals(ids))
+
+    def columns(
+        self,
+        ids: list[int],
+        rows: npt.NDArray[np.float64],
+        facts: npt.NDArray[np.float64] | None,
+        best: npt.NDArray[np.uint32],
+    ) -> Signals:
+        """A block of the session's rows as named columns, with the two
+        columns of what kind of query asks (the same for every node), noting
+        each node's best passage, raw similarity and name agreement."""
+        n = len(ids)
         self.best_passage.update(zip(ids, best.tolist(), strict=True))
         out: Signals = {name: rows[:, j] for j, name in enumerate(SIGNAL_COLUMNS)}
-        if named:
+        if self.query_entities:
             ent = out["entity_match"]
             self.entity_ok.update(
                 zip(ids, np.fmin(1.0, ent + 0.4 * (ent > 0)).tolist(), strict=True)
             )
         else:
             self.entity_ok.update(dict.fromkeys(ids, 1.0))
-        # what kind of query asks (the same for every node)
         out["query_self"] = np.full(n, self.query_self)
         out["query_request"] = np.full(n, self.query_request)
         self.dense_raw.update(zip(ids, out["dense_raw"].tolist(), strict=True))
-        self.fact_signals(ids, out)
+        if facts is not None:
+            out.update({name: facts[:, j] for j, name in enumerate(FACT_COLUMNS)})
         return out
 
     # -- facts that change -----------------------------------------------------
-
-    def fact_signals(self, ids: list[int], out: Signals) -> None:
-        """Validity signals of the nodes in a supersedes chain, each in [0, 1],
-        for the time the query asks about (`query_fact_time`), computed in the
-        core (`FactState.signals`), which also records which facts held:
-
-        - ``valid_at_query_time``: the share of that time the node's fact held
-          (1 or 0 for a point: the present, or ``now``);
-        - ``superseded``: the share of it after the fact was replaced;
-        - ``not_yet_valid``: the share of it before the fact began (a
-          replacement asked about before it happened);
-        - ``chain_match``: for a fact that held then, the best topical match
-          in its chain (the facts it replaced or was replaced by, transitively),
-          times that share: the fact valid at the time answers what its chain
-          is about.
-
-        Nodes outside any chain lack them (NaN; a controller reads absent as
-        0), and queries that name no time and no tense get none at all.
-        """
-        if self.fact_time.stance == "neutral" or not ids or not self.m.store.supersedes_count:
-            return
-        cols = self.fact_state.signals(
-            self.m.store,
-            ids,
-            query=self.query,
-            vector=self.qvec,
-            best_lexical=self.max_lex,
-            best_dense=self.max_sim,
-            allowed=self.allowed,
-        )
-        if cols is not None:
-            out.update(
-                valid_at_query_time=cols[:, 0],
-                superseded=cols[:, 1],
-                not_yet_valid=cols[:, 2],
-                chain_match=cols[:, 3],
-            )
 
     def fact_chains(self, ids: list[int]) -> list[Any]:
         """`MemoryStore.fact_chains` as the search sees it (its scope)."""
         return self.m.store.fact_chains(ids, allowed=self.allowed)
 
     def pool(self) -> tuple[list[int], Signals]:
-        """The nodes the controller ranks before seeding, with their signals:
-        the fused lexical + vector lists, the nodes observed inside a time
-        window the query names, and the temporal context (two steps each way,
-        same episode) of the strongest of them: answers often sit in the reply
-        to the turn that matches the query."""
+        """The nodes the controller ranks before seeding, with their signals,
+        gathered in the core (`ReadSession.pool`): the fused lexical + vector
+        lists, the nodes observed inside a time window the query names (its
+        best matches when crowded), long observations by their best passage,
+        and the temporal context (two steps each way, same episode) and
+        supersedes chains of the strongest of them: answers often sit in the
+        reply to the turn that matches the query. On the way the query vector
+        moves towards its best few matches (pseudo-relevance feedback,
+        Rocchio in embedding space), and every later read uses the moved one."""
         cfg = self.m.config
-        ids = [int(i) for i in self.fused_ids]
-        seen = set(ids)
-        window = self.time_cues["constraint"]
-        if window is not None and cfg.time_window_nodes:
-            inside = [
-                n
-                for n in self.m.store.timeline_window(
-                    *(_clamp_i64(w) for w in window),
-                    allowed=self.allowed,
-                ).tolist()
-                if n not in seen
-            ]
-            if len(inside) > cfg.time_window_nodes:
-                # More than the pool takes: the best topical matches among
-                # them (the window's first ones would favour its start); at
-                # most WINDOW_SCAN of them are scored, evenly spread.
-                step = max(1, len(inside) // WINDOW_SCAN)
-                inside = inside[::step][:WINDOW_SCAN]
-                lex = self.m.store.lexical_scores(self.query, inside, allowed=self.allowed).tolist()
-                sims = self.m.store.similarities(self.qvec, inside).tolist()
-                top_lex, top_sim = max(lex), max(sims)
-                match = {
-                    n: share_of_best(a, top_lex) + share_of_best(b, top_sim)
-                    for n, a, b in zip(inside, lex, sims, strict=True)
-                }
-                inside = sorted(inside, key=lambda n: (-match[n], n))[: cfg.time_window_nodes]
-            for node_id in inside:
-                seen.add(node_id)
-                ids.append(node_id)
-        in_window = len(ids) - len(self.fused_ids)
-        # long observations whose best passage matches, like the window's nodes
-        for node_id in self.passage_ids:
-            if node_id not in seen:
-                seen.add(node_id)
-                ids.append(node_id)
-        self.pool_sources = {
-            "fused": len(self.fused_ids),
-            "time_window": in_window,
-            "passages": len(ids) - len(self.fused_ids) - in_window,
-        }
-        sigs = self.signals(ids)
-        raw = dict(zip(ids, plain_match_columns(sigs).tolist(), strict=True))
-        if cfg.feedback_weight > 0 and cfg.feedback_nodes > 0 and ids:
-            # Pseudo-relevance feedback (Rocchio, in embedding space): move the
-            # query towards its best few matches, then re-measure similarity.
-            top = sorted(ids, key=lambda n: (-raw[n], n))[: cfg.feedback_nodes]
-            centroid = self.m.store.mean_embedding(top)
-            moved = self.qvec + cfg.feedback_weight * centroid
-            norm = float(np.linalg.norm(moved))
-            if norm > 0:
-                self.qvec = (moved / norm).astype(np.float32)
-                sims = self.m.store.similarities(self.qvec, ids)
-                self.max_sim = float(sims.max())
-                p_sims, p_idx = self.m.store.passage_similarities(self.qvec, ids)
-                self.max_passage_sim = float(p_sims.max())
-                self.best_passage.update(zip(ids, p_idx.tolist(), strict=True))
-                sims64 = sims.astype(np.float64)
-                sigs["dense"] = share_of_best_columns(sims64, self.max_sim)
-                # min(1, max(0, sim)), NaN as 0
-                sigs["dense_raw"] = np.fmin(1.0, np.fmax(0.0, sims64))
-                self.dense_raw.update(zip(ids, sigs["dense_raw"].tolist(), strict=True))
-                sigs["dense_passage"] = share_of_best_columns(
-                    p_sims.astype(np.float64), self.max_passage_sim
-                )
-                raw = dict(zip(ids, plain_match_columns(sigs).tolist(), strict=True))
-        strongest = sorted(ids, key=lambda n: (-raw[n], n))[: cfg.context_seeds]
-        context = []
-        for node_id in strongest:
-            for other, _w in self.temporal_context(node_id):
-                if other not in seen:
-                    seen.add(other)
-                    context.append(other)
-        if context:
-            sigs = concat_signals([sigs, self.signals(context)], [len(ids), len(context)])
-            ids += context
-        self.pool_sources["context"] = len(context)
-        chained = []
-        relatives = (
-            self.fact_state.chain_relatives(self.m.store, strongest, allowed=self.allowed)
-            if self.m.store.supersedes_count
-            else []
+        got, rows, facts, best, sources = self.session.pool(
+            self.fused_ids,
+            self.passage_ids,
+            time_window_nodes=cfg.time_window_nodes,
+            window_scan=WINDOW_SCAN,
+            feedback_weight=float(cfg.feedback_weight),
+            feedback_nodes=cfg.feedback_nodes,
+            context_seeds=cfg.context_seeds,
+            second_step_decay=cfg.second_step_decay,
+            reply_link=cfg.reply_link,
         )
-        for other in relatives:
-            if other not in seen:
-                seen.add(other)
-                chained.append(other)
-        if chained:
-            sigs = concat_signals([sigs, self.signals(chained)], [len(ids), len(chained)])
-            ids += chained
-        self.pool_sources["supersedes"] = len(chained)
-        return ids, sigs
+        session = self.session
+        self.qvec = session.vector
+        self.max_sim, self.max_passage_sim = session.best_dense, session.best_passage
+        self.pool_sources = sources
+        ids: list[int] = got.tolist()
+        return ids, self.columns(ids, rows, facts, best)
+
+    @property
+    def topical(self) -> dict[int, float]:
+        """Each measured node's topical match, as its time-order neighbours
+        read it (kept by the session: the pool's, then each round's)."""
+        return self.session.topical
+
+    @topical.setter
+    def topical(self, matches: dict[int, float]) -> None:
+        self.session.set_topical(matches)
 
     def context_matches(
         self, ids: list[int], own: list[float] | None = None
@@ -358,21 +281,11 @@ class QueryFeatures:
         among the turns before it and among those after it (plain weights).
 
         ``own``: the nodes' own topical matches, entered into `topical` in
-        order, each before its node is measured (the core does it in one
-        pass: `MemoryStore.context_matches`)."""
-        topical = self.topical
-        rows = self.m.store.context_matches(
-            ids,
-            list(topical),
-            list(topical.values()),
-            own,
-            allowed=self.allowed,
-            second_step_decay=self.m.config.second_step_decay,
-            reply_link=self.m.config.reply_link,
+        order, each before its node is measured."""
+        cfg = self.m.config
+        return self.session.context_matches(
+            ids, own, second_step_decay=cfg.second_step_decay, reply_link=cfg.reply_link
         )
-        if own is not None:
-            topical.update(zip(ids, own, strict=True))
-        return rows
 
     def near_support(self, node_id: int) -> float:
         """`context_matches`' support of one node."""

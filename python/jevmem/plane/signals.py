@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 
@@ -42,25 +41,6 @@ def evidence_scores(
     return np.fmin(1.0, w * relevance + (1 - w) * support)
 
 
-def plain_match(sig: Mapping[str, float]) -> float:
-    """A pool node's plain topical match, before any controller judgment."""
-    return 0.5 * sig["lexical"] + 0.5 * sig["dense"]
-
-
-def logistic(x: float) -> float:
-    return 1.0 / (1.0 + math.exp(-x)) if x > -60 else 0.0
-
-
-def rank_share(rank: int) -> float:
-    """A 0-based list rank as a value in (0, 1]: 1 at the top, 0.5 at the tenth."""
-    return 1.0 / (1.0 + rank / 9.0)
-
-
-def share_of_best(x: float, best: float) -> float:
-    """A score as a share of the query's best, in [0, 1]."""
-    return min(1.0, max(0.0, x) / best) if best > 0 else 0.0
-
-
 #: the signal the neutral answer to each score.* kind is
 _NEUTRAL_FIELD = {
     "score.relevance": "dense",
@@ -73,49 +53,6 @@ _NEUTRAL_FIELD = {
 #: A batch of nodes' signals: one float64 column per signal, a row per node
 #: (NaN: the node lacks that signal, as a missing key of a candidate's mapping).
 Signals = dict[str, npt.NDArray[np.float64]]
-
-
-def share_of_best_columns(x: npt.NDArray[np.float64], best: float) -> npt.NDArray[np.float64]:
-    """`share_of_best` of every element (NaN reads as 0, as ``max(0.0, x)`` does)."""
-    if not best > 0:
-        return np.zeros(len(x))
-    return np.fmin(1.0, np.fmax(0.0, x) / best)
-
-
-def plain_match_columns(signals: Signals) -> npt.NDArray[np.float64]:
-    """`plain_match` of every row."""
-    return 0.5 * signals["lexical"] + 0.5 * signals["dense"]
-
-
-def supporting_match_columns(signals: Signals) -> npt.NDArray[np.float64]:
-    """The topical match a node lends its time-order neighbours as support:
-    `plain_match`, or 0 for a fact in a supersedes chain that did not hold at
-    any of the asked time (``valid_at_query_time`` 0; absent outside a chain).
-
-    Such a fact ranks below the fact that held (`rank_below_replacements`);
-    the turns around it are about the value that did not hold either, so
-    they get no support from it. A fact that held for part of the asked time
-    (one that began during the asked day) still lends all of its match."""
-    match = plain_match_columns(signals)
-    held = signals.get("valid_at_query_time")
-    if held is None:
-        return match
-    return np.where(held <= 0.0, 0.0, match)
-
-
-def concat_signals(blocks: Sequence[Signals], lengths: Sequence[int]) -> Signals:
-    """Blocks of rows one after another; a signal some block lacks is NaN there."""
-    names: dict[str, None] = {}
-    for block in blocks:
-        names.update(dict.fromkeys(block))
-    return {
-        name: np.concatenate(
-            [block.get(name, np.full(n, np.nan)) for block, n in zip(blocks, lengths, strict=True)]
-        )
-        if blocks
-        else np.zeros(0)
-        for name in names
-    }
 
 
 def neutral_answers(requests: Sequence[DecisionRequest]) -> list[Mapping[str, Answer]]:

@@ -24,6 +24,7 @@ pub mod grounding;
 pub mod ops;
 pub mod pair_signals;
 pub mod passages;
+pub mod read;
 pub mod signals;
 pub mod snapshot;
 pub mod store;

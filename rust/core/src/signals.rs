@@ -80,7 +80,7 @@ fn rank_share(rank: Option<usize>) -> f64 {
 }
 
 /// A cosine similarity as a share: itself inside (0, 1), 1 at or above, else 0 (NaN too).
-fn raw_similarity(s: f64) -> f64 {
+pub(crate) fn raw_similarity(s: f64) -> f64 {
     if s > 0.0 && s < 1.0 {
         s
     } else if s >= 1.0 {

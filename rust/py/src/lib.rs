@@ -6,6 +6,7 @@
 
 mod durable;
 mod errors;
+mod read;
 mod scope;
 mod store;
 mod text_analysis;
@@ -45,6 +46,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "SIGNAL_COLUMNS",
         jevmem_core::signals::SIGNAL_COLUMNS.to_vec(),
     )?;
+    // the validity columns of `ReadSession.signals`, in order
+    m.add("FACT_COLUMNS", jevmem_core::read::FACT_COLUMNS.to_vec())?;
+    // the columns `ReadSession.round` adds to a candidate's signals, in order
+    m.add("ROUND_COLUMNS", jevmem_core::read::ROUND_COLUMNS.to_vec())?;
     // provenance keys whose values name entities, and those that may list several
     m.add(
         "ENTITY_PROVENANCE_KEYS",
@@ -65,6 +70,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<traversal::Candidate>()?;
     m.add_class::<traversal::Evidence>()?;
     m.add_class::<validity::FactState>()?;
+    m.add_class::<read::ReadSession>()?;
     m.add_function(wrap_pyfunction!(traversal::rrf, m)?)?;
     m.add_function(wrap_pyfunction!(traversal::largest_remainder, m)?)?;
     m.add_function(wrap_pyfunction!(traversal::view_budgets, m)?)?;

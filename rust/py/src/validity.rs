@@ -14,7 +14,11 @@ use crate::scope::Allowed;
 use crate::store::MemoryStore;
 
 /// The time a query wants facts to hold at, from `jevmem.temporal.FactTime`'s fields.
-fn fact_time(stance: &str, at: Option<i64>, until: Option<i64>) -> Result<FactTime, Error> {
+pub(crate) fn fact_time(
+    stance: &str,
+    at: Option<i64>,
+    until: Option<i64>,
+) -> Result<FactTime, Error> {
     match (stance, at, until) {
         ("neutral", _, _) => Ok(FactTime::Neutral),
         ("past", _, _) => Ok(FactTime::Past),

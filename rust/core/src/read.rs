@@ -1,0 +1,714 @@
+//! One query's reads as a session: what the query fixes (its text, vector,
+//! rankings, names and times), the record of the facts that change it has
+//! measured, and the two reads the controller's first round needs: the
+//! signals of a batch of nodes, and the pool the controller ranks before
+//! seeding.
+//!
+//! The pool is the fused lexical + vector list, the nodes observed inside a
+//! time window the query names, long observations whose best passage
+//! matches, the time-order context of the strongest of them and the facts
+//! their supersedes chains link. Between the first two reads and the
+//! context, the query vector moves towards its best few matches (Rocchio
+//! feedback, in embedding space) and every later read uses the moved one.
+//! `tests/test_read_session.py` holds it to the Python rules it replaced.
+
+use std::cmp::Ordering;
+use std::collections::{HashMap, HashSet};
+
+use crate::context::{self, ContextConfig};
+use crate::derived::TimeQuery;
+use crate::error::Result;
+use crate::filter::Allowed;
+use crate::signals::{raw_similarity, share_of_best, SignalQuery, SIGNAL_COLUMNS};
+use crate::store::MemoryStore;
+use crate::style::StyleBasis;
+use crate::types::NodeId;
+use crate::validity::{ChainMatchQuery, FactState, FactTime};
+use crate::vector::VectorIndex;
+
+/// The validity columns a dated or tensed query adds (see `fact_signals`).
+pub const FACT_COLUMNS: [&str; 4] = [
+    "valid_at_query_time",
+    "superseded",
+    "not_yet_valid",
+    "chain_match",
+];
+
+/// What a query fixes for every read of its session.
+#[derive(Clone, Debug)]
+pub struct SessionQuery {
+    pub text: String,
+    /// The query vector; the pool's feedback moves it (see the module).
+    pub vector: Vec<f32>,
+    /// The lexical and vector rankings the anchors came from, best first.
+    pub lexical_ranked: Vec<NodeId>,
+    pub vector_ranked: Vec<NodeId>,
+    /// The scales of the share signals: the best lexical score, dense
+    /// similarity and passage similarity (the latter two follow the vector).
+    pub best_lexical: f64,
+    pub best_dense: f64,
+    pub best_passage: f64,
+    /// The entities the query names, normalised.
+    pub named: Vec<String>,
+    pub time: TimeQuery,
+    pub fact_time: FactTime,
+}
+
+/// A batch of nodes' signals: `SIGNAL_COLUMNS` per row, each node's best
+/// passage, and the `FACT_COLUMNS` (NaN for a node in no chain) when the
+/// query asks about a time and some node is in a chain.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SignalBlock {
+    pub rows: Vec<[f64; SIGNAL_COLUMNS.len()]>,
+    pub best_passage: Vec<u32>,
+    pub facts: Option<Vec<[f64; FACT_COLUMNS.len()]>>,
+}
+
+impl SignalBlock {
+    fn empty() -> Self {
+        SignalBlock {
+            rows: Vec::new(),
+            best_passage: Vec::new(),
+            facts: None,
+        }
+    }
+
+    /// This block's rows, then `other`'s; fact rows NaN where a block had none.
+    fn extend(&mut self, other: SignalBlock) {
+        let (n, m) = (self.rows.len(), other.rows.len());
+        self.facts = match (self.facts.take(), other.facts) {
+            (None, None) => None,
+            (mine, theirs) => {
+                let mut out = mine.unwrap_or_else(|| vec![[f64::NAN; 4]; n]);
+                out.extend(theirs.unwrap_or_else(|| vec![[f64::NAN; 4]; m]));
+                Some(out)
+            }
+        };
+        self.rows.extend(other.rows);
+        self.best_passage.extend(other.best_passage);
+    }
+}
+
+/// How the pool is gathered (the plane's configuration).
+#[derive(Clone, Debug)]
+pub struct PoolPlan {
+    /// At most this many nodes from a time window the query names (0: none).
+    pub time_window_nodes: usize,
+    /// Of a larger window, at most this many nodes are measured, evenly spread.
+    pub window_scan: usize,
+    /// Feedback: the weight of the mean of the `feedback_nodes` best matches
+    /// added to the query vector (0: none).
+    pub feedback_weight: f64,
+    pub feedback_nodes: usize,
+    /// The strongest this many nodes lend their time-order context and chains.
+    pub context_seeds: usize,
+    pub context: ContextConfig,
+}
+
+/// How many pool nodes came from where, in pool order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PoolSources {
+    pub fused: usize,
+    pub time_window: usize,
+    pub passages: usize,
+    pub context: usize,
+    pub supersedes: usize,
+}
+
+/// The pool: its nodes in order with their signals, and where they came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pool {
+    pub ids: Vec<NodeId>,
+    pub signals: SignalBlock,
+    pub sources: PoolSources,
+}
+
+/// One query's session: what it fixes, the facts it has measured and what
+/// the support of a node reads: each measured node's topical match and
+/// each episode's strength.
+#[derive(Clone, Debug)]
+pub struct ReadSession {
+    pub query: SessionQuery,
+    pub facts: FactState,
+    /// node -> the topical match it lends its time-order neighbours
+    pub topical: HashMap<NodeId, f64>,
+    /// episode key -> how well the episode matches (the mean of its best
+    /// three anchors' topical matches)
+    pub episodes: HashMap<u64, f64>,
+    /// the latest pool and its nodes' topical matches (see `anchor_context`)
+    pool: (Vec<NodeId>, Vec<f64>),
+}
+
+/// What a round's candidates add to their signals: how much each repeats
+/// the evidence so far, its support and side matches, its episode's
+/// strength and whether it shares a session with the node it came from.
+pub const ROUND_COLUMNS: [&str; 6] = [
+    "max_evidence_similarity",
+    "support",
+    "prev_match",
+    "next_match",
+    "episode_support",
+    "same_session",
+];
+
+/// A node's plain topical match: the mean of its lexical and dense shares.
+fn plain_match(row: &[f64; SIGNAL_COLUMNS.len()]) -> f64 {
+    0.5 * row[0] + 0.5 * row[1]
+}
+
+/// Ids best first by `score`, ties by id (a NaN compares equal to anything).
+fn best_first(ids: &[NodeId], score: &[f64]) -> Vec<NodeId> {
+    let mut order: Vec<usize> = (0..ids.len()).collect();
+    order.sort_by(|&a, &b| {
+        score[b]
+            .partial_cmp(&score[a])
+            .unwrap_or(Ordering::Equal)
+            .then(ids[a].cmp(&ids[b]))
+    });
+    order.into_iter().map(|i| ids[i]).collect()
+}
+
+impl ReadSession {
+    pub fn new(query: SessionQuery) -> Self {
+        ReadSession {
+            query,
+            facts: FactState::default(),
+            topical: HashMap::new(),
+            episodes: HashMap::new(),
+            pool: (Vec::new(), Vec::new()),
+        }
+    }
+
+    /// The topical match each row lends its neighbours as support: its plain
+    /// match, or 0 for a fact of a supersedes chain that held at none of a
+    /// named time (a present-tense cue is too weak to take the old value's
+    /// context away; a fact that held for part of the time lends all of it).
+    pub fn supporting_match(&self, block: &SignalBlock) -> Vec<f64> {
+        let dated = matches!(self.query.fact_time, FactTime::Window(..));
+        block
+            .rows
+            .iter()
+            .enumerate()
+            .map(|(k, row)| {
+                let held = match (&block.facts, dated) {
+                    (Some(f), true) => f[k][0],
+                    _ => f64::NAN,
+                };
+                if held <= 0.0 {
+                    0.0
+                } else {
+                    plain_match(row)
+                }
+            })
+            .collect()
+    }
+
+    /// The support of the latest pool's nodes, as (support, previous match,
+    /// next match, episode support) rows: the session's topical matches
+    /// become the pool's, and each episode's strength the mean of its best
+    /// three (0 for a node in no episode).
+    pub fn anchor_context(
+        &mut self,
+        store: &MemoryStore,
+        cfg: &ContextConfig,
+        allowed: Option<&Allowed>,
+    ) -> Vec<[f64; 4]> {
+        let (ids, matched) = &self.pool;
+        self.topical = ids.iter().copied().zip(matched.iter().copied()).collect();
+        let keys = store.episode_keys(ids);
+        let mut by_episode: HashMap<u64, Vec<f64>> = HashMap::new();
+        for (&ep, &m) in keys.iter().zip(matched) {
+            if ep != 0 {
+                by_episode.entry(ep).or_default().push(m);
+            }
+        }
+        self.episodes = by_episode
+            .into_iter()
+            .map(|(ep, mut v)| {
+                v.sort_by(|a, b| b.partial_cmp(a).unwrap_or(Ordering::Equal));
+                // summed best first, from 0, as the mean of the best three
+                let top = v.iter().take(3).fold(0.0, |acc, x| acc + x);
+                (ep, top / 3.0)
+            })
+            .collect();
+        let near = context::context_matches(store, ids, &mut self.topical, None, allowed, cfg);
+        near.iter()
+            .zip(&keys)
+            .map(|(n, ep)| [n[0], n[1], n[2], self.episode_strength(*ep)])
+            .collect()
+    }
+
+    fn episode_strength(&self, ep: u64) -> f64 {
+        self.episodes.get(&ep).copied().unwrap_or(0.0)
+    }
+
+    /// An expansion round's candidates: their signals and `ROUND_COLUMNS`
+    /// (`from` the nodes they were reached from, `evidence` what was found
+    /// so far). Each candidate's topical match enters the session before it
+    /// is measured, so a candidate's context reads those before it. An
+    /// unknown id is an error and changes nothing.
+    #[allow(clippy::too_many_arguments)]
+    pub fn round(
+        &mut self,
+        store: &MemoryStore,
+        ids: &[NodeId],
+        from: &[NodeId],
+        evidence: &[NodeId],
+        cfg: &ContextConfig,
+        allowed: Option<&Allowed>,
+        basis: Option<&StyleBasis>,
+    ) -> Result<(SignalBlock, Vec<[f64; ROUND_COLUMNS.len()]>)> {
+        let repeats = store.max_similarities(ids, evidence)?;
+        let same = store.same_sessions(ids, from)?;
+        let block = self.signals(store, ids, allowed, basis)?;
+        let own = self.supporting_match(&block);
+        let near =
+            context::context_matches(store, ids, &mut self.topical, Some(&own), allowed, cfg);
+        let keys = store.episode_keys(ids);
+        let extra = (0..ids.len())
+            .map(|k| {
+                [
+                    repeats[k],
+                    near[k][0],
+                    near[k][1],
+                    near[k][2],
+                    self.episode_strength(keys[k]),
+                    f64::from(u8::from(same[k])),
+                ]
+            })
+            .collect();
+        Ok((block, extra))
+    }
+
+    /// The signals of `ids` (see `SignalBlock`), recording which facts held.
+    /// An unknown id or a vector of the wrong size is an error and records
+    /// nothing.
+    pub fn signals(
+        &mut self,
+        store: &MemoryStore,
+        ids: &[NodeId],
+        allowed: Option<&Allowed>,
+        basis: Option<&StyleBasis>,
+    ) -> Result<SignalBlock> {
+        let mut facts = self.facts.clone();
+        let block = Self::measure(&self.query, &mut facts, store, ids, allowed, basis)?;
+        self.facts = facts;
+        Ok(block)
+    }
+
+    fn measure(
+        q: &SessionQuery,
+        facts: &mut FactState,
+        store: &MemoryStore,
+        ids: &[NodeId],
+        allowed: Option<&Allowed>,
+        basis: Option<&StyleBasis>,
+    ) -> Result<SignalBlock> {
+        let sq = SignalQuery {
+            text: &q.text,
+            vector: &q.vector,
+            lexical_ranked: &q.lexical_ranked,
+            vector_ranked: &q.vector_ranked,
+            best_lexical: q.best_lexical,
+            best_dense: q.best_dense,
+            best_passage: q.best_passage,
+            named: &q.named,
+            time: q.time,
+        };
+        let got = store.read_signals(&sq, ids, allowed, basis)?;
+        let chain = ChainMatchQuery {
+            text: &q.text,
+            vector: &q.vector,
+            best_lexical: q.best_lexical,
+            best_dense: q.best_dense,
+        };
+        let cols = store.fact_signals(facts, ids, q.fact_time, &chain, allowed)?;
+        let facts = cols.map(|c| {
+            (0..ids.len())
+                .map(|i| {
+                    [
+                        c.valid_at_query_time[i],
+                        c.superseded[i],
+                        c.not_yet_valid[i],
+                        c.chain_match[i],
+                    ]
+                })
+                .collect()
+        });
+        Ok(SignalBlock {
+            rows: got.rows,
+            best_passage: got.best_passage,
+            facts,
+        })
+    }
+
+    /// The pool (see the module): `fused` first, then the nodes of the
+    /// query's time window, `passage_hits`, the time-order context of the
+    /// `context_seeds` strongest and their chains' facts, each node once.
+    /// Moves the session's vector by the feedback. On an error the session
+    /// is left as it was.
+    pub fn pool(
+        &mut self,
+        store: &MemoryStore,
+        fused: &[NodeId],
+        passage_hits: &[NodeId],
+        plan: &PoolPlan,
+        allowed: Option<&Allowed>,
+        basis: Option<&StyleBasis>,
+    ) -> Result<Pool> {
+        let mut next = self.clone();
+        let pool = next.gather(store, fused, passage_hits, plan, allowed, basis)?;
+        next.pool = (pool.ids.clone(), next.supporting_match(&pool.signals));
+        *self = next;
+        Ok(pool)
+    }
+
+    fn gather(
+        &mut self,
+        store: &MemoryStore,
+        fused: &[NodeId],
+        passage_hits: &[NodeId],
+        plan: &PoolPlan,
+        allowed: Option<&Allowed>,
+        basis: Option<&StyleBasis>,
+    ) -> Result<Pool> {
+        let mut ids: Vec<NodeId> = fused.to_vec();
+        let mut seen: HashSet<NodeId> = ids.iter().copied().collect();
+        let mut sources = PoolSources {
+            fused: fused.len(),
+            ..PoolSources::default()
+        };
+        if let (TimeQuery::Window(lo, hi), true) = (self.query.time, plan.time_window_nodes > 0) {
+            let inside = self.window_nodes(store, lo, hi, &seen, plan, allowed)?;
+            sources.time_window = inside.len();
+            seen.extend(inside.iter().copied());
+            ids.extend(inside);
+        }
+        for &id in passage_hits {
+            if seen.insert(id) {
+                ids.push(id);
+                sources.passages += 1;
+            }
+        }
+        let mut block = self.signals_inner(store, &ids, allowed, basis)?;
+        let mut raw: Vec<f64> = block.rows.iter().map(plain_match).collect();
+        if plan.feedback_weight > 0.0 && plan.feedback_nodes > 0 && !ids.is_empty() {
+            let top: Vec<NodeId> = best_first(&ids, &raw)
+                .into_iter()
+                .take(plan.feedback_nodes)
+                .collect();
+            if self.feedback(store, &top, plan.feedback_weight)? {
+                self.remeasure_dense(store, &ids, &mut block)?;
+                raw = block.rows.iter().map(plain_match).collect();
+            }
+        }
+        let strongest: Vec<NodeId> = best_first(&ids, &raw)
+            .into_iter()
+            .take(plan.context_seeds)
+            .collect();
+        let mut near = Vec::new();
+        for &id in &strongest {
+            for (other, _) in context::temporal_context(store, id, allowed, &plan.context) {
+                if seen.insert(other) {
+                    near.push(other);
+                }
+            }
+        }
+        sources.context = near.len();
+        if !near.is_empty() {
+            block.extend(self.signals_inner(store, &near, allowed, basis)?);
+            ids.extend(near);
+        }
+        let mut chained = Vec::new();
+        for other in store.chain_relatives(&strongest, self.query.fact_time, allowed) {
+            if seen.insert(other) {
+                chained.push(other);
+            }
+        }
+        sources.supersedes = chained.len();
+        if !chained.is_empty() {
+            block.extend(self.signals_inner(store, &chained, allowed, basis)?);
+            ids.extend(chained);
+        }
+        Ok(Pool {
+            ids,
+            signals: block,
+            sources,
+        })
+    }
+
+    fn signals_inner(
+        &mut self,
+        store: &MemoryStore,
+        ids: &[NodeId],
+        allowed: Option<&Allowed>,
+        basis: Option<&StyleBasis>,
+    ) -> Result<SignalBlock> {
+        if ids.is_empty() {
+            return Ok(SignalBlock::empty());
+        }
+        Self::measure(&self.query, &mut self.facts, store, ids, allowed, basis)
+    }
+
+    /// The nodes observed in `[lo, hi]` not in the pool yet, in time order;
+    /// of more than the plan takes, the best topical matches among an even
+    /// spread of at most `window_scan` of them.
+    fn window_nodes(
+        &self,
+        store: &MemoryStore,
+        lo: i64,
+        hi: i64,
+        seen: &HashSet<NodeId>,
+        plan: &PoolPlan,
+        allowed: Option<&Allowed>,
+    ) -> Result<Vec<NodeId>> {
+        let inside: Vec<NodeId> = store
+            .timeline_window(lo, hi, allowed)
+            .into_iter()
+            .filter(|n| !seen.contains(n))
+            .collect();
+        if inside.len() <= plan.time_window_nodes {
+            return Ok(inside);
+        }
+        let step = (inside.len() / plan.window_scan.max(1)).max(1);
+        let scanned: Vec<NodeId> = inside
+            .into_iter()
+            .step_by(step)
+            .take(plan.window_scan)
+            .collect();
+        let lex: Vec<f64> = store
+            .lexical_scores_scoped(&self.query.text, &scanned, allowed)
+            .into_iter()
+            .map(f64::from)
+            .collect();
+        store.vectors().validate(&self.query.vector)?;
+        let unit = VectorIndex::normalize(&self.query.vector);
+        let sims: Vec<f64> = scanned
+            .iter()
+            .map(|&id| {
+                store
+                    .vectors()
+                    .similarity(&unit, id)
+                    .map_or(f64::NAN, f64::from)
+            })
+            .collect();
+        let top = |xs: &[f64]| xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let (top_lex, top_sim) = (top(&lex), top(&sims));
+        let matched: Vec<f64> = lex
+            .iter()
+            .zip(&sims)
+            .map(|(&a, &b)| share_of_best(a, top_lex) + share_of_best(b, top_sim))
+            .collect();
+        Ok(best_first(&scanned, &matched)
+            .into_iter()
+            .take(plan.time_window_nodes)
+            .collect())
+    }
+
+    /// Move the vector towards the mean of `top`'s embeddings by `weight`,
+    /// unit length; false (nothing moved) when the sum has no length.
+    fn feedback(&mut self, store: &MemoryStore, top: &[NodeId], weight: f64) -> Result<bool> {
+        let centroid = store.mean_embedding(top)?;
+        // in f32, as the query vector is kept
+        let w = weight as f32;
+        let moved: Vec<f32> = self
+            .query
+            .vector
+            .iter()
+            .zip(&centroid)
+            .map(|(&q, &c)| q + w * c)
+            .collect();
+        let norm = moved
+            .iter()
+            .map(|&x| f64::from(x) * f64::from(x))
+            .sum::<f64>()
+            .sqrt() as f32;
+        if norm.is_nan() || norm <= 0.0 {
+            return Ok(false);
+        }
+        self.query.vector = moved.into_iter().map(|x| x / norm).collect();
+        Ok(true)
+    }
+
+    /// The dense columns of `block` (the first rows, `ids`) measured again
+    /// with the moved vector, and the session's dense scales set to the
+    /// pool's best.
+    fn remeasure_dense(
+        &mut self,
+        store: &MemoryStore,
+        ids: &[NodeId],
+        block: &mut SignalBlock,
+    ) -> Result<()> {
+        let unit = VectorIndex::normalize(&self.query.vector);
+        let sims: Vec<f64> = ids
+            .iter()
+            .map(|&id| {
+                store
+                    .vectors()
+                    .similarity(&unit, id)
+                    .map_or(f64::NAN, f64::from)
+            })
+            .collect();
+        let passages = store.passage_similarities(&self.query.vector, ids)?;
+        let psims: Vec<f64> = passages
+            .iter()
+            .map(|p| p.map_or(f64::NAN, |(s, _)| f64::from(s)))
+            .collect();
+        // the pool's best (NaN when any is NaN, as an array's max is)
+        let best = |xs: &[f64]| {
+            xs.iter().copied().fold(f64::NEG_INFINITY, |a, b| {
+                if a.is_nan() || b.is_nan() {
+                    f64::NAN
+                } else {
+                    a.max(b)
+                }
+            })
+        };
+        self.query.best_dense = best(&sims);
+        self.query.best_passage = best(&psims);
+        for (k, row) in block.rows.iter_mut().enumerate() {
+            row[1] = share_of_best(sims[k], self.query.best_dense);
+            row[6] = raw_similarity(sims[k]);
+            row[2] = share_of_best(psims[k], self.query.best_passage);
+            block.best_passage[k] = passages[k].map_or(0, |(_, i)| i);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::NewNode;
+    use crate::store::StoreConfig;
+
+    fn session(text: &str, vector: Vec<f32>, time: TimeQuery) -> ReadSession {
+        ReadSession::new(SessionQuery {
+            text: text.into(),
+            vector,
+            lexical_ranked: Vec::new(),
+            vector_ranked: Vec::new(),
+            best_lexical: 1.0,
+            best_dense: 1.0,
+            best_passage: 1.0,
+            named: Vec::new(),
+            time,
+            fact_time: FactTime::Neutral,
+        })
+    }
+
+    fn plan() -> PoolPlan {
+        PoolPlan {
+            time_window_nodes: 2,
+            window_scan: 4096,
+            feedback_weight: 0.0,
+            feedback_nodes: 3,
+            context_seeds: 1,
+            context: ContextConfig {
+                second_step_decay: 0.7,
+                reply_link: 1.0,
+            },
+        }
+    }
+
+    fn chat() -> (MemoryStore, Vec<NodeId>) {
+        let mut s = MemoryStore::new(StoreConfig::new(2)).unwrap();
+        let texts = [
+            "we went hiking",
+            "the lake was cold",
+            "cello lessons start",
+            "tea",
+            "more tea",
+        ];
+        let ids = texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let mut n = NewNode::new(*t, vec![1.0, i as f32]);
+                n.timestamp = Some(1_000 * i as i64);
+                s.add_node(n).unwrap()
+            })
+            .collect();
+        (s, ids)
+    }
+
+    #[test]
+    fn pool_orders_sources_and_keeps_each_node_once() {
+        let (s, ids) = chat();
+        let mut r = session("cello", vec![1.0, 0.0], TimeQuery::Window(3_000, 4_000));
+        let pool = r
+            .pool(&s, &[ids[2]], &[ids[2], ids[0]], &plan(), None, None)
+            .unwrap();
+        // fused, the window's two, the passage hit not yet in, then context
+        assert_eq!(&pool.ids[..4], &[ids[2], ids[3], ids[4], ids[0]]);
+        assert_eq!(pool.sources.fused, 1);
+        assert_eq!(pool.sources.time_window, 2);
+        assert_eq!(pool.sources.passages, 1);
+        assert_eq!(pool.ids.len(), 4 + pool.sources.context);
+        let unique: HashSet<_> = pool.ids.iter().collect();
+        assert_eq!(unique.len(), pool.ids.len());
+        assert_eq!(pool.signals.rows.len(), pool.ids.len());
+        assert!(pool.signals.facts.is_none());
+    }
+
+    #[test]
+    fn feedback_moves_the_vector_and_an_error_changes_nothing() {
+        let (s, ids) = chat();
+        let mut r = session("tea", vec![1.0, 0.0], TimeQuery::None);
+        let mut p = plan();
+        p.feedback_weight = 0.5;
+        let before = r.query.vector.clone();
+        assert!(r.pool(&s, &[ids[3], 99], &[], &p, None, None).is_err());
+        assert_eq!(r.query.vector, before);
+        let pool = r.pool(&s, &[ids[3], ids[4]], &[], &p, None, None).unwrap();
+        assert_ne!(r.query.vector, before);
+        let len: f32 = r.query.vector.iter().map(|x| x * x).sum();
+        assert!((len - 1.0).abs() < 1e-5);
+        // the dense share is of the pool's best, so its best is 1
+        let best = pool.signals.rows[..2]
+            .iter()
+            .map(|row| row[1])
+            .fold(0.0, f64::max);
+        assert_eq!(best, 1.0);
+    }
+
+    #[test]
+    fn anchors_then_a_round_read_the_topical_matches_and_fail_whole() {
+        let (s, ids) = chat();
+        let mut r = session("tea", vec![1.0, 0.0], TimeQuery::None);
+        let pool = r
+            .pool(&s, &[ids[3], ids[4]], &[], &plan(), None, None)
+            .unwrap();
+        let near = r.anchor_context(&s, &plan().context, None);
+        assert_eq!(near.len(), pool.ids.len());
+        assert_eq!(r.topical.len(), pool.ids.len());
+        let before = r.topical.clone();
+        let cfg = plan().context;
+        // an unknown candidate, or a `from` list of another length: nothing changes
+        assert!(r
+            .round(
+                &s,
+                &[ids[0], 99],
+                &[ids[3], ids[3]],
+                &[ids[3]],
+                &cfg,
+                None,
+                None
+            )
+            .is_err());
+        assert!(r
+            .round(&s, &[ids[0]], &[], &[ids[3]], &cfg, None, None)
+            .is_err());
+        assert_eq!(r.topical, before);
+        let (block, extra) = r
+            .round(&s, &[ids[0]], &[ids[3]], &[ids[3]], &cfg, None, None)
+            .unwrap();
+        assert_eq!(block.rows.len(), 1);
+        assert_eq!(extra[0].len(), ROUND_COLUMNS.len());
+        // the round's candidate now lends its own match
+        assert!(r.topical.contains_key(&ids[0]));
+        for v in extra[0] {
+            assert!((0.0..=1.0).contains(&v), "{v}");
+        }
+    }
+}

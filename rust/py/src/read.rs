@@ -1,0 +1,372 @@
+//! `jevmem._core.ReadSession`: one query's reads of one memory (its signals,
+//! its pool, the facts that change). The rules are `jevmem_core::read`'s.
+
+use std::collections::HashMap;
+
+use jevmem_core::context::{self, ContextConfig};
+use jevmem_core::derived::TimeQuery;
+use jevmem_core::read::{PoolPlan, ReadSession as CoreSession, SessionQuery, SignalBlock};
+use jevmem_core::store::MemoryStore as CoreStore;
+use jevmem_core::style::StyleBasis;
+use jevmem_core::{Error, NodeId};
+use numpy::ndarray::Array2;
+use numpy::{AllowTypeChange, IntoPyArray, PyArray1, PyArray2, PyArrayLike1};
+use parking_lot::Mutex;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::errors::IntoPyResult;
+use crate::scope::Allowed;
+use crate::store::MemoryStore;
+use crate::validity::fact_time;
+
+/// A block's arrays: signal rows (n, 16), fact rows (n, 4) or None, best passages.
+type BlockArrays<'py> = (
+    Bound<'py, PyArray2<f64>>,
+    Option<Bound<'py, PyArray2<f64>>>,
+    Bound<'py, PyArray1<u32>>,
+);
+
+/// `round`'s result: a block's arrays and the round columns.
+type RoundArrays<'py> = (
+    Bound<'py, PyArray2<f64>>,
+    Option<Bound<'py, PyArray2<f64>>>,
+    Bound<'py, PyArray1<u32>>,
+    Bound<'py, PyArray2<f64>>,
+);
+
+/// `pool`'s result: the ids, the block's arrays and where the nodes came from.
+type PoolArrays<'py> = (
+    Bound<'py, PyArray1<NodeId>>,
+    Bound<'py, PyArray2<f64>>,
+    Option<Bound<'py, PyArray2<f64>>>,
+    Bound<'py, PyArray1<u32>>,
+    Bound<'py, PyDict>,
+);
+
+fn rows_array<'py, const W: usize>(
+    py: Python<'py>,
+    rows: &[[f64; W]],
+) -> Bound<'py, PyArray2<f64>> {
+    let flat: Vec<f64> = rows.iter().flatten().copied().collect();
+    Array2::from_shape_vec((rows.len(), W), flat)
+        .expect("a full row per node")
+        .into_pyarray(py)
+}
+
+fn block_arrays(py: Python<'_>, b: SignalBlock) -> BlockArrays<'_> {
+    (
+        rows_array(py, &b.rows),
+        b.facts.map(|f| rows_array(py, &f)),
+        b.best_passage.into_pyarray(py),
+    )
+}
+
+/// One query's reads of one memory: what the query fixes (its text, vector,
+/// rankings, names and times), the facts it has measured, the pool's
+/// feedback-moved vector. Reads take the store's lock, then the session's.
+#[pyclass(frozen, module = "jevmem._core")]
+pub struct ReadSession {
+    store: Py<MemoryStore>,
+    allowed: Option<Py<Allowed>>,
+    state: Mutex<CoreSession>,
+}
+
+impl ReadSession {
+    /// Run `f` on the store (read lock) and the session, detached; on an
+    /// error the core leaves the session as it was.
+    fn with<R: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&CoreStore, &mut CoreSession, Option<(&jevmem_core::Allowed, &StyleBasis)>) -> R
+            + Send,
+    ) -> R {
+        let allowed = self.allowed.as_ref().map(|a| a.get());
+        self.store.get().read(py, |s| {
+            let scope = allowed.map(|a| {
+                let basis = a.style_basis.get_or_init(|| s.style_basis(&a.inner));
+                (&*a.inner, basis)
+            });
+            f(s, &mut self.state.lock(), scope)
+        })
+    }
+}
+
+#[pymethods]
+impl ReadSession {
+    /// A session of the query `text` with its vector over `store`:
+    /// `lexical_ranked` / `vector_ranked`, the lists its anchors came from;
+    /// `best_*`, the scales of the share signals; `named`, the entities it
+    /// names; `window` / `asks_when`, the time it asks about; `fact_stance`,
+    /// `fact_at`, `fact_until`: the time facts should hold at (see
+    /// `jevmem.temporal.FactTime`); `allowed`: the scope it reads. A vector
+    /// of the wrong size or a bad fact time raises InvalidInputError.
+    #[new]
+    #[pyo3(signature = (
+        store, text, vector, *, lexical_ranked, vector_ranked, best_lexical, best_dense,
+        best_passage, named, window = None, asks_when = false, fact_stance = "neutral",
+        fact_at = None, fact_until = None, allowed = None
+    ))]
+    fn new(
+        py: Python<'_>,
+        store: Py<MemoryStore>,
+        text: String,
+        vector: PyArrayLike1<'_, f32, AllowTypeChange>,
+        lexical_ranked: Vec<NodeId>,
+        vector_ranked: Vec<NodeId>,
+        best_lexical: f64,
+        best_dense: f64,
+        best_passage: f64,
+        named: Vec<String>,
+        window: Option<(i64, i64)>,
+        asks_when: bool,
+        fact_stance: &str,
+        fact_at: Option<i64>,
+        fact_until: Option<i64>,
+        allowed: Option<Py<Allowed>>,
+    ) -> PyResult<Self> {
+        let vector = vector.as_array().to_vec();
+        store
+            .get()
+            .read(py, |s| s.vectors().validate(&vector))
+            .py()?;
+        let time = match (window, asks_when) {
+            (Some((lo, hi)), _) => TimeQuery::Window(lo, hi),
+            (None, true) => TimeQuery::AsksWhen,
+            (None, false) => TimeQuery::None,
+        };
+        let query = SessionQuery {
+            text,
+            vector,
+            lexical_ranked,
+            vector_ranked,
+            best_lexical,
+            best_dense,
+            best_passage,
+            named,
+            time,
+            fact_time: fact_time(fact_stance, fact_at, fact_until).py()?,
+        };
+        Ok(Self {
+            store,
+            allowed,
+            state: Mutex::new(CoreSession::new(query)),
+        })
+    }
+
+    /// The signals of `ids`: an (n, len(SIGNAL_COLUMNS)) float64 array, the
+    /// (n, len(FACT_COLUMNS)) validity columns (NaN outside a chain) or None
+    /// when the query asks about no time or no node is in a chain, and each
+    /// node's best passage. Records which facts held. An unknown id raises
+    /// NodeNotFoundError and records nothing.
+    fn signals<'py>(&self, py: Python<'py>, ids: Vec<NodeId>) -> PyResult<BlockArrays<'py>> {
+        let got = self
+            .with(py, |s, st, scope| {
+                st.signals(s, &ids, scope.map(|a| a.0), scope.map(|a| a.1))
+            })
+            .py()?;
+        Ok(block_arrays(py, got))
+    }
+
+    /// The pool the controller ranks before seeding (see
+    /// `jevmem_core::read`): (ids, signal rows, fact rows or None, best
+    /// passages, {source: count}). Moves the session's vector by the
+    /// feedback; on an error nothing changes.
+    #[pyo3(signature = (
+        fused, passage_hits, *, time_window_nodes, window_scan, feedback_weight,
+        feedback_nodes, context_seeds, second_step_decay, reply_link
+    ))]
+    fn pool<'py>(
+        &self,
+        py: Python<'py>,
+        fused: Vec<NodeId>,
+        passage_hits: Vec<NodeId>,
+        time_window_nodes: usize,
+        window_scan: usize,
+        feedback_weight: f64,
+        feedback_nodes: usize,
+        context_seeds: usize,
+        second_step_decay: f64,
+        reply_link: f64,
+    ) -> PyResult<PoolArrays<'py>> {
+        if !(feedback_weight.is_finite() && feedback_weight >= 0.0) {
+            return Err(Error::InvalidInput(format!(
+                "feedback_weight must be a non-negative number, got {feedback_weight}"
+            )))
+            .py();
+        }
+        let plan = PoolPlan {
+            time_window_nodes,
+            window_scan,
+            feedback_weight,
+            feedback_nodes,
+            context_seeds,
+            context: ContextConfig {
+                second_step_decay,
+                reply_link,
+            },
+        };
+        let pool = self
+            .with(py, |s, st, scope| {
+                st.pool(
+                    s,
+                    &fused,
+                    &passage_hits,
+                    &plan,
+                    scope.map(|a| a.0),
+                    scope.map(|a| a.1),
+                )
+            })
+            .py()?;
+        let sources = PyDict::new(py);
+        let src = pool.sources;
+        for (name, n) in [
+            ("fused", src.fused),
+            ("time_window", src.time_window),
+            ("passages", src.passages),
+            ("context", src.context),
+            ("supersedes", src.supersedes),
+        ] {
+            sources.set_item(name, n)?;
+        }
+        let (rows, facts, best) = block_arrays(py, pool.signals);
+        Ok((pool.ids.into_pyarray(py), rows, facts, best, sources))
+    }
+
+    /// The support of the latest pool's nodes, an (n, 4) float64 array:
+    /// support, previous match, next match, episode support (see
+    /// `jevmem_core::read::ReadSession::anchor_context`). The pool's topical
+    /// matches become the session's.
+    #[pyo3(signature = (*, second_step_decay, reply_link))]
+    fn anchor_context<'py>(
+        &self,
+        py: Python<'py>,
+        second_step_decay: f64,
+        reply_link: f64,
+    ) -> Bound<'py, PyArray2<f64>> {
+        let cfg = ContextConfig {
+            second_step_decay,
+            reply_link,
+        };
+        let rows = self.with(py, |s, st, scope| {
+            st.anchor_context(s, &cfg, scope.map(|a| a.0))
+        });
+        rows_array(py, &rows)
+    }
+
+    /// An expansion round's candidates `ids`, reached from `from_nodes`, with
+    /// `evidence` found so far: (signal rows, validity rows or None, best
+    /// passages, an (n, len(ROUND_COLUMNS)) array). An unknown id raises
+    /// NodeNotFoundError and changes nothing.
+    #[pyo3(signature = (ids, from_nodes, evidence, *, second_step_decay, reply_link))]
+    fn round<'py>(
+        &self,
+        py: Python<'py>,
+        ids: Vec<NodeId>,
+        from_nodes: Vec<NodeId>,
+        evidence: Vec<NodeId>,
+        second_step_decay: f64,
+        reply_link: f64,
+    ) -> PyResult<RoundArrays<'py>> {
+        let cfg = ContextConfig {
+            second_step_decay,
+            reply_link,
+        };
+        let (block, extra) = self
+            .with(py, |s, st, scope| {
+                // the core's round is all or nothing
+                st.round(
+                    s,
+                    &ids,
+                    &from_nodes,
+                    &evidence,
+                    &cfg,
+                    scope.map(|a| a.0),
+                    scope.map(|a| a.1),
+                )
+            })
+            .py()?;
+        let (rows, facts, best) = block_arrays(py, block);
+        Ok((rows, facts, best, rows_array(py, &extra)))
+    }
+
+    /// What each node's time-order context says about the query, an (n, 3)
+    /// array (support, previous match, next match), from the session's
+    /// topical matches; ``own``: the nodes' own matches, entered in order,
+    /// each before its node is measured.
+    #[pyo3(signature = (ids, own = None, *, second_step_decay, reply_link))]
+    fn context_matches<'py>(
+        &self,
+        py: Python<'py>,
+        ids: Vec<NodeId>,
+        own: Option<Vec<f64>>,
+        second_step_decay: f64,
+        reply_link: f64,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        if own.as_ref().is_some_and(|o| o.len() != ids.len()) {
+            return Err(Error::InvalidInput(format!(
+                "{} ids but {} own matches",
+                ids.len(),
+                own.map_or(0, |o| o.len())
+            )))
+            .py();
+        }
+        let cfg = ContextConfig {
+            second_step_decay,
+            reply_link,
+        };
+        let rows = self.with(py, |s, st, scope| {
+            context::context_matches(
+                s,
+                &ids,
+                &mut st.topical,
+                own.as_deref(),
+                scope.map(|a| a.0),
+                &cfg,
+            )
+        });
+        Ok(rows_array(py, &rows))
+    }
+
+    /// Each measured node's topical match, as its neighbours read it.
+    #[getter]
+    fn topical(&self) -> HashMap<NodeId, f64> {
+        self.state.lock().topical.clone()
+    }
+
+    /// Replace the topical matches (what `anchor_context` sets from the pool).
+    fn set_topical(&self, topical: HashMap<NodeId, f64>) {
+        self.state.lock().topical = topical;
+    }
+
+    /// The query vector as the reads use it (moved by the pool's feedback).
+    #[getter]
+    fn vector<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f32>> {
+        self.state.lock().query.vector.clone().into_pyarray(py)
+    }
+
+    /// The scales of the dense shares (the pool's best after its feedback).
+    #[getter]
+    fn best_dense(&self) -> f64 {
+        self.state.lock().query.best_dense
+    }
+
+    #[getter]
+    fn best_passage(&self) -> f64 {
+        self.state.lock().query.best_passage
+    }
+
+    /// The nodes one supersedes link away from any of `ids` (in order, with
+    /// repeats); none when the query asks about no time.
+    fn chain_relatives(&self, py: Python<'_>, ids: Vec<NodeId>) -> Vec<NodeId> {
+        self.with(py, |s, st, scope| {
+            s.chain_relatives(&ids, st.query.fact_time, scope.map(|a| a.0))
+        })
+    }
+
+    /// The facts measured so far that did not hold at the query's time, each
+    /// with the facts of its chain that did, ascending.
+    fn replaced(&self) -> Vec<(NodeId, Vec<NodeId>)> {
+        self.state.lock().facts.replaced()
+    }
+}
