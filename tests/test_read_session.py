@@ -95,11 +95,13 @@ def assert_same_pool(
     from_nodes = [ids[k % len(ids)] for k in range(len(cands))]
     evidence = ids[:5]
     rows, facts, best, extra = run.session.round(cands, from_nodes, evidence, **context)
-    got = run.columns(cands, rows, facts, best)
+    round_sigs = run.columns(cands, rows, facts, best)
     want_sigs, want_extra = ref.round(cands, from_nodes, evidence)
     for name, col in want_sigs.items():
-        np.testing.assert_allclose(got[name], col, rtol=0, atol=2e-6, err_msg=f"{query}: {name}")
-    assert set(got) == set(want_sigs) | {"query_self", "query_request"}
+        np.testing.assert_allclose(
+            round_sigs[name], col, rtol=0, atol=2e-6, err_msg=f"{query}: {name}"
+        )
+    assert set(round_sigs) == set(want_sigs) | {"query_self", "query_request"}
     np.testing.assert_allclose(extra, want_extra, rtol=0, atol=2e-6, err_msg=query)
     assert run.topical == pytest.approx(ref.topical, abs=2e-6)
     assert run.session.replaced() == ref.fact_state.replaced()
