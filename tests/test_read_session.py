@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support.pool_reference import PoolQuery
+from support.pool_reference import PoolQuery, reference_item
 
 import jevmem
 from jevmem import HashEmbedder, InvalidInputError, Memory, MemoryConfig, NodeNotFoundError
@@ -80,7 +80,11 @@ def assert_same_pool(
     assert abs(run.max_sim - ref.max_sim) <= 1e-6
     assert abs(run.max_passage_sim - ref.max_passage_sim) <= 1e-6
     assert run.session.replaced() == ref.fact_state.replaced()
-    assert {i: run.best_passage[i] for i in ids} == {i: ref.best_passage[i] for i in ids}
+    # the evidence read: each node's best passage by the moved vector
+    store = m.store
+    spans = [store.passages(i) for i in ids]
+    want_spans = [s[ref.best_passage[i]] if s else None for i, s in zip(ids, spans, strict=True)]
+    assert [row[4] for row in run.session.evidence(ids)] == want_spans
     cfg = m.config
     context = dict(second_step_decay=cfg.second_step_decay, reply_link=cfg.reply_link)
     near = run.session.anchor_context(**context)
@@ -95,7 +99,7 @@ def assert_same_pool(
     from_nodes = [ids[k % len(ids)] for k in range(len(cands))]
     evidence = ids[:5]
     rows, facts, best, extra = run.session.round(cands, from_nodes, evidence, **context)
-    round_sigs = run.columns(cands, rows, facts, best)
+    round_sigs = run.columns(cands, rows, facts)
     want_sigs, want_extra = ref.round(cands, from_nodes, evidence)
     for name, col in want_sigs.items():
         np.testing.assert_allclose(
@@ -103,6 +107,7 @@ def assert_same_pool(
         )
     assert set(round_sigs) == set(want_sigs) | {"query_self", "query_request"}
     np.testing.assert_allclose(extra, want_extra, rtol=0, atol=2e-6, err_msg=query)
+    assert best.tolist() == [ref.best_passage[i] for i in cands]
     assert run.topical == pytest.approx(ref.topical, abs=2e-6)
     assert run.session.replaced() == ref.fact_state.replaced()
 
@@ -188,6 +193,17 @@ def test_development_questions_get_the_python_pool(path: Path) -> None:
     m.add_batch(texts, timestamps=stamps, speakers=speakers, provenances=provs)
     for qa in conv.qas[:80]:
         assert_same_pool(m, qa.question)
+    # a result's evidence items, read in one call, as they were read one by one
+    for qa in conv.qas[:20]:
+        for mode in ("lexical", "full"):
+            got = m.search(qa.question, k=10, mode=mode)
+            run = QueryRun(m, qa.question, m.embedder.embed([qa.question])[0], 10, None, mode, 0.0)
+            if mode == "full":
+                run.pool()  # the feedback moves the vector the passages are read by
+            want = [
+                reference_item(m.store, run.qvec, None, e.id, e.score, e.via) for e in got.evidence
+            ]
+            assert got.evidence == want, (mode, qa.question)
 
 
 def session(m: Memory, **over: Any) -> ReadSession:

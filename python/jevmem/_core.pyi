@@ -734,6 +734,21 @@ class ReadSession:
     ) -> npt.NDArray[np.float64]:
         """(support, previous match, next match) of each node, from the
         session's topical matches (``own`` entered in order first)."""
+    def evidence(
+        self, ids: Sequence[int], *, chains: bool = True
+    ) -> list[
+        tuple[
+            str,
+            int | None,
+            list[tuple[str, str]],
+            list[TimeRefTuple],
+            tuple[int, int] | None,
+            FactChain | None,
+        ]
+    ]:
+        """Per node: (text, observation time, provenance, grounded time
+        references, the best passage's span or None, the supersedes chain or
+        None)."""
     @property
     def topical(self) -> dict[int, float]: ...
     def set_topical(self, topical: Mapping[int, float]) -> None: ...

@@ -251,3 +251,50 @@ class PoolQuery:
             [repeats, near[:, 0], near[:, 1], near[:, 2], np.array(episodes), same]
         )
         return sigs, extra
+
+
+def reference_item(
+    store: MemoryStore,
+    qvec: npt.NDArray[np.float32],
+    allowed: Any,
+    node_id: int,
+    score: float,
+    via: Any,
+) -> Any:
+    """A result's evidence item as `QueryRun.item` built it, read by read."""
+    from jevmem.plane.derived import ref_of
+    from jevmem.plane.results import EvidenceItem
+    from jevmem.temporal import describe
+
+    node = store.get(node_id)
+    refs = tuple(
+        {
+            "text": r.text,
+            "start": r.start,
+            "end": r.end,
+            "precision": r.precision,
+            "resolved": describe(r),
+            "role": "event time, resolved against the observation time",
+        }
+        for r in (ref_of(t) for t in store.time_refs(node_id))
+    )
+    facts: dict[str, Any] = {}
+    if store.supersedes_count:
+        chain = store.fact_chains([node_id], allowed=allowed)[0]
+        if chain is not None:
+            start, end, olds, news = chain
+            facts = {
+                "supersedes": tuple(o for o, _ in olds),
+                "superseded_by": tuple(n for n, _ in news),
+                "valid_from": start,
+                "valid_to": end,
+            }
+    spans = store.passages(node_id)
+    if spans:
+        _, idx = store.passage_similarities(qvec, [node_id])
+        span = spans[int(idx[0])]
+    else:
+        span = (0, len(node.text))
+    return EvidenceItem(
+        node_id, node.text, score, node.timestamp, dict(node.provenance), via, refs, span, **facts
+    )

@@ -152,14 +152,27 @@ def _base_columns(
 def _products(
     raw: npt.NDArray[np.float64], at: Mapping[str, int], names: Sequence[str]
 ) -> npt.NDArray[np.float64]:
-    """Feature columns from base columns (``a*b`` = the product)."""
+    """Feature columns from base columns (``a*b`` = the product), the
+    features of one arity at a time (factors multiplied left to right)."""
     out = np.empty((raw.shape[0], len(names)), dtype=np.float64)
+    for places, factors in _product_plan(tuple(names)):
+        col = raw[:, [at[f[0]] for f in factors]]
+        for k in range(1, len(factors[0])):
+            col *= raw[:, [at[f[k]] for f in factors]]
+        out[:, places] = col
+    return out
+
+
+@lru_cache(maxsize=256)
+def _product_plan(names: tuple[str, ...]) -> list[tuple[list[int], list[list[str]]]]:
+    """The features grouped by their number of factors: (their places, their factors)."""
+    groups: dict[int, tuple[list[int], list[list[str]]]] = {}
     for i, name in enumerate(names):
         parts = name.split("*")
-        out[:, i] = raw[:, at[parts[0]]]
-        for part in parts[1:]:
-            out[:, i] *= raw[:, at[part]]
-    return out
+        places, factors = groups.setdefault(len(parts), ([], []))
+        places.append(i)
+        factors.append(parts)
+    return [groups[k] for k in sorted(groups)]
 
 
 def _base_names(names: Iterable[str]) -> list[str]:
@@ -216,11 +229,15 @@ def _candidate_columns(
     extra: dict[str, Sequence[float] | npt.NDArray[np.float64]] = dict(hand or {})
     if type(candidates) is CandidateTable:
         # columns already: absent (NaN) reads as 0, as a missing key does
+        # (`_base_columns` makes NaN 0)
+        n = len(candidates)
         extra["expanded"] = candidates.present("novelty").astype(np.float64)
+        columns = candidates.columns
         for name in base:
             if name not in extra:
-                extra[name] = candidates.signal(name, 0.0)
-        return _base_columns([], base, extra, n=len(candidates))
+                col = columns.get(name)
+                extra[name] = np.zeros(n) if col is None else col
+        return _base_columns([], base, extra, n=n)
     extra["expanded"] = [1.0 if "novelty" in (c.get("signals") or {}) else 0.0 for c in candidates]
     return _base_columns([c.get("signals") or {} for c in candidates], base, extra)
 

@@ -286,8 +286,15 @@ class LocalController:
             answers: dict[str, Answer] = {}
             # a pair's relation answers, all kinds at once: its signals are read once
             pairs: dict[int, dict[str, float]] = {}
+            # an assessment's four answers from one reading of its evidence
+            assessed: dict[str, float] | None = None
             for q in qs:
                 kind = q.kind
+                if kind in _ASSESSMENT_KINDS:
+                    if assessed is None:
+                        assessed = _assessment_values(req.state)
+                    answers[q.id] = NoulAnswer(assessed[kind])
+                    continue
                 if kind in _RELATION_KINDS:
                     i = question_index(q.id)
                     assert i is not None
@@ -451,41 +458,44 @@ class LocalController:
     # ---- assessment --------------------------------------------------------
 
     def _assessment(self, req: DecisionRequest, q: Noul | Choice, _: int | None) -> Answer:
-        evidence: list[Mapping[str, Any]] = list(req.state.get("evidence", []))
-        coverage = float(req.state.get("coverage", 0.0))
+        return NoulAnswer(_assessment_values(req.state)[q.kind])
 
-        # An item answers the query only if it covers what is asked AND is
-        # about whom it is asked: a strong topical match about someone else
-        # (the usual unanswerable question) must not count, and evidence that
-        # asserts the same content about another person counts against.
-        def strength(name: str) -> float:
-            # weighed by how well the item ranks as evidence (its score)
-            return max(
-                (_sig(e, name) * (0.6 + 0.4 * _clip(float(e.get("score", 0.0)))) for e in evidence),
-                default=0.0,
-            )
 
-        grounded = strength("content_coverage")
-        against = strength("other_coverage")
-        which = q.kind.split(".", 1)[1]
-        if which == "sufficiency":
-            if grounded + against > 0:
-                # 1: asserted about whom it asks, nobody else; 0.5: as much
-                # about someone else; 0: only about someone else
-                return NoulAnswer(_clip(0.5 + 0.5 * (grounded - against)))
-            # nothing asserts the content either way: topical match alone
-            # never gets past undecided
-            best = max((_clip(float(e.get("score", 0.0))) for e in evidence), default=0.0)
-            return NoulAnswer(_clip(0.5 * best))
-        if which == "missing":
-            return NoulAnswer(_clip(1.0 - max(grounded, 0.5 * coverage)))
-        if which == "contradiction":
-            top = sorted(evidence, key=lambda e: -_sig(e, "relevance"))[:5]
-            negs = [bool(_NEGATION.search(str(e["text"]))) for e in top]
-            mixed = 0.0 if not negs else min(sum(negs), len(negs) - sum(negs)) / len(negs)
-            return NoulAnswer(_clip(0.4 * mixed))
-        frontier = float(req.state.get("frontier_best", 0.0))
-        return NoulAnswer(_clip((1.0 - grounded) * (0.3 + 0.7 * frontier)))
+def _assessment_values(state: Mapping[str, Any]) -> dict[str, float]:
+    """The answers to the four ``assess.*`` kinds, from one reading of the evidence."""
+    evidence: list[Mapping[str, Any]] = list(state.get("evidence", []))
+    coverage = float(state.get("coverage", 0.0))
+    # weighed by how well each item ranks as evidence (its score)
+    weights = [0.6 + 0.4 * _clip(float(e.get("score", 0.0))) for e in evidence]
+
+    # An item answers the query only if it covers what is asked AND is
+    # about whom it is asked: a strong topical match about someone else
+    # (the usual unanswerable question) must not count, and evidence that
+    # asserts the same content about another person counts against.
+    def strength(name: str) -> float:
+        return max((_sig(e, name) * w for e, w in zip(evidence, weights, strict=True)), default=0.0)
+
+    grounded = strength("content_coverage")
+    against = strength("other_coverage")
+    if grounded + against > 0:
+        # 1: asserted about whom it asks, nobody else; 0.5: as much about
+        # someone else; 0: only about someone else
+        sufficiency = _clip(0.5 + 0.5 * (grounded - against))
+    else:
+        # nothing asserts the content either way: topical match alone never
+        # gets past undecided
+        best = max((_clip(float(e.get("score", 0.0))) for e in evidence), default=0.0)
+        sufficiency = _clip(0.5 * best)
+    top = sorted(evidence, key=lambda e: -_sig(e, "relevance"))[:5]
+    negs = [bool(_NEGATION.search(str(e.get("text", "")))) for e in top]
+    mixed = 0.0 if not negs else min(sum(negs), len(negs) - sum(negs)) / len(negs)
+    frontier = float(state.get("frontier_best", 0.0))
+    return {
+        "assess.sufficiency": sufficiency,
+        "assess.missing": _clip(1.0 - max(grounded, 0.5 * coverage)),
+        "assess.contradiction": _clip(0.4 * mixed),
+        "assess.usefulness": _clip((1.0 - grounded) * (0.3 + 0.7 * frontier)),
+    }
 
 
 _RELATION_KINDS = frozenset(
@@ -522,6 +532,10 @@ def _relation_values(state: Mapping[str, Any], i: int) -> dict[str, float]:
         "relation.causal_new_to_candidate": _clip(topical * (0.25 + 0.75 * cue_old) * about),
     }
 
+
+_ASSESSMENT_KINDS = frozenset(
+    ("assess.sufficiency", "assess.usefulness", "assess.missing", "assess.contradiction")
+)
 
 _SCORING_KINDS = frozenset(
     ("score.relevance", "score.relation_usefulness", "score.novelty", "score.support")

@@ -13,6 +13,7 @@ from jevmem._core import Traversal
 from jevmem.controller import catalogue
 from jevmem.controller.types import CandidateQuestions, CandidateTable, DecisionRequest
 from jevmem.plane.config import ASSESSED_ITEMS, REPLACED_BELOW, VIEWS, Steps
+from jevmem.plane.derived import ref_of
 from jevmem.plane.query_features import QueryFeatures
 from jevmem.plane.results import EvidenceItem, SearchResult, Via
 from jevmem.plane.signals import (
@@ -233,14 +234,14 @@ class QueryRun(QueryFeatures):
         ids = [c.node for c in found]
         # in candidate order: a candidate's context reads the topical match of
         # the candidates before it (`ReadSession.round`)
-        rows, facts, best, extra = self.session.round(
+        rows, facts, _, extra = self.session.round(
             ids,
             [c.from_node for c in found],
             [e.node for e in t.result()],
             second_step_decay=cfg.second_step_decay,
             reply_link=cfg.reply_link,
         )
-        sigs = self.columns(ids, rows, facts, best)
+        sigs = self.columns(ids, rows, facts)
         # how much each candidate repeats the evidence so far
         repeats = extra[:, 0]
         sigs.update(
@@ -262,34 +263,29 @@ class QueryRun(QueryFeatures):
 
     # -- results ---------------------------------------------------------------
 
-    def passage_span(self, node_id: int, text: str) -> tuple[int, int]:
-        """The span of the node's passage that matches the query best."""
-        spans = self.m.store.passages(node_id)
-        if not spans:
-            return (0, len(text))
-        best = self.best_passage.get(node_id)
-        if best is None:
-            _, idx = self.m.store.passage_similarities(self.qvec, [node_id])
-            best = self.best_passage[node_id] = int(idx[0])
-        return spans[best]
-
-    def item(self, node_id: int, score: float, via: Via | None) -> EvidenceItem:
-        node = self.m.store.get(node_id)
-        refs = tuple(
-            {
-                "text": r.text,
-                "start": r.start,
-                "end": r.end,
-                "precision": r.precision,
-                "resolved": describe(r),
-                "role": "event time, resolved against the observation time",
-            }
-            for r in self.m._time_refs_of(node_id)
+    def items(self, found: list[tuple[int, float, Via | None]]) -> list[EvidenceItem]:
+        """The result's evidence, (node, score, via) each, read in one call
+        (`ReadSession.evidence`): text, observation time, provenance, the
+        grounded time references, the span of the passage that matches the
+        query best, and the node's place in a supersedes chain."""
+        rows = self.session.evidence(
+            [node for node, _, _ in found], chains=bool(self.m.store.supersedes_count)
         )
-        facts: dict[str, Any] = {}
-        store = self.m.store
-        if store.supersedes_count:
-            chain = self.fact_chains([node_id])[0]
+        out = []
+        for (node_id, score, via), row in zip(found, rows, strict=True):
+            text, timestamp, provenance, time_refs, passage, chain = row
+            refs = tuple(
+                {
+                    "text": r.text,
+                    "start": r.start,
+                    "end": r.end,
+                    "precision": r.precision,
+                    "resolved": describe(r),
+                    "role": "event time, resolved against the observation time",
+                }
+                for r in map(ref_of, time_refs)
+            )
+            facts: dict[str, Any] = {}
             if chain is not None:
                 start, end, olds, news = chain
                 facts = {
@@ -298,17 +294,20 @@ class QueryRun(QueryFeatures):
                     "valid_from": start,
                     "valid_to": end,
                 }
-        return EvidenceItem(
-            node_id,
-            node.text,
-            score,
-            node.timestamp,
-            dict(node.provenance),
-            via,
-            refs,
-            self.passage_span(node_id, node.text),
-            **facts,
-        )
+            out.append(
+                EvidenceItem(
+                    node_id,
+                    text,
+                    score,
+                    timestamp,
+                    dict(provenance),
+                    via,
+                    refs,
+                    passage if passage is not None else (0, len(text)),
+                    **facts,
+                )
+            )
+        return out
 
     def simple_result(self) -> SearchResult:
         store = self.m.store
@@ -320,7 +319,7 @@ class QueryRun(QueryFeatures):
                 (int(i), float(s))
                 for i, s in zip(self.fused_ids[: self.k], self.fused_scores, strict=False)
             ]
-        evidence = [self.item(i, s, None) for i, s in pairs]
+        evidence = self.items([(i, s, None) for i, s in pairs])
         trace = {
             "mode": self.mode,
             "controller": None,
@@ -333,12 +332,13 @@ class QueryRun(QueryFeatures):
     def result(self) -> SearchResult:
         t = self.traversal
         assert t is not None
-        evidence = []
+        found = []
         for e in self.ranked(t)[: self.k]:
             via = None
             if e.via is not None:
                 via = Via(e.via.view, e.via.src, e.via.dst, e.via.edge_weight, e.via.from_node)
-            evidence.append(self.item(e.node, self.final_score.get(e.node, e.score), via))
+            found.append((e.node, self.final_score.get(e.node, e.score), via))
+        evidence = self.items(found)
         trace = dict(t.trace())
         cfg = self.m.config.traversal.as_dict()
         trace.update(

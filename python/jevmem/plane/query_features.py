@@ -80,8 +80,6 @@ class QueryFeatures:
         #: the query's best passage similarity over all nodes (a text of one
         #: passage: its node vector), the scale of the "dense_passage" signal
         self.max_passage_sim = max(self.max_sim, float(p_sims[0]) if len(p_sims) else 0.0)
-        #: node -> index of its passage that matches the query best
-        self.best_passage: dict[int, int] = {}
         # each node's place in the two ranked lists (a scale-free signal)
         self.lex_list: list[int] = lex_ids.tolist()
         self.vec_list: list[int] = vec_ids.tolist()
@@ -198,20 +196,19 @@ class QueryFeatures:
         ``chain_match``, for a fact that held, the best topical match in its
         chain times that share (the fact valid then answers what its chain
         is about). The session records which facts held."""
-        return self.columns(ids, *self.session.signals(ids))
+        rows, facts, _ = self.session.signals(ids)
+        return self.columns(ids, rows, facts)
 
     def columns(
         self,
         ids: list[int],
         rows: npt.NDArray[np.float64],
         facts: npt.NDArray[np.float64] | None,
-        best: npt.NDArray[np.uint32],
     ) -> Signals:
         """A block of the session's rows as named columns, with the two
         columns of what kind of query asks (the same for every node), noting
-        each node's best passage, raw similarity and name agreement."""
+        each node's raw similarity and name agreement."""
         n = len(ids)
-        self.best_passage.update(zip(ids, best.tolist(), strict=True))
         out: Signals = {name: rows[:, j] for j, name in enumerate(SIGNAL_COLUMNS)}
         if self.query_entities:
             ent = out["entity_match"]
@@ -229,10 +226,6 @@ class QueryFeatures:
 
     # -- facts that change -----------------------------------------------------
 
-    def fact_chains(self, ids: list[int]) -> list[Any]:
-        """`MemoryStore.fact_chains` as the search sees it (its scope)."""
-        return self.m.store.fact_chains(ids, allowed=self.allowed)
-
     def pool(self) -> tuple[list[int], Signals]:
         """The nodes the controller ranks before seeding, with their signals,
         gathered in the core (`ReadSession.pool`): the fused lexical + vector
@@ -244,7 +237,7 @@ class QueryFeatures:
         moves towards its best few matches (pseudo-relevance feedback,
         Rocchio in embedding space), and every later read uses the moved one."""
         cfg = self.m.config
-        got, rows, facts, best, sources = self.session.pool(
+        got, rows, facts, _, sources = self.session.pool(
             self.fused_ids,
             self.passage_ids,
             time_window_nodes=cfg.time_window_nodes,
@@ -260,7 +253,7 @@ class QueryFeatures:
         self.max_sim, self.max_passage_sim = session.best_dense, session.best_passage
         self.pool_sources = sources
         ids: list[int] = got.tolist()
-        return ids, self.columns(ids, rows, facts, best)
+        return ids, self.columns(ids, rows, facts)
 
     @property
     def topical(self) -> dict[int, float]:

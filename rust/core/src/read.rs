@@ -17,13 +17,14 @@ use std::collections::{HashMap, HashSet};
 
 use crate::context::{self, ContextConfig};
 use crate::derived::TimeQuery;
+use crate::derived::TimeRef;
 use crate::error::Result;
 use crate::filter::Allowed;
 use crate::signals::{raw_similarity, share_of_best, SignalQuery, SIGNAL_COLUMNS};
 use crate::store::MemoryStore;
 use crate::style::StyleBasis;
 use crate::types::NodeId;
-use crate::validity::{ChainMatchQuery, FactState, FactTime};
+use crate::validity::{ChainMatchQuery, FactChain, FactState, FactTime};
 use crate::vector::VectorIndex;
 
 /// The validity columns a dated or tensed query adds (see `fact_signals`).
@@ -150,6 +151,20 @@ pub const ROUND_COLUMNS: [&str; 6] = [
     "episode_support",
     "same_session",
 ];
+
+/// What a search result says of one evidence node: its text, observation
+/// time and provenance, grounded time references, the span of its passage
+/// that matches the query best (None for a text of one passage) and its
+/// place in a supersedes chain (None outside one, or when asked not to).
+#[derive(Clone, Debug, PartialEq)]
+pub struct EvidenceFacts {
+    pub text: String,
+    pub timestamp: Option<crate::types::Timestamp>,
+    pub provenance: Vec<(String, String)>,
+    pub time_refs: Vec<TimeRef>,
+    pub passage: Option<(u64, u64)>,
+    pub chain: Option<FactChain>,
+}
 
 /// A node's plain topical match: the mean of its lexical and dense shares.
 fn plain_match(row: &[f64; SIGNAL_COLUMNS.len()]) -> f64 {
@@ -278,6 +293,41 @@ impl ReadSession {
             })
             .collect();
         Ok((block, extra))
+    }
+
+    /// What the result says of each of `ids` (see `EvidenceFacts`), the best
+    /// passage by the session's (moved) vector, the chains only when
+    /// `chains`. An unknown id is an error.
+    pub fn evidence(
+        &self,
+        store: &MemoryStore,
+        ids: &[NodeId],
+        chains: bool,
+        allowed: Option<&Allowed>,
+    ) -> Result<Vec<EvidenceFacts>> {
+        let best = store.passage_similarities(&self.query.vector, ids)?;
+        let mut chain_of = if chains {
+            store.fact_chains_scoped(ids, allowed)
+        } else {
+            vec![None; ids.len()]
+        };
+        ids.iter()
+            .zip(best)
+            .enumerate()
+            .map(|(k, (&id, best))| {
+                let node = store.require(id)?;
+                let spans = store.passage_spans(id)?;
+                let at = best.map_or(0, |(_, i)| i as usize);
+                Ok(EvidenceFacts {
+                    text: node.content.clone(),
+                    timestamp: node.timestamp,
+                    provenance: node.provenance.clone(),
+                    time_refs: store.time_refs(id).to_vec(),
+                    passage: spans.get(at).copied(),
+                    chain: chain_of[k].take(),
+                })
+            })
+            .collect()
     }
 
     /// The signals of `ids` (see `SignalBlock`), recording which facts held.

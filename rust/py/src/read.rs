@@ -17,7 +17,7 @@ use pyo3::types::PyDict;
 
 use crate::errors::IntoPyResult;
 use crate::scope::Allowed;
-use crate::store::MemoryStore;
+use crate::store::{time_ref_tuple, FactChain, MemoryStore, TimeRefTuple};
 use crate::validity::fact_time;
 
 /// A block's arrays: signal rows (n, 16), fact rows (n, 4) or None, best passages.
@@ -25,6 +25,16 @@ type BlockArrays<'py> = (
     Bound<'py, PyArray2<f64>>,
     Option<Bound<'py, PyArray2<f64>>>,
     Bound<'py, PyArray1<u32>>,
+);
+
+/// `evidence`'s row of one node.
+type EvidenceRow = (
+    String,
+    Option<i64>,
+    Vec<(String, String)>,
+    Vec<TimeRefTuple>,
+    Option<(u64, u64)>,
+    Option<FactChain>,
 );
 
 /// `round`'s result: a block's arrays and the round columns.
@@ -337,6 +347,39 @@ impl ReadSession {
     /// Replace the topical matches (what `anchor_context` sets from the pool).
     fn set_topical(&self, topical: HashMap<NodeId, f64>) {
         self.state.lock().topical = topical;
+    }
+
+    /// What the result says of each of `ids`: (text, observation time,
+    /// provenance, grounded time references, the best passage's span or None
+    /// for a text of one passage, the supersedes chain (valid from, valid
+    /// to, replaced, replaced by) or None); chains only when `chains`.
+    /// An unknown id raises NodeNotFoundError.
+    #[pyo3(signature = (ids, *, chains = true))]
+    fn evidence(
+        &self,
+        py: Python<'_>,
+        ids: Vec<NodeId>,
+        chains: bool,
+    ) -> PyResult<Vec<EvidenceRow>> {
+        let rows = self
+            .with(py, |s, st, scope| {
+                st.evidence(s, &ids, chains, scope.map(|a| a.0))
+            })
+            .py()?;
+        Ok(rows
+            .into_iter()
+            .map(|e| {
+                (
+                    e.text,
+                    e.timestamp,
+                    e.provenance,
+                    e.time_refs.iter().map(time_ref_tuple).collect(),
+                    e.passage,
+                    e.chain
+                        .map(|c| (c.valid_from, c.valid_to, c.supersedes, c.superseded_by)),
+                )
+            })
+            .collect())
     }
 
     /// The query vector as the reads use it (moved by the pool's feedback).

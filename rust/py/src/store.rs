@@ -221,7 +221,7 @@ impl From<&CoreSupersedes> for Supersedes {
 
 /// (valid_from, valid_to, what it supersedes, what supersedes it), the
 /// neighbours as (id, link weight)
-type FactChain = (
+pub(crate) type FactChain = (
     Option<i64>,
     Option<i64>,
     Vec<(NodeId, f32)>,
@@ -314,7 +314,7 @@ type ContextSides = (Vec<(NodeId, f64)>, Vec<(NodeId, f64)>);
 
 /// A time reference as Python passes it: (text, start, end, precision,
 /// relative, span_start, span_end, anchor_precision or "").
-type TimeRefTuple = (String, i64, i64, String, bool, u64, u64, String);
+pub(crate) type TimeRefTuple = (String, i64, i64, String, bool, u64, u64, String);
 
 /// What a query asks about time, as `time_matches` takes it.
 fn time_query(window: Option<(i64, i64)>, asks_when: bool) -> TimeQuery {
@@ -342,7 +342,7 @@ fn time_ref_arg(t: TimeRefTuple) -> PyResult<TimeRef> {
     })
 }
 
-fn time_ref_tuple(r: &TimeRef) -> TimeRefTuple {
+pub(crate) fn time_ref_tuple(r: &TimeRef) -> TimeRefTuple {
     let name = |p: u8| PRECISIONS[usize::from(p)].to_string();
     (
         r.text.clone(),
