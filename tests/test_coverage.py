@@ -43,7 +43,11 @@ WORDS = [
 vocab_text = st.lists(st.sampled_from(WORDS), max_size=40).map(
     lambda ws: "".join(w if i % 3 == 0 else " " + w for i, w in enumerate(ws))
 )
-any_text = st.one_of(vocab_text, st.text(max_size=120))
+# without the characters Python 3.11's Unicode 14 leaves unassigned (the
+# core cases them by a newer Unicode, a documented difference)
+any_text = st.one_of(
+    vocab_text, st.text(st.characters(exclude_categories=("Cn", "Cs")), max_size=120)
+)
 STORE = MemoryStore(4)
 
 

@@ -4,6 +4,7 @@ memories and on development conversations."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support.pool_reference import PoolQuery, reference_item
+from support.pool_reference import PoolQuery, reference_assessment, reference_item
 
 import jevmem
 from jevmem import HashEmbedder, InvalidInputError, Memory, MemoryConfig, NodeNotFoundError
@@ -253,3 +254,68 @@ def test_bad_input_raises_and_changes_nothing() -> None:
     ids, rows, facts, best, sources = s.pool([a], [], **plan)
     assert sorted(ids.tolist()) == [a, b] and sources["fused"] == 1
     assert not np.array_equal(s.vector, before)
+
+
+def drive(m: Memory, query: str, check: Any) -> QueryRun:
+    """Run one full query as `Memory.search` does, calling ``check(run,
+    request)`` on every assessment request."""
+    run = QueryRun(m, query, m.embedder.embed([query])[0], 10, None, "full", time.perf_counter())
+    gen = run.steps()
+    try:
+        reqs = next(gen)
+        while True:
+            for req in reqs:
+                if req.purpose == "assessment":
+                    check(run, req)
+            reqs = gen.send(m.controller.decide(reqs))
+    except StopIteration:
+        pass
+    return run
+
+
+@pytest.mark.skipif(not DEV_SETS[0].exists(), reason="development sets not found")
+def test_assessments_read_the_evidence_as_the_python_did() -> None:
+    convs, _ = load(DEV_SETS[0])
+    conv = convs[1]
+    texts, stamps, speakers, provs = conversation_inputs(conv)
+    m = jevmem.Memory(embedder=jevmem.HashEmbedder(64))
+    m.add_batch(texts, timestamps=stamps, speakers=speakers, provenances=provs)
+    seen = 0
+
+    def check(run: QueryRun, req: Any) -> None:
+        nonlocal seen
+        state = req.state
+        shown = [e["id"] for e in state["evidence"]]
+        assert shown == run.shown
+        coverage, known, covered = reference_assessment(run, shown)
+        assert (state["coverage"], state["known_terms"], state["covered_terms"]) == (
+            coverage,
+            known,
+            covered,
+        )
+        want = m.store.content_coverage(
+            shown,
+            sorted(run.content_tokens),
+            list(run.asked_people),
+            sorted(run.speakers),
+        ).tolist()
+        got = [
+            [e["signals"]["content_coverage"], e["signals"]["other_coverage"]]
+            for e in state["evidence"]
+        ]
+        assert got == want
+        assert got == [list(c) for c in run.coverages(shown)]
+        assert [e["text"] for e in state["evidence"]] == m.store.texts(shown)
+        scores = [e["score"] for e in state["evidence"]]
+        assert scores == sorted(scores, reverse=True)
+        seen += 1
+
+    for qa in conv.qas[:40]:
+        run = drive(m, qa.question, check)
+        t = run.traversal
+        assert t is not None
+        ranked = run.ranked(t)
+        assert sorted(n for n, _ in ranked) == sorted(e.node for e in t.result())
+        keys = [(-score, node) for node, score in ranked]
+        assert keys == sorted(keys)
+    assert seen >= 40

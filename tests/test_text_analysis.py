@@ -44,7 +44,11 @@ WORDS = [
     "\u00dcBER", "OK", "LOL", "\n", "!", "?", "(", "\u201cquote\u201d", "\u2014",
 ]  # fmt: skip
 vocab_text = st.lists(st.sampled_from(WORDS), max_size=40).map(" ".join)
-any_text = st.one_of(vocab_text, st.text(max_size=200))
+# Characters Python's Unicode database (14.0 on 3.11) leaves unassigned are
+# left out: the core cases them by a newer Unicode (a documented difference,
+# BENCHMARKS section 23), so arbitrary text would find it.
+assigned = st.characters(exclude_categories=("Cn", "Cs"))
+any_text = st.one_of(vocab_text, st.text(assigned, max_size=200))
 observed = st.integers(
     int(datetime(1990, 1, 1, tzinfo=timezone.utc).timestamp()),
     int(datetime(2040, 1, 1, tzinfo=timezone.utc).timestamp()),
@@ -68,7 +72,10 @@ def test_entities_equal_the_python_rules(text: str, speaker: str | None) -> None
     assert normalise(text) == entities_ref.normalise(text)
 
 
-@given(any_text, st.lists(st.one_of(st.sampled_from(WORDS), st.text(max_size=12)), max_size=12))
+@given(
+    any_text,
+    st.lists(st.one_of(st.sampled_from(WORDS), st.text(assigned, max_size=12)), max_size=12),
+)
 @settings(max_examples=300, deadline=None)
 def test_mentions_equal_the_python_rules(query: str, known: list[str]) -> None:
     assert mentions(query, known) == entities_ref.mentions(query, known)

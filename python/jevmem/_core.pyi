@@ -675,6 +675,10 @@ class ReadSession:
         fact_stance: str = "neutral",
         fact_at: int | None = None,
         fact_until: int | None = None,
+        query_tokens: Sequence[str] | None = None,
+        content_tokens: Sequence[str] | None = None,
+        asked: Sequence[str] | None = None,
+        people: Sequence[str] | None = None,
         allowed: Allowed | None = None,
     ) -> ReadSession: ...
     def signals(
@@ -734,6 +738,26 @@ class ReadSession:
     ) -> npt.NDArray[np.float64]:
         """(support, previous match, next match) of each node, from the
         session's topical matches (``own`` entered in order first)."""
+    def record(
+        self,
+        ids: Sequence[int],
+        relevance: npt.ArrayLike,
+        evidence: npt.ArrayLike | None = None,
+    ) -> None:
+        """The controller's relevance of ``ids`` and, for an expansion's
+        candidates, their evidence scores."""
+    def rank(self, traversal: Traversal, *, replaced_below: float) -> list[tuple[int, float]]:
+        """Everything gathered, best first, as (node, score)."""
+    def assess(
+        self, top: Sequence[tuple[int, float]], frontier: Sequence[int]
+    ) -> tuple[
+        list[tuple[int, float, float, float, float, float, float, str]], float, float, float, float
+    ]:
+        """([(node, score, relevance, entity_ok, content coverage, other
+        coverage, dense_raw, text)], coverage, known_terms, covered_terms,
+        frontier_best)."""
+    def coverages(self, ids: Sequence[int]) -> npt.NDArray[np.float64]:
+        """(content coverage, other coverage) per node, an (n, 2) array."""
     def evidence(
         self, ids: Sequence[int], *, chains: bool = True
     ) -> list[

@@ -298,3 +298,30 @@ def reference_item(
     return EvidenceItem(
         node_id, node.text, score, node.timestamp, dict(node.provenance), via, refs, span, **facts
     )
+
+
+def reference_assessment(run: Any, shown: list[int]) -> tuple[float, float, float]:
+    """(coverage, known_terms, covered_terms) of an assessment showing
+    ``shown``, as `QueryRun.assessment_request` and `term_presence` read them."""
+    import math
+
+    store = run.m.store
+    order = sorted(run.query_tokens)
+    held = np.zeros(len(order), dtype=bool)
+    if shown[:5]:
+        for row in store.tokens_present(shown[:5], order):
+            held |= row
+    covered = {t for t, there in zip(order, held.tolist(), strict=True) if there}
+    coverage = len(run.query_tokens & covered) / len(run.query_tokens) if run.query_tokens else 1.0
+    tokens, freqs, n = store.document_frequencies(run.query, allowed=run.allowed)
+    idf = {
+        t: (math.log1p(n / (f + 0.5)), f > 0)
+        for t, f in zip(tokens, freqs, strict=True)
+        if t in run.content_tokens
+    }
+    total = sum(w for w, _ in idf.values())
+    if total <= 0:
+        return coverage, 1.0, 1.0
+    known = sum(w for w, seen in idf.values() if seen) / total
+    hit = sum(w for t, (w, _) in idf.items() if t in covered) / total
+    return coverage, known, hit

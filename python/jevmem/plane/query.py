@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import time
 from operator import itemgetter
 from typing import Any
@@ -60,11 +59,10 @@ class QueryRun(QueryFeatures):
         ]
         route = {q.id: answer_value(got[0][q.id]) for q in catalogue.routing_questions()}
         self.routing = {v: route[v] for v in VIEWS}
-        relevance = self.relevance
         # two answers per anchor, in question order: relevance, support
         assert scoring_q.kinds == ("score.relevance", "score.support")
         scored = round_values(got[1], scoring_q)
-        relevance.update(zip(anchor_ids, scored[:, 0].tolist(), strict=True))
+        self.session.record(anchor_ids, scored[:, 0])
         # A seed's score: its own relevance, lifted by support from its neighbours.
         anchors = list(
             zip(anchor_ids, evidence_scores(scored[:, 0], scored[:, 1]).tolist(), strict=True)
@@ -111,10 +109,7 @@ class QueryRun(QueryFeatures):
                 rows = round_values(got[0], qs).astype(np.float32)
                 nodes = [c.node for c in found]
                 rel64, sup64 = rows[:, 0].astype(np.float64), rows[:, 3].astype(np.float64)
-                relevance.update(zip(nodes, rel64.tolist(), strict=True))
-                self.evidence_score.update(
-                    zip(nodes, evidence_scores(rel64, sup64).tolist(), strict=True)
-                )
+                self.session.record(nodes, rel64, evidence_scores(rel64, sup64))
                 t.score(rows)
                 self.ranking = None
             else:  # "score" without candidates cannot happen; guard anyway
@@ -125,7 +120,7 @@ class QueryRun(QueryFeatures):
         # when the call budget and the time allow.
         limits = cfg.traversal.as_dict()
         if (
-            [e.node for e in self.ranked(t)[:ASSESSED_ITEMS]] != self.assessed_top
+            [node for node, _ in self.ranked(t)[:ASSESSED_ITEMS]] != self.assessed_top
             and int(t.trace()["controller_calls"]) < int(limits["max_controller_calls"])  # type: ignore[call-overload]
             and time.perf_counter() - self.t0 < float(limits["max_wall_s"])  # type: ignore[arg-type]
         ):
@@ -137,35 +132,31 @@ class QueryRun(QueryFeatures):
             self.final_assessment = True
 
     def assessment_request(self, t: Traversal) -> DecisionRequest:
-        text = self.text
         top = self.ranked(t)[:ASSESSED_ITEMS]
-        self.shown = [e.node for e in top]
-        ev = []
-        # the query's tokens the best five items contain
-        covered = self.tokens_in([e.node for e in top[:5]])
-        self.coverages([e.node for e in top])
-        self.texts_of([e.node for e in top])()  # one read for all
-        for e in top:
-            ev.append(
-                {
-                    "id": e.node,
-                    "text": text(e.node),
-                    "score": self.final_score.get(e.node, e.score),
-                    "signals": {
-                        "relevance": self.relevance.get(e.node, 0.0),
-                        "entity_ok": self.entity_ok.get(e.node, 1.0),
-                        "content_coverage": self.coverage_of(e.node)[0],
-                        "other_coverage": self.coverage_of(e.node)[1],
-                        "dense_raw": self.dense_raw.get(e.node, 0.0),
-                    },
-                }
-            )
-        coverage = (
-            len(self.query_tokens & covered) / len(self.query_tokens) if self.query_tokens else 1.0
+        self.shown = [node for node, _ in top]
+        # read in the core (`ReadSession.assess`): each item's signals and
+        # coverage, the share of the query's tokens the best five hold, the
+        # IDF-weighted share of its content words the memory knows (a query
+        # about something never discussed uses words the memory lacks,
+        # whatever the style of the chat) and the best five hold
+        items, coverage, known_terms, covered_terms, frontier_best = self.session.assess(
+            top, t.frontier()
         )
-        known_terms, covered_terms = self.term_presence(covered)
-        frontier = t.frontier()
-        frontier_best = max((self.relevance.get(f, 0.0) for f in frontier), default=0.0)
+        ev = [
+            {
+                "id": node,
+                "text": text,
+                "score": score,
+                "signals": {
+                    "relevance": relevance,
+                    "entity_ok": entity_ok,
+                    "content_coverage": content,
+                    "other_coverage": other,
+                    "dense_raw": dense_raw,
+                },
+            }
+            for node, score, relevance, entity_ok, content, other, dense_raw, text in items
+        ]
         return DecisionRequest(
             "assessment",
             {
@@ -182,52 +173,17 @@ class QueryRun(QueryFeatures):
             catalogue.assessment_questions(),
         )
 
-    def term_presence(self, covered: set[str]) -> tuple[float, float]:
-        """How much of what the query asks the memory has words for: the
-        IDF-weighted share of the query's content tokens that occur in any
-        node, and the share that occur in the best evidence (``covered``). A
-        query about something never discussed uses words the memory lacks,
-        whatever the style of the chat."""
-        idf = self.term_idf
-        if idf is None:
-            tokens, freqs, n = self.m.store.document_frequencies(self.query, allowed=self.allowed)
-            wanted = self.content_tokens
-            idf = self.term_idf = {
-                t: (math.log1p(n / (f + 0.5)), f > 0)
-                for t, f in zip(tokens, freqs, strict=True)
-                if t in wanted
-            }
-        total = sum(w for w, _ in idf.values())
-        if total <= 0:
-            return 1.0, 1.0
-        known = sum(w for w, seen in idf.values() if seen) / total
-        hit = sum(w for t, (w, _) in idf.items() if t in covered) / total
-        return known, hit
-
-    def ranked(self, t: Traversal) -> list[Any]:
-        """Everything gathered so far, best first. The traversal's transition
-        score decides where to go next; the answer ranks every gathered node on
-        one scale, the one seeds had. Kept until the traversal next moves
-        (`steps` resets it), as the end of a query asks for it up to three times."""
+    def ranked(self, t: Traversal) -> list[tuple[int, float]]:
+        """Everything gathered so far, best first, as (node, score): the
+        traversal's transition score decides where to go next; the answer
+        ranks every gathered node on one scale, the one seeds had, with a
+        fact that did not hold at the asked time right below the fact of its
+        chain that did (`ReadSession.rank`). Kept until the traversal next
+        moves (`steps` resets it), as the end of a query asks for it up to
+        three times."""
         if self.ranking is None:
-            score = self.evidence_score.get
-            found = t.result()
-            final = {e.node: score(e.node, e.score) for e in found}
-            if self.fact_time.stance != "neutral" and self.m.store.supersedes_count:
-                self.rank_below_replacements(final)
-            self.final_score = final
-            self.ranking = sorted(found, key=lambda e: (-final[e.node], e.node))
+            self.ranking = self.session.rank(t, replaced_below=REPLACED_BELOW)
         return self.ranking
-
-    def rank_below_replacements(self, final: dict[int, float]) -> None:
-        """A fact that did not hold at the time the query asks about ranks
-        right below the gathered fact of its chain that did (never above it,
-        and no further down: the history stays next to the answer)."""
-        for node, holders in self.session.replaced():
-            if node in final:
-                best = max((final[h] for h in holders if h in final), default=None)
-                if best is not None and final[node] >= best:
-                    final[node] = best * REPLACED_BELOW
 
     def scoring_request(self, t: Traversal, found: list[Any]) -> DecisionRequest:
         cfg = self.m.config
@@ -332,12 +288,13 @@ class QueryRun(QueryFeatures):
     def result(self) -> SearchResult:
         t = self.traversal
         assert t is not None
+        came_by = {e.node: e.via for e in t.result()}
         found = []
-        for e in self.ranked(t)[: self.k]:
+        for node, score in self.ranked(t)[: self.k]:
             via = None
-            if e.via is not None:
-                via = Via(e.via.view, e.via.src, e.via.dst, e.via.edge_weight, e.via.from_node)
-            found.append((e.node, self.final_score.get(e.node, e.score), via))
+            if (c := came_by[node]) is not None:
+                via = Via(c.view, c.src, c.dst, c.edge_weight, c.from_node)
+            found.append((node, score, via))
         evidence = self.items(found)
         trace = dict(t.trace())
         cfg = self.m.config.traversal.as_dict()

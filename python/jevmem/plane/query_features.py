@@ -61,7 +61,7 @@ class QueryFeatures:
         self.assessment: tuple[float, float, float, float] | None = None
         self.traversal: Traversal | None = None
         #: see `ranked`
-        self.ranking: list[Any] | None = None
+        self.ranking: list[tuple[int, float]] | None = None
         self.routing: dict[str, float] = {}
         depth = max(cfg.anchor_depth, k)
         lex_ids, lex_scores = store.search_lexical(query, depth, allowed=allowed)
@@ -134,22 +134,6 @@ class QueryFeatures:
             self.query_tokens - name_tokens - frame or self.query_tokens - name_tokens
         )
         self.wants_time = bool(self.time_cues["asks_when"] or self.time_cues["temporal"])
-        self.relevance: dict[int, float] = {}
-        self.entity_ok: dict[int, float] = {}
-        self.coverage: dict[int, tuple[float, float]] = {}
-        #: the query's tokens in a fixed order, and which of them each node read holds
-        self.token_order = sorted(self.query_tokens)
-        self.token_rows: dict[int, npt.NDArray[np.bool_]] = {}
-        #: the texts of the nodes read so far (see `texts_of`)
-        self.texts: dict[int, str] = {}
-        #: IDF weight and presence in the memory of the query's content tokens (see term_presence)
-        self.term_idf: dict[str, tuple[float, bool]] | None = None
-        #: every measured node's raw cosine similarity with the query vector
-        self.dense_raw: dict[int, float] = {}
-        self.evidence_score: dict[int, float] = {}
-        #: the evidence scores `ranked` ranks by (evidence_score, then
-        #: rank_below_replacements)
-        self.final_score: dict[int, float] = {}
         #: the query's reads in the core: its signals and pool, the facts
         #: that held at its time (see `signals`), the feedback-moved vector
         ft = self.fact_time
@@ -169,6 +153,10 @@ class QueryFeatures:
             fact_stance=ft.stance,
             fact_at=_clamp_opt(ft.at),
             fact_until=_clamp_opt(ft.until),
+            query_tokens=sorted(self.query_tokens),
+            content_tokens=sorted(self.content_tokens),
+            asked=list(self.asked_people),
+            people=sorted(self.speakers),
             allowed=allowed,
         )
         self.assessed_top: list[int] = []
@@ -210,16 +198,8 @@ class QueryFeatures:
         each node's raw similarity and name agreement."""
         n = len(ids)
         out: Signals = {name: rows[:, j] for j, name in enumerate(SIGNAL_COLUMNS)}
-        if self.query_entities:
-            ent = out["entity_match"]
-            self.entity_ok.update(
-                zip(ids, np.fmin(1.0, ent + 0.4 * (ent > 0)).tolist(), strict=True)
-            )
-        else:
-            self.entity_ok.update(dict.fromkeys(ids, 1.0))
         out["query_self"] = np.full(n, self.query_self)
         out["query_request"] = np.full(n, self.query_request)
-        self.dense_raw.update(zip(ids, out["dense_raw"].tolist(), strict=True))
         if facts is not None:
             out.update({name: facts[:, j] for j, name in enumerate(FACT_COLUMNS)})
         return out
@@ -289,22 +269,12 @@ class QueryFeatures:
         row = self.context_matches([node_id])[0]
         return float(row[1]), float(row[2])
 
-    def text(self, node_id: int) -> str:
-        return self.texts_of([node_id])()[0]
-
     def texts_of(self, ids: list[int]) -> Callable[[], list[str]]:
-        """A function that reads the nodes' texts when first called (a
+        """A function that reads the nodes' texts when called (a
         `CandidateTable`'s texts: only a controller that reads them pays for
-        them), keeping each for the rest of the query."""
-
-        def read() -> list[str]:
-            texts = self.texts
-            todo = [i for i in dict.fromkeys(ids) if i not in texts]
-            if todo:
-                texts.update(zip(todo, self.m.store.texts(todo), strict=True))
-            return [texts[i] for i in ids]
-
-        return read
+        them)."""
+        store = self.m.store
+        return lambda: store.texts(ids)
 
     def temporal_context(self, node_id: int) -> list[tuple[int, float]]:
         return self.m._temporal_context(node_id, self.allowed)
@@ -317,31 +287,9 @@ class QueryFeatures:
         (`MemoryStore.content_coverage`: person marks, names not used as
         address, the speakers of the adjacent turns); what tells "Caroline
         researched adoption agencies" apart from a question about what
-        Melanie researched. Computed once per node, when assessed."""
-        todo = [i for i in dict.fromkeys(ids) if i not in self.coverage]
-        if todo:
-            rows = self.m.store.content_coverage(
-                todo,
-                sorted(self.content_tokens),
-                list(self.asked_people),
-                sorted(self.speakers),
-                allowed=self.allowed,
-            ).tolist()
-            self.coverage.update(zip(todo, map(tuple, rows), strict=True))
-        return [self.coverage[i] for i in ids]
-
-    def tokens_in(self, ids: list[int]) -> set[str]:
-        """The query's tokens that any of the nodes' texts holds; each node's
-        row (over `token_order`) is read once per query."""
-        rows = self.token_rows
-        todo = [i for i in dict.fromkeys(ids) if i not in rows]
-        if todo:
-            got = self.m.store.tokens_present(todo, self.token_order)
-            rows.update(zip(todo, got, strict=True))
-        held = np.zeros(len(self.token_order), dtype=bool)
-        for i in ids:
-            held |= rows[i]
-        return {t for t, there in zip(self.token_order, held.tolist(), strict=True) if there}
+        Melanie researched. Computed once per node per query (the session
+        keeps it)."""
+        return [(a, b) for a, b in self.session.coverages(ids).tolist()]
 
     def coverage_of(self, node_id: int) -> tuple[float, float]:
         """`coverages` of one node."""

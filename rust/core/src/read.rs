@@ -16,6 +16,7 @@ use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 
 use crate::context::{self, ContextConfig};
+use crate::coverage::CoverageQuery;
 use crate::derived::TimeQuery;
 use crate::derived::TimeRef;
 use crate::error::Result;
@@ -138,6 +139,60 @@ pub struct ReadSession {
     pub episodes: HashMap<u64, f64>,
     /// the latest pool and its nodes' topical matches (see `anchor_context`)
     pool: (Vec<NodeId>, Vec<f64>),
+    /// what an assessment reads of each node (see `Judged`)
+    pub judged: Judged,
+}
+
+/// What the session knows of each node it measured or had judged: the
+/// controller's relevance and the evidence score of an expansion's
+/// candidate (`record`), agreement with the names the query carries and
+/// the raw dense similarity (from its signals), its content coverage and
+/// which of the query's tokens it holds (read when first assessed).
+#[derive(Clone, Debug, Default)]
+pub struct Judged {
+    pub relevance: HashMap<NodeId, f64>,
+    pub evidence: HashMap<NodeId, f64>,
+    pub entity_ok: HashMap<NodeId, f64>,
+    pub dense_raw: HashMap<NodeId, f64>,
+    coverage: HashMap<NodeId, (f64, f64)>,
+    tokens: HashMap<NodeId, Vec<bool>>,
+    /// the query's content tokens with their IDF weight and presence in the
+    /// memory, in query order (read on first use)
+    terms: Option<Vec<(String, f64, bool)>>,
+}
+
+/// What an assessment reads: the query's tokens (sorted, each once) and
+/// the content coverage's question (`coverage::CoverageQuery`).
+#[derive(Clone, Debug, Default)]
+pub struct AssessQuery {
+    pub tokens: Vec<String>,
+    pub coverage: CoverageQuery,
+}
+
+/// One assessed item: its node, score, and the signals the controller reads.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AssessedItem {
+    pub node: NodeId,
+    pub score: f64,
+    pub relevance: f64,
+    pub entity_ok: f64,
+    pub content_coverage: f64,
+    pub other_coverage: f64,
+    pub dense_raw: f64,
+}
+
+/// An assessment request's reading of the evidence: its items, the share
+/// of the query's tokens the best five hold (`coverage`), the IDF-weighted
+/// share of its content tokens the memory knows (`known_terms`) and the
+/// best five hold (`covered_terms`), and the best relevance on the
+/// traversal's frontier.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Assessed {
+    pub items: Vec<AssessedItem>,
+    pub coverage: f64,
+    pub known_terms: f64,
+    pub covered_terms: f64,
+    pub frontier_best: f64,
 }
 
 /// What a round's candidates add to their signals: how much each repeats
@@ -166,6 +221,41 @@ pub struct EvidenceFacts {
     pub chain: Option<FactChain>,
 }
 
+/// Each id once, in first-seen order.
+fn unique<'a>(ids: impl Iterator<Item = &'a NodeId>) -> Vec<NodeId> {
+    let mut seen = HashSet::new();
+    ids.copied().filter(|n| seen.insert(*n)).collect()
+}
+
+/// The query's content tokens in query order, each once, with its IDF
+/// weight `ln(1 + n / (df + 0.5))` among the nodes the search reads and
+/// whether any of them holds it.
+fn term_weights(
+    store: &MemoryStore,
+    text: &str,
+    content: &HashSet<String>,
+    allowed: Option<&Allowed>,
+) -> Vec<(String, f64, bool)> {
+    let mut out: Vec<(String, f64, bool)> = Vec::new();
+    let tokens = store.tokenize(text);
+    let mut n = store.bm25().len();
+    let freqs: Vec<usize> = tokens
+        .iter()
+        .map(|t| {
+            let (df, docs) = store.bm25().doc_freq_scoped(t, allowed);
+            n = docs;
+            df
+        })
+        .collect();
+    for (t, f) in tokens.into_iter().zip(freqs) {
+        if content.contains(&t) && !out.iter().any(|o| o.0 == t) {
+            let w = (n as f64 / (f as f64 + 0.5)).ln_1p();
+            out.push((t, w, f > 0));
+        }
+    }
+    out
+}
+
 /// A node's plain topical match: the mean of its lexical and dense shares.
 fn plain_match(row: &[f64; SIGNAL_COLUMNS.len()]) -> f64 {
     0.5 * row[0] + 0.5 * row[1]
@@ -191,7 +281,203 @@ impl ReadSession {
             topical: HashMap::new(),
             episodes: HashMap::new(),
             pool: (Vec::new(), Vec::new()),
+            judged: Judged::default(),
         }
+    }
+
+    /// Note what a block's signals say of each node: its agreement with the
+    /// names the query carries (1 when it names none) and its raw dense
+    /// similarity (later reads replace earlier ones).
+    fn note(&mut self, ids: &[NodeId], block: &SignalBlock) {
+        let named = !self.query.named.is_empty();
+        for (&id, row) in ids.iter().zip(&block.rows) {
+            let ent = row[3];
+            let ok = if named {
+                (ent + if ent > 0.0 { 0.4 } else { 0.0 }).min(1.0)
+            } else {
+                1.0
+            };
+            self.judged.entity_ok.insert(id, ok);
+            self.judged.dense_raw.insert(id, row[6]);
+        }
+    }
+
+    /// Record the controller's relevance of `ids` and, for an expansion's
+    /// candidates, their evidence scores (a seed keeps the traversal's).
+    pub fn record(
+        &mut self,
+        ids: &[NodeId],
+        relevance: &[f64],
+        evidence: Option<&[f64]>,
+    ) -> Result<()> {
+        let same = relevance.len() == ids.len() && evidence.is_none_or(|e| e.len() == ids.len());
+        if !same {
+            return Err(crate::error::Error::InvalidInput(format!(
+                "{} ids, {} relevance values and {} evidence scores",
+                ids.len(),
+                relevance.len(),
+                evidence.map_or(ids.len(), <[f64]>::len)
+            )));
+        }
+        self.judged
+            .relevance
+            .extend(ids.iter().copied().zip(relevance.iter().copied()));
+        if let Some(e) = evidence {
+            self.judged
+                .evidence
+                .extend(ids.iter().copied().zip(e.iter().copied()));
+        }
+        Ok(())
+    }
+
+    /// Everything gathered, best first on one scale (ties by id): an
+    /// expansion candidate's evidence score, a seed's traversal score
+    /// (`found`: the traversal's evidence with its scores). A query about a
+    /// time or tense ranks a fact that did not hold then right below the
+    /// best gathered fact of its chain that did, times `replaced_below`.
+    pub fn rank(
+        &self,
+        store: &MemoryStore,
+        found: &[(NodeId, f64)],
+        replaced_below: f64,
+    ) -> Vec<(NodeId, f64)> {
+        let mut ranked: Vec<(NodeId, f64)> = found
+            .iter()
+            .map(|&(n, s)| (n, self.judged.evidence.get(&n).copied().unwrap_or(s)))
+            .collect();
+        if self.query.fact_time != FactTime::Neutral && !store.facts().is_empty() {
+            let at: HashMap<NodeId, usize> = ranked
+                .iter()
+                .enumerate()
+                .map(|(i, &(n, _))| (n, i))
+                .collect();
+            // in order: a lowered fact may be another's holder
+            for (node, holders) in self.facts.replaced() {
+                let Some(&i) = at.get(&node) else { continue };
+                let mut best: Option<f64> = None;
+                for h in holders {
+                    if let Some(&j) = at.get(&h) {
+                        let v = ranked[j].1;
+                        if best.is_none_or(|b| v > b) {
+                            best = Some(v);
+                        }
+                    }
+                }
+                if let Some(b) = best {
+                    if ranked[i].1 >= b {
+                        ranked[i].1 = b * replaced_below;
+                    }
+                }
+            }
+        }
+        ranked.sort_by(|a, b| {
+            b.1.partial_cmp(&a.1)
+                .unwrap_or(Ordering::Equal)
+                .then(a.0.cmp(&b.0))
+        });
+        ranked
+    }
+
+    /// An assessment's reading of `top` (ranked items with their scores):
+    /// see `Assessed`. Coverage and token rows are read once per node per
+    /// query. An unknown id is an error and reads nothing new.
+    pub fn assess(
+        &mut self,
+        store: &MemoryStore,
+        q: &AssessQuery,
+        top: &[(NodeId, f64)],
+        frontier: &[NodeId],
+        allowed: Option<&Allowed>,
+    ) -> Result<Assessed> {
+        let ids: Vec<NodeId> = top.iter().map(|&(n, _)| n).collect();
+        let best = &ids[..ids.len().min(5)];
+        let j = &mut self.judged;
+        let todo: Vec<NodeId> = unique(best.iter().filter(|n| !j.tokens.contains_key(n)));
+        let rows = store.tokens_present(&todo, &q.tokens)?;
+        let todo_cov: Vec<NodeId> = unique(ids.iter().filter(|n| !j.coverage.contains_key(n)));
+        let cov = store.content_coverage(&todo_cov, &q.coverage, allowed)?;
+        j.tokens.extend(todo.into_iter().zip(rows));
+        j.coverage.extend(todo_cov.into_iter().zip(cov));
+        let mut held = vec![false; q.tokens.len()];
+        for n in best {
+            for (h, &t) in held.iter_mut().zip(&j.tokens[n]) {
+                *h |= t;
+            }
+        }
+        let coverage = if q.tokens.is_empty() {
+            1.0
+        } else {
+            held.iter().filter(|&&h| h).count() as f64 / q.tokens.len() as f64
+        };
+        let terms = j.terms.get_or_insert_with(|| {
+            term_weights(store, &self.query.text, &q.coverage.content_tokens, allowed)
+        });
+        let covered: HashSet<&str> = q
+            .tokens
+            .iter()
+            .zip(&held)
+            .filter(|(_, &h)| h)
+            .map(|(t, _)| t.as_str())
+            .collect();
+        // sums from 0, in query order
+        let total = terms.iter().fold(0.0, |a, (_, w, _)| a + w);
+        let (known_terms, covered_terms) = if total > 0.0 {
+            let known = terms.iter().filter(|t| t.2).fold(0.0, |a, t| a + t.1);
+            let hit = terms
+                .iter()
+                .filter(|t| covered.contains(t.0.as_str()))
+                .fold(0.0, |a, t| a + t.1);
+            (known / total, hit / total)
+        } else {
+            (1.0, 1.0)
+        };
+        let relevance = |n: &NodeId| j.relevance.get(n).copied();
+        let frontier_best = frontier
+            .iter()
+            .map(|n| relevance(n).unwrap_or(0.0))
+            // as Python's max: the first, replaced by any greater
+            .fold(None, |b: Option<f64>, v| match b {
+                Some(b) if v <= b || v.is_nan() => Some(b),
+                _ => Some(v),
+            })
+            .unwrap_or(0.0);
+        let items = top
+            .iter()
+            .map(|&(node, score)| {
+                let (content, other) = j.coverage[&node];
+                AssessedItem {
+                    node,
+                    score,
+                    relevance: relevance(&node).unwrap_or(0.0),
+                    entity_ok: j.entity_ok.get(&node).copied().unwrap_or(1.0),
+                    content_coverage: content,
+                    other_coverage: other,
+                    dense_raw: j.dense_raw.get(&node).copied().unwrap_or(0.0),
+                }
+            })
+            .collect();
+        Ok(Assessed {
+            items,
+            coverage,
+            known_terms,
+            covered_terms,
+            frontier_best,
+        })
+    }
+
+    /// The content coverage of `ids` (read once per node per query).
+    pub fn coverages(
+        &mut self,
+        store: &MemoryStore,
+        q: &AssessQuery,
+        ids: &[NodeId],
+        allowed: Option<&Allowed>,
+    ) -> Result<Vec<(f64, f64)>> {
+        let j = &mut self.judged;
+        let todo: Vec<NodeId> = unique(ids.iter().filter(|n| !j.coverage.contains_key(n)));
+        let cov = store.content_coverage(&todo, &q.coverage, allowed)?;
+        j.coverage.extend(todo.into_iter().zip(cov));
+        Ok(ids.iter().map(|n| j.coverage[n]).collect())
     }
 
     /// The topical match each row lends its neighbours as support: its plain
@@ -343,6 +629,7 @@ impl ReadSession {
         let mut facts = self.facts.clone();
         let block = Self::measure(&self.query, &mut facts, store, ids, allowed, basis)?;
         self.facts = facts;
+        self.note(ids, &block);
         Ok(block)
     }
 
@@ -409,6 +696,7 @@ impl ReadSession {
         let mut next = self.clone();
         let pool = next.gather(store, fused, passage_hits, plan, allowed, basis)?;
         next.pool = (pool.ids.clone(), next.supporting_match(&pool.signals));
+        next.note(&pool.ids, &pool.signals);
         *self = next;
         Ok(pool)
     }
@@ -760,5 +1048,42 @@ mod tests {
         for v in extra[0] {
             assert!((0.0..=1.0).contains(&v), "{v}");
         }
+    }
+
+    #[test]
+    fn rank_prefers_recorded_evidence_and_assess_reads_what_was_recorded() {
+        let (s, ids) = chat();
+        let mut r = session("more tea", vec![1.0, 0.0], TimeQuery::None);
+        r.signals(&s, &ids, None, None).unwrap();
+        assert!(r.record(&[ids[0]], &[0.9, 0.1], None).is_err());
+        r.record(&[ids[3], ids[4]], &[0.2, 0.8], Some(&[0.3, 0.7]))
+            .unwrap();
+        // seeds keep the traversal's score; ties by id
+        let found = [(ids[0], 0.5), (ids[3], 0.9), (ids[4], 0.1), (ids[1], 0.5)];
+        let ranked = r.rank(&s, &found, 0.99);
+        assert_eq!(
+            ranked,
+            vec![(ids[4], 0.7), (ids[0], 0.5), (ids[1], 0.5), (ids[3], 0.3)]
+        );
+        let tokens = s.tokenize("more tea");
+        let q = AssessQuery {
+            tokens: tokens.clone(),
+            coverage: CoverageQuery {
+                content_tokens: tokens.iter().cloned().collect(),
+                asked: Vec::new(),
+                people: HashSet::new(),
+            },
+        };
+        let got = r
+            .assess(&s, &q, &ranked[..2], &[ids[3], ids[4]], None)
+            .unwrap();
+        assert_eq!(got.items.len(), 2);
+        assert_eq!(got.items[0].relevance, 0.8);
+        assert_eq!(got.items[1].relevance, 0.0); // never judged
+        assert_eq!(got.items[0].entity_ok, 1.0); // the query names nobody
+        assert_eq!(got.frontier_best, 0.8);
+        assert_eq!(got.coverage, 1.0); // "more tea" holds both tokens
+        assert!(got.known_terms > 0.0 && got.covered_terms == 1.0);
+        assert!(r.assess(&s, &q, &[(99, 1.0)], &[], None).is_err());
     }
 }

@@ -4,8 +4,11 @@
 use std::collections::HashMap;
 
 use jevmem_core::context::{self, ContextConfig};
+use jevmem_core::coverage::CoverageQuery;
 use jevmem_core::derived::TimeQuery;
-use jevmem_core::read::{PoolPlan, ReadSession as CoreSession, SessionQuery, SignalBlock};
+use jevmem_core::read::{
+    AssessQuery, PoolPlan, ReadSession as CoreSession, SessionQuery, SignalBlock,
+};
 use jevmem_core::store::MemoryStore as CoreStore;
 use jevmem_core::style::StyleBasis;
 use jevmem_core::{Error, NodeId};
@@ -18,6 +21,7 @@ use pyo3::types::PyDict;
 use crate::errors::IntoPyResult;
 use crate::scope::Allowed;
 use crate::store::{time_ref_tuple, FactChain, MemoryStore, TimeRefTuple};
+use crate::traversal::Traversal;
 use crate::validity::fact_time;
 
 /// A block's arrays: signal rows (n, 16), fact rows (n, 4) or None, best passages.
@@ -26,6 +30,12 @@ type BlockArrays<'py> = (
     Option<Bound<'py, PyArray2<f64>>>,
     Bound<'py, PyArray1<u32>>,
 );
+
+/// An assessed item: (node, score, relevance, entity_ok, content coverage,
+/// other coverage, dense_raw, text).
+type AssessedItemTuple = (NodeId, f64, f64, f64, f64, f64, f64, String);
+/// `assess`' result.
+type AssessedTuple = (Vec<AssessedItemTuple>, f64, f64, f64, f64);
 
 /// `evidence`'s row of one node.
 type EvidenceRow = (
@@ -79,6 +89,8 @@ fn block_arrays(py: Python<'_>, b: SignalBlock) -> BlockArrays<'_> {
 pub struct ReadSession {
     store: Py<MemoryStore>,
     allowed: Option<Py<Allowed>>,
+    /// what an assessment reads of the query (fixed)
+    assess_query: AssessQuery,
     state: Mutex<CoreSession>,
 }
 
@@ -115,7 +127,8 @@ impl ReadSession {
     #[pyo3(signature = (
         store, text, vector, *, lexical_ranked, vector_ranked, best_lexical, best_dense,
         best_passage, named, window = None, asks_when = false, fact_stance = "neutral",
-        fact_at = None, fact_until = None, allowed = None
+        fact_at = None, fact_until = None, query_tokens = None,
+        content_tokens = None, asked = None, people = None, allowed = None
     ))]
     fn new(
         py: Python<'_>,
@@ -133,6 +146,10 @@ impl ReadSession {
         fact_stance: &str,
         fact_at: Option<i64>,
         fact_until: Option<i64>,
+        query_tokens: Option<Vec<String>>,
+        content_tokens: Option<Vec<String>>,
+        asked: Option<Vec<String>>,
+        people: Option<Vec<String>>,
         allowed: Option<Py<Allowed>>,
     ) -> PyResult<Self> {
         let vector = vector.as_array().to_vec();
@@ -157,9 +174,21 @@ impl ReadSession {
             time,
             fact_time: fact_time(fact_stance, fact_at, fact_until).py()?,
         };
+        let mut tokens = query_tokens.unwrap_or_default();
+        tokens.sort();
+        tokens.dedup();
+        let assess_query = AssessQuery {
+            tokens,
+            coverage: CoverageQuery {
+                content_tokens: content_tokens.into_iter().flatten().collect(),
+                asked: asked.unwrap_or_default(),
+                people: people.into_iter().flatten().collect(),
+            },
+        };
         Ok(Self {
             store,
             allowed,
+            assess_query,
             state: Mutex::new(CoreSession::new(query)),
         })
     }
@@ -347,6 +376,101 @@ impl ReadSession {
     /// Replace the topical matches (what `anchor_context` sets from the pool).
     fn set_topical(&self, topical: HashMap<NodeId, f64>) {
         self.state.lock().topical = topical;
+    }
+
+    /// Record the controller's relevance of `ids` and, for an expansion's
+    /// candidates, their evidence scores (`evidence`).
+    #[pyo3(signature = (ids, relevance, evidence = None))]
+    fn record(
+        &self,
+        ids: Vec<NodeId>,
+        relevance: PyArrayLike1<'_, f64, AllowTypeChange>,
+        evidence: Option<PyArrayLike1<'_, f64, AllowTypeChange>>,
+    ) -> PyResult<()> {
+        let relevance = relevance.as_array().to_vec();
+        let evidence = evidence.map(|e| e.as_array().to_vec());
+        self.state
+            .lock()
+            .record(&ids, &relevance, evidence.as_deref())
+            .py()
+    }
+
+    /// Everything `traversal` gathered, best first, as (node, score): an
+    /// expansion candidate by its evidence score, a seed by the traversal's;
+    /// a fact that did not hold at the query's time right below the best
+    /// gathered fact of its chain that did (times `replaced_below`).
+    #[pyo3(signature = (traversal, *, replaced_below))]
+    fn rank(
+        &self,
+        py: Python<'_>,
+        traversal: PyRef<'_, Traversal>,
+        replaced_below: f64,
+    ) -> Vec<(NodeId, f64)> {
+        let found = traversal.found();
+        self.with(py, |s, st, _| st.rank(s, &found, replaced_below))
+    }
+
+    /// An assessment's reading of `top` ((node, score), ranked) with the
+    /// traversal's `frontier`: ([(node, score, relevance, entity_ok,
+    /// content_coverage, other_coverage, dense_raw, text)], coverage,
+    /// known_terms, covered_terms, frontier_best). An unknown id raises
+    /// NodeNotFoundError.
+    fn assess(
+        &self,
+        py: Python<'_>,
+        top: Vec<(NodeId, f64)>,
+        frontier: Vec<NodeId>,
+    ) -> PyResult<AssessedTuple> {
+        let q = &self.assess_query;
+        let (got, texts) = self
+            .with(py, |s, st, scope| {
+                let got = st.assess(s, q, &top, &frontier, scope.map(|a| a.0))?;
+                let ids: Vec<NodeId> = top.iter().map(|&(n, _)| n).collect();
+                let texts: Vec<String> = s.texts(&ids)?.into_iter().map(String::from).collect();
+                Ok::<_, Error>((got, texts))
+            })
+            .py()?;
+        let items = got
+            .items
+            .into_iter()
+            .zip(texts)
+            .map(|(i, text)| {
+                (
+                    i.node,
+                    i.score,
+                    i.relevance,
+                    i.entity_ok,
+                    i.content_coverage,
+                    i.other_coverage,
+                    i.dense_raw,
+                    text,
+                )
+            })
+            .collect();
+        Ok((
+            items,
+            got.coverage,
+            got.known_terms,
+            got.covered_terms,
+            got.frontier_best,
+        ))
+    }
+
+    /// Each node's content coverage as an (n, 2) array (about whom the query
+    /// asks, about other known people); read once per node per query.
+    fn coverages<'py>(
+        &self,
+        py: Python<'py>,
+        ids: Vec<NodeId>,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let q = &self.assess_query;
+        let rows = self
+            .with(py, |s, st, scope| {
+                st.coverages(s, q, &ids, scope.map(|a| a.0))
+            })
+            .py()?;
+        let rows: Vec<[f64; 2]> = rows.into_iter().map(|(a, b)| [a, b]).collect();
+        Ok(rows_array(py, &rows))
     }
 
     /// What the result says of each of `ids`: (text, observation time,

@@ -208,6 +208,17 @@ pub struct Traversal {
     allowed: Option<Arc<Allowed>>,
 }
 
+impl Traversal {
+    /// Every evidence item so far as (node, score), best first.
+    pub(crate) fn found(&self) -> Vec<(NodeId, f64)> {
+        let t = self.state.lock();
+        t.result(usize::MAX)
+            .iter()
+            .map(|e| (e.node, e.score))
+            .collect()
+    }
+}
+
 /// Run `f` on the store as the traversal may see it.
 fn with_view<R>(
     store: &CoreStore,
