@@ -846,6 +846,27 @@ def extract_entities_batch(
 ) -> list[list[str]]: ...
 def entity_mentions(query: str, known: Sequence[str]) -> list[str]: ...
 def ground_times(text: str, observed_at: int) -> list[GroundedTuple]: ...
+def query_time_cues(
+    query: str, now: int | None = None
+) -> tuple[
+    bool,
+    float,
+    bool,
+    bool,
+    bool,
+    bool,
+    list[str],
+    list[tuple[int, int, int, int, str, bool, str]],
+    tuple[int, int] | None,
+]:
+    """(temporal, score, asks when, asks duration, asks order, recency, cues,
+    grounded times, their hull) of a query."""
+
+def query_fact_time(
+    query: str, constraint: tuple[int, int] | None = None, now: int | None = None
+) -> tuple[str, int | None, int | None]:
+    """The time a query wants facts to hold at: (stance, at, until)."""
+
 def speaks_in_first_person(text: str) -> bool: ...
 def question_share(text: str) -> float: ...
 def ground_times_batch(

@@ -1,4 +1,5 @@
-"""What a query asks about time (internal to :mod:`jevmem.temporal`).
+"""What a query asks about time (internal to :mod:`jevmem.temporal`); the
+rules run in the core (`jevmem_core::cues`).
 
 :func:`query_time_cues` (when / how long / order / recency, and any time
 the query names) and, for facts that change, :func:`event_time` and
@@ -8,17 +9,13 @@ hold at).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from datetime import date
 from typing import NamedTuple, TypedDict
 
-from jevmem.temporal._calendar import FLAGS, day_start
-from jevmem.temporal._grounding import TimeRef, ground
+from jevmem import _core
+from jevmem.temporal._grounding import TimeRef, _observed_at, _refs
 
 __all__ = ["FactTime", "TimeCues", "event_time", "query_fact_time", "query_time_cues"]
-
-# --------------------------------------------------------------------------- query cues
 
 
 class TimeCues(TypedDict):
@@ -41,127 +38,35 @@ class TimeCues(TypedDict):
     constraint: tuple[int, int] | None
 
 
-_CUES: list[tuple[str, str, float, re.Pattern[str]]] = [
-    # (name, family, weight, pattern)
-    ("when", "when", 0.95, re.compile(r"^\W*(?:and\s+|so\s+|but\s+)?when\b", FLAGS)),
-    ("since_when", "when", 0.95, re.compile(r"\bsince\s+when\b", FLAGS)),
-    (
-        "what_time",
-        "when",
-        0.95,
-        re.compile(
-            r"\b(?:what|which)\s+(?:date|day|time|year|month|week|weekend|season|decade|"
-            r"day\s+of\s+the\s+week)\b",
-            FLAGS,
-        ),
-    ),
-    (
-        "on_what_date",
-        "when",
-        0.9,
-        re.compile(r"\b(?:on|in|at)\s+what\s+(?:date|day|year)\b", FLAGS),
-    ),
-    ("when_inner", "when", 0.55, re.compile(r"\bwhen\b", FLAGS)),
-    (
-        "how_long",
-        "duration",
-        0.9,
-        re.compile(
-            r"\bhow\s+(?:long|many\s+(?:days|weeks|weekends|months|years|times)|often|recently|"
-            r"soon|old)\b",
-            FLAGS,
-        ),
-    ),
-    ("how_long_ago", "duration", 0.95, re.compile(r"\bhow\s+long\s+ago\b", FLAGS)),
-    ("date_word", "when", 0.6, re.compile(r"\b(?:date|dates|dated|timeline|schedule)\b", FLAGS)),
-    (
-        "before_after",
-        "order",
-        0.7,
-        re.compile(
-            r"\b(?:before|after|prior\s+to|earlier\s+than|later\s+than|until|since)\b", FLAGS
-        ),
-    ),
-    (
-        "first_last",
-        "order",
-        0.75,
-        re.compile(
-            r"\b(?:(?:the\s+)?(?:first|last|previous|next|latest|earliest|final)\s+time|"
-            r"for\s+the\s+first\s+time|first|earliest|initially|originally|in\s+what\s+order|"
-            r"which\s+came\s+first|in\s+order|chronolog\w*|sequence)\b",
-            FLAGS,
-        ),
-    ),
-    (
-        "recency",
-        "recency",
-        0.6,
-        re.compile(
-            r"\b(?:latest|most\s+recent(?:ly)?|recently|lately|currently|nowadays|these\s+days|"
-            r"right\s+now|now|still|anymore|any\s+more|these\s+days|up\s+to\s+date|current|"
-            r"last\s+(?:thing|one|update))\b",
-            FLAGS,
-        ),
-    ),
-    (
-        "time_word",
-        "when",
-        0.5,
-        re.compile(
-            r"\b(?:ago|yesterday|today|tomorrow|tonight|weekend|week|month|year|years|morning|"
-            r"evening|afternoon|night|season|summer|winter|spring|autumn|fall|birthday|"
-            r"anniversary|holiday|holidays|vacation)\b",
-            FLAGS,
-        ),
-    ),
-]
-
-
-_LAST_RE = re.compile(r"\b(?:last|latest|most\s+recent)\b", FLAGS)
-
-
-_LAST_RE = re.compile(r"\b(?:last|latest|most\s+recent)\b", FLAGS)
-
-
 def query_time_cues(query: str, *, now: int | None = None) -> TimeCues:
     """Detect whether ``query`` asks about time, and any time constraint in it.
 
-    Deterministic and regex-only. ``score`` is the maximum weight of the cues
-    found (0.85 at least when the query names a time itself), so "When did
+    Deterministic and pattern-only, in the core (`jevmem._core.query_time_cues`):
+    cues for "when" (0.95 for a question that opens with it, 0.55 inside),
+    "since when", "what date/day/time/year...", "how long/often/old" (duration),
+    "before/after/until/since" and "first/last/earliest..." (order), "latest,
+    currently, now, still..." (recency), and time words ("ago, yesterday,
+    weekend, birthday..."). ``score`` is the maximum weight of the cues found
+    (0.85 at least when the query names a time itself), so "When did
     Caroline go to the support group?" scores 0.95 and "What is Caroline's
     identity?" scores 0. Time expressions are grounded against ``now`` when it
     is given; otherwise only absolute ones ("in 2022", "on 8 May 2023") are kept.
     """
     q = query if isinstance(query, str) else ""
-    cues: list[str] = []
-    families: set[str] = set()
-    score = 0.0
-    for name, family, weight, rx in _CUES:
-        if rx.search(q):
-            if name == "when_inner" and "when" in cues:
-                continue
-            cues.append(name)
-            families.add(family)
-            score = max(score, weight)
-    anchor = now if now is not None else day_start(date(2000, 1, 1))
-    refs = [r for r in ground(q, anchor) if now is not None or not r.relative]
-    if refs:
-        cues.append("explicit_time")
-        score = max(score, 0.85)
-    constraint = (min(r.start for r in refs), max(r.end for r in refs)) if refs else None
+    if now is not None:
+        _observed_at(now)  # a bad `now` raises as `ground` would
+    temporal, score, when, duration, order, recency, cues, refs, constraint = _core.query_time_cues(
+        q, now
+    )
     return TimeCues(
-        temporal=score >= 0.5,
+        temporal=temporal,
         score=score,
-        asks_when="when" in families
-        and any(
-            c in cues for c in ("when", "since_when", "what_time", "on_what_date", "when_inner")
-        ),
-        asks_duration="duration" in families,
-        asks_order="order" in families,
-        recency="recency" in families or ("first_last" in cues and _LAST_RE.search(q) is not None),
-        cues=cues,
-        refs=refs,
+        asks_when=when,
+        asks_duration=duration,
+        asks_order=order,
+        recency=recency,
+        cues=list(cues),
+        refs=_refs(q, refs),
         constraint=constraint,
     )
 
@@ -190,35 +95,16 @@ class FactTime(NamedTuple):
     until: int | None = None
 
 
-# Say "as things stand": explicit present words and present-tense auxiliaries.
-_PRESENT_RE = re.compile(
-    r"\b(?:now|nowadays|currently|current|these\s+days|at\s+the\s+moment|at\s+present|"
-    r"presently|right\s+now|today|still|any\s*more|latest|is|are|am|isn't|aren't|does|do|"
-    r"doesn't|don't|has|have|hasn't|haven't)\b",
-    FLAGS,
-)
-# Point at what held before a change, without naming a time. A plain past
-# tense does not ("What did she switch to?" asks for the new value).
-_PAST_RE = re.compile(
-    r"\b(?:before|used\s+to|previously|originally|formerly|at\s+first|initially|"
-    r"in\s+the\s+past|back\s+then|earlier|prior\s+to|former|previous)\b",
-    FLAGS,
-)
-
-
 def query_fact_time(query: str, cues: TimeCues, *, now: int | None = None) -> FactTime:
     """The time a query wants facts to be valid at, from its time cues.
 
     A time the query names wins ("in February 2026": the window); then words
-    that point before a change; then present words or a present tense (at
-    ``now`` when given, else the latest state); otherwise neutral.
+    that point before a change ("before", "used to", "previously", "at
+    first"...; a plain past tense does not: "What did she switch to?" asks for
+    the new value); then present words or a present tense ("now", "currently",
+    "still", "is", "does", "has"...: at ``now`` when given, else the latest
+    state); otherwise neutral. Decided in the core (`jevmem._core.query_fact_time`).
     """
     q = query if isinstance(query, str) else ""
-    window = cues["constraint"]
-    if window is not None:
-        return FactTime("dated", window[0], window[1])
-    if _PAST_RE.search(q):
-        return FactTime("past")
-    if _PRESENT_RE.search(q):
-        return FactTime("present", now)
-    return FactTime("neutral")
+    stance, at, until = _core.query_fact_time(q, cues["constraint"], now)
+    return FactTime(stance, at, until)

@@ -176,9 +176,15 @@ fn translate(py: &str) -> String {
                     } else {
                         out.push_str(&format!("(?-i:[{class}])"));
                     }
+                } else if e == 'b' && i == 2 {
+                    // At the start of a pattern, before a word character
+                    // ("\bwhen"): no word character before.
+                    out.push_str(&format!("(?-i:(?<![{WORD_CLASS}]))"));
                 } else if e == 'b' {
-                    // Only used right after a word character ("am\b").
+                    // Elsewhere only right after a word character ("am\b").
                     out.push_str(&format!("(?-i:(?![{WORD_CLASS}]))"));
+                } else if e == 'W' && !in_class {
+                    out.push_str(&format!("(?-i:[^{WORD_CLASS}])"));
                 } else if e == 'u' {
                     let hex: String = chars[i..i + 4].iter().collect();
                     i += 4;
@@ -442,6 +448,13 @@ fn python_patterns() -> Vec<(String, Kind)> {
 }
 
 const TRIGGER_PY: &str = r"\d|today|yesterday|tomorrow|night|morning|afternoon|evening|day|week|mon|tue|wed|thu|fri|sat|sun|month|year|ago|back|now|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|spring|summer|autumn|fall|winter|christmas|xmas|halloween|thanksgiving|0s";
+
+/// A pattern in Python's `re` syntax (the subset `translate` reads: `\b`
+/// at the start or right after a word character, `\w`, `\W`, `\s`, `\d`)
+/// compiled to match as Python's `re.IGNORECASE` does.
+pub(crate) fn compile_python(py: &str) -> Regex {
+    compile(py)
+}
 
 fn compile(py: &str) -> Regex {
     RegexBuilder::new(&translate(py))

@@ -10,6 +10,7 @@ pub mod calendar;
 pub mod candidates;
 pub mod context;
 pub mod coverage;
+pub mod cues;
 pub mod derived;
 mod distance;
 pub mod durable;

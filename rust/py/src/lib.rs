@@ -81,6 +81,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(text_analysis::entity_mentions, m)?)?;
     m.add_function(wrap_pyfunction!(text_analysis::ground_times, m)?)?;
     m.add_function(wrap_pyfunction!(text_analysis::ground_times_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(text_analysis::query_time_cues, m)?)?;
+    m.add_function(wrap_pyfunction!(text_analysis::query_fact_time, m)?)?;
     m.add_function(wrap_pyfunction!(text_analysis::speaks_in_first_person, m)?)?;
     m.add_function(wrap_pyfunction!(text_analysis::question_share, m)?)?;
     m.add_function(wrap_pyfunction!(set_failpoint, m)?)?;

@@ -3,7 +3,8 @@
 //! so a batch of long observations never holds the GIL.
 
 use jevmem_core::error::Error;
-use jevmem_core::{entities, grounding};
+use jevmem_core::validity::FactTime;
+use jevmem_core::{cues, entities, grounding};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
@@ -74,21 +75,76 @@ pub fn entity_mentions(py: Python<'_>, query: String, known: Vec<String>) -> Vec
 /// anchor precision ("" unless the precision is "range").
 type GroundedTuple = (usize, usize, i64, i64, &'static str, bool, &'static str);
 
+fn grounded_tuple(r: &grounding::GroundedRef) -> GroundedTuple {
+    (
+        r.span.0,
+        r.span.1,
+        r.start,
+        r.end,
+        r.precision,
+        r.relative,
+        r.anchor_precision,
+    )
+}
+
 fn grounded(text: &str, observed_at: i64) -> Result<Vec<GroundedTuple>, Error> {
     Ok(grounding::ground(text, observed_at)?
-        .into_iter()
-        .map(|r| {
-            (
-                r.span.0,
-                r.span.1,
-                r.start,
-                r.end,
-                r.precision,
-                r.relative,
-                r.anchor_precision,
-            )
-        })
+        .iter()
+        .map(grounded_tuple)
         .collect())
+}
+
+/// `query_time_cues`' result: temporal, score, asks when, asks duration,
+/// asks order, recency, the cues found, the grounded times, their hull.
+type CuesTuple = (
+    bool,
+    f64,
+    bool,
+    bool,
+    bool,
+    bool,
+    Vec<&'static str>,
+    Vec<GroundedTuple>,
+    Option<(i64, i64)>,
+);
+
+/// What `query` asks about time (see `jevmem.temporal.query_time_cues`):
+/// the cues it carries and the times it names, grounded against `now`
+/// (without it, absolute times only). An out-of-range `now` raises
+/// InvalidInputError.
+#[pyfunction]
+#[pyo3(signature = (query, now = None))]
+pub fn query_time_cues(py: Python<'_>, query: String, now: Option<i64>) -> PyResult<CuesTuple> {
+    let c = py.detach(|| cues::query_time_cues(&query, now)).py()?;
+    Ok((
+        c.temporal,
+        c.score,
+        c.asks_when,
+        c.asks_duration,
+        c.asks_order,
+        c.recency,
+        c.cues,
+        c.refs.iter().map(grounded_tuple).collect(),
+        c.constraint,
+    ))
+}
+
+/// The time a query wants facts to hold at, as (stance, at, until) (see
+/// `jevmem.temporal.query_fact_time`); `constraint`: the hull of the times
+/// it names.
+#[pyfunction]
+#[pyo3(signature = (query, constraint = None, now = None))]
+pub fn query_fact_time(
+    query: &str,
+    constraint: Option<(i64, i64)>,
+    now: Option<i64>,
+) -> (&'static str, Option<i64>, Option<i64>) {
+    match cues::query_fact_time(query, constraint, now) {
+        FactTime::Window(lo, hi) => ("dated", Some(lo), Some(hi)),
+        FactTime::Past => ("past", None, None),
+        FactTime::Present(at) => ("present", at, None),
+        FactTime::Neutral => ("neutral", None, None),
+    }
 }
 
 /// The time expressions of `text` resolved against `observed_at` (Unix

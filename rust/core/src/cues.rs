@@ -1,0 +1,248 @@
+//! What a query asks about time: whether it asks when, how long, in what
+//! order or about the latest state, the times it names (grounded), and at
+//! which time the facts it asks about should hold.
+//!
+//! The rules of `jevmem.temporal.query_time_cues` and `query_fact_time`,
+//! with the patterns in Python's `re` syntax compiled as the grounding
+//! patterns are (`grounding::compile_python`); `tests/test_cues.py` holds
+//! them to the Python they replaced over every development question.
+
+use std::sync::LazyLock;
+
+use fancy_regex::Regex;
+
+use crate::error::Result;
+use crate::grounding::{compile_python, ground, GroundedRef};
+use crate::validity::FactTime;
+
+/// The day a query without `now` grounds absolute times against
+/// (2000-01-01T00:00:00Z; relative ones are dropped then).
+const NO_NOW_ANCHOR: i64 = 946_684_800;
+
+/// (name, family, weight, pattern): a cue's name, what it asks about and
+/// how strongly it says the query needs time.
+const CUES: [(&str, &str, f64, &str); 12] = [
+    ("when", "when", 0.95, r"^\W*(?:and\s+|so\s+|but\s+)?when\b"),
+    ("since_when", "when", 0.95, r"\bsince\s+when\b"),
+    (
+        "what_time",
+        "when",
+        0.95,
+        r"\b(?:what|which)\s+(?:date|day|time|year|month|week|weekend|season|decade|day\s+of\s+the\s+week)\b",
+    ),
+    (
+        "on_what_date",
+        "when",
+        0.9,
+        r"\b(?:on|in|at)\s+what\s+(?:date|day|year)\b",
+    ),
+    ("when_inner", "when", 0.55, r"\bwhen\b"),
+    (
+        "how_long",
+        "duration",
+        0.9,
+        r"\bhow\s+(?:long|many\s+(?:days|weeks|weekends|months|years|times)|often|recently|soon|old)\b",
+    ),
+    ("how_long_ago", "duration", 0.95, r"\bhow\s+long\s+ago\b"),
+    (
+        "date_word",
+        "when",
+        0.6,
+        r"\b(?:date|dates|dated|timeline|schedule)\b",
+    ),
+    (
+        "before_after",
+        "order",
+        0.7,
+        r"\b(?:before|after|prior\s+to|earlier\s+than|later\s+than|until|since)\b",
+    ),
+    (
+        "first_last",
+        "order",
+        0.75,
+        r"\b(?:(?:the\s+)?(?:first|last|previous|next|latest|earliest|final)\s+time|for\s+the\s+first\s+time|first|earliest|initially|originally|in\s+what\s+order|which\s+came\s+first|in\s+order|chronolog\w*|sequence)\b",
+    ),
+    (
+        "recency",
+        "recency",
+        0.6,
+        r"\b(?:latest|most\s+recent(?:ly)?|recently|lately|currently|nowadays|these\s+days|right\s+now|now|still|anymore|any\s+more|these\s+days|up\s+to\s+date|current|last\s+(?:thing|one|update))\b",
+    ),
+    (
+        "time_word",
+        "when",
+        0.5,
+        r"\b(?:ago|yesterday|today|tomorrow|tonight|weekend|week|month|year|years|morning|evening|afternoon|night|season|summer|winter|spring|autumn|fall|birthday|anniversary|holiday|holidays|vacation)\b",
+    ),
+];
+
+/// "The last", "the latest": with a first/last cue, the query wants recency.
+const LAST: &str = r"\b(?:last|latest|most\s+recent)\b";
+
+/// Explicit present words and present-tense auxiliaries: "as things stand".
+const PRESENT: &str = r"\b(?:now|nowadays|currently|current|these\s+days|at\s+the\s+moment|at\s+present|presently|right\s+now|today|still|any\s*more|latest|is|are|am|isn't|aren't|does|do|doesn't|don't|has|have|hasn't|haven't)\b";
+
+/// What points at what held before a change without naming a time (a plain
+/// past tense does not: "What did she switch to?" asks for the new value).
+const PAST: &str = r"\b(?:before|used\s+to|previously|originally|formerly|at\s+first|initially|in\s+the\s+past|back\s+then|earlier|prior\s+to|former|previous)\b";
+
+struct Patterns {
+    cues: Vec<Regex>,
+    last: Regex,
+    present: Regex,
+    past: Regex,
+}
+
+static PATTERNS: LazyLock<Patterns> = LazyLock::new(|| Patterns {
+    cues: CUES.iter().map(|c| compile_python(c.3)).collect(),
+    last: compile_python(LAST),
+    present: compile_python(PRESENT),
+    past: compile_python(PAST),
+});
+
+fn found(rx: &Regex, text: &str) -> bool {
+    // the patterns cannot fail at run time (no backtracking limit)
+    rx.is_match(text).unwrap_or(false)
+}
+
+/// What `query_time_cues` found in a query (see `jevmem.temporal.TimeCues`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TimeCues {
+    /// `score` >= 0.5.
+    pub temporal: bool,
+    /// The temporal need in [0, 1]: the strongest cue's weight (0.85 at
+    /// least when the query names a time).
+    pub score: f64,
+    pub asks_when: bool,
+    pub asks_duration: bool,
+    pub asks_order: bool,
+    pub recency: bool,
+    /// The cues found, in table order ("explicit_time" last).
+    pub cues: Vec<&'static str>,
+    /// The times the query names (relative ones only with `now`).
+    pub refs: Vec<GroundedRef>,
+    /// The hull `[start, end)` of `refs`.
+    pub constraint: Option<(i64, i64)>,
+}
+
+/// Whether `query` asks about time, and the times it names, grounded
+/// against `now` (without it only absolute times are kept). An invalid
+/// `now` (outside the calendar) is an error.
+pub fn query_time_cues(query: &str, now: Option<i64>) -> Result<TimeCues> {
+    let p = &*PATTERNS;
+    let mut cues: Vec<&'static str> = Vec::new();
+    let mut families: Vec<&'static str> = Vec::new();
+    let mut score: f64 = 0.0;
+    for ((name, family, weight, _), rx) in CUES.iter().zip(&p.cues) {
+        if found(rx, query) {
+            if *name == "when_inner" && cues.contains(&"when") {
+                continue;
+            }
+            cues.push(name);
+            families.push(family);
+            score = score.max(*weight);
+        }
+    }
+    let refs: Vec<GroundedRef> = ground(query, now.unwrap_or(NO_NOW_ANCHOR))?
+        .into_iter()
+        .filter(|r| now.is_some() || !r.relative)
+        .collect();
+    if !refs.is_empty() {
+        cues.push("explicit_time");
+        score = score.max(0.85);
+    }
+    let constraint = refs
+        .iter()
+        .map(|r| r.start)
+        .min()
+        .zip(refs.iter().map(|r| r.end).max());
+    let family = |f: &str| families.contains(&f);
+    let asks_when = family("when")
+        && [
+            "when",
+            "since_when",
+            "what_time",
+            "on_what_date",
+            "when_inner",
+        ]
+        .iter()
+        .any(|c| cues.contains(c));
+    let recency = family("recency") || (cues.contains(&"first_last") && found(&p.last, query));
+    Ok(TimeCues {
+        temporal: score >= 0.5,
+        score,
+        asks_when,
+        asks_duration: family("duration"),
+        asks_order: family("order"),
+        recency,
+        cues,
+        refs,
+        constraint,
+    })
+}
+
+/// The time a query wants facts to hold at: a time it names (its window);
+/// then words that point before a change; then present words or a present
+/// tense (at `now`, else the latest state); otherwise none.
+pub fn query_fact_time(query: &str, constraint: Option<(i64, i64)>, now: Option<i64>) -> FactTime {
+    let p = &*PATTERNS;
+    if let Some((lo, hi)) = constraint {
+        return FactTime::Window(lo, hi);
+    }
+    if found(&p.past, query) {
+        return FactTime::Past;
+    }
+    if found(&p.present, query) {
+        return FactTime::Present(now);
+    }
+    FactTime::Neutral
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cues_of_plain_questions() {
+        let c = query_time_cues("When did Caroline go to the support group?", None).unwrap();
+        assert_eq!(c.cues, vec!["when"]);
+        assert!(c.asks_when && c.temporal && c.score == 0.95);
+        let c = query_time_cues("How long ago was Caroline's 18th birthday?", None).unwrap();
+        assert!(c.asks_duration && !c.asks_when);
+        let c = query_time_cues("What did Melanie paint in 2022?", None).unwrap();
+        assert_eq!(c.cues, vec!["explicit_time"]);
+        assert!(c.constraint.is_some());
+        let c = query_time_cues("What is Caroline's identity?", None).unwrap();
+        assert!(c.cues.is_empty() && !c.temporal && c.score == 0.0);
+        // relative times only with now
+        assert!(query_time_cues("what did I eat yesterday", None)
+            .unwrap()
+            .refs
+            .is_empty());
+        assert_eq!(
+            query_time_cues("what did I eat yesterday", Some(1_700_000_000))
+                .unwrap()
+                .refs
+                .len(),
+            1
+        );
+        assert!(query_time_cues("when", Some(i64::MAX)).is_err());
+    }
+
+    #[test]
+    fn fact_times() {
+        assert_eq!(
+            query_fact_time("What milk did she drink before?", None, None),
+            FactTime::Past
+        );
+        assert_eq!(
+            query_fact_time("What milk does she drink?", None, Some(5)),
+            FactTime::Present(Some(5))
+        );
+        assert_eq!(
+            query_fact_time("What milk?", Some((1, 2)), None),
+            FactTime::Window(1, 2)
+        );
+        assert_eq!(query_fact_time("Milk?", None, None), FactTime::Neutral);
+    }
+}

@@ -1,0 +1,230 @@
+"""What a query asks about time, as `jevmem.temporal._cues` computed it in
+Python before the core took it over (`jevmem._core.query_time_cues` and
+`query_fact_time`): the oracle of `tests/test_cues.py`, frozen at session 18.
+
+:func:`query_time_cues` (when / how long / order / recency, and any time
+the query names) and, for facts that change, :func:`event_time` and
+:func:`query_fact_time` (which time the facts a query asks about should
+hold at).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import date
+from typing import NamedTuple, TypedDict
+
+from jevmem.temporal import TimeRef, ground
+
+FLAGS = re.IGNORECASE
+
+
+def day_start(d: date) -> int:
+    """Midnight UTC of ``d`` in Unix seconds."""
+    return (d - date(1970, 1, 1)).days * 86_400
+
+
+__all__ = ["FactTime", "TimeCues", "event_time", "query_fact_time", "query_time_cues"]
+
+# --------------------------------------------------------------------------- query cues
+
+
+class TimeCues(TypedDict):
+    """What :func:`query_time_cues` found in a query.
+
+    ``score`` is a temporal-need estimate in [0, 1] for the router; ``recency``
+    says the query prefers recent memories; ``refs`` are the time expressions
+    grounded in the query (relative ones only when ``now`` was given);
+    ``constraint`` is the hull ``[start, end)`` of those refs, or None.
+    """
+
+    temporal: bool
+    score: float
+    asks_when: bool
+    asks_duration: bool
+    asks_order: bool
+    recency: bool
+    cues: list[str]
+    refs: list[TimeRef]
+    constraint: tuple[int, int] | None
+
+
+_CUES: list[tuple[str, str, float, re.Pattern[str]]] = [
+    # (name, family, weight, pattern)
+    ("when", "when", 0.95, re.compile(r"^\W*(?:and\s+|so\s+|but\s+)?when\b", FLAGS)),
+    ("since_when", "when", 0.95, re.compile(r"\bsince\s+when\b", FLAGS)),
+    (
+        "what_time",
+        "when",
+        0.95,
+        re.compile(
+            r"\b(?:what|which)\s+(?:date|day|time|year|month|week|weekend|season|decade|"
+            r"day\s+of\s+the\s+week)\b",
+            FLAGS,
+        ),
+    ),
+    (
+        "on_what_date",
+        "when",
+        0.9,
+        re.compile(r"\b(?:on|in|at)\s+what\s+(?:date|day|year)\b", FLAGS),
+    ),
+    ("when_inner", "when", 0.55, re.compile(r"\bwhen\b", FLAGS)),
+    (
+        "how_long",
+        "duration",
+        0.9,
+        re.compile(
+            r"\bhow\s+(?:long|many\s+(?:days|weeks|weekends|months|years|times)|often|recently|"
+            r"soon|old)\b",
+            FLAGS,
+        ),
+    ),
+    ("how_long_ago", "duration", 0.95, re.compile(r"\bhow\s+long\s+ago\b", FLAGS)),
+    ("date_word", "when", 0.6, re.compile(r"\b(?:date|dates|dated|timeline|schedule)\b", FLAGS)),
+    (
+        "before_after",
+        "order",
+        0.7,
+        re.compile(
+            r"\b(?:before|after|prior\s+to|earlier\s+than|later\s+than|until|since)\b", FLAGS
+        ),
+    ),
+    (
+        "first_last",
+        "order",
+        0.75,
+        re.compile(
+            r"\b(?:(?:the\s+)?(?:first|last|previous|next|latest|earliest|final)\s+time|"
+            r"for\s+the\s+first\s+time|first|earliest|initially|originally|in\s+what\s+order|"
+            r"which\s+came\s+first|in\s+order|chronolog\w*|sequence)\b",
+            FLAGS,
+        ),
+    ),
+    (
+        "recency",
+        "recency",
+        0.6,
+        re.compile(
+            r"\b(?:latest|most\s+recent(?:ly)?|recently|lately|currently|nowadays|these\s+days|"
+            r"right\s+now|now|still|anymore|any\s+more|these\s+days|up\s+to\s+date|current|"
+            r"last\s+(?:thing|one|update))\b",
+            FLAGS,
+        ),
+    ),
+    (
+        "time_word",
+        "when",
+        0.5,
+        re.compile(
+            r"\b(?:ago|yesterday|today|tomorrow|tonight|weekend|week|month|year|years|morning|"
+            r"evening|afternoon|night|season|summer|winter|spring|autumn|fall|birthday|"
+            r"anniversary|holiday|holidays|vacation)\b",
+            FLAGS,
+        ),
+    ),
+]
+
+
+_LAST_RE = re.compile(r"\b(?:last|latest|most\s+recent)\b", FLAGS)
+
+
+def query_time_cues(query: str, *, now: int | None = None) -> TimeCues:
+    """Detect whether ``query`` asks about time, and any time constraint in it.
+
+    Deterministic and regex-only. ``score`` is the maximum weight of the cues
+    found (0.85 at least when the query names a time itself), so "When did
+    Caroline go to the support group?" scores 0.95 and "What is Caroline's
+    identity?" scores 0. Time expressions are grounded against ``now`` when it
+    is given; otherwise only absolute ones ("in 2022", "on 8 May 2023") are kept.
+    """
+    q = query if isinstance(query, str) else ""
+    cues: list[str] = []
+    families: set[str] = set()
+    score = 0.0
+    for name, family, weight, rx in _CUES:
+        if rx.search(q):
+            if name == "when_inner" and "when" in cues:
+                continue
+            cues.append(name)
+            families.add(family)
+            score = max(score, weight)
+    anchor = now if now is not None else day_start(date(2000, 1, 1))
+    refs = [r for r in ground(q, anchor) if now is not None or not r.relative]
+    if refs:
+        cues.append("explicit_time")
+        score = max(score, 0.85)
+    constraint = (min(r.start for r in refs), max(r.end for r in refs)) if refs else None
+    return TimeCues(
+        temporal=score >= 0.5,
+        score=score,
+        asks_when="when" in families
+        and any(
+            c in cues for c in ("when", "since_when", "what_time", "on_what_date", "when_inner")
+        ),
+        asks_duration="duration" in families,
+        asks_order="order" in families,
+        recency="recency" in families or ("first_last" in cues and _LAST_RE.search(q) is not None),
+        cues=cues,
+        refs=refs,
+        constraint=constraint,
+    )
+
+
+# --------------------------------------------------------------------------- facts that change
+
+
+def event_time(observed_at: int | None, refs: Sequence[TimeRef]) -> int | None:
+    """When the fact an observation states became true: the start of the first
+    time its text grounds ("I switched to soy yesterday": the day before), else
+    the observation time itself."""
+    return refs[0].start if refs else observed_at
+
+
+class FactTime(NamedTuple):
+    """Which time a query asks facts to hold at (see :func:`query_fact_time`).
+
+    ``stance`` is ``"present"`` (the facts that hold at ``at``, or the latest
+    ones when ``at`` is None), ``"dated"`` (the ones that held in the window
+    ``[at, until)``), ``"past"`` (what held before a change: "before she
+    switched", "used to") or ``"neutral"`` (nothing says which).
+    """
+
+    stance: str
+    at: int | None = None
+    until: int | None = None
+
+
+# Say "as things stand": explicit present words and present-tense auxiliaries.
+_PRESENT_RE = re.compile(
+    r"\b(?:now|nowadays|currently|current|these\s+days|at\s+the\s+moment|at\s+present|"
+    r"presently|right\s+now|today|still|any\s*more|latest|is|are|am|isn't|aren't|does|do|"
+    r"doesn't|don't|has|have|hasn't|haven't)\b",
+    FLAGS,
+)
+# Point at what held before a change, without naming a time. A plain past
+# tense does not ("What did she switch to?" asks for the new value).
+_PAST_RE = re.compile(
+    r"\b(?:before|used\s+to|previously|originally|formerly|at\s+first|initially|"
+    r"in\s+the\s+past|back\s+then|earlier|prior\s+to|former|previous)\b",
+    FLAGS,
+)
+
+
+def query_fact_time(query: str, cues: TimeCues, *, now: int | None = None) -> FactTime:
+    """The time a query wants facts to be valid at, from its time cues.
+
+    A time the query names wins ("in February 2026": the window); then words
+    that point before a change; then present words or a present tense (at
+    ``now`` when given, else the latest state); otherwise neutral.
+    """
+    q = query if isinstance(query, str) else ""
+    window = cues["constraint"]
+    if window is not None:
+        return FactTime("dated", window[0], window[1])
+    if _PAST_RE.search(q):
+        return FactTime("past")
+    if _PRESENT_RE.search(q):
+        return FactTime("present", now)
+    return FactTime("neutral")
