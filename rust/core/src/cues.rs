@@ -12,7 +12,7 @@ use std::sync::LazyLock;
 use fancy_regex::Regex;
 
 use crate::error::Result;
-use crate::grounding::{compile_python, ground, GroundedRef};
+use crate::grounding::{compile_python, compile_python_loose, ground, GroundedRef};
 use crate::validity::FactTime;
 
 /// The day a query without `now` grounds absolute times against
@@ -86,23 +86,39 @@ const PRESENT: &str = r"\b(?:now|nowadays|currently|current|these\s+days|at\s+th
 /// past tense does not: "What did she switch to?" asks for the new value).
 const PAST: &str = r"\b(?:before|used\s+to|previously|originally|formerly|at\s+first|initially|in\s+the\s+past|back\s+then|earlier|prior\s+to|former|previous)\b";
 
+/// A pattern and its loose form (no word boundaries: it rules most texts
+/// out on the regex crate's automata before the exact pattern runs).
+struct Pattern {
+    exact: Regex,
+    loose: Regex,
+}
+
+impl Pattern {
+    fn new(py: &str) -> Self {
+        Pattern {
+            exact: compile_python(py),
+            loose: compile_python_loose(py),
+        }
+    }
+}
+
 struct Patterns {
-    cues: Vec<Regex>,
-    last: Regex,
-    present: Regex,
-    past: Regex,
+    cues: Vec<Pattern>,
+    last: Pattern,
+    present: Pattern,
+    past: Pattern,
 }
 
 static PATTERNS: LazyLock<Patterns> = LazyLock::new(|| Patterns {
-    cues: CUES.iter().map(|c| compile_python(c.3)).collect(),
-    last: compile_python(LAST),
-    present: compile_python(PRESENT),
-    past: compile_python(PAST),
+    cues: CUES.iter().map(|c| Pattern::new(c.3)).collect(),
+    last: Pattern::new(LAST),
+    present: Pattern::new(PRESENT),
+    past: Pattern::new(PAST),
 });
 
-fn found(rx: &Regex, text: &str) -> bool {
+fn found(p: &Pattern, text: &str) -> bool {
     // the patterns cannot fail at run time (no backtracking limit)
-    rx.is_match(text).unwrap_or(false)
+    p.loose.is_match(text).unwrap_or(false) && p.exact.is_match(text).unwrap_or(false)
 }
 
 /// What `query_time_cues` found in a query (see `jevmem.temporal.TimeCues`).

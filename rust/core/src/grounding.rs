@@ -456,6 +456,13 @@ pub(crate) fn compile_python(py: &str) -> Regex {
     compile(py)
 }
 
+/// `compile_python` of `py` without its word boundaries and lookarounds: it
+/// matches wherever `py` does (and more) and runs on the regex crate's
+/// automata, so it rules most texts out fast.
+pub(crate) fn compile_python_loose(py: &str) -> Regex {
+    compile(&strip_lookaround(&py.replace(r"\b", "")))
+}
+
 fn compile(py: &str) -> Regex {
     RegexBuilder::new(&translate(py))
         // The patterns have no nested repetition, so the work per start
