@@ -176,7 +176,14 @@ def _product_plan(names: tuple[str, ...]) -> list[tuple[list[int], list[list[str
 
 
 def _base_names(names: Iterable[str]) -> list[str]:
-    return sorted({part for name in names for part in name.split("*")})
+    """The base columns the features ``names`` multiply, sorted (cached: a
+    model's heads ask for the same few lists on every request)."""
+    return list(_base_names_of(tuple(names)))
+
+
+@lru_cache(maxsize=256)
+def _base_names_of(names: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(sorted({part for name in names for part in name.split("*")}))
 
 
 def _matrix(
@@ -331,7 +338,9 @@ class Head:
             raise InvalidConfigError("a head's scale must be positive and its mean finite")
 
     def logits(self, x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-        h = (np.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0) - self.mean) / self.scale
+        if not np.isfinite(x).all():  # the columns the plane builds are finite already
+            x = np.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0)
+        h = (x - self.mean) / self.scale
         # a feature far outside what training saw must not dominate
         h = np.clip(h, -8.0, 8.0)
         for w, b in self.layers[:-1]:
