@@ -221,6 +221,22 @@ pub struct EvidenceFacts {
     pub chain: Option<FactChain>,
 }
 
+/// The cosine similarity of `vector` with each node's (NaN for a node
+/// without a vector); a vector of the wrong size is an error.
+fn similarities(store: &MemoryStore, vector: &[f32], ids: &[NodeId]) -> Result<Vec<f64>> {
+    store.vectors().validate(vector)?;
+    let unit = VectorIndex::normalize(vector);
+    Ok(ids
+        .iter()
+        .map(|&id| {
+            store
+                .vectors()
+                .similarity(&unit, id)
+                .map_or(f64::NAN, f64::from)
+        })
+        .collect())
+}
+
 /// Each id once, in first-seen order.
 fn unique<'a>(ids: impl Iterator<Item = &'a NodeId>) -> Vec<NodeId> {
     let mut seen = HashSet::new();
@@ -819,17 +835,7 @@ impl ReadSession {
             .into_iter()
             .map(f64::from)
             .collect();
-        store.vectors().validate(&self.query.vector)?;
-        let unit = VectorIndex::normalize(&self.query.vector);
-        let sims: Vec<f64> = scanned
-            .iter()
-            .map(|&id| {
-                store
-                    .vectors()
-                    .similarity(&unit, id)
-                    .map_or(f64::NAN, f64::from)
-            })
-            .collect();
+        let sims = similarities(store, &self.query.vector, &scanned)?;
         let top = |xs: &[f64]| xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         let (top_lex, top_sim) = (top(&lex), top(&sims));
         let matched: Vec<f64> = lex
@@ -877,16 +883,7 @@ impl ReadSession {
         ids: &[NodeId],
         block: &mut SignalBlock,
     ) -> Result<()> {
-        let unit = VectorIndex::normalize(&self.query.vector);
-        let sims: Vec<f64> = ids
-            .iter()
-            .map(|&id| {
-                store
-                    .vectors()
-                    .similarity(&unit, id)
-                    .map_or(f64::NAN, f64::from)
-            })
-            .collect();
+        let sims = similarities(store, &self.query.vector, ids)?;
         let passages = store.passage_similarities(&self.query.vector, ids)?;
         let psims: Vec<f64> = passages
             .iter()
