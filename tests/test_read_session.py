@@ -180,7 +180,6 @@ def test_the_pool_equals_the_python_rules(
     assert_same_pool(m, query, now=T0 + 30 * DAY, view=view)
 
 
-@pytest.mark.skipif(not DEV_SETS[0].exists(), reason="development sets not found")
 @pytest.mark.parametrize("path", DEV_SETS, ids=["locomo", "beam"])
 def test_development_questions_get_the_python_pool(path: Path) -> None:
     if not path.exists():

@@ -782,8 +782,6 @@ class ReadSession:
     def best_dense(self) -> float: ...
     @property
     def best_passage(self) -> float: ...
-    def chain_relatives(self, ids: Sequence[int]) -> list[int]:
-        """The nodes one supersedes link away from any of ``ids``."""
     def replaced(self) -> list[tuple[int, list[int]]]:
         """The facts that did not hold, each with the facts of its chain that did."""
 

@@ -167,35 +167,24 @@ class QueryFeatures:
 
     # -- signals -------------------------------------------------------------
 
-    def signals(self, ids: list[int]) -> Signals:
-        """Per-node retrieval signals, each in [0, 1], as one column per
-        signal (rows in the order of ``ids``), read in the core
-        (`ReadSession.signals`): BM25 and embedding similarity (normalised by
-        the query's best), agreement with the people the query names, a
-        match with the time the query names (or, for "when" questions, a
-        grounded date in the node), how much of the node is itself a question
-        (a question asserts nothing), its style and types.
-
-        A query that names a time or a tense also gets, for the nodes in a
-        supersedes chain, the validity signals (NaN outside a chain; a
-        controller reads absent as 0): ``valid_at_query_time``, the share of
-        that time the node's fact held; ``superseded``, the share after it
-        was replaced; ``not_yet_valid``, the share before it began; and
-        ``chain_match``, for a fact that held, the best topical match in its
-        chain times that share (the fact valid then answers what its chain
-        is about). The session records which facts held."""
-        rows, facts, _ = self.session.signals(ids)
-        return self.columns(ids, rows, facts)
-
     def columns(
         self,
         ids: list[int],
         rows: npt.NDArray[np.float64],
         facts: npt.NDArray[np.float64] | None,
     ) -> Signals:
-        """A block of the session's rows as named columns, with the two
-        columns of what kind of query asks (the same for every node), noting
-        each node's raw similarity and name agreement."""
+        """A block of the session's rows (`ReadSession.signals`, `pool`,
+        `round`) as named columns, each in [0, 1], with the two columns of
+        what kind of query asks (the same for every node): BM25 and embedding
+        similarity (normalised by the query's best), agreement with the
+        people the query names, a match with the time the query names (or,
+        for "when" questions, a grounded date in the node), how much of the
+        node is itself a question (a question asserts nothing), its style and
+        types. A query that names a time or a tense also gets, for the nodes
+        in a supersedes chain, the validity signals (NaN outside a chain; a
+        controller reads absent as 0): ``valid_at_query_time``,
+        ``superseded``, ``not_yet_valid`` and ``chain_match`` (see
+        `jevmem_core::validity`)."""
         n = len(ids)
         out: Signals = {name: rows[:, j] for j, name in enumerate(SIGNAL_COLUMNS)}
         out["query_self"] = np.full(n, self.query_self)
@@ -203,8 +192,6 @@ class QueryFeatures:
         if facts is not None:
             out.update({name: facts[:, j] for j, name in enumerate(FACT_COLUMNS)})
         return out
-
-    # -- facts that change -----------------------------------------------------
 
     def pool(self) -> tuple[list[int], Signals]:
         """The nodes the controller ranks before seeding, with their signals,
@@ -264,20 +251,12 @@ class QueryFeatures:
         """`context_matches`' support of one node."""
         return float(self.context_matches([node_id])[0, 0])
 
-    def side_match(self, node_id: int) -> tuple[float, float]:
-        """`context_matches`' previous and next match of one node."""
-        row = self.context_matches([node_id])[0]
-        return float(row[1]), float(row[2])
-
     def texts_of(self, ids: list[int]) -> Callable[[], list[str]]:
         """A function that reads the nodes' texts when called (a
         `CandidateTable`'s texts: only a controller that reads them pays for
         them)."""
         store = self.m.store
         return lambda: store.texts(ids)
-
-    def temporal_context(self, node_id: int) -> list[tuple[int, float]]:
-        return self.m._temporal_context(node_id, self.allowed)
 
     def coverages(self, ids: list[int]) -> list[tuple[float, float]]:
         """Each node's content coverage: the share of the query's content

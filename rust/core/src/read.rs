@@ -760,35 +760,38 @@ impl ReadSession {
             .into_iter()
             .take(plan.context_seeds)
             .collect();
-        let mut near = Vec::new();
-        for &id in &strongest {
-            for (other, _) in context::temporal_context(store, id, allowed, &plan.context) {
-                if seen.insert(other) {
-                    near.push(other);
-                }
-            }
-        }
-        sources.context = near.len();
-        if !near.is_empty() {
-            block.extend(self.signals_inner(store, &near, allowed, basis)?);
-            ids.extend(near);
-        }
-        let mut chained = Vec::new();
-        for other in store.chain_relatives(&strongest, self.query.fact_time, allowed) {
-            if seen.insert(other) {
-                chained.push(other);
-            }
-        }
-        sources.supersedes = chained.len();
-        if !chained.is_empty() {
-            block.extend(self.signals_inner(store, &chained, allowed, basis)?);
-            ids.extend(chained);
-        }
+        let near = strongest
+            .iter()
+            .flat_map(|&id| context::temporal_context(store, id, allowed, &plan.context))
+            .map(|(other, _)| other);
+        let fresh: Vec<NodeId> = near.filter(|n| seen.insert(*n)).collect();
+        sources.context = self.append(store, &mut ids, &mut block, fresh, allowed, basis)?;
+        let chained = store.chain_relatives(&strongest, self.query.fact_time, allowed);
+        let fresh: Vec<NodeId> = chained.into_iter().filter(|n| seen.insert(*n)).collect();
+        sources.supersedes = self.append(store, &mut ids, &mut block, fresh, allowed, basis)?;
         Ok(Pool {
             ids,
             signals: block,
             sources,
         })
+    }
+
+    /// `fresh` nodes and their signals after the pool's; how many.
+    fn append(
+        &mut self,
+        store: &MemoryStore,
+        ids: &mut Vec<NodeId>,
+        block: &mut SignalBlock,
+        fresh: Vec<NodeId>,
+        allowed: Option<&Allowed>,
+        basis: Option<&StyleBasis>,
+    ) -> Result<usize> {
+        if !fresh.is_empty() {
+            block.extend(self.signals_inner(store, &fresh, allowed, basis)?);
+        }
+        let n = fresh.len();
+        ids.extend(fresh);
+        Ok(n)
     }
 
     fn signals_inner(

@@ -5,7 +5,6 @@ use std::collections::HashMap;
 
 use jevmem_core::context::{self, ContextConfig};
 use jevmem_core::coverage::CoverageQuery;
-use jevmem_core::derived::TimeQuery;
 use jevmem_core::read::{
     AssessQuery, PoolPlan, ReadSession as CoreSession, SessionQuery, SignalBlock,
 };
@@ -20,7 +19,7 @@ use pyo3::types::PyDict;
 
 use crate::errors::IntoPyResult;
 use crate::scope::Allowed;
-use crate::store::{time_ref_tuple, FactChain, MemoryStore, TimeRefTuple};
+use crate::store::{time_query, time_ref_tuple, FactChain, MemoryStore, TimeRefTuple};
 use crate::traversal::Traversal;
 use crate::validity::fact_time;
 
@@ -157,11 +156,6 @@ impl ReadSession {
             .get()
             .read(py, |s| s.vectors().validate(&vector))
             .py()?;
-        let time = match (window, asks_when) {
-            (Some((lo, hi)), _) => TimeQuery::Window(lo, hi),
-            (None, true) => TimeQuery::AsksWhen,
-            (None, false) => TimeQuery::None,
-        };
         let query = SessionQuery {
             text,
             vector,
@@ -171,7 +165,7 @@ impl ReadSession {
             best_dense,
             best_passage,
             named,
-            time,
+            time: time_query(window, asks_when),
             fact_time: fact_time(fact_stance, fact_at, fact_until).py()?,
         };
         let mut tokens = query_tokens.unwrap_or_default();
@@ -521,14 +515,6 @@ impl ReadSession {
     #[getter]
     fn best_passage(&self) -> f64 {
         self.state.lock().query.best_passage
-    }
-
-    /// The nodes one supersedes link away from any of `ids` (in order, with
-    /// repeats); none when the query asks about no time.
-    fn chain_relatives(&self, py: Python<'_>, ids: Vec<NodeId>) -> Vec<NodeId> {
-        self.with(py, |s, st, scope| {
-            s.chain_relatives(&ids, st.query.fact_time, scope.map(|a| a.0))
-        })
     }
 
     /// The facts measured so far that did not hold at the query's time, each

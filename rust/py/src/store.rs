@@ -317,7 +317,7 @@ type ContextSides = (Vec<(NodeId, f64)>, Vec<(NodeId, f64)>);
 pub(crate) type TimeRefTuple = (String, i64, i64, String, bool, u64, u64, String);
 
 /// What a query asks about time, as `time_matches` takes it.
-fn time_query(window: Option<(i64, i64)>, asks_when: bool) -> TimeQuery {
+pub(crate) fn time_query(window: Option<(i64, i64)>, asks_when: bool) -> TimeQuery {
     match (window, asks_when) {
         (Some((lo, hi)), _) => TimeQuery::Window(lo, hi),
         (None, true) => TimeQuery::AsksWhen,
