@@ -435,7 +435,7 @@ impl Bm25Index {
     }
 
     /// Distinct known query terms with their occurrence counts.
-    fn query_terms(&self, query: &[String]) -> Vec<(u32, u32)> {
+    pub(crate) fn query_terms(&self, query: &[String]) -> Vec<(u32, u32)> {
         let mut ids: Vec<u32> = query
             .iter()
             .filter_map(|q| self.term_ids.get(q.as_str()).copied())
@@ -473,15 +473,14 @@ impl Bm25Index {
     /// weight (rarest) first: see the pruning in `search_with`.
     fn weighted_terms(
         &self,
-        query: &[String],
+        query: &[(u32, u32)],
         allowed: Option<&Allowed>,
         stats: &CorpusStats,
     ) -> Vec<QueryTerm<'_>> {
         let k1p1 = f64::from(self.params.k1) + 1.0;
-        let mut terms: Vec<QueryTerm<'_>> = self
-            .query_terms(query)
-            .into_iter()
-            .filter_map(|(id, count)| {
+        let mut terms: Vec<QueryTerm<'_>> = query
+            .iter()
+            .filter_map(|&(id, count)| {
                 let postings = self.postings[id as usize].as_slice();
                 let df = Self::df(postings, allowed);
                 (df > 0).then(|| QueryTerm {
@@ -513,6 +512,22 @@ impl Bm25Index {
     pub fn search_scoped(
         &self,
         query: &[String],
+        k: usize,
+        allowed: Option<&Allowed>,
+        accept: Option<&dyn Fn(NodeId) -> bool>,
+    ) -> Vec<(NodeId, f32)> {
+        if k == 0 || self.n_docs == 0 {
+            return Vec::new();
+        }
+        self.search_terms_scoped(&self.query_terms(query), k, allowed, accept)
+    }
+
+    /// [`Bm25Index::search_scoped`] of a query given as distinct term ids
+    /// with their counts, sorted by id (as [`Bm25Index::doc_terms`] lists a
+    /// document's): no tokens to look up.
+    pub fn search_terms_scoped(
+        &self,
+        query: &[(u32, u32)],
         k: usize,
         allowed: Option<&Allowed>,
         accept: Option<&dyn Fn(NodeId) -> bool>,
@@ -726,7 +741,20 @@ impl Bm25Index {
         docs: &[NodeId],
         allowed: Option<&Allowed>,
     ) -> Vec<f32> {
-        let terms = self.query_terms(query);
+        self.score_terms_scoped(&self.query_terms(query), docs, allowed)
+    }
+
+    /// [`Bm25Index::score_scoped`] of a query given as distinct term ids
+    /// with their counts, sorted by id. A document's matching terms are
+    /// found by walking its sorted term list beside the query's, so a long
+    /// query against short documents (or the reverse) costs the shorter
+    /// side's binary searches; the sum runs in term-id order either way.
+    pub fn score_terms_scoped(
+        &self,
+        terms: &[(u32, u32)],
+        docs: &[NodeId],
+        allowed: Option<&Allowed>,
+    ) -> Vec<f32> {
         let stats = self.stats(allowed);
         if terms.is_empty() || stats.n_docs == 0 {
             return vec![0.0; docs.len()];
@@ -749,15 +777,60 @@ impl Bm25Index {
                 else {
                     return 0.0;
                 };
-                weights
-                    .iter()
-                    .filter_map(|&(t, w)| {
-                        let pos = entry.terms.binary_search_by_key(&t, |&(x, _)| x).ok()?;
-                        Some(w * tf_part(entry.terms[pos].1, entry.len, c1, c2))
-                    })
-                    .sum()
+                let part = |w: f32, tf: u32| w * tf_part(tf, entry.len, c1, c2);
+                let (q, d) = (weights.len(), entry.terms.len());
+                if q * 8 < d {
+                    weights
+                        .iter()
+                        .filter_map(|&(t, w)| {
+                            let pos = entry.terms.binary_search_by_key(&t, |&(x, _)| x).ok()?;
+                            Some(part(w, entry.terms[pos].1))
+                        })
+                        .sum()
+                } else if d * 8 < q {
+                    entry
+                        .terms
+                        .iter()
+                        .filter_map(|&(t, tf)| {
+                            let pos = weights.binary_search_by_key(&t, |&(x, _)| x).ok()?;
+                            Some(part(weights[pos].1, tf))
+                        })
+                        .sum()
+                } else {
+                    // comparable lengths: one walk down both sorted lists
+                    // from -0.0, as `Iterator::sum` starts
+                    let (mut i, mut j, mut sum) = (0, 0, -0.0f32);
+                    while i < q && j < d {
+                        let (t, w) = weights[i];
+                        let (u, tf) = entry.terms[j];
+                        match t.cmp(&u) {
+                            std::cmp::Ordering::Less => i += 1,
+                            std::cmp::Ordering::Greater => j += 1,
+                            std::cmp::Ordering::Equal => {
+                                sum += part(w, tf);
+                                i += 1;
+                                j += 1;
+                            }
+                        }
+                    }
+                    sum
+                }
             })
             .collect()
+    }
+
+    /// A document's distinct term ids with their counts, sorted by id (None
+    /// when absent): the query [`Bm25Index::search_terms_scoped`] and
+    /// [`Bm25Index::score_terms_scoped`] take, without tokenising its text again.
+    pub fn doc_terms(&self, doc: NodeId) -> Option<&[(u32, u32)]> {
+        let i = usize::try_from(doc).ok()?;
+        self.docs.get(i)?.as_ref().map(|d| &d.terms[..])
+    }
+
+    /// Document frequency and text of a live term id.
+    pub fn term_stats(&self, term: u32) -> Option<(usize, &str)> {
+        let text = self.term_text.get(term as usize)?.as_deref()?;
+        Some((self.postings[term as usize].len(), text))
     }
 
     /// Approximate heap bytes (excluding the per-thread search scratch, which
@@ -1323,6 +1396,47 @@ mod tests {
                 }
                 // no scope: the unscoped search, unchanged
                 prop_assert_eq!(ix.search_scoped(query, *k, None, None), ix.search(query, *k, None));
+            }
+        }
+    }
+
+    proptest! {
+        /// `score` walks a document's terms beside the query's three ways
+        /// (binary search on either side, or one merge by length); each
+        /// gives exactly the sum, in term-id order, of the matching terms.
+        #[test]
+        fn scores_equal_the_plain_sum_bit_for_bit(
+            docs in proptest::collection::vec(proptest::collection::vec(0u8..40, 0..90), 1..8),
+            query in proptest::collection::vec(0u8..40, 0..90),
+        ) {
+            let word = |i: &u8| format!("v{i}");
+            let mut ix = Bm25Index::new(Bm25Params::default()).unwrap();
+            for (d, toks) in docs.iter().enumerate() {
+                ix.add(d as NodeId, &toks.iter().map(word).collect::<Vec<_>>());
+            }
+            let query: Vec<String> = query.iter().map(word).collect();
+            let ids: Vec<NodeId> = (0..docs.len() as NodeId + 1).collect();
+            let got = ix.score(&query, &ids);
+            let stats = ix.stats(None);
+            let (c1, c2) = ix.norm_consts(&stats);
+            let k1p1 = f64::from(ix.params.k1) + 1.0;
+            for (&d, &g) in ids.iter().zip(&got) {
+                let expected = match ix.doc_terms(d) {
+                    // no known query term: plain zeros, not an empty sum
+                    _ if ix.query_terms(&query).is_empty() => 0.0,
+                    None => 0.0,
+                    Some(terms) => ix
+                        .query_terms(&query)
+                        .iter()
+                        .filter_map(|&(t, count)| {
+                            let tf = terms.iter().find(|&&(u, _)| u == t)?.1;
+                            let df = ix.postings[t as usize].len();
+                            let w = (f64::from(count) * Bm25Index::idf(&stats, df) * k1p1) as f32;
+                            Some(w * tf_part(tf, ix.doc_len[d as usize], c1, c2))
+                        })
+                        .sum::<f32>(),
+                };
+                prop_assert_eq!(g.to_bits(), expected.to_bits(), "doc {}", d);
             }
         }
     }

@@ -20,13 +20,14 @@
 //! - temporal = 1 / (1 + |Δt| / temporal_scale_s), 0 without both timestamps.
 
 use std::borrow::Cow;
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
 use std::ops::Bound;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::filter::{Allowed, Selection};
+use crate::hashing::ShortKeySet;
 use crate::store::MemoryStore;
 use crate::types::{NodeId, Timestamp};
 
@@ -45,28 +46,32 @@ pub const MAX_CANDIDATES: usize = 1 << 16;
 /// (the config is stored in snapshots).
 pub const DISCOVERY_TERMS: usize = 64;
 
-/// `tokens` with only the occurrences of its `cap` rarest distinct terms
-/// (`df`: documents holding a term), in their order; all of them when there
-/// are at most `cap` distinct terms.
-pub(crate) fn rarest_terms(
-    tokens: &[String],
+/// `terms` (distinct term ids with counts, sorted by id) with only its `cap`
+/// rarest terms (`stats`: a term's document frequency and text; ties by the
+/// text), in id order; all of them when there are at most `cap`.
+pub(crate) fn rarest_terms<'t, 'a>(
+    terms: &'t [(u32, u32)],
     cap: usize,
-    df: impl Fn(&str) -> usize,
-) -> Cow<'_, [String]> {
-    let mut distinct: Vec<&str> = tokens.iter().map(String::as_str).collect();
-    distinct.sort_unstable();
-    distinct.dedup();
-    if distinct.len() <= cap {
-        return Cow::Borrowed(tokens);
+    stats: impl Fn(u32) -> (usize, &'a str),
+) -> Cow<'t, [(u32, u32)]> {
+    if terms.len() <= cap {
+        return Cow::Borrowed(terms);
     }
-    let mut by_df: Vec<(usize, &str)> = distinct.into_iter().map(|t| (df(t), t)).collect();
+    let mut by_df: Vec<(usize, &str, u32)> = terms
+        .iter()
+        .map(|&(t, _)| {
+            let (df, text) = stats(t);
+            (df, text, t)
+        })
+        .collect();
     by_df.sort_unstable();
-    let keep: HashSet<&str> = by_df.into_iter().take(cap).map(|(_, t)| t).collect();
+    let mut keep: Vec<u32> = by_df.into_iter().take(cap).map(|(_, _, t)| t).collect();
+    keep.sort_unstable();
     Cow::Owned(
-        tokens
+        terms
             .iter()
-            .filter(|t| keep.contains(t.as_str()))
-            .cloned()
+            .filter(|(t, _)| keep.binary_search(t).is_ok())
+            .copied()
             .collect(),
     )
 }
@@ -228,11 +233,20 @@ impl MemoryStore {
         {
             pool.insert(other);
         }
-        let tokens = self.lexical_tokens(&node.content, &node.provenance);
-        let discovery = rarest_terms(&tokens, DISCOVERY_TERMS, |t| self.bm25.doc_freq(t));
-        for (other, _) in self
-            .bm25
-            .search_scoped(&discovery, cfg.pool, allowed, Some(&before))
+        // The node's own BM25 entry is its text as a query, already counted.
+        let terms: Cow<'_, [(u32, u32)]> = match self.bm25.doc_terms(id) {
+            Some(terms) => Cow::Borrowed(terms),
+            None => Cow::Owned(
+                self.bm25
+                    .query_terms(&self.lexical_tokens(&node.content, &node.provenance)),
+            ),
+        };
+        let discovery = rarest_terms(&terms, DISCOVERY_TERMS, |t| {
+            self.bm25.term_stats(t).unwrap_or((0, ""))
+        });
+        for (other, _) in
+            self.bm25
+                .search_terms_scoped(&discovery, cfg.pool, allowed, Some(&before))
         {
             pool.insert(other);
         }
@@ -259,8 +273,8 @@ impl MemoryStore {
 
         let ids: Vec<NodeId> = pool.into_iter().collect();
         // A set, not the list: a long text can carry thousands of entities.
-        let own: HashSet<&str> = node.entities.iter().map(String::as_str).collect();
-        let lexical = self.bm25.score_scoped(&tokens, &ids, allowed);
+        let own: ShortKeySet<&str> = node.entities.iter().map(String::as_str).collect();
+        let lexical = self.bm25.score_terms_scoped(&terms, &ids, allowed);
         let max_lexical = lexical.iter().copied().fold(0.0f32, f32::max);
         let mut out: Vec<CandidateMatch> = ids
             .iter()
@@ -307,59 +321,51 @@ impl MemoryStore {
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use std::collections::HashMap;
 
-    /// The rule said plainly: rank the distinct terms by (df, term), keep the
-    /// first `cap`, then walk the tokens keeping those.
-    fn reference(tokens: &[String], cap: usize, df: &HashMap<String, usize>) -> Vec<String> {
-        let mut distinct: Vec<String> = Vec::new();
-        for t in tokens {
-            if !distinct.contains(t) {
-                distinct.push(t.clone());
-            }
+    /// The rule said plainly: rank the terms by (df, text), keep the first
+    /// `cap`, then walk the terms keeping those.
+    fn reference(terms: &[(u32, u32)], cap: usize, df: &[usize]) -> Vec<(u32, u32)> {
+        if terms.len() <= cap {
+            return terms.to_vec();
         }
-        if distinct.len() <= cap {
-            return tokens.to_vec();
-        }
-        distinct.sort_by(|a, b| (df[a], a).cmp(&(df[b], b)));
-        let kept = &distinct[..cap];
-        tokens
+        let mut ranked: Vec<(usize, String)> = terms
             .iter()
-            .filter(|t| kept.contains(t))
-            .cloned()
+            .map(|&(t, _)| (df[t as usize], format!("t{t}")))
+            .collect();
+        ranked.sort();
+        let kept: Vec<String> = ranked.into_iter().take(cap).map(|(_, s)| s).collect();
+        terms
+            .iter()
+            .filter(|(t, _)| kept.contains(&format!("t{t}")))
+            .copied()
             .collect()
     }
 
     proptest! {
         #[test]
         fn rarest_terms_match_the_reference(
-            tokens in prop::collection::vec(0u8..24, 0..60),
+            present in prop::collection::btree_map(0u32..24, 1u32..4, 0..24),
             dfs in prop::collection::vec(0usize..6, 24),
             cap in 1usize..30,
         ) {
-            let tokens: Vec<String> = tokens.iter().map(|i| format!("t{i}")).collect();
-            let df: HashMap<String, usize> = (0..24).map(|i| (format!("t{i}"), dfs[i])).collect();
-            let got = rarest_terms(&tokens, cap, |t| df[t]);
-            prop_assert_eq!(&*got, &reference(&tokens, cap, &df)[..]);
-            let mut kept: Vec<&String> = got.iter().collect();
-            kept.sort();
-            kept.dedup();
-            prop_assert!(kept.len() <= cap);
+            let terms: Vec<(u32, u32)> = present.into_iter().collect();
+            let texts: Vec<String> = (0..24).map(|t| format!("t{t}")).collect();
+            let got = rarest_terms(&terms, cap, |t| (dfs[t as usize], texts[t as usize].as_str()));
+            prop_assert_eq!(&*got, &reference(&terms, cap, &dfs)[..]);
+            prop_assert!(got.len() <= cap);
         }
     }
 
     #[test]
     fn a_long_text_is_queried_with_its_rarest_terms() {
-        let tokens: Vec<String> = ["common", "rare", "common", "mid", "rare"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        let df = |t: &str| match t {
-            "common" => 100,
-            "mid" => 10,
-            _ => 1,
+        // ids 0 "common" (df 100), 1 "mid" (10), 2 "rare" (1), with counts
+        let terms = [(0u32, 2u32), (1, 1), (2, 2)];
+        let stats = |t: u32| match t {
+            0 => (100, "common"),
+            1 => (10, "mid"),
+            _ => (1, "rare"),
         };
-        assert_eq!(*rarest_terms(&tokens, 2, df), ["rare", "mid", "rare"]);
-        assert_eq!(*rarest_terms(&tokens, 3, df), tokens[..]);
+        assert_eq!(*rarest_terms(&terms, 2, stats), [(1, 1), (2, 2)]);
+        assert_eq!(*rarest_terms(&terms, 3, stats), terms[..]);
     }
 }

@@ -4,7 +4,7 @@
 //! names match as aliases ("mel" ~ "melanie"). Computed here so the write
 //! path makes no per-candidate Python call.
 
-use std::collections::{HashMap, HashSet};
+use crate::hashing::{ShortKeyMap, ShortKeySet};
 
 use crate::types::Node;
 
@@ -48,27 +48,51 @@ pub fn session_of(node: &Node) -> Option<(&'static str, &str)> {
 
 /// The signals of candidate `other` for the new node `new`.
 pub fn pair_signals(new: &Node, other: &Node) -> PairSignals {
-    let same_session = match session_of(new) {
-        Some(s) => f64::from(u8::from(session_of(other) == Some(s))),
-        None => 0.0,
-    };
-    let speaker = provenance_value(new, "speaker")
-        .unwrap_or("")
-        .to_lowercase();
-    let same_speaker = !speaker.is_empty()
-        && speaker
-            == provenance_value(other, "speaker")
+    NewNodePairs::of(new).signals(other)
+}
+
+/// What [`pair_signals`] reads of a new node, read once for all of its
+/// candidates: its session, lowercased speaker and alias index.
+pub struct NewNodePairs<'a> {
+    new: &'a Node,
+    session: Option<(&'static str, &'a str)>,
+    speaker: String,
+    names: WordStarts<'a>,
+}
+
+impl<'a> NewNodePairs<'a> {
+    pub fn of(new: &'a Node) -> Self {
+        Self {
+            new,
+            session: session_of(new),
+            speaker: provenance_value(new, "speaker")
                 .unwrap_or("")
-                .to_lowercase();
-    let older = match (other.timestamp, new.timestamp) {
-        (Some(a), Some(b)) => a <= b,
-        _ => true,
-    };
-    PairSignals {
-        same_session,
-        same_speaker: f64::from(u8::from(same_speaker)),
-        older: f64::from(u8::from(older)),
-        alias: alias_signal(&new.entities, &other.entities),
+                .to_lowercase(),
+            names: WordStarts::of(&new.entities),
+        }
+    }
+
+    /// The signals of candidate `other`.
+    pub fn signals(&self, other: &Node) -> PairSignals {
+        let same_session = match self.session {
+            Some(s) => f64::from(u8::from(session_of(other) == Some(s))),
+            None => 0.0,
+        };
+        let same_speaker = !self.speaker.is_empty()
+            && self.speaker
+                == provenance_value(other, "speaker")
+                    .unwrap_or("")
+                    .to_lowercase();
+        let older = match (other.timestamp, self.new.timestamp) {
+            (Some(a), Some(b)) => a <= b,
+            _ => true,
+        };
+        PairSignals {
+            same_session,
+            same_speaker: f64::from(u8::from(same_speaker)),
+            older: f64::from(u8::from(older)),
+            alias: alias_between(&self.names, &WordStarts::of(&other.entities)),
+        }
     }
 }
 
@@ -83,12 +107,12 @@ fn prefix_chars(s: &str, n: usize) -> &str {
 /// shorter's first three characters, so only those pairs are compared.
 struct WordStarts<'a> {
     ids: Vec<(&'a str, usize)>,
-    starts: HashMap<&'a str, Vec<(&'a str, usize)>>,
+    starts: ShortKeyMap<&'a str, Vec<(&'a str, usize)>>,
 }
 
 impl<'a> WordStarts<'a> {
     fn of(ids: &'a [String]) -> Self {
-        let mut seen = HashSet::new();
+        let mut seen = ShortKeySet::default();
         let mut kept = Vec::new();
         for id in ids.iter().take(ALIAS_SCAN) {
             let len = id.chars().count();
@@ -96,7 +120,7 @@ impl<'a> WordStarts<'a> {
                 kept.push((id.as_str(), len));
             }
         }
-        let mut starts: HashMap<&str, Vec<(&str, usize)>> = HashMap::new();
+        let mut starts: ShortKeyMap<&str, Vec<(&str, usize)>> = ShortKeyMap::default();
         for &(id, len) in &kept {
             let mut grams: Vec<&str> = vec![prefix_chars(id, 3)];
             for (i, c) in id.char_indices() {
@@ -121,8 +145,10 @@ impl<'a> WordStarts<'a> {
 /// (3+ characters) that starts the longer one, or one of its words, scores
 /// the length ratio plus 0.3, at most 1; 0 when nothing matches.
 pub fn alias_signal(a: &[String], b: &[String]) -> f64 {
-    let a = WordStarts::of(a);
-    let b = WordStarts::of(b);
+    alias_between(&WordStarts::of(a), &WordStarts::of(b))
+}
+
+fn alias_between(a: &WordStarts<'_>, b: &WordStarts<'_>) -> f64 {
     let mut best = 0.0f64;
     for (shorts, longs) in [(&a.ids, &b.starts), (&b.ids, &a.starts)] {
         for &(short, short_len) in shorts.iter() {

@@ -17,7 +17,7 @@ use jevmem_core::facts::Supersedes as CoreSupersedes;
 use jevmem_core::filter::{check_idempotency_key, normalize_metadata, normalize_scope};
 use jevmem_core::graph::EdgeUpsert;
 use jevmem_core::ops::NewNode;
-use jevmem_core::pair_signals::{pair_signals, PairSignals};
+use jevmem_core::pair_signals::{NewNodePairs, PairSignals};
 use jevmem_core::passages::NewPassage;
 use jevmem_core::signals::{SignalQuery, SIGNAL_COLUMNS};
 use jevmem_core::snapshot::LoadOptions;
@@ -1672,11 +1672,11 @@ impl MemoryStore {
     ) -> PyResult<Vec<WriteCandidate>> {
         self.read(py, |s| {
             let found = s.candidates_for(id, k)?;
-            let new = s.get(id).ok_or(Error::NodeNotFound(id))?;
+            let new = NewNodePairs::of(s.get(id).ok_or(Error::NodeNotFound(id))?);
             Ok(found
                 .into_iter()
                 .map(|c| {
-                    let pair = s.get(c.id).map(|other| pair_signals(new, other));
+                    let pair = s.get(c.id).map(|other| new.signals(other));
                     WriteCandidate::new(c, pair.unwrap_or_default())
                 })
                 .collect())
