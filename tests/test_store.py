@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
@@ -370,3 +370,91 @@ def test_entity_names_follow_the_nodes() -> None:
 
 def test_version() -> None:
     assert isinstance(jevmem.__version__, str)
+
+
+def _linked(
+    m: MemoryStore, texts: list[str], **over: object
+) -> tuple[list[int], dict[str, Any], dict[str, Any]]:
+    n = len(texts)
+    args: dict[str, Any] = {
+        "timestamps": [1_000 + 60 * (i % 3) for i in range(n)],
+        "provenances": [{"speaker": "Mel" if i % 2 else "Caro"} for i in range(n)],
+        "entities": [["mel"] if i % 2 else ["caroline"] for i in range(n)],
+        "derived_version": 1,
+        "question_shares": [0.0] * n,
+        "time_refs": [[] for _ in range(n)],
+        "focus": [i % 2 == 1 for i in range(n)],
+        "focus_k": 2,
+    }
+    args.update(over)
+    return m.add_linked(texts, EMB.embed(texts), **args)
+
+
+def test_add_linked_lists_each_writes_candidates_as_columns() -> None:
+    texts = ["paris trip with dog", "camping at the lake", "paris music", "dog at lake", "trip"]
+    m = build(["the dog likes paris", "lake camping"])
+    one_by_one = build(["the dog likes paris", "lake camping"])
+    ids, pairs, neighbours = _linked(m, texts)
+    assert ids == list(range(2, 7))
+    # the same rows added one at a time, each node's candidates read right
+    # after its add (later adds change the BM25 statistics)
+    expected: list[tuple[int, int, float, float, float, float, str, str | None]] = []
+    expected_neighbours: list[tuple[int, int]] = []
+    for r, t in enumerate(texts):
+        node = one_by_one.add(
+            t,
+            EMB.embed_one(t),
+            timestamp=1_000 + 60 * (r % 3),
+            provenance={"speaker": "Mel" if r % 2 else "Caro"},
+            entities=["mel"] if r % 2 else ["caroline"],
+        )
+        if r % 2 == 1:
+            expected_neighbours += [(r, c.id) for c in one_by_one.write_candidates(node, k=2)]
+        for c in one_by_one.write_candidates(node):
+            other = one_by_one.get(c.id)
+            expected.append(
+                (
+                    r,
+                    c.id,
+                    c.vector,
+                    c.lexical,
+                    c.entity,
+                    c.alias,
+                    other.text,
+                    other.provenance.get("speaker"),
+                )
+            )
+    got = list(
+        zip(
+            pairs["row"].tolist(),
+            pairs["candidate"].tolist(),
+            pairs["vector"].tolist(),
+            pairs["lexical"].tolist(),
+            pairs["entity"].tolist(),
+            pairs["alias"].tolist(),
+            pairs["text"],
+            pairs["speaker"],
+            strict=True,
+        )
+    )
+    assert got == expected
+    assert list(zip(neighbours["row"].tolist(), neighbours["candidate"].tolist(), strict=True)) == (
+        expected_neighbours
+    )
+
+
+@pytest.mark.parametrize(
+    "over",
+    [
+        {"question_shares": [0.0, 2.0]},  # a share outside [0, 1]
+        {"focus": [True]},  # one flag for two texts
+        {"time_refs": [[("x", 0, 1, "century", False, 0, 1, "")], []]},  # unknown precision
+        {"timestamps": ["soon", None]},
+    ],
+)
+def test_add_linked_bad_input_changes_nothing(over: dict[str, Any]) -> None:
+    m = build(["the dog likes paris", "lake camping"])
+    before = m.to_bytes()
+    with pytest.raises((JevmemError, TypeError, ValueError)):
+        _linked(m, ["paris trip", "dog at lake"], **over)
+    assert m.to_bytes() == before

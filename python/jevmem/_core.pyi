@@ -221,6 +221,32 @@ class MemoryStore:
         keys: Sequence[str | None] | None = None,
     ) -> None:
         """Validate a batch exactly as ``add_batch`` would, writing nothing."""
+    def add_linked(
+        self,
+        texts: Sequence[str],
+        embeddings: VectorLike,
+        *,
+        timestamps: Sequence[int | None] | None = None,
+        provenances: Sequence[dict[str, str] | None] | None = None,
+        entities: Sequence[Sequence[str] | None] | None = None,
+        types: Sequence[TypeScores | None] | None = None,
+        passages: Sequence[Passages | None] | None = None,
+        scopes: Sequence[Scope | None] | None = None,
+        metadatas: Sequence[Metadata | None] | None = None,
+        keys: Sequence[str | None] | None = None,
+        derived_version: int,
+        question_shares: Sequence[float],
+        time_refs: Sequence[Sequence[TimeRefTuple]],
+        focus: Sequence[bool],
+        focus_k: int,
+    ) -> tuple[list[int], dict[str, Any], dict[str, Any]]:
+        """Add a batch as the write path links it: per node in turn, its
+        derived facts, rule edges in time and by shared entity, and its write
+        candidates (a ``focus`` node's ``focus_k`` neighbourhood too).
+        Returns (ids, pairs, neighbours); each pair dict holds numpy columns
+        ``row`` (batch position), ``candidate``, ``vector``, ``lexical``,
+        ``entity``, ``temporal``, ``same_session``, ``same_speaker``,
+        ``older``, ``alias`` and lists ``text``, ``speaker``, ``timestamp``."""
     def check_attributes(
         self,
         n: int,

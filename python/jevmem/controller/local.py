@@ -177,7 +177,7 @@ def _change_statement(new_text: str, old_text: str) -> float:
     old_words = _content_words(old_text)
     if not old_words:
         return 0.0
-    old_denies = _NEGATION.search(old_text) is not None
+    old_denies = _denies(old_text)
     best = 0.0
     for sentence, words, denies, given_up in _own_sentences(new_text):
         about = len(words & old_words) / len(words)
@@ -193,9 +193,15 @@ def _change_statement(new_text: str, old_text: str) -> float:
     return best
 
 
+@lru_cache(maxsize=4096)
+def _denies(text: str) -> bool:
+    # an earlier text is compared with every later one that finds it
+    return _NEGATION.search(text) is not None
+
+
 def clear_text_caches() -> None:
     """Empty the caches keyed by observation texts (see `jevmem.Memory.forget`)."""
-    for cached in (_content_words, _own_sentences, _change_statement, _count):
+    for cached in (_content_words, _own_sentences, _change_statement, _count, _denies):
         cached.cache_clear()
 
 
@@ -340,25 +346,8 @@ class LocalController:
         return NoulAnswer(_relation_values(req.state, i)[q.kind])
 
     def _supersedes(self, req: DecisionRequest, q: Noul | Choice, i: int | None) -> Answer:
-        """Does the new observation replace what candidate ``i`` said?
-
-        Four things must hold together, so the answer is their product: the
-        two are on one topic (vector and lexical match), about one subject
-        (same speaker, a shared entity or an alias), the candidate is the older
-        statement, and the new text says something changed (change words, the
-        old value named as given up, or a flip between asserting and denying).
-        """
         assert i is not None
-        new = req.state["observation"]
-        cand = req.state["candidates"][i]
-        new_text, old_text = str(new["text"]), str(cand["text"])
-        topical = _squash(0.6 * _sig(cand, "vector") + 0.4 * _sig(cand, "lexical"), 0.4, 10.0)
-        subject = max(
-            _sig(cand, "same_speaker"), min(1.0, 2.0 * _sig(cand, "entity")), _sig(cand, "alias")
-        )
-        older = _sig(cand, "older", 1.0)
-        cue = _change_statement(new_text, old_text)
-        return NoulAnswer(_clip(topical * (0.4 + 0.6 * subject) * older * (0.1 + 0.9 * cue)))
+        return NoulAnswer(_relation_values(req.state, i)["relation.supersedes"])
 
     def _temporal_choice(self, req: DecisionRequest, q: Noul | Choice, i: int | None) -> Answer:
         assert i is not None and isinstance(q, Choice)
@@ -500,6 +489,7 @@ def _assessment_values(state: Mapping[str, Any]) -> dict[str, float]:
 
 _RELATION_KINDS = frozenset(
     (
+        "relation.supersedes",
         "relation.semantic",
         "relation.same_episode",
         "relation.entity_alias",
@@ -511,7 +501,8 @@ _RELATION_KINDS = frozenset(
 
 def _relation_values(state: Mapping[str, Any], i: int) -> dict[str, float]:
     """The answers to pair ``i``'s relation Nouls (every `_RELATION_KINDS`
-    kind), from the pair's signals and the cue words of the two texts."""
+    kind), from one reading of the pair's signals and the cue words of the
+    two texts."""
     new = state["observation"]
     cand = state["candidates"][i]
     sig = cand.get("signals", {})
@@ -520,9 +511,22 @@ def _relation_values(state: Mapping[str, Any], i: int) -> dict[str, float]:
     # Causal: the cause comes first; the explaining text carries the cue word.
     topical = _squash(0.6 * vec + 0.4 * lex, mid=0.45, steep=10.0)
     about = 0.6 + 0.4 * max(ent, tmp)
-    cue_new = _density(_CAUSE, str(new["text"]), per=1.0)
-    cue_old = _density(_CAUSE, str(cand["text"]), per=1.0) * 0.8
+    new_text, old_text = str(new["text"]), str(cand["text"])
+    cue_new = _density(_CAUSE, new_text, per=1.0)
+    cue_old = _density(_CAUSE, old_text, per=1.0) * 0.8
+    # Supersedes: four things must hold together, so the answer is their
+    # product: the two are on one topic (vector and lexical match), about
+    # one subject (same speaker, a shared entity or an alias), the candidate
+    # is the older statement, and the new text says something changed
+    # (change words, the old value named as given up, or a flip between
+    # asserting and denying).
+    on_topic = _squash(0.6 * vec + 0.4 * lex, 0.4, 10.0)
+    subject = max(_num(sig, "same_speaker", 0.0), min(1.0, 2.0 * ent), _num(sig, "alias", 0.0))
+    change = _change_statement(new_text, old_text)
     return {
+        "relation.supersedes": _clip(
+            on_topic * (0.4 + 0.6 * subject) * _num(sig, "older", 1.0) * (0.1 + 0.9 * change)
+        ),
         "relation.semantic": _clip(_squash(0.6 * vec + 0.4 * lex, mid=0.55, steep=10.0)),
         "relation.same_episode": _clip(
             0.55 * _num(sig, "same_session", 0.0) + 0.35 * tmp + 0.1 * vec

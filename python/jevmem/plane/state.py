@@ -132,10 +132,10 @@ class MemoryState:
             refs = () if timestamp is None else tuple(ground(text, timestamp))
         return node.id, asks, [ref_tuple(r) for r in refs]
 
-    def _index_python_side(self, node: Node) -> None:
+    def _note_speaker(self, speaker: str) -> None:
         # the speakers a query's names are checked against (the core keeps
         # every per-node fact)
-        speaker = node.provenance.get("speaker", "").lower()
+        speaker = speaker.lower()
         if speaker and speaker not in self._speakers:
             self._speakers.add(speaker)
             bisect.insort(self._speaker_order, speaker)
@@ -247,7 +247,7 @@ class MemoryState:
             self._decisions_rewritten = True  # the log records the whole list
 
     def _forget_python_side(self) -> None:
-        """Undo `_index_python_side` for nodes gone from the store, leaving
+        """Undo `_note_speaker` for nodes gone from the store, leaving
         exactly what indexing the remaining nodes from scratch would give
         (what `Memory.load` derives): the speakers still counted (the core
         rebuilt its style sums)."""

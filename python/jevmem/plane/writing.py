@@ -9,15 +9,26 @@ import numpy as np
 import numpy.typing as npt
 
 from jevmem import _validate
-from jevmem._core import Node
+from jevmem._core import question_share
 from jevmem.controller import catalogue
-from jevmem.controller.types import Answer, ChoiceAnswer, DecisionRequest, NoulAnswer
+from jevmem.controller.types import ChoiceAnswer, DecisionRequest, NoulAnswer
 from jevmem.entities import extract_entities_batch
 from jevmem.errors import InvalidInputError, SystemTwoError
-from jevmem.plane.derived import DERIVED_VERSION
+from jevmem.plane.derived import DERIVED_VERSION, ref_tuple
 from jevmem.plane.lifecycle import LifecycleMemory
+from jevmem.plane.pairs import relation_round, split_pairs
 from jevmem.plane.signals import answer_value
 from jevmem.temporal import event_time, ground_batch, to_timestamp
+
+#: The Noul names of a relation pair's questions (`catalogue.relation_questions`).
+_PAIR_NOULS = (
+    "semantic",
+    "causal_candidate_to_new",
+    "causal_new_to_candidate",
+    "same_episode",
+    "entity_alias",
+    "supersedes",
+)
 
 
 class WritingMemory(LifecycleMemory):
@@ -347,114 +358,35 @@ class WritingMemory(LifecycleMemory):
             ],
             "write",
         )
-        types = [tuple(answer_value(a[q.id]) for q in typing_q) for a in typing]
+        kinds = [[answer_value(a[q.id]) for q in typing_q] for a in typing]
+        types = [(e, s, p, f) for e, s, p, f in kinds]  # episodic, semantic, procedural, preference
 
-        # 2. insert and link one node at a time, so each sees exactly the memory
-        #    that one-by-one adds would have shown it.
-        ids: list[int] = []
-        focus: list[tuple[int, list[Any]]] = []
-        relation_requests: list[DecisionRequest] = []
-        pair_index: list[tuple[int, list[int]]] = []
-        rule_edges: list[tuple[object, ...]] = []
-        for t, v, ts, p, e, ty, ps, sc, md, key in zip(
-            texts,
+        # 2. insert and link one node at a time, so each sees exactly the
+        #    memory that one-by-one adds would have shown it (in the core:
+        #    rule edges in time and by shared entity, write candidates, and
+        #    every `consolidation_period`-th write's neighbourhood)
+        period, done = self.config.consolidation_period, self._writes
+        ids, pairs, neighbours = self.store.add_linked(
+            list(texts),
             vectors,
-            parsed,
-            provs,
-            ents,
-            types,
-            passages,
-            scope_col,
-            meta_col,
-            key_col,
-            strict=True,
-        ):
-            node_id = self.store.add(
-                t,
-                v,
-                timestamp=ts,
-                provenance=p,
-                entities=e,
-                types=ty,
-                passages=ps,
-                scope=sc,
-                metadata=md,
-                key=key,
-            )
-            ids.append(node_id)
-            node = self.store.get(node_id)
-            self._index_python_side(node)
-            # the core keeps what was derived from the text (one logged op)
-            derived_id, asks, refs = self._derive(node, grounded[len(ids) - 1])
-            self.store.set_derived(DERIVED_VERSION, [derived_id], [asks], [refs])
-            self._writes += 1
-            if self._writes % self.config.consolidation_period == 0:
-                # the neighbourhood as this write saw it (later writes change BM25 statistics)
-                focus.append(
-                    (
-                        node_id,
-                        self.store.write_candidates(
-                            node_id, k=self.config.consolidation_neighbours
-                        ),
-                    )
-                )
-            rule_edges.extend(self._rule_time_edges(node))
-            cands = self.store.write_candidates(node_id)
-            cand_state = []
-            cand_ids = []
-            for c in cands:
-                other = self.store.get(c.id)
-                if c.entity > 0:
-                    rule_edges.append((c.id, node_id, "entity", float(c.entity), "rule"))
-                cand_ids.append(c.id)
-                cand_state.append(
-                    {
-                        "id": c.id,
-                        "text": other.text,
-                        "speaker": other.provenance.get("speaker"),
-                        "timestamp": other.timestamp,
-                        "signals": {
-                            "vector": c.vector,
-                            "lexical": c.lexical,
-                            "entity": c.entity,
-                            "temporal": c.temporal,
-                            "same_session": c.same_session,
-                            "alias": c.alias,
-                            "inserted_before": 1.0,
-                            # for relation.supersedes: one speaker, and which is older
-                            "same_speaker": c.same_speaker,
-                            "older": c.older,
-                        },
-                    }
-                )
-            if not cand_ids:
-                continue
-            questions: list[Any] = []
-            for i, (c, state) in enumerate(zip(cands, cand_state, strict=True)):
-                ordered = node.timestamp is not None and state["timestamp"] is not None
-                questions.extend(
-                    catalogue.relation_questions(
-                        i, ask_alias=c.entity == 0, ask_temporal=not ordered
-                    )
-                )
-            relation_requests.append(
-                DecisionRequest(
-                    "relations",
-                    {
-                        "observation": {
-                            "id": node_id,
-                            "text": node.text,
-                            "speaker": node.provenance.get("speaker"),
-                            "timestamp": node.timestamp,
-                        },
-                        "candidates": cand_state,
-                    },
-                    tuple(questions),
-                )
-            )
-            pair_index.append((node_id, cand_ids))
-        if rule_edges:
-            self.store.add_edges(rule_edges)
+            timestamps=parsed,
+            provenances=provs,
+            entities=ents,
+            types=types,
+            passages=passages,
+            scopes=scope_col,
+            metadatas=meta_col,
+            keys=key_col,
+            derived_version=DERIVED_VERSION,
+            question_shares=[question_share(t) for t in texts],
+            time_refs=[[ref_tuple(r) for r in refs] for refs in grounded],
+            focus=[(done + i) % period == 0 for i in range(1, n + 1)],
+            focus_k=self.config.consolidation_neighbours,
+        )
+        self._writes += n
+        for prov in provs:
+            self._note_speaker(prov.get("speaker", ""))
+        relation_requests, pair_index = relation_round(ids, texts, provs, parsed, pairs)
 
         # 3. relation judgment: one call for every pair of the batch
         answers = self._decide(relation_requests, "write")
@@ -467,30 +399,27 @@ class WritingMemory(LifecycleMemory):
         for (node_id, cand_ids), got in zip(pair_index, answers, strict=True):
             replaced: list[tuple[int, int, float]] = []
             for i, cid in enumerate(cand_ids):
+                # each Noul once; an unanswered or non-Noul one reads as 0
                 prefix = f"pair_{i}_"
-
-                def val(name: str, _p: str = prefix, _got: Mapping[str, Answer] = got) -> float:
-                    a = _got.get(_p + name)
-                    return a.value if isinstance(a, NoulAnswer) else 0.0
-
-                if val("semantic") >= theta:
-                    controller_edges.append((cid, node_id, "semantic", val("semantic")))
-                if val("causal_candidate_to_new") >= theta:
-                    controller_edges.append(
-                        (cid, node_id, "causal", val("causal_candidate_to_new"))
-                    )
-                if val("causal_new_to_candidate") >= theta:
-                    controller_edges.append(
-                        (node_id, cid, "causal", val("causal_new_to_candidate"))
-                    )
-                if val("same_episode") >= theta:
-                    controller_edges.append(
-                        (cid, node_id, "temporal", val("same_episode"), "controller", "overlaps")
-                    )
-                if val("entity_alias") >= theta:
-                    controller_edges.append((cid, node_id, "entity", val("entity_alias")))
-                if val("supersedes") >= theta:
-                    replaced.append((node_id, cid, val("supersedes")))
+                v = {
+                    name: a.value if isinstance(a := got.get(prefix + name), NoulAnswer) else 0.0
+                    for name in _PAIR_NOULS
+                }
+                for name, src, dst, view, label in (
+                    ("semantic", cid, node_id, "semantic", None),
+                    ("causal_candidate_to_new", cid, node_id, "causal", None),
+                    ("causal_new_to_candidate", node_id, cid, "causal", None),
+                    ("same_episode", cid, node_id, "temporal", "overlaps"),
+                    ("entity_alias", cid, node_id, "entity", None),
+                ):
+                    if v[name] >= theta:
+                        controller_edges.append(
+                            (src, dst, view, v[name])
+                            if label is None
+                            else (src, dst, view, v[name], "controller", label)
+                        )
+                if v["supersedes"] >= theta:
+                    replaced.append((node_id, cid, v["supersedes"]))
                 choice = got.get(prefix + "temporal")
                 if isinstance(choice, ChoiceAnswer) and choice.label != "unknown":
                     prob = choice.distribution[choice.label]
@@ -507,8 +436,9 @@ class WritingMemory(LifecycleMemory):
             self._record_supersedes(supersedes)
 
         # 4. consolidation every `consolidation_period` successful writes
+        focus = [r for r in range(n) if (done + r + 1) % period == 0]
         if focus:
-            self._consolidate(focus)
+            self._consolidate([ids[r] for r in focus], split_pairs(neighbours, focus))
         return ids
 
     def _record_supersedes(
@@ -591,60 +521,42 @@ class WritingMemory(LifecycleMemory):
         self._record_supersedes([(new_id, old_id, 1.0)], origin="rule")
         return new_id
 
-    def _rule_time_edges(self, node: Node) -> list[tuple[object, ...]]:
-        """Link a node to its neighbours in time order; a scoped node to its
-        nearest neighbours among the nodes its scope sees (those whose scope
-        holds its own), as if only they were stored (the core's timeline:
-        `MemoryStore.time_neighbours_seen`)."""
-        near = self.store.time_neighbours_seen(node.id)
-        if near is None:
-            return []
-        prev, nxt = near
-        edges: list[tuple[object, ...]] = []
-        if prev is not None:
-            label = "same_time" if prev[1] == node.timestamp else "before"
-            edges.append((prev[0], node.id, "temporal", 1.0, "rule", label))
-        if nxt is not None:
-            label = "same_time" if nxt[1] == node.timestamp else "before"
-            edges.append((node.id, nxt[0], "temporal", 1.0, "rule", label))
-        return edges
-
-    def _consolidate(self, focus: list[tuple[int, list[Any]]]) -> None:
+    def _consolidate(self, focus_ids: list[int], neighbourhoods: list[dict[str, Any]]) -> None:
         questions = catalogue.consolidation_questions()
         requests: list[DecisionRequest] = []
-        neighbourhoods: list[list[int]] = []
-        focus_ids = [fid for fid, _ in focus]
-        for fid, cands in focus:
-            node = self.store.get(fid)
-            linked = {e.src for e in self.store.neighbors(fid)} | {
-                e.dst for e in self.store.neighbors(fid)
-            }
-            nbrs = []
-            for c in cands:
-                other = self.store.get(c.id)
-                nbrs.append(
-                    {
-                        "id": c.id,
-                        "text": other.text,
-                        "signals": {
-                            "vector": c.vector,
-                            "lexical": c.lexical,
-                            "newer": 0.0,  # candidates are always earlier than the focus
-                            "linked": 1.0 if c.id in linked else 0.0,
-                        },
-                    }
+        for fid, cands in zip(focus_ids, neighbourhoods, strict=True):
+            edges = self.store.neighbors(fid)
+            linked = {e.src for e in edges} | {e.dst for e in edges}
+            nbrs = [
+                {
+                    "id": cid,
+                    "text": text,
+                    "signals": {
+                        "vector": vec,
+                        "lexical": lex,
+                        "newer": 0.0,  # candidates are always earlier than the focus
+                        "linked": 1.0 if cid in linked else 0.0,
+                    },
+                }
+                for cid, text, vec, lex in zip(
+                    cands["candidate"],
+                    cands["text"],
+                    cands["vector"],
+                    cands["lexical"],
+                    strict=True,
                 )
-            neighbourhoods.append([c.id for c in cands])
+            ]
             requests.append(
                 DecisionRequest(
                     "consolidation",
-                    {"focus": {"id": fid, "text": node.text}, "neighbours": nbrs},
+                    {"focus": {"id": fid, "text": self.store.get(fid).text}, "neighbours": nbrs},
                     questions,
                 )
             )
+        neighbourhoods_ids = [list(c["candidate"]) for c in neighbourhoods]
         answers = self._decide(requests, "write")
         for fid, nbr_ids, got, req in zip(
-            focus_ids, neighbourhoods, answers, requests, strict=True
+            focus_ids, neighbourhoods_ids, answers, requests, strict=True
         ):
             rep = got["representation"]
             assert isinstance(rep, ChoiceAnswer)

@@ -122,6 +122,14 @@ impl MemoryStore {
                     f.id
                 )));
             }
+        }
+        Self::validate_derived_values(facts)
+    }
+
+    /// The checks of `validate_derived` that need no stored node: facts for
+    /// nodes about to be added.
+    pub(crate) fn validate_derived_values(facts: &[DerivedFacts]) -> Result<()> {
+        for f in facts {
             crate::context::check_share(f.id, f.question_share)?;
             for r in &f.time_refs {
                 r.validate()?;

@@ -36,6 +36,7 @@ pub mod traversal;
 pub mod types;
 pub mod validity;
 pub mod vector;
+pub mod writing;
 
 pub use error::{Error, Result};
 pub use filter::{Allowed, Field, Filter, Selection};

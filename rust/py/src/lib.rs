@@ -12,6 +12,7 @@ mod store;
 mod text_analysis;
 mod traversal;
 mod validity;
+mod writing;
 
 use pyo3::prelude::*;
 

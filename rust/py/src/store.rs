@@ -23,6 +23,7 @@ use jevmem_core::signals::{SignalQuery, SIGNAL_COLUMNS};
 use jevmem_core::snapshot::LoadOptions;
 use jevmem_core::store::{MemoryStore as CoreStore, StoreConfig, DEFAULT_MAX_CONTENT_BYTES};
 use jevmem_core::vector::{Quantization, VectorIndex};
+use jevmem_core::writing::LinkPlan;
 use jevmem_core::{
     Edge as CoreEdge, EdgeOrigin, Error, MetaValue, Node as CoreNode, NodeId, TemporalLabel,
     TypeScores, View,
@@ -655,6 +656,58 @@ impl MemoryStore {
             },
         )?;
         self.read(py, |s| s.validate_new_nodes(&nodes)).py()
+    }
+
+    /// Add a batch as the write path links it (`MemoryStore::add_linked` in
+    /// the core): each node in turn is added, given its derived facts
+    /// (`question_shares`, `time_refs`, with `derived_version`), linked by
+    /// rule in time and by shared entities, and its write candidates found;
+    /// a `focus` node's `focus_k` candidates too. Returns the ids and the
+    /// candidates and neighbourhoods as columns (`writing.pair_columns`).
+    /// All rows and facts are checked before anything is written.
+    #[pyo3(signature = (texts, embeddings, *, timestamps = None, provenances = None, entities = None, types = None, passages = None, scopes = None, metadatas = None, keys = None, derived_version, question_shares, time_refs, focus, focus_k))]
+    fn add_linked<'py>(
+        &self,
+        py: Python<'py>,
+        texts: &Bound<'py, PyAny>,
+        embeddings: PyArrayLike2<'py, f32, AllowTypeChange>,
+        timestamps: Option<&Bound<'py, PyAny>>,
+        provenances: Option<&Bound<'py, PyAny>>,
+        entities: Option<&Bound<'py, PyAny>>,
+        types: Option<Vec<Option<TypeTuple>>>,
+        passages: Option<Vec<Option<PassagesArg<'py>>>>,
+        scopes: Option<Vec<Bound<'py, PyAny>>>,
+        metadatas: Option<Vec<Bound<'py, PyAny>>>,
+        keys: Option<Vec<Bound<'py, PyAny>>>,
+        derived_version: u32,
+        question_shares: Vec<f64>,
+        time_refs: Vec<Vec<TimeRefTuple>>,
+        focus: Vec<bool>,
+        focus_k: usize,
+    ) -> PyResult<crate::writing::LinkedTuple<'py>> {
+        let nodes = batch_nodes(
+            texts,
+            embeddings,
+            timestamps,
+            provenances,
+            entities,
+            types,
+            passages,
+            Attrs {
+                scopes,
+                metadatas,
+                keys,
+            },
+        )?;
+        let placeholder = vec![0; question_shares.len()];
+        let plan = LinkPlan {
+            derived_version,
+            derived: derived_arg(placeholder, question_shares, time_refs)?,
+            focus,
+            focus_k,
+        };
+        let linked = self.mutate(py, |s| s.add_linked(nodes, plan))?;
+        crate::writing::linked_to_python(py, linked)
     }
 
     /// Validate `add_batch`'s scope, metadata and key columns for `n`

@@ -12,3 +12,4 @@ mod scopes;
 mod snapshot_fuzz;
 mod store;
 mod style;
+mod writing;
