@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from jevmem.controller.catalogue import REPRESENTATION_OPTIONS, TEMPORAL_LABELS
 from jevmem.controller.types import (
+    PAIR_NOULS,
     Answer,
     CandidateAnswers,
     CandidateQuestions,
@@ -29,6 +30,8 @@ from jevmem.controller.types import (
     DecisionRequest,
     Noul,
     NoulAnswer,
+    PairAnswers,
+    PairQuestions,
 )
 from jevmem.temporal import query_time_cues
 
@@ -201,7 +204,7 @@ def _denies(text: str) -> bool:
 
 def clear_text_caches() -> None:
     """Empty the caches keyed by observation texts (see `jevmem.Memory.forget`)."""
-    for cached in (_content_words, _own_sentences, _change_statement, _count, _denies):
+    for cached in (_content_words, _own_sentences, _change_statement, _count, _denies, _cause_cue):
         cached.cache_clear()
 
 
@@ -289,6 +292,9 @@ class LocalController:
                 # a whole scoring round: answered as columns (see score_columns)
                 out.append(score_columns(req.state, qs))
                 continue
+            if type(qs) is PairQuestions:
+                out.append(self._pair_round(req.state, qs))
+                continue
             answers: dict[str, Answer] = {}
             # a pair's relation answers, all kinds at once: its signals are read once
             pairs: dict[int, dict[str, float]] = {}
@@ -351,19 +357,20 @@ class LocalController:
 
     def _temporal_choice(self, req: DecisionRequest, q: Noul | Choice, i: int | None) -> Answer:
         assert i is not None and isinstance(q, Choice)
-        cand = req.state["candidates"][i]
-        # Without timestamps, insertion order is the only evidence: earlier ids
-        # were observed first, which weakly suggests "before".
-        order = _sig(cand, "inserted_before", 1.0)
-        same = _sig(cand, "same_session")
-        weights = {label: 0.05 for label in TEMPORAL_LABELS}
-        weights["before"] += 0.35 * order
-        weights["after"] += 0.35 * (1.0 - order)
-        weights["same_time"] += 0.2 * same
-        weights["unknown"] += 0.3
-        total = sum(weights.values())
-        dist = {k: v / total for k, v in weights.items()}
-        return ChoiceAnswer(max(dist, key=lambda k: dist[k]), dist)
+        return _temporal_answer(req.state["candidates"][i])
+
+    def _pair_round(self, state: Mapping[str, Any], qs: PairQuestions) -> PairAnswers:
+        """A relation round as arrays: the same values question by question
+        would give (`_relation_values`, `_temporal_answer`)."""
+        rows = []
+        temporal: list[ChoiceAnswer | None] = []
+        for i in range(qs.n_pairs):
+            got = _relation_values(state, i)
+            rows.append([got[kind] for kind in _PAIR_KINDS])
+            if not qs.alias[i]:
+                rows[-1][_ALIAS_COLUMN] = 0.0
+            temporal.append(_temporal_answer(state["candidates"][i]) if qs.temporal[i] else None)
+        return PairAnswers(qs, rows, temporal)
 
     # ---- consolidation -----------------------------------------------------
 
@@ -450,6 +457,23 @@ class LocalController:
         return NoulAnswer(_assessment_values(req.state)[q.kind])
 
 
+def _temporal_answer(cand: Mapping[str, Any]) -> ChoiceAnswer:
+    """``relation.temporal`` for one candidate."""
+    # Without timestamps, insertion order is the only evidence: earlier ids
+    # were observed first, which weakly suggests "before".
+    # clipped: a signal outside [0, 1] (or NaN) must not make a weight negative
+    order = _clip(_sig(cand, "inserted_before", 1.0))
+    same = _clip(_sig(cand, "same_session"))
+    weights = {label: 0.05 for label in TEMPORAL_LABELS}
+    weights["before"] += 0.35 * order
+    weights["after"] += 0.35 * (1.0 - order)
+    weights["same_time"] += 0.2 * same
+    weights["unknown"] += 0.3
+    total = sum(weights.values())
+    dist = {k: v / total for k, v in weights.items()}
+    return ChoiceAnswer(max(dist, key=lambda k: dist[k]), dist)
+
+
 def _assessment_values(state: Mapping[str, Any]) -> dict[str, float]:
     """The answers to the four ``assess.*`` kinds, from one reading of the evidence."""
     evidence: list[Mapping[str, Any]] = list(state.get("evidence", []))
@@ -502,40 +526,56 @@ _RELATION_KINDS = frozenset(
 def _relation_values(state: Mapping[str, Any], i: int) -> dict[str, float]:
     """The answers to pair ``i``'s relation Nouls (every `_RELATION_KINDS`
     kind), from one reading of the pair's signals and the cue words of the
-    two texts."""
+    two texts. (Every write asks this of each pair: the signals are read
+    inline, as `_num` would read them.)"""
     new = state["observation"]
     cand = state["candidates"][i]
-    sig = cand.get("signals", {})
-    vec, lex = _num(sig, "vector", 0.0), _num(sig, "lexical", 0.0)
-    ent, tmp = _num(sig, "entity", 0.0), _num(sig, "temporal", 0.0)
+    get = cand.get("signals", {}).get
+    vec = 0.0 if (v := get("vector")) is None else float(v)
+    lex = 0.0 if (v := get("lexical")) is None else float(v)
+    ent = 0.0 if (v := get("entity")) is None else float(v)
+    tmp = 0.0 if (v := get("temporal")) is None else float(v)
+    alias = 0.0 if (v := get("alias")) is None else float(v)
+    same_speaker = 0.0 if (v := get("same_speaker")) is None else float(v)
+    same_session = 0.0 if (v := get("same_session")) is None else float(v)
+    older = 1.0 if (v := get("older")) is None else float(v)
+    match = 0.6 * vec + 0.4 * lex
     # Causal: the cause comes first; the explaining text carries the cue word.
-    topical = _squash(0.6 * vec + 0.4 * lex, mid=0.45, steep=10.0)
+    topical = _squash(match, mid=0.45, steep=10.0)
     about = 0.6 + 0.4 * max(ent, tmp)
     new_text, old_text = str(new["text"]), str(cand["text"])
-    cue_new = _density(_CAUSE, new_text, per=1.0)
-    cue_old = _density(_CAUSE, old_text, per=1.0) * 0.8
+    cue_new = _cause_cue(new_text)
+    cue_old = _cause_cue(old_text) * 0.8
     # Supersedes: four things must hold together, so the answer is their
     # product: the two are on one topic (vector and lexical match), about
     # one subject (same speaker, a shared entity or an alias), the candidate
     # is the older statement, and the new text says something changed
     # (change words, the old value named as given up, or a flip between
     # asserting and denying).
-    on_topic = _squash(0.6 * vec + 0.4 * lex, 0.4, 10.0)
-    subject = max(_num(sig, "same_speaker", 0.0), min(1.0, 2.0 * ent), _num(sig, "alias", 0.0))
+    on_topic = _squash(match, 0.4, 10.0)
+    subject = max(same_speaker, min(1.0, 2.0 * ent), alias)
     change = _change_statement(new_text, old_text)
     return {
         "relation.supersedes": _clip(
-            on_topic * (0.4 + 0.6 * subject) * _num(sig, "older", 1.0) * (0.1 + 0.9 * change)
+            on_topic * (0.4 + 0.6 * subject) * older * (0.1 + 0.9 * change)
         ),
-        "relation.semantic": _clip(_squash(0.6 * vec + 0.4 * lex, mid=0.55, steep=10.0)),
-        "relation.same_episode": _clip(
-            0.55 * _num(sig, "same_session", 0.0) + 0.35 * tmp + 0.1 * vec
-        ),
-        "relation.entity_alias": _clip(_num(sig, "alias", 0.0) * (0.5 + 0.5 * vec)),
+        "relation.semantic": _clip(_squash(match, mid=0.55, steep=10.0)),
+        "relation.same_episode": _clip(0.55 * same_session + 0.35 * tmp + 0.1 * vec),
+        "relation.entity_alias": _clip(alias * (0.5 + 0.5 * vec)),
         "relation.causal_candidate_to_new": _clip(topical * (0.25 + 0.75 * cue_new) * about),
         "relation.causal_new_to_candidate": _clip(topical * (0.25 + 0.75 * cue_old) * about),
     }
 
+
+@lru_cache(maxsize=8192)
+def _cause_cue(text: str) -> float:
+    # a text is read as a new observation once and as a candidate many times
+    return _density(_CAUSE, text, per=1.0)
+
+
+#: `PAIR_NOULS` as question kinds, in order.
+_PAIR_KINDS = tuple(f"relation.{name}" for name in PAIR_NOULS)
+_ALIAS_COLUMN = PAIR_NOULS.index("entity_alias")
 
 _ASSESSMENT_KINDS = frozenset(
     ("assess.sufficiency", "assess.usefulness", "assess.missing", "assess.contradiction")

@@ -21,6 +21,7 @@ import numpy.typing as npt
 from jevmem.errors import JevmemError
 
 __all__ = [
+    "PAIR_NOULS",
     "Answer",
     "CandidateAnswers",
     "CandidateQuestions",
@@ -31,6 +32,8 @@ __all__ = [
     "DecisionRequest",
     "Noul",
     "NoulAnswer",
+    "PairAnswers",
+    "PairQuestions",
     "Question",
     "SystemOne",
     "validate_answers",
@@ -334,6 +337,152 @@ class CandidateAnswers(MutableMapping[str, "Answer"]):
         return f"CandidateAnswers({self.questions.n_candidates} candidates x {list(self.questions.names)})"
 
 
+#: The Noul names of a relation pair's questions (ids ``pair_{i}_<name>``),
+#: the columns of `PairAnswers.array`.
+PAIR_NOULS = (
+    "semantic",
+    "causal_candidate_to_new",
+    "causal_new_to_candidate",
+    "same_episode",
+    "supersedes",
+    "entity_alias",
+)
+_ALIAS = PAIR_NOULS.index("entity_alias")
+
+
+class PairQuestions(tuple[Noul | Choice, ...]):
+    """The questions of a relation round over ``n_pairs`` (new observation,
+    candidate) pairs, pair by pair, with ids ``pair_{i}_<name>``: every pair
+    is asked the `PAIR_NOULS` but ``entity_alias`` where ``alias[i]``, and
+    the ``temporal`` Choice where ``temporal[i]``.
+
+    It is a plain tuple of questions to anyone who iterates it. A controller
+    that knows the form answers the round as arrays (`PairAnswers`).
+    """
+
+    alias: list[bool]
+    temporal: list[bool]
+    n_pairs: int
+
+    def __new__(
+        cls, per_pair: Any, alias: Sequence[bool], temporal: Sequence[bool]
+    ) -> PairQuestions:
+        # per_pair(i, ask_alias=..., ask_temporal=...) -> pair i's questions
+        if len(alias) != len(temporal):
+            raise ValueError(f"{len(alias)} alias flags and {len(temporal)} temporal flags")
+        self = super().__new__(
+            cls,
+            (
+                q
+                for i, (a, t) in enumerate(zip(alias, temporal, strict=True))
+                for q in per_pair(i, ask_alias=a, ask_temporal=t)
+            ),
+        )
+        self.alias = [bool(a) for a in alias]
+        self.temporal = [bool(t) for t in temporal]
+        self.n_pairs = len(self.alias)
+        return self
+
+    def asked(self) -> npt.NDArray[np.bool_]:
+        """Which `PAIR_NOULS` each pair is asked, an (n_pairs, 6) array."""
+        out = np.ones((self.n_pairs, len(PAIR_NOULS)), dtype=bool)
+        out[:, _ALIAS] = self.alias
+        return out
+
+
+class PairAnswers(MutableMapping[str, "Answer"]):
+    """A relation round's answers as arrays: ``array[i, j]`` answers pair
+    i's `PAIR_NOULS` [j] (0 where it was not asked), ``temporal[i]`` its
+    Choice (None where not asked).
+
+    To the memory it is the mapping question id -> answer that
+    `SystemOne.decide` returns, built on demand.
+    """
+
+    __slots__ = ("_asked", "array", "questions", "temporal")
+
+    def __init__(
+        self,
+        questions: PairQuestions,
+        values: npt.ArrayLike,
+        temporal: Sequence[ChoiceAnswer | None],
+    ) -> None:
+        self.questions = questions
+        self.array: npt.NDArray[np.float64] = np.array(values, dtype=np.float64).reshape(
+            questions.n_pairs, len(PAIR_NOULS)
+        )
+        self.temporal: list[ChoiceAnswer | None] = list(temporal)
+        if len(self.temporal) != questions.n_pairs:
+            raise ValueError(f"{len(self.temporal)} temporal answers for {questions.n_pairs} pairs")
+        self._asked = questions.asked()
+
+    def _cell(self, question_id: str) -> tuple[int, int]:
+        """(pair, column); column -1 is the temporal Choice."""
+        if question_id.startswith("pair_"):
+            head, _, name = question_id[5:].partition("_")
+            if head.isdigit() and int(head) < self.questions.n_pairs:
+                i = int(head)
+                if name == "temporal" and self.questions.temporal[i]:
+                    return i, -1
+                if name in PAIR_NOULS and self._asked[i, j := PAIR_NOULS.index(name)]:
+                    return i, j
+        raise KeyError(question_id)
+
+    def __getitem__(self, question_id: str) -> Answer:
+        i, j = self._cell(question_id)
+        if j < 0:
+            choice = self.temporal[i]
+            if choice is None:
+                raise KeyError(question_id)
+            return choice
+        return NoulAnswer(float(self.array[i, j]))
+
+    def __setitem__(self, question_id: str, answer: Answer) -> None:
+        i, j = self._cell(question_id)
+        if j < 0:
+            if not isinstance(answer, ChoiceAnswer):
+                raise TypeError(f"{question_id}: a Choice needs a ChoiceAnswer")
+            self.temporal[i] = answer
+        elif isinstance(answer, NoulAnswer):
+            self.array[i, j] = answer.value
+        else:
+            raise TypeError(f"{question_id}: a Noul needs a NoulAnswer")
+
+    def __delitem__(self, question_id: str) -> None:
+        raise TypeError("a relation round's answers cannot be removed")
+
+    def __iter__(self) -> Iterator[str]:
+        return (q.id for q in self.questions)
+
+    def __len__(self) -> int:
+        return len(self.questions)
+
+    def __repr__(self) -> str:
+        return f"PairAnswers({self.questions.n_pairs} pairs)"
+
+
+def pair_values(
+    answers: Mapping[str, Answer], n_pairs: int
+) -> tuple[npt.NDArray[np.float64], list[ChoiceAnswer | None]]:
+    """A relation round's answers as `PairAnswers` holds them, from any
+    mapping: a missing or non-Noul answer to a Noul reads as 0, a temporal
+    answer that is not a ChoiceAnswer as None."""
+    if type(answers) is PairAnswers:
+        return answers.array, answers.temporal
+    get = answers.get
+    values = np.zeros((n_pairs, len(PAIR_NOULS)))
+    temporal: list[ChoiceAnswer | None] = []
+    for i in range(n_pairs):
+        prefix = f"pair_{i}_"
+        for j, name in enumerate(PAIR_NOULS):
+            a = get(prefix + name)
+            if isinstance(a, NoulAnswer):
+                values[i, j] = a.value
+        choice = get(prefix + "temporal")
+        temporal.append(choice if isinstance(choice, ChoiceAnswer) else None)
+    return values, temporal
+
+
 @runtime_checkable
 class SystemOne(Protocol):
     """Answers a batch of decision requests in one call.
@@ -373,6 +522,17 @@ def validate_answers(
                 qid = f"candidate_{i}_{got.questions.names[j]}"
                 raise ControllerError(f"{qid}: value {float(values[i, j])!r} is not in [0, 1]")
             continue
+        if type(got) is PairAnswers and got.questions is req.questions:
+            asked = got._asked
+            values = got.array[asked]
+            ok = np.isfinite(values) & (values >= 0.0) & (values <= 1.0)
+            if not ok.all():
+                i, j = (int(x) for x in np.argwhere(asked)[int(np.argmin(ok))])
+                qid = f"pair_{i}_{PAIR_NOULS[j]}"
+                raise ControllerError(f"{qid}: value {float(got.array[i, j])!r} is not in [0, 1]")
+            choices = [q for q in req.questions if type(q) is Choice]
+            _validate_choices(choices, got)
+            continue
         ids = {q.id for q in req.questions}
         if set(got) != ids:
             missing, extra = sorted(ids - set(got)), sorted(set(got) - ids)
@@ -380,27 +540,30 @@ def validate_answers(
                 f"request {r} ({req.purpose}): missing answers {missing[:5]}, unexpected {extra[:5]}"
             )
         for q in req.questions:
-            a = got[q.id]
             if isinstance(q, Noul):
+                a = got[q.id]
                 if not isinstance(a, NoulAnswer):
                     raise ControllerError(
                         f"{q.id}: a Noul needs a NoulAnswer, got {type(a).__name__}"
                     )
                 if not (math.isfinite(a.value) and 0.0 <= a.value <= 1.0):
                     raise ControllerError(f"{q.id}: value {a.value!r} is not in [0, 1]")
-            else:
-                if not isinstance(a, ChoiceAnswer):
-                    raise ControllerError(
-                        f"{q.id}: a Choice needs a ChoiceAnswer, got {type(a).__name__}"
-                    )
-                if a.label not in q.options:
-                    raise ControllerError(f"{q.id}: label {a.label!r} is not one of {q.options}")
-                if set(a.distribution) != set(q.options):
-                    raise ControllerError(
-                        f"{q.id}: the distribution must cover exactly {q.options}"
-                    )
-                probs = list(a.distribution.values())
-                if not all(math.isfinite(p) and 0.0 <= p <= 1.0 for p in probs):
-                    raise ControllerError(f"{q.id}: probabilities must be in [0, 1]")
-                if abs(sum(probs) - 1.0) > 1e-3:
-                    raise ControllerError(f"{q.id}: probabilities sum to {sum(probs):.4f}, not 1")
+        _validate_choices([q for q in req.questions if not isinstance(q, Noul)], got)
+
+
+def _validate_choices(choices: Sequence[Question], got: Mapping[str, Answer]) -> None:
+    """The Choice half of `validate_answers`."""
+    for q in choices:
+        assert isinstance(q, Choice)
+        a = got.get(q.id)
+        if not isinstance(a, ChoiceAnswer):
+            raise ControllerError(f"{q.id}: a Choice needs a ChoiceAnswer, got {type(a).__name__}")
+        if a.label not in q.options:
+            raise ControllerError(f"{q.id}: label {a.label!r} is not one of {q.options}")
+        if set(a.distribution) != set(q.options):
+            raise ControllerError(f"{q.id}: the distribution must cover exactly {q.options}")
+        probs = list(a.distribution.values())
+        if not all(math.isfinite(p) and 0.0 <= p <= 1.0 for p in probs):
+            raise ControllerError(f"{q.id}: probabilities must be in [0, 1]")
+        if abs(sum(probs) - 1.0) > 1e-3:
+            raise ControllerError(f"{q.id}: probabilities sum to {sum(probs):.4f}, not 1")

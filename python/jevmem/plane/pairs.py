@@ -9,7 +9,7 @@ from itertools import groupby
 from typing import Any
 
 from jevmem.controller import catalogue
-from jevmem.controller.types import DecisionRequest
+from jevmem.controller.types import DecisionRequest, PairQuestions
 
 #: The pair signals a relation request carries, in the order it lists them.
 _RELATION_SIGNALS = (
@@ -61,25 +61,21 @@ def relation_round(
     for r, group in groupby(range(len(rows)), key=rows.__getitem__):
         at = list(group)
         stamp = timestamps[r]
-        questions: list[Any] = []
-        cand_state = []
-        for i, k in enumerate(at):
-            questions.extend(
-                catalogue.relation_questions(
-                    i,
-                    ask_alias=signal["entity"][k] == 0,
-                    ask_temporal=stamp is None or stamps_c[k] is None,
-                )
-            )
-            cand_state.append(
-                {
-                    "id": cand[k],
-                    "text": texts_c[k],
-                    "speaker": speakers_c[k],
-                    "timestamp": stamps_c[k],
-                    "signals": {name: signal[name][k] for name in _RELATION_SIGNALS},
-                }
-            )
+        questions = PairQuestions(
+            catalogue.relation_questions,
+            [signal["entity"][k] == 0 for k in at],
+            [stamp is None or stamps_c[k] is None for k in at],
+        )
+        cand_state = [
+            {
+                "id": cand[k],
+                "text": texts_c[k],
+                "speaker": speakers_c[k],
+                "timestamp": stamps_c[k],
+                "signals": {name: signal[name][k] for name in _RELATION_SIGNALS},
+            }
+            for k in at
+        ]
         node_id = ids[r]
         requests.append(
             DecisionRequest(
@@ -93,7 +89,7 @@ def relation_round(
                     },
                     "candidates": cand_state,
                 },
-                tuple(questions),
+                questions,
             )
         )
         index.append((node_id, [cand[k] for k in at]))

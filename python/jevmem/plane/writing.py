@@ -11,7 +11,7 @@ import numpy.typing as npt
 from jevmem import _validate
 from jevmem._core import question_share
 from jevmem.controller import catalogue
-from jevmem.controller.types import ChoiceAnswer, DecisionRequest, NoulAnswer
+from jevmem.controller.types import PAIR_NOULS, ChoiceAnswer, DecisionRequest, pair_values
 from jevmem.entities import extract_entities_batch
 from jevmem.errors import InvalidInputError, SystemTwoError
 from jevmem.plane.derived import DERIVED_VERSION, ref_tuple
@@ -19,16 +19,6 @@ from jevmem.plane.lifecycle import LifecycleMemory
 from jevmem.plane.pairs import relation_round, split_pairs
 from jevmem.plane.signals import answer_value
 from jevmem.temporal import event_time, ground_batch, to_timestamp
-
-#: The Noul names of a relation pair's questions (`catalogue.relation_questions`).
-_PAIR_NOULS = (
-    "semantic",
-    "causal_candidate_to_new",
-    "causal_new_to_candidate",
-    "same_episode",
-    "entity_alias",
-    "supersedes",
-)
 
 
 class WritingMemory(LifecycleMemory):
@@ -398,13 +388,9 @@ class WritingMemory(LifecycleMemory):
         theta = self.config.theta_rel
         for (node_id, cand_ids), got in zip(pair_index, answers, strict=True):
             replaced: list[tuple[int, int, float]] = []
-            for i, cid in enumerate(cand_ids):
-                # each Noul once; an unanswered or non-Noul one reads as 0
-                prefix = f"pair_{i}_"
-                v = {
-                    name: a.value if isinstance(a := got.get(prefix + name), NoulAnswer) else 0.0
-                    for name in _PAIR_NOULS
-                }
+            values, temporal = pair_values(got, len(cand_ids))
+            for cid, row, choice in zip(cand_ids, values.tolist(), temporal, strict=True):
+                v = dict(zip(PAIR_NOULS, row, strict=True))
                 for name, src, dst, view, label in (
                     ("semantic", cid, node_id, "semantic", None),
                     ("causal_candidate_to_new", cid, node_id, "causal", None),
@@ -420,8 +406,7 @@ class WritingMemory(LifecycleMemory):
                         )
                 if v["supersedes"] >= theta:
                     replaced.append((node_id, cid, v["supersedes"]))
-                choice = got.get(prefix + "temporal")
-                if isinstance(choice, ChoiceAnswer) and choice.label != "unknown":
+                if choice is not None and choice.label != "unknown":
                     prob = choice.distribution[choice.label]
                     if prob >= theta:
                         controller_edges.append(
