@@ -896,3 +896,17 @@ def question_share(text: str) -> float: ...
 def ground_times_batch(
     texts: Sequence[str], observed_ats: Sequence[int | None]
 ) -> list[list[GroundedTuple]]: ...
+
+@final
+class PatternCounter:
+    """Python `re` patterns (the grounding subset), matched ignoring case in
+    the core; a pattern is named by its position."""
+
+    def __new__(cls, patterns: Sequence[str]) -> PatternCounter: ...
+    def __len__(self) -> int: ...
+    def count(self, i: int, text: str) -> int:
+        """``len(re.findall(patterns[i], text, re.IGNORECASE))``."""
+    def found(self, i: int, text: str) -> bool:
+        """``re.search(patterns[i], text, re.IGNORECASE) is not None``."""
+    def find_all(self, i: int, text: str) -> list[str]:
+        """``re.findall(patterns[i], text, re.IGNORECASE)`` (a pattern without groups)."""

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from jevmem._core import PatternCounter
 from jevmem.controller.catalogue import REPRESENTATION_OPTIONS, TEMPORAL_LABELS
 from jevmem.controller.types import (
     PAIR_NOULS,
@@ -38,8 +39,39 @@ from jevmem.temporal import query_time_cues
 __all__ = ["LocalController", "clear_text_caches", "question_index"]
 
 
-def _cues(*words: str) -> re.Pattern[str]:
-    return re.compile(r"\b(?:" + "|".join(words) + r")\b", re.IGNORECASE)
+#: Every cue pattern of this module, in `re` syntax, by `_Cue.index`.
+_PATTERNS: list[str] = []
+
+
+class _Cue:
+    """A pattern in Python `re` syntax, matched ignoring case by the core
+    (`jevmem._core.PatternCounter`: the same matches as `re` with
+    ``re.IGNORECASE``, held to it over every development text by
+    tests/test_cue_patterns.py). `re` took 100-400 us on one long turn per
+    pattern, most of a write of an agent's log."""
+
+    __slots__ = ("index", "pattern")
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+        self.index = len(_PATTERNS)
+        _PATTERNS.append(pattern)
+
+    def count(self, text: str) -> int:
+        """``len(re.findall(pattern, text, re.IGNORECASE))``."""
+        return _COUNTER.count(self.index, text)
+
+    def found(self, text: str) -> bool:
+        """``re.search(pattern, text, re.IGNORECASE) is not None``."""
+        return _COUNTER.found(self.index, text)
+
+    def findall(self, text: str) -> list[str]:
+        """``re.findall(pattern, text, re.IGNORECASE)`` (a pattern without groups)."""
+        return _COUNTER.find_all(self.index, text)
+
+
+def _cues(*words: str) -> _Cue:
+    return _Cue(r"\b(?:" + "|".join(words) + r")\b")
 
 
 _EPISODIC = _cues(
@@ -121,7 +153,8 @@ _REPLACED_VALUE = re.compile(
     r"([\w'-]{3,})",
     re.IGNORECASE,
 )
-_WORD = re.compile(r"[\w'-]{3,}")
+# (its one class is matched as written: case does not change what \w holds)
+_WORD = _Cue(r"[\w'-]{3,}")
 # A speaker stating a change of their own facts ("I switched", "we moved our").
 _OWN = _cues(r"i", r"i'm", r"i've", r"i'd", r"my", r"me", r"we", r"we're", r"we've", r"our", r"us")
 # Too common to say what a sentence is about.
@@ -135,6 +168,7 @@ _CHANGE_SENTENCES = 24
 
 
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
+_COUNTER = PatternCounter(_PATTERNS)
 
 
 @lru_cache(maxsize=16384)
@@ -157,9 +191,9 @@ def _own_sentences(
     out = []
     for sentence in _SENTENCE_SPLIT.split(new_text)[:_CHANGE_SENTENCES]:
         words = _content_words(sentence)
-        if not words or _OWN.search(sentence) is None:
+        if not words or not _OWN.found(sentence):
             continue
-        denies = _NEGATION.search(sentence) is not None
+        denies = _NEGATION.found(sentence)
         given_up = tuple(_content_words(m.group(1)) for m in _REPLACED_VALUE.finditer(sentence))
         out.append((sentence, words, denies, given_up))
     return tuple(out)
@@ -199,7 +233,7 @@ def _change_statement(new_text: str, old_text: str) -> float:
 @lru_cache(maxsize=4096)
 def _denies(text: str) -> bool:
     # an earlier text is compared with every later one that finds it
-    return _NEGATION.search(text) is not None
+    return _NEGATION.found(text)
 
 
 def clear_text_caches() -> None:
@@ -213,15 +247,15 @@ def _squash(x: float, mid: float = 0.5, steep: float = 8.0) -> float:
     return 1.0 / (1.0 + math.exp(-steep * (x - mid)))
 
 
-def _density(pattern: re.Pattern[str], text: str, per: float = 2.0) -> float:
+def _density(pattern: _Cue, text: str, per: float = 2.0) -> float:
     """Saturating count of cue matches: 0 -> 0, `per` matches -> ~0.63, many -> 1."""
     return 1.0 - math.exp(-_count(pattern, text) / per)
 
 
 @lru_cache(maxsize=8192)
-def _count(pattern: re.Pattern[str], text: str) -> int:
+def _count(pattern: _Cue, text: str) -> int:
     # A write asks several questions about the same texts; count each cue once.
-    return len(pattern.findall(text))
+    return pattern.count(text)
 
 
 def _clip(x: float) -> float:
@@ -383,12 +417,12 @@ class LocalController:
         sim = 0.6 * _sig(best, "vector") + 0.4 * _sig(best, "lexical")
         if q.kind == "consolidate.redundant":
             return NoulAnswer(_clip(_squash(sim, mid=0.85, steep=14.0)))
-        focus_neg = bool(_NEGATION.search(str(focus["text"])))
+        focus_neg = _NEGATION.found(str(focus["text"]))
         if q.kind == "consolidate.contradicting":
             flips = [
                 0.6 * _sig(n, "vector") + 0.4 * _sig(n, "lexical")
                 for n in nbrs
-                if bool(_NEGATION.search(str(n["text"]))) != focus_neg
+                if _NEGATION.found(str(n["text"])) != focus_neg
             ]
             return NoulAnswer(_clip(_squash(max(flips, default=0.0), mid=0.7, steep=10.0) * 0.8))
         if q.kind == "consolidate.obsolete":
@@ -500,7 +534,7 @@ def _assessment_values(state: Mapping[str, Any]) -> dict[str, float]:
         best = max((_clip(float(e.get("score", 0.0))) for e in evidence), default=0.0)
         sufficiency = _clip(0.5 * best)
     top = sorted(evidence, key=lambda e: -_sig(e, "relevance"))[:5]
-    negs = [bool(_NEGATION.search(str(e.get("text", "")))) for e in top]
+    negs = [_NEGATION.found(str(e.get("text", ""))) for e in top]
     mixed = 0.0 if not negs else min(sum(negs), len(negs) - sum(negs)) / len(negs)
     frontier = float(state.get("frontier_best", 0.0))
     return {

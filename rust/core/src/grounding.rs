@@ -117,7 +117,7 @@ fn is_py_space(c: char) -> bool {
 }
 
 /// Python's `\w`: `str.isalnum()` (letters and numbers) or `_`.
-fn is_py_word(c: char) -> bool {
+pub(crate) fn is_py_word(c: char) -> bool {
     if c.is_ascii() {
         return c.is_ascii_alphanumeric() || c == '_';
     }
@@ -460,17 +460,27 @@ pub(crate) fn compile_python(py: &str) -> Regex {
 /// matches wherever `py` does (and more) and runs on the regex crate's
 /// automata, so it rules most texts out fast.
 pub(crate) fn compile_python_loose(py: &str) -> Regex {
-    compile(&strip_lookaround(&py.replace(r"\b", "")))
+    compile(&loose_form(py))
+}
+
+/// `py` without its word boundaries and lookarounds (Python syntax).
+pub(crate) fn loose_form(py: &str) -> String {
+    strip_lookaround(&py.replace(r"\b", ""))
 }
 
 fn compile(py: &str) -> Regex {
+    try_compile(py).expect("the grounding patterns compile")
+}
+
+/// `compile_python`, with an error for a pattern the regex engine refuses.
+pub(crate) fn try_compile(py: &str) -> std::result::Result<Regex, String> {
     RegexBuilder::new(&translate(py))
         // The patterns have no nested repetition, so the work per start
         // position is bounded; the default limit counts a whole search and a
         // long piece could reach it.
         .backtrack_limit(usize::MAX)
         .build()
-        .expect("the grounding patterns compile")
+        .map_err(|e| e.to_string())
 }
 
 static PATTERNS: LazyLock<Vec<Pattern>> = LazyLock::new(|| {

@@ -26,6 +26,7 @@ pub(crate) mod hashing;
 pub mod ops;
 pub mod pair_signals;
 pub mod passages;
+pub mod patterns;
 pub mod read;
 pub mod signals;
 pub mod snapshot;

@@ -199,3 +199,61 @@ pub fn speaks_in_first_person(text: &str) -> bool {
 pub fn question_share(py: Python<'_>, text: String) -> f64 {
     py.detach(|| jevmem_core::coverage::question_share(&text))
 }
+
+/// Python `re` patterns (case-insensitive, the grounding subset) run in the
+/// core: `count`, `found` and `find_all` answer as `len(re.findall(...))`,
+/// `re.search(...) is not None` and `re.findall(...)` would. Built once per
+/// lexicon; a pattern is named by its position.
+#[pyclass(frozen, module = "jevmem._core")]
+pub struct PatternCounter {
+    patterns: Vec<jevmem_core::patterns::CuePattern>,
+}
+
+impl PatternCounter {
+    fn pattern(&self, i: usize) -> PyResult<&jevmem_core::patterns::CuePattern> {
+        self.patterns
+            .get(i)
+            .ok_or_else(|| {
+                Error::InvalidInput(format!("no pattern {i} of {}", self.patterns.len()))
+            })
+            .py()
+    }
+}
+
+#[pymethods]
+impl PatternCounter {
+    #[new]
+    fn new(py: Python<'_>, patterns: Vec<String>) -> PyResult<Self> {
+        let patterns = py
+            .detach(|| {
+                patterns
+                    .iter()
+                    .map(|p| jevmem_core::patterns::CuePattern::new(p))
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .py()?;
+        Ok(Self { patterns })
+    }
+
+    fn __len__(&self) -> usize {
+        self.patterns.len()
+    }
+
+    /// How many non-overlapping matches of pattern `i` the text holds.
+    fn count(&self, py: Python<'_>, i: usize, text: &str) -> PyResult<usize> {
+        let p = self.pattern(i)?;
+        Ok(py.detach(|| p.count(text)))
+    }
+
+    /// Whether the text holds a match of pattern `i`.
+    fn found(&self, py: Python<'_>, i: usize, text: &str) -> PyResult<bool> {
+        let p = self.pattern(i)?;
+        Ok(py.detach(|| p.found(text)))
+    }
+
+    /// The matches of pattern `i`, in order.
+    fn find_all(&self, py: Python<'_>, i: usize, text: &str) -> PyResult<Vec<String>> {
+        let p = self.pattern(i)?;
+        Ok(py.detach(|| p.find_all(text).into_iter().map(str::to_owned).collect()))
+    }
+}

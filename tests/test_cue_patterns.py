@@ -1,0 +1,77 @@
+"""The local controller's cue patterns in the core (`jevmem._core.PatternCounter`,
+behind `controller.local._Cue`), held to Python's `re` with IGNORECASE over
+every development text and generated ones."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jevmem._core import PatternCounter
+from jevmem.controller import local
+from jevmem.errors import InvalidInputError
+from jevmem.evaluation import conversation_inputs, load
+
+DEV_SETS = (
+    Path(__file__).resolve().parents[2] / "shared/data/locomo/locomo10-dev.json",
+    Path(__file__).resolve().parents[2] / "shared/data/beam/beam-100k.json",
+)
+CUES = [c for c in vars(local).values() if isinstance(c, local._Cue)]
+PYTHON = [re.compile(c.pattern, re.IGNORECASE) for c in CUES]
+
+WORDS = [
+    "I", "i'm", "my", "we", "our", "us", "now", "nowadays", "switched", "from", "oat", "to",
+    "soy", "instead", "of", "not", "any", "more", "anymore", "because", "so", "also", "since",
+    "increased", "by", "went", "yesterday", "last", "monday", "prefer", "preferred", "like",
+    "don't", "can't", "stand", "used", "when", "it", "breaks,", "restart", "the", "new",
+    "\u0130", "\u0131", "\u017fo", "K\u212a", "caf\u00e9", "na\u0308ive", "x\u00b2", "_so",
+    "so_", "-so-", "'", ".", ",", "!", "?", "\n", "\u00a0", "  ",
+]  # fmt: skip
+text = st.one_of(
+    st.lists(st.sampled_from(WORDS), max_size=24).map(" ".join),
+    st.lists(st.sampled_from(WORDS), max_size=24).map("".join),
+    st.text(st.characters(exclude_categories=("Cn", "Cs")), max_size=80),
+)
+
+
+def agree(text: str) -> None:
+    for cue, py in zip(CUES, PYTHON, strict=True):
+        # one `re` pass per pattern (the slow side): findall's matches say
+        # the count, and whether search finds one (no cue matches empty)
+        want = py.findall(text) if py.groups == 0 else [m.group(0) for m in py.finditer(text)]
+        assert cue.count(text) == len(want), (cue.pattern[:40], text)
+        assert cue.found(text) == bool(want), (cue.pattern[:40], text)
+        assert cue.findall(text) == want, (cue.pattern[:40], text)
+
+
+@given(text)
+@settings(max_examples=300, deadline=None)
+def test_cues_match_as_re_does(text: str) -> None:
+    agree(text)
+
+
+@pytest.mark.parametrize("path", DEV_SETS, ids=["locomo", "beam"])
+def test_every_development_text_gets_the_re_matches(path: Path) -> None:
+    if not path.exists():
+        pytest.skip("development set not found")
+    convs, _ = load(path)
+    texts = [t for conv in convs for t in conversation_inputs(conv)[0]]
+    texts += [qa.question for conv in convs for qa in conv.qas]
+    assert texts
+    for t in texts:
+        agree(t)
+
+
+def test_a_pattern_is_named_by_its_position() -> None:
+    counter = PatternCounter([r"\bso\b", r"[\w'-]{3,}"])
+    assert len(counter) == 2
+    assert counter.count(0, "So so, also so.") == 3
+    assert counter.find_all(1, "I can't go") == ["can't"]
+    with pytest.raises(InvalidInputError, match="no pattern 2"):
+        counter.count(2, "so")
+    with pytest.raises(InvalidInputError, match="pattern"):
+        PatternCounter([r"\b(?:unclosed"])
