@@ -18,7 +18,7 @@ from jevmem.plane.derived import DERIVED_VERSION, ref_tuple
 from jevmem.plane.lifecycle import LifecycleMemory
 from jevmem.plane.pairs import relation_round, split_pairs
 from jevmem.plane.signals import answer_value
-from jevmem.temporal import event_time, ground_batch, to_timestamp
+from jevmem.temporal import event_time, ground_batch
 
 
 class WritingMemory(LifecycleMemory):
@@ -128,17 +128,18 @@ class WritingMemory(LifecycleMemory):
 
     def _add_batch(
         self,
-        texts: Sequence[str],
-        timestamps: Sequence[Any] | None,
-        speakers: Sequence[str | None] | None,
-        provenances: Sequence[Mapping[str, str] | None] | None,
-        entities: Sequence[Sequence[str] | None] | None,
-        embeddings: npt.ArrayLike | None,
+        texts: list[str],
+        timestamps: list[int | None],
+        speakers: list[str | None],
+        provenances: list[dict[str, str] | None],
+        entities: list[list[str] | None],
+        embeddings: npt.NDArray[np.float32] | None,
         scopes: Sequence[Mapping[str, str] | None] | None,
         metadatas: Sequence[Mapping[str, str | int | float | bool] | None] | None,
         keys: Sequence[str | None] | None,
     ) -> list[int]:
-        # texts and the other columns were checked by `_validate.add_batch_args`
+        # the first six columns come from `_validate.add_batch_args`: checked,
+        # one entry per text; the attribute columns are checked here
         n = len(texts)
 
         def column(name: str, values: Sequence[Any] | None) -> list[Any]:
@@ -192,26 +193,18 @@ class WritingMemory(LifecycleMemory):
                     fresh.append(i)
                     if x is not None:
                         first_row[x] = i
-            vecs = None
-            if embeddings is not None:
-                matrix = np.asarray(embeddings, dtype=np.float32)
-                if matrix.shape != (n, self.store.dim):
-                    raise InvalidInputError(
-                        f"embeddings must have shape ({n}, {self.store.dim}), got {matrix.shape}"
-                    )
-                vecs = matrix[fresh]
 
-            def pick(col: list[Any]) -> list[Any]:
+            def pick(col: Sequence[Any]) -> list[Any]:
                 return [col[i] for i in fresh]
 
             new_ids = (
                 self._add_fresh(
-                    [texts[i] for i in fresh],
-                    pick(column("timestamps", timestamps)),
-                    pick(column("speakers", speakers)),
-                    pick(column("provenances", provenances)),
-                    pick(column("entities", entities)),
-                    vecs,
+                    pick(texts),
+                    pick(timestamps),
+                    pick(speakers),
+                    pick(provenances),
+                    pick(entities),
+                    None if embeddings is None else embeddings[fresh],
                     pick(scope_col),
                     pick(meta_col),
                     pick(key_col),
@@ -232,46 +225,18 @@ class WritingMemory(LifecycleMemory):
 
     def _add_fresh(
         self,
-        texts: Sequence[str],
-        timestamps: Sequence[Any] | None,
-        speakers: Sequence[str | None] | None,
-        provenances: Sequence[Mapping[str, str] | None] | None,
-        entities: Sequence[Sequence[str] | None] | None,
-        embeddings: npt.ArrayLike | None,
+        texts: list[str],
+        parsed: list[int | None],
+        spk_col: list[str | None],
+        prov_col: list[dict[str, str] | None],
+        ent_col: list[list[str] | None],
+        embeddings: npt.NDArray[np.float32] | None,
         scope_col: list[Any],
         meta_col: list[Any],
         key_col: list[Any],
     ) -> list[int]:
-        """`add_batch` for rows whose keys (if any) are new."""
+        """`_add_batch` for rows whose keys (if any) are new."""
         n = len(texts)
-
-        def column(name: str, values: Sequence[Any] | None) -> list[Any]:
-            if values is None:
-                return [None] * n
-            if len(values) != n:
-                raise InvalidInputError(f"{name} has {len(values)} entries for {n} texts")
-            return list(values)
-
-        ts_col = column("timestamps", timestamps)
-        spk_col = column("speakers", speakers)
-        prov_col = column("provenances", provenances)
-        ent_col = column("entities", entities)
-        parsed: list[int | None] = []
-        for i, raw in enumerate(ts_col):
-            try:
-                parsed.append(None if raw is None else to_timestamp(raw))
-            except (TypeError, ValueError) as exc:
-                raise InvalidInputError(f"observation {i}: bad timestamp {raw!r}: {exc}") from None
-        limit = self.store.max_text_bytes
-        for i, t in enumerate(texts):
-            if not isinstance(t, str) or not t.strip():
-                raise InvalidInputError(f"observation {i}: text must be a non-empty string")
-            # before any work on the text: an oversized one costs nothing
-            size = len(t.encode("utf-8", "surrogatepass"))
-            if size > limit:
-                raise InvalidInputError(
-                    f"observation {i}: text is {size} bytes, the limit is {limit}"
-                )
         spans: list[list[tuple[int, int]]] = [[] for _ in range(n)]
         passage_vecs: list[npt.NDArray[np.float32] | None] = [None] * n
         if embeddings is None:
@@ -297,11 +262,7 @@ class WritingMemory(LifecycleMemory):
                     passage_vecs[i] = everything[at : at + len(sp)]
                     at += len(sp)
         else:
-            vectors = np.asarray(embeddings, dtype=np.float32)
-            if vectors.shape != (n, self.store.dim):
-                raise InvalidInputError(
-                    f"embeddings must have shape ({n}, {self.store.dim}), got {vectors.shape}"
-                )
+            vectors = embeddings
         provs: list[dict[str, str]] = []
         for spk, prov in zip(spk_col, prov_col, strict=True):
             p = {str(k): str(v) for k, v in (prov or {}).items()}

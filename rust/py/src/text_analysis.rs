@@ -220,6 +220,18 @@ impl PatternCounter {
     }
 }
 
+/// A text shorter than this is matched holding the GIL: releasing and
+/// retaking it would cost about what the match does.
+const DETACH_BYTES: usize = 2048;
+
+fn run<T: Send>(py: Python<'_>, text: &str, f: impl FnOnce() -> T + Send) -> T {
+    if text.len() < DETACH_BYTES {
+        f()
+    } else {
+        py.detach(f)
+    }
+}
+
 #[pymethods]
 impl PatternCounter {
     #[new]
@@ -242,18 +254,20 @@ impl PatternCounter {
     /// How many non-overlapping matches of pattern `i` the text holds.
     fn count(&self, py: Python<'_>, i: usize, text: &str) -> PyResult<usize> {
         let p = self.pattern(i)?;
-        Ok(py.detach(|| p.count(text)))
+        Ok(run(py, text, || p.count(text)))
     }
 
     /// Whether the text holds a match of pattern `i`.
     fn found(&self, py: Python<'_>, i: usize, text: &str) -> PyResult<bool> {
         let p = self.pattern(i)?;
-        Ok(py.detach(|| p.found(text)))
+        Ok(run(py, text, || p.found(text)))
     }
 
     /// The matches of pattern `i`, in order.
     fn find_all(&self, py: Python<'_>, i: usize, text: &str) -> PyResult<Vec<String>> {
         let p = self.pattern(i)?;
-        Ok(py.detach(|| p.find_all(text).into_iter().map(str::to_owned).collect()))
+        Ok(run(py, text, || {
+            p.find_all(text).into_iter().map(str::to_owned).collect()
+        }))
     }
 }
