@@ -902,7 +902,7 @@ class PatternCounter:
     """Python `re` patterns (the grounding subset), matched ignoring case in
     the core; a pattern is named by its position."""
 
-    def __new__(cls, patterns: Sequence[str]) -> PatternCounter: ...
+    def __new__(cls, patterns: Sequence[str], *, skip: Sequence[str] = ...) -> PatternCounter: ...
     def __len__(self) -> int: ...
     def count(self, i: int, text: str) -> int:
         """``len(re.findall(patterns[i], text, re.IGNORECASE))``."""
@@ -910,3 +910,7 @@ class PatternCounter:
         """``re.search(patterns[i], text, re.IGNORECASE) is not None``."""
     def find_all(self, i: int, text: str) -> list[str]:
         """``re.findall(patterns[i], text, re.IGNORECASE)`` (a pattern without groups)."""
+    def word_set(self, i: int, text: str, plural_over: int) -> frozenset[str]:
+        """The distinct matches of pattern ``i``, lower-cased, without the
+        ``skip`` words, a final "s" dropped from those longer than
+        ``plural_over`` characters."""

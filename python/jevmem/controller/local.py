@@ -69,6 +69,11 @@ class _Cue:
         """``re.findall(pattern, text, re.IGNORECASE)`` (a pattern without groups)."""
         return _COUNTER.find_all(self.index, text)
 
+    def word_set(self, text: str) -> frozenset[str]:
+        """The distinct matches lower-cased, without `_FUNCTION_WORDS`, a final
+        "s" dropped from those over three characters (`_content_words`)."""
+        return _COUNTER.word_set(self.index, text, 3)
+
 
 def _cues(*words: str) -> _Cue:
     return _Cue(r"\b(?:" + "|".join(words) + r")\b")
@@ -168,16 +173,16 @@ _CHANGE_SENTENCES = 24
 
 
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
-_COUNTER = PatternCounter(_PATTERNS)
+_COUNTER = PatternCounter(_PATTERNS, skip=sorted(_FUNCTION_WORDS))
 
 
 @lru_cache(maxsize=16384)
 def _content_words(text: str) -> frozenset[str]:
-    """Lower-cased words that say what a text is about, plural -s dropped."""
-    words = (x.lower() for x in _WORD.findall(text))
-    return frozenset(
-        w[:-1] if w.endswith("s") and len(w) > 3 else w for w in words if w not in _FUNCTION_WORDS
-    )
+    """Lower-cased words that say what a text is about (no function word),
+    plural -s dropped: ``{w[:-1] if w.endswith("s") and len(w) > 3 else w}``
+    over the lower-cased ``_WORD`` matches not in `_FUNCTION_WORDS`, read in
+    the core."""
+    return _WORD.word_set(text)
 
 
 @lru_cache(maxsize=4096)
@@ -190,8 +195,10 @@ def _own_sentences(
     Read once per new text, whatever the candidates it is compared with."""
     out = []
     for sentence in _SENTENCE_SPLIT.split(new_text)[:_CHANGE_SENTENCES]:
+        if not _OWN.found(sentence):
+            continue
         words = _content_words(sentence)
-        if not words or not _OWN.found(sentence):
+        if not words:
             continue
         denies = _NEGATION.found(sentence)
         given_up = tuple(_content_words(m.group(1)) for m in _REPLACED_VALUE.finditer(sentence))
@@ -211,12 +218,15 @@ def _change_statement(new_text: str, old_text: str) -> float:
     Naming the old value as given up ("from oat", "instead of Airflow")
     counts extra; a denial where the old text asserted counts half.
     """
-    old_words = _content_words(old_text)
+    own = _own_sentences(new_text)
+    # without a sentence of the speaker's own there is nothing to compare
+    # (the old text's words are read only when there is)
+    old_words = _content_words(old_text) if own else frozenset()
     if not old_words:
         return 0.0
     old_denies = _denies(old_text)
     best = 0.0
-    for sentence, words, denies, given_up in _own_sentences(new_text):
+    for sentence, words, denies, given_up in own:
         about = len(words & old_words) / len(words)
         if about < 0.15:
             continue

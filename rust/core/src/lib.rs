@@ -22,7 +22,7 @@ pub mod filter;
 pub mod fusion;
 pub mod graph;
 pub mod grounding;
-pub(crate) mod hashing;
+pub mod hashing;
 pub mod ops;
 pub mod pair_signals;
 pub mod passages;

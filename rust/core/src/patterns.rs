@@ -17,6 +17,7 @@ use fancy_regex::Regex;
 
 use crate::error::{Error, Result};
 use crate::grounding::try_compile;
+pub use crate::hashing::ShortKeySet;
 
 /// Python's `\b` between any two characters, in Python syntax.
 const BOUNDARY: &str = r"(?:(?<=\w)(?!\w)|(?<!\w)(?=\w))";
@@ -96,6 +97,29 @@ impl CuePattern {
     /// The matched strings, in order (`re.findall` of a pattern without groups).
     pub fn find_all<'t>(&self, text: &'t str) -> Vec<&'t str> {
         self.matches(text).map(|(s, e)| &text[s..e]).collect()
+    }
+
+    /// The distinct matches lower-cased (`str.lower`), without those in
+    /// `skip`, a final `s` dropped from those longer than `plural_over`
+    /// characters: a text's words as a set, read in one pass.
+    pub fn word_set(
+        &self,
+        text: &str,
+        skip: &ShortKeySet<String>,
+        plural_over: usize,
+    ) -> ShortKeySet<String> {
+        let mut out = ShortKeySet::default();
+        for (s, e) in self.matches(text) {
+            let mut w = text[s..e].to_lowercase();
+            if skip.contains(&w) {
+                continue;
+            }
+            if w.ends_with('s') && w.chars().count() > plural_over {
+                w.pop();
+            }
+            out.insert(w);
+        }
+        out
     }
 }
 

@@ -3,10 +3,12 @@
 //! so a batch of long observations never holds the GIL.
 
 use jevmem_core::error::Error;
+use jevmem_core::hashing::ShortKeySet;
 use jevmem_core::validity::FactTime;
 use jevmem_core::{cues, entities, grounding};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::PyFrozenSet;
 
 use crate::errors::IntoPyResult;
 
@@ -207,6 +209,8 @@ pub fn question_share(py: Python<'_>, text: String) -> f64 {
 #[pyclass(frozen, module = "jevmem._core")]
 pub struct PatternCounter {
     patterns: Vec<jevmem_core::patterns::CuePattern>,
+    /// The words `word_set` leaves out (lower-case).
+    skip: ShortKeySet<String>,
 }
 
 impl PatternCounter {
@@ -235,7 +239,8 @@ fn run<T: Send>(py: Python<'_>, text: &str, f: impl FnOnce() -> T + Send) -> T {
 #[pymethods]
 impl PatternCounter {
     #[new]
-    fn new(py: Python<'_>, patterns: Vec<String>) -> PyResult<Self> {
+    #[pyo3(signature = (patterns, *, skip = Vec::new()))]
+    fn new(py: Python<'_>, patterns: Vec<String>, skip: Vec<String>) -> PyResult<Self> {
         let patterns = py
             .detach(|| {
                 patterns
@@ -244,7 +249,10 @@ impl PatternCounter {
                     .collect::<Result<Vec<_>, _>>()
             })
             .py()?;
-        Ok(Self { patterns })
+        Ok(Self {
+            patterns,
+            skip: skip.into_iter().collect(),
+        })
     }
 
     fn __len__(&self) -> usize {
@@ -261,6 +269,21 @@ impl PatternCounter {
     fn found(&self, py: Python<'_>, i: usize, text: &str) -> PyResult<bool> {
         let p = self.pattern(i)?;
         Ok(run(py, text, || p.found(text)))
+    }
+
+    /// The distinct matches of pattern `i` lower-cased (as `str.lower`),
+    /// without the `skip` words, a final "s" dropped from those longer than
+    /// `plural_over` characters.
+    fn word_set<'py>(
+        &self,
+        py: Python<'py>,
+        i: usize,
+        text: &str,
+        plural_over: usize,
+    ) -> PyResult<Bound<'py, PyFrozenSet>> {
+        let p = self.pattern(i)?;
+        let words = run(py, text, || p.word_set(text, &self.skip, plural_over));
+        PyFrozenSet::new(py, words.iter())
     }
 
     /// The matches of pattern `i`, in order.
