@@ -139,3 +139,46 @@ def test_an_unanswered_temporal_choice_is_refused() -> None:
     got.temporal[0] = None
     with pytest.raises(ControllerError, match="pair_0_temporal"):
         validate_answers([req], [got])
+
+
+def test_a_relation_round_keeps_its_form_over_the_wire() -> None:
+    pytest.importorskip("grpc")
+    from jevmem._proto.jevmem.v1 import controller_pb2 as cpb
+    from jevmem.remote.convert import (
+        answers_from_proto,
+        answers_to_proto,
+        requests_from_proto,
+        requests_to_proto,
+    )
+
+    cands = [
+        {"id": i, "text": f"I moved to city {i}", "signals": {"vector": i / 5}} for i in range(4)
+    ]
+    sent = [request(cands, [True, False, True, False], [False, False, True, True], "we moved")]
+    # the same questions with one reworded: a plain tuple on the other side
+    reworded = tuple(
+        type(q)(
+            *(
+                ("changed?" if f == "instruction" and k == 0 else getattr(q, f))
+                for f in q.__dataclass_fields__
+            )
+        )
+        for k, q in enumerate(sent[0].questions)
+    )
+    sent.append(DecisionRequest("relations", sent[0].state, reworded))
+    wire = cpb.DecideRequest.FromString(requests_to_proto(sent).SerializeToString())
+    received = requests_from_proto(wire)
+    assert received == sent
+    assert type(received[0].questions) is PairQuestions
+    assert received[0].questions.alias == [True, False, True, False]
+    assert received[0].questions.temporal == [False, False, True, True]
+    assert type(received[1].questions) is tuple
+    served = LocalController().decide(received)
+    assert type(served[0]) is PairAnswers and type(served[1]) is dict
+    back = cpb.DecideResponse.FromString(
+        answers_to_proto(received, served, "local").SerializeToString()
+    )
+    got = answers_from_proto(back, sent)
+    local = LocalController().decide(sent)
+    assert dict(got[0]) == dict(local[0])
+    validate_answers(sent, got)

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from jevmem._proto.jevmem.v1 import controller_pb2 as pb
+from jevmem.controller import catalogue
 from jevmem.controller.types import (
     Answer,
     CandidateAnswers,
@@ -37,6 +38,7 @@ from jevmem.controller.types import (
     DecisionRequest,
     Noul,
     NoulAnswer,
+    PairQuestions,
     Question,
 )
 
@@ -364,9 +366,39 @@ def requests_from_proto(msg: pb.DecideRequest) -> list[DecisionRequest]:
         # a scoring round's questions keep their form, so the controller
         # here can answer them as columns
         out.append(
-            DecisionRequest(req.purpose, state, _candidate_round(ids, refs, questions) or questions)
+            DecisionRequest(
+                req.purpose,
+                state,
+                _candidate_round(ids, refs, questions) or _pair_round(ids, questions) or questions,
+            )
         )
     return out
+
+
+def _pair_round(ids: list[str], questions: tuple[Question, ...]) -> PairQuestions | None:
+    """The questions as a `PairQuestions` when they are exactly the
+    catalogue's relation round (pair by pair, ``pair_{i}_<name>``), so the
+    controller here answers them as arrays; else None."""
+    if not ids or not ids[0].startswith("pair_0_"):
+        return None
+    alias: list[bool] = []
+    temporal: list[bool] = []
+    for qid in ids:
+        head, _, name = qid[5:].partition("_")
+        if not head.isdigit():
+            return None
+        i = int(head)
+        if i == len(alias):
+            alias.append(False)
+            temporal.append(False)
+        elif i != len(alias) - 1:
+            return None
+        if name == "entity_alias":
+            alias[i] = True
+        elif name == "temporal":
+            temporal[i] = True
+    round_ = PairQuestions(catalogue.relation_questions, alias, temporal)
+    return round_ if tuple(round_) == questions else None
 
 
 # ---- answers ----------------------------------------------------------------
