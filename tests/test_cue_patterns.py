@@ -1,5 +1,5 @@
 """The local controller's cue patterns in the core (`jevmem._core.PatternCounter`,
-behind `controller.local._Cue`), held to Python's `re` with IGNORECASE over
+behind `controller.cues.Cue`), held to Python's `re` with IGNORECASE over
 every development text and generated ones."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jevmem._core import PatternCounter
-from jevmem.controller import local
+from jevmem.controller import cues
 from jevmem.errors import InvalidInputError
 from jevmem.evaluation import conversation_inputs, load
 
@@ -20,7 +20,7 @@ DEV_SETS = (
     Path(__file__).resolve().parents[2] / "shared/data/locomo/locomo10-dev.json",
     Path(__file__).resolve().parents[2] / "shared/data/beam/beam-100k.json",
 )
-CUES = [c for c in vars(local).values() if isinstance(c, local._Cue)]
+CUES = [c for c in vars(cues).values() if isinstance(c, cues.Cue)]
 PYTHON = [re.compile(c.pattern, re.IGNORECASE) for c in CUES]
 
 WORDS = [
@@ -40,17 +40,17 @@ text = st.one_of(
 
 
 def content_words(text: str) -> frozenset[str]:
-    """The Python rule `local._content_words` ran before it moved to the core."""
-    words = (x.lower() for x in re.findall(local._WORD.pattern, text))
+    """The Python rule the local controller's content words were before they moved to the core."""
+    words = (x.lower() for x in re.findall(cues.WORD.pattern, text))
     return frozenset(
         w[:-1] if w.endswith("s") and len(w) > 3 else w
         for w in words
-        if w not in local._FUNCTION_WORDS
+        if w not in cues.FUNCTION_WORDS
     )
 
 
 def agree(text: str) -> None:
-    assert local._WORD.word_set(text) == content_words(text), text
+    assert cues.WORD.word_set(text) == content_words(text), text
     for cue, py in zip(CUES, PYTHON, strict=True):
         # one `re` pass per pattern (the slow side): findall's matches say
         # the count, and whether search finds one (no cue matches empty)

@@ -10,7 +10,6 @@ question without changing the memory code.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from functools import lru_cache
 from typing import Any
@@ -18,8 +17,24 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from jevmem._core import PatternCounter
 from jevmem.controller.catalogue import REPRESENTATION_OPTIONS, TEMPORAL_LABELS
+from jevmem.controller.cues import (
+    CAUSE,
+    CHANGE,
+    EPISODIC,
+    MULTI,
+    NEGATION,
+    OWN,
+    PREFERENCE,
+    PROCEDURAL,
+    RECENT,
+    REPLACED_VALUE,
+    SEMANTIC,
+    SENTENCE_SPLIT,
+    WHY,
+    WORD,
+    Cue,
+)
 from jevmem.controller.types import (
     PAIR_NOULS,
     Answer,
@@ -39,150 +54,17 @@ from jevmem.temporal import query_time_cues
 __all__ = ["LocalController", "clear_text_caches", "question_index"]
 
 
-#: Every cue pattern of this module, in `re` syntax, by `_Cue.index`.
-_PATTERNS: list[str] = []
-
-
-class _Cue:
-    """A pattern in Python `re` syntax, matched ignoring case by the core
-    (`jevmem._core.PatternCounter`: the same matches as `re` with
-    ``re.IGNORECASE``, held to it over every development text by
-    tests/test_cue_patterns.py). `re` took 100-400 us on one long turn per
-    pattern, most of a write of an agent's log."""
-
-    __slots__ = ("index", "pattern")
-
-    def __init__(self, pattern: str) -> None:
-        self.pattern = pattern
-        self.index = len(_PATTERNS)
-        _PATTERNS.append(pattern)
-
-    def count(self, text: str) -> int:
-        """``len(re.findall(pattern, text, re.IGNORECASE))``."""
-        return _COUNTER.count(self.index, text)
-
-    def found(self, text: str) -> bool:
-        """``re.search(pattern, text, re.IGNORECASE) is not None``."""
-        return _COUNTER.found(self.index, text)
-
-    def findall(self, text: str) -> list[str]:
-        """``re.findall(pattern, text, re.IGNORECASE)`` (a pattern without groups)."""
-        return _COUNTER.find_all(self.index, text)
-
-    def word_set(self, text: str) -> frozenset[str]:
-        """The distinct matches lower-cased, without `_FUNCTION_WORDS`, a final
-        "s" dropped from those over three characters (`_content_words`)."""
-        return _COUNTER.word_set(self.index, text, 3)
-
-
-def _cues(*words: str) -> _Cue:
-    return _Cue(r"\b(?:" + "|".join(words) + r")\b")
-
-
-_EPISODIC = _cues(
-    r"yesterday", r"today", r"tonight", r"last (?:week|night|month|year|weekend|\w+day)",
-    r"went", r"visited", r"met", r"saw", r"took", r"made", r"did", r"got", r"had", r"just",
-    r"ago", r"this (?:morning|afternoon|evening|week)", r"on (?:mon|tues|wednes|thurs|fri|satur|sun)day",
-)  # fmt: skip
-_SEMANTIC = _cues(
-    r"is", r"are", r"works? (?:at|as|for)", r"lives? in", r"born", r"my (?:\w+ )?(?:sister|brother|mother|father|son|daughter|wife|husband|partner|friend|job|name)",
-    r"always", r"usually", r"means", r"consists?", r"every",
-)  # fmt: skip
-_PROCEDURAL = _cues(
-    r"how to", r"step", r"first", r"then", r"next", r"finally", r"make sure", r"remember to",
-    r"use", r"run", r"install", r"recipe", r"procedure", r"when .{1,40}, (?:do|use|try|run|prune|restart)",
-    r"should", r"need to", r"in order to",
-)  # fmt: skip
-_PREFERENCE = _cues(
-    r"prefer\w*", r"like", r"likes", r"love\w*", r"enjoy\w*", r"hate\w*", r"dislike\w*",
-    r"favou?rite", r"fan of", r"into", r"wish", r"want\w*", r"rather", r"can't stand",
-    r"passionate", r"my go-to",
-)  # fmt: skip
-_CAUSE = _cues(
-    r"because", r"so", r"therefore", r"since", r"due to", r"as a result", r"led to",
-    r"caused?", r"thanks to", r"which is why", r"that's why", r"resulted", r"made me", r"inspired",
-)  # fmt: skip
-_WHY = _cues(
-    r"why",
-    r"reason",
-    r"cause[sd]?",
-    r"led to",
-    r"result(?:ed)? in",
-    r"how come",
-    r"motivat\w+",
-    r"inspired?",
-)
-_RECENT = _cues(
-    r"now",
-    r"currently",
-    r"current",
-    r"latest",
-    r"recent(?:ly)?",
-    r"still",
-    r"these days",
-    r"anymore",
-    r"most recent",
-)
-_MULTI = _cues(
-    r"and",
-    r"both",
-    r"after",
-    r"before",
-    r"while",
-    r"between",
-    r"also",
-    r"which .* and",
-    r"how many",
-    r"what (?:kinds?|things|activities|events)",
-)
-_NEGATION = _cues(
-    r"not", r"never", r"no longer", r"don't", r"doesn't", r"didn't", r"isn't", r"wasn't", r"won't"
-)
-# Words with which a speaker says a value changed: an update, a switch, a
-# move, a correction (relation.supersedes reads them off the newer text).
-_CHANGE = _cues(
-    r"now", r"nowadays", r"these days", r"from now on", r"no longer", r"any ?more",
-    r"not .{1,40}? any ?more", r"instead(?: of)?", r"rather than", r"switch(?:ed|ing)?",
-    r"mov(?:ed|ing) (?:to|from|over|on)", r"chang(?:ed|ing|e) (?:to|from|over|my|our|the)",
-    r"changed", r"from [\w'-]+(?: [\w'-]+)? to", r"actually", r"updat(?:e|ed|ing)",
-    r"replac(?:e|ed|ing)", r"stopped", r"quit", r"gave up", r"went from", r"turned out",
-    r"correction", r"upgraded", r"downgraded", r"migrat(?:ed|ing|e) (?:to|from)",
-    r"(?:increased|decreased|dropped|raised|reduced|grew|fell|rose|improved|reached) (?:to|from|by)?",
-    r"(?:is|are|am) now", r"(?:my|our|the) new", r"not anymore", r"used to",
-)  # fmt: skip
-# What a change statement says was given up: the words after these name the
-# old value ("switched from oat", "instead of Airflow", "no longer in Paris").
-_REPLACED_VALUE = re.compile(
-    r"\b(?:from|instead of|rather than|no longer|replaced|replacing|quit|stopped|"
-    r"gave up(?: on)?)\s+(?:(?:the|a|an|my|our|using|drinking|at|in|with)\s+)?"
-    r"([\w'-]{3,})",
-    re.IGNORECASE,
-)
-# (its one class is matched as written: case does not change what \w holds)
-_WORD = _Cue(r"[\w'-]{3,}")
-# A speaker stating a change of their own facts ("I switched", "we moved our").
-_OWN = _cues(r"i", r"i'm", r"i've", r"i'd", r"my", r"me", r"we", r"we're", r"we've", r"our", r"us")
-# Too common to say what a sentence is about.
-_FUNCTION_WORDS = frozenset(
-    "the and for with that this have has had was were are but not you your from they them "
-    "their there what which when where how can could would should will just also very some "
-    "any all into about than then its it's i'm i've don't can't been being our out".split()
-)
 #: At most this many sentences of a new text are read for a change statement.
 _CHANGE_SENTENCES = 24
-
-
-_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
-_COUNTER = PatternCounter(_PATTERNS, skip=sorted(_FUNCTION_WORDS))
 
 
 @lru_cache(maxsize=16384)
 def _content_words(text: str) -> frozenset[str]:
     """Lower-cased words that say what a text is about (no function word),
     plural -s dropped: ``{w[:-1] if w.endswith("s") and len(w) > 3 else w}``
-    over the lower-cased ``_WORD`` matches not in `_FUNCTION_WORDS`, read in
+    over the lower-cased ``WORD`` matches not in `FUNCTION_WORDS`, read in
     the core."""
-    return _WORD.word_set(text)
+    return WORD.word_set(text)
 
 
 @lru_cache(maxsize=4096)
@@ -194,14 +76,14 @@ def _own_sentences(
     its content words, whether it denies, and the words it names as given up.
     Read once per new text, whatever the candidates it is compared with."""
     out = []
-    for sentence in _SENTENCE_SPLIT.split(new_text)[:_CHANGE_SENTENCES]:
-        if not _OWN.found(sentence):
+    for sentence in SENTENCE_SPLIT.split(new_text)[:_CHANGE_SENTENCES]:
+        if not OWN.found(sentence):
             continue
         words = _content_words(sentence)
         if not words:
             continue
-        denies = _NEGATION.found(sentence)
-        given_up = tuple(_content_words(m.group(1)) for m in _REPLACED_VALUE.finditer(sentence))
+        denies = NEGATION.found(sentence)
+        given_up = tuple(_content_words(m.group(1)) for m in REPLACED_VALUE.finditer(sentence))
         out.append((sentence, words, denies, given_up))
     return tuple(out)
 
@@ -230,7 +112,7 @@ def _change_statement(new_text: str, old_text: str) -> float:
         about = len(words & old_words) / len(words)
         if about < 0.15:
             continue
-        cues = _count(_CHANGE, sentence)
+        cues = _count(CHANGE, sentence)
         change = 1.0 - math.exp(-cues / 0.6)
         if not old_denies and denies:
             change = max(change, 0.5)
@@ -243,7 +125,7 @@ def _change_statement(new_text: str, old_text: str) -> float:
 @lru_cache(maxsize=4096)
 def _denies(text: str) -> bool:
     # an earlier text is compared with every later one that finds it
-    return _NEGATION.found(text)
+    return NEGATION.found(text)
 
 
 def clear_text_caches() -> None:
@@ -257,13 +139,13 @@ def _squash(x: float, mid: float = 0.5, steep: float = 8.0) -> float:
     return 1.0 / (1.0 + math.exp(-steep * (x - mid)))
 
 
-def _density(pattern: _Cue, text: str, per: float = 2.0) -> float:
+def _density(pattern: Cue, text: str, per: float = 2.0) -> float:
     """Saturating count of cue matches: 0 -> 0, `per` matches -> ~0.63, many -> 1."""
     return 1.0 - math.exp(-_count(pattern, text) / per)
 
 
 @lru_cache(maxsize=8192)
-def _count(pattern: _Cue, text: str) -> int:
+def _count(pattern: Cue, text: str) -> int:
     # A write asks several questions about the same texts; count each cue once.
     return pattern.count(text)
 
@@ -379,10 +261,10 @@ class LocalController:
         text = str(req.state["observation"]["text"])
         which = q.kind.split(".", 1)[1]
         pattern = {
-            "episodic": _EPISODIC,
-            "semantic": _SEMANTIC,
-            "procedural": _PROCEDURAL,
-            "preference": _PREFERENCE,
+            "episodic": EPISODIC,
+            "semantic": SEMANTIC,
+            "procedural": PROCEDURAL,
+            "preference": PREFERENCE,
         }[which]
         score = _density(pattern, text)
         if which == "episodic" and req.state["observation"].get("time_refs"):
@@ -427,12 +309,12 @@ class LocalController:
         sim = 0.6 * _sig(best, "vector") + 0.4 * _sig(best, "lexical")
         if q.kind == "consolidate.redundant":
             return NoulAnswer(_clip(_squash(sim, mid=0.85, steep=14.0)))
-        focus_neg = _NEGATION.found(str(focus["text"]))
+        focus_neg = NEGATION.found(str(focus["text"]))
         if q.kind == "consolidate.contradicting":
             flips = [
                 0.6 * _sig(n, "vector") + 0.4 * _sig(n, "lexical")
                 for n in nbrs
-                if _NEGATION.found(str(n["text"])) != focus_neg
+                if NEGATION.found(str(n["text"])) != focus_neg
             ]
             return NoulAnswer(_clip(_squash(max(flips, default=0.0), mid=0.7, steep=10.0) * 0.8))
         if q.kind == "consolidate.obsolete":
@@ -478,16 +360,16 @@ class LocalController:
             cues = query.get("time") or query_time_cues(text)
             return NoulAnswer(_clip(0.15 + 0.85 * float(cues["score"])))
         if which == "causal":
-            return NoulAnswer(_clip(0.1 + 0.85 * _density(_WHY, text, per=1.0)))
+            return NoulAnswer(_clip(0.1 + 0.85 * _density(WHY, text, per=1.0)))
         if which == "entity":
             n = len(query.get("entities", []))
             return NoulAnswer(_clip(0.2 + 0.35 * n))
         if which == "multi_hop":
             n = len(query.get("entities", []))
             return NoulAnswer(
-                _clip(0.15 + 0.5 * _density(_MULTI, text, per=2.0) + 0.15 * max(0, n - 1))
+                _clip(0.15 + 0.5 * _density(MULTI, text, per=2.0) + 0.15 * max(0, n - 1))
             )
-        return NoulAnswer(_clip(0.05 + 0.9 * _density(_RECENT, text, per=1.0)))
+        return NoulAnswer(_clip(0.05 + 0.9 * _density(RECENT, text, per=1.0)))
 
     # ---- candidate scoring -------------------------------------------------
 
@@ -544,7 +426,7 @@ def _assessment_values(state: Mapping[str, Any]) -> dict[str, float]:
         best = max((_clip(float(e.get("score", 0.0))) for e in evidence), default=0.0)
         sufficiency = _clip(0.5 * best)
     top = sorted(evidence, key=lambda e: -_sig(e, "relevance"))[:5]
-    negs = [_NEGATION.found(str(e.get("text", ""))) for e in top]
+    negs = [NEGATION.found(str(e.get("text", ""))) for e in top]
     mixed = 0.0 if not negs else min(sum(negs), len(negs) - sum(negs)) / len(negs)
     frontier = float(state.get("frontier_best", 0.0))
     return {
@@ -614,7 +496,7 @@ def _relation_values(state: Mapping[str, Any], i: int) -> dict[str, float]:
 @lru_cache(maxsize=8192)
 def _cause_cue(text: str) -> float:
     # a text is read as a new observation once and as a candidate many times
-    return _density(_CAUSE, text, per=1.0)
+    return _density(CAUSE, text, per=1.0)
 
 
 #: `PAIR_NOULS` as question kinds, in order.

@@ -1,0 +1,164 @@
+"""The local controller's cue lexicons: Python `re` patterns, matched in the
+core (`jevmem._core.PatternCounter`), and the word lists they read with."""
+
+from __future__ import annotations
+
+import re
+
+from jevmem._core import PatternCounter
+
+__all__ = [
+    "CAUSE",
+    "CHANGE",
+    "EPISODIC",
+    "FUNCTION_WORDS",
+    "MULTI",
+    "NEGATION",
+    "OWN",
+    "PREFERENCE",
+    "PROCEDURAL",
+    "RECENT",
+    "REPLACED_VALUE",
+    "SEMANTIC",
+    "SENTENCE_SPLIT",
+    "WHY",
+    "WORD",
+    "Cue",
+    "cue_words",
+]
+
+#: Every cue pattern of this module, in `re` syntax, by `Cue.index`.
+_PATTERNS: list[str] = []
+
+
+class Cue:
+    """A pattern in Python `re` syntax, matched ignoring case by the core
+    (`jevmem._core.PatternCounter`: the same matches as `re` with
+    ``re.IGNORECASE``, held to it over every development text by
+    tests/test_cue_patterns.py). `re` took 100-400 us on one long turn per
+    pattern, most of a write of an agent's log."""
+
+    __slots__ = ("index", "pattern")
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+        self.index = len(_PATTERNS)
+        _PATTERNS.append(pattern)
+
+    def count(self, text: str) -> int:
+        """``len(re.findall(pattern, text, re.IGNORECASE))``."""
+        return _COUNTER.count(self.index, text)
+
+    def found(self, text: str) -> bool:
+        """``re.search(pattern, text, re.IGNORECASE) is not None``."""
+        return _COUNTER.found(self.index, text)
+
+    def findall(self, text: str) -> list[str]:
+        """``re.findall(pattern, text, re.IGNORECASE)`` (a pattern without groups)."""
+        return _COUNTER.find_all(self.index, text)
+
+    def word_set(self, text: str) -> frozenset[str]:
+        """The distinct matches lower-cased, without `FUNCTION_WORDS`, a final
+        "s" dropped from those over three characters (`local._content_words`)."""
+        return _COUNTER.word_set(self.index, text, 3)
+
+
+def cue_words(*words: str) -> Cue:
+    return Cue(r"\b(?:" + "|".join(words) + r")\b")
+
+
+EPISODIC = cue_words(
+    r"yesterday", r"today", r"tonight", r"last (?:week|night|month|year|weekend|\w+day)",
+    r"went", r"visited", r"met", r"saw", r"took", r"made", r"did", r"got", r"had", r"just",
+    r"ago", r"this (?:morning|afternoon|evening|week)", r"on (?:mon|tues|wednes|thurs|fri|satur|sun)day",
+)  # fmt: skip
+SEMANTIC = cue_words(
+    r"is", r"are", r"works? (?:at|as|for)", r"lives? in", r"born", r"my (?:\w+ )?(?:sister|brother|mother|father|son|daughter|wife|husband|partner|friend|job|name)",
+    r"always", r"usually", r"means", r"consists?", r"every",
+)  # fmt: skip
+PROCEDURAL = cue_words(
+    r"how to", r"step", r"first", r"then", r"next", r"finally", r"make sure", r"remember to",
+    r"use", r"run", r"install", r"recipe", r"procedure", r"when .{1,40}, (?:do|use|try|run|prune|restart)",
+    r"should", r"need to", r"in order to",
+)  # fmt: skip
+PREFERENCE = cue_words(
+    r"prefer\w*", r"like", r"likes", r"love\w*", r"enjoy\w*", r"hate\w*", r"dislike\w*",
+    r"favou?rite", r"fan of", r"into", r"wish", r"want\w*", r"rather", r"can't stand",
+    r"passionate", r"my go-to",
+)  # fmt: skip
+CAUSE = cue_words(
+    r"because", r"so", r"therefore", r"since", r"due to", r"as a result", r"led to",
+    r"caused?", r"thanks to", r"which is why", r"that's why", r"resulted", r"made me", r"inspired",
+)  # fmt: skip
+WHY = cue_words(
+    r"why",
+    r"reason",
+    r"cause[sd]?",
+    r"led to",
+    r"result(?:ed)? in",
+    r"how come",
+    r"motivat\w+",
+    r"inspired?",
+)
+RECENT = cue_words(
+    r"now",
+    r"currently",
+    r"current",
+    r"latest",
+    r"recent(?:ly)?",
+    r"still",
+    r"these days",
+    r"anymore",
+    r"most recent",
+)
+MULTI = cue_words(
+    r"and",
+    r"both",
+    r"after",
+    r"before",
+    r"while",
+    r"between",
+    r"also",
+    r"which .* and",
+    r"how many",
+    r"what (?:kinds?|things|activities|events)",
+)
+NEGATION = cue_words(
+    r"not", r"never", r"no longer", r"don't", r"doesn't", r"didn't", r"isn't", r"wasn't", r"won't"
+)
+# Words with which a speaker says a value changed: an update, a switch, a
+# move, a correction (relation.supersedes reads them off the newer text).
+CHANGE = cue_words(
+    r"now", r"nowadays", r"these days", r"from now on", r"no longer", r"any ?more",
+    r"not .{1,40}? any ?more", r"instead(?: of)?", r"rather than", r"switch(?:ed|ing)?",
+    r"mov(?:ed|ing) (?:to|from|over|on)", r"chang(?:ed|ing|e) (?:to|from|over|my|our|the)",
+    r"changed", r"from [\w'-]+(?: [\w'-]+)? to", r"actually", r"updat(?:e|ed|ing)",
+    r"replac(?:e|ed|ing)", r"stopped", r"quit", r"gave up", r"went from", r"turned out",
+    r"correction", r"upgraded", r"downgraded", r"migrat(?:ed|ing|e) (?:to|from)",
+    r"(?:increased|decreased|dropped|raised|reduced|grew|fell|rose|improved|reached) (?:to|from|by)?",
+    r"(?:is|are|am) now", r"(?:my|our|the) new", r"not anymore", r"used to",
+)  # fmt: skip
+# What a change statement says was given up: the words after these name the
+# old value ("switched from oat", "instead of Airflow", "no longer in Paris").
+REPLACED_VALUE = re.compile(
+    r"\b(?:from|instead of|rather than|no longer|replaced|replacing|quit|stopped|"
+    r"gave up(?: on)?)\s+(?:(?:the|a|an|my|our|using|drinking|at|in|with)\s+)?"
+    r"([\w'-]{3,})",
+    re.IGNORECASE,
+)
+# (its one class is matched as written: case does not change what \w holds)
+WORD = Cue(r"[\w'-]{3,}")
+# A speaker stating a change of their own facts ("I switched", "we moved our").
+OWN = cue_words(
+    r"i", r"i'm", r"i've", r"i'd", r"my", r"me", r"we", r"we're", r"we've", r"our", r"us"
+)
+# Too common to say what a sentence is about.
+FUNCTION_WORDS = frozenset(
+    "the and for with that this have has had was were are but not you your from they them "
+    "their there what which when where how can could would should will just also very some "
+    "any all into about than then its it's i'm i've don't can't been being our out".split()
+)
+
+
+SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
+_COUNTER = PatternCounter(_PATTERNS, skip=sorted(FUNCTION_WORDS))
