@@ -30,7 +30,7 @@ pub struct PairSignals {
     pub alias: f64,
 }
 
-fn provenance_value<'a>(node: &'a Node, key: &str) -> Option<&'a str> {
+pub(crate) fn provenance_value<'a>(node: &'a Node, key: &str) -> Option<&'a str> {
     // provenance comes from a mapping, so a key appears once
     node.provenance
         .iter()

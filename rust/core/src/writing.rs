@@ -9,7 +9,7 @@
 use crate::derived::DerivedFacts;
 use crate::error::{Error, Result};
 use crate::ops::NewNode;
-use crate::pair_signals::NewNodePairs;
+use crate::pair_signals::{provenance_value, NewNodePairs};
 use crate::store::MemoryStore;
 use crate::types::{Edge, EdgeOrigin, NodeId, TemporalLabel, Timestamp, View};
 
@@ -156,13 +156,10 @@ impl MemoryStore {
             pairs.older.push(pair.older);
             pairs.alias.push(pair.alias);
             pairs.text.push(other.content.clone());
-            pairs.speaker.push(
-                other
-                    .provenance
-                    .iter()
-                    .find(|(k, _)| k == "speaker")
-                    .map(|(_, v)| v.clone()),
-            );
+            // as `node.provenance.get("speaker")` reads it ("" stays "")
+            pairs
+                .speaker
+                .push(provenance_value(other, "speaker").map(str::to_owned));
             pairs.timestamp.push(other.timestamp);
         }
         Ok(())
