@@ -21,10 +21,13 @@ from jevmem.controller import (
     NoulAnswer,
     PairAnswers,
     PairQuestions,
+    PairTable,
     catalogue,
     validate_answers,
 )
+from jevmem.controller.local import relation_arrays
 from jevmem.controller.types import PAIR_NOULS, pair_values
+from jevmem.plane.writing import judged_links
 
 SIGNALS = (
     "vector",
@@ -182,3 +185,174 @@ def test_a_relation_round_keeps_its_form_over_the_wire() -> None:
     local = LocalController().decide(sent)
     assert dict(got[0]) == dict(local[0])
     validate_answers(sent, got)
+
+
+# ---- the relation rule over columns -------------------------------------------
+
+
+def _squash(x: float, mid: float, steep: float) -> float:
+    return 1.0 / (1.0 + math.exp(-steep * (x - mid)))
+
+
+def _clip(x: float) -> float:
+    return x if 0.0 < x < 1.0 else (1.0 if 1.0 <= x < math.inf else 0.0)
+
+
+def relation_reference(new: str, cand: dict[str, Any]) -> list[float]:
+    """The local controller's relation rule for one pair, as it read each
+    pair's signals one by one before it read columns (the oracle). The
+    texts' cue values come from the controller's own text rules, which the
+    move to columns did not change (a deliberate white-box read)."""
+    from jevmem.controller.local import _cause_cue, _change_statements
+
+    sig = cand["signals"]
+
+    def read(name: str, default: float = 0.0) -> float:
+        v = sig.get(name)
+        return default if v is None or v != v else float(v)
+
+    vec, lex, ent, tmp = read("vector"), read("lexical"), read("entity"), read("temporal")
+    alias, speaker, session = read("alias"), read("same_speaker"), read("same_session")
+    older = read("older", 1.0)
+    match = 0.6 * vec + 0.4 * lex
+    topical = _squash(match, 0.45, 10.0)
+    about = 0.6 + 0.4 * max(ent, tmp)
+    old = str(cand["text"])
+    subject = max(speaker, min(1.0, 2.0 * ent), alias)
+    got = {
+        "semantic": _squash(match, 0.55, 10.0),
+        "causal_candidate_to_new": topical * (0.25 + 0.75 * _cause_cue(new)) * about,
+        "causal_new_to_candidate": topical * (0.25 + 0.75 * (_cause_cue(old) * 0.8)) * about,
+        "same_episode": 0.55 * session + 0.35 * tmp + 0.1 * vec,
+        "supersedes": _squash(match, 0.4, 10.0)
+        * (0.4 + 0.6 * subject)
+        * older
+        * (0.1 + 0.9 * _change_statements(new, [old])[0]),
+        "entity_alias": alias * (0.5 + 0.5 * vec),
+    }
+    return [_clip(got[name]) for name in PAIR_NOULS]
+
+
+states = st.lists(st.tuples(text, st.lists(pair, min_size=0, max_size=5)), min_size=1, max_size=4)
+
+
+@settings(max_examples=150, deadline=None)
+@given(states)
+def test_relation_columns_follow_the_rule_pair_by_pair(batch: list[Any]) -> None:
+    got = relation_arrays(
+        [{"observation": {"text": new}, "candidates": cands} for new, cands in batch]
+    )
+    assert [a.shape for a in got] == [(len(cands), len(PAIR_NOULS)) for _, cands in batch]
+    for (new, cands), values in zip(batch, got, strict=True):
+        for cand, row in zip(cands, values.tolist(), strict=True):
+            # numpy's exp may differ from libm's in the last bit
+            assert row == pytest.approx(relation_reference(new, cand), rel=1e-12, abs=1e-15)
+
+
+def table_of(cands: list[dict[str, Any]]) -> PairTable:
+    """``cands`` as the columns the write path sends (NaN: absent)."""
+    return PairTable(
+        [c["id"] for c in cands],
+        [c["text"] for c in cands],
+        {
+            name: [math.nan if (v := c["signals"].get(name)) is None else v for c in cands]
+            for name in SIGNALS
+        },
+        [c.get("speaker") for c in cands],
+        [c.get("timestamp") for c in cands],
+    )
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.data(), states)
+def test_a_batch_of_pair_tables_answers_as_each_list_alone(data: Any, batch: list[Any]) -> None:
+    """Rounds answered together from `PairTable`s equal each round answered
+    alone from its plain candidate mappings."""
+    reqs, plain = [], []
+    for new, cands in batch:
+        n = len(cands)
+        alias = data.draw(st.lists(st.booleans(), min_size=n, max_size=n))
+        temporal = data.draw(st.lists(st.booleans(), min_size=n, max_size=n))
+        reqs.append(request(table_of(cands), alias, temporal, new))  # type: ignore[arg-type]
+        plain.append(request(cands, alias, temporal, new))
+    together = LocalController().decide(reqs)
+    for req, got in zip(plain, together, strict=True):
+        one = LocalController().decide([req])[0]
+        a, b = pair_values(got, req.questions.n_pairs), pair_values(one, req.questions.n_pairs)
+        assert np.array_equal(a[0], b[0]) and a[1] == b[1]
+
+
+def test_a_pair_table_reads_as_its_mappings() -> None:
+    table = PairTable([4, 7], ["a", "b"], {"vector": [0.5, math.nan]}, ["Ann", None], [10, None])
+    assert list(table) == [
+        {"id": 4, "text": "a", "speaker": "Ann", "timestamp": 10, "signals": {"vector": 0.5}},
+        {"id": 7, "text": "b", "speaker": None, "timestamp": None, "signals": {}},
+    ]
+    assert table[1]["id"] == 7 and len(table) == 2
+    with pytest.raises(ValueError, match="speakers"):
+        PairTable([1], ["a"], {}, [], [None])
+
+
+# ---- the edges a round calls for ----------------------------------------------
+
+VIEWS_OF = {
+    "semantic": ("semantic", None, False),
+    "causal_candidate_to_new": ("causal", None, False),
+    "causal_new_to_candidate": ("causal", None, True),
+    "same_episode": ("temporal", "overlaps", False),
+    "entity_alias": ("entity", None, False),
+}
+
+
+def links_reference(
+    pair_index: list[tuple[int, list[int]]], answers: list[Any], theta: float
+) -> tuple[list[tuple[object, ...]], list[tuple[int, int, float]]]:
+    """The write path's edge rule pair by pair, as it ran before it read arrays."""
+    edges: list[tuple[object, ...]] = []
+    supersedes: list[tuple[int, int, float]] = []
+    for (node, cands), got in zip(pair_index, answers, strict=True):
+        replaced = []
+        values, temporal = pair_values(got, len(cands))
+        for cid, row, choice in zip(cands, values.tolist(), temporal, strict=True):
+            v = dict(zip(PAIR_NOULS, row, strict=True))
+            for name, (view, label, outward) in VIEWS_OF.items():
+                src, dst = (node, cid) if outward else (cid, node)
+                if v[name] >= theta:
+                    edges.append(
+                        (src, dst, view, v[name])
+                        if label is None
+                        else (src, dst, view, v[name], "controller", label)
+                    )
+            if v["supersedes"] >= theta:
+                replaced.append((node, cid, v["supersedes"]))
+            if choice is not None and choice.label != "unknown":
+                prob = choice.distribution[choice.label]
+                if prob >= theta:
+                    edges.append((cid, node, "temporal", prob, "controller", choice.label))
+        if replaced:
+            top = max(w for _, _, w in replaced)
+            supersedes.extend(link for link in replaced if link[2] == top)
+    return edges, supersedes
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data(), st.lists(st.integers(0, 4), max_size=5), st.sampled_from([0.3, 0.5, 0.7]))
+def test_judged_links_follow_the_rule_pair_by_pair(
+    data: Any, sizes: list[int], theta: float
+) -> None:
+    cell = st.sampled_from([0.0, 0.3, 0.5, 0.69, 0.7, 0.9, 1.0])
+    pair_index, answers = [], []
+    for r, n in enumerate(sizes):
+        qs = PairQuestions(catalogue.relation_questions, [True] * n, [True] * n)
+        values = data.draw(st.lists(st.lists(cell, min_size=6, max_size=6), min_size=n, max_size=n))
+        labels = data.draw(
+            st.lists(st.sampled_from(catalogue.TEMPORAL_LABELS), min_size=n, max_size=n)
+        )
+        probs = data.draw(st.lists(cell, min_size=n, max_size=n))
+        temporal = [
+            None if k % 3 == 2 else ChoiceAnswer(label, {label: p})
+            for k, (label, p) in enumerate(zip(labels, probs, strict=True))
+        ]
+        answers.append(PairAnswers(qs, np.array(values).reshape(n, 6), temporal))
+        pair_index.append((100 + r, list(range(10 * r, 10 * r + n))))
+    assert judged_links(pair_index, answers, theta) == links_reference(pair_index, answers, theta)

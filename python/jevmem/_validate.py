@@ -62,6 +62,19 @@ def sequence(value: Any, field: str) -> Sequence[Any]:
     return value
 
 
+def _plain(value: Any, limit: int, allow_empty: bool = False) -> bool:
+    """Whether ``value`` passes `text` for sure, read cheaply: an ASCII str
+    (as many bytes as characters) within the limit, without NUL, non-blank
+    unless ``allow_empty``. False means only that `text` must look."""
+    return (
+        type(value) is str
+        and len(value) <= limit
+        and value.isascii()
+        and "\0" not in value
+        and (allow_empty or not (value == "" or value.isspace()))
+    )
+
+
 def text(value: Any, field: str, limit: int, *, allow_empty: bool = False) -> str:
     """A string that encodes as UTF-8, has no NUL and is at most ``limit`` bytes."""
     if not isinstance(value, str):
@@ -124,6 +137,9 @@ def provenance_arg(value: Any, field: str) -> dict[str, str] | None:
         raise InvalidInputError(f"{field} has {len(value)} entries, the limit is {MAX_FIELD_COUNT}")
     out: dict[str, str] = {}
     for key, v in value.items():
+        if _plain(key, MAX_FIELD_BYTES) and _plain(v, MAX_FIELD_BYTES, allow_empty=True):
+            out[key] = v
+            continue
         text(key, f"{field} key", MAX_FIELD_BYTES)
         if isinstance(v, bool) or not isinstance(v, str | int | float):
             raise InvalidTypeError(
@@ -182,7 +198,10 @@ def add_batch_args(
     got = sequence(texts, "texts")
     n = len(got)
     # sizes first: an oversized text is refused before anything reads it
-    out_texts = [text(t, f"observation {i}: text", max_text_bytes) for i, t in enumerate(got)]
+    out_texts = [
+        t if _plain(t, max_text_bytes) else text(t, f"observation {i}: text", max_text_bytes)
+        for i, t in enumerate(got)
+    ]
     ts = [
         timestamp(t, f"observation {i}: timestamp")
         for i, t in enumerate(_column(timestamps, "timestamps", n))

@@ -51,7 +51,7 @@ from jevmem.controller.types import (
 )
 from jevmem.temporal import query_time_cues
 
-__all__ = ["LocalController", "clear_text_caches", "question_index"]
+__all__ = ["LocalController", "clear_text_caches", "question_index", "relation_arrays"]
 
 
 #: At most this many sentences of a new text are read for a change statement.
@@ -88,9 +88,8 @@ def _own_sentences(
     return tuple(out)
 
 
-@lru_cache(maxsize=4096)
-def _change_statement(new_text: str, old_text: str) -> float:
-    """How clearly the new text states, in one sentence, that something the
+def _change_statements(new_text: str, old_texts: Sequence[str]) -> list[float]:
+    """How clearly the new text states, in one sentence, that something each
     old text speaks of changed, in [0, 1].
 
     Sentence by sentence, so a cue word elsewhere in a long text (code, an
@@ -101,25 +100,27 @@ def _change_statement(new_text: str, old_text: str) -> float:
     counts extra; a denial where the old text asserted counts half.
     """
     own = _own_sentences(new_text)
-    # without a sentence of the speaker's own there is nothing to compare
-    # (the old text's words are read only when there is)
-    old_words = _content_words(old_text) if own else frozenset()
-    if not old_words:
-        return 0.0
-    old_denies = _denies(old_text)
-    best = 0.0
-    for sentence, words, denies, given_up in own:
-        about = len(words & old_words) / len(words)
-        if about < 0.15:
-            continue
-        cues = _count(CHANGE, sentence)
-        change = 1.0 - math.exp(-cues / 0.6)
-        if not old_denies and denies:
-            change = max(change, 0.5)
-        if any(g & old_words for g in given_up):
-            change = min(1.0, change + 0.3) if change > 0 else 0.0
-        best = max(best, change * min(1.0, about / 0.2))
-    return best
+    if not own:
+        # without a sentence of the speaker's own there is nothing to compare
+        # (the old texts' words are not read)
+        return [0.0] * len(old_texts)
+    out = []
+    for old_text in old_texts:
+        old_words = _content_words(old_text)
+        best = 0.0
+        for sentence, words, denies, given_up in own if old_words else ():
+            about = len(words & old_words) / len(words)
+            if about < 0.15:
+                continue
+            cues = _count(CHANGE, sentence)
+            change = 1.0 - math.exp(-cues / 0.6)
+            if denies and not _denies(old_text):
+                change = max(change, 0.5)
+            if any(g & old_words for g in given_up):
+                change = min(1.0, change + 0.3) if change > 0 else 0.0
+            best = max(best, change * min(1.0, about / 0.2))
+        out.append(best)
+    return out
 
 
 @lru_cache(maxsize=4096)
@@ -130,7 +131,7 @@ def _denies(text: str) -> bool:
 
 def clear_text_caches() -> None:
     """Empty the caches keyed by observation texts (see `jevmem.Memory.forget`)."""
-    for cached in (_content_words, _own_sentences, _change_statement, _count, _denies, _cause_cue):
+    for cached in (_content_words, _own_sentences, _count, _denies, _cause_cue):
         cached.cache_clear()
 
 
@@ -182,7 +183,7 @@ class LocalController:
             "relation.causal_new_to_candidate": self._relation,
             "relation.same_episode": self._relation,
             "relation.entity_alias": self._relation,
-            "relation.supersedes": self._supersedes,
+            "relation.supersedes": self._relation,
             "relation.temporal": self._temporal_choice,
             "consolidate.redundant": self._consolidation,
             "consolidate.contradicting": self._consolidation,
@@ -212,34 +213,43 @@ class LocalController:
     def decide(self, requests: Sequence[DecisionRequest]) -> list[MutableMapping[str, Answer]]:
         out: list[MutableMapping[str, Answer]] = []
         handlers = self._handlers
-        for req in requests:
+        # every relation round of the batch as one set of columns
+        rounds = [k for k, req in enumerate(requests) if type(req.questions) is PairQuestions]
+        paired = dict(zip(rounds, _pair_rounds([requests[k] for k in rounds]), strict=True))
+        for k, req in enumerate(requests):
             qs = req.questions
             if type(qs) is CandidateQuestions and _SCORING_KINDS.issuperset(qs.kinds):
                 # a whole scoring round: answered as columns (see score_columns)
                 out.append(score_columns(req.state, qs))
                 continue
-            if type(qs) is PairQuestions:
-                out.append(self._pair_round(req.state, qs))
+            if k in paired:
+                out.append(paired[k])
                 continue
             answers: dict[str, Answer] = {}
-            # a pair's relation answers, all kinds at once: its signals are read once
-            pairs: dict[int, dict[str, float]] = {}
-            # an assessment's four answers from one reading of its evidence
+            # the request's relation answers, every pair and kind at once
+            relations: npt.NDArray[np.float64] | None = None
+            # an assessment's four answers from one reading of its evidence,
+            # an observation's four types from one reading of its text
             assessed: dict[str, float] | None = None
+            typed: dict[str, float] | None = None
             for q in qs:
                 kind = q.kind
+                if kind in _TYPING_KINDS:
+                    if typed is None:
+                        typed = _typing_values(req.state)
+                    answers[q.id] = NoulAnswer(typed[kind])
+                    continue
                 if kind in _ASSESSMENT_KINDS:
                     if assessed is None:
                         assessed = _assessment_values(req.state)
                     answers[q.id] = NoulAnswer(assessed[kind])
                     continue
-                if kind in _RELATION_KINDS:
+                if kind in _RELATION_COLUMN:
                     i = question_index(q.id)
                     assert i is not None
-                    got = pairs.get(i)
-                    if got is None:
-                        got = pairs[i] = _relation_values(req.state, i)
-                    answers[q.id] = NoulAnswer(got[kind])
+                    if relations is None:
+                        relations = relation_arrays([req.state])[0]
+                    answers[q.id] = NoulAnswer(float(relations[i, _RELATION_COLUMN[kind]]))
                     continue
                 if kind in _SCORING_KINDS:
                     # most of a query's questions: answered without the
@@ -258,45 +268,17 @@ class LocalController:
     # ---- typing ------------------------------------------------------------
 
     def _typing(self, req: DecisionRequest, q: Noul | Choice, _: int | None) -> Answer:
-        text = str(req.state["observation"]["text"])
-        which = q.kind.split(".", 1)[1]
-        pattern = {
-            "episodic": EPISODIC,
-            "semantic": SEMANTIC,
-            "procedural": PROCEDURAL,
-            "preference": PREFERENCE,
-        }[which]
-        score = _density(pattern, text)
-        if which == "episodic" and req.state["observation"].get("time_refs"):
-            score = max(score, 0.8)  # a grounded time reference dates a happening
-        return NoulAnswer(_clip(score))
+        return NoulAnswer(_typing_values(req.state)[q.kind])
 
     # ---- relations ---------------------------------------------------------
 
     def _relation(self, req: DecisionRequest, q: Noul | Choice, i: int | None) -> Answer:
         assert i is not None
-        return NoulAnswer(_relation_values(req.state, i)[q.kind])
-
-    def _supersedes(self, req: DecisionRequest, q: Noul | Choice, i: int | None) -> Answer:
-        assert i is not None
-        return NoulAnswer(_relation_values(req.state, i)["relation.supersedes"])
+        return NoulAnswer(float(relation_arrays([req.state])[0][i, _RELATION_COLUMN[q.kind]]))
 
     def _temporal_choice(self, req: DecisionRequest, q: Noul | Choice, i: int | None) -> Answer:
         assert i is not None and isinstance(q, Choice)
-        return _temporal_answer(req.state["candidates"][i])
-
-    def _pair_round(self, state: Mapping[str, Any], qs: PairQuestions) -> PairAnswers:
-        """A relation round as arrays: the same values question by question
-        would give (`_relation_values`, `_temporal_answer`)."""
-        rows = []
-        temporal: list[ChoiceAnswer | None] = []
-        for i in range(qs.n_pairs):
-            got = _relation_values(state, i)
-            rows.append([got[kind] for kind in _PAIR_KINDS])
-            if not qs.alias[i]:
-                rows[-1][_ALIAS_COLUMN] = 0.0
-            temporal.append(_temporal_answer(state["candidates"][i]) if qs.temporal[i] else None)
-        return PairAnswers(qs, rows, temporal)
+        return _temporal_of(req.state, i)
 
     # ---- consolidation -----------------------------------------------------
 
@@ -383,13 +365,15 @@ class LocalController:
         return NoulAnswer(_assessment_values(req.state)[q.kind])
 
 
-def _temporal_answer(cand: Mapping[str, Any]) -> ChoiceAnswer:
-    """``relation.temporal`` for one candidate."""
+def _temporal_of(state: Mapping[str, Any], i: int) -> ChoiceAnswer:
+    """``relation.temporal`` for pair ``i`` of a relation round."""
+    cand = state["candidates"][i]
+    sig, _, _ = _pair_signals([{"candidates": [cand]}])
     # Without timestamps, insertion order is the only evidence: earlier ids
     # were observed first, which weakly suggests "before".
-    # clipped: a signal outside [0, 1] (or NaN) must not make a weight negative
-    order = _clip(_sig(cand, "inserted_before", 1.0))
-    same = _clip(_sig(cand, "same_session"))
+    # clipped: a signal outside [0, 1] must not make a weight negative
+    order = _clip(float(sig["inserted_before"][0]))
+    same = _clip(float(sig["same_session"][0]))
     weights = {label: 0.05 for label in TEMPORAL_LABELS}
     weights["before"] += 0.35 * order
     weights["after"] += 0.35 * (1.0 - order)
@@ -437,60 +421,142 @@ def _assessment_values(state: Mapping[str, Any]) -> dict[str, float]:
     }
 
 
-_RELATION_KINDS = frozenset(
-    (
-        "relation.supersedes",
-        "relation.semantic",
-        "relation.same_episode",
-        "relation.entity_alias",
-        "relation.causal_candidate_to_new",
-        "relation.causal_new_to_candidate",
-    )
-)
+_TYPING_CUES = {
+    "type.episodic": EPISODIC,
+    "type.semantic": SEMANTIC,
+    "type.procedural": PROCEDURAL,
+    "type.preference": PREFERENCE,
+}
+_TYPING_KINDS = frozenset(_TYPING_CUES)
 
 
-def _relation_values(state: Mapping[str, Any], i: int) -> dict[str, float]:
-    """The answers to pair ``i``'s relation Nouls (every `_RELATION_KINDS`
-    kind), from one reading of the pair's signals and the cue words of the
-    two texts. (Every write asks this of each pair: the signals are read
-    inline, as `_num` would read them.)"""
-    new = state["observation"]
-    cand = state["candidates"][i]
-    get = cand.get("signals", {}).get
-    vec = 0.0 if (v := get("vector")) is None else float(v)
-    lex = 0.0 if (v := get("lexical")) is None else float(v)
-    ent = 0.0 if (v := get("entity")) is None else float(v)
-    tmp = 0.0 if (v := get("temporal")) is None else float(v)
-    alias = 0.0 if (v := get("alias")) is None else float(v)
-    same_speaker = 0.0 if (v := get("same_speaker")) is None else float(v)
-    same_session = 0.0 if (v := get("same_session")) is None else float(v)
-    older = 1.0 if (v := get("older")) is None else float(v)
-    match = 0.6 * vec + 0.4 * lex
-    # Causal: the cause comes first; the explaining text carries the cue word.
-    topical = _squash(match, mid=0.45, steep=10.0)
-    about = 0.6 + 0.4 * max(ent, tmp)
-    new_text, old_text = str(new["text"]), str(cand["text"])
-    cue_new = _cause_cue(new_text)
-    cue_old = _cause_cue(old_text) * 0.8
-    # Supersedes: four things must hold together, so the answer is their
-    # product: the two are on one topic (vector and lexical match), about
-    # one subject (same speaker, a shared entity or an alias), the candidate
-    # is the older statement, and the new text says something changed
-    # (change words, the old value named as given up, or a flip between
-    # asserting and denying).
-    on_topic = _squash(match, 0.4, 10.0)
-    subject = max(same_speaker, min(1.0, 2.0 * ent), alias)
-    change = _change_statement(new_text, old_text)
-    return {
-        "relation.supersedes": _clip(
-            on_topic * (0.4 + 0.6 * subject) * older * (0.1 + 0.9 * change)
-        ),
-        "relation.semantic": _clip(_squash(match, mid=0.55, steep=10.0)),
-        "relation.same_episode": _clip(0.55 * same_session + 0.35 * tmp + 0.1 * vec),
-        "relation.entity_alias": _clip(alias * (0.5 + 0.5 * vec)),
-        "relation.causal_candidate_to_new": _clip(topical * (0.25 + 0.75 * cue_new) * about),
-        "relation.causal_new_to_candidate": _clip(topical * (0.25 + 0.75 * cue_old) * about),
-    }
+def _typing_values(state: Mapping[str, Any]) -> dict[str, float]:
+    """The answers to the four ``type.*`` kinds: how densely the text carries
+    each type's cue words."""
+    text = str(state["observation"]["text"])
+    got = {kind: _density(cue, text) for kind, cue in _TYPING_CUES.items()}
+    if state["observation"].get("time_refs"):
+        # a grounded time reference dates a happening
+        got["type.episodic"] = max(got["type.episodic"], 0.8)
+    return {kind: _clip(v) for kind, v in got.items()}
+
+
+#: Each ``relation.*`` Noul's column in `relation_arrays` (`PAIR_NOULS` order).
+_RELATION_COLUMN = {f"relation.{name}": j for j, name in enumerate(PAIR_NOULS)}
+_ALIAS_COLUMN = PAIR_NOULS.index("entity_alias")
+
+
+def _pair_rounds(requests: Sequence[DecisionRequest]) -> list[PairAnswers]:
+    """Relation rounds (`PairQuestions`) as arrays, every pair of every
+    round read at once; an entity alias not asked is 0, a temporal Choice
+    is answered where asked."""
+    arrays = relation_arrays([req.state for req in requests])
+    out = []
+    for req, values in zip(requests, arrays, strict=True):
+        qs = req.questions
+        assert isinstance(qs, PairQuestions)
+        if len(values) < qs.n_pairs:
+            raise IndexError(f"{qs.n_pairs} pairs asked about, {len(values)} given")
+        values = values[: qs.n_pairs]
+        values[:, _ALIAS_COLUMN] *= qs.alias
+        temporal: list[ChoiceAnswer | None] = [None] * qs.n_pairs
+        for i in np.flatnonzero(qs.temporal).tolist():
+            temporal[i] = _temporal_of(req.state, i)
+        out.append(PairAnswers(qs, values, temporal))
+    return out
+
+
+def relation_arrays(states: Sequence[Mapping[str, Any]]) -> list[npt.NDArray[np.float64]]:
+    """The relation Nouls of every (new observation, candidate) pair of
+    each state, an (n_candidates, 6) array per state in `PAIR_NOULS` order:
+    from the pairs' signals (a `PairTable`'s columns or each candidate's
+    mapping; NaN reads as absent) and the cue words of the two texts, all
+    states' pairs as one set of columns."""
+    sig, texts, sizes = _pair_signals(states)
+    cue_new: list[float] = []
+    cue_old: list[float] = []
+    change: list[float] = []
+    for state, olds in zip(states, texts, strict=True):
+        new_text = str(state["observation"]["text"])
+        cue_new.extend([_cause_cue(new_text)] * len(olds))
+        cue_old.extend([_cause_cue(t) for t in olds])
+        change.extend(_change_statements(new_text, olds))
+    vec, ent, tmp, alias = sig["vector"], sig["entity"], sig["temporal"], sig["alias"]
+    out = np.empty((len(vec), len(PAIR_NOULS)))
+    with np.errstate(all="ignore"):  # NaN and infinities are clipped to 0, as _clip does
+        match = 0.6 * vec + 0.4 * sig["lexical"]
+        # Causal: the cause comes first; the explaining text carries the cue word.
+        topical = _squash_column(match, 0.45, 10.0)
+        about = 0.6 + 0.4 * np.maximum(ent, tmp)
+        # Supersedes: four things must hold together, so the answer is their
+        # product: the two are on one topic (vector and lexical match), about
+        # one subject (same speaker, a shared entity or an alias), the
+        # candidate is the older statement, and the new text says something
+        # changed (change words, the old value named as given up, or a flip
+        # between asserting and denying).
+        on_topic = _squash_column(match, 0.4, 10.0)
+        subject = np.maximum(np.maximum(sig["same_speaker"], np.minimum(1.0, 2.0 * ent)), alias)
+        on = {
+            "semantic": _squash_column(match, 0.55, 10.0),
+            "causal_candidate_to_new": topical * (0.25 + 0.75 * np.array(cue_new)) * about,
+            "causal_new_to_candidate": topical * (0.25 + 0.75 * (np.array(cue_old) * 0.8)) * about,
+            "same_episode": 0.55 * sig["same_session"] + 0.35 * tmp + 0.1 * vec,
+            "supersedes": on_topic
+            * (0.4 + 0.6 * subject)
+            * sig["older"]
+            * (0.1 + 0.9 * np.array(change)),
+            "entity_alias": alias * (0.5 + 0.5 * vec),
+        }
+        for j, name in enumerate(PAIR_NOULS):
+            out[:, j] = _clip_columns(on[name])
+    return np.split(out, np.cumsum(sizes)[:-1]) if sizes else []
+
+
+def _pair_signals(
+    states: Sequence[Mapping[str, Any]],
+) -> tuple[dict[str, npt.NDArray[np.float64]], list[list[str]], list[int]]:
+    """The `_PAIR_SIGNALS` of every pair of ``states`` as columns (absent
+    and NaN read as the default), each state's candidate texts, and how
+    many pairs each state has."""
+    cols: dict[str, list[npt.NDArray[np.float64]]] = {name: [] for name in _PAIR_SIGNALS}
+    texts: list[list[str]] = []
+    for state in states:
+        cands: Sequence[Mapping[str, Any]] = state["candidates"]
+        if isinstance(cands, CandidateTable):
+            texts.append(cands.texts)
+            for name, parts in cols.items():
+                col = cands.columns.get(name)
+                parts.append(np.full(len(cands), np.nan) if col is None else col)
+        else:
+            texts.append([str(c["text"]) for c in cands])
+            sigs = [c.get("signals") or {} for c in cands]
+            for name, parts in cols.items():
+                got = [s.get(name) for s in sigs]
+                parts.append(np.array([np.nan if v is None else v for v in got], dtype=np.float64))
+    sig = {}
+    for name, parts in cols.items():
+        col = np.concatenate(parts) if parts else np.zeros(0)
+        sig[name] = np.where(np.isnan(col), _PAIR_SIGNALS[name], col)
+    return sig, texts, [len(t) for t in texts]
+
+
+#: The pair signals `relation_arrays` reads, with the value of an absent one.
+_PAIR_SIGNALS = {
+    "vector": 0.0,
+    "lexical": 0.0,
+    "entity": 0.0,
+    "temporal": 0.0,
+    "alias": 0.0,
+    "same_speaker": 0.0,
+    "same_session": 0.0,
+    "older": 1.0,
+    "inserted_before": 1.0,
+}
+
+
+def _squash_column(x: npt.NDArray[np.float64], mid: float, steep: float) -> npt.NDArray[np.float64]:
+    """`_squash` of every element."""
+    return 1.0 / (1.0 + np.exp(-steep * (x - mid)))
 
 
 @lru_cache(maxsize=8192)
@@ -498,10 +564,6 @@ def _cause_cue(text: str) -> float:
     # a text is read as a new observation once and as a candidate many times
     return _density(CAUSE, text, per=1.0)
 
-
-#: `PAIR_NOULS` as question kinds, in order.
-_PAIR_KINDS = tuple(f"relation.{name}" for name in PAIR_NOULS)
-_ALIAS_COLUMN = PAIR_NOULS.index("entity_alias")
 
 _ASSESSMENT_KINDS = frozenset(
     ("assess.sufficiency", "assess.usefulness", "assess.missing", "assess.contradiction")
@@ -560,7 +622,7 @@ class _SignalColumns:
 
     def __init__(self, cands: Sequence[Mapping[str, Any]]) -> None:
         self.cands = cands
-        self.table = cands if type(cands) is CandidateTable else None
+        self.table = cands if isinstance(cands, CandidateTable) else None
         self.sigs: list[Mapping[str, Any]] = (
             [] if self.table is not None else [c.get("signals") or {} for c in cands]
         )

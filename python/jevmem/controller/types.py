@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -34,6 +35,7 @@ __all__ = [
     "NoulAnswer",
     "PairAnswers",
     "PairQuestions",
+    "PairTable",
     "Question",
     "SystemOne",
     "validate_answers",
@@ -178,15 +180,14 @@ class CandidateTable(Sequence[Mapping[str, Any]]):
                 v = col[k]
                 if v == v:  # NaN: the candidate lacks it
                     signals[name] = v
-            out.append(
-                {
-                    "id": self.ids[i],
-                    "text": self.texts[i],
-                    "view": self.views[i],
-                    "signals": signals,
-                }
-            )
+            item = self._head(i)
+            item["signals"] = signals
+            out.append(item)
         return out
+
+    def _head(self, i: int) -> dict[str, Any]:
+        """Candidate ``i``'s mapping before its signals."""
+        return {"id": self.ids[i], "text": self.texts[i], "view": self.views[i]}
 
     def __getitem__(self, i: Any) -> Any:
         n = len(self.ids)
@@ -214,6 +215,43 @@ class CandidateTable(Sequence[Mapping[str, Any]]):
 
     def __repr__(self) -> str:
         return f"CandidateTable({len(self.ids)} candidates x {list(self.columns)})"
+
+
+class PairTable(CandidateTable):
+    """A relation round's candidates as columns: a `CandidateTable` of the
+    earlier observations paired with a new one, each with its speaker and
+    time instead of a view. As a sequence it is the list of mappings
+    ``{"id", "text", "speaker", "timestamp", "signals"}`` it stands for."""
+
+    __slots__ = ("speakers", "timestamps")
+
+    def __init__(
+        self,
+        ids: Sequence[int],
+        texts: Sequence[str],
+        columns: Mapping[str, npt.ArrayLike],
+        speakers: Sequence[str | None],
+        timestamps: Sequence[int | None],
+    ) -> None:
+        super().__init__(ids, texts, columns)
+        self.speakers: list[str | None] = list(speakers)
+        self.timestamps: list[int | None] = list(timestamps)
+        n = len(self.ids)
+        if len(self.speakers) != n or len(self.timestamps) != n:
+            raise ValueError(
+                f"{n} ids, {len(self.speakers)} speakers and {len(self.timestamps)} timestamps"
+            )
+
+    def _head(self, i: int) -> dict[str, Any]:
+        return {
+            "id": self.ids[i],
+            "text": self.texts[i],
+            "speaker": self.speakers[i],
+            "timestamp": self.timestamps[i],
+        }
+
+    def __repr__(self) -> str:
+        return f"PairTable({len(self.ids)} candidates x {list(self.columns)})"
 
 
 class CandidateQuestions(tuple[Noul, ...]):
@@ -372,10 +410,9 @@ class PairQuestions(tuple[Noul | Choice, ...]):
             raise ValueError(f"{len(alias)} alias flags and {len(temporal)} temporal flags")
         self = super().__new__(
             cls,
-            (
-                q
+            chain.from_iterable(
+                per_pair(i, ask_alias=a, ask_temporal=t)
                 for i, (a, t) in enumerate(zip(alias, temporal, strict=True))
-                for q in per_pair(i, ask_alias=a, ask_temporal=t)
             ),
         )
         self.alias = [bool(a) for a in alias]
@@ -530,8 +567,9 @@ def validate_answers(
                 i, j = (int(x) for x in np.argwhere(asked)[int(np.argmin(ok))])
                 qid = f"pair_{i}_{PAIR_NOULS[j]}"
                 raise ControllerError(f"{qid}: value {float(got.array[i, j])!r} is not in [0, 1]")
-            choices = [q for q in req.questions if type(q) is Choice]
-            _validate_choices(choices, got)
+            if any(got.questions.temporal):
+                choices = [q for q in req.questions if type(q) is Choice]
+                _validate_choices(choices, got)
             continue
         ids = {q.id for q in req.questions}
         if set(got) != ids:

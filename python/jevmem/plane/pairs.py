@@ -5,11 +5,13 @@ turned into the requests a controller reads."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from itertools import groupby
+from itertools import pairwise
 from typing import Any
 
+import numpy as np
+
 from jevmem.controller import catalogue
-from jevmem.controller.types import DecisionRequest, PairQuestions
+from jevmem.controller.types import DecisionRequest, PairQuestions, PairTable
 
 #: The pair signals a relation request carries, in the order it lists them.
 _RELATION_SIGNALS = (
@@ -48,34 +50,36 @@ def relation_round(
 ) -> tuple[list[DecisionRequest], list[tuple[int, list[int]]]]:
     """One relation request per new node with candidates, and per request
     (node id, candidate ids): the questions about each pair, with the
-    candidate's text, speaker, time and signals."""
-    rows = pairs["row"].tolist()
-    cand = pairs["candidate"].tolist()
-    signal = {
-        name: pairs[name].tolist() if name != "inserted_before" else [1.0] * len(rows)
+    candidates as a `PairTable` (their text, speaker, time and signals, the
+    signals as slices of the batch's columns)."""
+    rows = np.asarray(pairs["row"])
+    cand = np.asarray(pairs["candidate"]).tolist()
+    n = len(rows)
+    columns = {
+        name: np.ones(n) if name == "inserted_before" else np.asarray(pairs[name], dtype=np.float64)
         for name in _RELATION_SIGNALS
     }
+    no_entity = (columns["entity"] == 0).tolist()
     texts_c, speakers_c, stamps_c = pairs["text"], pairs["speaker"], pairs["timestamp"]
+    # each new node's pairs are one run of equal rows
+    bounds = [0, *(np.flatnonzero(rows[1:] != rows[:-1]) + 1).tolist(), n] if n else [0]
     requests: list[DecisionRequest] = []
     index: list[tuple[int, list[int]]] = []
-    for r, group in groupby(range(len(rows)), key=rows.__getitem__):
-        at = list(group)
+    for lo, hi in pairwise(bounds):
+        r = int(rows[lo])
         stamp = timestamps[r]
         questions = PairQuestions(
             catalogue.relation_questions,
-            [signal["entity"][k] == 0 for k in at],
-            [stamp is None or stamps_c[k] is None for k in at],
+            no_entity[lo:hi],
+            [True] * (hi - lo) if stamp is None else [s is None for s in stamps_c[lo:hi]],
         )
-        cand_state = [
-            {
-                "id": cand[k],
-                "text": texts_c[k],
-                "speaker": speakers_c[k],
-                "timestamp": stamps_c[k],
-                "signals": {name: signal[name][k] for name in _RELATION_SIGNALS},
-            }
-            for k in at
-        ]
+        table = PairTable(
+            cand[lo:hi],
+            texts_c[lo:hi],
+            {name: col[lo:hi] for name, col in columns.items()},
+            speakers_c[lo:hi],
+            stamps_c[lo:hi],
+        )
         node_id = ids[r]
         requests.append(
             DecisionRequest(
@@ -87,10 +91,10 @@ def relation_round(
                         "speaker": provenances[r].get("speaker"),
                         "timestamp": stamp,
                     },
-                    "candidates": cand_state,
+                    "candidates": table,
                 },
                 questions,
             )
         )
-        index.append((node_id, [cand[k] for k in at]))
+        index.append((node_id, cand[lo:hi]))
     return requests, index

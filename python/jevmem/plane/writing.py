@@ -341,41 +341,7 @@ class WritingMemory(LifecycleMemory):
 
         # 3. relation judgment: one call for every pair of the batch
         answers = self._decide(relation_requests, "write")
-        controller_edges: list[tuple[object, ...]] = []
-        supersedes: list[tuple[int, int, float]] = []
-        #: per new node, its best supersedes candidates: a statement of change
-        #: replaces the earlier statement it is most about, not every earlier
-        #: one on the topic (ties are all kept)
-        theta = self.config.theta_rel
-        for (node_id, cand_ids), got in zip(pair_index, answers, strict=True):
-            replaced: list[tuple[int, int, float]] = []
-            values, temporal = pair_values(got, len(cand_ids))
-            for cid, row, choice in zip(cand_ids, values.tolist(), temporal, strict=True):
-                v = dict(zip(PAIR_NOULS, row, strict=True))
-                for name, src, dst, view, label in (
-                    ("semantic", cid, node_id, "semantic", None),
-                    ("causal_candidate_to_new", cid, node_id, "causal", None),
-                    ("causal_new_to_candidate", node_id, cid, "causal", None),
-                    ("same_episode", cid, node_id, "temporal", "overlaps"),
-                    ("entity_alias", cid, node_id, "entity", None),
-                ):
-                    if v[name] >= theta:
-                        controller_edges.append(
-                            (src, dst, view, v[name])
-                            if label is None
-                            else (src, dst, view, v[name], "controller", label)
-                        )
-                if v["supersedes"] >= theta:
-                    replaced.append((node_id, cid, v["supersedes"]))
-                if choice is not None and choice.label != "unknown":
-                    prob = choice.distribution[choice.label]
-                    if prob >= theta:
-                        controller_edges.append(
-                            (cid, node_id, "temporal", prob, "controller", choice.label)
-                        )
-            if replaced:
-                top = max(w for _, _, w in replaced)
-                supersedes.extend(link for link in replaced if link[2] == top)
+        controller_edges, supersedes = judged_links(pair_index, answers, self.config.theta_rel)
         if controller_edges:
             self.store.add_edges(controller_edges)
         if supersedes:
@@ -551,3 +517,74 @@ class WritingMemory(LifecycleMemory):
                 )
                 self.store.add_edges([(sid, s.id, "semantic", 1.0) for s in sources])
                 decision["summary_id"] = sid
+
+
+#: The pair Nouls that become edges, in the order a pair's edges are added:
+#: (column in `PAIR_NOULS`, view, label or None, whether the edge runs from
+#: the new node to the candidate).
+_EDGE_NOULS = (
+    (PAIR_NOULS.index("semantic"), "semantic", None, False),
+    (PAIR_NOULS.index("causal_candidate_to_new"), "causal", None, False),
+    (PAIR_NOULS.index("causal_new_to_candidate"), "causal", None, True),
+    (PAIR_NOULS.index("same_episode"), "temporal", "overlaps", False),
+    (PAIR_NOULS.index("entity_alias"), "entity", None, False),
+)
+_SUPERSEDES = PAIR_NOULS.index("supersedes")
+
+
+def judged_links(
+    pair_index: Sequence[tuple[int, Sequence[int]]],
+    answers: Sequence[Mapping[str, Any]],
+    theta: float,
+) -> tuple[list[tuple[object, ...]], list[tuple[int, int, float]]]:
+    """The edges a relation round's answers call for (each answer at least
+    ``theta``), pair by pair in the round's order, and the supersedes links
+    (new, old, weight): a statement of change replaces the earlier statement
+    it is most about, not every earlier one on the topic (per new node, its
+    best candidates; ties are all kept)."""
+    nodes: list[int] = []
+    cands: list[int] = []
+    blocks = []
+    choices: list[ChoiceAnswer | None] = []
+    for (node_id, cand_ids), got in zip(pair_index, answers, strict=True):
+        values, temporal = pair_values(got, len(cand_ids))
+        nodes.extend([node_id] * len(cand_ids))
+        cands.extend(cand_ids)
+        blocks.append(values)
+        choices.extend(temporal)
+    if not blocks:
+        return [], []
+    values = np.concatenate(blocks)
+    hit_pair, hit_slot = np.nonzero(values[:, [j for j, *_ in _EDGE_NOULS]] >= theta)
+    # (pair, slot) keys keep the order: a pair's Noul edges, then its temporal one
+    keyed: list[tuple[int, int, tuple[object, ...]]] = []
+    for p, k in zip(hit_pair.tolist(), hit_slot.tolist(), strict=True):
+        j, view, label, outward = _EDGE_NOULS[k]
+        src, dst = (nodes[p], cands[p]) if outward else (cands[p], nodes[p])
+        w = float(values[p, j])
+        keyed.append(
+            (
+                p,
+                k,
+                (src, dst, view, w) if label is None else (src, dst, view, w, "controller", label),
+            )
+        )
+    timed: list[tuple[int, int, tuple[object, ...]]] = [
+        (p, len(_EDGE_NOULS), (cands[p], nodes[p], "temporal", prob, "controller", choice.label))
+        for p, choice in enumerate(choices)
+        if choice is not None
+        and choice.label != "unknown"
+        and (prob := choice.distribution[choice.label]) >= theta
+    ]
+    if timed:
+        keyed = sorted(keyed + timed, key=lambda x: (x[0], x[1]))
+    edges = [edge for _, _, edge in keyed]
+    best: dict[int, list[tuple[int, int, float]]] = {}
+    sup = values[:, _SUPERSEDES]
+    for p in np.flatnonzero(sup >= theta).tolist():
+        best.setdefault(nodes[p], []).append((nodes[p], cands[p], float(sup[p])))
+    supersedes: list[tuple[int, int, float]] = []
+    for replaced in best.values():
+        top = max(w for _, _, w in replaced)
+        supersedes.extend(link for link in replaced if link[2] == top)
+    return edges, supersedes

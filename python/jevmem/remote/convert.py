@@ -112,6 +112,9 @@ def split_signals(state: Mapping[str, Any]) -> tuple[Mapping[str, Any], list[pb.
                     continue
             # the candidates as the mappings they stand for
             items = stripped[key] = items.as_dicts()
+        elif isinstance(items, CandidateTable):
+            # a relation round's `PairTable`: its mappings carry more than a view
+            items = stripped[key] = items.as_dicts()
         if type(items) not in (list, tuple) or not items or type(items[0]) is not dict:
             continue
         first = items[0].get("signals")
