@@ -215,7 +215,11 @@ class LocalController:
         handlers = self._handlers
         # every relation round of the batch as one set of columns
         rounds = [k for k, req in enumerate(requests) if type(req.questions) is PairQuestions]
-        paired = dict(zip(rounds, _pair_rounds([requests[k] for k in rounds]), strict=True))
+        paired = (
+            dict(zip(rounds, _pair_rounds([requests[k] for k in rounds]), strict=True))
+            if rounds
+            else {}
+        )
         for k, req in enumerate(requests):
             qs = req.questions
             if type(qs) is CandidateQuestions and _SCORING_KINDS.issuperset(qs.kinds):
