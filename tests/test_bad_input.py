@@ -321,7 +321,7 @@ def _leb(v: int) -> bytes:
 def _reseal(payload: bytes) -> bytes:
     import zlib
 
-    header = b"JEVMEMSS" + (4).to_bytes(4, "little")  # the format `to_bytes` writes
+    header = b"JEVMEMSS" + (5).to_bytes(4, "little")  # the format `to_bytes` writes
     return (
         header
         + zlib.crc32(payload).to_bytes(4, "little")
@@ -336,10 +336,11 @@ def test_crafted_snapshots_raise_snapshot_error_quickly() -> None:
         store.add(f"observation {i}", np.ones(DIM, np.float32) + i, timestamp=1_700_000_000 + i)
     payload = bytes(store.to_bytes())[24:]
     # An empty store with the same config: config, next_id 0, ops_applied 0,
-    # six empty lists (nodes, embeddings, edges, passages, two of facts), then
-    # the derived facts (version 0, no nodes).
+    # six empty lists (nodes, embeddings, edges, passages, two of facts), the
+    # derived facts (version 0, no nodes), then the lexical content (present,
+    # no terms, no documents).
     empty = bytes(MemoryStore(DIM).to_bytes())[24:]
-    cfg = empty[:-10]
+    cfg = empty[:-13]
     assert payload.startswith(cfg)
     rest = payload[len(cfg) :]
     assert rest.startswith(_leb(3))  # next_id: three nodes, none removed

@@ -23,8 +23,10 @@
 //! no longer change the top k, then a thresholded partial selection.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::filter::Allowed;
@@ -101,6 +103,25 @@ fn unpack(p: u32, d: u32, doc_len: &[u32]) -> (u32, u32) {
 struct Doc {
     len: u32,
     terms: Box<[Posting]>,
+}
+
+/// One document's terms in a [`LexicalSnapshot`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LexicalDoc {
+    /// (vocabulary position, count), ascending by position.
+    pub terms: Vec<(u32, u32)>,
+    /// Its token count (the counts' sum).
+    pub len: u32,
+}
+
+/// The lexical index as a snapshot keeps it: what each document's text
+/// tokenized to, so a load need not tokenize again (the index's own layout
+/// is rebuilt from it).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LexicalSnapshot {
+    /// Every term some document holds, in term-id order.
+    pub vocabulary: Vec<String>,
+    pub docs: Vec<LexicalDoc>,
 }
 
 pub struct Bm25Index {
@@ -337,16 +358,30 @@ impl Bm25Index {
     /// Like [`Bm25Index::add`], but rejects ids above [`MAX_DOC_ID`]
     /// (nothing changes on error).
     pub fn try_add(&mut self, doc: NodeId, tokens: &[String]) -> Result<()> {
+        self.try_add_each(doc, |push| tokens.iter().for_each(|t| push(t)))
+    }
+
+    /// [`Bm25Index::try_add`] with the tokens handed over one at a time:
+    /// `tokens` calls its argument once per token, in order (a tokenizer
+    /// feeds the index without building a token list).
+    pub fn try_add_each(
+        &mut self,
+        doc: NodeId,
+        tokens: impl FnOnce(&mut dyn FnMut(&str)),
+    ) -> Result<()> {
         if doc > MAX_DOC_ID {
             return Err(Error::invalid(format!(
                 "BM25 document id {doc} exceeds the maximum {MAX_DOC_ID}"
             )));
         }
+        // first: a term only this document held is recycled, not reused
         self.remove(doc);
         let d = doc as u32;
 
         // Intern and count: sort the term ids, then run-length encode.
-        let mut ids: Vec<u32> = tokens.iter().map(|tok| self.intern(tok)).collect();
+        let mut ids: Vec<u32> = Vec::new();
+        tokens(&mut |tok| ids.push(self.intern(tok)));
+        let n_tokens = ids.len();
         ids.sort_unstable();
         let mut terms: Vec<Posting> = Vec::with_capacity(ids.len());
         for t in ids {
@@ -355,7 +390,13 @@ impl Bm25Index {
                 _ => terms.push((t, 1)),
             }
         }
-        let len = u32::try_from(tokens.len()).unwrap_or(u32::MAX);
+        self.add_counted(d, terms, u32::try_from(n_tokens).unwrap_or(u32::MAX));
+        Ok(())
+    }
+
+    /// Add document `d` (not indexed) from its (term id, count) pairs,
+    /// ascending by id, and its length.
+    fn add_counted(&mut self, d: u32, terms: Vec<Posting>, len: u32) {
         for &(t, tf) in &terms {
             let tf = pack(tf, len);
             let list = &mut self.postings[t as usize];
@@ -381,6 +422,100 @@ impl Bm25Index {
         self.doc_len[i] = len;
         self.n_docs += 1;
         self.total_len += u64::from(len);
+    }
+
+    /// The documents' terms as a snapshot keeps them: the vocabulary in
+    /// term-id order, and per document of `docs` (in that order) its
+    /// (vocabulary position, count) pairs, ascending, and its length. An
+    /// unindexed document reads as empty.
+    pub fn lexical_snapshot(&self, docs: impl IntoIterator<Item = NodeId>) -> LexicalSnapshot {
+        let mut position = vec![u32::MAX; self.term_text.len()];
+        let mut vocabulary = Vec::new();
+        for (t, text) in self.term_text.iter().enumerate() {
+            if let Some(text) = text {
+                position[t] = vocabulary.len() as u32;
+                vocabulary.push(text.to_string());
+            }
+        }
+        let docs = docs
+            .into_iter()
+            .map(|d| {
+                match usize::try_from(d)
+                    .ok()
+                    .and_then(|i| self.docs.get(i))
+                    .and_then(Option::as_ref)
+                {
+                    Some(doc) => LexicalDoc {
+                        terms: doc
+                            .terms
+                            .iter()
+                            .map(|&(t, tf)| (position[t as usize], tf))
+                            .collect(),
+                        len: doc.len,
+                    },
+                    None => LexicalDoc::default(),
+                }
+            })
+            .collect();
+        LexicalSnapshot { vocabulary, docs }
+    }
+
+    /// Index documents from a [`LexicalSnapshot`] (`ids`: the document of
+    /// each entry) into an index that holds none yet, without tokenizing:
+    /// the vocabulary is interned in its order, so term ids keep the order
+    /// they had when the snapshot was taken (and sums over a query's terms
+    /// their order). Checked first, nothing changed on error: distinct
+    /// terms, one entry per id, positions in range and ascending, counts
+    /// at least 1 summing to the length, every term used.
+    pub fn restore_lexical(&mut self, ids: &[NodeId], snap: LexicalSnapshot) -> Result<()> {
+        let bad = |why: String| Err(Error::invalid(format!("lexical index: {why}")));
+        if self.n_docs != 0 || !self.term_text.is_empty() {
+            return bad("restored into an index that is not empty".into());
+        }
+        if snap.docs.len() != ids.len() {
+            return bad(format!(
+                "{} documents for {} nodes",
+                snap.docs.len(),
+                ids.len()
+            ));
+        }
+        let n_terms = snap.vocabulary.len();
+        let mut used = vec![false; n_terms];
+        for (k, (&id, doc)) in ids.iter().zip(&snap.docs).enumerate() {
+            if id > MAX_DOC_ID || (k > 0 && id <= ids[k - 1]) {
+                return bad(format!("document id {id} out of order or range"));
+            }
+            let mut total = 0u64;
+            let mut previous: Option<u32> = None;
+            for &(p, tf) in &doc.terms {
+                if (p as usize) >= n_terms || previous.is_some_and(|q| p <= q) || tf == 0 {
+                    return bad(format!("node {id}: term entries out of order or range"));
+                }
+                previous = Some(p);
+                used[p as usize] = true;
+                total += u64::from(tf);
+            }
+            if total != u64::from(doc.len) {
+                return bad(format!(
+                    "node {id}: counts sum to {total}, length {}",
+                    doc.len
+                ));
+            }
+        }
+        if let Some(p) = used.iter().position(|u| !u) {
+            return bad(format!("term {p} belongs to no document"));
+        }
+        let mut seen: HashSet<&str> = HashSet::with_capacity(n_terms);
+        if !snap.vocabulary.iter().all(|t| seen.insert(t)) {
+            return bad("a term is listed twice".into());
+        }
+        drop(seen);
+        for text in snap.vocabulary {
+            self.intern(&text);
+        }
+        for (&id, doc) in ids.iter().zip(snap.docs) {
+            self.add_counted(id as u32, doc.terms, doc.len);
+        }
         Ok(())
     }
 

@@ -5,11 +5,10 @@
 //! both directions with the weight inline, so traversal never hashes; edge
 //! attributes live in one map keyed by (src, dst, view).
 
-use std::collections::HashMap;
-
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::hashing::ShortKeyMap;
 use crate::types::{Edge, EdgeOrigin, Node, NodeId, TemporalLabel, View};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -32,7 +31,8 @@ pub struct Graph {
     live: usize,
     /// adjacency[view][node id]
     adjacency: [Vec<Adjacency>; View::COUNT],
-    edges: HashMap<(NodeId, NodeId, View), EdgeMeta>,
+    /// keyed by the store's own ids, which no input chooses: the fast hasher
+    edges: ShortKeyMap<(NodeId, NodeId, View), EdgeMeta>,
     edge_counts: [usize; View::COUNT],
 }
 

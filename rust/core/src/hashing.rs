@@ -1,8 +1,9 @@
-//! A fast hasher for short strings in per-call lookup tables (entity names,
-//! name prefixes). std's SipHash resists collision flooding, which a table
-//! built and dropped within one call over the memory's own texts does not
-//! need, and costs several times more per short key. Only for tables whose
-//! iteration order nobody reads.
+//! A fast hasher for short keys: per-call lookup tables (entity names, name
+//! prefixes) and tables keyed by the store's own node ids (which no input
+//! chooses). std's SipHash resists collision flooding, which neither needs,
+//! and costs several times more per short key. Long-lived tables keyed by
+//! text from outside (terms, entity names) keep SipHash. Only for tables
+//! whose iteration order nobody reads.
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};

@@ -1,6 +1,8 @@
 //! Whole-memory snapshots: one file holding the config, every node with its
 //! embedding, and every edge. Indexes are rebuilt on load, so the format does
-//! not depend on usearch's or our BM25's internal layout.
+//! not depend on usearch's or our BM25's internal layout; since version 5 it
+//! keeps what each text tokenized to (the lexical index's content, not its
+//! layout), so a load does not tokenize every text again.
 //!
 //! Layout (little endian): magic `JEVMEMSS` (8 bytes), format version (u32),
 //! CRC-32 of the payload (u32), payload length (u64), payload (postcard).
@@ -21,12 +23,15 @@
 //! 2 read their nodes as `NodeV1`, which gets an empty scope, no metadata and
 //! no key. Version 4 appends the facts derived from the texts (`derived`:
 //! question shares and time references); older versions load without any.
+//! Version 5 appends the lexical index's content (`lexical`, optional: a
+//! body without it, and every older version, tokenizes the texts on load).
 
 use std::collections::HashSet;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::bm25::LexicalSnapshot;
 use crate::derived::DerivedSnapshot;
 use crate::error::{Error, Result};
 use crate::facts::FactsSnapshot;
@@ -36,7 +41,7 @@ use crate::store::{MemoryStore, ScopedKey, StoreConfig};
 use crate::types::{Edge, Node, NodeId, Timestamp, TypeScores};
 
 const MAGIC: &[u8; 8] = b"JEVMEMSS";
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 /// The oldest version this build still reads.
 pub const OLDEST_READABLE_VERSION: u32 = 1;
 const HEADER_LEN: usize = 8 + 4 + 4 + 8;
@@ -119,6 +124,9 @@ struct BodyRef<'a> {
     // ---- v4 trailing field ----
     /// What the caller derived from the texts.
     derived: DerivedSnapshot,
+    // ---- v5 trailing field ----
+    /// What each node's text tokenized to, in node order.
+    lexical: Option<LexicalSnapshot>,
 }
 
 /// The passages of one node: spans and their unit embeddings, concatenated.
@@ -136,7 +144,7 @@ struct NodePassages {
     embeddings: Vec<f32>,
 }
 
-/// The current (v4) body: v3's fields and the derived facts.
+/// The current (v5) body: v4's fields and the lexical index's content.
 #[derive(Deserialize)]
 struct Body {
     config: StoreConfig,
@@ -150,6 +158,39 @@ struct Body {
     facts: FactsSnapshot,
     // ---- v4 ----
     derived: DerivedSnapshot,
+    // ---- v5 ----
+    lexical: Option<LexicalSnapshot>,
+}
+
+/// A version 4 body: v3's fields and the derived facts.
+#[derive(Deserialize)]
+struct BodyV4 {
+    config: StoreConfig,
+    next_id: NodeId,
+    ops_applied: u64,
+    nodes: Vec<Node>,
+    embeddings: Vec<f32>,
+    edges: Vec<Edge>,
+    passages: Vec<NodePassages>,
+    facts: FactsSnapshot,
+    derived: DerivedSnapshot,
+}
+
+impl From<BodyV4> for Body {
+    fn from(v4: BodyV4) -> Self {
+        Body {
+            config: v4.config,
+            next_id: v4.next_id,
+            ops_applied: v4.ops_applied,
+            nodes: v4.nodes,
+            embeddings: v4.embeddings,
+            edges: v4.edges,
+            passages: v4.passages,
+            facts: v4.facts,
+            derived: v4.derived,
+            lexical: None,
+        }
+    }
 }
 
 /// A version 3 body: v2's fields, with v3 nodes.
@@ -177,6 +218,7 @@ impl From<BodyV3> for Body {
             passages: v3.passages,
             facts: v3.facts,
             derived: DerivedSnapshot::default(),
+            lexical: None,
         }
     }
 }
@@ -233,6 +275,7 @@ impl From<BodyV2> for Body {
             passages: v2.passages,
             facts: v2.facts,
             derived: DerivedSnapshot::default(),
+            lexical: None,
         }
     }
 }
@@ -260,14 +303,31 @@ impl From<BodyV1> for Body {
             passages: Vec::new(),
             facts: FactsSnapshot::default(),
             derived: DerivedSnapshot::default(),
+            lexical: None,
         }
     }
+}
+
+/// A body that is the whole payload: bytes left over mean the version in
+/// the header is not the one that wrote it (a newer body read as an older
+/// one decodes its prefix).
+fn whole<'a, T: Deserialize<'a>>(payload: &'a [u8]) -> Result<T> {
+    let (body, rest) =
+        postcard::take_from_bytes(payload).map_err(|e| Error::Snapshot(format!("decode: {e}")))?;
+    if !rest.is_empty() {
+        return Err(Error::Snapshot(format!(
+            "{} bytes after the body: not the format version the header names",
+            rest.len()
+        )));
+    }
+    Ok(body)
 }
 
 impl MemoryStore {
     /// Serialise the whole memory.
     pub fn to_snapshot_bytes(&self) -> Result<Vec<u8>> {
         let nodes: Vec<&Node> = self.graph.nodes().collect();
+        let ids: Vec<NodeId> = nodes.iter().map(|n| n.id).collect();
         let mut embeddings = Vec::with_capacity(nodes.len() * self.dim());
         for n in &nodes {
             embeddings
@@ -291,6 +351,7 @@ impl MemoryStore {
                 .collect(),
             facts: self.facts.to_snapshot(),
             derived: self.derived_snapshot(),
+            lexical: Some(self.bm25.lexical_snapshot(ids)),
         };
         let payload =
             postcard::to_stdvec(&body).map_err(|e| Error::Snapshot(format!("encode: {e}")))?;
@@ -338,18 +399,12 @@ impl MemoryStore {
                 "checksum mismatch: the file is corrupted".into(),
             ));
         }
-        let decode = |e: postcard::Error| Error::Snapshot(format!("decode: {e}"));
         let body: Body = match version {
-            1 => postcard::from_bytes::<BodyV1>(payload)
-                .map_err(decode)?
-                .into(),
-            2 => postcard::from_bytes::<BodyV2>(payload)
-                .map_err(decode)?
-                .into(),
-            3 => postcard::from_bytes::<BodyV3>(payload)
-                .map_err(decode)?
-                .into(),
-            _ => postcard::from_bytes(payload).map_err(decode)?,
+            1 => whole::<BodyV1>(payload)?.into(),
+            2 => whole::<BodyV2>(payload)?.into(),
+            3 => whole::<BodyV3>(payload)?.into(),
+            4 => whole::<BodyV4>(payload)?.into(),
+            _ => whole::<Body>(payload)?,
         };
         // Config first: it sizes every index built below.
         body.config
@@ -439,7 +494,7 @@ impl MemoryStore {
             )));
         }
         store
-            .insert_many(nodes, true)
+            .insert_many(nodes, true, body.lexical)
             .map_err(|e| Error::Snapshot(format!("nodes: {e}")))?;
         while store.graph.next_id() < body.next_id {
             store.graph.push_removed();
@@ -604,10 +659,10 @@ mod tests {
         ];
         s.add_node(n).unwrap();
         let loaded = MemoryStore::from_snapshot_bytes(&v2_bytes(&s)).unwrap();
-        assert_eq!(
-            loaded.to_snapshot_bytes().unwrap(),
-            s.to_snapshot_bytes().unwrap()
-        );
+        // `s` gave the new text's terms the slot its removed node freed, a
+        // load numbers them afresh: the same memory, its terms in another order
+        assert_eq!(lexical_bags(&loaded), lexical_bags(&s));
+        assert_eq!(retokenized(&loaded), retokenized(&s));
         assert!(loaded
             .graph
             .nodes()
@@ -643,6 +698,115 @@ mod tests {
             facts: store.facts.to_snapshot(),
         };
         framed(3, postcard::to_stdvec(&body).unwrap())
+    }
+
+    /// Each node's terms and counts, by term text.
+    fn lexical_bags(s: &MemoryStore) -> Vec<std::collections::BTreeMap<String, u32>> {
+        let ids: Vec<NodeId> = s.graph.nodes().map(|n| n.id).collect();
+        let snap = s.bm25.lexical_snapshot(ids);
+        snap.docs
+            .iter()
+            .map(|d| {
+                d.terms
+                    .iter()
+                    .map(|&(p, tf)| (snap.vocabulary[p as usize].clone(), tf))
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// A version 4 file, as builds before the lexical content wrote it.
+    fn v4_bytes(store: &MemoryStore) -> Vec<u8> {
+        let bytes = store.to_snapshot_bytes().unwrap();
+        let mut body: Body = postcard::from_bytes(&bytes[HEADER_LEN..]).unwrap();
+        body.lexical = None;
+        #[derive(Serialize)]
+        struct BodyV4Ref<'a> {
+            config: &'a StoreConfig,
+            next_id: NodeId,
+            ops_applied: u64,
+            nodes: Vec<&'a Node>,
+            embeddings: Vec<f32>,
+            edges: Vec<Edge>,
+            passages: Vec<PassagesRef<'a>>,
+            facts: FactsSnapshot,
+            derived: crate::derived::DerivedSnapshot,
+        }
+        let v4 = BodyV4Ref {
+            config: &body.config,
+            next_id: body.next_id,
+            ops_applied: body.ops_applied,
+            nodes: body.nodes.iter().collect(),
+            embeddings: body.embeddings.clone(),
+            edges: body.edges.clone(),
+            passages: body
+                .passages
+                .iter()
+                .map(|p| PassagesRef {
+                    node: p.node,
+                    spans: &p.spans,
+                    embeddings: p.embeddings.clone(),
+                })
+                .collect(),
+            facts: body.facts.clone(),
+            derived: body.derived.clone(),
+        };
+        framed(4, postcard::to_stdvec(&v4).unwrap())
+    }
+
+    /// The memory as a load that tokenizes every text gives it back.
+    fn retokenized(s: &MemoryStore) -> Vec<u8> {
+        let t = MemoryStore::from_snapshot_bytes(&v4_bytes(s)).unwrap();
+        t.to_snapshot_bytes().unwrap()
+    }
+
+    /// Version 4 files load by tokenizing the texts; a memory whose terms
+    /// kept their first numbering comes back byte for byte, and the next
+    /// save writes the lexical content.
+    #[test]
+    fn reads_version_4() {
+        let mut s = derived_sample();
+        s.add_node(NewNode::new(
+            "a new one after the removal",
+            vec![0.0, 1.0, 0.0, 0.0],
+        ))
+        .unwrap();
+        let loaded = MemoryStore::from_snapshot_bytes(&v4_bytes(&s)).unwrap();
+        assert_eq!(lexical_bags(&loaded), lexical_bags(&s));
+        assert_eq!(
+            loaded.to_snapshot_bytes().unwrap(),
+            retokenized(&s),
+            "a v4 load is a re-tokenization"
+        );
+        let plain = derived_sample();
+        let back = MemoryStore::from_snapshot_bytes(&v4_bytes(&plain)).unwrap();
+        assert_eq!(
+            back.to_snapshot_bytes().unwrap(),
+            plain.to_snapshot_bytes().unwrap()
+        );
+    }
+
+    /// A version 5 load keeps the term numbering, so lexical scores come
+    /// back bit for bit, also after a removal freed term slots and later
+    /// texts reused them.
+    #[test]
+    fn version_5_keeps_the_term_order() {
+        let mut s = sample();
+        s.add_node(NewNode::new(
+            "number two again, a long one",
+            vec![0.0, 1.0, 0.0, 0.0],
+        ))
+        .unwrap();
+        let bytes = s.to_snapshot_bytes().unwrap();
+        let loaded = MemoryStore::from_snapshot_bytes(&bytes).unwrap();
+        assert_eq!(loaded.to_snapshot_bytes().unwrap(), bytes);
+        for q in [
+            "observation number",
+            "long one number two",
+            "again observation 4",
+        ] {
+            assert_eq!(loaded.search_lexical(q, 10), s.search_lexical(q, 10), "{q}");
+        }
     }
 
     fn derived_sample() -> MemoryStore {

@@ -9,7 +9,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::bm25::{Bm25Index, Bm25Params};
+use crate::bm25::{Bm25Index, Bm25Params, LexicalSnapshot};
 use crate::candidates::CandidateConfig;
 use crate::derived::TimeRef;
 use crate::error::{Error, Result};
@@ -537,11 +537,13 @@ impl MemoryStore {
             self.vectors.remove(id)?;
             return Err(e);
         }
-        self.index_node(id, node)
+        self.index_node(id, node, true)
     }
 
     /// Everything of an insert but the vector: entities, BM25, time, graph.
-    fn index_node(&mut self, id: NodeId, node: NewNode) -> Result<()> {
+    /// `tokenize`: index the text lexically (false: its lexical entry is in
+    /// the index already, restored from a snapshot).
+    fn index_node(&mut self, id: NodeId, node: NewNode, tokenize: bool) -> Result<()> {
         // A set beside the list: a long text can carry thousands of entities.
         let mut entities: Vec<String> = Vec::with_capacity(node.entities.len());
         let mut seen: HashSet<String> = HashSet::with_capacity(node.entities.len());
@@ -551,8 +553,20 @@ impl MemoryStore {
                 entities.push(e);
             }
         }
-        let tokens = self.lexical_tokens(&node.content, &node.provenance);
-        self.bm25.add(id, &tokens);
+        // tokens straight into the index (`lexical_tokens` without the list)
+        let (tokenizer, fields) = (&self.tokenizer, &self.config.lexical_fields);
+        if tokenize {
+            let _ = self.bm25.try_add_each(id, |push| {
+                tokenizer.for_each_token(&node.content, &mut *push);
+                for field in fields {
+                    for (key, value) in &node.provenance {
+                        if key == field {
+                            tokenizer.for_each_token(value, &mut *push);
+                        }
+                    }
+                }
+            });
+        }
         for e in &entities {
             self.entity_index.entry(e.clone()).or_default().push(id);
         }
@@ -585,11 +599,20 @@ impl MemoryStore {
     /// removed slots), vectors in one batch so large loads fill the HNSW graph
     /// from several threads. `from_snapshot`: the embeddings are the stored
     /// unit vectors, kept exactly (see `VectorIndex::add_batch_stored`).
+    /// `lexical`: what the nodes' texts tokenized to (a snapshot's, into a
+    /// store without documents): their lexical index is restored from it,
+    /// without tokenizing.
     pub(crate) fn insert_many(
         &mut self,
         nodes: Vec<(NodeId, NewNode)>,
         from_snapshot: bool,
+        lexical: Option<LexicalSnapshot>,
     ) -> Result<()> {
+        let tokenize = lexical.is_none();
+        if let Some(snap) = lexical {
+            let ids: Vec<NodeId> = nodes.iter().map(|(id, _)| *id).collect();
+            self.bm25.restore_lexical(&ids, snap)?;
+        }
         let items: Vec<(NodeId, &[f32])> = nodes
             .iter()
             .map(|(id, n)| (*id, n.embedding.as_slice()))
@@ -618,7 +641,7 @@ impl MemoryStore {
             while self.graph.next_id() < id {
                 self.graph.push_removed();
             }
-            self.index_node(id, node)?;
+            self.index_node(id, node, tokenize)?;
             self.ops_applied += 1;
         }
         Ok(())
@@ -673,7 +696,7 @@ impl MemoryStore {
             }
             self.validate_new_node(node)?;
         }
-        self.insert_many(run, false)
+        self.insert_many(run, false, None)
     }
 
     /// Add a node; returns its id. A node whose idempotency key is already
@@ -710,7 +733,7 @@ impl MemoryStore {
             fresh.push((next, node));
             next += 1;
         }
-        self.insert_many(fresh, false)?;
+        self.insert_many(fresh, false, None)?;
         Ok(ids)
     }
 

@@ -10,6 +10,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
+use jevmem_core::bm25::LexicalSnapshot;
 use jevmem_core::derived::{DerivedFacts, DerivedSnapshot, TimeRef};
 use jevmem_core::facts::FactsSnapshot;
 use jevmem_core::ops::NewNode;
@@ -106,7 +107,7 @@ fn check_decode(bytes: &[u8]) -> std::result::Result<Option<MemoryStore>, TestCa
     }
 }
 
-/// The version 4 body, mirrored from public types (postcard encodes a
+/// The version 5 body, mirrored from public types (postcard encodes a
 /// struct as its fields in order, so this is byte-compatible).
 #[derive(Clone, Serialize, Deserialize)]
 struct Body {
@@ -119,6 +120,7 @@ struct Body {
     passages: Vec<(NodeId, Vec<Span>, Vec<f32>)>,
     facts: FactsSnapshot,
     derived: DerivedSnapshot,
+    lexical: Option<LexicalSnapshot>,
 }
 
 /// A header with a correct length and checksum around `payload`.
@@ -216,6 +218,57 @@ fn the_mirror_and_the_sample_round_trip() {
     assert_eq!(loaded.to_snapshot_bytes().unwrap(), bytes);
 }
 
+/// A body without the lexical content (what older writers left out) loads
+/// by tokenizing the texts: the same memory, byte for byte.
+#[test]
+fn a_body_without_lexical_content_tokenizes_the_texts() {
+    let bytes = sample_bytes();
+    let mut body = sample_body();
+    assert!(body
+        .lexical
+        .as_ref()
+        .is_some_and(|l| !l.vocabulary.is_empty()));
+    body.lexical = None;
+    let loaded = MemoryStore::from_snapshot_bytes(&encode(&body)).unwrap();
+    assert_eq!(loaded.to_snapshot_bytes().unwrap(), bytes);
+}
+
+/// Lexical content that contradicts itself is refused as a snapshot error.
+#[test]
+fn inconsistent_lexical_content_is_a_snapshot_error() {
+    type Damage = fn(&mut LexicalSnapshot);
+    let cases: [(&str, Damage); 7] = [
+        ("a length the counts do not sum to", |l| l.docs[0].len += 1),
+        ("a position past the vocabulary", |l| {
+            l.docs[0].terms[0].0 = l.vocabulary.len() as u32
+        }),
+        ("positions out of order", |l| l.docs[0].terms.reverse()),
+        ("a zero count", |l| {
+            l.docs[0].len -= l.docs[0].terms[0].1;
+            l.docs[0].terms[0].1 = 0;
+        }),
+        ("a term no document uses", |l| {
+            l.vocabulary.push("zzz".into())
+        }),
+        ("a term listed twice", |l| {
+            let first = l.vocabulary[0].clone();
+            let last = l.vocabulary.len() - 1;
+            l.vocabulary[last] = first;
+        }),
+        ("a document short", |l| {
+            l.docs.pop();
+        }),
+    ];
+    for (what, damage) in cases {
+        let mut body = sample_body();
+        damage(body.lexical.as_mut().unwrap());
+        match MemoryStore::from_snapshot_bytes(&encode(&body)) {
+            Err(Error::Snapshot(_)) => {}
+            other => panic!("{what}: {:?}", other.map(|_| "loaded")),
+        }
+    }
+}
+
 /// The cases the issue found: a valid checksum around a huge id space or a
 /// huge dimension. Before the bounds, 2^20 took ~700 MB and 2^26 aborted.
 #[test]
@@ -287,6 +340,7 @@ fn crafted_id_spaces_and_configs_are_refused_cheaply() {
     body.passages.clear();
     body.facts = FactsSnapshot::default();
     body.derived = DerivedSnapshot::default();
+    body.lexical = Some(LexicalSnapshot::default());
     let store = check_decode(&encode(&body)).unwrap().expect("valid, empty");
     assert!(store.vectors().uses_hnsw());
 }
