@@ -194,13 +194,11 @@ def test_development_questions_get_the_python_coverage() -> None:
     for qa in conv.qas:
         q = qa.question
         run = QueryRun(m, q, m.embedder.embed([q])[0], 10, None, "full", 0.0)
+        content = run.session.inputs()["content_tokens"]
         found, _ = m.store.search_lexical(q, 20)
         ids = [int(i) for i in found]
         got = run.coverages(ids)
-        want = [
-            coverage_ref(m, i, set(run.content_tokens), list(run.asked_people), run.speakers)
-            for i in ids
-        ]
+        want = [coverage_ref(m, i, set(content), list(run.asked_people), run.speakers) for i in ids]
         assert got == want, q
         compared += len(ids)
     assert compared > 1_000

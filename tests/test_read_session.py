@@ -33,22 +33,22 @@ DEV_SETS = (
 def reference_for(run: QueryRun) -> PoolQuery:
     """The frozen Python pool over the same query inputs as ``run``'s session."""
     window = run.time_cues["constraint"]
-    ft = run.fact_time
+    plan = run.session.inputs()
     return PoolQuery(
         store=run.m.store,
         query=run.query,
         qvec=run.qvec.copy(),
         fused_ids=list(run.fused_ids),
         passage_ids=list(run.passage_ids),
-        lex_list=list(run.lex_list),
-        vec_list=list(run.vec_list),
-        max_lex=run.max_lex,
-        max_sim=run.max_sim,
-        max_passage_sim=run.max_passage_sim,
+        lex_list=list(plan["lexical_ranked"]),
+        vec_list=list(plan["vector_ranked"]),
+        max_lex=plan["best_lexical"],
+        max_sim=plan["best_dense"],
+        max_passage_sim=plan["best_passage"],
         named=list(run.query_entities),
         window=None if window is None else (int(window[0]), int(window[1])),
-        asks_when=run.wants_time,
-        fact_time=(ft.stance, ft.at, ft.until),
+        asks_when=bool(run.time_cues["asks_when"] or run.time_cues["temporal"]),
+        fact_time=plan["fact_time"],
         allowed=run.allowed,
         cfg=run.m.config,
         window_scan=WINDOW_SCAN,
@@ -78,8 +78,8 @@ def assert_same_pool(
             np.testing.assert_array_equal(got, col, err_msg=f"{query}: {name}")
     assert set(sigs) == set(want) | {"query_self", "query_request"}
     np.testing.assert_allclose(run.qvec, ref.qvec, rtol=0, atol=1e-6)
-    assert abs(run.max_sim - ref.max_sim) <= 1e-6
-    assert abs(run.max_passage_sim - ref.max_passage_sim) <= 1e-6
+    assert abs(run.session.best_dense - ref.max_sim) <= 1e-6
+    assert abs(run.session.best_passage - ref.max_passage_sim) <= 1e-6
     assert run.session.replaced() == ref.fact_state.replaced()
     # the evidence read: each node's best passage by the moved vector
     store = m.store
@@ -294,7 +294,7 @@ def test_assessments_read_the_evidence_as_the_python_did() -> None:
         )
         want = m.store.content_coverage(
             shown,
-            sorted(run.content_tokens),
+            run.session.inputs()["content_tokens"],
             list(run.asked_people),
             sorted(run.speakers),
         ).tolist()

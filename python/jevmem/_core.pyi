@@ -707,6 +707,46 @@ class ReadSession:
         people: Sequence[str] | None = None,
         allowed: Allowed | None = None,
     ) -> ReadSession: ...
+    @staticmethod
+    def plan(
+        store: MemoryStore,
+        text: str,
+        vector: VectorLike,
+        *,
+        depth: int,
+        pool: int,
+        kappa: float,
+        now: int | None = None,
+        people: Sequence[str] | None = None,
+        allowed: Allowed | None = None,
+    ) -> tuple[
+        ReadSession,
+        list[int],
+        list[float],
+        list[int],
+        list[str],
+        list[str],
+        tuple[
+            bool,
+            float,
+            bool,
+            bool,
+            bool,
+            bool,
+            list[str],
+            list[tuple[int, int, int, int, str, bool, str]],
+            tuple[int, int] | None,
+        ],
+        bool,
+        bool,
+    ]:
+        """A session planned in the core: (session, fused ids, fused scores,
+        passage hits, named entities, the people among them, the time cues'
+        tuple, first person, asks for help)."""
+    def inputs(self) -> dict[str, Any]:
+        """What the session started from: lexical_ranked, vector_ranked,
+        best_lexical, best_dense, best_passage, named, fact_time (stance, at,
+        until), tokens, content_tokens, asked, people."""
     def signals(
         self, ids: Sequence[int]
     ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64] | None, npt.NDArray[np.uint32]]:
@@ -892,6 +932,7 @@ def query_fact_time(
     """The time a query wants facts to hold at: (stance, at, until)."""
 
 def speaks_in_first_person(text: str) -> bool: ...
+def names_a_speaker(entity: str, people: Sequence[str]) -> bool: ...
 def question_share(text: str) -> float: ...
 def ground_times_batch(
     texts: Sequence[str], observed_ats: Sequence[int | None]

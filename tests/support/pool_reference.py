@@ -306,18 +306,20 @@ def reference_assessment(run: Any, shown: list[int]) -> tuple[float, float, floa
     import math
 
     store = run.m.store
-    order = sorted(run.query_tokens)
+    plan = run.session.inputs()
+    query_tokens, content_tokens = set(plan["tokens"]), set(plan["content_tokens"])
+    order = sorted(query_tokens)
     held = np.zeros(len(order), dtype=bool)
     if shown[:5]:
         for row in store.tokens_present(shown[:5], order):
             held |= row
     covered = {t for t, there in zip(order, held.tolist(), strict=True) if there}
-    coverage = len(run.query_tokens & covered) / len(run.query_tokens) if run.query_tokens else 1.0
+    coverage = len(query_tokens & covered) / len(query_tokens) if query_tokens else 1.0
     tokens, freqs, n = store.document_frequencies(run.query, allowed=run.allowed)
     idf = {
         t: (math.log1p(n / (f + 0.5)), f > 0)
         for t, f in zip(tokens, freqs, strict=True)
-        if t in run.content_tokens
+        if t in content_tokens
     }
     total = sum(w for w, _ in idf.values())
     if total <= 0:

@@ -8,21 +8,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from jevmem._core import (
-    FACT_COLUMNS,
-    SIGNAL_COLUMNS,
-    ReadSession,
-    Traversal,
-    rrf,
-    speaks_in_first_person,
-)
-from jevmem.entities import extract_entities, mentions
+from jevmem._core import FACT_COLUMNS, SIGNAL_COLUMNS, ReadSession, Traversal
 from jevmem.plane.config import WINDOW_SCAN, Mode
 from jevmem.plane.scoped import ScopedView
 from jevmem.plane.signals import Signals
 from jevmem.plane.state import MemoryState
-from jevmem.plane.text import REQUEST
-from jevmem.temporal import FactTime, query_fact_time, query_time_cues
+from jevmem.temporal import time_cues_of
 
 
 class QueryFeatures:
@@ -63,102 +54,40 @@ class QueryFeatures:
         #: see `ranked`
         self.ranking: list[tuple[int, float]] | None = None
         self.routing: dict[str, float] = {}
-        depth = max(cfg.anchor_depth, k)
-        lex_ids, lex_scores = store.search_lexical(query, depth, allowed=allowed)
-        vec_ids, vec_sims = store.search_vector(qvec, depth, allowed=allowed)
+        # The plan in the core (`jevmem_core::query_plan`): the lexical and
+        # vector rankings and their fusion, long observations by their best
+        # passage, the names the query carries that the memory knows and who
+        # among them speaks here, the time it asks about (and the time facts
+        # should hold at), whether it speaks in the first person or asks for
+        # help, its tokens without the names and the words that frame a question.
         pool = k if mode in ("lexical", "anchors") else max(cfg.anchor_pool, cfg.anchors, k)
-        # the same fusion as MemoryStore.fused_anchors, on the lists already in hand
-        fused = rrf([vec_ids.tolist(), lex_ids.tolist()], cfg.kappa)[:pool]
-        self.fused_ids = [node for node, _ in fused]
-        self.fused_scores = [score for _, score in fused]
-        self.max_lex = float(lex_scores[0]) if len(lex_scores) else 0.0
-        self.max_sim = float(vec_sims[0]) if len(vec_sims) else 0.0
-        # Long observations by their best passage (only nodes with passage
-        # vectors: the node vectors above rank every other node already).
-        p_ids, _, p_sims = store.search_passages(qvec, depth, long_only=True, allowed=allowed)
-        self.passage_ids = [int(i) for i in p_ids]
-        #: the query's best passage similarity over all nodes (a text of one
-        #: passage: its node vector), the scale of the "dense_passage" signal
-        self.max_passage_sim = max(self.max_sim, float(p_sims[0]) if len(p_sims) else 0.0)
-        # each node's place in the two ranked lists (a scale-free signal)
-        self.lex_list: list[int] = lex_ids.tolist()
-        self.vec_list: list[int] = vec_ids.tolist()
-        # Entities the query names as proper nouns and the memory knows (a
-        # lower-case common word that happens to be an entity id elsewhere is
-        # not a name here).
-        named = set(extract_entities(query))
-        # only the names the query itself carries can match: no scan of every
-        # entity the memory knows (that grows with the memory). A run of
-        # capitalised words may hold several names ("Is Oscar Melanie's
-        # pet?" reads as one, "oscar melanie"): its shorter runs count too.
-        for name in list(named):
-            words = name.split()
-            if len(words) > 1:
-                named.update(
-                    " ".join(words[i:j])
-                    for i in range(len(words))
-                    for j in range(i + 1, min(len(words), i + 4) + 1)
-                )
-        # the names some (allowed) node carries; `mentions` orders them by the query
-        names = sorted(named)
-        flags = store.entities_known(names, allowed=allowed)
-        known = [e for e, ok in zip(names, flags, strict=True) if ok]
-        self.query_entities = mentions(query, known) if known else []
-        # Whom the query asks about, for sufficiency: the people it names. When
-        # the memory knows its speakers, a named place or thing ("Oregon", "the
-        # LGBTQ workshop") is part of what is asked, not whom; without
-        # speakers there is no telling, and every name counts.
-        self.asked_people = (
-            [
-                e
-                for e in self.query_entities
-                if memory._names_a_speaker(e, self.speakers, self.speaker_order)
-            ]
-            if self.speakers
-            else list(self.query_entities)
-        )
-        self.time_cues = query_time_cues(query, now=now)
-        # who asks and what for: a query in the first person asks about the
-        # one who talks to the memory; a request for help or advice is
-        # answered by standing instructions and tastes as much as by facts
-        self.query_self = 1.0 if speaks_in_first_person(query) else 0.0
-        self.query_request = 1.0 if REQUEST.search(query) else 0.0
-        #: which time the query wants facts to hold at (see `fact_signals`)
-        self.fact_time: FactTime = query_fact_time(query, self.time_cues, now=now)
-        self.query_tokens = set(store.tokenize(query))
-        # What the query asks about, without the names of whom it asks about:
-        # evidence must match both parts, separately (SPEC §3: sufficiency).
-        name_tokens = {t for e in self.asked_people for t in store.tokenize(e)}
-        frame = memory._frame_tokens()
-        self.content_tokens = (
-            self.query_tokens - name_tokens - frame or self.query_tokens - name_tokens
-        )
-        self.wants_time = bool(self.time_cues["asks_when"] or self.time_cues["temporal"])
-        #: the query's reads in the core: its signals and pool, the facts
-        #: that held at its time (see `signals`), the feedback-moved vector
-        ft = self.fact_time
-        window = self.time_cues["constraint"]
-        self.session = ReadSession(
+        (
+            self.session,
+            self.fused_ids,
+            self.fused_scores,
+            self.passage_ids,
+            self.query_entities,
+            self.asked_people,
+            cues,
+            first_person,
+            asks_for_help,
+        ) = ReadSession.plan(
             store,
             query,
             qvec,
-            lexical_ranked=self.lex_list,
-            vector_ranked=self.vec_list,
-            best_lexical=self.max_lex,
-            best_dense=self.max_sim,
-            best_passage=self.max_passage_sim,
-            named=self.query_entities,
-            window=None if window is None else (_clamp_i64(window[0]), _clamp_i64(window[1])),
-            asks_when=self.wants_time,
-            fact_stance=ft.stance,
-            fact_at=_clamp_opt(ft.at),
-            fact_until=_clamp_opt(ft.until),
-            query_tokens=sorted(self.query_tokens),
-            content_tokens=sorted(self.content_tokens),
-            asked=list(self.asked_people),
-            people=sorted(self.speakers),
+            depth=max(cfg.anchor_depth, k),
+            pool=pool,
+            kappa=cfg.kappa,
+            now=now,
+            people=self.speaker_order,
             allowed=allowed,
         )
+        self.time_cues = time_cues_of(query, cues)
+        # who asks and what for: a query in the first person asks about the
+        # one who talks to the memory; a request for help or advice is
+        # answered by standing instructions and tastes as much as by facts
+        self.query_self = 1.0 if first_person else 0.0
+        self.query_request = 1.0 if asks_for_help else 0.0
         self.assessed_top: list[int] = []
         #: the evidence the latest assessment request showed
         self.shown: list[int] = []
@@ -215,9 +144,7 @@ class QueryFeatures:
             second_step_decay=cfg.second_step_decay,
             reply_link=cfg.reply_link,
         )
-        session = self.session
-        self.qvec = session.vector
-        self.max_sim, self.max_passage_sim = session.best_dense, session.best_passage
+        self.qvec = self.session.vector
         self.pool_sources = sources
         ids: list[int] = got.tolist()
         return ids, self.columns(ids, rows, facts)
@@ -281,12 +208,3 @@ class QueryFeatures:
             "time": self.time_cues,
             "routing": self.routing,
         }
-
-
-def _clamp_i64(t: int) -> int:
-    """A time as the core takes it (a window may reach past what i64 holds)."""
-    return max(-(1 << 63), min(t, (1 << 63) - 1))
-
-
-def _clamp_opt(t: int | None) -> int | None:
-    return None if t is None else _clamp_i64(t)

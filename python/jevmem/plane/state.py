@@ -23,7 +23,6 @@ from jevmem.plane.config import (
 )
 from jevmem.plane.derived import DERIVED_VERSION, DerivedFacts, RefTuple, ref_of, ref_tuple
 from jevmem.plane.filters import scope_and_filter
-from jevmem.plane.text import QUESTION_FRAME
 from jevmem.system_two import SystemTwo
 from jevmem.temporal import TimeRef, ground
 
@@ -68,7 +67,6 @@ class MemoryState:
             )
         self._speakers: set[str] = set()
         self._speaker_order: list[str] = []  # the same, sorted: prefix lookups
-        self._frame: tuple[MemoryStore, frozenset[str]] | None = None
         self._writes = 0
         # writes change Python-side indexes as well as the store: one at a
         # time, so concurrent writers (and idempotency keys) stay consistent
@@ -179,14 +177,6 @@ class MemoryState:
             validate_answers(asked, answers)
         self.calls[path] += 1
         return answers
-
-    def _frame_tokens(self) -> frozenset[str]:
-        """`QUESTION_FRAME` as the store's tokenizer sees it (fixed per store)."""
-        cached = self._frame
-        if cached is None or cached[0] is not self.store:
-            tokens = frozenset(t for w in QUESTION_FRAME for t in self.store.tokenize(w))
-            cached = self._frame = (self.store, tokens)
-        return cached[1]
 
     def derived_state(self) -> dict[str, Any]:
         """Everything this memory derives beside its store, as plain values.
@@ -324,29 +314,6 @@ class MemoryState:
         return self.store.context_sides(
             node_id, allowed=allowed, second_step_decay=self.config.second_step_decay
         )
-
-    def _names_a_speaker(
-        self,
-        entity: str,
-        speakers: set[str] | None = None,
-        order: list[str] | None = None,
-    ) -> bool:
-        """Whether ``entity`` names a known speaker as `is_alias` reads names
-        ("mel" names "melanie"), without a scan of every speaker: the
-        speakers it is a prefix of are a range of the sorted list, and the
-        ones that are a prefix of it are among its own prefixes. ``speakers``
-        and its sorted ``order``: those of a scoped search (default: all)."""
-        if speakers is None or order is None:
-            speakers, order = self._speakers, self._speaker_order
-        first = entity.split()[0] if entity.strip() else entity
-        if entity in speakers or first in speakers:
-            return True
-        if len(first) >= 3:
-            at = bisect.bisect_left(order, first)
-            if at < len(order) and order[at].startswith(first):
-                return True
-            return any(first[:n] in speakers for n in range(3, len(first)))
-        return False
 
     def known_entities(self) -> list[str]:
         self._sync_with_store()

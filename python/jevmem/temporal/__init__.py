@@ -123,7 +123,14 @@ This package's submodules are internal; import from :mod:`jevmem.temporal`.
 
 from __future__ import annotations
 
-from jevmem.temporal._cues import FactTime, TimeCues, event_time, query_fact_time, query_time_cues
+from jevmem.temporal._cues import (
+    FactTime,
+    TimeCues,
+    event_time,
+    query_fact_time,
+    query_time_cues,
+    time_cues_of,
+)
 from jevmem.temporal._describe import describe
 from jevmem.temporal._grounding import PRECISIONS, TimeRef, ground, ground_batch
 from jevmem.temporal._timestamps import parse_timestamp, to_timestamp
@@ -140,5 +147,6 @@ __all__ = [
     "parse_timestamp",
     "query_fact_time",
     "query_time_cues",
+    "time_cues_of",
     "to_timestamp",
 ]

@@ -10,12 +10,19 @@ hold at).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple, TypedDict
+from typing import Any, NamedTuple, TypedDict
 
 from jevmem import _core
 from jevmem.temporal._grounding import TimeRef, _observed_at, _refs
 
-__all__ = ["FactTime", "TimeCues", "event_time", "query_fact_time", "query_time_cues"]
+__all__ = [
+    "FactTime",
+    "TimeCues",
+    "event_time",
+    "query_fact_time",
+    "query_time_cues",
+    "time_cues_of",
+]
 
 
 class TimeCues(TypedDict):
@@ -55,9 +62,13 @@ def query_time_cues(query: str, *, now: int | None = None) -> TimeCues:
     q = query if isinstance(query, str) else ""
     if now is not None:
         _observed_at(now)  # a bad `now` raises as `ground` would
-    temporal, score, when, duration, order, recency, cues, refs, constraint = _core.query_time_cues(
-        q, now
-    )
+    return time_cues_of(q, _core.query_time_cues(q, now))
+
+
+def time_cues_of(query: str, found: Any) -> TimeCues:
+    """`TimeCues` from the core's tuple for ``query`` (`jevmem._core.query_time_cues`,
+    or a plan's: `jevmem._core.ReadSession.plan`)."""
+    temporal, score, when, duration, order, recency, cues, refs, constraint = found
     return TimeCues(
         temporal=temporal,
         score=score,
@@ -66,7 +77,7 @@ def query_time_cues(query: str, *, now: int | None = None) -> TimeCues:
         asks_order=order,
         recency=recency,
         cues=list(cues),
-        refs=_refs(q, refs),
+        refs=_refs(query, refs),
         constraint=constraint,
     )
 

@@ -102,11 +102,16 @@ impl Pattern {
     }
 }
 
+/// A request for help or advice ("can you", "how do I", "recommend"): such
+/// a query is answered by standing instructions and tastes as much as by facts.
+const REQUEST: &str = r"\b(?:can you|could you|would you|will you|please|help me|show me|tell me how|suggest|recommend|advise|should i|how (?:can|do|should) i|what (?:would|should)|give me|walk me through|explain)\b";
+
 struct Patterns {
     cues: Vec<Pattern>,
     last: Pattern,
     present: Pattern,
     past: Pattern,
+    request: Pattern,
 }
 
 static PATTERNS: LazyLock<Patterns> = LazyLock::new(|| Patterns {
@@ -114,7 +119,13 @@ static PATTERNS: LazyLock<Patterns> = LazyLock::new(|| Patterns {
     last: Pattern::new(LAST),
     present: Pattern::new(PRESENT),
     past: Pattern::new(PAST),
+    request: Pattern::new(REQUEST),
 });
+
+/// Whether a query asks for help or advice (see `REQUEST`).
+pub fn asks_for_help(query: &str) -> bool {
+    found(&PATTERNS.request, query)
+}
 
 fn found(p: &Pattern, text: &str) -> bool {
     // the patterns cannot fail at run time (no backtracking limit)

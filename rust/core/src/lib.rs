@@ -27,6 +27,7 @@ pub mod ops;
 pub mod pair_signals;
 pub mod passages;
 pub mod patterns;
+pub mod query_plan;
 pub mod read;
 pub mod signals;
 pub mod snapshot;

@@ -5,11 +5,13 @@ use std::collections::HashMap;
 
 use jevmem_core::context::{self, ContextConfig};
 use jevmem_core::coverage::CoverageQuery;
+use jevmem_core::query_plan::PlanConfig as QueryPlanConfig;
 use jevmem_core::read::{
     AssessQuery, PoolPlan, ReadSession as CoreSession, SessionQuery, SignalBlock,
 };
 use jevmem_core::store::MemoryStore as CoreStore;
 use jevmem_core::style::StyleBasis;
+use jevmem_core::validity::FactTime;
 use jevmem_core::{Error, NodeId};
 use numpy::ndarray::Array2;
 use numpy::{AllowTypeChange, IntoPyArray, PyArray1, PyArray2, PyArrayLike1};
@@ -20,6 +22,7 @@ use pyo3::types::PyDict;
 use crate::errors::IntoPyResult;
 use crate::scope::Allowed;
 use crate::store::{time_query, time_ref_tuple, FactChain, MemoryStore, TimeRefTuple};
+use crate::text_analysis::{cues_tuple, CuesTuple};
 use crate::traversal::Traversal;
 use crate::validity::fact_time;
 
@@ -52,6 +55,29 @@ type RoundArrays<'py> = (
     Option<Bound<'py, PyArray2<f64>>>,
     Bound<'py, PyArray1<u32>>,
     Bound<'py, PyArray2<f64>>,
+);
+
+/// A fact time as `query_fact_time` gives it: (stance, at, until).
+fn fact_time_tuple(t: &FactTime) -> (&'static str, Option<i64>, Option<i64>) {
+    match *t {
+        FactTime::Window(lo, hi) => ("dated", Some(lo), Some(hi)),
+        FactTime::Past => ("past", None, None),
+        FactTime::Present(at) => ("present", at, None),
+        FactTime::Neutral => ("neutral", None, None),
+    }
+}
+
+/// `plan`'s result (see `ReadSession.plan`).
+type PlanTuple = (
+    ReadSession,
+    Vec<NodeId>,
+    Vec<f64>,
+    Vec<NodeId>,
+    Vec<String>,
+    Vec<String>,
+    CuesTuple,
+    bool,
+    bool,
 );
 
 /// `pool`'s result: the ids, the block's arrays and where the nodes came from.
@@ -185,6 +211,70 @@ impl ReadSession {
             assess_query,
             state: Mutex::new(CoreSession::new(query)),
         })
+    }
+
+    /// A session of the query `text` with its `vector` over `store`, planned
+    /// in the core (`jevmem_core::query_plan`): its anchors, names, times,
+    /// tokens. `depth`: how many nodes each ranking reads; `pool`: how many
+    /// fused anchors are kept; `kappa`: the fusion constant; `now`: the time
+    /// relative expressions are read against; `people`: the speakers the
+    /// memory knows (lower-cased); `allowed`: the scope. Returns (session,
+    /// fused ids, fused scores, passage hits, named entities, the people
+    /// among them, `query_time_cues`' tuple, first person, asks for help).
+    /// A vector of the wrong size or a bad `now` raises InvalidInputError.
+    #[staticmethod]
+    #[pyo3(signature = (store, text, vector, *, depth, pool, kappa, now = None, people = None, allowed = None))]
+    fn plan(
+        py: Python<'_>,
+        store: Py<MemoryStore>,
+        text: String,
+        vector: PyArrayLike1<'_, f32, AllowTypeChange>,
+        depth: usize,
+        pool: usize,
+        kappa: f64,
+        now: Option<i64>,
+        people: Option<Vec<String>>,
+        allowed: Option<Py<Allowed>>,
+    ) -> PyResult<PlanTuple> {
+        let vector = vector.as_array().to_vec();
+        let mut people = people.unwrap_or_default();
+        people.sort();
+        people.dedup();
+        let cfg = QueryPlanConfig { depth, pool, kappa };
+        let scope = allowed.as_ref().map(|a| a.get().inner.clone());
+        let plan = store
+            .get()
+            .read(py, |s| {
+                s.plan_query(&text, &vector, &cfg, now, scope.as_deref(), &people)
+            })
+            .py()?;
+        let (fused_ids, fused_scores): (Vec<NodeId>, Vec<f64>) = plan.fused.into_iter().unzip();
+        let named = plan.session.named.clone();
+        let assess_query = AssessQuery {
+            tokens: plan.tokens,
+            coverage: CoverageQuery {
+                content_tokens: plan.content_tokens.into_iter().collect(),
+                asked: plan.asked.clone(),
+                people: people.into_iter().collect(),
+            },
+        };
+        let session = ReadSession {
+            store,
+            allowed,
+            assess_query,
+            state: Mutex::new(CoreSession::new(plan.session)),
+        };
+        Ok((
+            session,
+            fused_ids,
+            fused_scores,
+            plan.passage_hits,
+            named,
+            plan.asked,
+            cues_tuple(plan.cues),
+            plan.first_person,
+            plan.asks_for_help,
+        ))
     }
 
     /// The signals of `ids`: an (n, len(SIGNAL_COLUMNS)) float64 array, the
@@ -504,6 +594,36 @@ impl ReadSession {
     #[getter]
     fn vector<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f32>> {
         self.state.lock().query.vector.clone().into_pyarray(py)
+    }
+
+    /// What the session started from (its plan, for tests and debugging):
+    /// the lexical and vector rankings, the share scales, the entities the
+    /// query names, the time facts should hold at as (stance, at, until),
+    /// the query's tokens and content tokens (sorted), the people it asks
+    /// about and the people the memory knows.
+    fn inputs<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let out = PyDict::new(py);
+        {
+            let st = self.state.lock();
+            let q = &st.query;
+            out.set_item("lexical_ranked", q.lexical_ranked.clone())?;
+            out.set_item("vector_ranked", q.vector_ranked.clone())?;
+            out.set_item("best_lexical", q.best_lexical)?;
+            out.set_item("best_dense", q.best_dense)?;
+            out.set_item("best_passage", q.best_passage)?;
+            out.set_item("named", q.named.clone())?;
+            out.set_item("fact_time", fact_time_tuple(&q.fact_time))?;
+        }
+        let a = &self.assess_query;
+        let mut content: Vec<&String> = a.coverage.content_tokens.iter().collect();
+        content.sort();
+        let mut people: Vec<&String> = a.coverage.people.iter().collect();
+        people.sort();
+        out.set_item("tokens", a.tokens.clone())?;
+        out.set_item("content_tokens", content)?;
+        out.set_item("asked", a.coverage.asked.clone())?;
+        out.set_item("people", people)?;
+        Ok(out)
     }
 
     /// The scales of the dense shares (the pool's best after its feedback).

@@ -98,7 +98,7 @@ fn grounded(text: &str, observed_at: i64) -> Result<Vec<GroundedTuple>, Error> {
 
 /// `query_time_cues`' result: temporal, score, asks when, asks duration,
 /// asks order, recency, the cues found, the grounded times, their hull.
-type CuesTuple = (
+pub(crate) type CuesTuple = (
     bool,
     f64,
     bool,
@@ -118,7 +118,11 @@ type CuesTuple = (
 #[pyo3(signature = (query, now = None))]
 pub fn query_time_cues(py: Python<'_>, query: String, now: Option<i64>) -> PyResult<CuesTuple> {
     let c = py.detach(|| cues::query_time_cues(&query, now)).py()?;
-    Ok((
+    Ok(cues_tuple(c))
+}
+
+pub(crate) fn cues_tuple(c: cues::TimeCues) -> CuesTuple {
+    (
         c.temporal,
         c.score,
         c.asks_when,
@@ -128,7 +132,7 @@ pub fn query_time_cues(py: Python<'_>, query: String, now: Option<i64>) -> PyRes
         c.cues,
         c.refs.iter().map(grounded_tuple).collect(),
         c.constraint,
-    ))
+    )
 }
 
 /// The time a query wants facts to hold at, as (stance, at, until) (see
@@ -194,6 +198,14 @@ pub fn ground_times_batch(
 #[pyfunction]
 pub fn speaks_in_first_person(text: &str) -> bool {
     jevmem_core::coverage::speaks_in_first_person(text)
+}
+
+/// Whether the entity id `entity` names one of `people` (lower-cased
+/// speaker names) as the alias rule reads names ("mel" names "melanie").
+#[pyfunction]
+pub fn names_a_speaker(entity: &str, mut people: Vec<String>) -> bool {
+    people.sort();
+    jevmem_core::query_plan::names_a_speaker(entity, &people)
 }
 
 /// The share of a text's sentences that are questions (0 without any).

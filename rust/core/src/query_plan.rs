@@ -1,0 +1,305 @@
+//! A query's plan: everything a query fixes before the controller is asked
+//! anything, read in one pass over the store. Its anchors (the lexical and
+//! vector rankings and their reciprocal-rank fusion), the long observations
+//! its best passages point at, the entities it names that the memory knows
+//! and which of them are people the memory has heard speak, the time it asks
+//! about, whether it speaks in the first person or asks for help, and its
+//! tokens with and without the words that only frame a question. The read
+//! session (`read::ReadSession`) starts from it.
+
+use std::collections::{BTreeSet, HashSet};
+
+use crate::coverage::speaks_in_first_person;
+use crate::cues::{self, asks_for_help, TimeCues};
+use crate::derived::TimeQuery;
+use crate::entities::pystr::is_space;
+use crate::entities::{extract_entities, mentions};
+use crate::error::Result;
+use crate::filter::Allowed;
+use crate::fusion::rrf;
+use crate::read::SessionQuery;
+use crate::store::MemoryStore;
+use crate::types::NodeId;
+
+/// Words that frame a question about a conversation rather than carry its
+/// content ("what did she *say* about ..."): not part of what is asked.
+pub const QUESTION_FRAME: [&str; 16] = [
+    "mention",
+    "mentioned",
+    "say",
+    "said",
+    "talk",
+    "talked",
+    "discuss",
+    "discussed",
+    "tell",
+    "told",
+    "share",
+    "shared",
+    "ask",
+    "asked",
+    "think",
+    "thought",
+];
+
+/// How deep a plan reads.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PlanConfig {
+    /// How many nodes each ranking (lexical, vector, passages) reads.
+    pub depth: usize,
+    /// How many fused anchors the plan keeps.
+    pub pool: usize,
+    /// The reciprocal-rank fusion constant.
+    pub kappa: f64,
+}
+
+/// What a query fixes (see the module).
+#[derive(Clone, Debug)]
+pub struct QueryPlan {
+    /// What the read session starts from.
+    pub session: SessionQuery,
+    /// The fused anchors, best first, at most `pool`.
+    pub fused: Vec<(NodeId, f64)>,
+    /// Long observations by their best passage, best first.
+    pub passage_hits: Vec<NodeId>,
+    /// The named entities that are people the memory knows (all of them when
+    /// it knows no speaker).
+    pub asked: Vec<String>,
+    pub cues: TimeCues,
+    pub first_person: bool,
+    pub asks_for_help: bool,
+    /// The query's tokens, sorted and distinct.
+    pub tokens: Vec<String>,
+    /// Its tokens without the asked people's names and the question frame
+    /// (without the names only, when nothing else is left), sorted.
+    pub content_tokens: Vec<String>,
+}
+
+impl MemoryStore {
+    /// The plan of the query `text` with its `vector`, among the `allowed`
+    /// nodes; `people`: the speakers the memory knows (lower-cased, sorted);
+    /// `now`: the time relative expressions are read against. A vector of
+    /// the wrong size or an out-of-range `now` is an error.
+    pub fn plan_query(
+        &self,
+        text: &str,
+        vector: &[f32],
+        cfg: &PlanConfig,
+        now: Option<i64>,
+        allowed: Option<&Allowed>,
+        people: &[String],
+    ) -> Result<QueryPlan> {
+        let cues = cues::query_time_cues(text, now)?;
+        let lexical = self.search_lexical_scoped(text, cfg.depth, allowed);
+        let dense = self.search_vector_scoped(vector, cfg.depth, allowed)?;
+        let lexical_ranked: Vec<NodeId> = lexical.iter().map(|&(id, _)| id).collect();
+        let vector_ranked: Vec<NodeId> = dense.iter().map(|&(id, _)| id).collect();
+        let mut fused = rrf(&[&vector_ranked, &lexical_ranked], cfg.kappa)?;
+        fused.truncate(cfg.pool);
+        let best_dense = dense.first().map_or(0.0, |&(_, s)| f64::from(s));
+        let passages = self
+            .passage_index()
+            .search_scoped(vector, cfg.depth, allowed)?;
+        // a text of one passage: its node vector, ranked above already
+        let best_passage =
+            best_dense.max(passages.first().map_or(0.0, |h| f64::from(h.similarity)));
+        let named = self.known_names(text, allowed);
+        let asked: Vec<String> = if people.is_empty() {
+            named.clone()
+        } else {
+            named
+                .iter()
+                .filter(|e| names_a_speaker(e, people))
+                .cloned()
+                .collect()
+        };
+        let tokenizer = self.tokenizer();
+        let tokens: BTreeSet<String> = tokenizer.tokenize(text).into_iter().collect();
+        let name_tokens: HashSet<String> =
+            asked.iter().flat_map(|e| tokenizer.tokenize(e)).collect();
+        let frame: HashSet<String> = QUESTION_FRAME
+            .iter()
+            .flat_map(|w| tokenizer.tokenize(w))
+            .collect();
+        let unnamed = || tokens.iter().filter(|t| !name_tokens.contains(*t));
+        let mut content_tokens: Vec<String> =
+            unnamed().filter(|t| !frame.contains(*t)).cloned().collect();
+        if content_tokens.is_empty() {
+            content_tokens = unnamed().cloned().collect();
+        }
+        let asks_when = cues.asks_when || cues.temporal;
+        let session = SessionQuery {
+            text: text.to_owned(),
+            vector: vector.to_vec(),
+            lexical_ranked,
+            vector_ranked,
+            best_lexical: lexical.first().map_or(0.0, |&(_, s)| f64::from(s)),
+            best_dense,
+            best_passage,
+            named,
+            time: match (cues.constraint, asks_when) {
+                (Some((lo, hi)), _) => TimeQuery::Window(lo, hi),
+                (None, true) => TimeQuery::AsksWhen,
+                (None, false) => TimeQuery::None,
+            },
+            fact_time: cues::query_fact_time(text, cues.constraint, now),
+        };
+        Ok(QueryPlan {
+            session,
+            fused,
+            passage_hits: passages.iter().map(|h| h.node).collect(),
+            asked,
+            first_person: speaks_in_first_person(text),
+            asks_for_help: asks_for_help(text),
+            tokens: tokens.into_iter().collect(),
+            content_tokens,
+            cues,
+        })
+    }
+
+    /// The entities `text` names as proper nouns that some (allowed) node
+    /// carries, in order of mention. Only the names the query itself carries
+    /// are looked up (no scan of every entity the memory knows); a run of
+    /// capitalised words may hold several names ("Is Oscar Melanie's pet?"
+    /// reads as one, "oscar melanie"), so its shorter runs (up to four
+    /// words) count too. A lower-case common word that happens to be an
+    /// entity elsewhere is not a name here.
+    fn known_names(&self, text: &str, allowed: Option<&Allowed>) -> Vec<String> {
+        let mut named: BTreeSet<String> =
+            extract_entities(text, None, &[], &[]).into_iter().collect();
+        for name in named.clone() {
+            let words: Vec<&str> = name.split(is_space).filter(|w| !w.is_empty()).collect();
+            if words.len() > 1 {
+                for i in 0..words.len() {
+                    for j in i + 1..=(i + 4).min(words.len()) {
+                        named.insert(words[i..j].join(" "));
+                    }
+                }
+            }
+        }
+        let known: Vec<String> = named
+            .into_iter()
+            .filter(|e| {
+                let carriers = self.nodes_with_entity(e);
+                match allowed {
+                    None => !carriers.is_empty(),
+                    Some(a) => carriers.iter().any(|&id| a.contains(id)),
+                }
+            })
+            .collect();
+        if known.is_empty() {
+            return known;
+        }
+        mentions(text, &known)
+    }
+}
+
+/// Whether `entity` names one of `people` (sorted) as `coverage::is_alias`
+/// reads names ("mel" names "melanie"), without a scan of every person: the
+/// people its first word is a prefix of are a range of the sorted list, and
+/// the ones that are a prefix of it are among its own prefixes.
+pub fn names_a_speaker(entity: &str, people: &[String]) -> bool {
+    let first = entity
+        .split(is_space)
+        .find(|w| !w.is_empty())
+        .unwrap_or(entity);
+    let known = |s: &str| people.binary_search_by(|p| p.as_str().cmp(s)).is_ok();
+    if known(entity) || known(first) {
+        return true;
+    }
+    if first.chars().count() < 3 {
+        return false;
+    }
+    let at = people.partition_point(|p| p.as_str() < first);
+    if people.get(at).is_some_and(|p| p.starts_with(first)) {
+        return true;
+    }
+    // its own prefixes of three characters or more, shorter than itself
+    first
+        .char_indices()
+        .skip(3)
+        .any(|(i, _)| known(&first[..i]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::coverage::is_alias;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The sorted-list reading equals asking `is_alias` of every person.
+        #[test]
+        fn names_a_speaker_is_is_alias_of_someone(
+            entity in "[a-zé ]{0,14}",
+            people in prop::collection::btree_set("[a-zé]{1,9}", 0..6),
+        ) {
+            let people: Vec<String> = people.into_iter().collect();
+            prop_assert_eq!(
+                names_a_speaker(&entity, &people),
+                people.iter().any(|p| is_alias(&entity, p))
+            );
+        }
+    }
+
+    #[test]
+    fn a_plan_reads_names_people_and_content() {
+        use crate::ops::NewNode;
+        use crate::store::StoreConfig;
+        let mut s = MemoryStore::new(StoreConfig::new(2)).unwrap();
+        for (text, who) in [
+            ("Caroline went to Oregon to paint.", "Caroline"),
+            ("Melanie said the desert was lovely.", "Melanie"),
+        ] {
+            let mut n = NewNode::new(text, vec![1.0, 0.5]);
+            n.entities = extract_entities(text, Some(who), &[], &[]);
+            s.add_node(n).unwrap();
+        }
+        let cfg = PlanConfig {
+            depth: 5,
+            pool: 3,
+            kappa: 60.0,
+        };
+        let people = vec!["caroline".to_owned(), "melanie".to_owned()];
+        let q = "What did Caroline say about painting in Oregon?";
+        let plan = s
+            .plan_query(q, &[1.0, 0.0], &cfg, None, None, &people)
+            .unwrap();
+        assert_eq!(plan.session.named, ["caroline", "oregon"]);
+        assert_eq!(plan.asked, ["caroline"]);
+        // "say" frames the question; the name is whom it asks about
+        assert_eq!(plan.content_tokens, ["oregon", "paint"]);
+        assert!(plan.tokens.contains(&"say".to_owned()));
+        assert_eq!(plan.fused.len(), 2);
+        assert!(!plan.first_person && !plan.asks_for_help);
+        // only the frame and the name: the frame stays
+        let plan = s
+            .plan_query(
+                "What did Caroline say?",
+                &[1.0, 0.0],
+                &cfg,
+                None,
+                None,
+                &people,
+            )
+            .unwrap();
+        assert_eq!(plan.content_tokens, ["say"]);
+        // a memory that knows no speaker asks about every name
+        let plan = s.plan_query(q, &[1.0, 0.0], &cfg, None, None, &[]).unwrap();
+        assert_eq!(plan.asked, ["caroline", "oregon"]);
+    }
+
+    #[test]
+    fn requests_for_help() {
+        for q in [
+            "Can you help me plan?",
+            "How do I set up Dagster?",
+            "please RECOMMEND a book",
+        ] {
+            assert!(asks_for_help(q), "{q}");
+        }
+        for q in ["What did Melanie paint?", "Canyon trips", "I explained it"] {
+            assert!(!asks_for_help(q), "{q}");
+        }
+    }
+}

@@ -1,0 +1,130 @@
+"""A query's plan, read in the core (`ReadSession.plan`), against the Python
+it replaced (kept here as the oracle): the same anchors and scores, passage
+hits, names, people, time cues and flags for every development question,
+and the same request rule as Python's `re` on generated text."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support.coverage_reference import is_alias
+
+from jevmem import HashEmbedder, LocalController, Memory, MemoryStore
+from jevmem._core import ReadSession, rrf, speaks_in_first_person
+from jevmem.entities import extract_entities, mentions
+from jevmem.evaluation import conversation_inputs, load_samples
+from jevmem.temporal import query_time_cues, time_cues_of
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+SETS = [DATA / "locomo" / "locomo10-dev.json", DATA / "beam" / "beam-100k.json"]
+
+#: The request rule as the plane read it in Python.
+REQUEST = re.compile(
+    r"\b(?:can you|could you|would you|will you|please|help me|show me|tell me how|"
+    r"suggest|recommend|advise|should i|how (?:can|do|should) i|what (?:would|should)|"
+    r"give me|walk me through|explain)\b",
+    re.IGNORECASE,
+)
+
+
+def python_plan(m: Memory, query: str, qvec: Any, k: int, now: int | None) -> dict[str, Any]:
+    """The plan as `QueryFeatures` computed it in Python (full mode)."""
+    store, cfg = m.store, m.config
+    depth = max(cfg.anchor_depth, k)
+    lex_ids, _ = store.search_lexical(query, depth)
+    vec_ids, _ = store.search_vector(qvec, depth)
+    pool = max(cfg.anchor_pool, cfg.anchors, k)
+    fused = rrf([vec_ids.tolist(), lex_ids.tolist()], cfg.kappa)[:pool]
+    p_ids, _, _ = store.search_passages(qvec, depth, long_only=True)
+    named = set(extract_entities(query))
+    for name in list(named):
+        words = name.split()
+        if len(words) > 1:
+            named.update(
+                " ".join(words[i:j])
+                for i in range(len(words))
+                for j in range(i + 1, min(len(words), i + 4) + 1)
+            )
+    names = sorted(named)
+    known = [e for e, ok in zip(names, store.entities_known(names), strict=True) if ok]
+    entities = mentions(query, known) if known else []
+    speakers = m._speakers
+    asked = (
+        [e for e in entities if any(is_alias(e, s) for s in speakers)]
+        if speakers
+        else list(entities)
+    )
+    return {
+        "fused": fused,
+        "passages": [int(i) for i in p_ids],
+        "entities": entities,
+        "asked": asked,
+        "cues": query_time_cues(query, now=now),
+        "first_person": speaks_in_first_person(query),
+        "request": bool(REQUEST.search(query)),
+    }
+
+
+def core_plan(m: Memory, query: str, qvec: Any, k: int, now: int | None) -> dict[str, Any]:
+    cfg = m.config
+    _, ids, scores, passages, entities, asked, cues, first, request = ReadSession.plan(
+        m.store,
+        query,
+        qvec,
+        depth=max(cfg.anchor_depth, k),
+        pool=max(cfg.anchor_pool, cfg.anchors, k),
+        kappa=cfg.kappa,
+        now=now,
+        people=sorted(m._speakers),
+    )
+    return {
+        "fused": list(zip(ids, scores, strict=True)),
+        "passages": passages,
+        "entities": entities,
+        "asked": asked,
+        "cues": time_cues_of(query, cues),
+        "first_person": first,
+        "request": request,
+    }
+
+
+@pytest.mark.parametrize("path", SETS, ids=lambda p: p.stem)
+def test_the_plan_equals_the_python_one_for_every_development_question(path: Path) -> None:
+    if not path.exists():
+        pytest.skip(f"{path} not present")
+    emb = HashEmbedder(64)
+    convs, _ = load_samples(json.loads(path.read_text()))
+    checked = 0
+    for conv in convs:
+        texts, ts, spk, provs = conversation_inputs(conv)
+        m = Memory(emb, LocalController(), store=MemoryStore(emb.dim, max_text_bytes=4 << 20))
+        m.add_batch(texts, timestamps=ts, speakers=spk, provenances=provs)
+        last = max((t for t in ts if t is not None), default=None)
+        questions = [qa.question for qa in conv.qas]
+        for q, qvec in zip(questions, emb.embed(questions), strict=True):
+            for now in (None, last):
+                assert core_plan(m, q, qvec, 10, now) == python_plan(m, q, qvec, 10, now), q
+                checked += 1
+    assert checked > 100
+
+
+words = st.sampled_from(
+    ["can", "you", "Can", "YOU", "could", "please", "help", "me", "how", "do", "I", "i",
+     "should", "what", "would", "explain", "explained", "walk", "through", "canyou",
+     "\u017fhould", "\u212a", "\u00fcnd", "-", "'", "\u00a0", "  "]
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(words, max_size=8).map(" ".join))
+def test_the_request_rule_is_pythons(query: str) -> None:
+    m = Memory(HashEmbedder(8), LocalController())
+    got = ReadSession.plan(m.store, query, np.ones(8, np.float32), depth=5, pool=5, kappa=60.0)
+    assert got[-1] == bool(REQUEST.search(query)), query
