@@ -30,6 +30,11 @@ Span = tuple[int, int]
 TimeRefTuple = tuple[str, int, int, str, bool, int, int, str]
 # span start, span end (code points), start, end, precision, relative, anchor precision
 GroundedTuple = tuple[int, int, int, int, str, bool, str]
+#: `query_time_cues`: temporal, score, asks when / duration / order, recency,
+#: the cues found, the grounded times, their hull
+TimeCuesTuple = tuple[
+    bool, float, bool, bool, bool, bool, list[str], list[GroundedTuple], tuple[int, int] | None
+]
 #: One node's passage vectors: an ``(m, dim)`` array and its ``m`` character spans.
 Passages = tuple[VectorLike, Sequence[Span]]
 MetaValue = str | int | float | bool
@@ -726,17 +731,7 @@ class ReadSession:
         list[int],
         list[str],
         list[str],
-        tuple[
-            bool,
-            float,
-            bool,
-            bool,
-            bool,
-            bool,
-            list[str],
-            list[tuple[int, int, int, int, str, bool, str]],
-            tuple[int, int] | None,
-        ],
+        TimeCuesTuple,
         bool,
         bool,
     ]:
@@ -910,19 +905,7 @@ def extract_entities_batch(
 ) -> list[list[str]]: ...
 def entity_mentions(query: str, known: Sequence[str]) -> list[str]: ...
 def ground_times(text: str, observed_at: int) -> list[GroundedTuple]: ...
-def query_time_cues(
-    query: str, now: int | None = None
-) -> tuple[
-    bool,
-    float,
-    bool,
-    bool,
-    bool,
-    bool,
-    list[str],
-    list[tuple[int, int, int, int, str, bool, str]],
-    tuple[int, int] | None,
-]:
+def query_time_cues(query: str, now: int | None = None) -> TimeCuesTuple:
     """(temporal, score, asks when, asks duration, asks order, recency, cues,
     grounded times, their hull) of a query."""
 
