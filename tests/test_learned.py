@@ -308,3 +308,43 @@ def test_training_script_runs_on_a_small_synthetic_set(tmp_path: Path) -> None:
     model = SystemOneModel.load(out)
     assert sorted(model.heads) == rep["shipped_heads"]
     assert model.meta["training"]["held_out_full_recall@10"] == rep["held_out_full_recall@10"]
+
+
+cell = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([0.0, 1e7, -1e7, 0.5])
+)
+
+
+@given(st.lists(st.fixed_dictionaries({"a": cell, "b": cell, "c": cell}), min_size=1, max_size=6))
+def test_feature_columns_are_the_plain_bounded_products(rows: list[dict[str, float]]) -> None:
+    """The feature matrix is each row's values made finite (non-finite: 0),
+    bounded to 1e6 either way, then multiplied left to right (the plain
+    reading, as a head's features were trained)."""
+    names = ["a", "c", "a*b", "b*c*a", "c*c"]
+
+    def plain(v: float) -> float:
+        return min(1e6, max(-1e6, v)) if math.isfinite(v) else 0.0
+
+    want = [
+        [
+            math.prod([plain(r[f]) for f in name.split("*")], start=1.0)
+            if "*" in name
+            else plain(r[name])
+            for name in names
+        ]
+        for r in rows
+    ]
+    got = feature_matrix(rows, names)
+    assert got.tolist() == want
+    # a head reads them as its plain formula does
+    head = Head(
+        tuple(names),
+        np.full(len(names), 0.5),
+        np.full(len(names), 2.0),
+        ((np.full((len(names), 3), 0.25), np.zeros(3)), (np.ones((3, 1)), np.array([0.1]))),
+    )
+    h = np.clip((np.array(want) - 0.5) / 2.0, -8.0, 8.0)
+    z = np.clip(
+        (np.tanh(h @ np.full((len(names), 3), 0.25)) @ np.ones((3, 1)) + 0.1)[:, 0], -60, 60
+    )
+    assert np.array_equal(head(got), 1.0 / (1.0 + np.exp(-z)))

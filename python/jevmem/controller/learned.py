@@ -145,8 +145,17 @@ def _base_columns(
         raw[:, : len(from_rows)] = [[r.get(b) or 0.0 for b in from_rows] for r in rows]
     for j, b in enumerate(from_extra, len(from_rows)):
         raw[:, j] = extra[b]
-    np.clip(np.nan_to_num(raw, copy=False, nan=0.0, posinf=0.0, neginf=0.0), -1e6, 1e6, out=raw)
+    _bound(raw)
     return raw, {b: j for j, b in enumerate(from_rows + from_extra)}
+
+
+def _bound(raw: npt.NDArray[np.float64]) -> None:
+    """Non-finite values to 0, the rest into [-1e6, 1e6], in place (what
+    ``nan_to_num`` then ``clip`` give, without their per-call overhead: this
+    runs on every request)."""
+    np.copyto(raw, 0.0, where=~np.isfinite(raw))
+    np.maximum(raw, -1e6, out=raw)
+    np.minimum(raw, 1e6, out=raw)
 
 
 def _products(
@@ -155,12 +164,28 @@ def _products(
     """Feature columns from base columns (``a*b`` = the product), the
     features of one arity at a time (factors multiplied left to right)."""
     out = np.empty((raw.shape[0], len(names)), dtype=np.float64)
-    for places, factors in _product_plan(tuple(names)):
-        col = raw[:, [at[f[0]] for f in factors]]
-        for k in range(1, len(factors[0])):
-            col *= raw[:, [at[f[k]] for f in factors]]
+    for places, columns in _product_columns(tuple(at.items()), tuple(names)):
+        col = raw[:, columns[0]]
+        for c in columns[1:]:
+            col *= raw[:, c]
         out[:, places] = col
     return out
+
+
+@lru_cache(maxsize=256)
+def _product_columns(
+    base: tuple[tuple[str, int], ...], names: tuple[str, ...]
+) -> list[tuple[npt.NDArray[np.intp], list[npt.NDArray[np.intp]]]]:
+    """`_product_plan` as column indexes (``base``: each base name's column):
+    per arity, the features' places and, factor by factor, the column of each."""
+    at = dict(base)
+    return [
+        (
+            np.array(places, dtype=np.intp),
+            [np.array([at[f[k]] for f in factors], dtype=np.intp) for k in range(len(factors[0]))],
+        )
+        for places, factors in _product_plan(names)
+    ]
 
 
 @lru_cache(maxsize=256)
@@ -338,19 +363,31 @@ class Head:
             raise InvalidConfigError("a head's scale must be positive and its mean finite")
 
     def logits(self, x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        # in place where the values are the same: this runs on every request
         if not np.isfinite(x).all():  # the columns the plane builds are finite already
             x = np.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0)
-        h = (x - self.mean) / self.scale
+        h = x - self.mean
+        h /= self.scale
         # a feature far outside what training saw must not dominate
-        h = np.clip(h, -8.0, 8.0)
+        np.maximum(h, -8.0, out=h)
+        np.minimum(h, 8.0, out=h)
         for w, b in self.layers[:-1]:
-            h = np.tanh(h @ w + b)
+            h = h @ w
+            h += b
+            np.tanh(h, out=h)
         w, b = self.layers[-1]
-        return (h @ w + b)[:, 0]
+        out = h @ w
+        out += b
+        return out[:, 0]
 
     def __call__(self, x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-        z = np.clip(self.logits(x), -60.0, 60.0)
-        return 1.0 / (1.0 + np.exp(-z))
+        z = self.logits(x)
+        np.maximum(z, -60.0, out=z)
+        np.minimum(z, 60.0, out=z)
+        np.negative(z, out=z)
+        np.exp(z, out=z)
+        z += 1.0
+        return np.reciprocal(z, out=z)
 
     @staticmethod
     def averaged(heads: Sequence[Head]) -> Head:
