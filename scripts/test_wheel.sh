@@ -9,7 +9,12 @@ PYTHON=${PYTHON:-python3}
 MATURIN=${MATURIN:-.venv/bin/maturin}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-PIP_QUIET=1 "$MATURIN" build --release --quiet --out "$work/dist"
+# built for the interpreter `maturin develop` used (the one beside maturin):
+# the same PyO3 configuration, so cargo reuses that build instead of
+# compiling the bindings again (the wheel is abi3 either way)
+interpreter="$(dirname "$MATURIN")/python"
+[ -x "$interpreter" ] || interpreter="$PYTHON"
+PIP_QUIET=1 "$MATURIN" build --release --quiet --interpreter "$interpreter" --out "$work/dist"
 wheel=$(ls "$work"/dist/jevmem-*-abi3-*.whl)
 echo "== wheel: $(basename "$wheel")"
 "$PYTHON" -m venv "$work/venv"
