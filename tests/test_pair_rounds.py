@@ -172,6 +172,24 @@ def test_a_relation_round_keeps_its_form_over_the_wire() -> None:
     wire = cpb.DecideRequest.FromString(requests_to_proto(sent).SerializeToString())
     received = requests_from_proto(wire)
     assert received == sent
+    # the write path's form, a PairTable, travels as the mappings it stands for
+    full: list[dict[str, Any]] = [dict(c, speaker="ann", timestamp=None) for c in cands]
+    table = PairTable(
+        [c["id"] for c in full],
+        [c["text"] for c in full],
+        {"vector": [c["signals"]["vector"] for c in full]},
+        ["ann"] * len(full),
+        [None] * len(full),
+    )
+    as_table = [
+        DecisionRequest("relations", {**sent[0].state, "candidates": table}, sent[0].questions)
+    ]
+    as_dicts = [
+        DecisionRequest("relations", {**sent[0].state, "candidates": full}, sent[0].questions)
+    ]
+    assert requests_to_proto(as_table).SerializeToString() == (
+        requests_to_proto(as_dicts).SerializeToString()
+    )
     assert type(received[0].questions) is PairQuestions
     assert received[0].questions.alias == [True, False, True, False]
     assert received[0].questions.temporal == [False, False, True, True]
