@@ -371,13 +371,17 @@ class LocalController:
 
 def _temporal_of(state: Mapping[str, Any], i: int) -> ChoiceAnswer:
     """``relation.temporal`` for pair ``i`` of a relation round."""
-    cand = state["candidates"][i]
-    sig, _, _ = _pair_signals([{"candidates": [cand]}])
+    sig, _, _ = _pair_signals([{"candidates": [state["candidates"][i]]}])
+    return _temporal_answer(float(sig["inserted_before"][0]), float(sig["same_session"][0]))
+
+
+def _temporal_answer(inserted_before: float, same_session: float) -> ChoiceAnswer:
+    """``relation.temporal`` from a pair's two signals (read as `_pair_signals` reads them)."""
     # Without timestamps, insertion order is the only evidence: earlier ids
     # were observed first, which weakly suggests "before".
     # clipped: a signal outside [0, 1] must not make a weight negative
-    order = _clip(float(sig["inserted_before"][0]))
-    same = _clip(float(sig["same_session"][0]))
+    order = _clip(inserted_before)
+    same = _clip(same_session)
     weights = {label: 0.05 for label in TEMPORAL_LABELS}
     weights["before"] += 0.35 * order
     weights["after"] += 0.35 * (1.0 - order)
@@ -454,9 +458,14 @@ def _pair_rounds(requests: Sequence[DecisionRequest]) -> list[PairAnswers]:
     """Relation rounds (`PairQuestions`) as arrays, every pair of every
     round read at once; an entity alias not asked is 0, a temporal Choice
     is answered where asked."""
-    arrays = relation_arrays([req.state for req in requests])
+    states = [req.state for req in requests]
+    sig, texts, sizes = _pair_signals(states)
+    arrays = _relation_columns(states, sig, texts, sizes)
+    # the temporal Choice's two signals, read off the same columns
+    order, same = sig["inserted_before"].tolist(), sig["same_session"].tolist()
     out = []
-    for req, values in zip(requests, arrays, strict=True):
+    at = 0
+    for req, values, size in zip(requests, arrays, sizes, strict=True):
         qs = req.questions
         assert isinstance(qs, PairQuestions)
         if len(values) < qs.n_pairs:
@@ -465,8 +474,9 @@ def _pair_rounds(requests: Sequence[DecisionRequest]) -> list[PairAnswers]:
         values[:, _ALIAS_COLUMN] *= qs.alias
         temporal: list[ChoiceAnswer | None] = [None] * qs.n_pairs
         for i in np.flatnonzero(qs.temporal).tolist():
-            temporal[i] = _temporal_of(req.state, i)
+            temporal[i] = _temporal_answer(order[at + i], same[at + i])
         out.append(PairAnswers(qs, values, temporal))
+        at += size
     return out
 
 
@@ -476,7 +486,16 @@ def relation_arrays(states: Sequence[Mapping[str, Any]]) -> list[npt.NDArray[np.
     from the pairs' signals (a `PairTable`'s columns or each candidate's
     mapping; NaN reads as absent) and the cue words of the two texts, all
     states' pairs as one set of columns."""
-    sig, texts, sizes = _pair_signals(states)
+    return _relation_columns(states, *_pair_signals(states))
+
+
+def _relation_columns(
+    states: Sequence[Mapping[str, Any]],
+    sig: Mapping[str, npt.NDArray[np.float64]],
+    texts: Sequence[Sequence[str]],
+    sizes: Sequence[int],
+) -> list[npt.NDArray[np.float64]]:
+    """`relation_arrays` of states whose pairs' signals are read already (`_pair_signals`)."""
     cue_new: list[float] = []
     cue_old: list[float] = []
     change: list[float] = []
