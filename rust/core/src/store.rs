@@ -166,6 +166,25 @@ pub fn normalize_entity(raw: &str) -> String {
         .join(" ")
 }
 
+/// The tokens a node is indexed by, in order: its text's, then those of
+/// the provenance values under `fields` (see `StoreConfig::lexical_fields`).
+fn each_lexical_token(
+    tokenizer: &Tokenizer,
+    fields: &[String],
+    content: &str,
+    provenance: &[(String, String)],
+    f: &mut dyn FnMut(&str),
+) {
+    tokenizer.for_each_token(content, &mut *f);
+    for field in fields {
+        for (key, value) in provenance {
+            if key == field {
+                tokenizer.for_each_token(value, &mut *f);
+            }
+        }
+    }
+}
+
 impl MemoryStore {
     pub fn new(config: StoreConfig) -> Result<Self> {
         config.validate()?;
@@ -553,18 +572,11 @@ impl MemoryStore {
                 entities.push(e);
             }
         }
-        // tokens straight into the index (`lexical_tokens` without the list)
-        let (tokenizer, fields) = (&self.tokenizer, &self.config.lexical_fields);
         if tokenize {
+            // tokens straight into the index (`lexical_tokens` without the list)
+            let (tokenizer, fields) = (&self.tokenizer, &self.config.lexical_fields);
             let _ = self.bm25.try_add_each(id, |push| {
-                tokenizer.for_each_token(&node.content, &mut *push);
-                for field in fields {
-                    for (key, value) in &node.provenance {
-                        if key == field {
-                            tokenizer.for_each_token(value, &mut *push);
-                        }
-                    }
-                }
+                each_lexical_token(tokenizer, fields, &node.content, &node.provenance, push)
             });
         }
         for e in &entities {
@@ -900,14 +912,14 @@ impl MemoryStore {
 
     /// What BM25 indexes for a node: its text plus the configured provenance fields.
     pub fn lexical_tokens(&self, content: &str, provenance: &[(String, String)]) -> Vec<String> {
-        let mut tokens = self.tokenizer.tokenize(content);
-        for field in &self.config.lexical_fields {
-            for (key, value) in provenance {
-                if key == field {
-                    tokens.extend(self.tokenizer.tokenize(value));
-                }
-            }
-        }
+        let mut tokens = Vec::new();
+        each_lexical_token(
+            &self.tokenizer,
+            &self.config.lexical_fields,
+            content,
+            provenance,
+            &mut |t| tokens.push(t.to_owned()),
+        );
         tokens
     }
 
