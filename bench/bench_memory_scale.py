@@ -9,9 +9,18 @@ reached. Each repetition is another stretch of time (timestamps move on by
 the corpus's span) and its vectors are the first copy's moved by a small
 random step and renormalised, so the index holds near-duplicates, as an
 agent's memory of recurring requests does, rather than exact copies.
+With ``--corpus mixtures`` a later copy's vector instead blends its turn's
+vector with another random turn's (weights 0.5-0.8 for its own) plus the same
+step: the text repeats, but the vectors are distinct points in the space the
+real turns span, so the vector index's recall is measured on a memory of
+distinct observations rather than on near-ties among ~n/7,854 copies of each
+turn (at 1M the near-copies corpus holds ~127 of every turn, and its exact
+top 10 is such a tie; BENCHMARKS.md section 17).
 Vectors are precomputed (``--embedder``: the default ONNX model through the
 embedding cache, or the hashing embedder) and queries are timed with
 precomputed vectors: the query embedding is not part of the figures.
+``--ef-recall`` also measures the vector recall at other search expansions
+of the same graph (`MemoryStore.set_expansion_search`), after the timings.
 
 Queries are the development sets' questions, a fixed sample; each is run in
 ``full`` mode (the product path) and in ``lexical`` mode (BM25 only) on the
@@ -94,7 +103,14 @@ class Fixed:
         return self.vectors[text]
 
 
-def near_copy(v: Vectors, rng: np.random.Generator, step: float) -> Vectors:
+def near_copy(
+    v: Vectors, rng: np.random.Generator, step: float, blend: Vectors | None = None
+) -> Vectors:
+    """``v`` moved by a random step (and first blended with ``blend``, each
+    row by its own weight in [0.5, 0.8], when given), renormalised."""
+    if blend is not None:
+        w = rng.uniform(0.5, 0.8, (len(v), 1)).astype(np.float32)
+        v = w * v + (1.0 - w) * blend
     moved = v + rng.normal(0.0, step / np.sqrt(v.shape[-1]), v.shape).astype(np.float32)
     moved /= np.linalg.norm(moved, axis=-1, keepdims=True)
     return moved.astype(np.float32)
@@ -126,7 +142,12 @@ def run_size(
             rows = turns[at : min(take, at + args.batch)]
             vecs = base[at : at + len(rows)]
             if copy:
-                vecs = near_copy(vecs, rng, args.step)
+                blend = (
+                    base[rng.integers(0, len(base), len(rows))]
+                    if args.corpus == "mixtures"
+                    else None
+                )
+                vecs = near_copy(vecs, rng, args.step, blend)
             memory.add_batch(
                 [r[0] for r in rows],
                 timestamps=[None if r[1] is None else r[1] + copy * span for r in rows],
@@ -158,12 +179,22 @@ def run_size(
             timings[mode].append(time.perf_counter() - t0)
 
     # the vector index against exact search over the same vectors
-    hits = 0
-    for qv in qvecs:
-        got, _ = memory.store.search_vector(qv, 10)
-        exact = np.argsort(-(all_vecs @ qv), kind="stable")[:10]
-        hits += len(set(got.tolist()) & set(exact.tolist()))
-    recall = hits / (10 * len(qvecs))
+    exact = [set(np.argsort(-(all_vecs @ qv), kind="stable")[:10].tolist()) for qv in qvecs]
+
+    def vector_recall() -> float:
+        hits = 0
+        for qv, best in zip(qvecs, exact, strict=True):
+            got, _ = memory.store.search_vector(qv, 10)
+            hits += len(set(got.tolist()) & best)
+        return hits / (10 * len(qvecs))
+
+    recall = vector_recall()
+    default_ef = memory.store.expansion_search
+    recall_at = {default_ef: recall}
+    for ef in (int(e) for e in args.ef_recall.split(",") if e):
+        memory.store.set_expansion_search(ef)
+        recall_at[ef] = vector_recall()
+    memory.store.set_expansion_search(default_ef)
 
     def ms(xs: list[float], p: float) -> float:
         return 1000 * float(np.percentile(xs, p))
@@ -181,13 +212,17 @@ def run_size(
         "full_over_lexical_p50": statistics.median(timings["full"])
         / statistics.median(timings["lexical"]),
         "vector_recall_at_10": recall,
+        "expansion_search": default_ef,
+        "vector_recall_at_10_by_ef": {str(ef): r for ef, r in sorted(recall_at.items())},
+        "corpus": args.corpus,
         "queries": len(queries),
     }
     print(
         f"{n:,} nodes: build {build_s:.0f} s ({out['nodes_per_s']:,.0f} nodes/s), "
         f"{out['rss_bytes_per_node']:,.0f} B/node RSS; full p50 {out['full_p50_ms']:.2f} ms "
         f"p99 {out['full_p99_ms']:.2f} ms; lexical p50 {out['lexical_p50_ms']:.2f} ms; "
-        f"vector recall@10 {recall:.3f}",
+        f"vector recall@10 {recall:.3f} (ef {default_ef}); by ef "
+        + ", ".join(f"{ef}: {r:.3f}" for ef, r in sorted(recall_at.items())),
         file=sys.stderr,
     )
     return out
@@ -202,6 +237,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--controller", choices=("learned", "hand"), default="learned")
     ap.add_argument("--batch", type=int, default=500, help="observations per add_batch")
     ap.add_argument("--step", type=float, default=0.15, help="size of a copy's vector step")
+    ap.add_argument(
+        "--corpus",
+        choices=("near-copies", "mixtures"),
+        default="near-copies",
+        help="how a later copy's vectors differ from the first's (see the module doc)",
+    )
+    ap.add_argument(
+        "--ef-recall", default="", help="other search expansions to measure recall at, e.g. 256"
+    )
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
 
