@@ -153,15 +153,17 @@ impl std::fmt::Debug for Bm25Index {
     }
 }
 
-/// Per-thread scratch for `search`: searches run concurrently under a shared
-/// read lock, so the buffer cannot live in the index. Invariant between
-/// calls: every entry of `scores` is 0.0.
+/// Per-thread scratch for `search` and `score_terms_scoped`: searches run
+/// concurrently under a shared read lock, so the buffers cannot live in the
+/// index. Invariants between calls: every entry of `scores` is 0.0, and
+/// every entry of `weight_by_term` is NaN (not a query term).
 #[derive(Default)]
 struct Scratch {
     scores: Vec<f32>,
     touched: Vec<u32>,
     cands: Vec<(u32, f32)>,
     table: Vec<f32>,
+    weight_by_term: Vec<f32>,
 }
 
 /// Counts pruned searches, so tests can check the pruning path runs.
@@ -752,6 +754,7 @@ impl Bm25Index {
             touched,
             cands,
             table,
+            ..
         } = scratch;
         table.clear();
         if scores.len() < n_slots {
@@ -880,10 +883,12 @@ impl Bm25Index {
     }
 
     /// [`Bm25Index::score_scoped`] of a query given as distinct term ids
-    /// with their counts, sorted by id. A document's matching terms are
-    /// found by walking its sorted term list beside the query's, so a long
-    /// query against short documents (or the reverse) costs the shorter
-    /// side's binary searches; the sum runs in term-id order either way.
+    /// with their counts, sorted by id. A short query against a long
+    /// document binary-searches the document's sorted terms; otherwise each
+    /// document term looks its query weight up in a per-thread table by term
+    /// id (one pass over the document, no comparisons between the two
+    /// lists: a write's long text is scored against hundreds of pooled
+    /// nodes). The sum runs in term-id order either way.
     pub fn score_terms_scoped(
         &self,
         terms: &[(u32, u32)],
@@ -903,55 +908,56 @@ impl Bm25Index {
             })
             .collect();
         let (c1, c2) = self.norm_consts(&stats);
-        docs.iter()
-            .map(|&doc| {
-                if allowed.is_some_and(|a| !a.contains(doc)) {
-                    return 0.0;
-                }
-                let Some(Some(entry)) = usize::try_from(doc).ok().and_then(|i| self.docs.get(i))
-                else {
-                    return 0.0;
-                };
-                let part = |w: f32, tf: u32| w * tf_part(tf, entry.len, c1, c2);
-                let (q, d) = (weights.len(), entry.terms.len());
-                if q * 8 < d {
-                    weights
-                        .iter()
-                        .filter_map(|&(t, w)| {
-                            let pos = entry.terms.binary_search_by_key(&t, |&(x, _)| x).ok()?;
-                            Some(part(w, entry.terms[pos].1))
-                        })
-                        .sum()
-                } else if d * 8 < q {
-                    entry
-                        .terms
-                        .iter()
-                        .filter_map(|&(t, tf)| {
-                            let pos = weights.binary_search_by_key(&t, |&(x, _)| x).ok()?;
-                            Some(part(weights[pos].1, tf))
-                        })
-                        .sum()
-                } else {
-                    // comparable lengths: one walk down both sorted lists
-                    // from -0.0, as `Iterator::sum` starts
-                    let (mut i, mut j, mut sum) = (0, 0, -0.0f32);
-                    while i < q && j < d {
-                        let (t, w) = weights[i];
-                        let (u, tf) = entry.terms[j];
-                        match t.cmp(&u) {
-                            std::cmp::Ordering::Less => i += 1,
-                            std::cmp::Ordering::Greater => j += 1,
-                            std::cmp::Ordering::Equal => {
-                                sum += part(w, tf);
-                                i += 1;
-                                j += 1;
-                            }
-                        }
+        let score_all = |weight_by_term: &mut Vec<f32>| {
+            if weight_by_term.len() < self.postings.len() {
+                weight_by_term.resize(self.postings.len(), f32::NAN);
+            }
+            for &(t, w) in &weights {
+                weight_by_term[t as usize] = w;
+            }
+            let table = &weight_by_term[..];
+            let scores: Vec<f32> = docs
+                .iter()
+                .map(|&doc| {
+                    if allowed.is_some_and(|a| !a.contains(doc)) {
+                        return 0.0;
                     }
-                    sum
-                }
-            })
-            .collect()
+                    let Some(Some(entry)) =
+                        usize::try_from(doc).ok().and_then(|i| self.docs.get(i))
+                    else {
+                        return 0.0;
+                    };
+                    let part = |w: f32, tf: u32| w * tf_part(tf, entry.len, c1, c2);
+                    if weights.len() * 8 < entry.terms.len() {
+                        weights
+                            .iter()
+                            .filter_map(|&(t, w)| {
+                                let pos = entry.terms.binary_search_by_key(&t, |&(x, _)| x).ok()?;
+                                Some(part(w, entry.terms[pos].1))
+                            })
+                            .sum()
+                    } else {
+                        // from -0.0, as `Iterator::sum` starts
+                        entry.terms.iter().fold(-0.0f32, |sum, &(t, tf)| {
+                            let w = table[t as usize];
+                            if w.is_nan() {
+                                sum
+                            } else {
+                                sum + part(w, tf)
+                            }
+                        })
+                    }
+                })
+                .collect();
+            for &(t, _) in &weights {
+                weight_by_term[t as usize] = f32::NAN;
+            }
+            scores
+        };
+        SCRATCH.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut scratch) => score_all(&mut scratch.weight_by_term),
+            Err(_) => score_all(&mut Vec::new()),
+        })
     }
 
     /// A document's distinct term ids with their counts, sorted by id (None
@@ -1536,9 +1542,10 @@ mod tests {
     }
 
     proptest! {
-        /// `score` walks a document's terms beside the query's three ways
-        /// (binary search on either side, or one merge by length); each
-        /// gives exactly the sum, in term-id order, of the matching terms.
+        /// `score` reads a document's terms two ways (a short query's binary
+        /// searches in a long document, or the per-thread weight table by
+        /// term id); each gives exactly the sum, in term-id order, of the
+        /// matching terms, and the table is left empty for the next call.
         #[test]
         fn scores_equal_the_plain_sum_bit_for_bit(
             docs in proptest::collection::vec(proptest::collection::vec(0u8..40, 0..90), 1..8),

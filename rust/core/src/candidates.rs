@@ -27,7 +27,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::filter::{Allowed, Selection};
-use crate::hashing::ShortKeySet;
 use crate::store::MemoryStore;
 use crate::types::{NodeId, Timestamp};
 
@@ -163,6 +162,37 @@ pub(crate) fn temporal_signal(a: Option<Timestamp>, b: Option<Timestamp>, scale_
     }
 }
 
+/// Add 1 to `counts[i]` for each `ids[i]` found in `members` (both sorted
+/// ascending, without repeats): a walk down both lists, or binary searches
+/// in `members` when it is much the longer (a common entity's carriers).
+fn count_members(ids: &[NodeId], members: &[NodeId], counts: &mut [u32]) {
+    if members.len() > ids.len() * 8 {
+        let mut from = 0;
+        for (i, id) in ids.iter().enumerate() {
+            match members[from..].binary_search(id) {
+                Ok(at) => {
+                    counts[i] += 1;
+                    from += at + 1;
+                }
+                Err(at) => from += at,
+            }
+        }
+        return;
+    }
+    let (mut i, mut j) = (0, 0);
+    while i < ids.len() && j < members.len() {
+        match ids[i].cmp(&members[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                counts[i] += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+}
+
 /// The `pool` nodes with id < `before` nearest to `ts`, plus boundary ties.
 pub(crate) fn nearest_in_time(
     by_time: &BTreeSet<(Timestamp, NodeId)>,
@@ -272,20 +302,25 @@ impl MemoryStore {
         }
 
         let ids: Vec<NodeId> = pool.into_iter().collect();
-        // A set, not the list: a long text can carry thousands of entities.
-        let own: ShortKeySet<&str> = node.entities.iter().map(String::as_str).collect();
+        // Shared entities counted from the entity index's id lists, not by
+        // reading each pooled node's entity strings: a long text's pool holds
+        // hundreds of nodes with dozens of entities each, scattered in memory.
+        // Stored entities are normalised and distinct, and the index lists
+        // exactly their carriers, so the count is the same.
+        let mut shared = vec![0u32; ids.len()];
+        for e in &node.entities {
+            if let Some(carriers) = self.entity_index.get(e) {
+                count_members(&ids, carriers, &mut shared);
+            }
+        }
         let lexical = self.bm25.score_terms_scoped(&terms, &ids, allowed);
         let max_lexical = lexical.iter().copied().fold(0.0f32, f32::max);
         let mut out: Vec<CandidateMatch> = ids
             .iter()
             .zip(&lexical)
-            .map(|(&other, &lex)| {
+            .zip(&shared)
+            .map(|((&other, &lex), &shared)| {
                 let o = self.graph.get(other).expect("pooled ids are live");
-                let shared = o
-                    .entities
-                    .iter()
-                    .filter(|e| own.contains(e.as_str()))
-                    .count();
                 let signals = Signals {
                     vector: self
                         .vectors
@@ -342,6 +377,19 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn member_counts_match_contains(
+            ids in prop::collection::btree_set(0u64..400, 0..60),
+            members in prop::collection::btree_set(0u64..400, 0..400),
+        ) {
+            let ids: Vec<NodeId> = ids.into_iter().collect();
+            let members: Vec<NodeId> = members.into_iter().collect();
+            let mut got = vec![1u32; ids.len()];
+            count_members(&ids, &members, &mut got);
+            let want: Vec<u32> = ids.iter().map(|i| 1 + u32::from(members.contains(i))).collect();
+            prop_assert_eq!(got, want);
+        }
+
         #[test]
         fn rarest_terms_match_the_reference(
             present in prop::collection::btree_map(0u32..24, 1u32..4, 0..24),
