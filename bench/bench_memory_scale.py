@@ -22,7 +22,9 @@ precomputed vectors: the query embedding is not part of the figures.
 ``--ef-recall`` also measures the vector recall at other search expansions
 of the same graph (`MemoryStore.set_expansion_search`), after the timings.
 
-Queries are the development sets' questions, a fixed sample; each is run in
+One memory is built up to the largest of ``--sizes`` and measured as it
+passes each (the JSON is rewritten at each, so a stopped run keeps the sizes
+it reached). Queries are the development sets' questions, a fixed sample; each is run in
 ``full`` mode (the product path) and in ``lexical`` mode (BM25 only) on the
 same memory, one after the other.
 
@@ -39,7 +41,7 @@ import random
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -116,14 +118,19 @@ def near_copy(
     return moved.astype(np.float32)
 
 
-def run_size(
-    n: int,
+def run_sizes(
+    sizes: list[int],
     turns: list[tuple[str, int | None, str, dict[str, str]]],
     base: Vectors,
     queries: list[str],
     qvecs: Vectors,
     args: argparse.Namespace,
-) -> dict[str, Any]:
+    report: Callable[[dict[str, Any]], None],
+) -> None:
+    """One memory, built up to the largest size and measured as it passes
+    each size (`report` gets each size's figures as soon as they are taken:
+    a long build that is stopped keeps the sizes it reached). Build time and
+    rate count the writes only, not the measurements between them."""
     rng = np.random.default_rng(7)
     stamps = [t[1] for t in turns if t[1] is not None]
     span = (max(stamps) - min(stamps) + 86_400) if stamps else 86_400
@@ -131,15 +138,17 @@ def run_size(
     memory = Memory(Fixed(base.shape[1], {}), controller, config=MemoryConfig())
     gc.collect()
     rss0 = rss_bytes()
+    n = max(sizes)
     written = 0
     all_vecs = np.empty((n, base.shape[1]), np.float32)
-    t_build = time.perf_counter()
-    copy = 0
+    build_s = 0.0
     next_report = args.batch * 20
-    while written < n:
-        take = min(n - written, len(turns))
-        for at in range(0, take, args.batch):
-            rows = turns[at : min(take, at + args.batch)]
+    for size in sorted(set(sizes)):
+        t_build = time.perf_counter()
+        while written < size:
+            # a batch never crosses a copy of the corpus or a measured size
+            copy, at = divmod(written, len(turns))
+            rows = turns[at : at + min(args.batch, size - written, len(turns) - at)]
             vecs = base[at : at + len(rows)]
             if copy:
                 blend = (
@@ -158,11 +167,24 @@ def run_size(
             all_vecs[written : written + len(rows)] = vecs
             written += len(rows)
             if written >= next_report:
-                rate = written / (time.perf_counter() - t_build)
+                rate = written / (build_s + time.perf_counter() - t_build)
                 print(f"  {written:,}/{n:,} nodes, {rate:,.0f} nodes/s", file=sys.stderr)
                 next_report += args.batch * 20
-        copy += 1
-    build_s = time.perf_counter() - t_build
+        build_s += time.perf_counter() - t_build
+        report(measure(memory, size, build_s, rss0, all_vecs[:size], base, queries, qvecs, args))
+
+
+def measure(
+    memory: Memory,
+    n: int,
+    build_s: float,
+    rss0: int,
+    all_vecs: Vectors,
+    base: Vectors,
+    queries: list[str],
+    qvecs: Vectors,
+    args: argparse.Namespace,
+) -> dict[str, Any]:
     if memory.store.pending_graph:
         memory.store.finish_graph()
     gc.collect()
@@ -230,7 +252,11 @@ def run_size(
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    ap.add_argument("--sizes", default="100000", help="comma-separated node counts")
+    ap.add_argument(
+        "--sizes",
+        default="100000",
+        help="comma-separated node counts, measured as one build passes each",
+    )
     ap.add_argument("--queries", type=int, default=300, help="questions sampled (fixed seed)")
     ap.add_argument("--embedder", choices=("onnx", "hash"), default="onnx")
     ap.add_argument("--embedding-cache", default=None, help="directory of cached vectors")
@@ -257,13 +283,18 @@ def main(argv: list[str] | None = None) -> int:
         f"embedder {inner!r}, controller {args.controller}",
         file=sys.stderr,
     )
-    results = [run_size(int(s), turns, base, sample, qvecs, args) for s in args.sizes.split(",")]
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(
-            json.dumps({"machine": machine(), "args": vars(args), "results": results}, indent=1)
-            + "\n"
-        )
+    results: list[dict[str, Any]] = []
+
+    def report(figures: dict[str, Any]) -> None:
+        results.append(figures)
+        if args.json:  # rewritten at every size, so a stopped run keeps what it measured
+            Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.json).write_text(
+                json.dumps({"machine": machine(), "args": vars(args), "results": results}, indent=1)
+                + "\n"
+            )
+
+    run_sizes([int(s) for s in args.sizes.split(",")], turns, base, sample, qvecs, args, report)
     return 0
 
 
