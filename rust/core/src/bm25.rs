@@ -196,6 +196,9 @@ struct QueryTerm<'a> {
     id: u32,
     postings: &'a [Posting],
     weight: f32,
+    /// The smallest document the term may count for (0: any; see
+    /// [`Bm25Index::search_terms_recent`]).
+    min_doc: u32,
 }
 
 /// Score desc, then id asc. Scores are finite and positive.
@@ -624,6 +627,7 @@ impl Bm25Index {
                     id,
                     postings,
                     weight: (f64::from(count) * Self::idf(stats, df) * k1p1) as f32,
+                    min_doc: 0,
                 })
             })
             .collect();
@@ -692,6 +696,68 @@ impl Bm25Index {
         SCRATCH.with(|cell| match cell.try_borrow_mut() {
             Ok(mut scratch) => self.search_with(&terms, k, accept, norm, &mut scratch),
             // Re-entered from inside `accept` on this thread: use a fresh buffer.
+            Err(_) => self.search_with(&terms, k, accept, norm, &mut Scratch::default()),
+        })
+    }
+
+    /// [`Bm25Index::search_terms_scoped`] among documents before `before`,
+    /// with each term counted only for its `window` most recent carriers
+    /// before it (of the allowed ones): what a new observation's lexical
+    /// discovery asks. A term with more earlier carriers is a common one
+    /// whose postings grow with the memory; reading only its recent window
+    /// bounds a write's work however large the memory grows. Where no term
+    /// has more than `window` earlier carriers (any memory that small), the
+    /// answer is exactly `search_terms_scoped`'s with `accept` = before
+    /// `before`. Weights (idf) still count every carrier.
+    pub fn search_terms_recent(
+        &self,
+        query: &[(u32, u32)],
+        k: usize,
+        allowed: Option<&Allowed>,
+        before: NodeId,
+        window: usize,
+    ) -> Vec<(NodeId, f32)> {
+        if k == 0 || self.n_docs == 0 || window == 0 {
+            return Vec::new();
+        }
+        let stats = self.stats(allowed);
+        if stats.n_docs == 0 {
+            return Vec::new();
+        }
+        let k = k.min(stats.n_docs);
+        let mut terms = self.weighted_terms(query, allowed, &stats);
+        for term in &mut terms {
+            let all = term.postings;
+            let end = all.partition_point(|&(d, _)| NodeId::from(d) < before);
+            let start = match allowed {
+                None => end.saturating_sub(window),
+                Some(a) => {
+                    // back from `end` until `window` allowed carriers are in
+                    let mut seen = 0;
+                    let mut start = end;
+                    while start > 0 && seen < window {
+                        start -= 1;
+                        seen += usize::from(a.contains(NodeId::from(all[start].0)));
+                    }
+                    start
+                }
+            };
+            term.postings = &all[start..end];
+            term.min_doc = all.get(start).map_or(0, |&(d, _)| d);
+        }
+        terms.retain(|t| !t.postings.is_empty());
+        if terms.is_empty() {
+            return Vec::new();
+        }
+        let in_scope = |d: NodeId| allowed.is_none_or(|a| a.contains(d));
+        let accept: Option<&dyn Fn(NodeId) -> bool> = if allowed.is_some() {
+            Some(&in_scope)
+        } else {
+            None
+        };
+        let norm = self.norm_consts(&stats);
+        SCRATCH.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut scratch) => self.search_with(&terms, k, accept, norm, &mut scratch),
             Err(_) => self.search_with(&terms, k, accept, norm, &mut Scratch::default()),
         })
     }
@@ -831,6 +897,9 @@ impl Bm25Index {
                 };
                 let slot = &mut scores[d as usize];
                 for term in &terms[done..] {
+                    if d < term.min_doc {
+                        continue; // outside the term's window
+                    }
                     if let Ok(pos) = doc.terms.binary_search_by_key(&term.id, |&(x, _)| x) {
                         *slot += term.weight * tf_part(doc.terms[pos].1, doc.len, c1, c2);
                     }
@@ -1538,6 +1607,69 @@ mod tests {
                 // no scope: the unscoped search, unchanged
                 prop_assert_eq!(ix.search_scoped(query, *k, None, None), ix.search(query, *k, None));
             }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// The write path's discovery query: with a window as large as any
+        /// term's postings it is `search_terms_scoped` before `before`; with
+        /// any window it is the plain sum of each term over its `window`
+        /// most recent carriers before `before` (of the allowed ones),
+        /// ranked by score then id, bit for bit.
+        #[test]
+        fn recent_window_search_is_the_windowed_sum(
+            docs in proptest::collection::vec(proptest::collection::vec(0u8..12, 1..30), 1..40),
+            query in proptest::collection::vec(0u8..12, 1..10),
+            before in 0u64..45,
+            window in 1usize..8,
+            k in 1usize..10,
+            mask in proptest::option::of(any::<u64>()),
+        ) {
+            let word = |i: &u8| format!("w{i}");
+            let mut ix = Bm25Index::new(Bm25Params::default()).unwrap();
+            for (d, toks) in docs.iter().enumerate() {
+                ix.add(d as NodeId, &toks.iter().map(word).collect::<Vec<_>>());
+            }
+            let allowed = mask.map(|m| {
+                Allowed::from_sorted((0..64u64).filter(|d| (m >> d) & 1 == 1).collect())
+            });
+            let allowed = allowed.as_ref();
+            let terms = ix.query_terms(&query.iter().map(word).collect::<Vec<_>>());
+            let bits = |v: Vec<(NodeId, f32)>| -> Vec<(NodeId, u32)> {
+                v.into_iter().map(|(d, s)| (d, s.to_bits())).collect()
+            };
+
+            let earlier = |d: NodeId| d < before;
+            prop_assert_eq!(
+                bits(ix.search_terms_recent(&terms, k, allowed, before, usize::MAX)),
+                bits(ix.search_terms_scoped(&terms, k, allowed, Some(&earlier)))
+            );
+
+            let got = ix.search_terms_recent(&terms, k, allowed, before, window);
+            let stats = ix.stats(allowed);
+            let (c1, c2) = ix.norm_consts(&stats);
+            let mut sums: BTreeMap<u64, f32> = BTreeMap::new();
+            if stats.n_docs > 0 {
+                for t in ix.weighted_terms(&terms, allowed, &stats) {
+                    let carriers: Vec<&Posting> = t
+                        .postings
+                        .iter()
+                        .filter(|&&(d, _)| {
+                            u64::from(d) < before && allowed.is_none_or(|a| a.contains(u64::from(d)))
+                        })
+                        .collect();
+                    for &&(d, p) in carriers.iter().rev().take(window) {
+                        let (tf, dl) = unpack(p, d, &ix.doc_len);
+                        *sums.entry(u64::from(d)).or_insert(0.0) += t.weight * tf_part(tf, dl, c1, c2);
+                    }
+                }
+            }
+            let mut want: Vec<(NodeId, f32)> = sums.into_iter().filter(|&(_, s)| s > 0.0).collect();
+            want.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            want.truncate(k.min(stats.n_docs));
+            prop_assert_eq!(bits(got), bits(want));
         }
     }
 

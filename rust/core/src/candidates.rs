@@ -7,7 +7,8 @@
 //! inserted before the new one:
 //! - vector: the `pool` nearest embeddings (cosine, ties by smaller id);
 //! - lexical: the `pool` best BM25 matches of the new text (ties by smaller id),
-//!   queried with its `DISCOVERY_TERMS` rarest distinct terms;
+//!   queried with its `DISCOVERY_TERMS` rarest distinct terms, each over its
+//!   `DISCOVERY_WINDOW` most recent carriers;
 //! - entity: for each of the new node's entities, its `pool` most recent carriers;
 //! - temporal: the `pool` nearest timestamps, with every node tied at the
 //!   boundary timestamp included.
@@ -44,6 +45,17 @@ pub const MAX_CANDIDATES: usize = 1 << 16;
 /// not a `CandidateConfig` field, until the next snapshot format version
 /// (the config is stored in snapshots).
 pub const DISCOVERY_TERMS: usize = 64;
+
+/// How many of a discovery term's most recent earlier carriers its query
+/// reads (`Bm25Index::search_terms_recent`). Even the rarest terms of a long
+/// text include some whose postings grow with the memory; at 110k nodes the
+/// discovery query was a quarter of a write and growing in proportion
+/// (BENCHMARKS.md section 28). A term with more earlier carriers than this
+/// is not a rare one; its older carriers are still reached through the
+/// text's other terms, the vector search, entities and time. Memories whose
+/// terms all have fewer carriers (every development conversation) discover
+/// exactly as before.
+pub const DISCOVERY_WINDOW: usize = 2048;
 
 /// `terms` (distinct term ids with counts, sorted by id) with only its `cap`
 /// rarest terms (`stats`: a term's document frequency and text; ties by the
@@ -276,7 +288,7 @@ impl MemoryStore {
         });
         for (other, _) in
             self.bm25
-                .search_terms_scoped(&discovery, cfg.pool, allowed, Some(&before))
+                .search_terms_recent(&discovery, cfg.pool, allowed, id, DISCOVERY_WINDOW)
         {
             pool.insert(other);
         }
