@@ -174,6 +174,15 @@ thread_local! {
     static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
 }
 
+/// Run `f` on this thread's scratch, or on a fresh one when it is in use
+/// already (re-entered from inside a search's `accept`).
+fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut scratch) => f(&mut scratch),
+        Err(_) => f(&mut Scratch::default()),
+    })
+}
+
 /// N and total document length of the documents a ranking counts.
 struct CorpusStats {
     n_docs: usize,
@@ -686,18 +695,27 @@ impl Bm25Index {
         if terms.is_empty() {
             return Vec::new();
         }
+        self.ranked(&terms, k, allowed, accept, &stats)
+    }
+
+    /// The top `k` of weighted `terms` among the documents `allowed` and
+    /// `accept` both let through (`search_with` on this thread's scratch).
+    fn ranked(
+        &self,
+        terms: &[QueryTerm<'_>],
+        k: usize,
+        allowed: Option<&Allowed>,
+        accept: Option<&dyn Fn(NodeId) -> bool>,
+        stats: &CorpusStats,
+    ) -> Vec<(NodeId, f32)> {
         let both = |d: NodeId| allowed.is_none_or(|a| a.contains(d)) && accept.is_none_or(|f| f(d));
         let accept: Option<&dyn Fn(NodeId) -> bool> = if allowed.is_some() {
             Some(&both)
         } else {
             accept
         };
-        let norm = self.norm_consts(&stats);
-        SCRATCH.with(|cell| match cell.try_borrow_mut() {
-            Ok(mut scratch) => self.search_with(&terms, k, accept, norm, &mut scratch),
-            // Re-entered from inside `accept` on this thread: use a fresh buffer.
-            Err(_) => self.search_with(&terms, k, accept, norm, &mut Scratch::default()),
-        })
+        let norm = self.norm_consts(stats);
+        with_scratch(|scratch| self.search_with(terms, k, accept, norm, scratch))
     }
 
     /// [`Bm25Index::search_terms_scoped`] among documents before `before`,
@@ -749,17 +767,7 @@ impl Bm25Index {
         if terms.is_empty() {
             return Vec::new();
         }
-        let in_scope = |d: NodeId| allowed.is_none_or(|a| a.contains(d));
-        let accept: Option<&dyn Fn(NodeId) -> bool> = if allowed.is_some() {
-            Some(&in_scope)
-        } else {
-            None
-        };
-        let norm = self.norm_consts(&stats);
-        SCRATCH.with(|cell| match cell.try_borrow_mut() {
-            Ok(mut scratch) => self.search_with(&terms, k, accept, norm, &mut scratch),
-            Err(_) => self.search_with(&terms, k, accept, norm, &mut Scratch::default()),
-        })
+        self.ranked(&terms, k, allowed, None, &stats)
     }
 
     /// N and total length over the whole index, or over the allowed documents.
@@ -1023,10 +1031,7 @@ impl Bm25Index {
             }
             scores
         };
-        SCRATCH.with(|cell| match cell.try_borrow_mut() {
-            Ok(mut scratch) => score_all(&mut scratch.weight_by_term),
-            Err(_) => score_all(&mut Vec::new()),
-        })
+        with_scratch(|scratch| score_all(&mut scratch.weight_by_term))
     }
 
     /// A document's distinct term ids with their counts, sorted by id (None
