@@ -7,13 +7,13 @@ calendar in the core.)
 
 from __future__ import annotations
 
-import calendar
 import re
 from datetime import date
 
 __all__ = [
     "DAY",
     "FLAGS",
+    "MONTH_NAMES",
     "MONTH_RE",
     "WEEKDAY_RE",
     "day_of",
@@ -28,8 +28,27 @@ _EPOCH_ORD = date(1970, 1, 1).toordinal()
 
 # --------------------------------------------------------------------------- vocabulary
 
+#: English month names by number (index 0 empty). Fixed rather than
+#: ``calendar.month_name``, which asks the C locale (a strftime call) on every
+#: lookup and would follow a process's LC_TIME into other languages.
+MONTH_NAMES: tuple[str, ...] = (
+    "",
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
+
 _MONTHS: dict[str, int] = {}
-for _i, _name in enumerate(calendar.month_name):
+for _i, _name in enumerate(MONTH_NAMES):
     if _i:
         _MONTHS[_name.lower()] = _i
         _MONTHS[_name[:3].lower()] = _i

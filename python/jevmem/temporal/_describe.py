@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import calendar
+from functools import lru_cache
 
-from jevmem.temporal._calendar import DAY, day_of
+from jevmem.temporal._calendar import DAY, MONTH_NAMES, day_of
 from jevmem.temporal._grounding import TimeRef
 
 __all__ = ["describe"]
@@ -12,12 +12,12 @@ __all__ = ["describe"]
 
 def _fmt_day(ts: int) -> str:
     d = day_of(ts)
-    return f"{d.day} {calendar.month_name[d.month]} {d.year}"
+    return f"{d.day} {MONTH_NAMES[d.month]} {d.year}"
 
 
 def _fmt_month(ts: int) -> str:
     d = day_of(ts)
-    return f"{calendar.month_name[d.month]} {d.year}"
+    return f"{MONTH_NAMES[d.month]} {d.year}"
 
 
 def _fmt(ts: int, precision: str) -> str:
@@ -47,6 +47,7 @@ _FEW_STEP = {
 }
 
 
+@lru_cache(maxsize=8192)
 def describe(ref: TimeRef) -> str:
     """A short human rendering of a grounded reference, e.g. ``"7 May 2023"``,
     ``"the week of 1 May 2023"``, ``"May 2023"``, ``"since 2016"``."""

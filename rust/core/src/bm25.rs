@@ -1042,6 +1042,11 @@ impl Bm25Index {
         self.docs.get(i)?.as_ref().map(|d| &d.terms[..])
     }
 
+    /// The id of a term the index holds (None: no document has it).
+    pub fn term_id(&self, term: &str) -> Option<u32> {
+        self.term_ids.get(term).copied()
+    }
+
     /// Document frequency and text of a live term id.
     pub fn term_stats(&self, term: u32) -> Option<(usize, &str)> {
         let text = self.term_text.get(term as usize)?.as_deref()?;

@@ -352,6 +352,19 @@ impl CoverageQuery {
     }
 }
 
+/// Whether a document's sorted term list holds one of `terms` (sorted).
+fn shares_a_term(doc: &[(u32, u32)], terms: &[u32]) -> bool {
+    let (mut i, mut j) = (0, 0);
+    while i < doc.len() && j < terms.len() {
+        match doc[i].0.cmp(&terms[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => return true,
+        }
+    }
+    false
+}
+
 /// A node's speaker as coverage compares it: lower-cased, "" when none.
 fn speaker(store: &MemoryStore, id: NodeId) -> String {
     store
@@ -402,12 +415,26 @@ impl MemoryStore {
             .iter()
             .map(|&id| self.require(id))
             .collect::<Result<Vec<_>>>()?;
+        // A text without any of the query's content tokens covers nothing:
+        // its lexical entry (which holds every token of its text) says so
+        // without tokenising the text sentence by sentence.
+        let mut terms: Vec<u32> = q
+            .content_tokens
+            .iter()
+            .filter_map(|t| self.bm25.term_id(t))
+            .collect();
+        terms.sort_unstable();
         Ok(ids
             .iter()
             .zip(nodes)
             .map(|(&id, node)| {
                 if q.content_tokens.is_empty() {
                     return (0.0, 0.0);
+                }
+                if let Some(doc) = self.bm25.doc_terms(id) {
+                    if !shares_a_term(doc, &terms) {
+                        return (0.0, 0.0);
+                    }
                 }
                 self.node_coverage(id, &node.content, q, allowed)
             })
@@ -525,29 +552,144 @@ impl MemoryStore {
             .iter()
             .map(|&id| self.require(id))
             .collect::<Result<Vec<_>>>()?;
-        // a token may be asked for twice
-        let mut columns: HashMap<&str, Vec<usize>> = HashMap::new();
-        for (i, t) in tokens.iter().enumerate() {
-            columns.entry(t.as_str()).or_default().push(i);
-        }
+        // a token the lexical index has never seen is in no text
+        let terms: Vec<Option<u32>> = tokens.iter().map(|t| self.bm25.term_id(t)).collect();
         Ok(nodes
             .into_iter()
             .map(|node| {
                 let mut row = vec![false; tokens.len()];
-                self.tokenizer().for_each_token(&node.content, |t| {
-                    for &i in columns.get(t).map_or(&[][..], Vec::as_slice) {
+                let Some(doc) = self.bm25.doc_terms(node.id) else {
+                    self.scan_tokens(&node.content, tokens, &mut row, |_| true);
+                    return row;
+                };
+                // The node's lexical entry holds its text's tokens and its
+                // lexical fields' (the speaker's name): read from it without
+                // tokenising the text again, unless a token it holds may come
+                // from a field alone.
+                let fields = self.field_tokens(node);
+                let mut confirm: Vec<usize> = Vec::new();
+                for (i, term) in terms.iter().enumerate() {
+                    let held =
+                        term.is_some_and(|t| doc.binary_search_by_key(&t, |&(d, _)| d).is_ok());
+                    if !held {
+                        continue;
+                    }
+                    if fields.contains(tokens[i].as_str()) {
+                        confirm.push(i);
+                    } else {
                         row[i] = true;
                     }
-                });
+                }
+                if !confirm.is_empty() {
+                    self.scan_tokens(&node.content, tokens, &mut row, |i| confirm.contains(&i));
+                }
                 row
             })
             .collect())
+    }
+
+    /// The tokens of a node's lexical fields (see `StoreConfig::lexical_fields`).
+    fn field_tokens(&self, node: &crate::types::Node) -> HashSet<String> {
+        let mut out = HashSet::new();
+        for field in &self.config().lexical_fields {
+            for (key, value) in &node.provenance {
+                if key == field {
+                    self.tokenizer().for_each_token(value, |t| {
+                        out.insert(t.to_string());
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// Marks in `row` which of `tokens` (those `wanted` by index) `text` holds.
+    fn scan_tokens(
+        &self,
+        text: &str,
+        tokens: &[String],
+        row: &mut [bool],
+        wanted: impl Fn(usize) -> bool,
+    ) {
+        // a token may be asked for twice
+        let mut columns: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, t) in tokens.iter().enumerate() {
+            if wanted(i) {
+                columns.entry(t.as_str()).or_default().push(i);
+            }
+        }
+        self.tokenizer().for_each_token(text, |t| {
+            for &i in columns.get(t).map_or(&[][..], Vec::as_slice) {
+                row[i] = true;
+            }
+        });
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    const WORDS: [&str; 8] = ["Ann", "bob", "park", "went", "I", "you", "Paint", "lake"];
+
+    fn text_of(words: &[usize], marks: &[usize]) -> String {
+        let stops = [" ", ". ", "? ", ", "];
+        words
+            .iter()
+            .zip(marks.iter().cycle())
+            .map(|(&w, &m)| format!("{}{}", WORDS[w], stops[m]))
+            .collect()
+    }
+
+    proptest! {
+        /// Read off the lexical index, `tokens_present` equals tokenising each
+        /// text (a token held only by the speaker field is not in the text),
+        /// and `content_coverage` equals reading every text sentence by sentence.
+        #[test]
+        fn lexical_entry_readings_equal_the_text_readings(
+            nodes in prop::collection::vec(
+                (prop::collection::vec(0usize..8, 1..12), prop::collection::vec(0usize..4, 1..4), 0usize..3),
+                1..6,
+            ),
+            asked in prop::collection::vec(0usize..8, 0..5),
+            people in prop::collection::vec(0usize..3, 0..2),
+        ) {
+            use crate::ops::NewNode;
+            use crate::store::StoreConfig;
+            let speakers = ["Ann", "Bob", "Cy"];
+            let mut s = MemoryStore::new(StoreConfig::new(2)).unwrap();
+            let mut ids = Vec::new();
+            let mut texts = Vec::new();
+            for (words, marks, who) in &nodes {
+                let text = text_of(words, marks);
+                let mut n = NewNode::new(&text, vec![1.0, 0.5]);
+                n.provenance = vec![("speaker".to_owned(), speakers[*who].to_owned())];
+                ids.push(s.add_node(n).unwrap());
+                texts.push(text);
+            }
+            let tokens: Vec<String> = asked
+                .iter()
+                .flat_map(|&w| s.tokenizer().tokenize(WORDS[w]))
+                .chain(["nowhere".to_owned()])
+                .collect();
+            let rows = s.tokens_present(&ids, &tokens).unwrap();
+            for (row, text) in rows.iter().zip(&texts) {
+                let held = s.tokenizer().tokenize(text);
+                let expected: Vec<bool> = tokens.iter().map(|t| held.contains(t)).collect();
+                prop_assert_eq!(row, &expected);
+            }
+            let q = CoverageQuery {
+                content_tokens: tokens.iter().cloned().collect(),
+                asked: people.iter().map(|&p| speakers[p].to_lowercase()).collect(),
+                people: speakers.iter().map(|p| p.to_lowercase()).collect(),
+            };
+            let got = s.content_coverage(&ids, &q, None).unwrap();
+            for ((&id, text), covered) in ids.iter().zip(&texts).zip(got) {
+                prop_assert_eq!(covered, s.node_coverage(id, text, &q, None));
+            }
+        }
+    }
 
     fn marks(text: &str) -> TextMarks {
         text_marks(text, &Tokenizer::default())

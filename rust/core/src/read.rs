@@ -643,12 +643,14 @@ impl ReadSession {
         basis: Option<&StyleBasis>,
     ) -> Result<SignalBlock> {
         let mut facts = self.facts.clone();
-        let block = Self::measure(&self.query, &mut facts, store, ids, allowed, basis)?;
+        let block = Self::measure(&self.query, &mut facts, store, ids, allowed, basis, true)?;
         self.facts = facts;
         self.note(ids, &block);
         Ok(block)
     }
 
+    /// `passages`: see `SignalQuery::passages`.
+    #[allow(clippy::too_many_arguments)]
     fn measure(
         q: &SessionQuery,
         facts: &mut FactState,
@@ -656,6 +658,7 @@ impl ReadSession {
         ids: &[NodeId],
         allowed: Option<&Allowed>,
         basis: Option<&StyleBasis>,
+        passages: bool,
     ) -> Result<SignalBlock> {
         let sq = SignalQuery {
             text: &q.text,
@@ -667,6 +670,7 @@ impl ReadSession {
             best_passage: q.best_passage,
             named: &q.named,
             time: q.time,
+            passages,
         };
         let got = store.read_signals(&sq, ids, allowed, basis)?;
         let chain = ChainMatchQuery {
@@ -744,9 +748,12 @@ impl ReadSession {
                 sources.passages += 1;
             }
         }
-        let mut block = self.signals_inner(store, &ids, allowed, basis)?;
+        let feedback = plan.feedback_weight > 0.0 && plan.feedback_nodes > 0 && !ids.is_empty();
+        // With feedback the passages are measured once, with the moved
+        // vector (the feedback's choice reads lexical and dense matches only).
+        let mut block = self.signals_inner(store, &ids, allowed, basis, !feedback)?;
         let mut raw: Vec<f64> = block.rows.iter().map(plain_match).collect();
-        if plan.feedback_weight > 0.0 && plan.feedback_nodes > 0 && !ids.is_empty() {
+        if feedback {
             let top: Vec<NodeId> = best_first(&ids, &raw)
                 .into_iter()
                 .take(plan.feedback_nodes)
@@ -754,6 +761,8 @@ impl ReadSession {
             if self.feedback(store, &top, plan.feedback_weight)? {
                 self.remeasure_dense(store, &ids, &mut block)?;
                 raw = block.rows.iter().map(plain_match).collect();
+            } else {
+                self.measure_passages(store, &ids, &mut block)?;
             }
         }
         let strongest: Vec<NodeId> = best_first(&ids, &raw)
@@ -787,7 +796,7 @@ impl ReadSession {
         basis: Option<&StyleBasis>,
     ) -> Result<usize> {
         if !fresh.is_empty() {
-            block.extend(self.signals_inner(store, &fresh, allowed, basis)?);
+            block.extend(self.signals_inner(store, &fresh, allowed, basis, true)?);
         }
         let n = fresh.len();
         ids.extend(fresh);
@@ -800,11 +809,20 @@ impl ReadSession {
         ids: &[NodeId],
         allowed: Option<&Allowed>,
         basis: Option<&StyleBasis>,
+        passages: bool,
     ) -> Result<SignalBlock> {
         if ids.is_empty() {
             return Ok(SignalBlock::empty());
         }
-        Self::measure(&self.query, &mut self.facts, store, ids, allowed, basis)
+        Self::measure(
+            &self.query,
+            &mut self.facts,
+            store,
+            ids,
+            allowed,
+            basis,
+            passages,
+        )
     }
 
     /// The nodes observed in `[lo, hi]` not in the pool yet, in time order;
@@ -875,6 +893,23 @@ impl ReadSession {
         }
         self.query.vector = moved.into_iter().map(|x| x / norm).collect();
         Ok(true)
+    }
+
+    /// The passage column of `block` (the first rows, `ids`) with the
+    /// session's vector, as `read_signals` measures it.
+    fn measure_passages(
+        &self,
+        store: &MemoryStore,
+        ids: &[NodeId],
+        block: &mut SignalBlock,
+    ) -> Result<()> {
+        let passages = store.passage_similarities(&self.query.vector, ids)?;
+        for (k, row) in block.rows.iter_mut().enumerate() {
+            let (sim, at) = passages[k].map_or((f64::NAN, 0), |(s, i)| (f64::from(s), i));
+            row[2] = share_of_best(sim, self.query.best_passage);
+            block.best_passage[k] = at;
+        }
+        Ok(())
     }
 
     /// The dense columns of `block` (the first rows, `ids`) measured again
@@ -1008,6 +1043,40 @@ mod tests {
             .map(|row| row[1])
             .fold(0.0, f64::max);
         assert_eq!(best, 1.0);
+    }
+
+    #[test]
+    fn a_pool_whose_feedback_cannot_move_measures_passages_with_its_own_vector() {
+        // every node points along x, the query against it: the moved vector
+        // (query + 0.5 * their mean) has no length, so the vector stays
+        let mut s = MemoryStore::new(StoreConfig::new(2)).unwrap();
+        // passages that lean the query's way (a passage share above 0)
+        let ids: Vec<NodeId> = ["tea at noon", "more tea", "tea again"]
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let mut n = NewNode::new(*t, vec![1.0, 0.0]);
+                n.passages = vec![
+                    crate::passages::NewPassage::new(0, 3, vec![-1.0, 0.5 + i as f32]),
+                    crate::passages::NewPassage::new(4, t.len() as u64, vec![0.2, 1.0]),
+                ];
+                s.add_node(n).unwrap()
+            })
+            .collect();
+        let mut p = plan();
+        p.feedback_weight = 0.5;
+        p.context_seeds = 0;
+        let mut r = session("tea", vec![-0.5, 0.0], TimeQuery::None);
+        let pool = r.pool(&s, &ids, &[], &p, None, None).unwrap();
+        assert_eq!(r.query.vector, vec![-0.5, 0.0]);
+        let mut plain = session("tea", vec![-0.5, 0.0], TimeQuery::None);
+        let measured = plain.signals(&s, &pool.ids, None, None).unwrap();
+        assert_eq!(pool.signals.best_passage, measured.best_passage);
+        assert!(measured.rows.iter().all(|row| row[2] > 0.0));
+        for (a, b) in pool.signals.rows.iter().zip(&measured.rows) {
+            // NaN-aware: every column, the passage share included
+            assert_eq!(a.map(f64::to_bits), b.map(f64::to_bits));
+        }
     }
 
     #[test]

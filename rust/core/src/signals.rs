@@ -55,6 +55,10 @@ pub struct SignalQuery<'a> {
     /// The entities the query names (normalised, as the store keeps them).
     pub named: &'a [String],
     pub time: TimeQuery,
+    /// Measure each node's best passage (false: the passage column is NaN
+    /// and every best passage 0, for a caller that measures them with
+    /// another vector anyway).
+    pub passages: bool,
 }
 
 /// `read_signals`' result: `SIGNAL_COLUMNS` per node (row-major), and the
@@ -154,11 +158,14 @@ impl MemoryStore {
                 .vectors
                 .similarity(&unit, id)
                 .map_or(f64::NAN, f64::from);
-            let (passage, at) = self
-                .passages
-                .best(&unit, id)
-                .or_else(|| self.vectors.similarity(&unit, id).map(|s| (s, 0)))
-                .map_or((f64::NAN, 0), |(s, i)| (f64::from(s), i));
+            let (passage, at) = if q.passages {
+                self.passages
+                    .best(&unit, id)
+                    .or_else(|| self.vectors.similarity(&unit, id).map(|s| (s, 0)))
+                    .map_or((f64::NAN, 0), |(s, i)| (f64::from(s), i))
+            } else {
+                (f64::NAN, 0)
+            };
             best_passage.push(at);
             let entity = if q.named.is_empty() {
                 0.0
@@ -225,6 +232,7 @@ mod tests {
             best_passage: 0.5,
             named: &named,
             time: TimeQuery::Window(1_000_000, 1_000_000 + 86_400),
+            passages: true,
         };
         let got = s.read_signals(&q, &[a, b, a], None, None).unwrap();
         assert_eq!(got.rows.len(), 3);

@@ -1524,6 +1524,7 @@ impl MemoryStore {
             best_passage,
             named: &named,
             time: time_query(window, asks_when),
+            passages: true,
         };
         let got = self
             .read(py, |s| match allowed {
