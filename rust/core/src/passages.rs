@@ -390,3 +390,75 @@ impl PassageIndex {
                 .sum::<usize>()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Each node's best passage by brute force, best `k` nodes by `hit_order`.
+    fn search_by_every_passage(ix: &PassageIndex, query: &[f32], k: usize) -> Vec<PassageHit> {
+        let unit = VectorIndex::normalize(query);
+        let mut out: Vec<PassageHit> = ix
+            .by_node
+            .keys()
+            .map(|&node| {
+                let (similarity, passage) = ix.best(&unit, node).unwrap();
+                PassageHit {
+                    node,
+                    passage,
+                    similarity,
+                }
+            })
+            .collect();
+        out.sort_unstable_by(hit_order);
+        out.truncate(k);
+        out
+    }
+
+    proptest! {
+        /// Below the graph's threshold, the nodes whose best passages match
+        /// best, as reading every passage finds them: a node with many close
+        /// passages does not crowd out the others, ties (repeated passage
+        /// vectors) included.
+        #[test]
+        fn search_finds_the_nodes_with_the_best_passages(
+            nodes in prop::collection::vec(prop::collection::vec(0usize..6, 1..7), 1..12),
+            query in prop::collection::vec(-1.0f32..1.0, 3),
+            k in 0usize..8,
+        ) {
+            // few distinct vectors, so many passages tie exactly
+            let table = [
+                [1.0, 0.0, 0.0],
+                [0.0, 1.0, 0.0],
+                [0.6, 0.8, 0.0],
+                [0.0, 0.6, 0.8],
+                [-1.0, 0.2, 0.1],
+                [0.3, 0.3, 0.9],
+            ];
+            prop_assume!(query.iter().any(|x| *x != 0.0));
+            let mut ix = PassageIndex::new(VectorConfig::new(3)).unwrap();
+            let passages: Vec<Vec<NewPassage>> = nodes
+                .iter()
+                .map(|vs| {
+                    vs.iter()
+                        .enumerate()
+                        .map(|(i, &v)| NewPassage::new(2 * i as u64, 2 * i as u64 + 1, table[v].to_vec()))
+                        .collect()
+                })
+                .collect();
+            let items: Vec<(NodeId, &[NewPassage])> = passages
+                .iter()
+                .enumerate()
+                .map(|(n, p)| (n as NodeId, p.as_slice()))
+                .collect();
+            ix.add_many(&items, false).unwrap();
+            let got = ix.search(&query, k).unwrap();
+            let want = search_by_every_passage(&ix, &query, k);
+            prop_assert_eq!(got.len(), want.len());
+            for (a, b) in got.iter().zip(&want) {
+                prop_assert_eq!((a.node, a.passage, a.similarity.to_bits()), (b.node, b.passage, b.similarity.to_bits()));
+            }
+        }
+    }
+}
