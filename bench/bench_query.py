@@ -10,7 +10,8 @@ query with the default ONNX embedder (``--embedder``), as a user's search does. 
 two builds, run this once with each (``PYTHONPATH=<package>``), in turn.
 
     .venv/bin/python bench/bench_query.py --data ../shared/data/locomo/locomo10-dev.json \\
-        --embedding-cache /tmp/embcache [--conversations 2] [--passes 3] [--json OUT]
+        --embedding-cache /tmp/embcache [--conversations 2] [--passes 3] \\
+        [--embedder-threads 2] [--json OUT]
 """
 
 from __future__ import annotations
@@ -53,12 +54,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, required=True)
     ap.add_argument("--embedding-cache", type=Path, required=True)
     ap.add_argument("--embedder", choices=("onnx", "hash"), default="onnx")
+    ap.add_argument(
+        "--embedder-threads",
+        type=int,
+        default=2,
+        help="the ONNX embedder's threads (1 when two builds run side by side, one core each)",
+    )
     ap.add_argument("--conversations", type=int, default=2)
     ap.add_argument("--passes", type=int, default=3, help="passes per mode (the first untimed)")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
 
-    emb = make_embedder(args.embedder, 2)
+    emb = make_embedder(args.embedder, args.embedder_threads)
     cache = CachedEmbedder(emb, args.embedding_cache)
     convs, _ = load_samples(json.loads(args.data.read_text()))
     times: dict[str, list[float]] = {
@@ -87,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         "data": str(args.data),
         "questions": questions,
         "passes": args.passes,
+        "embedder_threads": args.embedder_threads,
     }
     for key, xs in times.items():
         report[f"{key}_p50_ms"] = statistics.median(xs) * 1e3

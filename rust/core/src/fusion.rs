@@ -4,10 +4,8 @@
 //! Only ranks matter, so lists from incomparable scorers (cosine, BM25) fuse
 //! without calibration.
 
-use std::collections::HashMap;
-use std::collections::HashSet;
-
 use crate::error::{Error, Result};
+use crate::hashing::{ShortKeyMap, ShortKeySet};
 use crate::types::NodeId;
 
 /// The paper's kappa.
@@ -23,8 +21,9 @@ pub fn rrf(lists: &[&[NodeId]], kappa: f64) -> Result<Vec<(NodeId, f64)>> {
             "rrf kappa must be finite and > 0, got {kappa}"
         )));
     }
-    let mut scores: HashMap<NodeId, f64> = HashMap::new();
-    let mut seen: HashSet<NodeId> = HashSet::new();
+    // each id's sum is taken in list order, whatever the map's order
+    let mut scores: ShortKeyMap<NodeId, f64> = ShortKeyMap::default();
+    let mut seen: ShortKeySet<NodeId> = ShortKeySet::default();
     for list in lists {
         seen.clear();
         for (pos, &id) in list.iter().enumerate() {

@@ -21,6 +21,7 @@ use crate::derived::TimeQuery;
 use crate::derived::TimeRef;
 use crate::error::Result;
 use crate::filter::Allowed;
+use crate::hashing::ShortKeySet;
 use crate::signals::{raw_similarity, share_of_best, SignalQuery, SIGNAL_COLUMNS};
 use crate::store::MemoryStore;
 use crate::style::StyleBasis;
@@ -731,7 +732,7 @@ impl ReadSession {
         basis: Option<&StyleBasis>,
     ) -> Result<Pool> {
         let mut ids: Vec<NodeId> = fused.to_vec();
-        let mut seen: HashSet<NodeId> = ids.iter().copied().collect();
+        let mut seen: ShortKeySet<NodeId> = ids.iter().copied().collect();
         let mut sources = PoolSources {
             fused: fused.len(),
             ..PoolSources::default()
@@ -833,7 +834,7 @@ impl ReadSession {
         store: &MemoryStore,
         lo: i64,
         hi: i64,
-        seen: &HashSet<NodeId>,
+        seen: &ShortKeySet<NodeId>,
         plan: &PoolPlan,
         allowed: Option<&Allowed>,
     ) -> Result<Vec<NodeId>> {

@@ -9,11 +9,10 @@
 //! the read path's, and `tests/test_read_signals.py` holds them to the
 //! Python they replaced.
 
-use std::collections::HashMap;
-
 use crate::derived::TimeQuery;
 use crate::error::Result;
 use crate::filter::Allowed;
+use crate::hashing::ShortKeyMap;
 use crate::store::MemoryStore;
 use crate::style::{speaker_key, StyleBasis};
 use crate::types::NodeId;
@@ -94,8 +93,8 @@ pub(crate) fn raw_similarity(s: f64) -> f64 {
     }
 }
 
-fn ranks(list: &[NodeId]) -> HashMap<NodeId, usize> {
-    let mut out = HashMap::with_capacity(list.len());
+fn ranks(list: &[NodeId]) -> ShortKeyMap<NodeId, usize> {
+    let mut out = ShortKeyMap::with_capacity_and_hasher(list.len(), Default::default());
     for (r, &id) in list.iter().enumerate() {
         out.insert(id, r);
     }
