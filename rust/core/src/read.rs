@@ -278,6 +278,17 @@ fn plain_match(row: &[f64; SIGNAL_COLUMNS.len()]) -> f64 {
     0.5 * row[0] + 0.5 * row[1]
 }
 
+/// The largest of `xs` (NaN when any is NaN, as an array's max is).
+fn best_of(xs: &[f64]) -> f64 {
+    xs.iter().copied().fold(f64::NEG_INFINITY, |a, b| {
+        if a.is_nan() || b.is_nan() {
+            f64::NAN
+        } else {
+            a.max(b)
+        }
+    })
+}
+
 /// Ids best first by `score`, ties by id (a NaN compares equal to anything).
 fn best_first(ids: &[NodeId], score: &[f64]) -> Vec<NodeId> {
     let mut order: Vec<usize> = (0..ids.len()).collect();
@@ -763,7 +774,7 @@ impl ReadSession {
                 self.remeasure_dense(store, &ids, &mut block)?;
                 raw = block.rows.iter().map(plain_match).collect();
             } else {
-                self.measure_passages(store, &ids, &mut block)?;
+                self.measure_passages(store, &ids, &mut block, false)?;
             }
         }
         let strongest: Vec<NodeId> = best_first(&ids, &raw)
@@ -897,18 +908,26 @@ impl ReadSession {
     }
 
     /// The passage column of `block` (the first rows, `ids`) with the
-    /// session's vector, as `read_signals` measures it.
+    /// session's vector, as `read_signals` measures it; `rescale`: the
+    /// session's passage scale first set to these nodes' best.
     fn measure_passages(
-        &self,
+        &mut self,
         store: &MemoryStore,
         ids: &[NodeId],
         block: &mut SignalBlock,
+        rescale: bool,
     ) -> Result<()> {
         let passages = store.passage_similarities(&self.query.vector, ids)?;
+        let sims: Vec<f64> = passages
+            .iter()
+            .map(|p| p.map_or(f64::NAN, |(s, _)| f64::from(s)))
+            .collect();
+        if rescale {
+            self.query.best_passage = best_of(&sims);
+        }
         for (k, row) in block.rows.iter_mut().enumerate() {
-            let (sim, at) = passages[k].map_or((f64::NAN, 0), |(s, i)| (f64::from(s), i));
-            row[2] = share_of_best(sim, self.query.best_passage);
-            block.best_passage[k] = at;
+            row[2] = share_of_best(sims[k], self.query.best_passage);
+            block.best_passage[k] = passages[k].map_or(0, |(_, i)| i);
         }
         Ok(())
     }
@@ -923,28 +942,11 @@ impl ReadSession {
         block: &mut SignalBlock,
     ) -> Result<()> {
         let sims = similarities(store, &self.query.vector, ids)?;
-        let passages = store.passage_similarities(&self.query.vector, ids)?;
-        let psims: Vec<f64> = passages
-            .iter()
-            .map(|p| p.map_or(f64::NAN, |(s, _)| f64::from(s)))
-            .collect();
-        // the pool's best (NaN when any is NaN, as an array's max is)
-        let best = |xs: &[f64]| {
-            xs.iter().copied().fold(f64::NEG_INFINITY, |a, b| {
-                if a.is_nan() || b.is_nan() {
-                    f64::NAN
-                } else {
-                    a.max(b)
-                }
-            })
-        };
-        self.query.best_dense = best(&sims);
-        self.query.best_passage = best(&psims);
+        self.measure_passages(store, ids, block, true)?;
+        self.query.best_dense = best_of(&sims);
         for (k, row) in block.rows.iter_mut().enumerate() {
             row[1] = share_of_best(sims[k], self.query.best_dense);
             row[6] = raw_similarity(sims[k]);
-            row[2] = share_of_best(psims[k], self.query.best_passage);
-            block.best_passage[k] = passages[k].map_or(0, |(_, i)| i);
         }
         Ok(())
     }

@@ -158,9 +158,7 @@ impl MemoryStore {
                 .similarity(&unit, id)
                 .map_or(f64::NAN, f64::from);
             let (passage, at) = if q.passages {
-                self.passages
-                    .best(&unit, id)
-                    .or_else(|| self.vectors.similarity(&unit, id).map(|s| (s, 0)))
+                self.best_passage(&unit, id)
                     .map_or((f64::NAN, 0), |(s, i)| (f64::from(s), i))
             } else {
                 (f64::NAN, 0)

@@ -1025,14 +1025,14 @@ impl MemoryStore {
     ) -> Result<Vec<Option<(f32, u32)>>> {
         self.vectors.validate(query)?;
         let unit = VectorIndex::normalize(query);
-        Ok(ids
-            .iter()
-            .map(|&id| {
-                self.passages
-                    .best(&unit, id)
-                    .or_else(|| self.vectors.similarity(&unit, id).map(|s| (s, 0)))
-            })
-            .collect())
+        Ok(ids.iter().map(|&id| self.best_passage(&unit, id)).collect())
+    }
+
+    /// `passage_similarities` of one node for a unit query.
+    pub(crate) fn best_passage(&self, unit_query: &[f32], id: NodeId) -> Option<(f32, u32)> {
+        self.passages
+            .best(unit_query, id)
+            .or_else(|| self.vectors.similarity(unit_query, id).map(|s| (s, 0)))
     }
 
     /// The passage spans stored for a node (empty when its text is one passage).
