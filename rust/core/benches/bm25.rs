@@ -6,6 +6,12 @@
 //! (heavy: the head terms have huge posting lists), "content" terms drawn
 //! from outside the 100 most frequent words, and a worst case of only the 30
 //! most frequent words (nothing to prune).
+//!
+//! `cargo bench --bench bm25 -- --texts T --queries Q 100000 1000000` runs
+//! on real text instead: the lines of `T` (one document each, repeated until
+//! the size is reached) and the questions of `Q`, top 10 and top 100 (the
+//! query plan's depth), each query's best of 5 runs.
+//! `python bench/dev_texts.py OUT` writes both from the development sets.
 
 use std::time::{Duration, Instant};
 
@@ -158,12 +164,75 @@ fn bench_tokenizer() {
     );
 }
 
+/// Real text: `texts` repeated up to `n_docs` documents, searched with
+/// `queries`. Each repetition is an exact copy, so a term's postings are
+/// `n_docs / texts.len()` times as long as in the texts: a hard case for
+/// pruning (every top-k score ties with its copies').
+fn run_texts(n_docs: usize, texts: &[Vec<String>], queries: &[Vec<String>]) {
+    let mut ix = Bm25Index::new(Bm25Params::default()).unwrap();
+    let t = Instant::now();
+    for d in 0..n_docs {
+        ix.add(d as u64, &texts[d % texts.len()]);
+    }
+    println!(
+        "n={n_docs:>8} (texts x{:.0}): build {:.2}s, vocab {}",
+        n_docs as f64 / texts.len() as f64,
+        t.elapsed().as_secs_f64(),
+        ix.vocabulary_len()
+    );
+    for k in [K, 100] {
+        let mut best = vec![Duration::MAX; queries.len()];
+        for _ in 0..5 {
+            for (q, b) in queries.iter().zip(&mut best) {
+                let t = Instant::now();
+                std::hint::black_box(ix.search(q, k, None));
+                *b = (*b).min(t.elapsed());
+            }
+        }
+        best.sort();
+        let mean = best.iter().sum::<Duration>() / best.len() as u32;
+        println!(
+            "  top {k:<3} ({} queries, best of 5): p50 {:>9.1?}  p90 {:>9.1?}  p99 {:>9.1?}  max {:>9.1?}  mean {:>9.1?}",
+            best.len(),
+            percentile(&best, 0.5),
+            percentile(&best, 0.9),
+            percentile(&best, 0.99),
+            best[best.len() - 1],
+            mean
+        );
+    }
+}
+
+fn read_lines(path: &str) -> Vec<Vec<String>> {
+    let tok = Tokenizer::default();
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+        .lines()
+        .map(|l| tok.tokenize(l))
+        .collect()
+}
+
 fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let flag = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    let sizes: Vec<usize> = args.iter().filter_map(|a| a.parse().ok()).collect();
+    if let (Some(texts), Some(queries)) = (flag("--texts"), flag("--queries")) {
+        let (texts, queries) = (read_lines(&texts), read_lines(&queries));
+        for n in if sizes.is_empty() {
+            vec![100_000, 1_000_000]
+        } else {
+            sizes
+        } {
+            run_texts(n, &texts, &queries);
+        }
+        return;
+    }
     bench_tokenizer();
-    let sizes: Vec<usize> = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse().ok())
-        .collect();
     let sizes = if sizes.is_empty() {
         vec![10_000, 100_000, 1_000_000]
     } else {

@@ -169,6 +169,12 @@ struct Scratch {
 /// Counts pruned searches, so tests can check the pruning path runs.
 #[cfg(test)]
 static PRUNED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// Counts the terms a pruned search finishes by lookups and by a pass over
+/// their postings, so tests can check both ways run.
+#[cfg(test)]
+static LOOKED_UP: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+#[cfg(test)]
+static SCANNED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 thread_local! {
     static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
@@ -229,6 +235,33 @@ fn tf_part(tf: u32, dl: u32, c1: f32, c2: f32) -> f32 {
 /// tf < 8 and dl < 128; built when a term has enough postings to amortise it.
 const TABLE_LEN: usize = 128 << TF_BITS;
 const TABLE_MIN_POSTINGS: usize = 2 * TABLE_LEN;
+
+/// Fill the (empty) per-query table of `tf_part` by packed posting value.
+fn fill_table(table: &mut Vec<f32>, c1: f32, c2: f32) {
+    table.extend((0..TABLE_LEN as u32).map(|p| match p & TF_MASK {
+        0 => 0.0, // no such posting (tf >= 1)
+        tf => tf_part(tf, p >> TF_BITS, c1, c2),
+    }));
+}
+
+/// `tf_part` of posting `p` of document `d`: division-free through the
+/// table for the common small (tf, dl), the same value either way.
+#[inline]
+fn posting_part(table: &[f32], p: u32, d: u32, doc_len: &[u32], c1: f32, c2: f32) -> f32 {
+    match table.get(p as usize) {
+        Some(&g) => g,
+        None => {
+            let (tf, dl) = unpack(p, d, doc_len);
+            tf_part(tf, dl, c1, c2)
+        }
+    }
+}
+
+/// How many postings of a term one sequential pass reads in the time one
+/// lookup of the term in a document's term list takes: after a cut, a term
+/// with fewer postings than this many times the touched documents is looked
+/// up in each of them, otherwise its postings are read once.
+const LOOKUP_COST: usize = 128;
 
 /// Top-k selection with a running threshold: candidates collect in a buffer,
 /// and whenever it holds 2k (at least 64) it shrinks to the best k with
@@ -843,21 +876,19 @@ impl Bm25Index {
         // range we stop tracking them ("dense") and sweep the buffer instead.
         //
         // Pruning (MaxScore-like, exact): a term contributes at most its
-        // weight (tf / (tf + norm) <= 1). Before terms whose postings far
+        // weight (tf / (tf + norm) <= 1). Before terms whose postings
         // outnumber the touched docs, take the k-th best partial score among
-        // accepted touched docs; partial scores only grow, so that is a lower
-        // bound on the final k-th score. If the weights of all remaining terms
-        // add up to less, no untouched doc can make the top k, and the
-        // remaining terms only need to be looked up for the touched docs,
-        // in their (short) per-document term lists.
+        // accepted touched docs (a selection over the touched docs, cheaper
+        // than reading those postings); partial scores only grow, so that is
+        // a lower bound on the final k-th score. If the weights of all
+        // remaining terms add up to less, no untouched doc can make the top
+        // k, and the remaining terms only add to the touched docs (below).
         touched.clear();
         let mut dense = false;
         let mut done = terms.len();
         for (i, term) in terms.iter().enumerate() {
-            // Looking a term up in a doc (pointer chase + binary search) costs
-            // far more than one sequential posting, hence the factor.
             let rest_postings: usize = terms[i..].iter().map(|t| t.postings.len()).sum();
-            if !dense && i > 0 && touched.len() * 16 < rest_postings {
+            if !dense && i > 0 && touched.len() < rest_postings {
                 let rest: f32 = terms[i..].iter().map(|t| t.weight).sum();
                 // The margin covers f32 rounding in the sums.
                 if kth_partial(scores, touched, k, accept, cands)
@@ -874,21 +905,10 @@ impl Bm25Index {
             }
             let w = term.weight;
             if term.postings.len() >= TABLE_MIN_POSTINGS && table.is_empty() {
-                table.extend((0..TABLE_LEN as u32).map(|p| match p & TF_MASK {
-                    0 => 0.0, // no such posting (tf >= 1)
-                    tf => tf_part(tf, p >> TF_BITS, c1, c2),
-                }));
+                fill_table(table, c1, c2);
             }
             for &(d, p) in term.postings {
-                // Division-free for the common small (tf, dl); same value either way.
-                let g = match table.get(p as usize) {
-                    Some(&g) => g,
-                    None => {
-                        let (tf, dl) = unpack(p, d, doc_len);
-                        tf_part(tf, dl, c1, c2)
-                    }
-                };
-                let s = w * g;
+                let s = w * posting_part(table, p, d, doc_len, c1, c2);
                 let slot = &mut scores[d as usize];
                 // `s > 0` only fails for degenerate k1 (~1e38, overflow); such
                 // a doc then simply stays untouched instead of being listed twice.
@@ -898,18 +918,39 @@ impl Bm25Index {
                 *slot += s;
             }
         }
-        if done < terms.len() {
-            for &d in touched.iter() {
-                let Some(doc) = &self.docs[d as usize] else {
-                    continue;
-                };
-                let slot = &mut scores[d as usize];
-                for term in &terms[done..] {
+        // The terms left after a cut only add to the touched documents. Per
+        // term, the cheaper of two ways: look the term up in each touched
+        // document's sorted term list (a pointer chase and a binary search
+        // each, cold in a large index), or one sequential pass over the
+        // term's postings that adds to touched documents only (an untouched
+        // one holds 0). Either way each document's sum runs in term order,
+        // so the scores are the same bit for bit.
+        for term in &terms[done..] {
+            let w = term.weight;
+            if touched.len() * LOOKUP_COST < term.postings.len() {
+                #[cfg(test)]
+                LOOKED_UP.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                for &d in touched.iter() {
                     if d < term.min_doc {
                         continue; // outside the term's window
                     }
+                    let Some(doc) = &self.docs[d as usize] else {
+                        continue;
+                    };
                     if let Ok(pos) = doc.terms.binary_search_by_key(&term.id, |&(x, _)| x) {
-                        *slot += term.weight * tf_part(doc.terms[pos].1, doc.len, c1, c2);
+                        scores[d as usize] += w * tf_part(doc.terms[pos].1, doc.len, c1, c2);
+                    }
+                }
+            } else {
+                if term.postings.len() >= TABLE_MIN_POSTINGS && table.is_empty() {
+                    fill_table(table, c1, c2);
+                }
+                #[cfg(test)]
+                SCANNED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                for &(d, p) in term.postings {
+                    let slot = &mut scores[d as usize];
+                    if *slot > 0.0 {
+                        *slot += w * posting_part(table, p, d, doc_len, c1, c2);
                     }
                 }
             }
@@ -1264,6 +1305,94 @@ mod tests {
         }
     }
 
+    /// The top `k` by the sums `search` computes (the same weights, the same
+    /// term order, the same `tf_part`), taken over every document with no
+    /// pruning: a pruned search must return exactly this, bit for bit.
+    fn exhaustive_top_k(
+        ix: &Bm25Index,
+        query: &[String],
+        k: usize,
+        accept: Option<&dyn Fn(NodeId) -> bool>,
+    ) -> Vec<(NodeId, f32)> {
+        let stats = ix.stats(None);
+        let terms = ix.weighted_terms(&ix.query_terms(query), None, &stats);
+        let (c1, c2) = ix.norm_consts(&stats);
+        let mut all: Vec<(u32, f32)> = Vec::new();
+        for (d, doc) in ix.docs.iter().enumerate() {
+            let Some(doc) = doc else { continue };
+            if accept.is_some_and(|f| !f(d as NodeId)) {
+                continue;
+            }
+            let mut score = 0.0f32;
+            for t in &terms {
+                if let Ok(pos) = doc.terms.binary_search_by_key(&t.id, |&(x, _)| x) {
+                    score += t.weight * tf_part(doc.terms[pos].1, doc.len, c1, c2);
+                }
+            }
+            if score > 0.0 {
+                all.push((d as u32, score));
+            }
+        }
+        all.sort_by(rank_cmp);
+        all.truncate(k);
+        all.into_iter().map(|(d, s)| (NodeId::from(d), s)).collect()
+    }
+
+    /// A corpus where a query's rare terms touch few documents and its
+    /// common terms have many postings: `rare_docs` documents carry each
+    /// rare term, every document carries "common", every third "mid".
+    fn skewed(n: u64, rare_docs: u64, seed: u64) -> Bm25Index {
+        let mut ix = idx();
+        let mut x = seed | 1;
+        for d in 0..n {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let mut toks = vec!["common".to_string(); 1 + (x % 3) as usize];
+            if d % 3 == 0 {
+                toks.push("mid".into());
+            }
+            toks.extend((0..(x >> 8) % 9).map(|i| format!("f{}", (x >> (i + 12)) % 40)));
+            for r in 0..4 {
+                if (d + r * 7) % (n / rare_docs).max(1) == 0 {
+                    toks.push(format!("rare{r}"));
+                }
+            }
+            ix.add(d, &toks);
+        }
+        ix
+    }
+
+    #[test]
+    fn a_cut_finishes_by_lookups_and_by_passes_exactly() {
+        use std::sync::atomic::Ordering::Relaxed;
+        let queries = [
+            "rare0 common",
+            "rare1 rare2 mid common",
+            "rare3 f1 f2 common mid",
+        ];
+        // few touched documents: the common terms are looked up in them
+        let ix = skewed(4000, 4, 3);
+        let before = LOOKED_UP.load(Relaxed);
+        for q in queries {
+            assert_eq!(
+                ix.search(&s(q), 3, None),
+                exhaustive_top_k(&ix, &s(q), 3, None)
+            );
+        }
+        assert!(LOOKED_UP.load(Relaxed) > before);
+        // many: their postings are read once, adding to touched documents only
+        let ix = skewed(4000, 200, 5);
+        let before = SCANNED.load(Relaxed);
+        for q in queries {
+            assert_eq!(
+                ix.search(&s(q), 3, None),
+                exhaustive_top_k(&ix, &s(q), 3, None)
+            );
+        }
+        assert!(SCANNED.load(Relaxed) > before);
+    }
+
     #[test]
     fn pack_roundtrip() {
         let lens = [0u32, 5, 127, 128, (1 << 28) - 1, 1 << 28, u32::MAX];
@@ -1513,6 +1642,29 @@ mod tests {
                     prop_assert!(rel_close(f64::from(s), es), "{} vs {}", s, es);
                     prop_assert!(rel_close(f64::from(s), all[&d]), "{} vs {}", s, all[&d]);
                 }
+            }
+        }
+
+        /// Pruned searches (a cut, then lookups or passes over postings)
+        /// return exactly what scoring every document in the same order does.
+        #[test]
+        fn pruned_search_is_exactly_the_exhaustive_top_k(
+            n in 200u64..3000,
+            rare_docs in 1u64..120,
+            seed in any::<u64>(),
+            k in 1usize..30,
+            modulus in 0u64..4,
+            removals in proptest::collection::vec(0u64..3000, 0..60),
+        ) {
+            let mut ix = skewed(n, rare_docs, seed);
+            for d in removals {
+                ix.remove(d);
+            }
+            let filter = move |d: NodeId| !d.is_multiple_of(modulus + 1);
+            let accept: Option<&dyn Fn(NodeId) -> bool> = if modulus == 0 { None } else { Some(&filter) };
+            for q in ["rare0 common", "rare1 rare2 mid common", "rare3 f1 f2 common mid", "f5 mid common"] {
+                let q = s(q);
+                prop_assert_eq!(ix.search(&q, k, accept), exhaustive_top_k(&ix, &q, k, accept));
             }
         }
 
