@@ -172,6 +172,40 @@ def run_sizes(
                 next_report += args.batch * 20
         build_s += time.perf_counter() - t_build
         report(measure(memory, size, build_s, rss0, all_vecs[:size], base, queries, qvecs, args))
+    if args.save:
+        # the memory and the vectors it holds, so later code can be measured
+        # on the same memory without building it again (--load)
+        t0 = time.perf_counter()
+        memory.save(args.save)
+        np.save(f"{args.save}.vectors.npy", all_vecs)
+        print(f"saved to {args.save} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+
+
+def run_loaded(
+    base: Vectors,
+    queries: list[str],
+    qvecs: Vectors,
+    args: argparse.Namespace,
+    report: Callable[[dict[str, Any]], None],
+) -> None:
+    """Measure a memory written by ``--save`` (its build time is not known
+    here: ``build_s`` is the load's)."""
+    controller = LocalController() if args.controller == "hand" else default_controller()
+    gc.collect()
+    rss0 = rss_bytes()
+    t0 = time.perf_counter()
+    memory = Memory.load(args.load, Fixed(base.shape[1], {}), controller, config=MemoryConfig())
+    if memory.store.pending_graph:
+        memory.store.finish_graph()
+    load_s = time.perf_counter() - t0
+    if args.expansion_search:
+        memory.store.set_expansion_search(
+            None if args.expansion_search == "grows" else int(args.expansion_search)
+        )
+    all_vecs = np.load(f"{args.load}.vectors.npy")
+    print(f"loaded {len(memory.store):,} nodes in {load_s:.0f} s", file=sys.stderr)
+    figures = measure(memory, len(all_vecs), load_s, rss0, all_vecs, base, queries, qvecs, args)
+    report({**figures, "loaded_from": args.load, "load_s": load_s})
 
 
 def measure(
@@ -211,12 +245,12 @@ def measure(
         return hits / (10 * len(qvecs))
 
     recall = vector_recall()
-    default_ef = memory.store.expansion_search
+    default_ef, setting = memory.store.expansion_search, memory.store.fixed_expansion_search
     recall_at = {default_ef: recall}
     for ef in (int(e) for e in args.ef_recall.split(",") if e):
         memory.store.set_expansion_search(ef)
         recall_at[ef] = vector_recall()
-    memory.store.set_expansion_search(default_ef)
+    memory.store.set_expansion_search(setting)
 
     def ms(xs: list[float], p: float) -> float:
         return 1000 * float(np.percentile(xs, p))
@@ -272,6 +306,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--ef-recall", default="", help="other search expansions to measure recall at, e.g. 256"
     )
+    ap.add_argument("--save", default=None, help="write the memory here after the largest size")
+    ap.add_argument(
+        "--load", default=None, help="measure a memory written by --save instead of building one"
+    )
+    ap.add_argument(
+        "--expansion-search",
+        default=None,
+        help="with --load: the ef to search with, or 'grows' (a file keeps its own setting)",
+    )
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
 
@@ -294,7 +337,11 @@ def main(argv: list[str] | None = None) -> int:
                 + "\n"
             )
 
-    run_sizes([int(s) for s in args.sizes.split(",")], turns, base, sample, qvecs, args, report)
+    if args.load:
+        run_loaded(base, sample, qvecs, args, report)
+    else:
+        sizes = [int(s) for s in args.sizes.split(",")]
+        run_sizes(sizes, turns, base, sample, qvecs, args, report)
     return 0
 
 

@@ -330,13 +330,15 @@ def test_expansion_search_changes_on_a_live_graph(tmp_path: Path) -> None:
     vecs = rng.normal(size=(600, DIM)).astype(np.float32)
     m = MemoryStore(DIM, exact_threshold=0)
     m.add_batch([f"n{i}" for i in range(len(vecs))], vecs)
-    assert m.expansion_search == 128  # the default (recall@10 0.95 at 100k, bench_vector_recall.py)
+    # the default grows with the index: 128 this small (recall@10 0.99 at 250k
+    # distinct vectors, BENCHMARKS.md section 28)
+    assert m.expansion_search == 128 and m.fixed_expansion_search is None
     query = rng.normal(size=DIM).astype(np.float32)
     unit = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
     exact = np.argsort(-(unit @ (query / np.linalg.norm(query))), kind="stable")[:10]
     # an ef past the node count visits every node: the exact top 10
     m.set_expansion_search(4096)
-    assert m.expansion_search == 4096
+    assert m.expansion_search == 4096 and m.fixed_expansion_search == 4096
     assert m.search_vector(query, 10)[0].tolist() == exact.tolist()
     before = m.to_bytes()
     for bad in (0, 1 << 17):
@@ -345,6 +347,14 @@ def test_expansion_search_changes_on_a_live_graph(tmp_path: Path) -> None:
     assert m.expansion_search == 4096 and m.to_bytes() == before
     m.save(tmp_path / "s.jvm")
     assert MemoryStore.load(tmp_path / "s.jvm").expansion_search == 4096
+    # back to growing, kept too
+    m.set_expansion_search(None)
+    assert m.expansion_search == 128 and m.fixed_expansion_search is None
+    m.save(tmp_path / "g.jvm")
+    assert MemoryStore.load(tmp_path / "g.jvm").fixed_expansion_search is None
+    assert MemoryStore(DIM, expansion_search=64).fixed_expansion_search == 64
+    with pytest.raises(InvalidConfigError):
+        MemoryStore(DIM, expansion_search=0)
 
 
 def test_timestamps_read_in_bulk() -> None:

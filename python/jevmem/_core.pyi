@@ -155,7 +155,7 @@ class MemoryStore:
         exact_threshold: int | None = None,
         connectivity: int = 16,
         expansion_add: int = 128,
-        expansion_search: int = 128,
+        expansion_search: int | None = None,
         bm25_k1: float = 1.2,
         bm25_b: float = 0.75,
         stem: bool = True,
@@ -534,12 +534,18 @@ class MemoryStore:
         """
     @property
     def expansion_search(self) -> int:
-        """The HNSW search expansion (ef) of the vector indexes."""
-    def set_expansion_search(self, expansion_search: int) -> None:
+        """The HNSW search expansion (ef) node vector searches use now."""
+    @property
+    def fixed_expansion_search(self) -> int | None:
+        """The ef set with `set_expansion_search`, or None when it grows
+        with the index (the default: 128 up to 250,000 vectors, then with the
+        square root of the size, 256 at 1M)."""
+    def set_expansion_search(self, expansion_search: int | None) -> None:
         """Change the HNSW search expansion (ef) of a live store: higher finds
         more of the exact nearest neighbours and costs query time; the graph
-        is not rebuilt. Kept in the next snapshot. Out of range (0, or more
-        than 65,536): `InvalidConfigError`, nothing changed."""
+        is not rebuilt. None: grow with the index. Kept in the next snapshot.
+        Out of range (0, or more than 65,536): `InvalidConfigError`, nothing
+        changed."""
     def _set_exact_threshold(self, exact_threshold: int) -> None: ...
     def finish_graph(self) -> None:
         """Build the rest of the HNSW graph now (in short locked steps)."""

@@ -165,7 +165,7 @@ fn ours_vs_raw(n: usize) {
         quantization: scalar,
         connectivity: cfg.connectivity,
         expansion_add: cfg.expansion_add,
-        expansion_search: cfg.expansion_search,
+        expansion_search: cfg.expansion_search.at(n),
         multi: false,
     })
     .unwrap();

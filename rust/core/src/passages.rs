@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::filter::Allowed;
 use crate::types::NodeId;
-use crate::vector::{dot, VectorConfig, VectorIndex};
+use crate::vector::{dot, SearchExpansion, VectorConfig, VectorIndex};
 
 /// A passage's character span `[start, end)` in its node's text.
 pub type Span = (u64, u64);
@@ -107,7 +107,7 @@ impl PassageIndex {
         self.vectors.set_exact_threshold(exact_threshold)
     }
 
-    pub(crate) fn set_expansion_search(&mut self, expansion_search: usize) -> Result<()> {
+    pub(crate) fn set_expansion_search(&mut self, expansion_search: SearchExpansion) -> Result<()> {
         self.vectors.set_expansion_search(expansion_search)
     }
 

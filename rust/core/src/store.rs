@@ -25,7 +25,7 @@ use crate::style::StyleTable;
 use crate::text::{Tokenizer, TokenizerConfig};
 use crate::traversal::{EdgeRef, GraphAccess};
 use crate::types::{Edge, EdgeOrigin, Node, NodeId, TemporalLabel, Timestamp, TypeScores, View};
-use crate::vector::{VectorConfig, VectorIndex};
+use crate::vector::{SearchExpansion, VectorConfig, VectorIndex};
 
 /// Default `StoreConfig::max_content_bytes`: 4 MiB, room for a long tool
 /// output or a pasted document as one observation.
@@ -462,13 +462,18 @@ impl MemoryStore {
     /// Change the HNSW search expansion (ef) of node and passage vectors;
     /// a value out of range changes nothing. Not logged, as
     /// `set_exact_threshold`.
-    pub fn set_expansion_search(&mut self, expansion_search: usize) -> Result<()> {
+    pub fn set_expansion_search(&mut self, expansion_search: SearchExpansion) -> Result<()> {
         // both indexes check the value by the same rule: the first refuses
         // a bad one before anything changed
         self.vectors.set_expansion_search(expansion_search)?;
         self.passages.set_expansion_search(expansion_search)?;
         self.config.vector.expansion_search = expansion_search;
         Ok(())
+    }
+
+    /// The HNSW search expansion (ef) node vector searches use now.
+    pub fn node_expansion_search(&self) -> usize {
+        self.vectors.expansion_search()
     }
 
     /// Start (or stop) recording applied ops for the write-ahead log.

@@ -80,6 +80,62 @@ impl Quantization {
     }
 }
 
+/// The growing search expansion's ef up to [`GROWING_EF_FROM`] vectors.
+pub const GROWING_EF_BASE: usize = 128;
+
+/// Size past which the growing search expansion rises. A Memory of the
+/// development sets' turns (distinct vectors) finds 0.99 of the exact top 10
+/// at ef 128 up to 250k nodes, 0.98 at 500k and 0.93 at 1M, where ef 256
+/// finds 0.96-0.97 (BENCHMARKS.md sections 17, 28 and 29): HNSW's recall
+/// at a fixed ef falls as the graph grows, and the growth keeps it.
+pub const GROWING_EF_FROM: usize = 250_000;
+
+/// The HNSW search expansion (ef): how many candidates a graph search keeps.
+/// Higher finds more of the exact nearest neighbours and costs query time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(from = "usize", into = "usize")]
+pub enum SearchExpansion {
+    /// [`GROWING_EF_BASE`] up to [`GROWING_EF_FROM`] vectors, then with the
+    /// square root of the size: 181 at 500k, 256 at 1M, 512 at 4M (rounded
+    /// up to a multiple of 16). Stored as 0, a value no fixed ef takes, so
+    /// the snapshot format is unchanged.
+    Grows,
+    /// This ef at every size.
+    Fixed(usize),
+}
+
+impl SearchExpansion {
+    /// The ef a graph of `len` vectors searches with.
+    pub fn at(self, len: usize) -> usize {
+        match self {
+            Self::Fixed(ef) => ef,
+            Self::Grows if len <= GROWING_EF_FROM => GROWING_EF_BASE,
+            Self::Grows => {
+                let ef = GROWING_EF_BASE as f64 * (len as f64 / GROWING_EF_FROM as f64).sqrt();
+                ((ef.ceil() as usize).div_ceil(16) * 16).min(MAX_EXPANSION)
+            }
+        }
+    }
+}
+
+impl From<usize> for SearchExpansion {
+    fn from(stored: usize) -> Self {
+        match stored {
+            0 => Self::Grows,
+            ef => Self::Fixed(ef),
+        }
+    }
+}
+
+impl From<SearchExpansion> for usize {
+    fn from(expansion: SearchExpansion) -> Self {
+        match expansion {
+            SearchExpansion::Grows => 0,
+            SearchExpansion::Fixed(ef) => ef,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct VectorConfig {
     pub dim: usize,
@@ -88,7 +144,7 @@ pub struct VectorConfig {
     pub exact_threshold: usize,
     pub connectivity: usize,
     pub expansion_add: usize,
-    pub expansion_search: usize,
+    pub expansion_search: SearchExpansion,
 }
 
 impl VectorConfig {
@@ -100,7 +156,7 @@ impl VectorConfig {
             connectivity: 16,
             expansion_add: 128,
             // 64 gave recall@10 = 0.91 on 5k uniform random 64-d vectors; 128 gives 0.98.
-            expansion_search: 128,
+            expansion_search: SearchExpansion::Grows,
         }
     }
 
@@ -117,9 +173,13 @@ impl VectorConfig {
                 self.connectivity
             )));
         }
+        let fixed_search = match self.expansion_search {
+            SearchExpansion::Fixed(ef) => ef,
+            SearchExpansion::Grows => GROWING_EF_BASE,
+        };
         for (name, value) in [
             ("expansion_add", self.expansion_add),
-            ("expansion_search", self.expansion_search),
+            ("expansion_search", fixed_search),
         ] {
             if !(1..=MAX_EXPANSION).contains(&value) {
                 return Err(Error::config(format!(
@@ -265,7 +325,7 @@ impl VectorIndex {
             quantization: self.config.quantization.scalar_kind(),
             connectivity: self.config.connectivity,
             expansion_add: self.config.expansion_add,
-            expansion_search: self.config.expansion_search,
+            expansion_search: self.config.expansion_search.at(self.len()),
             multi: false,
         };
         let mut index = Index::new(&options).map_err(index_err)?;
@@ -352,17 +412,32 @@ impl VectorIndex {
 
     /// Change the HNSW search expansion (ef) of a live index: the graph is
     /// unchanged, so recall against query time can be traded without a rebuild.
-    pub fn set_expansion_search(&mut self, expansion_search: usize) -> Result<()> {
+    pub fn set_expansion_search(&mut self, expansion_search: SearchExpansion) -> Result<()> {
         let config = VectorConfig {
             expansion_search,
             ..self.config
         };
         config.validate()?;
-        if let Some(index) = &self.hnsw {
-            index.change_expansion_search(expansion_search);
-        }
         self.config = config;
+        self.sync_expansion_search();
         Ok(())
+    }
+
+    /// The ef searches use now (the growing one follows the size).
+    pub fn expansion_search(&self) -> usize {
+        self.config.expansion_search.at(self.len())
+    }
+
+    /// Give the graph the ef for the current size: called whenever the size
+    /// or the setting changes, under `&mut self`, so no search reads the
+    /// setting while it changes.
+    fn sync_expansion_search(&self) {
+        if let Some(index) = &self.hnsw {
+            let ef = self.expansion_search();
+            if index.expansion_search() != ef {
+                index.change_expansion_search(ef);
+            }
+        }
     }
 
     /// While `on`, added vectors wait in a pending list (searched exactly)
@@ -550,6 +625,7 @@ impl VectorIndex {
             }
             return Err(e);
         }
+        self.sync_expansion_search();
         Ok(())
     }
 
@@ -573,6 +649,7 @@ impl VectorIndex {
             }
         }
         self.remove_from_copy(id);
+        self.sync_expansion_search();
         Ok(true)
     }
 
@@ -1032,7 +1109,11 @@ mod tests {
                 ..VectorConfig::new(8)
             },
             VectorConfig {
-                expansion_search: 0,
+                expansion_search: SearchExpansion::Fixed(0),
+                ..VectorConfig::new(8)
+            },
+            VectorConfig {
+                expansion_search: SearchExpansion::Fixed(MAX_EXPANSION + 1),
                 ..VectorConfig::new(8)
             },
         ] {
@@ -1052,8 +1133,11 @@ mod tests {
         let query = rng.vector(16);
         let exact = index.exact_search(&VectorIndex::normalize(&query), 10, None);
         // at the largest ef the graph search visits every node: the exact answer
-        index.set_expansion_search(4096).unwrap();
-        assert_eq!(index.config().expansion_search, 4096);
+        index
+            .set_expansion_search(SearchExpansion::Fixed(4096))
+            .unwrap();
+        assert_eq!(index.expansion_search(), 4096);
+        assert_eq!(index.hnsw.as_ref().unwrap().expansion_search(), 4096);
         let wide = index.search(&query, 10, None).unwrap();
         assert_eq!(
             wide.iter().map(|h| h.0).collect::<Vec<_>>(),
@@ -1061,23 +1145,97 @@ mod tests {
         );
         for bad in [0, MAX_EXPANSION + 1] {
             assert!(matches!(
-                index.set_expansion_search(bad),
+                index.set_expansion_search(SearchExpansion::Fixed(bad)),
                 Err(Error::InvalidConfig(_))
             ));
             assert_eq!(
-                index.config().expansion_search,
+                index.expansion_search(),
                 4096,
                 "a refused value changes nothing"
             );
         }
         // an index still in the exact tier keeps the value for its graph
         let mut small = VectorIndex::new(config(16, 1_000)).unwrap();
-        small.set_expansion_search(32).unwrap();
+        small
+            .set_expansion_search(SearchExpansion::Fixed(32))
+            .unwrap();
         for id in 0..1_000 {
             small.add(id, &rng.vector(16)).unwrap();
         }
         assert!(small.uses_hnsw());
-        assert_eq!(small.config().expansion_search, 32);
+        assert_eq!(small.hnsw.as_ref().unwrap().expansion_search(), 32);
+    }
+
+    #[test]
+    fn the_growing_expansion_follows_the_size() {
+        let grows = SearchExpansion::Grows;
+        assert_eq!(grows.at(0), GROWING_EF_BASE);
+        assert_eq!(grows.at(GROWING_EF_FROM), GROWING_EF_BASE);
+        assert_eq!(grows.at(GROWING_EF_FROM + 1), GROWING_EF_BASE + 16);
+        assert_eq!(grows.at(500_000), 192); // 181.02 rounded up to 16s
+        assert_eq!(grows.at(1_000_000), 256);
+        assert_eq!(grows.at(4_000_000), 512);
+        assert_eq!(grows.at(usize::MAX), MAX_EXPANSION);
+        let mut last = 0;
+        for len in (0..20_000_000).step_by(99_991) {
+            let ef = grows.at(len);
+            assert!(ef >= last && ef.is_multiple_of(16) && ef <= MAX_EXPANSION);
+            last = ef;
+        }
+        assert_eq!(SearchExpansion::Fixed(64).at(10_000_000), 64);
+        // stored as one integer: 0 is the growing one, the format unchanged
+        for e in [
+            grows,
+            SearchExpansion::Fixed(1),
+            SearchExpansion::Fixed(128),
+        ] {
+            let bytes = postcard::to_stdvec(&e).unwrap();
+            assert_eq!(bytes, postcard::to_stdvec(&usize::from(e)).unwrap());
+            assert_eq!(postcard::from_bytes::<SearchExpansion>(&bytes).unwrap(), e);
+        }
+        assert_eq!(
+            postcard::from_bytes::<SearchExpansion>(&postcard::to_stdvec(&128usize).unwrap())
+                .unwrap(),
+            SearchExpansion::Fixed(128)
+        );
+    }
+
+    #[test]
+    fn a_live_graph_takes_the_growing_ef_as_it_grows_and_shrinks() {
+        // Past GROWING_EF_FROM for real, cheaply: a deferred graph keeps the
+        // vectors in our copy (not inserted), but its ef follows the size.
+        let mut index = VectorIndex::new(config(2, 0)).unwrap();
+        index.set_defer_graph(true);
+        let hnsw_ef = |ix: &VectorIndex| ix.hnsw.as_ref().unwrap().expansion_search();
+        let rows: Vec<[f32; 2]> = (0..1_000_000u64).map(|i| [1.0, i as f32]).collect();
+        for (c, chunk) in rows.chunks(100_000).enumerate() {
+            let items: Vec<(NodeId, &[f32])> = chunk
+                .iter()
+                .enumerate()
+                .map(|(j, r)| ((c * 100_000 + j) as NodeId, r.as_slice()))
+                .collect();
+            index.add_batch(&items).unwrap();
+            assert_eq!(hnsw_ef(&index), SearchExpansion::Grows.at(index.len()));
+        }
+        assert_eq!(hnsw_ef(&index), 256);
+        for id in 250_000..1_000_000 {
+            index.remove(id).unwrap();
+        }
+        assert_eq!(hnsw_ef(&index), GROWING_EF_BASE);
+
+        let mut index = filled(config(8, 0), 50, 1);
+        let hnsw_ef = |ix: &VectorIndex| ix.hnsw.as_ref().unwrap().expansion_search();
+        assert_eq!(index.config().expansion_search, SearchExpansion::Grows);
+        assert_eq!(hnsw_ef(&index), GROWING_EF_BASE);
+        index
+            .set_expansion_search(SearchExpansion::Fixed(40))
+            .unwrap();
+        assert_eq!(hnsw_ef(&index), 40);
+        index.add(1_000, &[1.0; 8]).unwrap();
+        assert_eq!(hnsw_ef(&index), 40);
+        index.remove(1_000).unwrap();
+        index.set_expansion_search(SearchExpansion::Grows).unwrap();
+        assert_eq!(hnsw_ef(&index), GROWING_EF_BASE);
     }
 
     #[test]

@@ -22,7 +22,7 @@ use jevmem_core::passages::NewPassage;
 use jevmem_core::signals::{SignalQuery, SIGNAL_COLUMNS};
 use jevmem_core::snapshot::LoadOptions;
 use jevmem_core::store::{MemoryStore as CoreStore, StoreConfig, DEFAULT_MAX_CONTENT_BYTES};
-use jevmem_core::vector::{Quantization, VectorIndex};
+use jevmem_core::vector::{Quantization, SearchExpansion, VectorIndex};
 use jevmem_core::writing::LinkPlan;
 use jevmem_core::{
     Edge as CoreEdge, EdgeOrigin, Error, MetaValue, Node as CoreNode, NodeId, TemporalLabel,
@@ -287,6 +287,11 @@ fn provenance_arg(p: Option<HashMap<String, String>>) -> Vec<(String, String)> {
     v
 }
 
+/// A fixed ef, or None for the one that grows with the index.
+fn search_expansion(ef: Option<usize>) -> SearchExpansion {
+    ef.map_or(SearchExpansion::Grows, SearchExpansion::Fixed)
+}
+
 fn parse_quantization(s: &str) -> Result<Quantization, Error> {
     match s {
         "f32" => Ok(Quantization::F32),
@@ -459,7 +464,7 @@ impl MemoryStore {
     #[new]
     #[pyo3(signature = (
         dim, *, quantization = "f32", exact_threshold = None, connectivity = 16,
-        expansion_add = 128, expansion_search = 128, bm25_k1 = 1.2, bm25_b = 0.75,
+        expansion_add = 128, expansion_search = None, bm25_k1 = 1.2, bm25_b = 0.75,
         stem = true, stopwords = true, candidate_k = 10, candidate_pool = 32,
         max_text_bytes = DEFAULT_MAX_CONTENT_BYTES, lexical_fields = None
     ))]
@@ -469,7 +474,7 @@ impl MemoryStore {
         exact_threshold: Option<usize>,
         connectivity: usize,
         expansion_add: usize,
-        expansion_search: usize,
+        expansion_search: Option<usize>,
         bm25_k1: f32,
         bm25_b: f32,
         stem: bool,
@@ -486,7 +491,7 @@ impl MemoryStore {
         }
         config.vector.connectivity = connectivity;
         config.vector.expansion_add = expansion_add;
-        config.vector.expansion_search = expansion_search;
+        config.vector.expansion_search = search_expansion(expansion_search);
         config.bm25.k1 = bm25_k1;
         config.bm25.b = bm25_b;
         config.tokenizer.stem = stem;
@@ -1826,18 +1831,34 @@ impl MemoryStore {
         self.read(py, |s| s.pending_graph())
     }
 
-    /// The HNSW search expansion (ef) of the vector indexes.
+    /// The HNSW search expansion (ef) node vector searches use now.
     #[getter]
     fn expansion_search(&self, py: Python<'_>) -> usize {
-        self.read(py, |s| s.config().vector.expansion_search)
+        self.read(py, |s| s.node_expansion_search())
+    }
+
+    /// The ef set with `set_expansion_search`, or None when it grows with
+    /// the index (the default).
+    #[getter]
+    fn fixed_expansion_search(&self, py: Python<'_>) -> Option<usize> {
+        self.read(py, |s| match s.config().vector.expansion_search {
+            SearchExpansion::Fixed(ef) => Some(ef),
+            SearchExpansion::Grows => None,
+        })
     }
 
     /// Change the HNSW search expansion (ef) of a live store: higher finds
     /// more of the exact nearest neighbours and costs query time; the graph
-    /// is not rebuilt. Kept in the next snapshot.
-    fn set_expansion_search(&self, py: Python<'_>, expansion_search: usize) -> PyResult<()> {
+    /// is not rebuilt. None: grow with the index. Kept in the next snapshot.
+    #[pyo3(signature = (expansion_search))]
+    fn set_expansion_search(
+        &self,
+        py: Python<'_>,
+        expansion_search: Option<usize>,
+    ) -> PyResult<()> {
         let inner = &self.inner;
-        py.detach(|| inner.write().set_expansion_search(expansion_search))
+        let expansion = search_expansion(expansion_search);
+        py.detach(|| inner.write().set_expansion_search(expansion))
             .py()
     }
 
