@@ -236,8 +236,12 @@ fn tf_part(tf: u32, dl: u32, c1: f32, c2: f32) -> f32 {
 const TABLE_LEN: usize = 128 << TF_BITS;
 const TABLE_MIN_POSTINGS: usize = 2 * TABLE_LEN;
 
-/// Fill the (empty) per-query table of `tf_part` by packed posting value.
-fn fill_table(table: &mut Vec<f32>, c1: f32, c2: f32) {
+/// Fill the per-query table of `tf_part` by packed posting value, once,
+/// for the first term with enough postings to amortise it.
+fn table_for(table: &mut Vec<f32>, postings: usize, c1: f32, c2: f32) {
+    if postings < TABLE_MIN_POSTINGS || !table.is_empty() {
+        return;
+    }
     table.extend((0..TABLE_LEN as u32).map(|p| match p & TF_MASK {
         0 => 0.0, // no such posting (tf >= 1)
         tf => tf_part(tf, p >> TF_BITS, c1, c2),
@@ -904,9 +908,7 @@ impl Bm25Index {
                 dense = true;
             }
             let w = term.weight;
-            if term.postings.len() >= TABLE_MIN_POSTINGS && table.is_empty() {
-                fill_table(table, c1, c2);
-            }
+            table_for(table, term.postings.len(), c1, c2);
             for &(d, p) in term.postings {
                 let s = w * posting_part(table, p, d, doc_len, c1, c2);
                 let slot = &mut scores[d as usize];
@@ -942,9 +944,7 @@ impl Bm25Index {
                     }
                 }
             } else {
-                if term.postings.len() >= TABLE_MIN_POSTINGS && table.is_empty() {
-                    fill_table(table, c1, c2);
-                }
+                table_for(table, term.postings.len(), c1, c2);
                 #[cfg(test)]
                 SCANNED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 for &(d, p) in term.postings {

@@ -96,8 +96,8 @@ pub const GROWING_EF_FROM: usize = 250_000;
 #[serde(from = "usize", into = "usize")]
 pub enum SearchExpansion {
     /// [`GROWING_EF_BASE`] up to [`GROWING_EF_FROM`] vectors, then with the
-    /// square root of the size: 181 at 500k, 256 at 1M, 512 at 4M (rounded
-    /// up to a multiple of 16). Stored as 0, a value no fixed ef takes, so
+    /// square root of the size, rounded up to a multiple of 16: 192 at
+    /// 500k, 256 at 1M, 512 at 4M. Stored as 0, a value no fixed ef takes, so
     /// the snapshot format is unchanged.
     Grows,
     /// This ef at every size.
