@@ -348,3 +348,68 @@ def test_feature_columns_are_the_plain_bounded_products(rows: list[dict[str, flo
         (np.tanh(h @ np.full((len(names), 3), 0.25)) @ np.ones((3, 1)) + 0.1)[:, 0], -60, 60
     )
     assert np.array_equal(head(got), 1.0 / (1.0 + np.exp(-z)))
+
+
+def _assessment_reference(evidence: list[dict[str, Any]]) -> dict[str, float]:
+    """The evidence summary read feature by feature, each its own pass (the
+    form `assessment_features` had before it read the evidence once)."""
+
+    def finite(v: object) -> float:
+        try:
+            x = float(v)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            return 0.0
+        return x if math.isfinite(x) else 0.0
+
+    def weighed(name: str) -> float:
+        return max(
+            (
+                finite((e.get("signals") or {}).get(name))
+                * (0.6 + 0.4 * min(1.0, max(0.0, finite(e.get("score")))))
+                for e in evidence
+            ),
+            default=0.0,
+        )
+
+    def best(name: str) -> float:
+        return max((finite((e.get("signals") or {}).get(name)) for e in evidence), default=0.0)
+
+    scores = sorted((finite(e.get("score")) for e in evidence), reverse=True)
+    return {
+        "top_score": scores[0] if scores else 0.0,
+        "second_score": scores[1] if len(scores) > 1 else 0.0,
+        "top3_score": sum(scores[:3]) / 3.0,
+        "top_relevance": best("relevance"),
+        "grounded": weighed("content_coverage"),
+        "against": weighed("other_coverage"),
+        "top_dense_raw": best("dense_raw"),
+    }
+
+
+evidence_signal = st.one_of(signal_value, st.floats(-2.0, 2.0), st.sampled_from([0.0, -0.0, "x"]))
+
+
+@given(
+    st.lists(
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "score": evidence_signal,
+                "signals": st.dictionaries(
+                    st.sampled_from(
+                        ["relevance", "content_coverage", "other_coverage", "dense_raw"]
+                    ),
+                    evidence_signal,
+                ),
+            },
+        ),
+        max_size=8,
+    )
+)
+def test_the_evidence_summary_in_one_pass_equals_it_read_feature_by_feature(
+    evidence: list[dict[str, Any]],
+) -> None:
+    got = assessment_features({"evidence": evidence}, 0.5)
+    for name, want in _assessment_reference(evidence).items():
+        # the same value, sign of zero included (a raw similarity may be negative)
+        assert got[name] == want and math.copysign(1.0, got[name]) == math.copysign(1.0, want), name

@@ -128,3 +128,17 @@ def test_the_request_rule_is_pythons(query: str) -> None:
     m = Memory(HashEmbedder(8), LocalController())
     got = ReadSession.plan(m.store, query, np.ones(8, np.float32), depth=5, pool=5, kappa=60.0)
     assert got[-1] == bool(REQUEST.search(query)), query
+
+
+def test_an_evidence_item_made_field_by_field_equals_the_constructed_one() -> None:
+    from jevmem.plane.results import EvidenceItem, Via, evidence_item
+
+    via = Via("temporal", 1, 7, 0.9, 1)
+    values: tuple[Any, ...] = (7, "text", 0.5, 1_700_000_000, {"a": "b"}, via)
+    values += (({"text": "today"},), (0, 4), (3,), (9, 10), 5, None)
+    made, built = evidence_item(*values), EvidenceItem(*values)
+    assert made == built and repr(made) == repr(built) and vars(made) == vars(built)
+    with pytest.raises(AttributeError):  # frozen as the constructed one is
+        made.score = 1.0  # type: ignore[misc]
+    with pytest.raises(ValueError):  # every field, in order
+        evidence_item(*values[:-1])

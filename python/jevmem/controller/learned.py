@@ -206,6 +206,13 @@ def _base_names(names: Iterable[str]) -> list[str]:
     return list(_base_names_of(tuple(names)))
 
 
+@lru_cache(maxsize=64)
+def _scoring_base(features: tuple[tuple[str, ...], ...]) -> tuple[str, ...]:
+    """The base columns that heads reading ``features`` read together
+    (cached: a model's scoring heads ask for the same set every round)."""
+    return _base_names_of(tuple(f for names in features for f in names))
+
+
 @lru_cache(maxsize=256)
 def _base_names_of(names: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(sorted({part for name in names for part in name.split("*")}))
@@ -285,35 +292,35 @@ def assessment_features(state: Mapping[str, Any], hand_sufficiency: float) -> di
     """The summary of an assessment request's evidence (`ASSESSMENT_BASE`;
     `assessment_row` adds the products)."""
     evidence: list[Mapping[str, Any]] = list(state.get("evidence") or [])
-    scores = sorted((_finite(e.get("score")) for e in evidence), reverse=True)
-
-    def strongest(name: str) -> float:
-        # as the hand rule weighs it: by how well the item ranks as evidence
-        return max(
-            (
-                _finite((e.get("signals") or {}).get(name))
-                * (0.6 + 0.4 * min(1.0, max(0.0, _finite(e.get("score")))))
-                for e in evidence
-            ),
-            default=0.0,
-        )
-
+    # one pass over the evidence (this runs on every assessment)
+    scores = []
+    # each the largest over the items (0 without any); a raw similarity may be negative
+    top_relevance = grounded = against = top_dense_raw = -math.inf
+    for e in evidence:
+        score = _finite(e.get("score"))
+        scores.append(score)
+        sig = e.get("signals") or {}
+        # as the hand rule weighs an item: by how well it ranks as evidence
+        weight = 0.6 + 0.4 * min(1.0, max(0.0, score))
+        top_relevance = max(top_relevance, _finite(sig.get("relevance")))
+        grounded = max(grounded, _finite(sig.get("content_coverage")) * weight)
+        against = max(against, _finite(sig.get("other_coverage")) * weight)
+        top_dense_raw = max(top_dense_raw, _finite(sig.get("dense_raw")))
+    scores.sort(reverse=True)
+    if not evidence:
+        top_relevance = grounded = against = top_dense_raw = 0.0
     return {
         "top_score": scores[0] if scores else 0.0,
         "second_score": scores[1] if len(scores) > 1 else 0.0,
         "top3_score": sum(scores[:3]) / 3.0,
-        "top_relevance": max(
-            (_finite((e.get("signals") or {}).get("relevance")) for e in evidence), default=0.0
-        ),
-        "grounded": strongest("content_coverage"),
-        "against": strongest("other_coverage"),
+        "top_relevance": top_relevance,
+        "grounded": grounded,
+        "against": against,
         "coverage": _finite(state.get("coverage")),
         "known_terms": _finite(state.get("known_terms", 1.0)),
         "covered_terms": _finite(state.get("covered_terms", 1.0)),
         "frontier_best": _finite(state.get("frontier_best")),
-        "top_dense_raw": max(
-            (_finite((e.get("signals") or {}).get("dense_raw")) for e in evidence), default=0.0
-        ),
+        "top_dense_raw": top_dense_raw,
         "hand_sufficiency": _finite(hand_sufficiency),
         "names_speaker": _finite(state.get("names_speaker")),
         "unnamed": 1.0 - _finite(state.get("names_speaker")),
@@ -368,9 +375,9 @@ class Head:
             x = np.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0)
         h = x - self.mean
         h /= self.scale
-        # a feature far outside what training saw must not dominate
-        np.maximum(h, -8.0, out=h)
-        np.minimum(h, 8.0, out=h)
+        # a feature far outside what training saw must not dominate (one
+        # ufunc call: the same values as maximum then minimum)
+        h.clip(-8.0, 8.0, out=h)
         for w, b in self.layers[:-1]:
             h = h @ w
             h += b
@@ -382,8 +389,7 @@ class Head:
 
     def __call__(self, x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         z = self.logits(x)
-        np.maximum(z, -60.0, out=z)
-        np.minimum(z, 60.0, out=z)
+        z.clip(-60.0, 60.0, out=z)
         np.negative(z, out=z)
         np.exp(z, out=z)
         z += 1.0
@@ -569,7 +575,7 @@ class LearnedController(LocalController):
         }
         if not heads:
             return
-        base = _base_names(f for head in heads.values() for f in head.features)
+        base = _scoring_base(tuple(head.features for head in heads.values()))
         if isinstance(answers, CandidateAnswers):
             # the round as columns: the hand rule's answers are read and the
             # heads' written a column at a time

@@ -14,7 +14,7 @@ from jevmem.controller.types import CandidateQuestions, CandidateTable, Decision
 from jevmem.plane.config import ASSESSED_ITEMS, REPLACED_BELOW, VIEWS, Steps
 from jevmem.plane.derived import ref_of
 from jevmem.plane.query_features import QueryFeatures
-from jevmem.plane.results import EvidenceItem, SearchResult, Via
+from jevmem.plane.results import EvidenceItem, SearchResult, Via, evidence_item
 from jevmem.plane.signals import (
     SCORE_ROW,
     answer_value,
@@ -241,17 +241,15 @@ class QueryRun(QueryFeatures):
                 }
                 for r in map(ref_of, time_refs)
             )
-            facts: dict[str, Any] = {}
+            supersedes: tuple[int, ...] = ()
+            superseded_by: tuple[int, ...] = ()
+            valid_from = valid_to = None
             if chain is not None:
-                start, end, olds, news = chain
-                facts = {
-                    "supersedes": tuple(o for o, _ in olds),
-                    "superseded_by": tuple(n for n, _ in news),
-                    "valid_from": start,
-                    "valid_to": end,
-                }
+                valid_from, valid_to, olds, news = chain
+                supersedes = tuple(o for o, _ in olds)
+                superseded_by = tuple(n for n, _ in news)
             out.append(
-                EvidenceItem(
+                evidence_item(
                     node_id,
                     text,
                     score,
@@ -260,7 +258,10 @@ class QueryRun(QueryFeatures):
                     via,
                     refs,
                     passage if passage is not None else (0, len(text)),
-                    **facts,
+                    supersedes,
+                    superseded_by,
+                    valid_from,
+                    valid_to,
                 )
             )
         return out

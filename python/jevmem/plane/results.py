@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 
@@ -38,6 +38,19 @@ class EvidenceItem:
     superseded_by: tuple[int, ...] = ()
     valid_from: int | None = None
     valid_to: int | None = None
+
+
+#: `EvidenceItem`'s fields, in order (see `evidence_item`)
+_EVIDENCE_FIELDS = tuple(f.name for f in fields(EvidenceItem))
+
+
+def evidence_item(*values: Any) -> EvidenceItem:
+    """``EvidenceItem(*values)``, every field given in order, without the
+    frozen dataclass's per-field ``object.__setattr__`` (the read path makes
+    one per result item): the same object, its fields set in one update."""
+    item = object.__new__(EvidenceItem)
+    item.__dict__.update(zip(_EVIDENCE_FIELDS, values, strict=True))
+    return item
 
 
 @dataclass

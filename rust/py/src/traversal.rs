@@ -4,7 +4,6 @@
 //! every hard limit itself. It holds its memory's lock handle, taking the read
 //! lock only for the duration of a step.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -390,14 +389,16 @@ impl Traversal {
             .map(|v| v.name())
             .collect();
         d.set_item("active_views", active)?;
-        let by_view = |xs: [u32; View::COUNT]| -> HashMap<&'static str, u32> {
-            View::ALL
-                .iter()
-                .map(|v| (v.name(), xs[v.index()]))
-                .collect()
+        // in view order, as `routing` (a HashMap's order changed from one process to the next)
+        let by_view = |xs: [u32; View::COUNT]| -> PyResult<Bound<'_, PyDict>> {
+            let out = PyDict::new(py);
+            for v in View::ALL {
+                out.set_item(v.name(), xs[v.index()])?;
+            }
+            Ok(out)
         };
-        d.set_item("budgets", by_view(tr.budgets))?;
-        d.set_item("spent", by_view(tr.spent))?;
+        d.set_item("budgets", by_view(tr.budgets)?)?;
+        d.set_item("spent", by_view(tr.spent)?)?;
         d.set_item("activation_fallback", tr.fallback)?;
         d.set_item("depth_limit", tr.depth_limit)?;
         let rounds = PyList::empty(py);
