@@ -451,43 +451,124 @@ impl VectorIndex {
         self.pending.len()
     }
 
-    /// Move pending vectors into the HNSW graph, one at a time, until
-    /// `max_items` are in or `budget` has passed (checked after each insert,
-    /// so a caller holding a lock bounds how long it holds it). Returns how
-    /// many moved. On an error the vector being inserted stays pending.
+    /// Move pending vectors into the HNSW graph until `max_items` are in or
+    /// `budget` has passed, in chunks inserted from several threads (usearch
+    /// supports concurrent inserts): each chunk is sized from the time the
+    /// last one took per vector, so the budget is checked often enough for a
+    /// caller holding a lock to bound how long it holds it. Returns how many
+    /// moved. On an error the vectors the graph did not take stay pending.
     pub fn build_pending(
         &mut self,
         max_items: usize,
         budget: std::time::Duration,
     ) -> Result<usize> {
-        let Some(hnsw) = &self.hnsw else {
+        self.build_pending_with(max_items, budget, self.insert_threads())
+    }
+
+    /// `build_pending` with `threads` inserting at once (at most
+    /// `search_threads`; 1: one at a time, last pending first, the budget
+    /// checked after each).
+    pub(crate) fn build_pending_with(
+        &mut self,
+        max_items: usize,
+        budget: std::time::Duration,
+        threads: usize,
+    ) -> Result<usize> {
+        // A chunk's vectors per thread: few enough at first (a step of a
+        // few milliseconds must not overrun by much), at most this many.
+        const FIRST_PER_THREAD: usize = 4;
+        const MAX_CHUNK: usize = 8192;
+        if self.hnsw.is_none() {
             return Ok(0);
-        };
+        }
+        // each inserting thread holds one of the graph's reserved contexts
+        let threads = threads.clamp(1, self.search_threads);
         let start = std::time::Instant::now();
         let mut moved = 0;
-        while moved < max_items {
-            let Some(&id) = self.pending.last() else {
-                break;
+        let mut chunk = if threads == 1 {
+            1
+        } else {
+            FIRST_PER_THREAD * threads
+        };
+        while moved < max_items && !self.pending.is_empty() {
+            let take = chunk.min(max_items - moved).min(self.pending.len());
+            self.reserve_graph_for(take)?;
+            // the last `take` pending, last first (one at a time this is the
+            // order a stack of pending vectors is emptied in)
+            let ids: Vec<NodeId> = self.pending[self.pending.len() - take..]
+                .iter()
+                .rev()
+                .copied()
+                .collect();
+            let t0 = std::time::Instant::now();
+            let inserted = {
+                let hnsw = self.hnsw.as_ref().expect("checked above");
+                let items: Vec<(NodeId, &[f32])> = ids
+                    .iter()
+                    .map(|&id| (id, self.row(self.slots[&id] as usize)))
+                    .collect();
+                insert_chunk(hnsw, threads, &items)
             };
-            if hnsw.size() + 1 > hnsw.capacity() {
-                // grow geometrically, toward the whole copy at most
-                let target = (hnsw.capacity().saturating_mul(2))
-                    .min(self.slot_ids.len())
-                    .max(hnsw.size() + 1)
-                    .max(self.min_reserve());
-                hnsw.reserve_capacity_and_threads(target, self.search_threads)
-                    .map_err(index_err)?;
-            }
-            let slot = self.slots[&id] as usize;
-            hnsw.add(id, self.row(slot)).map_err(index_err)?;
-            self.pending.pop();
-            self.pending_at.remove(&id);
-            moved += 1;
-            if start.elapsed() >= budget {
+            self.settle_chunk(&ids, inserted.is_ok());
+            inserted?;
+            moved += take;
+            let elapsed = start.elapsed();
+            if elapsed >= budget {
                 break;
+            }
+            if threads > 1 {
+                // as many as the time left fits, at the rate this chunk went
+                let per_item = t0.elapsed().as_secs_f64() / take as f64;
+                let left = (budget - elapsed).as_secs_f64();
+                let fits = if per_item > 0.0 {
+                    left / per_item
+                } else {
+                    f64::MAX
+                };
+                chunk = (fits.min(MAX_CHUNK as f64) as usize).max(threads);
             }
         }
         Ok(moved)
+    }
+
+    /// Room in the graph for `more` vectors, grown geometrically (toward
+    /// the whole copy at most).
+    fn reserve_graph_for(&self, more: usize) -> Result<()> {
+        let hnsw = self.hnsw.as_ref().expect("a graph");
+        if hnsw.size() + more > hnsw.capacity() {
+            let target = (hnsw.capacity().saturating_mul(2))
+                .min(self.slot_ids.len())
+                .max(hnsw.size() + more)
+                .max(self.min_reserve());
+            hnsw.reserve_capacity_and_threads(target, self.search_threads)
+                .map_err(index_err)?;
+        }
+        Ok(())
+    }
+
+    /// After a chunk of the pending tail (`ids`, last first) went to the
+    /// graph: drop it from `pending`, then, where the insert failed, put
+    /// back the vectors the graph does not hold, in their old order.
+    fn settle_chunk(&mut self, ids: &[NodeId], all_in: bool) {
+        let keep = self.pending.len() - ids.len();
+        self.pending.truncate(keep);
+        for id in ids {
+            self.pending_at.remove(id);
+        }
+        if all_in {
+            return;
+        }
+        let hnsw = self.hnsw.as_ref().expect("a graph");
+        let back: Vec<NodeId> = ids
+            .iter()
+            .rev()
+            .copied()
+            .filter(|&id| !hnsw.contains(id))
+            .collect();
+        for id in back {
+            self.pending_at.insert(id, self.pending.len() as u32);
+            self.pending.push(id);
+        }
     }
 
     /// How many HNSW searches may run at once (usearch thread contexts).
@@ -895,6 +976,18 @@ impl VectorIndex {
 
 /// Insert into the graph from `threads` threads (contiguous chunks); usearch
 /// synchronises concurrent inserts internally, each holding its own context.
+/// A chunk of `build_pending`: `items` split among `threads` (one at a
+/// time, in order, with one thread or fewer than two items per thread).
+fn insert_chunk(index: &Index, threads: usize, items: &[(NodeId, &[f32])]) -> Result<()> {
+    if threads <= 1 || items.len() < 2 * threads {
+        for &(id, v) in items {
+            index.add(id, v).map_err(index_err)?;
+        }
+        return Ok(());
+    }
+    insert_split(index, threads, items)
+}
+
 fn insert_parallel(index: &Index, threads: usize, items: &[(NodeId, &[f32])]) -> Result<()> {
     // Below this, thread start-up costs more than it saves.
     const MIN_PARALLEL: usize = 512;
@@ -904,6 +997,11 @@ fn insert_parallel(index: &Index, threads: usize, items: &[(NodeId, &[f32])]) ->
         }
         return Ok(());
     }
+    insert_split(index, threads, items)
+}
+
+/// `items` inserted from `threads` scoped threads, a contiguous part each.
+fn insert_split(index: &Index, threads: usize, items: &[(NodeId, &[f32])]) -> Result<()> {
     let chunk = items.len().div_ceil(threads);
     std::thread::scope(|scope| {
         let workers: Vec<_> = items
@@ -1701,6 +1799,83 @@ mod tests {
         assert_eq!(index.pending_graph(), 0);
         assert_graph_split(&index);
         assert!(recall(&index, &queries, 10, None) >= 0.95);
+    }
+
+    /// A deferred index of `n` random vectors past the exact tier, everything pending.
+    fn pending_index(n: usize, dim: usize, seed: u64) -> (VectorIndex, Vec<Vec<f32>>) {
+        let mut rng = Rng(seed);
+        let vectors: Vec<Vec<f32>> = (0..n).map(|_| rng.vector(dim)).collect();
+        let mut index = VectorIndex::new(config(dim, 1024)).unwrap();
+        index.set_defer_graph(true);
+        let items: Vec<(NodeId, &[f32])> = vectors
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (i as NodeId, v.as_slice()))
+            .collect();
+        index.add_batch(&items).unwrap();
+        index.set_defer_graph(false);
+        assert_eq!(index.pending_graph(), n);
+        let mut q = Rng(seed + 1);
+        let queries = (0..20).map(|_| q.vector(dim)).collect();
+        (index, queries)
+    }
+
+    #[test]
+    fn pending_vectors_move_in_parallel_chunks_within_the_budget() {
+        let (n, dim) = (3000usize, 32);
+        for threads in [1, 2, 3] {
+            let (mut index, queries) = pending_index(n, dim, 5);
+            // a small step: a bounded share moves, the rest stays pending
+            let moved = index
+                .build_pending_with(n, std::time::Duration::from_micros(300), threads)
+                .unwrap();
+            assert!(moved >= 1 && moved < n, "{threads} threads moved {moved}");
+            assert_graph_split(&index);
+            // capped by max_items whatever the budget
+            assert_eq!(
+                index
+                    .build_pending_with(700, std::time::Duration::MAX, threads)
+                    .unwrap(),
+                700
+            );
+            assert_graph_split(&index);
+            let rest = n - moved - 700;
+            assert_eq!(
+                index
+                    .build_pending_with(usize::MAX, std::time::Duration::MAX, threads)
+                    .unwrap(),
+                rest
+            );
+            assert_eq!(index.pending_graph(), 0);
+            assert_graph_split(&index);
+            let got = recall(&index, &queries, 10, None);
+            assert!(got >= 0.95, "{threads} threads: recall {got}");
+        }
+    }
+
+    #[test]
+    fn a_chunk_the_graph_took_only_part_of_leaves_the_rest_pending_in_order() {
+        let (mut index, _) = pending_index(1500, 16, 9);
+        let before = index.pending.clone();
+        // the graph takes every other vector of the pending tail, as a
+        // failed parallel insert can leave it
+        let chunk: Vec<NodeId> = before[before.len() - 10..].iter().rev().copied().collect();
+        index.reserve_graph_for(10).unwrap();
+        for &id in chunk.iter().step_by(2) {
+            let slot = index.slots[&id] as usize;
+            let row = index.row(slot).to_vec();
+            index.hnsw.as_ref().unwrap().add(id, &row).unwrap();
+        }
+        index.settle_chunk(&chunk, false);
+        assert_graph_split(&index);
+        let mut want = before[..before.len() - 10].to_vec();
+        want.extend(
+            before[before.len() - 10..]
+                .iter()
+                .copied()
+                .filter(|id| !chunk.iter().step_by(2).any(|x| x == id)),
+        );
+        assert_eq!(index.pending, want);
     }
 
     #[derive(Clone, Debug)]
