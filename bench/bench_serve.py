@@ -22,12 +22,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
 from _common import CachedEmbedder, finish_report
 from bench_grpc import announced
+from bench_threads import searchers_rate
 from locomo_retrieval import MAX_TEXT_BYTES, make_embedder
 
 import jevmem
@@ -38,29 +37,14 @@ K = 10
 
 
 def searches_per_second(target: str, questions: list[str], n: int, seconds: float) -> float:
-    done = [0] * n
     clients = [MemoryClient(target, timeout_s=60) for _ in range(n)]
     for c in clients:  # a connection per searcher, open before the clock starts
         c.search("conv", questions[0], K)
-    stop = time.perf_counter() + seconds
-
-    def work(i: int) -> None:
-        j = i * 37  # each searcher starts elsewhere in the questions
-        while time.perf_counter() < stop:
-            clients[i].search("conv", questions[j % len(questions)], K)
-            done[i] += 1
-            j += 1
-
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(n)]
-    t0 = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    rate = sum(done) / (time.perf_counter() - t0)
-    for c in clients:
-        c.close()
-    return rate
+    try:
+        return searchers_rate(lambda i, q: clients[i].search("conv", q, K), questions, n, seconds)
+    finally:
+        for c in clients:
+            c.close()
 
 
 def main(argv: list[str] | None = None) -> int:

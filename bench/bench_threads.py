@@ -18,6 +18,7 @@ import json
 import statistics
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from _common import CachedEmbedder
@@ -29,13 +30,21 @@ from jevmem.evaluation import conversation_inputs, load_samples
 
 
 def searches_per_second(m: jevmem.Memory, questions: list[str], n: int, seconds: float) -> float:
+    return searchers_rate(lambda _, q: m.search(q, k=10), questions, n, seconds)
+
+
+def searchers_rate(
+    search: Callable[[int, str], object], questions: list[str], n: int, seconds: float
+) -> float:
+    """Searches per second of ``n`` threads calling ``search(thread, question)``
+    for ``seconds``, each thread starting elsewhere in the questions."""
     done = [0] * n
     stop = time.perf_counter() + seconds
 
     def work(i: int) -> None:
-        j = i * 37  # each thread starts elsewhere in the questions
+        j = i * 37
         while time.perf_counter() < stop:
-            m.search(questions[j % len(questions)], k=10)
+            search(i, questions[j % len(questions)])
             done[i] += 1
             j += 1
 
