@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
-from jevmem.temporal import PRECISIONS, TimeRef
+from jevmem.temporal import PRECISIONS, TimeRef, describe
 
 #: Bump when `ground` or `question_share` change what they return for a
 #: text: snapshots written before are then derived anew on load
@@ -67,6 +68,23 @@ def ref_tuple(r: TimeRef) -> RefTuple:
 def ref_of(t: Sequence[Any]) -> TimeRef:
     text, start, end, precision, relative, a, b, anchor = t
     return TimeRef(text, start, end, precision, relative, (a, b), anchor)
+
+
+@lru_cache(maxsize=4096)
+def time_ref_entry(raw: tuple[Any, ...]) -> dict[str, Any]:
+    """An evidence item's entry for a grounded time reference as the core
+    returns it (`ref_of`'s input), rendered once per reference: the same
+    nodes come back query after query. Shared: a caller hands out copies.
+    Holds a few words of a text, so `drop_text_caches` empties it."""
+    r = ref_of(raw)
+    return {
+        "text": r.text,
+        "start": r.start,
+        "end": r.end,
+        "precision": r.precision,
+        "resolved": describe(r),
+        "role": "event time, resolved against the observation time",
+    }
 
 
 def encode_derived(

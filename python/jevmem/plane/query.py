@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -12,7 +11,7 @@ from jevmem._core import Traversal
 from jevmem.controller import catalogue
 from jevmem.controller.types import CandidateQuestions, CandidateTable, DecisionRequest
 from jevmem.plane.config import ASSESSED_ITEMS, REPLACED_BELOW, VIEWS, Steps
-from jevmem.plane.derived import ref_of
+from jevmem.plane.derived import time_ref_entry
 from jevmem.plane.query_features import QueryFeatures
 from jevmem.plane.results import EvidenceItem, SearchResult, Via, evidence_item
 from jevmem.plane.signals import (
@@ -22,7 +21,6 @@ from jevmem.plane.signals import (
     round_questions,
     round_values,
 )
-from jevmem.temporal import describe
 
 
 class QueryRun(QueryFeatures):
@@ -63,16 +61,15 @@ class QueryRun(QueryFeatures):
         assert scoring_q.kinds == ("score.relevance", "score.support")
         scored = round_values(got[1], scoring_q)
         self.session.record(anchor_ids, scored[:, 0])
-        # A seed's score: its own relevance, lifted by support from its neighbours.
-        anchors = list(
-            zip(anchor_ids, evidence_scores(scored[:, 0], scored[:, 1]).tolist(), strict=True)
-        )
-        # best first, ties by id: two stable sorts instead of a tuple key per anchor
-        anchors.sort(key=itemgetter(0))
-        anchors.sort(key=itemgetter(1), reverse=True)
+        # A seed's score: its own relevance, lifted by support from its
+        # neighbours; the seeds are the best, ties by id (one lexsort: the
+        # order two stable sorts by id, then by score descending, give)
+        seed_scores = evidence_scores(scored[:, 0], scored[:, 1])
+        ids = np.asarray(anchor_ids, dtype=np.int64)
+        best = np.lexsort((ids, -seed_scores))[: max(cfg.anchors, self.k)]
         t = store.traverse(
             tuple(self.routing[v] for v in VIEWS),  # type: ignore[arg-type]
-            anchors[: max(cfg.anchors, self.k)],
+            list(zip(ids[best].tolist(), seed_scores[best].tolist(), strict=True)),
             multi_hop=route["multi_hop"],
             recency=route["recency"],
             query_vector=self.qvec,
@@ -230,17 +227,8 @@ class QueryRun(QueryFeatures):
         out = []
         for (node_id, score, via), row in zip(found, rows, strict=True):
             text, timestamp, provenance, time_refs, passage, chain = row
-            refs = tuple(
-                {
-                    "text": r.text,
-                    "start": r.start,
-                    "end": r.end,
-                    "precision": r.precision,
-                    "resolved": describe(r),
-                    "role": "event time, resolved against the observation time",
-                }
-                for r in map(ref_of, time_refs)
-            )
+            # a copy of each reference's entry: a result's dicts are the caller's
+            refs = tuple(dict(time_ref_entry(tuple(r))) for r in time_refs)
             supersedes: tuple[int, ...] = ()
             superseded_by: tuple[int, ...] = ()
             valid_from = valid_to = None

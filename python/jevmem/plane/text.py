@@ -5,8 +5,10 @@ from __future__ import annotations
 
 def drop_text_caches() -> None:
     """Empty the process-wide caches keyed by observation texts (cue counts,
-    change statements), so a forgotten text is not kept alive there; they
+    change statements, rendered time references), so a forgotten text is not kept alive there; they
     refill on use."""
     from jevmem.controller import local
+    from jevmem.plane import derived
 
     local.clear_text_caches()
+    derived.time_ref_entry.cache_clear()
