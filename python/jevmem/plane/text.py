@@ -5,8 +5,8 @@ from __future__ import annotations
 
 def drop_text_caches() -> None:
     """Empty the process-wide caches keyed by observation texts (cue counts,
-    change statements, rendered time references), so a forgotten text is not kept alive there; they
-    refill on use."""
+    change statements, rendered time references), so a forgotten text is not
+    kept alive there; they refill on use."""
     from jevmem.controller import local
     from jevmem.plane import derived
 
