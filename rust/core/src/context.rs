@@ -13,18 +13,17 @@
 //! question: the node is then its reply. How much a text is a question (its
 //! question share) is measured by the caller and kept here per node.
 
-use std::collections::HashMap;
 use std::ops::Bound;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::filter::Allowed;
+use crate::hashing::ShortKeyMap;
 use crate::store::MemoryStore;
 use crate::types::{Node, NodeId, Timestamp};
 
-/// Seconds in a day: a node without a session is in its UTC calendar day's episode.
-pub const DAY_S: Timestamp = 86_400;
+pub use crate::episode::{episode_from, episode_key, episode_of, Episode, DAY_S};
 
 /// The weights of a time-order context.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -53,45 +52,6 @@ pub struct Neighbour {
     pub weight: f64,
 }
 
-/// The episode a node belongs to, as a comparable key: the session its
-/// provenance names (`session`, `session_id` or `episode`, in that order of
-/// preference; the last value of a repeated key), else the UTC calendar day
-/// of its timestamp, else none.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Episode<'a> {
-    Session { key: &'a str, value: &'a str },
-    Day(Timestamp),
-    None,
-}
-
-pub fn episode_of(node: &Node) -> Episode<'_> {
-    for key in ["session", "session_id", "episode"] {
-        if let Some((k, v)) = node.provenance.iter().rev().find(|(k, _)| k == key) {
-            return Episode::Session { key: k, value: v };
-        }
-    }
-    match node.timestamp {
-        Some(ts) => Episode::Day(ts.div_euclid(DAY_S)),
-        None => Episode::None,
-    }
-}
-
-/// A 64-bit key of an episode, equal for the nodes of one episode: 0 for
-/// none, else a fixed hash of the episode with its low bit set. Two
-/// episodes share a key with probability about 2^-63; a read path that
-/// groups nodes by episode may then merge them.
-pub fn episode_key(episode: Episode<'_>) -> u64 {
-    use std::hash::{Hash, Hasher};
-    // SipHash with fixed keys: the same key in every process and run
-    let mut h = std::hash::DefaultHasher::new();
-    match episode {
-        Episode::None => return 0,
-        Episode::Session { key, value } => (0u8, key, value).hash(&mut h),
-        Episode::Day(day) => (1u8, day).hash(&mut h),
-    }
-    h.finish() | 1
-}
-
 /// The node's speaker as its provenance names it (the last `speaker` value), if any.
 pub fn speaker_of(node: &Node) -> Option<&str> {
     node.provenance
@@ -105,6 +65,11 @@ pub fn speaker_of(node: &Node) -> Option<&str> {
 /// Whether two speaker names are the same person, case aside (full Unicode
 /// lower case, as Python's `str.lower`, final sigma included).
 pub fn same_speaker(a: &str, b: &str) -> bool {
+    if a.is_ascii() && b.is_ascii() {
+        // Unicode lower case is ASCII's on ASCII text: no allocation (this
+        // runs for the turn before every candidate)
+        return a.eq_ignore_ascii_case(b);
+    }
     a == b || a.to_lowercase() == b.to_lowercase()
 }
 
@@ -120,6 +85,11 @@ pub trait ContextSource {
         forward: bool,
     ) -> Box<dyn Iterator<Item = NodeId> + '_>;
     fn question_share(&self, id: NodeId) -> f64;
+    /// The node's `episode_key` (0 for an unknown id). A store keeps them
+    /// from write time: the context of every candidate reads them.
+    fn episode(&self, id: NodeId) -> u64 {
+        self.node(id).map_or(0, |n| episode_key(episode_of(n)))
+    }
 }
 
 /// The observations one and two steps before and after `id` on the
@@ -140,7 +110,7 @@ pub fn neighbours(
     let Some(ts) = node.timestamp else {
         return out;
     };
-    let episode = episode_of(node);
+    let episode = src.episode(id);
     let side = |forward: bool| -> [Option<NodeId>; 2] {
         let mut got = [None, None];
         let it = src
@@ -155,7 +125,7 @@ pub fn neighbours(
     for (step, weight) in [(0usize, 1.0), (1, cfg.second_step_decay)] {
         for (sign, got) in [(-1i8, &before), (1, &after)] {
             if let Some(other) = got[step] {
-                if src.node(other).is_some_and(|o| episode_of(o) == episode) {
+                if src.node(other).is_some() && src.episode(other) == episode {
                     out.push(Neighbour {
                         offset: sign * (step as i8 + 1),
                         node: other,
@@ -213,7 +183,7 @@ pub fn temporal_context(
 pub fn context_matches(
     src: &impl ContextSource,
     ids: &[NodeId],
-    topical: &mut HashMap<NodeId, f64>,
+    topical: &mut ShortKeyMap<NodeId, f64>,
     own: Option<&[f64]>,
     allowed: Option<&Allowed>,
     cfg: &ContextConfig,
@@ -274,6 +244,10 @@ impl ContextSource for MemoryStore {
         }
     }
 
+    fn episode(&self, id: NodeId) -> u64 {
+        self.episode_keys.get(&id).copied().unwrap_or(0)
+    }
+
     fn question_share(&self, id: NodeId) -> f64 {
         self.question_shares.get(&id).copied().unwrap_or(0.0)
     }
@@ -314,7 +288,7 @@ impl MemoryStore {
     /// Each node's `episode_key` (0 for an id not stored: it is in no episode).
     pub fn episode_keys(&self, ids: &[NodeId]) -> Vec<u64> {
         ids.iter()
-            .map(|&id| self.graph.get(id).map_or(0, |n| episode_key(episode_of(n))))
+            .map(|&id| ContextSource::episode(self, id))
             .collect()
     }
 }
@@ -380,5 +354,57 @@ pub(crate) fn check_share(id: NodeId, share: f64) -> Result<()> {
         Err(Error::invalid(format!(
             "question share of node {id} is {share}, not in [0, 1]"
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A stored node's episode key, kept from write time, is the one its
+    /// provenance and timestamp give, after removals and a snapshot round trip.
+    #[test]
+    fn the_store_keeps_each_nodes_episode_key() {
+        use crate::ops::NewNode;
+        use crate::store::StoreConfig;
+        let mut s = MemoryStore::new(StoreConfig::new(2)).unwrap();
+        let provenances: [&[(&str, &str)]; 5] = [
+            &[("session", "s1"), ("speaker", "Ana")],
+            &[("episode", "e"), ("session_id", "x"), ("session_id", "y")],
+            &[("speaker", "Bo")],
+            &[],
+            &[("session", "s1")],
+        ];
+        let mut ids = Vec::new();
+        for (i, prov) in provenances.iter().enumerate() {
+            let mut n = NewNode::new(format!("turn {i}"), vec![1.0, i as f32]);
+            n.provenance = prov.iter().map(|&(k, v)| (k.into(), v.into())).collect();
+            n.timestamp = (i != 3).then_some(86_400 * i as Timestamp + 5);
+            ids.push(s.add_node(n).unwrap());
+        }
+        s.remove_node(ids[2]).unwrap();
+        let loaded = MemoryStore::from_snapshot_bytes(&s.to_snapshot_bytes().unwrap()).unwrap();
+        for store in [&s, &loaded] {
+            for &id in &ids {
+                let want = store.get(id).map_or(0, |n| episode_key(episode_of(n)));
+                assert_eq!(ContextSource::episode(store, id), want, "node {id}");
+            }
+            assert_eq!(store.episode_keys(&[ids[0]]), store.episode_keys(&[ids[4]]));
+            assert_eq!(store.episode_keys(&[ids[3]]), vec![0]);
+        }
+    }
+
+    proptest! {
+        /// The ASCII shortcut answers as full lower-casing does, also for
+        /// text where only one side is ASCII (the Kelvin sign lower-cases to `k`).
+        #[test]
+        fn same_speaker_is_equality_after_lower_casing(
+            a in "[a-zA-Z\u{212A}\u{3A3}\u{3C3}\u{3C2} ]{0,6}",
+            b in "[a-zA-Z\u{212A}\u{3A3}\u{3C3}\u{3C2} ]{0,6}",
+        ) {
+            prop_assert_eq!(same_speaker(&a, &b), a.to_lowercase() == b.to_lowercase());
+            prop_assert_eq!(same_speaker(&a, &a.to_uppercase()), a.to_lowercase() == a.to_uppercase().to_lowercase());
+        }
     }
 }

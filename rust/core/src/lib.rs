@@ -15,6 +15,7 @@ pub mod derived;
 mod distance;
 pub mod durable;
 pub mod entities;
+pub mod episode;
 pub mod error;
 pub mod facts;
 pub mod failpoint;

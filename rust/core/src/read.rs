@@ -13,7 +13,7 @@
 //! `tests/test_read_session.py` holds it to the Python rules it replaced.
 
 use std::cmp::Ordering;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use crate::context::{self, ContextConfig};
 use crate::coverage::CoverageQuery;
@@ -21,7 +21,7 @@ use crate::derived::TimeQuery;
 use crate::derived::TimeRef;
 use crate::error::Result;
 use crate::filter::Allowed;
-use crate::hashing::ShortKeySet;
+use crate::hashing::{ShortKeyMap, ShortKeySet};
 use crate::signals::{raw_similarity, share_of_best, SignalQuery, SIGNAL_COLUMNS};
 use crate::store::MemoryStore;
 use crate::style::StyleBasis;
@@ -134,10 +134,10 @@ pub struct ReadSession {
     pub query: SessionQuery,
     pub facts: FactState,
     /// node -> the topical match it lends its time-order neighbours
-    pub topical: HashMap<NodeId, f64>,
+    pub topical: ShortKeyMap<NodeId, f64>,
     /// episode key -> how well the episode matches (the mean of its best
     /// three anchors' topical matches)
-    pub episodes: HashMap<u64, f64>,
+    pub episodes: ShortKeyMap<u64, f64>,
     /// the latest pool and its nodes' topical matches (see `anchor_context`)
     pool: (Vec<NodeId>, Vec<f64>),
     /// what an assessment reads of each node (see `Judged`)
@@ -151,12 +151,12 @@ pub struct ReadSession {
 /// which of the query's tokens it holds (read when first assessed).
 #[derive(Clone, Debug, Default)]
 pub struct Judged {
-    pub relevance: HashMap<NodeId, f64>,
-    pub evidence: HashMap<NodeId, f64>,
-    pub entity_ok: HashMap<NodeId, f64>,
-    pub dense_raw: HashMap<NodeId, f64>,
-    coverage: HashMap<NodeId, (f64, f64)>,
-    tokens: HashMap<NodeId, Vec<bool>>,
+    pub relevance: ShortKeyMap<NodeId, f64>,
+    pub evidence: ShortKeyMap<NodeId, f64>,
+    pub entity_ok: ShortKeyMap<NodeId, f64>,
+    pub dense_raw: ShortKeyMap<NodeId, f64>,
+    coverage: ShortKeyMap<NodeId, (f64, f64)>,
+    tokens: ShortKeyMap<NodeId, Vec<bool>>,
     /// the query's content tokens with their IDF weight and presence in the
     /// memory, in query order (read on first use)
     terms: Option<Vec<(String, f64, bool)>>,
@@ -306,8 +306,8 @@ impl ReadSession {
         ReadSession {
             query,
             facts: FactState::default(),
-            topical: HashMap::new(),
-            episodes: HashMap::new(),
+            topical: ShortKeyMap::default(),
+            episodes: ShortKeyMap::default(),
             pool: (Vec::new(), Vec::new()),
             judged: Judged::default(),
         }
@@ -374,7 +374,7 @@ impl ReadSession {
             .map(|&(n, s)| (n, self.judged.evidence.get(&n).copied().unwrap_or(s)))
             .collect();
         if self.query.fact_time != FactTime::Neutral && !store.facts().is_empty() {
-            let at: HashMap<NodeId, usize> = ranked
+            let at: ShortKeyMap<NodeId, usize> = ranked
                 .iter()
                 .enumerate()
                 .map(|(i, &(n, _))| (n, i))
@@ -545,7 +545,7 @@ impl ReadSession {
         let (ids, matched) = &self.pool;
         self.topical = ids.iter().copied().zip(matched.iter().copied()).collect();
         let keys = store.episode_keys(ids);
-        let mut by_episode: HashMap<u64, Vec<f64>> = HashMap::new();
+        let mut by_episode: ShortKeyMap<u64, Vec<f64>> = ShortKeyMap::default();
         for (&ep, &m) in keys.iter().zip(matched) {
             if ep != 0 {
                 by_episode.entry(ep).or_default().push(m);

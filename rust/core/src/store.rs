@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::bm25::{Bm25Index, Bm25Params, LexicalSnapshot};
 use crate::candidates::CandidateConfig;
 use crate::derived::TimeRef;
+use crate::episode::{episode_from, episode_key};
 use crate::error::{Error, Result};
 use crate::facts::{FactTable, Supersedes};
 use crate::filter::{
@@ -19,6 +20,7 @@ use crate::filter::{
 };
 use crate::fusion;
 use crate::graph::{EdgeUpsert, Graph};
+use crate::hashing::ShortKeyMap;
 use crate::ops::{NewNode, Op};
 use crate::passages::{hit_order, PassageHit, PassageIndex, Span};
 use crate::style::StyleTable;
@@ -109,8 +111,11 @@ pub struct MemoryStore {
     /// normalised entity -> ids carrying it, ascending (ids only grow, so pushes keep order).
     pub(crate) entity_index: HashMap<String, Vec<NodeId>>,
     pub(crate) by_time: BTreeSet<(Timestamp, NodeId)>,
+    /// Each node's `context::episode_key`, worked out once at write (the
+    /// time-order context of every candidate compares them).
+    pub(crate) episode_keys: ShortKeyMap<NodeId, u64>,
     /// Each text's question share, as the caller measured it (see `context`).
-    pub(crate) question_shares: HashMap<NodeId, f64>,
+    pub(crate) question_shares: ShortKeyMap<NodeId, f64>,
     /// Grounded time references of the nodes that have any (see `derived`).
     pub(crate) time_refs: HashMap<NodeId, Box<[TimeRef]>>,
     /// The derivation version of the facts above (0: none given).
@@ -196,7 +201,8 @@ impl MemoryStore {
             tokenizer: Tokenizer::new(config.tokenizer),
             entity_index: HashMap::new(),
             by_time: BTreeSet::new(),
-            question_shares: HashMap::new(),
+            episode_keys: ShortKeyMap::default(),
+            question_shares: ShortKeyMap::default(),
             time_refs: HashMap::new(),
             derived_version: 0,
             style: StyleTable::default(),
@@ -590,6 +596,8 @@ impl MemoryStore {
         if let Some(ts) = node.timestamp {
             self.by_time.insert((ts, id));
         }
+        let episode = episode_key(episode_from(&node.provenance, node.timestamp));
+        self.episode_keys.insert(id, episode);
         // validated, so these only sort
         let scope = normalize_scope(node.scope)?;
         let metadata = normalize_metadata(node.metadata)?;
@@ -680,6 +688,7 @@ impl MemoryStore {
         if let Some(ts) = node.timestamp {
             self.by_time.remove(&(ts, id));
         }
+        self.episode_keys.remove(&id);
         self.question_shares.remove(&id);
         self.time_refs.remove(&id);
         self.style.forget(id);
@@ -1205,6 +1214,7 @@ impl MemoryStore {
                     .sum::<usize>()
                 + self.by_time.len() * 32
                 + self.question_shares.len() * 24
+                + self.episode_keys.len() * 24
                 + self.derived_bytes()
                 + self.style.memory_bytes()
                 + self.facts.memory_bytes(),

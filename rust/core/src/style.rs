@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::context::speaker_of;
 use crate::filter::Allowed;
+use crate::hashing::ShortKeyMap;
 use crate::store::MemoryStore;
 use crate::types::{Node, NodeId};
 
@@ -111,7 +112,7 @@ impl StyleTable {
     pub(crate) fn record_many<'a>(
         &mut self,
         nodes: impl IntoIterator<Item = (&'a Node, f64)>,
-        shares: &HashMap<NodeId, f64>,
+        shares: &ShortKeyMap<NodeId, f64>,
     ) {
         self.settle(shares);
         let mut last = self.counted.keys().next_back().copied();
@@ -144,7 +145,7 @@ impl StyleTable {
 
     /// Rebuild stale sums: the total and the touched speakers' sums, in id
     /// order (other speakers' sums did not change).
-    pub(crate) fn settle(&mut self, shares: &HashMap<NodeId, f64>) {
+    pub(crate) fn settle(&mut self, shares: &ShortKeyMap<NodeId, f64>) {
         if self.stale {
             let touched = std::mem::take(&mut self.touched);
             rebuild(&self.counted, &mut self.basis, &touched, shares);
@@ -153,7 +154,7 @@ impl StyleTable {
     }
 
     /// The basis over every counted node.
-    pub fn basis(&self, shares: &HashMap<NodeId, f64>) -> Cow<'_, StyleBasis> {
+    pub fn basis(&self, shares: &ShortKeyMap<NodeId, f64>) -> Cow<'_, StyleBasis> {
         if self.stale {
             let mut basis = self.basis.clone();
             rebuild(&self.counted, &mut basis, &self.touched, shares);
@@ -164,7 +165,7 @@ impl StyleTable {
     }
 
     /// The basis over the counted nodes `allowed` lets through, summed in id order.
-    pub fn basis_within(&self, allowed: &Allowed, shares: &HashMap<NodeId, f64>) -> StyleBasis {
+    pub fn basis_within(&self, allowed: &Allowed, shares: &ShortKeyMap<NodeId, f64>) -> StyleBasis {
         let mut basis = StyleBasis::default();
         for id in allowed.ids() {
             if let Some((log_len, speaker)) = self.counted.get(id) {
@@ -199,7 +200,7 @@ fn rebuild(
     counted: &BTreeMap<NodeId, (f64, Option<String>)>,
     basis: &mut StyleBasis,
     touched: &HashSet<String>,
-    shares: &HashMap<NodeId, f64>,
+    shares: &ShortKeyMap<NodeId, f64>,
 ) {
     let mut total = 0.0;
     let mut fresh: HashMap<String, SpeakerSums> = HashMap::new();

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use jevmem_core::context::{self, ContextConfig};
 use jevmem_core::coverage::CoverageQuery;
+use jevmem_core::hashing::ShortKeyMap;
 use jevmem_core::query_plan::PlanConfig as QueryPlanConfig;
 use jevmem_core::read::{
     AssessQuery, PoolPlan, ReadSession as CoreSession, SessionQuery, SignalBlock,
@@ -453,13 +454,13 @@ impl ReadSession {
 
     /// Each measured node's topical match, as its neighbours read it.
     #[getter]
-    fn topical(&self) -> HashMap<NodeId, f64> {
+    fn topical(&self) -> ShortKeyMap<NodeId, f64> {
         self.state.lock().topical.clone()
     }
 
     /// Replace the topical matches (what `anchor_context` sets from the pool).
     fn set_topical(&self, topical: HashMap<NodeId, f64>) {
-        self.state.lock().topical = topical;
+        self.state.lock().topical = topical.into_iter().collect();
     }
 
     /// Record the controller's relevance of `ids` and, for an expansion's

@@ -16,6 +16,7 @@ use jevmem_core::derived::{precision_code, DerivedFacts, TimeQuery, TimeRef, PRE
 use jevmem_core::facts::Supersedes as CoreSupersedes;
 use jevmem_core::filter::{check_idempotency_key, normalize_metadata, normalize_scope};
 use jevmem_core::graph::EdgeUpsert;
+use jevmem_core::hashing::ShortKeyMap;
 use jevmem_core::ops::NewNode;
 use jevmem_core::pair_signals::{NewNodePairs, PairSignals};
 use jevmem_core::passages::NewPassage;
@@ -1444,7 +1445,7 @@ impl MemoryStore {
             reply_link,
         };
         let rows = self.read(py, |s| {
-            let mut topical: HashMap<NodeId, f64> =
+            let mut topical: ShortKeyMap<NodeId, f64> =
                 topical_ids.into_iter().zip(topical_values).collect();
             context::context_matches(
                 s,

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use jevmem_core::context::{self, ContextConfig};
 use jevmem_core::filter::Allowed;
+use jevmem_core::hashing::ShortKeyMap;
 use jevmem_core::ops::NewNode;
 use jevmem_core::store::{MemoryStore, StoreConfig};
 use jevmem_core::{NodeId, Timestamp};
@@ -187,12 +188,13 @@ proptest! {
         let cfg = ContextConfig::default();
         let n = turns.len();
         let ids: Vec<NodeId> = asked.iter().map(|&i| (i % n) as NodeId).collect();
-        let mut topical: HashMap<NodeId, f64> = known[..n]
+        let mut model_topical: HashMap<NodeId, f64> = known[..n]
             .iter()
             .enumerate()
             .filter_map(|(i, v)| v.map(|v| (i as NodeId, v)))
             .collect();
-        let mut model_topical = topical.clone();
+        let mut topical: ShortKeyMap<NodeId, f64> =
+            model_topical.iter().map(|(&k, &v)| (k, v)).collect();
         let own = &own[..ids.len()];
         let got = context::context_matches(
             &s, &ids, &mut topical, sequential.then_some(own), None, &cfg,
@@ -215,7 +217,7 @@ proptest! {
             };
             prop_assert_eq!(got[k], [support, side(true), side(false)], "candidate {}", k);
         }
-        prop_assert_eq!(topical, model_topical);
+        prop_assert_eq!(topical.into_iter().collect::<HashMap<_, _>>(), model_topical);
     }
 }
 
