@@ -17,6 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support.bench import run_bench
 
+import jevmem
 from jevmem import evaluation as ev
 from jevmem.temporal import parse_timestamp
 
@@ -405,6 +406,38 @@ def test_memory_backend_missing_is_a_clear_error(tmp_path: Path) -> None:
     # a build of jevmem without the high-level Memory
     run = run_bench("locomo_retrieval.py", *argv, before="import jevmem; del jevmem.Memory")
     assert run.returncode != 0 and "--backend baseline" in run.stderr
+
+
+def test_ab_bench_finds_a_build_equal_to_itself(tmp_path: Path) -> None:
+    data = tmp_path / "mini.json"
+    data.write_text(json.dumps([sample(), sample(sample_id="conv-y")]))
+    out = tmp_path / "ab.json"
+    build = str(Path(jevmem.__file__).resolve().parents[1])
+    run = run_bench(
+        "bench_ab.py", "--a", build, "--b", build, "--data", str(data),
+        "--embedding-cache", str(tmp_path / "cache"), "--embedder", "hash",
+        "--passes", "2", "--json", str(out),
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    res = json.loads(out.read_text())
+    assert res["questions"] == 10 and res["searches_per_build"] == 10
+    assert res["questions_with_different_evidence"] == 0
+    assert res["a_p50_ms"] > 0 and res["b_p50_ms"] > 0
+    # a directory without the package is refused, naming where jevmem came from
+    run = run_bench(
+        "bench_ab.py",
+        "--a",
+        str(tmp_path),
+        "--b",
+        build,
+        "--data",
+        str(data),
+        "--embedding-cache",
+        str(tmp_path / "cache"),
+        "--embedder",
+        "hash",
+    )
+    assert run.returncode != 0
 
 
 def test_query_and_load_benches_report_their_figures(tmp_path: Path) -> None:
