@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::filter::Allowed;
+use crate::hashing::ShortKeyMap;
 use crate::types::NodeId;
 use crate::vector::{dot, SearchExpansion, VectorConfig, VectorIndex};
 
@@ -65,7 +66,7 @@ struct NodePassages {
 pub struct PassageIndex {
     vectors: VectorIndex,
     /// Passage key -> owning node.
-    owner: HashMap<u64, NodeId>,
+    owner: ShortKeyMap<u64, NodeId>,
     /// Ordered by node id, so snapshots list passages in node order.
     by_node: BTreeMap<NodeId, NodePassages>,
     next_key: u64,
@@ -75,7 +76,7 @@ impl PassageIndex {
     pub fn new(config: VectorConfig) -> Result<Self> {
         Ok(Self {
             vectors: VectorIndex::new(config)?,
-            owner: HashMap::new(),
+            owner: ShortKeyMap::default(),
             by_node: BTreeMap::new(),
             next_key: 0,
         })

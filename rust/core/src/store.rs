@@ -20,7 +20,7 @@ use crate::filter::{
 };
 use crate::fusion;
 use crate::graph::{EdgeUpsert, Graph};
-use crate::hashing::ShortKeyMap;
+use crate::hashing::{ShortKeyMap, ShortKeySet};
 use crate::ops::{NewNode, Op};
 use crate::passages::{hit_order, PassageHit, PassageIndex, Span};
 use crate::style::StyleTable;
@@ -117,7 +117,7 @@ pub struct MemoryStore {
     /// Each text's question share, as the caller measured it (see `context`).
     pub(crate) question_shares: ShortKeyMap<NodeId, f64>,
     /// Grounded time references of the nodes that have any (see `derived`).
-    pub(crate) time_refs: HashMap<NodeId, Box<[TimeRef]>>,
+    pub(crate) time_refs: ShortKeyMap<NodeId, Box<[TimeRef]>>,
     /// The derivation version of the facts above (0: none given).
     pub(crate) derived_version: u32,
     /// What the memory observes about its style, over the nodes with a
@@ -165,10 +165,42 @@ fn scoped_key(node: &NewNode) -> Option<ScopedKey> {
 
 /// Entity identifiers compare after trimming, lowercasing and collapsing inner whitespace.
 pub fn normalize_entity(raw: &str) -> String {
-    raw.split_whitespace()
-        .map(str::to_lowercase)
-        .collect::<Vec<_>>()
-        .join(" ")
+    // One buffer, no string per word: snapshot loads normalise every entity.
+    let mut out = String::with_capacity(raw.len());
+    for word in raw.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        if word.is_ascii() {
+            out.extend(word.bytes().map(|b| char::from(b.to_ascii_lowercase())));
+        } else {
+            // per word, as before: a final sigma lowercases by its position
+            out.push_str(&word.to_lowercase());
+        }
+    }
+    out
+}
+
+/// `normalize_entity` for an owned name, kept as it is when it is already
+/// normal (ASCII without capitals, single inner spaces): every name a
+/// snapshot holds was normalised when it was written.
+fn normalize_entity_owned(raw: String) -> String {
+    let bytes = raw.as_bytes();
+    let normal = !bytes.is_empty()
+        && bytes[0] != b' '
+        && bytes[bytes.len() - 1] != b' '
+        && bytes.windows(2).all(|w| !(w[0] == b' ' && w[1] == b' '))
+        && bytes.iter().all(|&b| {
+            b.is_ascii()
+                && !b.is_ascii_uppercase()
+                // char::is_whitespace's ASCII set: u8's leaves out \x0b
+                && (b == b' ' || !(b.is_ascii_whitespace() || b == 0x0b))
+        });
+    if normal {
+        raw
+    } else {
+        normalize_entity(&raw)
+    }
 }
 
 /// The tokens a node is indexed by, in order: its text's, then those of
@@ -203,7 +235,7 @@ impl MemoryStore {
             by_time: BTreeSet::new(),
             episode_keys: ShortKeyMap::default(),
             question_shares: ShortKeyMap::default(),
-            time_refs: HashMap::new(),
+            time_refs: ShortKeyMap::default(),
             derived_version: 0,
             style: StyleTable::default(),
             facts: FactTable::new(),
@@ -378,7 +410,8 @@ impl MemoryStore {
             }
         }
         for entity in &node.entities {
-            if normalize_entity(entity).is_empty() {
+            // what normalises to nothing: whitespace only (lowercasing keeps every letter)
+            if entity.trim().is_empty() {
                 return Err(Error::invalid("entity identifiers must be non-empty"));
             }
             if entity.contains('\0') {
@@ -575,14 +608,21 @@ impl MemoryStore {
     /// the index already, restored from a snapshot).
     fn index_node(&mut self, id: NodeId, node: NewNode, tokenize: bool) -> Result<()> {
         // A set beside the list: a long text can carry thousands of entities.
-        let mut entities: Vec<String> = Vec::with_capacity(node.entities.len());
-        let mut seen: HashSet<String> = HashSet::with_capacity(node.entities.len());
-        for raw in &node.entities {
-            let e = normalize_entity(raw);
-            if seen.insert(e.clone()) {
-                entities.push(e);
-            }
-        }
+        let normalized: Vec<String> = node
+            .entities
+            .into_iter()
+            .map(normalize_entity_owned)
+            .collect();
+        let first: Vec<bool> = {
+            let mut seen: ShortKeySet<&str> = ShortKeySet::default();
+            seen.reserve(normalized.len());
+            normalized.iter().map(|e| seen.insert(e.as_str())).collect()
+        };
+        let entities: Vec<String> = normalized
+            .into_iter()
+            .zip(first)
+            .filter_map(|(e, first)| first.then_some(e))
+            .collect();
         if tokenize {
             // tokens straight into the index (`lexical_tokens` without the list)
             let (tokenizer, fields) = (&self.tokenizer, &self.config.lexical_fields);
@@ -591,7 +631,13 @@ impl MemoryStore {
             });
         }
         for e in &entities {
-            self.entity_index.entry(e.clone()).or_default().push(id);
+            // the key is copied only for an entity not seen before
+            match self.entity_index.get_mut(e.as_str()) {
+                Some(ids) => ids.push(id),
+                None => {
+                    self.entity_index.insert(e.clone(), vec![id]);
+                }
+            }
         }
         if let Some(ts) = node.timestamp {
             self.by_time.insert((ts, id));
@@ -1314,5 +1360,60 @@ impl GraphAccess for MemoryStore {
 
     fn timestamp(&self, node: NodeId) -> Option<Timestamp> {
         self.graph.get(node).and_then(|n| n.timestamp)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The form `normalize_entity` had: a lowercased string per word, joined.
+    fn normalize_entity_by_words(raw: &str) -> String {
+        raw.split_whitespace()
+            .map(str::to_lowercase)
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    proptest! {
+        /// The one-buffer form equals lowercasing each word and joining them,
+        /// on ASCII, mixed scripts, final sigmas and Unicode whitespace.
+        #[test]
+        fn normalize_entity_matches_lowercasing_each_word(
+            raw in prop_oneof![
+                "[ \t\n\r\x0b\x0c\u{85}\u{a0}\u{3000}aZ9.\u{3a3}\u{130}\u{df}\u{c9}\u{1f600}-]{0,24}",
+                // already normal, as a snapshot's names are
+                "[a-z9.]{1,5}( [a-z-]{1,5}){0,3}",
+            ]
+        ) {
+            prop_assert_eq!(normalize_entity(&raw), normalize_entity_by_words(&raw));
+            prop_assert_eq!(normalize_entity_owned(raw.clone()), normalize_entity_by_words(&raw));
+            // the shape check's shortcut: empty after normalising iff blank
+            prop_assert_eq!(normalize_entity(&raw).is_empty(), raw.trim().is_empty());
+        }
+    }
+
+    #[test]
+    fn normalize_entity_cases() {
+        assert_eq!(normalize_entity("  Ada \t LOVELACE\n"), "ada lovelace");
+        assert_eq!(normalize_entity("ΟΔΥΣΣΕΥΣ"), "οδυσσευς");
+        assert_eq!(normalize_entity(" \u{3000} "), "");
+        for raw in [
+            "ada lovelace",
+            "a\x0bb",
+            "a\x0cb",
+            "a\rb",
+            "x\u{85}y",
+            "Ada",
+            "ada  l",
+            " ada",
+            "",
+        ] {
+            assert_eq!(
+                normalize_entity_owned(raw.to_string()),
+                normalize_entity_by_words(raw)
+            );
+        }
     }
 }

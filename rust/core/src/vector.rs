@@ -21,6 +21,7 @@
 //! rebuilds the pool and must not overlap searches; it only runs inside `add`,
 //! which holds `&mut self`.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -588,13 +589,21 @@ impl VectorIndex {
                 got: vector.len(),
             });
         }
-        if let Some(i) = vector.iter().position(|x| !x.is_finite()) {
+        // One pass without early exit, so it vectorises (a load checks every
+        // stored vector); the bad component is looked up only on failure.
+        // Finite components' squares neither overflow nor underflow in f64,
+        // so the norm is zero exactly when every component is.
+        let (finite, nonzero) = vector.iter().fold((true, false), |(finite, nonzero), &x| {
+            (finite & x.is_finite(), nonzero | (x != 0.0))
+        });
+        if !finite {
+            let i = vector.iter().position(|x| !x.is_finite()).unwrap_or(0);
             return Err(Error::invalid(format!(
                 "embedding component {i} is not finite ({})",
                 vector[i]
             )));
         }
-        if norm(vector) == 0.0 {
+        if !nonzero {
             return Err(Error::invalid("embedding has zero norm"));
         }
         Ok(())
@@ -630,7 +639,7 @@ impl VectorIndex {
     /// HNSW graph from several threads, so the graph's shape (not the exact
     /// scan) can differ from one-by-one insertion.
     pub fn add_batch(&mut self, items: &[(NodeId, &[f32])]) -> Result<()> {
-        self.add_batch_with(items, Self::normalize)
+        self.add_batch_with(items, |v| Cow::Owned(Self::normalize(v)))
     }
 
     /// `add_batch` for vectors read back from a snapshot: a stored vector that
@@ -639,18 +648,18 @@ impl VectorIndex {
     /// file); any other is normalised as usual.
     pub(crate) fn add_batch_stored(&mut self, items: &[(NodeId, &[f32])]) -> Result<()> {
         self.add_batch_with(items, |v| {
-            if (norm(v) - 1.0).abs() <= 1e-6 {
-                v.to_vec()
+            if is_unit_length(v) {
+                Cow::Borrowed(v)
             } else {
-                Self::normalize(v)
+                Cow::Owned(Self::normalize(v))
             }
         })
     }
 
-    fn add_batch_with(
+    fn add_batch_with<'v>(
         &mut self,
-        items: &[(NodeId, &[f32])],
-        unit: impl Fn(&[f32]) -> Vec<f32>,
+        items: &[(NodeId, &'v [f32])],
+        unit: impl Fn(&'v [f32]) -> Cow<'v, [f32]>,
     ) -> Result<()> {
         let mut batch_ids = std::collections::HashSet::with_capacity(items.len());
         for &(id, vector) in items {
@@ -665,7 +674,8 @@ impl VectorIndex {
         if self.slot_ids.len() + items.len() > u32::MAX as usize {
             return Err(Error::invalid("vector index is full"));
         }
-        let units: Vec<(NodeId, Vec<f32>)> = items.iter().map(|&(id, v)| (id, unit(v))).collect();
+        let units: Vec<(NodeId, Cow<'v, [f32]>)> =
+            items.iter().map(|&(id, v)| (id, unit(v))).collect();
         let deferred = self.defer_graph && self.hnsw.is_some();
         if let Some(hnsw) = self.hnsw.as_ref().filter(|_| !deferred) {
             let needed = hnsw.size() + units.len();
@@ -677,7 +687,7 @@ impl VectorIndex {
                     .map_err(index_err)?;
             }
             let refs: Vec<(NodeId, &[f32])> =
-                units.iter().map(|(id, u)| (*id, u.as_slice())).collect();
+                units.iter().map(|(id, u)| (*id, u.as_ref())).collect();
             if let Err(e) = insert_parallel(hnsw, self.insert_threads(), &refs) {
                 // Roll back whatever made it in, so an Err changes nothing.
                 for (id, _) in &refs {
@@ -1041,6 +1051,27 @@ fn top_k(scored: &mut Vec<(NodeId, f32)>, k: usize) {
 }
 
 /// Euclidean norm in f64, so squares of large or tiny finite floats neither overflow nor vanish.
+/// Whether a vector is unit length within 1e-6. The squares are summed in
+/// eight lanes, which vectorises (`norm`'s one running sum waits on each
+/// add); the lanes' sum differs from the serial one by about 1e-14, far
+/// inside the tolerance.
+fn is_unit_length(v: &[f32]) -> bool {
+    let mut lanes = [0f64; 8];
+    let chunks = v.chunks_exact(8);
+    let rest = chunks.remainder();
+    for chunk in chunks {
+        for (lane, &x) in lanes.iter_mut().zip(chunk) {
+            *lane += f64::from(x) * f64::from(x);
+        }
+    }
+    let sum = lanes.iter().sum::<f64>()
+        + rest
+            .iter()
+            .map(|&x| f64::from(x) * f64::from(x))
+            .sum::<f64>();
+    (sum.sqrt() - 1.0).abs() <= 1e-6
+}
+
 fn norm(v: &[f32]) -> f64 {
     v.iter()
         .map(|&x| f64::from(x) * f64::from(x))
@@ -1444,6 +1475,72 @@ mod tests {
             3 => prop::collection::vec(-2i8..=2, dim).prop_map(Op::Add),
             1 => (0usize..64).prop_map(Op::Remove),
         ]
+    }
+
+    /// The check `validate` made before its one-pass form: the first
+    /// non-finite component, then the f64 norm against zero.
+    fn validate_by_norm(vector: &[f32]) -> std::result::Result<(), String> {
+        if let Some(i) = vector.iter().position(|x| !x.is_finite()) {
+            return Err(format!(
+                "embedding component {i} is not finite ({})",
+                vector[i]
+            ));
+        }
+        if norm(vector) == 0.0 {
+            return Err("embedding has zero norm".into());
+        }
+        Ok(())
+    }
+
+    fn component() -> impl Strategy<Value = f32> {
+        prop_oneof![
+            Just(0.0f32),
+            Just(-0.0f32),
+            Just(f32::NAN),
+            Just(f32::INFINITY),
+            Just(f32::NEG_INFINITY),
+            Just(f32::MAX),
+            Just(f32::MIN_POSITIVE / 4.0),
+            Just(f32::from_bits(1)),
+            -2.0f32..2.0,
+        ]
+    }
+
+    proptest! {
+        /// The lane-summed unit check agrees with the serial norm except
+        /// within 1e-12 of the tolerance, and every normalised vector passes.
+        #[test]
+        fn unit_length_check_matches_the_serial_norm(
+            vector in prop::collection::vec(-2.0f32..2.0, 1..40),
+            scale in prop_oneof![Just(1.0f64), 1.0f64 - 3e-6..1.0 + 3e-6, 0.5f64..2.0],
+        ) {
+            let n = norm(&vector);
+            prop_assume!(n > 0.0);
+            let scaled: Vec<f32> = vector.iter().map(|&x| (f64::from(x) / n * scale) as f32).collect();
+            let off = (norm(&scaled) - 1.0).abs();
+            if off <= 1e-6 - 1e-12 {
+                prop_assert!(is_unit_length(&scaled));
+            } else if off > 1e-6 + 1e-12 {
+                prop_assert!(!is_unit_length(&scaled));
+            }
+            prop_assert!(is_unit_length(&VectorIndex::normalize(&vector)));
+        }
+    }
+
+    proptest! {
+        /// The one-pass check accepts and refuses exactly what the norm-based
+        /// check did, with the same message (extremes and subnormals included).
+        #[test]
+        fn validate_matches_the_norm_check(
+            vector in prop::collection::vec(prop_oneof![4 => Just(0.0f32), 1 => component()], 5),
+        ) {
+            let index = VectorIndex::new(config(5, usize::MAX)).unwrap();
+            let got = index.validate(&vector).map_err(|e| match e {
+                Error::InvalidInput(m) => m,
+                other => other.to_string(),
+            });
+            prop_assert_eq!(got, validate_by_norm(&vector));
+        }
     }
 
     proptest! {
