@@ -386,3 +386,14 @@ def test_clipping_a_column_equals_clipping_each_value(values: list[float]) -> No
     assert got == want
     # zero is +0.0 either way (a NaN, an infinity or -0.0 in, 0.0 out)
     assert [math.copysign(1.0, v) for v in got] == [math.copysign(1.0, v) for v in want]
+
+
+@given(st.lists(st.floats(allow_nan=True, allow_infinity=True), max_size=40))
+def test_unit_of_a_column_equals_unit_of_each_value(values: list[float]) -> None:
+    from jevmem.controller.learned import _unit, _unit_columns
+
+    got = _unit_columns(np.array(values, dtype=np.float64)).tolist()
+    want = [_unit(v) for v in values]
+    assert got == want
+    # the one difference in sign: a -0.0 comes out +0.0
+    assert all(math.copysign(1.0, g) == 1.0 or g != 0.0 for g in got)

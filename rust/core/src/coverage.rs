@@ -13,7 +13,7 @@
 //! oracle in `tests/support/coverage_reference.py`; the character classes
 //! and case folding are Python `re`'s (`entities::pystr`).
 
-use std::collections::{HashMap, HashSet};
+use crate::hashing::{ShortKeyMap, ShortKeySet};
 
 use crate::context::speaker_of;
 use crate::entities::pystr::{is_space, is_word};
@@ -334,11 +334,11 @@ pub fn is_alias(entity: &str, name: &str) -> bool {
 pub struct CoverageQuery {
     /// The query's content tokens (without the names of whom it asks about
     /// and the words that frame a question).
-    pub content_tokens: HashSet<String>,
+    pub content_tokens: ShortKeySet<String>,
     /// The people it asks about (entity ids); empty: it names nobody.
     pub asked: Vec<String>,
     /// The speakers the memory knows (lower-cased), in the search's scope.
-    pub people: HashSet<String>,
+    pub people: ShortKeySet<String>,
 }
 
 impl CoverageQuery {
@@ -377,8 +377,8 @@ fn speaker(store: &MemoryStore, id: NodeId) -> String {
 impl MemoryStore {
     /// The speakers of the turns next to `id` in time (its temporal edges,
     /// the `allowed` ones), other than its own: whom it talks to.
-    fn addressees(&self, id: NodeId, own: &str, allowed: Option<&Allowed>) -> HashSet<String> {
-        let mut out = HashSet::new();
+    fn addressees(&self, id: NodeId, own: &str, allowed: Option<&Allowed>) -> ShortKeySet<String> {
+        let mut out = ShortKeySet::default();
         for e in self.graph().incident_edges(id) {
             if e.view != View::Temporal {
                 continue;
@@ -449,11 +449,12 @@ impl MemoryStore {
         allowed: Option<&Allowed>,
     ) -> (f64, f64) {
         let own = speaker(self, id);
-        let mut addressees: Option<HashSet<String>> = None;
+        let mut addressees: Option<ShortKeySet<String>> = None;
         // what the names alone decide, once per node (a long text names many)
         let mut by_name: Option<(bool, bool)> = None;
-        let mut credit: HashMap<&str, f64> = HashMap::new();
-        let mut other: HashMap<&str, f64> = HashMap::new();
+        // per-call tables (the sums below are exact in any order)
+        let mut credit: ShortKeyMap<&str, f64> = ShortKeyMap::default();
+        let mut other: ShortKeyMap<&str, f64> = ShortKeyMap::default();
         let mut hits: Vec<&str> = Vec::new();
         for sentence in sentence_spans(text) {
             hits.clear();
@@ -589,8 +590,8 @@ impl MemoryStore {
     }
 
     /// The tokens of a node's lexical fields (see `StoreConfig::lexical_fields`).
-    fn field_tokens(&self, node: &crate::types::Node) -> HashSet<String> {
-        let mut out = HashSet::new();
+    fn field_tokens(&self, node: &crate::types::Node) -> ShortKeySet<String> {
+        let mut out = ShortKeySet::default();
         for field in &self.config().lexical_fields {
             for (key, value) in &node.provenance {
                 if key == field {
@@ -612,7 +613,7 @@ impl MemoryStore {
         wanted: impl Fn(usize) -> bool,
     ) {
         // a token may be asked for twice
-        let mut columns: HashMap<&str, Vec<usize>> = HashMap::new();
+        let mut columns: ShortKeyMap<&str, Vec<usize>> = ShortKeyMap::default();
         for (i, t) in tokens.iter().enumerate() {
             if wanted(i) {
                 columns.entry(t.as_str()).or_default().push(i);

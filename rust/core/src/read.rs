@@ -250,7 +250,7 @@ fn unique<'a>(ids: impl Iterator<Item = &'a NodeId>) -> Vec<NodeId> {
 fn term_weights(
     store: &MemoryStore,
     text: &str,
-    content: &HashSet<String>,
+    content: &ShortKeySet<String>,
     allowed: Option<&Allowed>,
 ) -> Vec<(String, f64, bool)> {
     let mut out: Vec<(String, f64, bool)> = Vec::new();
@@ -1143,7 +1143,7 @@ mod tests {
             coverage: CoverageQuery {
                 content_tokens: tokens.iter().cloned().collect(),
                 asked: Vec::new(),
-                people: HashSet::new(),
+                people: ShortKeySet::default(),
             },
         };
         let got = r
