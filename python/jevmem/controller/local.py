@@ -76,7 +76,9 @@ def _own_sentences(
     its content words, whether it denies, and the words it names as given up.
     Read once per new text, whatever the candidates it is compared with."""
     out = []
-    for sentence in SENTENCE_SPLIT.split(new_text)[:_CHANGE_SENTENCES]:
+    # maxsplit: the split stops after the sentences read (a long text has thousands)
+    first = SENTENCE_SPLIT.split(new_text, maxsplit=_CHANGE_SENTENCES)[:_CHANGE_SENTENCES]
+    for sentence in first:
         if not OWN.found(sentence):
             continue
         words = _content_words(sentence)
