@@ -91,7 +91,7 @@ impl<'a> NewNodePairs<'a> {
             same_session,
             same_speaker: f64::from(u8::from(same_speaker)),
             older: f64::from(u8::from(older)),
-            alias: alias_between(&self.names, &WordStarts::of(&other.entities)),
+            alias: self.names.alias_with(&other.entities),
         }
     }
 }
@@ -101,73 +101,106 @@ fn prefix_chars(s: &str, n: usize) -> &str {
     s.char_indices().nth(n).map_or(s, |(i, _)| &s[..i])
 }
 
-/// A side's ids of 3+ characters (first [`ALIAS_SCAN`], deduplicated) and,
-/// for each three-character string, the ids with a word starting with it:
-/// the longer id of a match always has a word that starts with the
-/// shorter's first three characters, so only those pairs are compared.
+/// A side's ids of 3+ characters (first [`ALIAS_SCAN`], deduplicated),
+/// indexed twice: by each three-character string a word of theirs starts
+/// with, and by their own first three characters. The longer id of a match
+/// always has a word that starts with the shorter's first three characters,
+/// so only those pairs are compared, and the other side's ids are read
+/// without indexing them (a new node meets many candidates).
 struct WordStarts<'a> {
-    ids: Vec<(&'a str, usize)>,
     starts: ShortKeyMap<&'a str, Vec<(&'a str, usize)>>,
+    prefixes: ShortKeyMap<&'a str, Vec<(&'a str, usize)>>,
+}
+
+/// The first three characters of `id` and of each of its words (after a
+/// space) of three or more.
+fn word_grams(id: &str) -> impl Iterator<Item = &str> {
+    std::iter::once(prefix_chars(id, 3)).chain(id.char_indices().filter_map(|(i, c)| {
+        if c != ' ' {
+            return None;
+        }
+        let rest = &id[i + 1..];
+        rest.chars().nth(2).is_some().then(|| prefix_chars(rest, 3))
+    }))
+}
+
+/// Whether `short` starts `long` or one of its words (after a space).
+fn starts_a_word(long: &str, short: &str) -> bool {
+    long.starts_with(short)
+        || long
+            .bytes()
+            .enumerate()
+            .any(|(i, b)| b == b' ' && long[i + 1..].starts_with(short))
+}
+
+/// The score of `short` as an alias of `long`: the length ratio plus 0.3
+/// when it is shorter and starts `long` or one of its words, else 0.
+fn alias_score(short: &str, short_len: usize, long: &str, long_len: usize) -> f64 {
+    if short_len < long_len && starts_a_word(long, short) {
+        short_len as f64 / long_len as f64 + 0.3
+    } else {
+        0.0
+    }
 }
 
 impl<'a> WordStarts<'a> {
     fn of(ids: &'a [String]) -> Self {
         let mut seen = ShortKeySet::default();
-        let mut kept = Vec::new();
+        let mut starts: ShortKeyMap<&str, Vec<(&str, usize)>> = ShortKeyMap::default();
+        let mut prefixes: ShortKeyMap<&str, Vec<(&str, usize)>> = ShortKeyMap::default();
         for id in ids.iter().take(ALIAS_SCAN) {
             let len = id.chars().count();
-            if len >= 3 && seen.insert(id.as_str()) {
-                kept.push((id.as_str(), len));
+            if len < 3 || !seen.insert(id.as_str()) {
+                continue;
             }
-        }
-        let mut starts: ShortKeyMap<&str, Vec<(&str, usize)>> = ShortKeyMap::default();
-        for &(id, len) in &kept {
-            let mut grams: Vec<&str> = vec![prefix_chars(id, 3)];
-            for (i, c) in id.char_indices() {
-                if c == ' ' {
-                    let rest = &id[i + 1..];
-                    if rest.chars().count() >= 3 {
-                        grams.push(prefix_chars(rest, 3));
-                    }
-                }
-            }
+            let mut grams: Vec<&str> = word_grams(id).collect();
             grams.sort_unstable();
             grams.dedup();
             for g in grams {
                 starts.entry(g).or_default().push((id, len));
             }
+            prefixes
+                .entry(prefix_chars(id, 3))
+                .or_default()
+                .push((id, len));
         }
-        WordStarts { ids: kept, starts }
+        WordStarts { starts, prefixes }
+    }
+
+    /// The best alias match between these ids and `others` (see [`alias_signal`]).
+    fn alias_with(&self, others: &[String]) -> f64 {
+        let mut best = 0.0f64;
+        // an id met twice only repeats a comparison (the best is kept)
+        for other in others.iter().take(ALIAS_SCAN) {
+            let len = other.chars().count();
+            if len < 3 {
+                continue;
+            }
+            // `other` the shorter: our ids with a word starting as it does
+            let longs = self.starts.get(prefix_chars(other, 3));
+            for &(long, long_len) in longs.into_iter().flatten() {
+                best = best.max(alias_score(other, len, long, long_len));
+            }
+            // `other` the longer: our ids that start as one of its words
+            for g in word_grams(other) {
+                for &(short, short_len) in self.prefixes.get(g).into_iter().flatten() {
+                    best = best.max(alias_score(short, short_len, other, len));
+                }
+            }
+            if best >= 1.0 {
+                return 1.0;
+            }
+        }
+        best.min(1.0)
     }
 }
 
 /// Best prefix/containment match between differing entity ids: a shorter id
 /// (3+ characters) that starts the longer one, or one of its words, scores
-/// the length ratio plus 0.3, at most 1; 0 when nothing matches.
+/// the length ratio plus 0.3, at most 1; 0 when nothing matches. Each side's
+/// first [`ALIAS_SCAN`] ids are read.
 pub fn alias_signal(a: &[String], b: &[String]) -> f64 {
-    alias_between(&WordStarts::of(a), &WordStarts::of(b))
-}
-
-fn alias_between(a: &WordStarts<'_>, b: &WordStarts<'_>) -> f64 {
-    let mut best = 0.0f64;
-    for (shorts, longs) in [(&a.ids, &b.starts), (&b.ids, &a.starts)] {
-        for &(short, short_len) in shorts.iter() {
-            let Some(candidates) = longs.get(prefix_chars(short, 3)) else {
-                continue;
-            };
-            for &(long, long_len) in candidates {
-                if short_len < long_len
-                    && (long.starts_with(short) || long.contains(&format!(" {short}")))
-                {
-                    best = best.max(short_len as f64 / long_len as f64 + 0.3);
-                    if best >= 1.0 {
-                        return 1.0;
-                    }
-                }
-            }
-        }
-    }
-    best.min(1.0)
+    WordStarts::of(a).alias_with(b)
 }
 
 #[cfg(test)]
@@ -176,6 +209,43 @@ mod tests {
 
     fn ids(xs: &[&str]) -> Vec<String> {
         xs.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// `alias_signal` as its doc reads, over every pair of the two sides.
+    fn alias_by_every_pair(a: &[String], b: &[String]) -> f64 {
+        let side = |ids: &[String]| -> Vec<(String, usize)> {
+            ids.iter()
+                .take(ALIAS_SCAN)
+                .map(|s| (s.clone(), s.chars().count()))
+                .filter(|(_, n)| *n >= 3)
+                .collect()
+        };
+        let (a, b) = (side(a), side(b));
+        let mut best = 0.0f64;
+        for (x, xn) in &a {
+            for (y, yn) in &b {
+                for (short, sn, long, ln) in [(x, xn, y, yn), (y, yn, x, xn)] {
+                    if sn < ln
+                        && (long.starts_with(short.as_str()) || long.contains(&format!(" {short}")))
+                    {
+                        best = best.max(*sn as f64 / *ln as f64 + 0.3);
+                    }
+                }
+            }
+        }
+        best.min(1.0)
+    }
+
+    proptest::proptest! {
+        /// The indexed reading equals comparing every pair, either side new.
+        #[test]
+        fn alias_signal_equals_every_pair(
+            a in proptest::collection::vec("(ab|ba|a|b|é| ){1,9}", 0..6),
+            b in proptest::collection::vec("(ab|ba|a|b|é| ){1,9}", 0..6),
+        ) {
+            proptest::prop_assert_eq!(alias_signal(&a, &b), alias_by_every_pair(&a, &b));
+            proptest::prop_assert_eq!(alias_signal(&b, &a), alias_by_every_pair(&a, &b));
+        }
     }
 
     #[test]
