@@ -411,10 +411,10 @@ def test_unit_of_a_column_equals_unit_of_each_value(values: list[float]) -> None
 def test_own_sentences_read_the_first_sentences_of_the_whole_split(parts: list[str]) -> None:
     # the split stops early; the sentences read are those of splitting the whole text
     from jevmem.controller import local
-    from jevmem.controller.cues import SENTENCE_SPLIT
+    from jevmem.controller.cues import OWN, SENTENCE_SPLIT
 
     text = " ".join(parts)
     local._own_sentences.cache_clear()
     got = [s for s, *_ in local._own_sentences(text)]
     whole = SENTENCE_SPLIT.split(text)[: local._CHANGE_SENTENCES]
-    assert got == [s for s in whole if local.OWN.found(s) and local._content_words(s)]
+    assert got == [s for s in whole if OWN.found(s) and local._content_words(s)]
