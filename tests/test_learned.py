@@ -413,3 +413,49 @@ def test_the_evidence_summary_in_one_pass_equals_it_read_feature_by_feature(
     for name, want in _assessment_reference(evidence).items():
         # the same value, sign of zero included (a raw similarity may be negative)
         assert got[name] == want and math.copysign(1.0, got[name]) == math.copysign(1.0, want), name
+
+
+def _same_answers(a: Any, b: Any) -> bool:
+    """Equal to the bit: columns (their bytes) or each answer."""
+    if hasattr(a, "array") and hasattr(b, "array"):
+        return bool(a.array.tobytes() == b.array.tobytes())
+    return dict(a) == dict(b)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_rounds_answered_together_equal_each_answered_alone(seed: int) -> None:
+    # a lockstep batch's scoring rounds share the heads' elementwise steps;
+    # each must still get, to the bit, the answers it gets alone
+    class Recorder(LearnedController):
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls: list[list[DecisionRequest]] = []
+
+        def decide(self, requests: Any) -> Any:
+            self.calls.append(list(requests))
+            return super().decide(requests)
+
+    rng = np.random.default_rng(seed)
+    words = "cello lisbon milk oat soy release hiking lake coffee garden piano trip".split()
+    people = ["Maya", "Tom", "Lena"]
+    recorder = Recorder()
+    m = jevmem.Memory(HashEmbedder(64), controller=recorder)
+    n = 80
+    m.add_batch(
+        [" ".join(rng.choice(words, size=int(rng.integers(3, 12)))) for _ in range(n)],
+        timestamps=[1_700_000_000 + 600 * i for i in range(n)],
+        speakers=[people[int(rng.integers(0, 3))] for _ in range(n)],
+        provenances=[{"session": str(i // 12)} for i in range(n)],
+    )
+    recorder.calls.clear()
+    queries = [f"what did {p} say about {w}?" for p in people for w in words[:4]]
+    m.search_batch(queries, k=10)
+    alone_model = LearnedController()
+    together_rounds = 0
+    for requests in recorder.calls:
+        scoring = [r for r in requests if r.purpose == "scoring"]
+        together_rounds += len(scoring) > 1
+        together = alone_model.decide(requests)
+        for req, got in zip(requests, together, strict=True):
+            assert _same_answers(got, alone_model.decide([req])[0])
+    assert together_rounds > 0

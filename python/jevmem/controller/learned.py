@@ -369,7 +369,12 @@ class Head:
         if not (np.isfinite(self.mean).all() and (self.scale > 0).all()):
             raise InvalidConfigError("a head's scale must be positive and its mean finite")
 
-    def logits(self, x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    def logits(
+        self, x: npt.NDArray[np.float64], segments: Sequence[int] | None = None
+    ) -> npt.NDArray[np.float64]:
+        """The output layer's values before the logistic. ``segments``: the
+        rows are several requests' (their counts, in order), each answered
+        as it would be alone (see `_segment_products`)."""
         # in place where the values are the same: this runs on every request
         if not np.isfinite(x).all():  # the columns the plane builds are finite already
             x = np.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0)
@@ -379,16 +384,18 @@ class Head:
         # ufunc call: the same values as maximum then minimum)
         h.clip(-8.0, 8.0, out=h)
         for w, b in self.layers[:-1]:
-            h = h @ w
+            h = _segment_products(h, w, segments)
             h += b
             np.tanh(h, out=h)
         w, b = self.layers[-1]
-        out = h @ w
+        out = _segment_products(h, w, segments)
         out += b
         return out[:, 0]
 
-    def __call__(self, x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-        z = self.logits(x)
+    def __call__(
+        self, x: npt.NDArray[np.float64], segments: Sequence[int] | None = None
+    ) -> npt.NDArray[np.float64]:
+        z = self.logits(x, segments)
         z.clip(-60.0, 60.0, out=z)
         np.negative(z, out=z)
         np.exp(z, out=z)
@@ -542,9 +549,19 @@ class LearnedController(LocalController):
         heads = self.model.heads
         relevance, support = heads.get("score.relevance"), heads.get("score.support")
         sufficiency = heads.get("assess.sufficiency")
+        # scoring rounds held as columns, answered together below
+        columns: list[tuple[DecisionRequest, CandidateAnswers]] = []
         for req, answers in zip(requests, out, strict=True):
             if req.purpose == "scoring" and (relevance or support):
-                self._score_candidates(req, answers, relevance, support)
+                table = req.state.get("candidates")
+                if (
+                    isinstance(answers, CandidateAnswers)
+                    and type(table) is CandidateTable
+                    and len(table) == answers.questions.n_candidates
+                ):
+                    columns.append((req, answers))
+                else:
+                    self._score_candidates(req, answers, relevance, support)
             elif req.purpose == "assessment" and sufficiency is not None:
                 for q in req.questions:
                     if q.kind == "assess.sufficiency":
@@ -552,6 +569,8 @@ class LearnedController(LocalController):
                         assert isinstance(hand_sufficiency, NoulAnswer)
                         x = assessment_row(req.state, hand_sufficiency.value, sufficiency.features)
                         answers[q.id] = NoulAnswer(_unit(float(sufficiency(x)[0])))
+        if columns:
+            _score_rounds(columns, relevance, support)
         return out
 
     @staticmethod
@@ -603,6 +622,78 @@ class LearnedController(LocalController):
                 i = question_index(q.id)
                 assert i is not None
                 answers[q.id] = NoulAnswer(_unit(got[i]))
+
+
+def _segment_products(
+    h: npt.NDArray[np.float64], w: npt.NDArray[np.float64], segments: Sequence[int] | None
+) -> npt.NDArray[np.float64]:
+    """``h @ w``, a product per segment of rows when there are several: BLAS
+    can round a row's result differently with the number of rows beside it,
+    and each request must get the answers it gets alone (elementwise steps
+    give the same values whatever the rows around them)."""
+    if segments is None or len(segments) < 2:
+        return h @ w
+    out = np.empty((h.shape[0], w.shape[1]), dtype=np.float64)
+    at = 0
+    for n in segments:
+        out[at : at + n] = h[at : at + n] @ w
+        at += n
+    return out
+
+
+def _score_rounds(
+    rounds: Sequence[tuple[DecisionRequest, CandidateAnswers]],
+    relevance: Head | None,
+    support: Head | None,
+) -> None:
+    """`LearnedController._score_candidates` for several scoring rounds of
+    one call whose candidates and answers are columns (a lockstep batch):
+    rounds asking the same kinds are read as one set of rows, so each
+    elementwise step runs once for all of them; only the heads' matrix
+    products go round by round. Each round's answers are those it gets alone."""
+    groups: dict[tuple[str, ...], list[tuple[CandidateTable, CandidateAnswers]]] = {}
+    for req, answers in rounds:
+        kinds = answers.questions.kinds
+        wanted = tuple(
+            kind
+            for kind, head in (("score.relevance", relevance), ("score.support", support))
+            if head is not None and kind in kinds
+        )
+        if wanted:
+            table = req.state["candidates"]
+            groups.setdefault(wanted, []).append((table, answers))
+    for wanted, members in groups.items():
+        heads = {k: relevance if k == "score.relevance" else support for k in wanted}
+        base = _scoring_base(tuple(h.features for h in heads.values() if h is not None))
+        sizes = [len(table) for table, _ in members]
+        # `_candidate_columns` of each round, stacked: the hand rule's
+        # answers, `expanded`, then the table's columns (absent: 0)
+        raw = np.empty((sum(sizes), len(base)), dtype=np.float64)
+        for j, name in enumerate(base):
+            parts: list[npt.NDArray[Any]] = []
+            for table, answers in members:
+                if name in ("hand_relevance", "hand_support"):
+                    kind = "score." + name[5:]
+                    parts.append(
+                        answers.column(kind)
+                        if kind in answers.questions.kinds
+                        else np.zeros(len(table))
+                    )
+                elif name == "expanded":
+                    parts.append(table.present("novelty"))
+                else:
+                    col = table.columns.get(name)
+                    parts.append(np.zeros(len(table)) if col is None else col)
+            raw[:, j] = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        _bound(raw)
+        at = {b: j for j, b in enumerate(base)}
+        for kind, head in heads.items():
+            assert head is not None
+            values = _unit_columns(head(_products(raw, at, head.features), sizes))
+            start = 0
+            for (_, answers), n in zip(members, sizes, strict=True):
+                answers.column(kind)[:] = values[start : start + n]
+                start += n
 
 
 def hand_answers(answers: Mapping[str, Answer], n: int) -> dict[str, list[float]]:
