@@ -450,12 +450,13 @@ def test_rounds_answered_together_equal_each_answered_alone(seed: int) -> None:
     recorder.calls.clear()
     queries = [f"what did {p} say about {w}?" for p in people for w in words[:4]]
     m.search_batch(queries, k=10)
-    alone_model = LearnedController()
     together_rounds = 0
-    for requests in recorder.calls:
-        scoring = [r for r in requests if r.purpose == "scoring"]
-        together_rounds += len(scoring) > 1
-        together = alone_model.decide(requests)
-        for req, got in zip(requests, together, strict=True):
-            assert _same_answers(got, alone_model.decide([req])[0])
+    # the hand rules' columns stacked too (`controller.scoring.score_rounds`)
+    for model in (LearnedController(), jevmem.LocalController()):
+        for requests in recorder.calls:
+            scoring = [r for r in requests if r.purpose == "scoring"]
+            together_rounds += len(scoring) > 1
+            together = model.decide(requests)
+            for req, got in zip(requests, together, strict=True):
+                assert _same_answers(got, model.decide([req])[0])
     assert together_rounds > 0

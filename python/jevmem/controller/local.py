@@ -35,10 +35,10 @@ from jevmem.controller.cues import (
     WORD,
     Cue,
 )
+from jevmem.controller.scoring import clip_columns, score_columns, score_rounds
 from jevmem.controller.types import (
     PAIR_NOULS,
     Answer,
-    CandidateAnswers,
     CandidateQuestions,
     CandidateTable,
     Choice,
@@ -222,11 +222,14 @@ class LocalController:
             if rounds
             else {}
         )
+        # whole scoring rounds: answered as columns, a batch's together (see
+        # `scoring`), and put in their places after the loop
+        scored: list[int] = []
         for k, req in enumerate(requests):
             qs = req.questions
             if type(qs) is CandidateQuestions and _SCORING_KINDS.issuperset(qs.kinds):
-                # a whole scoring round: answered as columns (see score_columns)
-                out.append(score_columns(req.state, qs))
+                scored.append(k)
+                out.append({})
                 continue
             if k in paired:
                 out.append(paired[k])
@@ -269,6 +272,15 @@ class LocalController:
                     raise KeyError(f"the local controller has no answer for question kind {kind!r}")
                 answers[q.id] = handler(req, q, question_index(q.id))
             out.append(answers)
+        if scored:
+            asked: list[tuple[Mapping[str, Any], CandidateQuestions]] = []
+            for k in scored:
+                qs = requests[k].questions
+                assert type(qs) is CandidateQuestions
+                asked.append((requests[k].state, qs))
+            answered = score_rounds(asked) if len(asked) > 1 else [score_columns(*asked[0])]
+            for k, got in zip(scored, answered, strict=True):
+                out[k] = got
         return out
 
     # ---- typing ------------------------------------------------------------
@@ -533,7 +545,7 @@ def _relation_columns(
             "entity_alias": alias * (0.5 + 0.5 * vec),
         }
         for j, name in enumerate(PAIR_NOULS):
-            out[:, j] = _clip_columns(on[name])
+            out[:, j] = clip_columns(on[name])
     return np.split(out, np.cumsum(sizes)[:-1]) if sizes else []
 
 
@@ -617,107 +629,6 @@ def _score(state: Mapping[str, Any], kind: str, i: int) -> float:
     # the memory plane measured it (two thirds / one third).
     near = _num(sig, "support", 0.0)
     return _clip((2.0 * near + _num(sig, "episode_support", near)) / 3.0)
-
-
-def _clip_columns(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    """`_clip` of every element: NaN and infinities give 0."""
-    # four array operations where comparisons took eight: clip, then 0 where
-    # x is not finite; adding 0 makes a -0.0 the +0.0 that `_clip` returns
-    out = np.where(np.isfinite(x), x.clip(0.0, 1.0), 0.0)
-    out += 0.0
-    return out
-
-
-def score_columns(state: Mapping[str, Any], questions: CandidateQuestions) -> CandidateAnswers:
-    """A scoring round's answers as columns: the same values `_score` gives
-    question by question (the same arithmetic in the same order, elementwise),
-    with the candidates' signals read once per name."""
-    cands: Sequence[Mapping[str, Any]] = state["candidates"]
-    if len(cands) < questions.n_candidates:
-        raise IndexError(f"{questions.n_candidates} candidates asked about, {len(cands)} given")
-    columns = _SignalColumns(
-        cands if len(cands) == questions.n_candidates else cands[: questions.n_candidates]
-    )
-    out = CandidateAnswers(questions)
-    with np.errstate(all="ignore"):  # NaN and infinities are clipped to 0, as _clip does
-        for j, kind in enumerate(questions.kinds):
-            out.array[:, j] = _score_column(state, columns, kind)
-    return out
-
-
-class _SignalColumns:
-    """The candidates' signals read by name, one column at a time: from a
-    `CandidateTable`'s columns, or from each candidate's mapping."""
-
-    def __init__(self, cands: Sequence[Mapping[str, Any]]) -> None:
-        self.cands = cands
-        self.table = cands if isinstance(cands, CandidateTable) else None
-        self.sigs: list[Mapping[str, Any]] = (
-            [] if self.table is not None else [c.get("signals") or {} for c in cands]
-        )
-
-    def __call__(self, name: str, default: float = 0.0) -> npt.NDArray[np.float64]:
-        """As `_num` reads it: a missing or None value is the default."""
-        if self.table is not None:
-            return self.table.signal(name, default)
-        return np.array(
-            [default if (v := s.get(name, default)) is None else float(v) for s in self.sigs],
-            dtype=np.float64,
-        )
-
-    def truthy(self, name: str) -> npt.NDArray[np.float64]:
-        """As `relevance` reads it (``get(name) or 0.0``): missing, None and 0 are 0."""
-        if self.table is not None:
-            return self.table.signal(name, 0.0)
-        return np.array([float(s.get(name) or 0.0) for s in self.sigs], dtype=np.float64)
-
-    def present(self, name: str) -> npt.NDArray[np.bool_]:
-        if self.table is not None:
-            return self.table.present(name)
-        return np.array([name in s for s in self.sigs], dtype=bool)
-
-    def views(self) -> list[Any]:
-        if self.table is not None:
-            return self.table.views
-        return [c.get("view", "semantic") for c in self.cands]
-
-
-def _score_column(
-    state: Mapping[str, Any], col: _SignalColumns, kind: str
-) -> npt.NDArray[np.float64]:
-    """`_score` of every candidate for one ``score.*`` kind."""
-    if kind == "score.relevance":
-        values = _clip_columns(
-            0.45 * col.truthy("lexical")
-            + 0.35 * col.truthy("dense")
-            + 0.2 * col.truthy("entity_match")
-            + 0.3 * col.truthy("time_match")
-            - 0.1 * col.truthy("asks")
-        )
-        chained = col.present("valid_at_query_time")
-        if chained.any():  # validity_adjusted, for the nodes in a supersedes chain
-            best = col("chain_match")[chained]
-            values[chained] = _clip_columns(np.where(best > values[chained], best, values[chained]))
-        return values
-    if kind == "score.relation_usefulness":
-        route = state["query"].get("routing", {})
-        p = np.array([float(route.get(v, 0.5)) for v in col.views()], dtype=np.float64)
-        return _clip_columns(0.5 * p + 0.3 * col("edge_weight") + 0.2 * col("same_session"))
-    if kind == "score.novelty":
-        return _clip_columns(1.0 - col("max_evidence_similarity"))
-    # score.support: the temporal neighbours, then the episode (default: near)
-    near = col("support")
-    if col.table is not None:
-        episode = np.where(col.present("episode_support"), col("episode_support"), near)
-    else:  # a missing or None value reads as near
-        episode = np.array(
-            [
-                n if (v := s.get("episode_support", n)) is None else float(v)
-                for s, n in zip(col.sigs, near.tolist(), strict=True)
-            ],
-            dtype=np.float64,
-        )
-    return _clip_columns((2.0 * near + episode) / 3.0)
 
 
 def _num(signals: Mapping[str, Any], name: str, default: float) -> float:
