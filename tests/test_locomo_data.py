@@ -408,6 +408,27 @@ def test_memory_backend_missing_is_a_clear_error(tmp_path: Path) -> None:
     assert run.returncode != 0 and "--backend baseline" in run.stderr
 
 
+def test_batch_bench_compares_a_batch_with_one_by_one(tmp_path: Path) -> None:
+    data = tmp_path / "mini.json"
+    data.write_text(json.dumps([sample()]))
+    out = tmp_path / "batch.json"
+    run = run_bench(
+        "bench_batch.py", "--data", str(data), "--embedding-cache", str(tmp_path / "cache"),
+        "--embedder", "hash", "--batch", "2", "--passes", "2", "--json", str(out),
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    res = json.loads(out.read_text())
+    assert res["batch"] == 2 and res["groups"] >= 1
+    assert res["queries_with_different_evidence"] == 0
+    assert res["one_by_one_ms"] > 0 and res["batch_ms"] > 0 and res["speedup"] > 0
+    # a batch larger than any conversation's questions is refused
+    run = run_bench(
+        "bench_batch.py", "--data", str(data), "--embedding-cache", str(tmp_path / "cache"),
+        "--embedder", "hash", "--batch", "500",
+    )  # fmt: skip
+    assert run.returncode != 0 and "no group of 500" in run.stderr
+
+
 def test_ab_bench_finds_a_build_equal_to_itself(tmp_path: Path) -> None:
     data = tmp_path / "mini.json"
     data.write_text(json.dumps([sample(), sample(sample_id="conv-y")]))
