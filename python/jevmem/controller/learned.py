@@ -549,8 +549,10 @@ class LearnedController(LocalController):
         heads = self.model.heads
         relevance, support = heads.get("score.relevance"), heads.get("score.support")
         sufficiency = heads.get("assess.sufficiency")
-        # scoring rounds held as columns, answered together below
+        # scoring rounds held as columns and sufficiency questions, answered
+        # together below
         columns: list[tuple[DecisionRequest, CandidateAnswers]] = []
+        assessed: list[tuple[MutableMapping[str, Answer], str, dict[str, float]]] = []
         for req, answers in zip(requests, out, strict=True):
             if req.purpose == "scoring" and (relevance or support):
                 table = req.state.get("candidates")
@@ -567,10 +569,17 @@ class LearnedController(LocalController):
                     if q.kind == "assess.sufficiency":
                         hand_sufficiency = answers[q.id]
                         assert isinstance(hand_sufficiency, NoulAnswer)
-                        x = assessment_row(req.state, hand_sufficiency.value, sufficiency.features)
-                        answers[q.id] = NoulAnswer(_unit(float(sufficiency(x)[0])))
+                        summary = assessment_features(req.state, hand_sufficiency.value)
+                        assessed.append((answers, q.id, summary))
         if columns:
             _score_rounds(columns, relevance, support)
+        if assessed and sufficiency is not None:
+            # one row per assessment, read together; the products row by row
+            # (as alone: see `_segment_products`)
+            x = _matrix([summary for _, _, summary in assessed], sufficiency.features)
+            values = sufficiency(x, [1] * len(assessed)).tolist()
+            for (answers, qid, _), v in zip(assessed, values, strict=True):
+                answers[qid] = NoulAnswer(_unit(v))
         return out
 
     @staticmethod
