@@ -607,16 +607,7 @@ class LearnedController(LocalController):
         if isinstance(answers, CandidateAnswers):
             # the round as columns: the hand rule's answers are read and the
             # heads' written a column at a time
-            kinds = answers.questions.kinds
-            hand = {
-                f"hand_{n}": (
-                    answers.column(f"score.{n}").copy()
-                    if f"score.{n}" in kinds
-                    else np.zeros(answers.questions.n_candidates)
-                )
-                for n in ("relevance", "support")
-            }
-            raw, at = _candidate_columns(cands, base, hand)
+            raw, at = _candidate_columns(cands, base, _hand_columns(answers))
             for kind, head in heads.items():
                 answers.column(kind)[:] = _unit_columns(head(_products(raw, at, head.features)))
             return
@@ -631,6 +622,20 @@ class LearnedController(LocalController):
                 i = question_index(q.id)
                 assert i is not None
                 answers[q.id] = NoulAnswer(_unit(got[i]))
+
+
+def _hand_columns(answers: CandidateAnswers) -> dict[str, npt.NDArray[np.float64]]:
+    """The hand rule's relevance and support answers of a round held as
+    columns, as feature columns (0 for a kind the round did not ask)."""
+    kinds = answers.questions.kinds
+    return {
+        f"hand_{n}": (
+            answers.column(f"score.{n}").copy()
+            if f"score.{n}" in kinds
+            else np.zeros(answers.questions.n_candidates)
+        )
+        for n in ("relevance", "support")
+    }
 
 
 def _segment_products(
@@ -675,27 +680,13 @@ def _score_rounds(
         heads = {k: relevance if k == "score.relevance" else support for k in wanted}
         base = _scoring_base(tuple(h.features for h in heads.values() if h is not None))
         sizes = [len(table) for table, _ in members]
-        # `_candidate_columns` of each round, stacked: the hand rule's
-        # answers, `expanded`, then the table's columns (absent: 0)
-        raw = np.empty((sum(sizes), len(base)), dtype=np.float64)
-        for j, name in enumerate(base):
-            parts: list[npt.NDArray[Any]] = []
-            for table, answers in members:
-                if name in ("hand_relevance", "hand_support"):
-                    kind = "score." + name[5:]
-                    parts.append(
-                        answers.column(kind)
-                        if kind in answers.questions.kinds
-                        else np.zeros(len(table))
-                    )
-                elif name == "expanded":
-                    parts.append(table.present("novelty"))
-                else:
-                    col = table.columns.get(name)
-                    parts.append(np.zeros(len(table)) if col is None else col)
-            raw[:, j] = np.concatenate(parts) if len(parts) > 1 else parts[0]
-        _bound(raw)
-        at = {b: j for j, b in enumerate(base)}
+        # each round's columns, stacked (every round's columns come in the
+        # same order: a table supplies every base column)
+        raws = []
+        for table, answers in members:
+            raw, at = _candidate_columns(table, base, _hand_columns(answers))
+            raws.append(raw)
+        raw = np.concatenate(raws) if len(raws) > 1 else raws[0]
         for kind, head in heads.items():
             assert head is not None
             values = _unit_columns(head(_products(raw, at, head.features), sizes))
