@@ -710,8 +710,9 @@ def hand_answers(answers: Mapping[str, Answer], n: int) -> dict[str, list[float]
 
 def _unit_columns(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     """`_unit` of every element (NaN and -inf give 0, +inf 1), in two
-    ufunc calls where comparisons and selections took six; a zero comes
-    out +0.0 (`_unit` keeps a -0.0, which no head gives)."""
+    ufunc calls where comparisons and selections took six; a zero may come
+    out with either sign (numpy's `fmax` does not order -0.0 and +0.0; no
+    head gives a zero)."""
     out = np.minimum(x, 1.0)
     # fmax, not maximum: it takes the 0 over a NaN
     return np.fmax(out, 0.0, out=out)
