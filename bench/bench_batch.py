@@ -23,11 +23,10 @@ import time
 from pathlib import Path
 
 from _common import CachedEmbedder, finish_report
-from bench_query import TableEmbedder
-from locomo_retrieval import MAX_TEXT_BYTES, make_embedder
+from bench_query import conversation_memory
+from locomo_retrieval import make_embedder
 
-import jevmem
-from jevmem.evaluation import conversation_inputs, load_samples
+from jevmem.evaluation import load_samples
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,12 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     groups_seen = 0
     differing: list[str] = []
     for conv in convs[: args.conversations]:
-        texts, ts, spk, provs = conversation_inputs(conv)
-        store = jevmem.MemoryStore(emb.dim, max_text_bytes=MAX_TEXT_BYTES)
-        m = jevmem.Memory(embedder=cache, store=store)
-        m.add_batch(texts, timestamps=ts, speakers=spk, provenances=provs)
-        qs = [qa.question for qa in conv.qas]
-        m.embedder = TableEmbedder(emb.dim, {q: emb.embed([q])[0] for q in qs})
+        m, qs, table = conversation_memory(conv, cache, emb)
+        m.embedder = table
         groups = [qs[i : i + args.batch] for i in range(0, len(qs) - args.batch + 1, args.batch)]
         groups_seen += len(groups)
         for p in range(args.passes):

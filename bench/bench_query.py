@@ -23,6 +23,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -49,6 +50,20 @@ class TableEmbedder:
         return self.rows[text]
 
 
+def conversation_memory(
+    conv: Any, embedder: Any, query_embedder: Any
+) -> tuple[jevmem.Memory, list[str], TableEmbedder]:
+    """One conversation's memory, built with ``embedder`` (a cache, say), its
+    questions, and a table of their vectors from ``query_embedder``."""
+    texts, ts, spk, provs = conversation_inputs(conv)
+    store = jevmem.MemoryStore(query_embedder.dim, max_text_bytes=MAX_TEXT_BYTES)
+    m = jevmem.Memory(embedder=embedder, store=store)
+    m.add_batch(texts, timestamps=ts, speakers=spk, provenances=provs)
+    qs = [qa.question for qa in conv.qas]
+    table = TableEmbedder(query_embedder.dim, {q: query_embedder.embed([q])[0] for q in qs})
+    return m, qs, table
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     ap.add_argument("--data", type=Path, required=True)
@@ -73,12 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     questions = 0
     for conv in convs[: args.conversations]:
-        texts, ts, spk, provs = conversation_inputs(conv)
-        store = jevmem.MemoryStore(emb.dim, max_text_bytes=MAX_TEXT_BYTES)
-        m = jevmem.Memory(embedder=cache, store=store)
-        m.add_batch(texts, timestamps=ts, speakers=spk, provenances=provs)
-        qs = [qa.question for qa in conv.qas]
-        table = TableEmbedder(emb.dim, {q: emb.embed([q])[0] for q in qs})
+        m, qs, table = conversation_memory(conv, cache, emb)
         questions += len(qs)
         for p in range(args.passes):
             for q in qs:
