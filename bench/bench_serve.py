@@ -7,17 +7,22 @@ process (``--embedder``: the server embeds each query; ``hash`` leaves the
 plane and the controller as the cost). Client threads in this process, one
 `MemoryClient` each, loop over the conversation's questions, each starting
 elsewhere; 1 and N threads alternate ``--rounds`` times for ``--seconds``
-each. Run it once per package (``PYTHONPATH=<package>``) to compare two builds.
+each. ``--a DIR --b DIR`` (two package trees, the ``python/`` folder of two
+builds) serves the memory from both at once, one server per build, and
+measures them in turn within every round (the order alternating), so that
+the two builds meet the same machine: this machine's speed drifts by tens
+of percent between runs minutes apart.
 
     .venv/bin/python bench/bench_serve.py --data ../shared/data/locomo/locomo10-dev.json \\
         --embedding-cache /tmp/embcache [--threads 4] [--seconds 5] [--rounds 3] \\
-        [--embedder default|hash] [--max-search-batch N] [--json OUT]
+        [--embedder default|hash] [--max-search-batch N] [--a DIR --b DIR] [--json OUT]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -47,6 +52,21 @@ def searches_per_second(target: str, questions: list[str], n: int, seconds: floa
             c.close()
 
 
+def start_server(flags: list[str], tree: Path | None) -> subprocess.Popen[str]:
+    """``jevmem serve FLAGS`` in a process of its own, from the package tree
+    ``tree`` (None: this process's jevmem)."""
+    env = dict(os.environ)
+    if tree is not None:
+        env["PYTHONPATH"] = str(tree)
+    return subprocess.Popen(
+        [sys.executable, "-m", "jevmem", "serve", *flags, "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     ap.add_argument("--data", type=Path, required=True)
@@ -57,8 +77,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--embedder", choices=("default", "hash"), default="default")
     ap.add_argument("--max-search-batch", type=int, default=None)
+    ap.add_argument("--a", type=Path, default=None, help="package tree of build A (with --b)")
+    ap.add_argument("--b", type=Path, default=None, help="package tree of build B (with --a)")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
+    if (args.a is None) != (args.b is None):
+        raise SystemExit("--a and --b go together")
 
     emb = make_embedder("onnx" if args.embedder == "default" else "hash", 1)
     conv = load_samples(json.loads(args.data.read_text()))[0][args.conversation]
@@ -73,23 +97,29 @@ def main(argv: list[str] | None = None) -> int:
         flags = ["--memory", f"conv={path}", "--embedder", args.embedder, "--grace", "0"]
         if args.max_search_batch is not None:
             flags += ["--max-search-batch", str(args.max_search_batch)]
-        server = subprocess.Popen(
-            [sys.executable, "-m", "jevmem", "serve", *flags, "--port", "0"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
+        builds = {"": None} if args.a is None else {"a": args.a, "b": args.b}
+        servers = {name: start_server(flags, tree) for name, tree in builds.items()}
+        one: dict[str, list[float]] = {name: [] for name in builds}
+        many: dict[str, list[float]] = {name: [] for name in builds}
         try:
-            target = announced(server, "serve")
-            one: list[float] = []
-            many: list[float] = []
-            for _ in range(args.rounds):
-                one.append(searches_per_second(target, questions, 1, args.seconds))
-                many.append(searches_per_second(target, questions, args.threads, args.seconds))
-                print(f"1 searcher {one[-1]:.1f}/s, {args.threads} searchers {many[-1]:.1f}/s")
+            targets = {name: announced(srv, "serve") for name, srv in servers.items()}
+            for r in range(args.rounds):
+                order = list(builds) if r % 2 == 0 else list(builds)[::-1]
+                for name in order:
+                    one[name].append(searches_per_second(targets[name], questions, 1, args.seconds))
+                for name in order:
+                    many[name].append(
+                        searches_per_second(targets[name], questions, args.threads, args.seconds)
+                    )
+                for name in order:
+                    print(
+                        f"{name or 'served'}: 1 searcher {one[name][-1]:.1f}/s, "
+                        f"{args.threads} searchers {many[name][-1]:.1f}/s"
+                    )
         finally:
-            server.terminate()
-            server.wait(30)
+            for srv in servers.values():
+                srv.terminate()
+                srv.wait(30)
     report: dict[str, object] = {
         "package": str(Path(jevmem.__file__).parent),
         "data": str(args.data),
@@ -97,10 +127,19 @@ def main(argv: list[str] | None = None) -> int:
         "embedder": args.embedder,
         "threads": args.threads,
         "max_search_batch": args.max_search_batch,
-        "one": one,
-        "many": many,
-        "ratio_of_medians": statistics.median(many) / statistics.median(one),
     }
+    for name in builds:
+        prefix = f"{name}_" if name else ""
+        report[f"{prefix}one"] = one[name]
+        report[f"{prefix}many"] = many[name]
+        report[f"{prefix}ratio_of_medians"] = statistics.median(many[name]) / statistics.median(
+            one[name]
+        )
+    if args.a is not None:
+        report["a"], report["b"] = str(args.a), str(args.b)
+        # each round's B over A, measured minutes apart at most
+        report["b_over_a_many"] = [b / a for a, b in zip(many["a"], many["b"], strict=True)]
+        report["b_over_a_one"] = [b / a for a, b in zip(one["a"], one["b"], strict=True)]
     finish_report(report, args.json)
     return 0
 

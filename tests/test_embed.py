@@ -225,6 +225,30 @@ def test_onnx_threads_setting(onnx_default: embed_mod.OnnxEmbedder) -> None:
         embed_mod.OnnxEmbedder(DEFAULT_MODEL, batch_size=0)
 
 
+def test_onnx_spinning_setting(onnx_default: embed_mod.OnnxEmbedder) -> None:
+    def spins(e: Any) -> str:
+        try:  # unset: onnxruntime spins
+            return str(
+                e._session.get_session_options().get_session_config_entry(
+                    "session.intra_op.allow_spinning"
+                )
+            )
+        except RuntimeError:
+            return "1"
+
+    assert spins(onnx_default) == "1"  # onnxruntime's default
+    still = embed_mod.OnnxEmbedder(DEFAULT_MODEL, threads=2, spin=False)
+    assert spins(still) == "0"
+    np.testing.assert_allclose(still.embed(TEXTS), onnx_default.embed(TEXTS), atol=1e-5)
+    # what jevmem serve makes its memories' embedders with
+    from jevmem._cli_support import SharedEmbedders
+
+    served = SharedEmbedders(spin=False)
+    assert spins(served.get("default")) == "0" and served.get("default") is served.get("default")
+    assert spins(served.get(f"onnx:{DEFAULT_MODEL}")) == "0"
+    assert spins(SharedEmbedders().get("default")) == "1"
+
+
 def test_onnx_rejects_bad_input(onnx_default: embed_mod.OnnxEmbedder) -> None:
     with pytest.raises(TypeError):
         onnx_default.embed("not a list")

@@ -1282,12 +1282,8 @@ class _SlowLocal(LearnedController):
         return super().decide(requests)
 
 
-def test_concurrent_searches_on_one_memory_run_together() -> None:
-    queries = [f"{q} ({i})" for i in range(4) for q in QUERIES]  # 16 distinct queries
-    served = Memory(HashEmbedder(64), controller=_SlowLocal())
-    fill(served)
-    reference = local_memory()
-    alone = [reference.search(q, k=5) for q in queries]
+def searched_at_once(served: Memory, queries: list[str]) -> list[Any]:
+    """Each query searched on ``served`` through a server, all calls at once."""
     server, _ = serve_memory({"m": served})
     with server, MemoryClient(server.address, timeout_s=30) as c:
         start = threading.Barrier(len(queries))
@@ -1297,12 +1293,61 @@ def test_concurrent_searches_on_one_memory_run_together() -> None:
             return c.search("m", q, k=5)
 
         with ThreadPoolExecutor(len(queries)) as pool:
-            together = list(pool.map(one, queries))
+            return list(pool.map(one, queries))
+
+
+def test_concurrent_searches_on_one_memory_run_together() -> None:
+    queries = [f"{q} ({i})" for i in range(4) for q in QUERIES]  # 16 distinct queries
+    served = Memory(HashEmbedder(64), controller=_SlowLocal())
+    fill(served)
+    reference = local_memory()
+    alone = [reference.search(q, k=5) for q in queries]
+    together = searched_at_once(served, queries)
     # the results of single searches, each to its own caller...
     assert evidence(together) == evidence(alone)
     assert [r.query for r in together] == queries
     # ...from fewer controller rounds than one search at a time needs
     assert served.calls["query"] < reference.calls["query"]
+
+
+def test_searches_are_embedded_while_the_memory_answers_others() -> None:
+    # the two stages of a memory's search queue overlap: queries that arrive
+    # while the memory runs controller rounds are embedded meanwhile, and
+    # together (one embedder call for all of them)
+    deciding = threading.Event()
+    decisions = [0]  # controller calls begun
+    embedded: list[tuple[int, bool]] = []
+
+    class Deciding(_SlowLocal):
+        def decide(self, requests: Sequence[DecisionRequest]) -> list[MutableMapping[str, Answer]]:
+            decisions[0] += 1
+            deciding.set()
+            try:
+                return super().decide(requests)
+            finally:
+                deciding.clear()
+
+    class Recording(HashEmbedder):
+        """Takes 5 ms a call without the GIL, as a model's run does; notes
+        whether a controller call ran meanwhile."""
+
+        def embed(self, texts: Sequence[str]) -> Any:
+            before = decisions[0], deciding.is_set()
+            time.sleep(0.005)
+            after = decisions[0], deciding.is_set()
+            embedded.append((len(texts), before[1] or after[1] or before[0] != after[0]))
+            return super().embed(texts)
+
+    queries = [f"{q} ({i})" for i in range(4) for q in QUERIES]  # 16 distinct queries
+    served = Memory(Recording(64), controller=Deciding())
+    fill(served)
+    alone = [local_memory().search(q, k=5) for q in queries]
+    embedded.clear()
+    together = searched_at_once(served, queries)
+    assert evidence(together) == evidence(alone)
+    assert sum(n for n, _ in embedded) == len(queries)  # each query embedded once
+    assert len(embedded) < len(queries)  # in batches
+    assert any(during for _, during in embedded)  # while the memory answered others
 
 
 @pytest.fixture(scope="module")

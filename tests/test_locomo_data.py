@@ -461,6 +461,32 @@ def test_ab_bench_finds_a_build_equal_to_itself(tmp_path: Path) -> None:
     assert run.returncode != 0
 
 
+def test_serve_bench_measures_one_build_or_two_in_turn(tmp_path: Path) -> None:
+    pytest.importorskip("grpc")
+    data = tmp_path / "mini.json"
+    data.write_text(json.dumps([sample()]))
+    build = str(Path(jevmem.__file__).resolve().parents[1])
+    common = ["--data", str(data), "--embedding-cache", str(tmp_path / "cache")]
+    common += ["--embedder", "hash", "--seconds", "0.2", "--threads", "2"]
+    out = tmp_path / "serve.json"
+    run = run_bench("bench_serve.py", *common, "--rounds", "1", "--json", str(out))
+    assert run.returncode == 0, run.stderr
+    res = json.loads(out.read_text())
+    assert len(res["one"]) == len(res["many"]) == 1 and min(res["one"] + res["many"]) > 0
+    assert res["ratio_of_medians"] > 0
+    out = tmp_path / "serve_ab.json"
+    ab = ["--a", build, "--b", build, "--rounds", "2", "--json", str(out)]
+    run = run_bench("bench_serve.py", *common, *ab)
+    assert run.returncode == 0, run.stderr
+    res = json.loads(out.read_text())
+    for build_name in ("a", "b"):
+        assert len(res[f"{build_name}_one"]) == len(res[f"{build_name}_many"]) == 2
+    assert len(res["b_over_a_many"]) == len(res["b_over_a_one"]) == 2
+    assert min(res["b_over_a_many"] + res["b_over_a_one"]) > 0
+    run = run_bench("bench_serve.py", *common, "--a", build)
+    assert run.returncode != 0 and "go together" in run.stderr
+
+
 def test_query_and_load_benches_report_their_figures(tmp_path: Path) -> None:
     data = tmp_path / "mini.json"
     data.write_text(json.dumps([sample(), sample(sample_id="conv-y")]))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import MutableMapping, Sequence
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -118,6 +119,74 @@ def test_search_batch_equals_one_by_one_and_respects_limits(
         scores = [e.score for e in a.evidence]
         assert scores == sorted(scores, reverse=True)
         assert a.sufficiency is None or 0.0 <= a.sufficiency <= 1.0
+
+
+def _evidence(results: Sequence[Any]) -> list[list[tuple[int, float]]]:
+    return [[(e.id, e.score) for e in r.evidence] for r in results]
+
+
+class _AskedAs:
+    """An embedder that embeds each query as another query would be."""
+
+    def __init__(self, inner: HashEmbedder, instead: dict[str, str]) -> None:
+        self.inner, self.instead, self.dim = inner, instead, inner.dim
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        return self.inner.embed([self.instead.get(t, t) for t in texts])
+
+    def embed_one(self, text: str) -> Any:
+        return self.embed([text])[0]
+
+
+@settings(max_examples=15)
+@given(
+    observations(),
+    st.lists(st.sampled_from(QUERIES), min_size=1, max_size=4),
+    st.sampled_from(["lexical", "anchors", "traversal", "full"]),
+)
+def test_search_on_given_embeddings_equals_search_on_the_embedder(
+    obs: list[dict[str, Any]], queries: list[str], mode: Mode
+) -> None:
+    # vectors made beforehand (a server embeds while the memory answers
+    # others) are what the search reads: here each query's vector is the
+    # next query's, as an embedder that makes them so would give
+    m = fresh()
+    add_all(m, obs)
+    instead = {q: QUERIES[(i + 1) % len(QUERIES)] for i, q in enumerate(QUERIES)}
+    vectors = m.embedder.embed([instead[q] for q in queries])
+    given_ = m.search_batch(queries, 5, mode=mode, embeddings=vectors)
+    # any array-like of numbers, float64 too
+    as_list = m.search_batch(queries, 5, mode=mode, embeddings=vectors.astype(np.float64).tolist())
+    one = m.search(queries[0], 5, mode=mode, embedding=vectors[0])
+    m.embedder = _AskedAs(m.embedder, instead)  # type: ignore[arg-type]
+    want = m.search_batch(queries, 5, mode=mode)
+    assert _evidence(given_) == _evidence(want)
+    assert _evidence(as_list) == _evidence(want)
+    assert _evidence([one]) == _evidence(want[:1])
+
+
+def test_bad_given_embeddings_are_refused_and_change_nothing() -> None:
+    m = fresh()
+    add_all(m, [{"text": "Maya started cello lessons", "timestamp": 1_700_000_000, "speaker": "Maya", "session": "1"}])  # fmt: skip
+    before = (m.store.to_bytes(), dict(m.calls))
+    dim = m.store.dim
+    bad: list[tuple[Any, str]] = [
+        (np.zeros((2, dim)), "shape"),  # one row too many
+        (np.zeros((1, dim + 1)), "shape"),
+        (np.zeros(dim), "shape"),  # a batch takes rows
+        (np.full((1, dim), np.nan), "finite"),
+        (np.full((1, dim), 1e39), "finite"),  # beyond float32
+        ("not numbers", "array of numbers"),
+        ([["a"] * dim], "array of numbers"),
+    ]
+    for value, message in bad:
+        with pytest.raises(InvalidInputError, match=message):
+            m.search_batch(["cello"], 3, embeddings=value)
+    with pytest.raises(InvalidInputError, match="embedding"):
+        m.search("cello", 3, embedding=np.zeros((1, dim)))
+    with pytest.raises(InvalidInputError, match="embedding"):
+        m.search("cello", 3, embedding=np.zeros(dim - 1))
+    assert (m.store.to_bytes(), dict(m.calls)) == before
 
 
 def test_default_query_calls_stay_within_sixteen() -> None:

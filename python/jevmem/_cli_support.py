@@ -27,9 +27,9 @@ __all__ = [
 DEFAULT_MEMORY = Path("jevmem.jvm")
 
 
-def embedder_named(name: str) -> Embedder:
+def embedder_named(name: str, *, spin: bool = True) -> Embedder:
     try:
-        return embedder_from_spec(name)
+        return embedder_from_spec(name, spin=spin)
     except InvalidConfigError as exc:
         raise SystemExit(str(exc)) from None
 
@@ -41,9 +41,11 @@ def is_directory_memory(memory: Path) -> bool:
 
 
 class SharedEmbedders:
-    """One embedder per name, made on first use and shared from then on."""
+    """One embedder per name, made on first use and shared from then on
+    (``spin``: as `embedder_from_spec` says)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, spin: bool = True) -> None:
+        self._spin = spin
         self._made: dict[str, Embedder] = {}
         self._lock = threading.Lock()
 
@@ -51,7 +53,7 @@ class SharedEmbedders:
         with self._lock:
             e = self._made.get(name)
             if e is None:
-                e = self._made[name] = embedder_named(name)
+                e = self._made[name] = embedder_named(name, spin=self._spin)
             return e
 
 

@@ -287,6 +287,10 @@ class OnnxEmbedder:
     input order; ``sort_by_length=False`` keeps input order, for measuring);
     rows come back in input order. ``threads`` is
     onnxruntime's intra-op thread count (the inter-op pool is 1 thread).
+    ``spin``: whether those threads spin between runs, waiting for the next
+    one (onnxruntime's default: the lowest latency for one caller, but a
+    spinning thread holds a core that other work, a server's controller
+    rounds say, could use; ``jevmem serve`` turns it off).
     Loading is eager: a missing package raises :class:`EmbedderUnavailableError`
     here, not at the first ``embed``.
     """
@@ -300,6 +304,7 @@ class OnnxEmbedder:
         max_length: int | None = None,
         quantize: bool | None = None,
         sort_by_length: bool = True,
+        spin: bool = True,
     ) -> None:
         if threads < 1:
             raise InvalidConfigError("threads must be >= 1")
@@ -334,6 +339,8 @@ class OnnxEmbedder:
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
+        if not spin:
+            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         self._session: Any = ort.InferenceSession(
             str(path), sess_options=opts, providers=["CPUExecutionProvider"]
@@ -421,15 +428,16 @@ class OnnxEmbedder:
         return row
 
 
-def default_embedder(*, threads: int = 2, warn: bool = True) -> Embedder:
+def default_embedder(*, threads: int = 2, warn: bool = True, spin: bool = True) -> Embedder:
     """The measured default, :data:`DEFAULT_MODEL` on onnxruntime; :class:`HashEmbedder` without it.
 
     The fallback happens only when the optional stack is not installed (an
     :class:`EmbedderUnavailableError`), and says so with a :class:`RuntimeWarning`;
-    any other failure (a corrupt model file, say) is raised.
+    any other failure (a corrupt model file, say) is raised. ``spin``: see
+    :class:`OnnxEmbedder`.
     """
     try:
-        return OnnxEmbedder(DEFAULT_MODEL, threads=threads)
+        return OnnxEmbedder(DEFAULT_MODEL, threads=threads, spin=spin)
     except EmbedderUnavailableError as e:
         if warn:
             warnings.warn(
@@ -452,10 +460,12 @@ def embedder_spec(e: Embedder) -> str:
     return f"custom:{cls.__module__}.{cls.__qualname__}"
 
 
-def embedder_from_spec(spec: str) -> Embedder:
-    """Make the embedder :func:`embedder_spec` names (``default`` as well)."""
+def embedder_from_spec(spec: str, *, spin: bool = True) -> Embedder:
+    """Make the embedder :func:`embedder_spec` names (``default`` as well);
+    ``spin``: whether an ONNX embedder's threads spin between runs (see
+    :class:`OnnxEmbedder`)."""
     if spec == "default":
-        return default_embedder()
+        return default_embedder(spin=spin)
     if spec.startswith("hash"):
         _, _, dim = spec.partition("-")
         if dim and not dim.isdigit():
@@ -463,7 +473,7 @@ def embedder_from_spec(spec: str) -> Embedder:
         return HashEmbedder(int(dim or 256))
     if spec.startswith("onnx"):
         _, _, model = spec.partition(":")
-        return OnnxEmbedder(model) if model else OnnxEmbedder()
+        return OnnxEmbedder(model, spin=spin) if model else OnnxEmbedder(spin=spin)
     if spec.startswith("custom:"):
         raise InvalidConfigError(
             f"this memory was made with the custom embedder {spec[7:]}; pass it as embedder="

@@ -24,6 +24,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from jevmem import _validate
 from jevmem import answering as _answering
@@ -62,6 +63,7 @@ class Memory(WritingMemory):
         mode: Mode = "full",
         scope: Mapping[str, str] | None = None,
         filter: Mapping[str, Any] | None = None,
+        embedding: Any | None = None,
     ) -> SearchResult:
         """Evidence for a query: the top ``k`` memories with provenance and a trace.
 
@@ -91,8 +93,18 @@ class Memory(WritingMemory):
           but ``{"$exists": False}``.
 
         A malformed scope or filter raises InvalidInputError naming the problem.
+
+        ``embedding``: the query's vector, made beforehand (``dim`` finite
+        numbers), in place of this memory's embedder (see `search_batch`).
         """
-        return self.search_batch([query], k, now=now, mode=mode, scope=scope, filter=filter)[0]
+        vectors = (
+            None
+            if embedding is None
+            else _validate.embeddings(embedding, "embedding", (self.store.dim,))[None, :]
+        )
+        return self.search_batch(
+            [query], k, now=now, mode=mode, scope=scope, filter=filter, embeddings=vectors
+        )[0]
 
     def search_batch(
         self,
@@ -103,10 +115,17 @@ class Memory(WritingMemory):
         mode: Mode = "full",
         scope: Mapping[str, str] | None = None,
         filter: Mapping[str, Any] | None = None,
+        embeddings: Any | None = None,
     ) -> list[SearchResult]:
         """Run queries in lockstep: each round is one controller call for all of them.
 
         ``scope`` and ``filter`` apply to every query (see `search`).
+        ``embeddings``: the queries' vectors, made beforehand (an array of
+        shape ``(len(queries), dim)``, finite; converted to float32), in
+        place of this memory's embedder (a server embeds the next queries
+        while the memory answers others, say); the memory's vectors must
+        come from the same model. A wrong shape or a non-finite value raises
+        InvalidInputError.
 
         Python's cyclic garbage collector is held off while the searches run
         and turned back on after (unless it was off already): a round keeps
@@ -118,11 +137,16 @@ class Memory(WritingMemory):
         queries, k, now_ts = _validate.search_args(
             queries, k, now, max_text_bytes=self.store.max_text_bytes
         )
+        qvecs = (
+            None
+            if embeddings is None
+            else _validate.embeddings(embeddings, "embeddings", (len(queries), self.store.dim))
+        )
         self._sync_with_store()
         # resolved once for the whole batch, before any work: bad input raises here
         view = ScopedView.of(self, scope, filter)
         with collector_paused():
-            return self._search_batch(queries, k, now_ts, mode, view)
+            return self._search_batch(queries, k, now_ts, mode, view, qvecs)
 
     def _search_batch(
         self,
@@ -131,9 +155,14 @@ class Memory(WritingMemory):
         now_ts: int | None,
         mode: Mode,
         view: ScopedView | None = None,
+        given: npt.NDArray[np.float32] | None = None,
     ) -> list[SearchResult]:
         starts = [time.perf_counter() for _ in queries]
-        qvecs = self.embedder.embed(list(queries)) if queries else np.zeros((0, self.store.dim))
+        qvecs: npt.NDArray[np.floating[Any]]
+        if given is not None:
+            qvecs = given
+        else:
+            qvecs = self.embedder.embed(list(queries)) if queries else np.zeros((0, self.store.dim))
         runs = [
             QueryRun(self, q, qv, k, now_ts, mode, t0, view)
             for q, qv, t0 in zip(queries, qvecs, starts, strict=True)

@@ -143,7 +143,9 @@ def hosted_memories(
         raise SystemExit("--controller-ca needs --controller")
     if args.max_search_batch < 1:
         raise SystemExit(f"--max-search-batch must be at least 1, got {args.max_search_batch}")
-    shared = SharedEmbedders()
+    # ONNX threads that spin between runs hold a core the controller rounds of
+    # other searches need (BENCHMARKS.md section 33)
+    shared = SharedEmbedders(spin=False)
     snapshots: dict[str, Path] = {}
     memories: dict[str, Memory] = {}
     data_dir: Path | None = args.data_dir

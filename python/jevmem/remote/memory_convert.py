@@ -41,7 +41,8 @@ def result_to_proto(r: SearchResult) -> pb.SearchResult:
             text=e.text,
             score=float(e.score),
             provenance=e.provenance,
-            time_refs_json=json.dumps(list(e.time_refs), default=str),
+            # none is the common case: the empty field reads back as no references
+            time_refs_json=json.dumps(list(e.time_refs), default=str) if e.time_refs else "",
             passage_start=e.passage[0],
             passage_end=e.passage[1],
             supersedes=e.supersedes,

@@ -43,6 +43,8 @@ from contextlib import contextmanager
 from typing import Any, NoReturn
 
 import grpc
+import numpy as np
+import numpy.typing as npt
 
 from jevmem import answering
 from jevmem._core import DEFAULT_MAX_TEXT_BYTES
@@ -129,10 +131,12 @@ def _to_ts(now: int | str) -> int | None:
 class _Waiting:
     """One Search call waiting in a memory's queue."""
 
-    __slots__ = ("context", "done", "error", "key", "query", "result")
+    __slots__ = ("context", "done", "error", "key", "query", "result", "vector")
 
     def __init__(self, query: str, key: tuple[Any, ...], context: grpc.ServicerContext) -> None:
         self.query, self.key, self.context = query, key, context
+        #: the query's embedding, once the embedding stage has made it
+        self.vector: npt.NDArray[np.float32] | None = None
         self.done = False
         self.result: SearchResult | None = None
         self.error: BaseException | None = None
@@ -141,21 +145,27 @@ class _Waiting:
 class _SearchQueue:
     """Concurrent Search calls on one memory, answered by ``search_batch``.
 
-    Searches of a memory take turns (its lock). A call that finds the memory
-    busy leaves its query here; whichever call gets the memory next runs
-    every query waiting, grouped by options, as one ``search_batch`` (one
-    embedding call and lockstep controller rounds for all of them) and hands
-    each its result. An idle memory runs a lone query at once: nothing waits
-    for company. Results are those of single searches (``search_batch``
+    Two stages, each taken in turn by whichever call finds it free. The
+    embedding stage (its own lock) embeds every query that arrived without
+    a vector in one embedder call; the memory stage (the memory's lock) runs
+    every embedded query waiting, grouped by options, as one
+    ``search_batch`` on the vectors made (lockstep controller rounds for all
+    of them) and hands each its result. The stages overlap: while one call
+    runs the memory's controller rounds (Python, holding the GIL), another
+    embeds the next queries (the embedder releases the GIL), so the cores
+    are both at work. An idle memory runs a lone query at once: nothing
+    waits for company. Results are those of single searches (``search_batch``
     equals ``search`` query by query); an error is given to the calls whose
-    options group raised it, and a call whose client has gone is dropped
-    before it costs anything.
+    options group (or embedding) raised it, and a call whose client has gone
+    is dropped before it costs anything.
     """
 
     def __init__(self, max_batch: int) -> None:
         #: at most this many queries in one search_batch (the rest wait for the next turn)
         self.max_batch = max_batch
         self._lock = threading.Lock()
+        self._embed_lock = threading.Lock()
+        self._unembedded: list[_Waiting] = []
         self._waiting: list[_Waiting] = []
 
     def search(
@@ -172,7 +182,17 @@ class _SearchQueue:
             context,
         )
         with self._lock:
-            self._waiting.append(me)
+            self._unembedded.append(me)
+        with self._embed_lock:
+            # whoever embeds moves what it embedded to the memory stage, so a
+            # call without a vector yet is still in the embedding queue
+            while me.vector is None and not me.done:
+                with self._lock:
+                    todo = self._unembedded[: self.max_batch]
+                    del self._unembedded[: self.max_batch]
+                ready = self._embed(memory, todo)
+                with self._lock:
+                    self._waiting.extend(ready)
         with memory_lock:
             # Whoever holds the memory finishes every call it takes from the
             # queue before letting go, so a call not done yet is still queued.
@@ -185,6 +205,38 @@ class _SearchQueue:
             raise me.error
         assert me.result is not None
         return me.result
+
+    @staticmethod
+    def _embed(memory: Memory, todo: list[_Waiting]) -> list[_Waiting]:
+        """Give each call its query's vector (one embedder call for all, or
+        one each when that fails, so an error reaches only its own call);
+        the calls embedded, in order."""
+        live = []
+        for w in todo:
+            if w.context.is_active():
+                live.append(w)
+            else:
+                w.error, w.done = _Abort(grpc.StatusCode.CANCELLED, "the caller went away"), True
+        vectors: list[npt.NDArray[np.float32] | None]
+        try:
+            try:
+                vectors = list(memory.embedder.embed([w.query for w in live])) if live else []
+            except Exception:
+                vectors = []
+                for w in live:
+                    try:
+                        vectors.append(memory.embedder.embed([w.query])[0])
+                    except Exception as exc:
+                        w.error, w.done = exc, True
+                        vectors.append(None)
+        except BaseException as exc:  # e.g. KeyboardInterrupt: no call may wait forever
+            for w in todo:
+                if not w.done:
+                    w.error, w.done = exc, True
+            raise
+        for w, v in zip(live, vectors, strict=True):
+            w.vector = v
+        return [w for w in live if not w.done]
 
     @staticmethod
     def _run(memory: Memory, batch: list[_Waiting]) -> None:
@@ -206,6 +258,8 @@ class _SearchQueue:
                 w.error = _Abort(grpc.StatusCode.CANCELLED, "the caller went away")
                 w.done = True
         for (k, now, mode, scope_key, filter_json), group in groups.items():
+            vectors = [w.vector for w in group if w.vector is not None]
+            assert len(vectors) == len(group)  # the embedding stage gave each its vector
             try:
                 results = memory.search_batch(
                     [w.query for w in group],
@@ -214,6 +268,7 @@ class _SearchQueue:
                     mode=mode,
                     scope=dict(scope_key) or None,
                     filter=None if not filter_json else json.loads(filter_json),
+                    embeddings=np.stack(vectors),
                 )
             except Exception as exc:
                 for w in group:
