@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import builtins
 import hashlib
 import importlib
@@ -240,13 +241,18 @@ def test_onnx_spinning_setting(onnx_default: embed_mod.OnnxEmbedder) -> None:
     still = embed_mod.OnnxEmbedder(DEFAULT_MODEL, threads=2, spin=False)
     assert spins(still) == "0"
     np.testing.assert_allclose(still.embed(TEXTS), onnx_default.embed(TEXTS), atol=1e-5)
-    # what jevmem serve makes its memories' embedders with
-    from jevmem._cli_support import SharedEmbedders
+    # what jevmem serve gives its memories, whichever embedder is named
+    pytest.importorskip("grpc")
+    from jevmem.remote.cli import add_commands, hosted_memories
 
-    served = SharedEmbedders(spin=False)
-    assert spins(served.get("default")) == "0" and served.get("default") is served.get("default")
-    assert spins(served.get(f"onnx:{DEFAULT_MODEL}")) == "0"
-    assert spins(SharedEmbedders().get("default")) == "1"
+    parser = argparse.ArgumentParser()
+    add_commands(parser.add_subparsers())
+    for named in ([], ["--embedder", "default"], ["--embedder", f"onnx:{DEFAULT_MODEL}"]):
+        memories, _, factory = hosted_memories(
+            parser.parse_args(["serve", *named, "--memory", "a"])
+        )
+        assert factory is not None
+        assert spins(memories["a"].embedder) == spins(factory("b").embedder) == "0"
 
 
 def test_onnx_rejects_bad_input(onnx_default: embed_mod.OnnxEmbedder) -> None:
