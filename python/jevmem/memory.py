@@ -35,6 +35,7 @@ from jevmem.plane.config import MemoryConfig, Mode, Steps
 from jevmem.plane.query import QueryRun
 from jevmem.plane.results import EvidenceItem, SearchResult, Via
 from jevmem.plane.scoped import ScopedView
+from jevmem.plane.search_queue import Pending
 from jevmem.plane.signals import neutral_answers
 from jevmem.plane.writing import WritingMemory
 from jevmem.system_two import SystemTwo
@@ -97,14 +98,28 @@ class Memory(WritingMemory):
         ``embedding``: the query's vector, made beforehand (``dim`` finite
         numbers), in place of this memory's embedder (see `search_batch`).
         """
-        vectors = (
+        vector = (
             None
             if embedding is None
-            else _validate.embeddings(embedding, "embedding", (self.store.dim,))[None, :]
+            else _validate.embeddings(embedding, "embedding", (self.store.dim,))
         )
-        return self.search_batch(
-            [query], k, now=now, mode=mode, scope=scope, filter=filter, embeddings=vectors
-        )[0]
+        _check_mode(mode)
+        (query,), k, now_ts = _validate.search_args(
+            [query], k, now, max_text_bytes=self.store.max_text_bytes
+        )
+        self._sync_with_store()
+        view = ScopedView.of(self, scope, filter)
+
+        def run(queries: list[str], vectors: npt.NDArray[np.float32]) -> list[SearchResult]:
+            with collector_paused():
+                return self._search_batch(queries, k, now_ts, mode, view, vectors)
+
+        # Searches from other threads at the same time, with the same options
+        # and no scope or filter, run together with this one as one lockstep
+        # batch (each gets what it gets alone); a lone search runs at once.
+        key = (k, now_ts, mode) if view is None else object()
+        me = Pending(query, key, run, vector=vector)
+        return self._search_queue.search(self.embedder.embed, self._search_lock, me)
 
     def search_batch(
         self,
@@ -132,8 +147,7 @@ class Memory(WritingMemory):
         every query's requests alive, which the collector would scan for
         nothing (`jevmem._collector.collector_paused`).
         """
-        if not isinstance(mode, str) or mode not in ("lexical", "anchors", "traversal", "full"):
-            raise InvalidInputError(f"unknown mode {mode!r:.40}")
+        _check_mode(mode)
         queries, k, now_ts = _validate.search_args(
             queries, k, now, max_text_bytes=self.store.max_text_bytes
         )
@@ -292,3 +306,8 @@ class Memory(WritingMemory):
             filter=filter,
             concurrency=concurrency,
         )
+
+
+def _check_mode(mode: object) -> None:
+    if not isinstance(mode, str) or mode not in ("lexical", "anchors", "traversal", "full"):
+        raise InvalidInputError(f"unknown mode {mode!r:.40}")

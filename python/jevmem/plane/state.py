@@ -23,6 +23,7 @@ from jevmem.plane.config import (
 )
 from jevmem.plane.derived import DERIVED_VERSION, DerivedFacts, RefTuple, ref_of, ref_tuple
 from jevmem.plane.filters import scope_and_filter
+from jevmem.plane.search_queue import SearchQueue
 from jevmem.system_two import SystemTwo
 from jevmem.temporal import TimeRef, ground
 
@@ -71,6 +72,10 @@ class MemoryState:
         # writes change Python-side indexes as well as the store: one at a
         # time, so concurrent writers (and idempotency keys) stay consistent
         self._write_lock = threading.RLock()
+        # searches from several threads at once take turns and run together
+        # (`jevmem.plane.search_queue`); re-entrant: a controller may search
+        self._search_queue = SearchQueue()
+        self._search_lock = threading.RLock()
         self.decisions: list[dict[str, Any]] = []
         self.calls = {"write": 0, "query": 0}
         # Durable memories (Memory.open): one log record per write request

@@ -52,6 +52,7 @@ from jevmem._proto.jevmem.v1 import memory_pb2 as pb
 from jevmem._proto.jevmem.v1 import memory_pb2_grpc as pb_grpc
 from jevmem.errors import InvalidConfigError, JevmemError, SystemTwoError, SystemTwoHTTPError
 from jevmem.memory import Memory, SearchResult
+from jevmem.plane.search_queue import Pending, SearchQueue
 from jevmem.remote.memory_client import MemoryClient, RemoteAnswer
 from jevmem.remote.memory_client import MemoryServiceError as MemoryServiceError  # re-export
 from jevmem.remote.memory_convert import meta_to_proto, result_to_proto
@@ -128,45 +129,15 @@ def _to_ts(now: int | str) -> int | None:
     return _validate.timestamp(now, "now")
 
 
-class _Waiting:
-    """One Search call waiting in a memory's queue."""
-
-    __slots__ = ("context", "done", "error", "key", "query", "result", "vector")
-
-    def __init__(self, query: str, key: tuple[Any, ...], context: grpc.ServicerContext) -> None:
-        self.query, self.key, self.context = query, key, context
-        #: the query's embedding, once the embedding stage has made it
-        self.vector: npt.NDArray[np.float32] | None = None
-        self.done = False
-        self.result: SearchResult | None = None
-        self.error: BaseException | None = None
-
-
 class _SearchQueue:
-    """Concurrent Search calls on one memory, answered by ``search_batch``.
-
-    Two stages, each taken in turn by whichever call finds it free. The
-    embedding stage (its own lock) embeds every query that arrived without
-    a vector in one embedder call; the memory stage (the memory's lock) runs
-    every embedded query waiting, grouped by options, as one
-    ``search_batch`` on the vectors made (lockstep controller rounds for all
-    of them) and hands each its result. The stages overlap: while one call
-    runs the memory's controller rounds (Python, holding the GIL), another
-    embeds the next queries (the embedder releases the GIL), so the cores
-    are both at work. An idle memory runs a lone query at once: nothing
-    waits for company. Results are those of single searches (``search_batch``
-    equals ``search`` query by query); an error is given to the calls whose
-    options group (or embedding) raised it, and a call whose client has gone
-    is dropped before it costs anything.
-    """
+    """Concurrent Search calls on one memory, answered together: the two
+    overlapping stages of `jevmem.plane.search_queue` (queries embedded
+    together while the memory answers earlier ones, then each options group
+    run as one ``search_batch`` on those vectors), under the memory's lock.
+    A call whose client has gone is dropped before it costs anything."""
 
     def __init__(self, max_batch: int) -> None:
-        #: at most this many queries in one search_batch (the rest wait for the next turn)
-        self.max_batch = max_batch
-        self._lock = threading.Lock()
-        self._embed_lock = threading.Lock()
-        self._unembedded: list[_Waiting] = []
-        self._waiting: list[_Waiting] = []
+        self._queue = SearchQueue(max_batch)
 
     def search(
         self,
@@ -176,106 +147,29 @@ class _SearchQueue:
         opts: Mapping[str, Any],
         context: grpc.ServicerContext,
     ) -> SearchResult:
-        me = _Waiting(
+        k, now, mode = opts["k"], opts["now"], opts["mode"]
+        scope = dict(opts["scope_key"]) or None
+        filter_json = opts["filter_json"]
+
+        def run(queries: list[str], vectors: npt.NDArray[np.float32]) -> list[SearchResult]:
+            return memory.search_batch(
+                queries,
+                k,
+                now=now,
+                mode=mode,
+                scope=scope,
+                filter=None if not filter_json else json.loads(filter_json),
+                embeddings=vectors,
+            )
+
+        me = Pending(
             query,
-            (opts["k"], opts["now"], opts["mode"], opts["scope_key"], opts["filter_json"]),
-            context,
+            (k, now, mode, opts["scope_key"], filter_json),
+            run,
+            alive=context.is_active,
+            gone=lambda: _Abort(grpc.StatusCode.CANCELLED, "the caller went away"),
         )
-        with self._lock:
-            self._unembedded.append(me)
-        with self._embed_lock:
-            # whoever embeds moves what it embedded to the memory stage, so a
-            # call without a vector yet is still in the embedding queue
-            while me.vector is None and not me.done:
-                with self._lock:
-                    todo = self._unembedded[: self.max_batch]
-                    del self._unembedded[: self.max_batch]
-                ready = self._embed(memory, todo)
-                with self._lock:
-                    self._waiting.extend(ready)
-        with memory_lock:
-            # Whoever holds the memory finishes every call it takes from the
-            # queue before letting go, so a call not done yet is still queued.
-            while not me.done:
-                with self._lock:
-                    batch = self._waiting[: self.max_batch]
-                    del self._waiting[: self.max_batch]
-                self._run(memory, batch)
-        if me.error is not None:
-            raise me.error
-        assert me.result is not None
-        return me.result
-
-    @staticmethod
-    def _embed(memory: Memory, todo: list[_Waiting]) -> list[_Waiting]:
-        """Give each call its query's vector (one embedder call for all, or
-        one each when that fails, so an error reaches only its own call);
-        the calls embedded, in order."""
-        live = []
-        for w in todo:
-            if w.context.is_active():
-                live.append(w)
-            else:
-                w.error, w.done = _Abort(grpc.StatusCode.CANCELLED, "the caller went away"), True
-        vectors: list[npt.NDArray[np.float32] | None]
-        try:
-            try:
-                vectors = list(memory.embedder.embed([w.query for w in live])) if live else []
-            except Exception:
-                vectors = []
-                for w in live:
-                    try:
-                        vectors.append(memory.embedder.embed([w.query])[0])
-                    except Exception as exc:
-                        w.error, w.done = exc, True
-                        vectors.append(None)
-        except BaseException as exc:  # e.g. KeyboardInterrupt: no call may wait forever
-            for w in todo:
-                if not w.done:
-                    w.error, w.done = exc, True
-            raise
-        for w, v in zip(live, vectors, strict=True):
-            w.vector = v
-        return [w for w in live if not w.done]
-
-    @staticmethod
-    def _run(memory: Memory, batch: list[_Waiting]) -> None:
-        try:
-            _SearchQueue._run_groups(memory, batch)
-        except BaseException as exc:  # e.g. KeyboardInterrupt: no call may wait forever
-            for w in batch:
-                if not w.done:
-                    w.error, w.done = exc, True
-            raise
-
-    @staticmethod
-    def _run_groups(memory: Memory, batch: list[_Waiting]) -> None:
-        groups: dict[tuple[Any, ...], list[_Waiting]] = {}
-        for w in batch:
-            if w.context.is_active():
-                groups.setdefault(w.key, []).append(w)
-            else:
-                w.error = _Abort(grpc.StatusCode.CANCELLED, "the caller went away")
-                w.done = True
-        for (k, now, mode, scope_key, filter_json), group in groups.items():
-            vectors = [w.vector for w in group if w.vector is not None]
-            assert len(vectors) == len(group)  # the embedding stage gave each its vector
-            try:
-                results = memory.search_batch(
-                    [w.query for w in group],
-                    k,
-                    now=now,
-                    mode=mode,
-                    scope=dict(scope_key) or None,
-                    filter=None if not filter_json else json.loads(filter_json),
-                    embeddings=np.stack(vectors),
-                )
-            except Exception as exc:
-                for w in group:
-                    w.error, w.done = exc, True
-                continue
-            for w, r in zip(group, results, strict=True):
-                w.result, w.done = r, True
+        return self._queue.search(memory.embedder.embed, memory_lock, me)
 
 
 class MemoryServicer(pb_grpc.MemoryServiceServicer):
