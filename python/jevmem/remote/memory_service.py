@@ -4,8 +4,11 @@ Each name is its own :class:`~jevmem.memory.Memory`: separate store, indexes
 and controller counters, so nothing written under one name can be found
 under another. Calls on one memory are serialised by its own lock; calls on
 different memories run in parallel (up to the server's concurrency cap).
-Search calls that find their memory busy wait in its queue, and the next
-call to get the memory runs all of them as one ``search_batch``.
+Search calls go through the memory's two-stage queue
+(`jevmem.plane.search_queue`): the queries that arrived are embedded
+together while the memory answers earlier ones (outside its lock), and the
+next call to get the memory runs all the embedded ones as one
+``search_batch``.
 
 Admission. A waiting call holds a worker thread (the sync gRPC server has
 no other way to wait), so a busy memory could hold every thread and leave
