@@ -341,6 +341,37 @@ def test_read_path_node_facts_come_from_the_store(tmp_path: Any) -> None:
         m.store.same_session(ids, ids[:1])
 
 
+def test_writes_hold_the_garbage_collector_off_and_leave_it_as_they_found_it() -> None:
+    # a write makes no reference cycles; the collector only scanned its
+    # objects (BENCHMARKS section 33)
+    import gc
+
+    seen: list[bool] = []
+
+    class Watching(LocalController):
+        def decide(self, requests: Sequence[DecisionRequest]) -> list[MutableMapping[str, Answer]]:
+            seen.append(gc.isenabled())
+            return super().decide(requests)
+
+    m = fresh(controller=Watching())
+    obs = [{"text": f"Maya note {i} about the cello", "timestamp": 1_700_000_000 + i, "speaker": "Maya", "session": "1"} for i in range(5)]  # fmt: skip
+    assert gc.isenabled()
+    add_all(m, obs)
+    m.add("Lena moved to Lisbon", speaker="Lena")
+    assert seen and not any(seen)  # off while the writes ran
+    assert gc.isenabled()
+    with pytest.raises(InvalidInputError):
+        m.add_batch(["ok", "also ok"], timestamps=[1_700_000_000])  # a column too short
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        m.add("Tom deployed the release", speaker="Tom")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    assert len(m) == 7
+
+
 def test_searches_leave_the_garbage_collector_as_they_found_it() -> None:
     import gc
 

@@ -9,6 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from jevmem import _validate
+from jevmem._collector import collector_paused
 from jevmem._core import question_share
 from jevmem.controller import catalogue
 from jevmem.controller.types import PAIR_NOULS, ChoiceAnswer, DecisionRequest, pair_values
@@ -163,7 +164,7 @@ class WritingMemory(LifecycleMemory):
         key_col = column("keys", keys)
         # every row is checked, a repeat too: bad input changes nothing
         self.store.check_attributes(n, scopes=scope_col, metadatas=meta_col, keys=key_col)
-        with self._write_lock:
+        with self._write_lock, collector_paused():
             if not any(k is not None for k in key_col):
                 return self._add_fresh(
                     texts,
