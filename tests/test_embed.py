@@ -253,6 +253,10 @@ def test_onnx_spinning_setting(onnx_default: embed_mod.OnnxEmbedder) -> None:
         )
         assert factory is not None
         assert spins(memories["a"].embedder) == spins(factory("b").embedder) == "0"
+    memories, _, _ = hosted_memories(
+        parser.parse_args(["serve", "--embedder-spin", "--memory", "a"])
+    )
+    assert spins(memories["a"].embedder) == "1"
 
 
 def test_onnx_rejects_bad_input(onnx_default: embed_mod.OnnxEmbedder) -> None:
