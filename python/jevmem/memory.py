@@ -103,16 +103,10 @@ class Memory(WritingMemory):
             if embedding is None
             else _validate.embeddings(embedding, "embedding", (self.store.dim,))
         )
-        _check_mode(mode)
-        (query,), k, now_ts = _validate.search_args(
-            [query], k, now, max_text_bytes=self.store.max_text_bytes
-        )
-        self._sync_with_store()
-        view = ScopedView.of(self, scope, filter)
+        (query,), k, now_ts, view = self._search_options([query], k, now, mode, scope, filter)
 
         def run(queries: list[str], vectors: npt.NDArray[np.float32]) -> list[SearchResult]:
-            with collector_paused():
-                return self._search_batch(queries, k, now_ts, mode, view, vectors)
+            return self._search_batch(queries, k, now_ts, mode, view, vectors)
 
         # Searches from other threads at the same time, with the same options
         # and no scope or filter, run together with this one as one lockstep
@@ -147,20 +141,33 @@ class Memory(WritingMemory):
         every query's requests alive, which the collector would scan for
         nothing (`jevmem._collector.collector_paused`).
         """
-        _check_mode(mode)
-        queries, k, now_ts = _validate.search_args(
-            queries, k, now, max_text_bytes=self.store.max_text_bytes
-        )
+        queries, k, now_ts, view = self._search_options(queries, k, now, mode, scope, filter)
         qvecs = (
             None
             if embeddings is None
             else _validate.embeddings(embeddings, "embeddings", (len(queries), self.store.dim))
         )
+        return self._search_batch(queries, k, now_ts, mode, view, qvecs)
+
+    def _search_options(
+        self,
+        queries: Sequence[str],
+        k: int,
+        now: Any,
+        mode: Mode,
+        scope: Mapping[str, str] | None,
+        filter: Mapping[str, Any] | None,
+    ) -> tuple[list[str], int, int | None, ScopedView | None]:
+        """A search's checked options (bad input raises here, before any
+        work): the queries, ``k``, the time relative expressions are read
+        against, and the scoped view (None: the whole memory)."""
+        if not isinstance(mode, str) or mode not in ("lexical", "anchors", "traversal", "full"):
+            raise InvalidInputError(f"unknown mode {mode!r:.40}")
+        checked, k, now_ts = _validate.search_args(
+            queries, k, now, max_text_bytes=self.store.max_text_bytes
+        )
         self._sync_with_store()
-        # resolved once for the whole batch, before any work: bad input raises here
-        view = ScopedView.of(self, scope, filter)
-        with collector_paused():
-            return self._search_batch(queries, k, now_ts, mode, view, qvecs)
+        return checked, k, now_ts, ScopedView.of(self, scope, filter)
 
     def _search_batch(
         self,
@@ -170,6 +177,18 @@ class Memory(WritingMemory):
         mode: Mode,
         view: ScopedView | None = None,
         given: npt.NDArray[np.float32] | None = None,
+    ) -> list[SearchResult]:
+        with collector_paused():
+            return self._search_batch_now(queries, k, now_ts, mode, view, given)
+
+    def _search_batch_now(
+        self,
+        queries: Sequence[str],
+        k: int,
+        now_ts: int | None,
+        mode: Mode,
+        view: ScopedView | None,
+        given: npt.NDArray[np.float32] | None,
     ) -> list[SearchResult]:
         starts = [time.perf_counter() for _ in queries]
         qvecs: npt.NDArray[np.floating[Any]]
@@ -306,8 +325,3 @@ class Memory(WritingMemory):
             filter=filter,
             concurrency=concurrency,
         )
-
-
-def _check_mode(mode: object) -> None:
-    if not isinstance(mode, str) or mode not in ("lexical", "anchors", "traversal", "full"):
-        raise InvalidInputError(f"unknown mode {mode!r:.40}")
