@@ -31,6 +31,7 @@ from jevmem.controller.learned import (
     feature_matrix,
     hand_answers,
 )
+from jevmem.controller.types import CandidateAnswers, CandidateQuestions, CandidateTable
 from jevmem.embed import HashEmbedder
 from jevmem.errors import InvalidConfigError
 
@@ -460,3 +461,85 @@ def test_rounds_answered_together_equal_each_answered_alone(seed: int) -> None:
             for req, got in zip(requests, together, strict=True):
                 assert _same_answers(got, model.decide([req])[0])
     assert together_rounds > 0
+
+
+def _deep_head(names: tuple[str, ...], hidden: tuple[int, ...], seed: int, scale: float) -> Head:
+    rng = np.random.default_rng(seed)
+    sizes = [len(names), *hidden, 1]
+    layers = tuple(
+        (np.clip(rng.normal(size=(a, b)), -1.7, 1.7) * scale, rng.normal(size=b))
+        for a, b in itertools.pairwise(sizes)
+    )
+    return Head(names, rng.normal(size=len(names)), rng.uniform(0.1, 2, size=len(names)), layers)
+
+
+column_value = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.floats(-2.0, 2.0),
+)
+
+
+@given(
+    data=st.data(),
+    sizes=st.lists(st.integers(1, 9), min_size=1, max_size=3),
+    hidden=st.sampled_from([((), ()), ((5,), (3,)), ((4, 2), (2, 6)), ((3,), ()), ((), (2,))]),
+    weight_scale=st.sampled_from([1.0, 1e200, 1e308]),
+    seed=st.integers(0, 2**16),
+    anchors=st.booleans(),
+)
+def test_scoring_heads_read_together_answer_as_each_head_alone(
+    data: st.DataObject,
+    sizes: list[int],
+    hidden: tuple[tuple[int, ...], tuple[int, ...]],
+    weight_scale: float,
+    seed: int,
+    anchors: bool,
+) -> None:
+    # the controller evaluates a round's relevance and support heads as one
+    # stacked computation (and a lockstep batch's rounds as one set of
+    # rows); every answer must be, to the bit, what the head gives alone
+    # through its public form (`candidate_matrix`, `Head.__call__`), for any
+    # signals (NaN, infinities, absent columns) and any weights (the largest
+    # overflow into NaN; heads of different depths are read one by one)
+    relevance = _deep_head(OWN_FEATURES, hidden[0], seed, weight_scale)
+    support = _deep_head(CONTEXT_FEATURES, hidden[1], seed + 1, weight_scale)
+    model = SystemOneModel({"score.relevance": relevance, "score.support": support})
+    learned, hand = LearnedController(model), jevmem.LocalController()
+    names = sorted({n for f in OWN_FEATURES + CONTEXT_FEATURES for n in f.split("*")} | {"novelty"})
+    names = [n for n in names if not n.startswith("hand_") and n != "expanded"]
+    per_candidate = catalogue.anchor_questions if anchors else catalogue.scoring_questions
+    requests = []
+    for n in sizes:
+        present = data.draw(st.lists(st.sampled_from(names), unique=True))
+        columns = {
+            name: data.draw(st.lists(column_value, min_size=n, max_size=n)) for name in present
+        }
+        table = CandidateTable(list(range(n)), ["x"] * n, columns)
+        state = {"query": {"text": "q", "routing": {"semantic": 0.7}}, "candidates": table}
+        requests.append(DecisionRequest("scoring", state, CandidateQuestions(per_candidate, n)))
+    with np.errstate(all="ignore"):  # the largest weights overflow, as meant
+        check_heads_together(requests, learned, hand, relevance, support)
+
+
+def check_heads_together(
+    requests: list[DecisionRequest],
+    learned: LearnedController,
+    hand: jevmem.LocalController,
+    relevance: Head,
+    support: Head,
+) -> None:
+    together = learned.decide(requests)
+    for req, got in zip(requests, together, strict=True):
+        alone = learned.decide([req])[0]
+        assert _same_answers(got, alone)
+        table = req.state["candidates"]
+        rule = hand.decide([req])[0]
+        assert isinstance(got, CandidateAnswers) and isinstance(rule, CandidateAnswers)
+        hand_columns = hand_answers(rule, len(table))
+        for kind, head in (("score.relevance", relevance), ("score.support", support)):
+            want = head(candidate_matrix(table, head.features, hand_columns))
+            want = np.where(np.isnan(want), 0.0, np.clip(want, 0.0, 1.0))
+            assert got.column(kind).tobytes() == want.tobytes(), kind
+        for kind in got.questions.kinds:
+            if kind not in ("score.relevance", "score.support"):
+                assert got.column(kind).tobytes() == rule.column(kind).tobytes(), kind

@@ -660,10 +660,10 @@ def _score_rounds(
     relevance: Head | None,
     support: Head | None,
 ) -> None:
-    """`LearnedController._score_candidates` for several scoring rounds of
-    one call whose candidates and answers are columns (a lockstep batch):
-    rounds asking the same kinds are read as one set of rows, so each
-    elementwise step runs once for all of them; only the heads' matrix
+    """`LearnedController._score_candidates` for the scoring rounds of one
+    call whose candidates and answers are columns (one round, or a lockstep
+    batch's): rounds asking the same kinds are read as one set of rows and
+    their heads evaluated together (`_StackedHeads`); only the matrix
     products go round by round. Each round's answers are those it gets alone."""
     groups: dict[tuple[str, ...], list[tuple[CandidateTable, CandidateAnswers]]] = {}
     for req, answers in rounds:
@@ -677,23 +677,217 @@ def _score_rounds(
             table = req.state["candidates"]
             groups.setdefault(wanted, []).append((table, answers))
     for wanted, members in groups.items():
-        heads = {k: relevance if k == "score.relevance" else support for k in wanted}
-        base = _scoring_base(tuple(h.features for h in heads.values() if h is not None))
+        heads = tuple(relevance if k == "score.relevance" else support for k in wanted)
+        stacked = _stacked_heads(heads)  # type: ignore[arg-type]
+        if stacked is None:
+            _score_rounds_head_by_head(wanted, heads, members)  # type: ignore[arg-type]
+            continue
         sizes = [len(table) for table, _ in members]
-        # each round's columns, stacked (every round's columns come in the
-        # same order: a table supplies every base column)
-        raws = []
-        for table, answers in members:
-            raw, at = _candidate_columns(table, base, _hand_columns(answers))
-            raws.append(raw)
-        raw = np.concatenate(raws) if len(raws) > 1 else raws[0]
-        for kind, head in heads.items():
-            assert head is not None
-            values = _unit_columns(head(_products(raw, at, head.features), sizes))
-            start = 0
-            for (_, answers), n in zip(members, sizes, strict=True):
-                answers.column(kind)[:] = values[start : start + n]
-                start += n
+        values = stacked(
+            np.concatenate([stacked.columns(t, a) for t, a in members], axis=1)
+            if len(members) > 1
+            else stacked.columns(*members[0]),
+            sizes,
+        )
+        start = 0
+        for (_, answers), n in zip(members, sizes, strict=True):
+            for j, kind in enumerate(wanted):
+                answers.column(kind)[:] = values[start : start + n, j]
+            start += n
+
+
+def _score_rounds_head_by_head(
+    wanted: tuple[str, ...],
+    heads: tuple[Head, ...],
+    members: Sequence[tuple[CandidateTable, CandidateAnswers]],
+) -> None:
+    """`_score_rounds` for heads `_StackedHeads` cannot stack (of different
+    depths): each head on its own."""
+    base = _scoring_base(tuple(h.features for h in heads))
+    sizes = [len(table) for table, _ in members]
+    raws = []
+    for table, answers in members:
+        raw, at = _candidate_columns(table, base, _hand_columns(answers))
+        raws.append(raw)
+    raw = np.concatenate(raws) if len(raws) > 1 else raws[0]
+    for kind, head in zip(wanted, heads, strict=True):
+        values = _unit_columns(head(_products(raw, at, head.features), sizes))
+        start = 0
+        for (_, answers), n in zip(members, sizes, strict=True):
+            answers.column(kind)[:] = values[start : start + n]
+            start += n
+
+
+class _StackedHeads:
+    """Several heads of the same depth evaluated as one computation, with
+    the values each gives alone (`Head.__call__` then `_unit_columns`), bit
+    for bit: the scoring round's hot path, where the heads' own steps, each
+    a numpy call on a few hundred numbers, cost more than their arithmetic.
+
+    The heads' features stand side by side in one matrix (a feature two
+    heads read appears twice, standardised by each); elementwise steps run
+    once over all of them, while each head's matrix products read their
+    slice of it, row segment by row segment as `Head.logits` does, into
+    their slice of the next layer (BLAS reads a slice of a wider matrix as
+    it reads the matrix alone). The output layer is stored negated (exactly
+    ``-z``: IEEE rounding is symmetric), which saves the negation the
+    logistic needs."""
+
+    def __init__(self, heads: tuple[Head, ...]) -> None:
+        self.heads = heads
+        names = [f for h in heads for f in h.features]
+        self.base = _base_names_of(tuple(names))
+        at = {b: i for i, b in enumerate(self.base)}
+        # product features, each computed once (factors left to right, as
+        # `_products` multiplies them), after the base rows
+        products = sorted({n for n in names if "*" in n}, key=lambda n: (n.count("*"), n))
+        row = {n: len(self.base) + i for i, n in enumerate(products)}
+        row.update(at)
+        self.width = len(self.base) + len(products)
+        self.product_steps: list[tuple[slice, list[npt.NDArray[np.intp]]]] = []
+        for arity in sorted({n.count("*") + 1 for n in products}):
+            group = [n for n in products if n.count("*") + 1 == arity]
+            first = row[group[0]]
+            factors = [n.split("*") for n in group]
+            self.product_steps.append(
+                (
+                    slice(first, first + len(group)),
+                    [np.array([at[f[k]] for f in factors], dtype=np.intp) for k in range(arity)],
+                )
+            )
+        self.feature_rows = np.array([row[n] for n in names], dtype=np.intp)
+        self.mean = np.concatenate([h.mean for h in heads])
+        self.scale = np.concatenate([h.scale for h in heads])
+        # each head's columns in the stacked features, then layer by layer
+        # in the stacked hidden values; the biases side by side
+        spans = []
+        at_col = 0
+        for h in heads:
+            spans.append(slice(at_col, at_col + len(h.features)))
+            at_col += len(h.features)
+        #: per layer: each head's input columns, its output columns, its
+        #: weights, and every head's biases side by side
+        self.layers: list[
+            tuple[list[slice], list[slice], list[npt.NDArray[np.float64]], npt.NDArray[np.float64]]
+        ] = []
+        depth = len(heads[0].layers)
+        for li in range(depth):
+            last = li == depth - 1
+            ws = [-h.layers[li][0] if last else h.layers[li][0] for h in heads]
+            bs = [-h.layers[li][1] if last else h.layers[li][1] for h in heads]
+            outs = []
+            at_col = 0
+            for w in ws:
+                outs.append(slice(at_col, at_col + w.shape[1]))
+                at_col += w.shape[1]
+            self.layers.append((spans, outs, ws, np.concatenate(bs)))
+            spans = outs
+        # with inputs clipped to [-8, 8] and finite weights no value can
+        # overflow into a NaN, so the logistic's outputs lie in (0, 1] and
+        # `_unit_columns` would change nothing
+        self.bounded = all(_cannot_overflow(h) for h in heads)
+
+    def columns(self, table: CandidateTable, answers: CandidateAnswers) -> npt.NDArray[np.float64]:
+        """A round's base signals, one row per base name (``expanded`` and the
+        hand rule's answers among them, as `_candidate_columns` reads them),
+        bounded as `_bound` bounds them."""
+        n = len(table)
+        got = table.columns
+        kinds = answers.questions.kinds
+        rows: list[npt.NDArray[Any]] = []
+        for name in self.base:
+            if name == "expanded":
+                col = got.get("novelty")
+                rows.append(np.zeros(n) if col is None else col == col)  # not NaN
+            elif name in ("hand_relevance", "hand_support"):
+                kind = "score." + name[5:]
+                rows.append(answers.column(kind) if kind in kinds else np.zeros(n))
+            else:
+                col = got.get(name)
+                rows.append(np.zeros(n) if col is None else col)
+        raw = np.empty((self.width, n), dtype=np.float64)
+        base = raw[: len(self.base)]
+        base[...] = rows
+        _bound(base)
+        return raw
+
+    def __call__(
+        self, raw: npt.NDArray[np.float64], segments: Sequence[int]
+    ) -> npt.NDArray[np.float64]:
+        """The heads' values for the base rows ``raw`` (`columns`, several
+        rounds' side by side), one column per head."""
+        for places, factors in self.product_steps:
+            out = raw[places]
+            np.multiply(raw[factors[0]], raw[factors[1]], out=out)
+            for f in factors[2:]:
+                out *= raw[f]
+        n = raw.shape[1]
+        # standardised and clipped, one row per candidate (C order, as the
+        # matrix products of `Head.logits` read it)
+        h: npt.NDArray[np.float64] = np.subtract(
+            raw[self.feature_rows].T, self.mean, out=np.empty((n, len(self.mean)))
+        )
+        h /= self.scale
+        np.maximum(h, -8.0, out=h)
+        np.minimum(h, 8.0, out=h)
+        last = len(self.layers) - 1
+        for li, (ins, outs, ws, b) in enumerate(self.layers):
+            nxt = np.empty((n, len(b)), dtype=np.float64)
+            for src, dst, w in zip(ins, outs, ws, strict=True):
+                if len(segments) < 2:
+                    np.matmul(h[:, src], w, out=nxt[:, dst])
+                else:
+                    at = 0
+                    for k in segments:
+                        np.matmul(h[at : at + k, src], w, out=nxt[at : at + k, dst])
+                        at += k
+            nxt += b
+            h = nxt
+            if li < last:
+                np.tanh(h, out=h)
+        # h is -z: the logistic 1 / (1 + exp(-z)), z clipped to [-60, 60]
+        np.maximum(h, -60.0, out=h)
+        np.minimum(h, 60.0, out=h)
+        np.exp(h, out=h)
+        h += 1.0
+        np.reciprocal(h, out=h)
+        if not self.bounded:
+            np.minimum(h, 1.0, out=h)
+            np.fmax(h, 0.0, out=h)
+        return h
+
+
+#: the stacked form of each set of heads read together, by the heads' ids
+#: (the heads themselves kept, so an id is not reused while it is here)
+_STACKED: dict[tuple[int, ...], tuple[tuple[Head, ...], _StackedHeads | None]] = {}
+
+
+def _stacked_heads(heads: tuple[Head, ...]) -> _StackedHeads | None:
+    """The stacked form of ``heads`` (built once per set of heads), or None
+    when their depths differ."""
+    key = tuple(id(h) for h in heads)
+    hit = _STACKED.get(key)
+    if hit is not None and all(a is b for a, b in zip(hit[0], heads, strict=True)):
+        return hit[1]
+    stacked = _StackedHeads(heads) if len({len(h.layers) for h in heads}) == 1 else None
+    if len(_STACKED) > 64:
+        _STACKED.clear()
+    _STACKED[key] = (heads, stacked)
+    return stacked
+
+
+def _cannot_overflow(head: Head) -> bool:
+    """Whether no value ``head`` computes from inputs clipped to [-8, 8] can
+    overflow (so none becomes NaN): a bound on each layer's outputs from the
+    one before (tanh bounds hidden values by 1) stays far from overflow."""
+    bound = 8.0
+    for i, (w, b) in enumerate(head.layers):
+        with np.errstate(over="ignore"):  # an overflow is the answer, not a fault
+            out = bound * np.abs(w).sum(axis=0) + np.abs(b)
+        if not np.isfinite(out).all() or out.max(initial=0.0) > 1e300:
+            return False
+        bound = 1.0 if i < len(head.layers) - 1 else bound
+    return True
 
 
 def hand_answers(answers: Mapping[str, Answer], n: int) -> dict[str, list[float]]:
