@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::filter::Allowed;
 use crate::hashing::ShortKeyMap;
 use crate::types::NodeId;
-use crate::vector::{dot, SearchExpansion, VectorConfig, VectorIndex};
+use crate::vector::{DotKernel, SearchExpansion, VectorConfig, VectorIndex};
 
 /// A passage's character span `[start, end)` in its node's text.
 pub type Span = (u64, u64);
@@ -358,10 +358,15 @@ impl PassageIndex {
             return None;
         }
         let p = self.by_node.get(&node)?;
+        let rows = (0..p.spans.len() as u64)
+            .map(|i| self.vectors.get(p.first_key + i))
+            .collect::<Option<Vec<&[f32]>>>()?;
         let mut best: Option<(f32, u32)> = None;
-        for i in 0..p.spans.len() {
-            let v = self.vectors.get(p.first_key + i as u64)?;
-            let s = dot(unit_query, v);
+        for (i, s) in DotKernel::detect()
+            .dots(unit_query, &rows)
+            .into_iter()
+            .enumerate()
+        {
             if best.is_none_or(|(b, _)| s > b) {
                 best = Some((s, i as u32));
             }

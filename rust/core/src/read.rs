@@ -227,14 +227,11 @@ pub struct EvidenceFacts {
 fn similarities(store: &MemoryStore, vector: &[f32], ids: &[NodeId]) -> Result<Vec<f64>> {
     store.vectors().validate(vector)?;
     let unit = VectorIndex::normalize(vector);
-    Ok(ids
-        .iter()
-        .map(|&id| {
-            store
-                .vectors()
-                .similarity(&unit, id)
-                .map_or(f64::NAN, f64::from)
-        })
+    Ok(store
+        .vectors()
+        .similarities(&unit, ids)
+        .into_iter()
+        .map(|s| s.map_or(f64::NAN, f64::from))
         .collect())
 }
 
@@ -918,6 +915,17 @@ impl ReadSession {
         rescale: bool,
     ) -> Result<()> {
         let passages = store.passage_similarities(&self.query.vector, ids)?;
+        self.set_passages(block, &passages, rescale);
+        Ok(())
+    }
+
+    /// The passage column of `block` from each node's best passage.
+    fn set_passages(
+        &mut self,
+        block: &mut SignalBlock,
+        passages: &[Option<(f32, u32)>],
+        rescale: bool,
+    ) {
         let sims: Vec<f64> = passages
             .iter()
             .map(|p| p.map_or(f64::NAN, |(s, _)| f64::from(s)))
@@ -929,7 +937,6 @@ impl ReadSession {
             row[2] = share_of_best(sims[k], self.query.best_passage);
             block.best_passage[k] = passages[k].map_or(0, |(_, i)| i);
         }
-        Ok(())
     }
 
     /// The dense columns of `block` (the first rows, `ids`) measured again
@@ -941,8 +948,16 @@ impl ReadSession {
         ids: &[NodeId],
         block: &mut SignalBlock,
     ) -> Result<()> {
-        let sims = similarities(store, &self.query.vector, ids)?;
-        self.measure_passages(store, ids, block, true)?;
+        // one dot product per node serves both columns (a node without
+        // passages is its own best passage)
+        store.vectors().validate(&self.query.vector)?;
+        let unit = VectorIndex::normalize(&self.query.vector);
+        let whole = store.vectors().similarities(&unit, ids);
+        self.set_passages(block, &store.best_passages(&unit, ids, &whole), true);
+        let sims: Vec<f64> = whole
+            .into_iter()
+            .map(|s| s.map_or(f64::NAN, f64::from))
+            .collect();
         self.query.best_dense = best_of(&sims);
         for (k, row) in block.rows.iter_mut().enumerate() {
             row[1] = share_of_best(sims[k], self.query.best_dense);

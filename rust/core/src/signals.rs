@@ -16,7 +16,7 @@ use crate::hashing::ShortKeyMap;
 use crate::store::MemoryStore;
 use crate::style::{speaker_key, StyleBasis};
 use crate::types::NodeId;
-use crate::vector::VectorIndex;
+use crate::vector::{DotKernel, VectorIndex};
 
 /// The signal columns `read_signals` returns, in order.
 pub const SIGNAL_COLUMNS: [&str; 16] = [
@@ -112,6 +112,8 @@ impl MemoryStore {
             .map(|&id| self.require(id).map(|_| self.vectors.get(id)))
             .collect::<Result<Vec<_>>>()?;
         let rows: Vec<&[f32]> = rows.into_iter().flatten().collect();
+        let kernel = DotKernel::detect();
+        let mut sims = Vec::with_capacity(rows.len());
         ids.iter()
             .map(|&id| {
                 self.require(id)?;
@@ -121,10 +123,10 @@ impl MemoryStore {
                 if rows.is_empty() {
                     return Ok(0.0);
                 }
-                let best = rows
-                    .iter()
-                    .map(|r| crate::vector::dot(r, v))
-                    .fold(f32::NEG_INFINITY, f32::max);
+                sims.clear();
+                // (a dot product is symmetric to the bit: fma(a, b, c) = fma(b, a, c))
+                kernel.dots_into(v, &rows, &mut sims);
+                let best = sims.iter().copied().fold(f32::NEG_INFINITY, f32::max);
                 Ok(f64::from(best).clamp(0.0, 1.0))
             })
             .collect()
@@ -152,13 +154,11 @@ impl MemoryStore {
         let (lex_rank, vec_rank) = (ranks(q.lexical_ranked), ranks(q.vector_ranked));
         let mut rows = Vec::with_capacity(ids.len());
         let mut best_passage = Vec::with_capacity(ids.len());
+        let similarities = self.vectors.similarities(&unit, ids);
         for (k, (&id, node)) in ids.iter().zip(&nodes).enumerate() {
-            let dense = self
-                .vectors
-                .similarity(&unit, id)
-                .map_or(f64::NAN, f64::from);
+            let dense = similarities[k].map_or(f64::NAN, f64::from);
             let (passage, at) = if q.passages {
-                self.best_passage(&unit, id)
+                self.best_passage(&unit, id, similarities[k])
                     .map_or((f64::NAN, 0), |(s, i)| (f64::from(s), i))
             } else {
                 (f64::NAN, 0)

@@ -1085,14 +1085,35 @@ impl MemoryStore {
     ) -> Result<Vec<Option<(f32, u32)>>> {
         self.vectors.validate(query)?;
         let unit = VectorIndex::normalize(query);
-        Ok(ids.iter().map(|&id| self.best_passage(&unit, id)).collect())
+        let whole = self.vectors.similarities(&unit, ids);
+        Ok(self.best_passages(&unit, ids, &whole))
     }
 
-    /// `passage_similarities` of one node for a unit query.
-    pub(crate) fn best_passage(&self, unit_query: &[f32], id: NodeId) -> Option<(f32, u32)> {
+    /// `passage_similarities` for a unit query, given each node's whole-text
+    /// similarity (`whole[k]`, `VectorIndex::similarities`): a node without
+    /// passages is its one passage.
+    pub(crate) fn best_passages(
+        &self,
+        unit_query: &[f32],
+        ids: &[NodeId],
+        whole: &[Option<f32>],
+    ) -> Vec<Option<(f32, u32)>> {
+        ids.iter()
+            .zip(whole)
+            .map(|(&id, &whole)| self.best_passage(unit_query, id, whole))
+            .collect()
+    }
+
+    /// `best_passages` of one node.
+    pub(crate) fn best_passage(
+        &self,
+        unit_query: &[f32],
+        id: NodeId,
+        whole: Option<f32>,
+    ) -> Option<(f32, u32)> {
         self.passages
             .best(unit_query, id)
-            .or_else(|| self.vectors.similarity(unit_query, id).map(|s| (s, 0)))
+            .or_else(|| whole.map(|s| (s, 0)))
     }
 
     /// The passage spans stored for a node (empty when its text is one passage).
