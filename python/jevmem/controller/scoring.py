@@ -23,12 +23,13 @@ __all__ = ["clip_columns", "score_columns", "score_rounds"]
 
 
 def clip_columns(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    """`local._clip` of every element: NaN and infinities give 0."""
-    # four array operations where comparisons took eight: clip, then 0 where
-    # x is not finite; adding 0 makes a -0.0 the +0.0 that `_clip` returns
-    out = np.where(np.isfinite(x), x.clip(0.0, 1.0), 0.0)
-    out += 0.0
-    return out
+    """`local._clip` of every element: NaN and infinities give 0 (a new array)."""
+    # four ufunc calls: x + (x - x) is x (a -0.0 made +0.0) where x is
+    # finite and NaN where it is not, and fmax takes 0 over a NaN
+    out = np.subtract(x, x)
+    np.add(x, out, out=out)
+    np.fmax(out, 0.0, out=out)
+    return np.fmin(out, 1.0, out=out)
 
 
 def score_columns(state: Mapping[str, Any], questions: CandidateQuestions) -> CandidateAnswers:
@@ -136,6 +137,31 @@ class _SignalColumns:
             return self.table.present(name)
         return np.array([name in s for s in self.sigs], dtype=bool)
 
+    def raw_block(self, names: Sequence[str]) -> npt.NDArray[np.float64]:
+        """The named columns of a table, one row each, NaN where absent (a
+        new array; tables only)."""
+        assert self.table is not None
+        return _table_block(self.table, names)
+
+    def truthy_block(self, names: Sequence[str]) -> npt.NDArray[np.float64]:
+        """`truthy` of each name, one row each (a new array)."""
+        if self.table is None:
+            return np.array([self.truthy(name) for name in names], dtype=np.float64)
+        return self._zeroed_block(names)
+
+    def block(self, names: Sequence[str]) -> npt.NDArray[np.float64]:
+        """Each name as ``self(name)`` reads it (default 0), one row each (a
+        new array)."""
+        if self.table is None:
+            return np.array([self(name) for name in names], dtype=np.float64)
+        return self._zeroed_block(names)
+
+    def _zeroed_block(self, names: Sequence[str]) -> npt.NDArray[np.float64]:
+        # a table's absent value (NaN) reads as 0 either way
+        out = self.raw_block(names)
+        np.copyto(out, 0.0, where=np.isnan(out))
+        return out
+
     def views(self) -> list[Any]:
         if self.table is not None:
             return self.table.views
@@ -163,6 +189,32 @@ class _StackedColumns(_SignalColumns):
     def views(self) -> list[Any]:
         return [v for t in self.tables for v in t.views]
 
+    def raw_block(self, names: Sequence[str]) -> npt.NDArray[np.float64]:
+        return np.concatenate([_table_block(t, names) for t in self.tables], axis=1)
+
+
+def _table_block(table: CandidateTable, names: Sequence[str]) -> npt.NDArray[np.float64]:
+    """A table's named columns, one row each, NaN where absent (a new array)."""
+    n = len(table)
+    got = table.columns
+    absent = None
+    rows = []
+    for name in names:
+        col = got.get(name)
+        if col is None:
+            if absent is None:
+                absent = np.full(n, np.nan)
+            col = absent
+        rows.append(col)
+    return np.array(rows, dtype=np.float64).reshape(len(names), n)
+
+
+#: the hand rule's relevance: a weighted sum of these signals (the last one
+#: subtracted), added up in this order
+_RELEVANCE = ("lexical", "dense", "entity_match", "time_match", "asks")
+_RELEVANCE_WEIGHTS = np.array([0.45, 0.35, 0.2, 0.3, 0.1])[:, None]
+_USEFULNESS_WEIGHTS = np.array([0.3, 0.2])[:, None]
+
 
 def _score_column(
     col: _SignalColumns, kind: str, route: Callable[[], npt.NDArray[np.float64]]
@@ -170,28 +222,41 @@ def _score_column(
     """`local._score` of every candidate for one ``score.*`` kind; ``route()``
     gives each candidate's route share (read only for relation usefulness)."""
     if kind == "score.relevance":
-        values = clip_columns(
-            0.45 * col.truthy("lexical")
-            + 0.35 * col.truthy("dense")
-            + 0.2 * col.truthy("entity_match")
-            + 0.3 * col.truthy("time_match")
-            - 0.1 * col.truthy("asks")
-        )
+        # 0.45 lexical + 0.35 dense + 0.2 entity_match + 0.3 time_match
+        # - 0.1 asks, summed left to right, in a few calls over all five
+        terms = col.truthy_block(_RELEVANCE)
+        terms *= _RELEVANCE_WEIGHTS
+        total = np.add(terms[0], terms[1])
+        total += terms[2]
+        total += terms[3]
+        total -= terms[4]
+        values = clip_columns(total)
         chained = col.present("valid_at_query_time")
         if chained.any():  # validity_adjusted, for the nodes in a supersedes chain
             best = col("chain_match")[chained]
             values[chained] = clip_columns(np.where(best > values[chained], best, values[chained]))
         return values
     if kind == "score.relation_usefulness":
-        p = route()
-        return clip_columns(0.5 * p + 0.3 * col("edge_weight") + 0.2 * col("same_session"))
+        # 0.5 route + 0.3 edge_weight + 0.2 same_session, left to right
+        terms = col.block(("edge_weight", "same_session"))
+        terms *= _USEFULNESS_WEIGHTS
+        total = route()
+        total *= 0.5
+        total += terms[0]
+        total += terms[1]
+        return clip_columns(total)
     if kind == "score.novelty":
         return clip_columns(1.0 - col("max_evidence_similarity"))
     # score.support: the temporal neighbours, then the episode (default: near)
-    near = col("support")
     if col.table is not None:
-        episode = np.where(col.present("episode_support"), col("episode_support"), near)
-    else:  # a missing or None value reads as near
+        # support (absent: 0), and episode_support (absent: that support)
+        both = col.raw_block(("support", "episode_support"))
+        missing = np.isnan(both)
+        near, episode = both
+        np.copyto(near, 0.0, where=missing[0])
+        np.copyto(episode, near, where=missing[1])
+    else:
+        near = col("support")  # a missing or None value reads as near
         episode = np.array(
             [
                 n if (v := s.get("episode_support", n)) is None else float(v)
@@ -199,4 +264,7 @@ def _score_column(
             ],
             dtype=np.float64,
         )
-    return clip_columns((2.0 * near + episode) / 3.0)
+    total = near * 2.0
+    total += episode
+    total /= 3.0
+    return clip_columns(total)
