@@ -26,6 +26,7 @@ from jevmem.controller.learned import (
     LearnedController,
     SystemOneModel,
     assessment_features,
+    assessment_row,
     candidate_matrix,
     candidate_rows,
     feature_matrix,
@@ -543,3 +544,80 @@ def check_heads_together(
         for kind in got.questions.kinds:
             if kind not in ("score.relevance", "score.support"):
                 assert got.column(kind).tobytes() == rule.column(kind).tobytes(), kind
+
+
+summary_value = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.floats(-2.0, 2.0),
+    st.sampled_from([0.0, -0.0, 1.0, 1e7, -1e7]),
+)
+
+
+@given(
+    summaries=st.lists(
+        st.fixed_dictionaries({name: summary_value for name in ASSESSMENT_BASE}),
+        min_size=1,
+        max_size=4,
+    ),
+    features=st.sampled_from(
+        [
+            ASSESSMENT_FEATURES,
+            ASSESSMENT_BASE,
+            ("grounded*against", "coverage", "top_score*top_score"),
+            ("grounded*against*coverage", "unnamed"),  # three factors
+        ]
+    ),
+    hidden=st.sampled_from([(), (3,)]),
+    seed=st.integers(0, 2**16),
+)
+def test_sufficiency_rows_built_as_floats_equal_the_head_on_its_matrix(
+    summaries: list[dict[str, float]],
+    features: tuple[str, ...],
+    hidden: tuple[int, ...],
+    seed: int,
+) -> None:
+    # the controller builds an assessment's features and standardises them
+    # as Python floats; every answer must be, to the bit, the head's own
+    # answer on the public feature row (`assessment_row`), alone or with
+    # other assessments in the same call
+    head = _deep_head(features, hidden, seed, 1.0)
+    model = SystemOneModel({"assess.sufficiency": head})
+    ctl = LearnedController(model)
+    hand = jevmem.LocalController()
+    requests = []
+    for summary in summaries:
+        # a state whose evidence and measures carry the drawn values
+        evidence = [
+            {
+                "id": i,
+                "text": "x",
+                "score": summary[score],
+                "signals": {
+                    "relevance": summary["top_relevance"],
+                    "content_coverage": summary["grounded"],
+                    "other_coverage": summary["against"],
+                    "dense_raw": summary["top_dense_raw"],
+                },
+            }
+            for i, score in enumerate(("top_score", "second_score", "top3_score"))
+        ]
+        state = {
+            "evidence": evidence,
+            **{k: summary[k] for k in ("coverage", "known_terms", "covered_terms")},
+            "frontier_best": summary["frontier_best"],
+            "names_speaker": summary["names_speaker"],
+        }
+        requests.append(DecisionRequest("assessment", state, catalogue.assessment_questions()))
+    (qid,) = [q.id for q in catalogue.assessment_questions() if q.kind == "assess.sufficiency"]
+    together = ctl.decide(requests)
+    for req, got in zip(requests, together, strict=True):
+        alone = ctl.decide([req])[0]
+        rule = hand.decide([req])[0][qid]
+        assert isinstance(rule, NoulAnswer)
+        x = assessment_row(req.state, rule.value, head.features)
+        want = float(head(x)[0])
+        want = 0.0 if math.isnan(want) else min(max(want, 0.0), 1.0)
+        for answers in (got, alone):
+            value = answers[qid]
+            assert isinstance(value, NoulAnswer)
+            assert value.value == want and math.copysign(1.0, value.value) == 1.0

@@ -383,6 +383,12 @@ class Head:
         # a feature far outside what training saw must not dominate (one
         # ufunc call: the same values as maximum then minimum)
         h.clip(-8.0, 8.0, out=h)
+        return self.standardized_logits(h, segments)
+
+    def standardized_logits(
+        self, h: npt.NDArray[np.float64], segments: Sequence[int] | None = None
+    ) -> npt.NDArray[np.float64]:
+        """`logits` of features already standardised and clipped."""
         for w, b in self.layers[:-1]:
             h = _segment_products(h, w, segments)
             h += b
@@ -395,12 +401,7 @@ class Head:
     def __call__(
         self, x: npt.NDArray[np.float64], segments: Sequence[int] | None = None
     ) -> npt.NDArray[np.float64]:
-        z = self.logits(x, segments)
-        z.clip(-60.0, 60.0, out=z)
-        np.negative(z, out=z)
-        np.exp(z, out=z)
-        z += 1.0
-        return np.reciprocal(z, out=z)
+        return _logistic(self.logits(x, segments))
 
     @staticmethod
     def averaged(heads: Sequence[Head]) -> Head:
@@ -527,6 +528,73 @@ def _shipped() -> SystemOneModel:
     return SystemOneModel.from_json(json.loads(text))
 
 
+def _logistic(z: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """1 / (1 + exp(-z)), z clipped to [-60, 60], in place."""
+    z.clip(-60.0, 60.0, out=z)
+    np.negative(z, out=z)
+    np.exp(z, out=z)
+    z += 1.0
+    return np.reciprocal(z, out=z)
+
+
+def _sufficiency_values(head: Head, summaries: Sequence[Mapping[str, float]]) -> list[float]:
+    """The sufficiency head's answers for assessment summaries
+    (`assessment_features`), each row as alone: ``_unit`` of
+    ``head(_matrix(summaries, head.features), [1] * len(summaries))``, bit
+    for bit. A row's few dozen features are built and standardised as
+    Python floats (the same IEEE operations) where numpy calls on one-row
+    arrays cost more than their arithmetic; only the matrix products and
+    the logistic run in numpy, as `Head.__call__` runs them."""
+    plan = _row_plan(head)
+    if plan is None:  # a feature of three factors or more: the general path
+        x = _matrix(summaries, head.features)
+        return [_unit(v) for v in head(x, [1] * len(summaries)).tolist()]
+    rows = []
+    for summary in summaries:
+        # each base value as `_bound` bounds it, then a 1 that a feature of
+        # one factor is multiplied by (exactly itself)
+        base = [_bound_one(summary.get(name) or 0.0) for name in ASSESSMENT_BASE]
+        base.append(1.0)
+        rows.append([min(max((base[i] * base[j] - m) / sd, -8.0), 8.0) for i, j, m, sd in plan])
+    h = np.array(rows, dtype=np.float64).reshape(len(rows), len(plan))
+    values = _logistic(head.standardized_logits(h, [1] * len(rows))).tolist()
+    return [_unit(v) for v in values]
+
+
+#: `_row_plan`'s answer for each head it was asked about, by the head's id
+#: (the head kept, so an id is not reused while it is here)
+_ROW_PLANS: dict[int, tuple[Head, list[tuple[int, int, float, float]] | None]] = {}
+
+
+def _row_plan(head: Head) -> list[tuple[int, int, float, float]] | None:
+    """Per feature of a sufficiency head: the places of its two factors in
+    `ASSESSMENT_BASE` (the second past its end for a feature of one factor:
+    the 1 `_sufficiency_values` appends), its mean and its scale; None when
+    a feature has more than two factors (built once per head)."""
+    hit = _ROW_PLANS.get(id(head))
+    if hit is not None and hit[0] is head:
+        return hit[1]
+    at = {name: i for i, name in enumerate(ASSESSMENT_BASE)}
+    one = len(ASSESSMENT_BASE)
+    plan: list[tuple[int, int, float, float]] | None = []
+    for feature, m, sd in zip(head.features, head.mean.tolist(), head.scale.tolist(), strict=True):
+        parts = [at[p] for p in feature.split("*")]
+        if len(parts) > 2 or plan is None:
+            plan = None
+            continue
+        plan.append((parts[0], parts[1] if len(parts) == 2 else one, m, sd))
+    if len(_ROW_PLANS) > 64:
+        _ROW_PLANS.clear()
+    _ROW_PLANS[id(head)] = (head, plan)
+    return plan
+
+
+def _bound_one(v: float) -> float:
+    """One value as `_bound` bounds it."""
+    v = float(v)
+    return min(max(v, -1e6), 1e6) if math.isfinite(v) else 0.0
+
+
 class LearnedController(LocalController):
     """`LocalController` with the kinds its model has heads for answered by the model."""
 
@@ -576,10 +644,9 @@ class LearnedController(LocalController):
         if assessed and sufficiency is not None:
             # one row per assessment, read together; the products row by row
             # (as alone: see `_segment_products`)
-            x = _matrix([summary for _, _, summary in assessed], sufficiency.features)
-            values = sufficiency(x, [1] * len(assessed)).tolist()
+            values = _sufficiency_values(sufficiency, [summary for _, _, summary in assessed])
             for (answers, qid, _), v in zip(assessed, values, strict=True):
-                answers[qid] = NoulAnswer(_unit(v))
+                answers[qid] = NoulAnswer(v)
         return out
 
     @staticmethod
