@@ -120,15 +120,21 @@ fn boundary(chars: &[char], at: usize) -> bool {
 
 /// Whether one of `words` occurs in `chars` as a whole word (case-insensitive).
 /// Every word starts with a letter, so a match starts a run of word characters.
+/// The words are ASCII (`w.len()` counts their chars; a test checks), so a
+/// word's first byte is its first char: compared as bytes (a `starts_with`
+/// per word and word start went through `memcmp`).
 fn has_word(chars: &[char], words: &[&str]) -> bool {
     let mut prev_word = false;
     for (at, &c) in chars.iter().enumerate() {
         let word = is_word(c);
         if word && !prev_word {
             let first = fold(c);
-            let found = words.iter().any(|w| {
-                w.starts_with(first) && folded_at(chars, at, w) && boundary(chars, at + w.len())
-            });
+            let found = first.is_ascii()
+                && words.iter().any(|w| {
+                    w.as_bytes().first() == Some(&(first as u8))
+                        && folded_at(chars, at, w)
+                        && boundary(chars, at + w.len())
+                });
             if found {
                 return true;
             }
@@ -633,6 +639,50 @@ mod tests {
     use proptest::prelude::*;
 
     const WORDS: [&str; 8] = ["Ann", "bob", "park", "went", "I", "you", "Paint", "lake"];
+
+    /// `has_word` as it compared first chars before (`str::starts_with`).
+    fn has_word_by_chars(chars: &[char], words: &[&str]) -> bool {
+        let mut prev_word = false;
+        for (at, &c) in chars.iter().enumerate() {
+            let word = is_word(c);
+            if word && !prev_word {
+                let first = fold(c);
+                if words.iter().any(|w| {
+                    w.starts_with(first) && folded_at(chars, at, w) && boundary(chars, at + w.len())
+                }) {
+                    return true;
+                }
+            }
+            prev_word = word;
+        }
+        false
+    }
+
+    #[test]
+    fn person_words_are_ascii() {
+        for w in FIRST_PERSON.iter().chain(&SECOND_PERSON) {
+            assert!(!w.is_empty() && w.is_ascii(), "{w}");
+        }
+    }
+
+    proptest! {
+        /// Comparing a word's first byte finds what comparing its first char
+        /// found, case folds included (the Kelvin sign, a dotted capital I).
+        #[test]
+        fn has_word_by_bytes_equals_by_chars(
+            text in prop::collection::vec(
+                prop::sample::select(vec![
+                    'i', 'I', 'm', 'y', 'o', 'u', 'r', 'w', 'e', 's', '\'', ' ', '.', ',',
+                    '\u{130}', '\u{131}', '\u{212a}', '\u{17f}', 'Y', 'O', 'U', 'é', '_', '1',
+                ]),
+                0..40,
+            ),
+        ) {
+            for words in [&FIRST_PERSON[..], &SECOND_PERSON[..]] {
+                prop_assert_eq!(has_word(&text, words), has_word_by_chars(&text, words));
+            }
+        }
+    }
 
     fn text_of(words: &[usize], marks: &[usize]) -> String {
         let stops = [" ", ". ", "? ", ", "];
