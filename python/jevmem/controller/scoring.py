@@ -256,7 +256,8 @@ def _score_column(
         np.copyto(near, 0.0, where=missing[0])
         np.copyto(episode, near, where=missing[1])
     else:
-        near = col("support")  # a missing or None value reads as near
+        near = col("support")
+        # a missing or None episode_support reads as near
         episode = np.array(
             [
                 n if (v := s.get("episode_support", n)) is None else float(v)
