@@ -121,6 +121,22 @@ def test_search_batch_equals_one_by_one_and_respects_limits(
         assert a.sufficiency is None or 0.0 <= a.sufficiency <= 1.0
 
 
+def test_traversal_limits_are_the_configs_read_once_and_read_only() -> None:
+    import dataclasses
+
+    cfg = MemoryConfig(traversal=TraversalConfig(max_controller_calls=3, max_wall_s=2.5))
+    limits = cfg.traversal_limits
+    assert dict(limits) == cfg.traversal.as_dict()
+    assert limits["max_controller_calls"] == 3 and limits["max_wall_s"] == 2.5
+    with pytest.raises(TypeError):
+        limits["max_wall_s"] = 9.0  # type: ignore[index]
+    assert cfg.traversal_limits["max_wall_s"] == 2.5
+    # a replaced config reads its own traversal's limits, not the first one's
+    other = dataclasses.replace(cfg, traversal=TraversalConfig(max_controller_calls=5))
+    assert other.traversal_limits["max_controller_calls"] == 5
+    assert cfg.traversal_limits["max_controller_calls"] == 3
+
+
 def _evidence(results: Sequence[Any]) -> list[list[tuple[int, float]]]:
     return [[(e.id, e.score) for e in r.evidence] for r in results]
 

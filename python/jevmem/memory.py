@@ -202,7 +202,7 @@ class Memory(WritingMemory):
         ]
         if mode in ("lexical", "anchors"):
             return [r.simple_result() for r in runs]
-        max_wall = float(self.config.traversal.as_dict()["max_wall_s"])  # type: ignore[arg-type]
+        max_wall = float(self.config.traversal_limits["max_wall_s"])  # type: ignore[arg-type]
         streams = mode == "full" and callable(getattr(self.controller, "decide_stream", None))
         # Each run is a generator of requests; one decide() per lockstep round
         # for all of them. A query's next requests are produced (its generator

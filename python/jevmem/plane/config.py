@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Literal
 
 from jevmem._core import DEFAULT_MAX_TEXT_BYTES, Node, TraversalConfig
@@ -129,3 +130,13 @@ class MemoryConfig:
             )
         if not (math.isfinite(self.kappa) and self.kappa > 0):
             raise InvalidConfigError(f"kappa must be positive, got {self.kappa!r}")
+
+    @property
+    def traversal_limits(self) -> Mapping[str, object]:
+        """``traversal.as_dict()``, read-only, built once: every query reads
+        it (the config and its `TraversalConfig` are both frozen)."""
+        got: dict[str, object] | None = self.__dict__.get("_traversal_limits")
+        if got is None:  # a plain dict kept (a config pickles), a read-only view given
+            got = self.traversal.as_dict()
+            object.__setattr__(self, "_traversal_limits", got)
+        return MappingProxyType(got)

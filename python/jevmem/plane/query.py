@@ -115,7 +115,7 @@ class QueryRun(QueryFeatures):
         # limit) was last assessed on less evidence than it returns: assess
         # once more, so the result's sufficiency describes its own evidence,
         # when the call budget and the time allow.
-        limits = cfg.traversal.as_dict()
+        limits = cfg.traversal_limits
         if (
             [node for node, _ in self.ranked(t)[:ASSESSED_ITEMS]] != self.assessed_top
             and int(t.trace()["controller_calls"]) < int(limits["max_controller_calls"])  # type: ignore[call-overload]
@@ -286,7 +286,7 @@ class QueryRun(QueryFeatures):
             found.append((node, score, via))
         evidence = self.items(found)
         trace = dict(t.trace())
-        cfg = self.m.config.traversal.as_dict()
+        cfg = self.m.config.traversal_limits
         trace.update(
             {
                 "mode": self.mode,
