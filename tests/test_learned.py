@@ -482,7 +482,7 @@ column_value = st.one_of(
 
 @given(
     data=st.data(),
-    sizes=st.lists(st.integers(1, 9), min_size=1, max_size=3),
+    sizes=st.lists(st.integers(0, 9), min_size=1, max_size=3),
     hidden=st.sampled_from([((), ()), ((5,), (3,)), ((4, 2), (2, 6)), ((3,), ()), ((), (2,))]),
     weight_scale=st.sampled_from([1.0, 1e200, 1e308]),
     seed=st.integers(0, 2**16),
