@@ -347,7 +347,20 @@ pub struct CoverageQuery {
     pub people: ShortKeySet<String>,
 }
 
+/// The distinct first chars of `tokens` (what `Tokenizer::for_each_token_starting` reads).
+fn first_chars<'a>(tokens: impl Iterator<Item = &'a str>) -> Vec<char> {
+    let mut out: Vec<char> = tokens.filter_map(|t| t.chars().next()).collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
 impl CoverageQuery {
+    /// The first chars of the content tokens.
+    fn first_chars(&self) -> Vec<char> {
+        first_chars(self.content_tokens.iter().map(String::as_str))
+    }
+
     fn names_asked(&self, name: &str) -> bool {
         self.asked.iter().any(|q| is_alias(q, name))
     }
@@ -462,13 +475,15 @@ impl MemoryStore {
         let mut credit: ShortKeyMap<&str, f64> = ShortKeyMap::default();
         let mut other: ShortKeyMap<&str, f64> = ShortKeyMap::default();
         let mut hits: Vec<&str> = Vec::new();
+        let firsts = q.first_chars();
         for sentence in sentence_spans(text) {
             hits.clear();
-            self.tokenizer().for_each_token(sentence, |t| {
-                if let Some(c) = q.content_tokens.get(t) {
-                    hits.push(c);
-                }
-            });
+            self.tokenizer()
+                .for_each_token_starting(sentence, &firsts, |t| {
+                    if let Some(c) = q.content_tokens.get(t) {
+                        hits.push(c);
+                    }
+                });
             if hits.is_empty() {
                 continue;
             }
@@ -625,11 +640,13 @@ impl MemoryStore {
                 columns.entry(t.as_str()).or_default().push(i);
             }
         }
-        self.tokenizer().for_each_token(text, |t| {
-            for &i in columns.get(t).map_or(&[][..], Vec::as_slice) {
-                row[i] = true;
-            }
-        });
+        let firsts = first_chars(columns.keys().copied());
+        self.tokenizer()
+            .for_each_token_starting(text, &firsts, |t| {
+                for &i in columns.get(t).map_or(&[][..], Vec::as_slice) {
+                    row[i] = true;
+                }
+            });
     }
 }
 

@@ -109,14 +109,63 @@ impl Tokenizer {
                 }
             }
         }
-        if !fresh.is_empty() {
-            let mut memo = self.memo.write().unwrap_or_else(PoisonError::into_inner);
-            for (word, token) in fresh {
-                if memo.len() >= STEM_MEMO_WORDS {
-                    break;
+        self.remember(fresh);
+    }
+
+    /// `for_each_token` for a caller that only wants tokens starting with
+    /// one of `firsts`: an ASCII word whose lower-cased first char is not
+    /// among them is skipped before it is normalised or looked up. An ASCII
+    /// word's token starts with that char: normalising lower-cases and only
+    /// trims the end, stemming only rewrites suffixes, and word segmentation
+    /// never starts an ASCII word with an apostrophe (which the stemmer
+    /// would drop). Other words are read as `for_each_token` reads them: an
+    /// apostrophe followed by combining marks is a word, for one. Tests
+    /// hold this over tricky words and generated text.
+    pub fn for_each_token_starting(&self, text: &str, firsts: &[char], mut f: impl FnMut(&str)) {
+        if firsts.is_empty() {
+            return;
+        }
+        let mut word = String::new();
+        let mut fresh: Vec<(String, Option<String>)> = Vec::new();
+        {
+            let memo = self.memo.read().unwrap_or_else(PoisonError::into_inner);
+            for raw in text.unicode_words() {
+                if let Some(&b) = raw.as_bytes().first() {
+                    if raw.is_ascii() && !firsts.contains(&char::from(b.to_ascii_lowercase())) {
+                        continue;
+                    }
                 }
-                memo.insert(word, token);
+                normalize_word_into(raw, &mut word);
+                match memo.get(word.as_str()) {
+                    Some(token) => {
+                        if let Some(t) = token {
+                            f(t);
+                        }
+                    }
+                    None => {
+                        let token = self.token(word.clone());
+                        if let Some(t) = &token {
+                            f(t);
+                        }
+                        fresh.push((word.clone(), token));
+                    }
+                }
             }
+        }
+        self.remember(fresh);
+    }
+
+    /// Add freshly stemmed words to the shared memo, up to its bound.
+    fn remember(&self, fresh: Vec<(String, Option<String>)>) {
+        if fresh.is_empty() {
+            return;
+        }
+        let mut memo = self.memo.write().unwrap_or_else(PoisonError::into_inner);
+        for (word, token) in fresh {
+            if memo.len() >= STEM_MEMO_WORDS {
+                break;
+            }
+            memo.insert(word, token);
         }
     }
 
@@ -416,6 +465,106 @@ mod tests {
                     // a clone shares the memo
                     prop_assert_eq!(t.clone().tokenize(text), unmemoised(&t, text));
                 }
+            }
+        }
+    }
+
+    /// Words whose stems rewrite their ends (Porter2's exceptions and
+    /// suffix rules), capitals outside ASCII, digits, underscores.
+    const TRICKY: &[&str] = &[
+        "dying",
+        "lying",
+        "tying",
+        "skies",
+        "skis",
+        "idly",
+        "gently",
+        "ugly",
+        "early",
+        "only",
+        "singly",
+        "news",
+        "howe",
+        "atlas",
+        "cosmos",
+        "bias",
+        "andes",
+        "generously",
+        "happy",
+        "relational",
+        "sensitivity",
+        "possibility",
+        "famously",
+        "yelling",
+        "Yesterday",
+        "İstanbul",
+        "Σοφία",
+        "ΣΟΦΟΣ",
+        "Ärger",
+        "Œuvre",
+        "_private",
+        "3D",
+        "x86",
+        "Caroline's",
+        "don\u{2019}t",
+        "naïve",
+        "résumé",
+        "ﬁnal",
+        "Ǆemal",
+        "ǅungla",
+    ];
+
+    proptest! {
+        /// Skipping the words whose first char starts none of the wanted
+        /// tokens loses none of them: the tokens that start with one of
+        /// `firsts`, in order, are `tokenize`'s that do, and every token
+        /// given is one of `tokenize`'s, in its order.
+        #[test]
+        fn tokens_starting_with_given_chars_are_tokenizes(
+            words in proptest::collection::vec(
+                prop_oneof![
+                    proptest::sample::select(TRICKY.to_vec()).prop_map(String::from),
+                    "\\PC{1,12}",
+                    "[a-zA-Z']{1,10}",
+                ],
+                0..30,
+            ),
+            seps in proptest::collection::vec(proptest::sample::select(vec![" ", ". ", ", ", "-", "\n"]), 1..4),
+            firsts in proptest::collection::vec(proptest::char::any(), 0..6),
+            stem in proptest::bool::ANY,
+        ) {
+            let text: String = words
+                .iter()
+                .zip(seps.iter().cycle())
+                .flat_map(|(w, s)| [w.as_str(), s])
+                .collect();
+            let t = Tokenizer::new(TokenizerConfig { stem, stopwords: true });
+            let all = t.tokenize(&text);
+            // the wanted chars: some drawn, plus the first chars of half the tokens
+            let mut wanted = firsts.clone();
+            wanted.extend(all.iter().step_by(2).filter_map(|tok| tok.chars().next()));
+            let want: Vec<&String> = all
+                .iter()
+                .filter(|tok| tok.chars().next().is_some_and(|c| wanted.contains(&c)))
+                .collect();
+            let mut got = Vec::new();
+            t.for_each_token_starting(&text, &wanted, |tok| got.push(tok.to_owned()));
+            // a word it does not skip (not ASCII) gives its token whatever it starts with
+            let starts = |tok: &&String| tok.chars().next().is_some_and(|c| wanted.contains(&c));
+            prop_assert_eq!(got.iter().filter(starts).collect::<Vec<_>>(), want);
+            // and what it gives is tokenize's, in order
+            let mut rest = all.iter();
+            prop_assert!(got.iter().all(|g| rest.any(|a| a == g)));
+        }
+    }
+
+    #[test]
+    fn every_token_of_an_ascii_word_starts_with_its_first_char_lowercased() {
+        let t = Tokenizer::default();
+        for w in TRICKY.iter().filter(|w| w.is_ascii()) {
+            for tok in t.tokenize(w) {
+                let first = w.chars().next().and_then(|c| c.to_lowercase().next());
+                assert_eq!(tok.chars().next(), first, "{w} -> {tok}");
             }
         }
     }
