@@ -123,7 +123,7 @@ class CandidateTable(Sequence[Mapping[str, Any]]):
         views: Sequence[str] | None = None,
     ) -> None:
         n = len(ids)
-        self.ids: list[int] = [int(i) for i in ids]
+        self.ids: list[int] = list(map(int, ids))
         self._texts: list[str] | Callable[[], Sequence[str]] = (
             texts if callable(texts) else list(texts)
         )
@@ -533,6 +533,15 @@ class SystemOne(Protocol):
     def decide(self, requests: Sequence[DecisionRequest]) -> Sequence[Mapping[str, Answer]]: ...
 
 
+def _all_in_unit(values: npt.NDArray[np.float64]) -> bool:
+    """Every value in [0, 1] (none NaN): two reductions, NaN carried through
+    both, and the bounds as initial values (an empty array passes)."""
+    return bool(
+        np.minimum.reduce(values, axis=None, initial=0.0) >= 0.0
+        and np.maximum.reduce(values, axis=None, initial=1.0) <= 1.0
+    )
+
+
 def validate_answers(
     requests: Sequence[DecisionRequest], answers: Sequence[Mapping[str, Answer]]
 ) -> None:
@@ -553,8 +562,8 @@ def validate_answers(
                 raise ControllerError(
                     f"request {r} ({req.purpose}): answers of shape {values.shape}"
                 )
-            ok = np.isfinite(values) & (values >= 0.0) & (values <= 1.0)
-            if not ok.all():
+            if not _all_in_unit(values):
+                ok = np.isfinite(values) & (values >= 0.0) & (values <= 1.0)
                 i, j = (int(x) for x in np.argwhere(~ok)[0])
                 qid = f"candidate_{i}_{got.questions.names[j]}"
                 raise ControllerError(f"{qid}: value {float(values[i, j])!r} is not in [0, 1]")
@@ -562,8 +571,8 @@ def validate_answers(
         if type(got) is PairAnswers and got.questions is req.questions:
             asked = got._asked
             values = got.array[asked]
-            ok = np.isfinite(values) & (values >= 0.0) & (values <= 1.0)
-            if not ok.all():
+            if not _all_in_unit(values):
+                ok = np.isfinite(values) & (values >= 0.0) & (values <= 1.0)
                 i, j = (int(x) for x in np.argwhere(asked)[int(np.argmin(ok))])
                 qid = f"pair_{i}_{PAIR_NOULS[j]}"
                 raise ControllerError(f"{qid}: value {float(got.array[i, j])!r} is not in [0, 1]")
