@@ -366,3 +366,48 @@ def test_the_core_context_refuses_bad_input_and_changes_nothing() -> None:
     assert got.shape == (2, 3) and got[1].tolist() == [1.0, 0.5, 0.0]
     assert store.timeline_window(150, 100).tolist() == []
     assert store.timeline_window(0, 1000).tolist() == ids
+
+
+def test_the_planes_tables_are_what_the_constructor_makes_of_their_parts() -> None:
+    # the plane builds its tables without the constructor's checks
+    # (`CandidateTable.of_plane`); every table of a search must be one the
+    # constructor accepts, and equal to what it makes of the same parts
+    import jevmem
+
+    tables: list[CandidateTable] = []
+
+    class Recorder(LocalController):
+        def decide(self, requests: Any) -> Any:
+            for r in requests:
+                table = r.state.get("candidates")
+                if isinstance(table, CandidateTable):
+                    tables.append(table)
+            return super().decide(requests)
+
+    rng = np.random.default_rng(7)
+    words = "cello lisbon milk oat soy moved dagster airflow lake coffee march 2023".split()
+    m = jevmem.Memory(jevmem.HashEmbedder(64), controller=Recorder())
+    n = 60
+    m.add_batch(
+        [
+            ("now I prefer " if i % 9 == 0 else "")
+            + " ".join(rng.choice(words, size=int(rng.integers(3, 10))))
+            + ("?" if i % 5 == 0 else ".")
+            for i in range(n)
+        ],
+        timestamps=[1_700_000_000 + 3_600 * i for i in range(n)],
+        speakers=[("Maya", "Tom")[i % 2] for i in range(n)],
+        provenances=[{"session": str(i // 10)} for i in range(n)],
+    )
+    for q in ("what does Maya prefer now?", "when did Tom talk about the lake?", "oat milk"):
+        m.search(q, k=10)
+    assert len(tables) >= 6
+    for table in tables:
+        rebuilt = CandidateTable(table.ids, table.texts, table.columns, table.views)
+        assert rebuilt.ids == table.ids and all(type(i) is int for i in table.ids)
+        assert rebuilt.views == table.views and rebuilt.texts == table.texts
+        assert rebuilt.columns.keys() == table.columns.keys()
+        for name, col in table.columns.items():
+            assert type(col) is np.ndarray and col.dtype == np.float64, name
+            assert col.shape == (len(table),), name
+            assert rebuilt.columns[name].tobytes() == col.tobytes(), name

@@ -139,6 +139,27 @@ class CandidateTable(Sequence[Mapping[str, Any]]):
             if col.shape != (n,):
                 raise ValueError(f"signal {name!r} has shape {col.shape}, not ({n},)")
 
+    @classmethod
+    def of_plane(
+        cls,
+        ids: list[int],
+        texts: Callable[[], Sequence[str]],
+        columns: dict[str, npt.NDArray[np.float64]],
+        views: list[str] | None = None,
+    ) -> CandidateTable:
+        """A table of the memory plane's own columns, taken as they are
+        (the constructor's checks and conversions cost as much as a round's
+        arithmetic): ``ids`` a list of ints, every column a float64 array as
+        long, ``texts`` a function, ``views`` as many. The plane builds them
+        so; a test holds every table of a search to what the constructor
+        makes of the same parts."""
+        table = cls.__new__(cls)
+        table.ids = list(ids)
+        table._texts = texts
+        table.views = views if views is not None else ["semantic"] * len(ids)
+        table.columns = dict(columns)
+        return table
+
     def _check_texts(self) -> None:
         got = self._texts
         assert not callable(got)

@@ -45,7 +45,7 @@ class QueryRun(QueryFeatures):
             episode_support=near[:, 3],
             edge_weight=np.ones(len(anchor_ids)),
         )
-        cands = CandidateTable(anchor_ids, self.texts_of(anchor_ids), anchor_sig)
+        cands = CandidateTable.of_plane(anchor_ids, self.texts_of(anchor_ids), anchor_sig)
         scoring_q = round_questions(catalogue.anchor_questions, len(cands))
         got = yield [
             DecisionRequest(
@@ -210,7 +210,9 @@ class QueryRun(QueryFeatures):
             # the candidate and the node it was reached from name one session
             same_session=extra[:, 5],
         )
-        cands = CandidateTable(ids, self.texts_of(ids), sigs, views=[c.view for c in found])
+        cands = CandidateTable.of_plane(
+            ids, self.texts_of(ids), sigs, views=[c.view for c in found]
+        )
         qs = round_questions(catalogue.scoring_questions, len(cands))
         return DecisionRequest("scoring", {"query": self.query_state(), "candidates": cands}, qs)
 
