@@ -10,7 +10,7 @@ this controller reads them as columns, one row per candidate, and answers
 - ``score.support`` from its context (its neighbours in time, its episode),
 - ``assess.sufficiency`` from a summary of the evidence an assessment shows,
 
-each with a head: a standardised feature vector through a small multilayer
+each with a head (the features: `jevmem.controller.features`): a standardised feature vector through a small multilayer
 perceptron (or a plain logistic regression: no hidden layer) and a logistic
 output, evaluated with numpy. Every other kind is answered by the hand-written
 `LocalController` it extends. The weights ship as a small versioned JSON file
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, MutableMapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -34,6 +34,23 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from jevmem.controller.features import (
+    ASSESSMENT_BASE,
+    ASSESSMENT_FEATURES,
+    CONTEXT_FEATURES,
+    OWN_FEATURES,
+    assessment_features,
+    assessment_row,
+    base_names_of,
+    bound_columns,
+    candidate_base_columns,
+    candidate_matrix,
+    candidate_rows,
+    feature_matrix,
+    feature_products,
+    hand_answers,
+    scoring_base,
+)
 from jevmem.controller.local import LocalController, question_index
 from jevmem.controller.types import (
     Answer,
@@ -63,283 +80,6 @@ __all__ = [
 
 #: The format of the model file this build reads.
 MODEL_FORMAT = 1
-
-#: A candidate's own signals (what ``score.relevance`` is about). A name with
-#: ``*`` is the product of the named signals.
-OWN_FEATURES: tuple[str, ...] = (
-    "lexical",
-    "dense",
-    "dense_raw",
-    "lexical_rank",
-    "dense_rank",
-    "entity_match",
-    "time_match",
-    "asks",
-    "length",
-    "speaker_asks",
-    "speaker_length",
-    "asks*speaker_asks",
-    "length*dense",
-    "length*lexical",
-    "expanded",
-    "edge_weight",
-    "dense_passage",
-    "length*dense_passage",
-    "hand_relevance",
-)
-#: A candidate's context (what ``score.support`` is about): how the turns
-#: around it match the query, by direction, and how its episode does.
-CONTEXT_FEATURES: tuple[str, ...] = (
-    "support",
-    "episode_support",
-    "prev_match",
-    "next_match",
-    "prev_match*speaker_asks",
-    "next_match*speaker_asks",
-    "same_session",
-    "hand_support",
-)
-#: The summary of an assessment's evidence that ``assess.sufficiency`` reads.
-ASSESSMENT_BASE: tuple[str, ...] = (
-    "top_score",
-    "second_score",
-    "top3_score",
-    "top_relevance",
-    "grounded",
-    "against",
-    "coverage",
-    "known_terms",
-    "covered_terms",
-    "frontier_best",
-    "top_dense_raw",
-    "hand_sufficiency",
-    "names_speaker",
-    "unnamed",
-)
-#: What ``assess.sufficiency`` reads: the summary, and the summary apart for
-#: queries that name a known speaker (whether the evidence is about that
-#: person is the question) and for those that do not (whether the memory
-#: holds the subject at all is).
-ASSESSMENT_FEATURES: tuple[str, ...] = ASSESSMENT_BASE + tuple(
-    f"{gate}*{name}" for gate in ("names_speaker", "unnamed") for name in ASSESSMENT_BASE[:12]
-)
-
-
-def _base_columns(
-    rows: Sequence[Mapping[str, Any]],
-    base: Sequence[str],
-    extra: Mapping[str, Sequence[float] | npt.NDArray[np.float64]],
-    n: int | None = None,
-) -> tuple[npt.NDArray[np.float64], dict[str, int]]:
-    """The named signals as bounded columns, one row per mapping, and the
-    column of each name (``extra`` supplies whole columns by name, ahead of
-    the mappings). Missing values are 0; non-finite ones are made 0 and the
-    rest bounded (signals are shares in [0, 1]; nothing else may overflow or
-    turn into NaN when products are taken). ``n``: the number of rows, when
-    ``extra`` supplies every column."""
-    from_rows = [b for b in base if b not in extra]
-    from_extra = [b for b in base if b in extra]
-    width = len(from_rows) + len(from_extra)
-    raw = np.empty((len(rows) if n is None else n, width), dtype=np.float64)
-    if rows and from_rows:
-        raw[:, : len(from_rows)] = [[r.get(b) or 0.0 for b in from_rows] for r in rows]
-    for j, b in enumerate(from_extra, len(from_rows)):
-        raw[:, j] = extra[b]
-    _bound(raw)
-    return raw, {b: j for j, b in enumerate(from_rows + from_extra)}
-
-
-def _bound(raw: npt.NDArray[np.float64]) -> None:
-    """Non-finite values to 0, the rest into [-1e6, 1e6], in place (what
-    ``nan_to_num`` then ``clip`` give, without their per-call overhead: this
-    runs on every request)."""
-    np.copyto(raw, 0.0, where=~np.isfinite(raw))
-    np.maximum(raw, -1e6, out=raw)
-    np.minimum(raw, 1e6, out=raw)
-
-
-def _products(
-    raw: npt.NDArray[np.float64], at: Mapping[str, int], names: Sequence[str]
-) -> npt.NDArray[np.float64]:
-    """Feature columns from base columns (``a*b`` = the product), the
-    features of one arity at a time (factors multiplied left to right)."""
-    out = np.empty((raw.shape[0], len(names)), dtype=np.float64)
-    for places, columns in _product_columns(tuple(at.items()), tuple(names)):
-        col = raw[:, columns[0]]
-        for c in columns[1:]:
-            col *= raw[:, c]
-        out[:, places] = col
-    return out
-
-
-@lru_cache(maxsize=256)
-def _product_columns(
-    base: tuple[tuple[str, int], ...], names: tuple[str, ...]
-) -> list[tuple[npt.NDArray[np.intp], list[npt.NDArray[np.intp]]]]:
-    """`_product_plan` as column indexes (``base``: each base name's column):
-    per arity, the features' places and, factor by factor, the column of each."""
-    at = dict(base)
-    return [
-        (
-            np.array(places, dtype=np.intp),
-            [np.array([at[f[k]] for f in factors], dtype=np.intp) for k in range(len(factors[0]))],
-        )
-        for places, factors in _product_plan(names)
-    ]
-
-
-@lru_cache(maxsize=256)
-def _product_plan(names: tuple[str, ...]) -> list[tuple[list[int], list[list[str]]]]:
-    """The features grouped by their number of factors: (their places, their factors)."""
-    groups: dict[int, tuple[list[int], list[list[str]]]] = {}
-    for i, name in enumerate(names):
-        parts = name.split("*")
-        places, factors = groups.setdefault(len(parts), ([], []))
-        places.append(i)
-        factors.append(parts)
-    return [groups[k] for k in sorted(groups)]
-
-
-def _base_names(names: Iterable[str]) -> list[str]:
-    """The base columns the features ``names`` multiply, sorted (cached: a
-    model's heads ask for the same few lists on every request)."""
-    return list(_base_names_of(tuple(names)))
-
-
-@lru_cache(maxsize=64)
-def _scoring_base(features: tuple[tuple[str, ...], ...]) -> tuple[str, ...]:
-    """The base columns that heads reading ``features`` read together
-    (cached: a model's scoring heads ask for the same set every round)."""
-    return _base_names_of(tuple(f for names in features for f in names))
-
-
-@lru_cache(maxsize=256)
-def _base_names_of(names: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(sorted({part for name in names for part in name.split("*")}))
-
-
-def _matrix(
-    rows: Sequence[Mapping[str, Any]],
-    names: Sequence[str],
-    extra: Mapping[str, Sequence[float]] | None = None,
-) -> npt.NDArray[np.float64]:
-    """One row per mapping, one column per feature name (``a*b`` = product);
-    see `_base_columns` for ``extra`` and how values are bounded."""
-    raw, at = _base_columns(rows, _base_names(names), extra or {})
-    return _products(raw, at, names)
-
-
-def candidate_rows(
-    candidates: Sequence[Mapping[str, Any]], hand: Mapping[str, Sequence[float]] | None = None
-) -> list[dict[str, Any]]:
-    """A scoring request's candidates as feature rows: their signals, plus
-    ``expanded`` (1 for a candidate reached along an edge: its signals then
-    carry ``novelty``; 0 for an anchor-pool node) and the hand rule's answers
-    (``hand_relevance``, ``hand_support``: a head learns what to add to them)."""
-    rows = []
-    for i, c in enumerate(candidates):
-        sig = dict(c.get("signals") or {})
-        sig["expanded"] = 1.0 if "novelty" in sig else 0.0
-        for name, values in (hand or {}).items():
-            sig[name] = values[i]
-        rows.append(sig)
-    return rows
-
-
-def candidate_matrix(
-    candidates: Sequence[Mapping[str, Any]],
-    names: Sequence[str],
-    hand: Mapping[str, Sequence[float]] | None = None,
-) -> npt.NDArray[np.float64]:
-    """The feature columns of a scoring request's candidates: the same as
-    ``feature_matrix(candidate_rows(candidates, hand), names)``, without
-    copying every candidate's signals (this runs on every scoring round)."""
-    raw, at = _candidate_columns(candidates, _base_names(names), hand)
-    return _products(raw, at, names)
-
-
-def _candidate_columns(
-    candidates: Sequence[Mapping[str, Any]],
-    base: Sequence[str],
-    hand: Mapping[str, Sequence[float] | npt.NDArray[np.float64]] | None,
-) -> tuple[npt.NDArray[np.float64], dict[str, int]]:
-    """`_base_columns` of a scoring request's candidates, with ``expanded``
-    and the hand rule's columns (see `candidate_rows`)."""
-    extra: dict[str, Sequence[float] | npt.NDArray[np.float64]] = dict(hand or {})
-    if type(candidates) is CandidateTable:
-        # columns already: absent (NaN) reads as 0, as a missing key does
-        # (`_base_columns` makes NaN 0)
-        n = len(candidates)
-        extra["expanded"] = candidates.present("novelty").astype(np.float64)
-        columns = candidates.columns
-        for name in base:
-            if name not in extra:
-                col = columns.get(name)
-                extra[name] = np.zeros(n) if col is None else col
-        return _base_columns([], base, extra, n=n)
-    extra["expanded"] = [1.0 if "novelty" in (c.get("signals") or {}) else 0.0 for c in candidates]
-    return _base_columns([c.get("signals") or {} for c in candidates], base, extra)
-
-
-def feature_matrix(
-    rows: Sequence[Mapping[str, Any]], names: Sequence[str]
-) -> npt.NDArray[np.float64]:
-    """Feature rows (`candidate_rows`) as columns."""
-    return _matrix(rows, names)
-
-
-def assessment_features(state: Mapping[str, Any], hand_sufficiency: float) -> dict[str, float]:
-    """The summary of an assessment request's evidence (`ASSESSMENT_BASE`;
-    `assessment_row` adds the products)."""
-    evidence: list[Mapping[str, Any]] = list(state.get("evidence") or [])
-    # one pass over the evidence (this runs on every assessment)
-    scores = []
-    # each the largest over the items (0 without any); a raw similarity may be negative
-    top_relevance = grounded = against = top_dense_raw = -math.inf
-    for e in evidence:
-        score = _finite(e.get("score"))
-        scores.append(score)
-        sig = e.get("signals") or {}
-        # as the hand rule weighs an item: by how well it ranks as evidence
-        weight = 0.6 + 0.4 * min(1.0, max(0.0, score))
-        top_relevance = max(top_relevance, _finite(sig.get("relevance")))
-        grounded = max(grounded, _finite(sig.get("content_coverage")) * weight)
-        against = max(against, _finite(sig.get("other_coverage")) * weight)
-        top_dense_raw = max(top_dense_raw, _finite(sig.get("dense_raw")))
-    scores.sort(reverse=True)
-    if not evidence:
-        top_relevance = grounded = against = top_dense_raw = 0.0
-    return {
-        "top_score": scores[0] if scores else 0.0,
-        "second_score": scores[1] if len(scores) > 1 else 0.0,
-        "top3_score": sum(scores[:3]) / 3.0,
-        "top_relevance": top_relevance,
-        "grounded": grounded,
-        "against": against,
-        "coverage": _finite(state.get("coverage")),
-        "known_terms": _finite(state.get("known_terms", 1.0)),
-        "covered_terms": _finite(state.get("covered_terms", 1.0)),
-        "frontier_best": _finite(state.get("frontier_best")),
-        "top_dense_raw": top_dense_raw,
-        "hand_sufficiency": _finite(hand_sufficiency),
-        "names_speaker": _finite(state.get("names_speaker")),
-        "unnamed": 1.0 - _finite(state.get("names_speaker")),
-    }
-
-
-def assessment_row(
-    state: Mapping[str, Any], hand_sufficiency: float, names: Sequence[str]
-) -> npt.NDArray[np.float64]:
-    """One assessment's features, in the order ``names`` asks for."""
-    return _matrix([assessment_features(state, hand_sufficiency)], names)
-
-
-def _finite(v: object) -> float:
-    try:
-        x = float(v)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return 0.0
-    return x if math.isfinite(x) else 0.0
 
 
 @dataclass(frozen=True)
@@ -540,18 +280,18 @@ def _logistic(z: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
 def _sufficiency_values(head: Head, summaries: Sequence[Mapping[str, float]]) -> list[float]:
     """The sufficiency head's answers for assessment summaries
     (`assessment_features`), each row as alone: ``_unit`` of
-    ``head(_matrix(summaries, head.features), [1] * len(summaries))``, bit
+    ``head(feature_matrix(summaries, head.features), [1] * len(summaries))``, bit
     for bit. A row's few dozen features are built and standardised as
     Python floats (the same IEEE operations) where numpy calls on one-row
     arrays cost more than their arithmetic; only the matrix products and
     the logistic run in numpy, as `Head.__call__` runs them."""
     plan = _row_plan(head)
     if plan is None:  # a feature of three factors or more: the general path
-        x = _matrix(summaries, head.features)
+        x = feature_matrix(summaries, head.features)
         return [_unit(v) for v in head(x, [1] * len(summaries)).tolist()]
     rows = []
     for summary in summaries:
-        # each base value as `_bound` bounds it, then a 1 that a feature of
+        # each base value as `bound_columns` bounds it, then a 1 that a feature of
         # one factor is multiplied by (exactly itself)
         base = [_bound_one(summary.get(name) or 0.0) for name in ASSESSMENT_BASE]
         base.append(1.0)
@@ -590,7 +330,7 @@ def _row_plan(head: Head) -> list[tuple[int, int, float, float]] | None:
 
 
 def _bound_one(v: float) -> float:
-    """One value as `_bound` bounds it."""
+    """One value as `bound_columns` bounds it."""
     v = float(v)
     return min(max(v, -1e6), 1e6) if math.isfinite(v) else 0.0
 
@@ -670,17 +410,20 @@ class LearnedController(LocalController):
         }
         if not heads:
             return
-        base = _scoring_base(tuple(head.features for head in heads.values()))
+        base = scoring_base(tuple(head.features for head in heads.values()))
         if isinstance(answers, CandidateAnswers):
             # the round as columns: the hand rule's answers are read and the
             # heads' written a column at a time
-            raw, at = _candidate_columns(cands, base, _hand_columns(answers))
+            raw, at = candidate_base_columns(cands, base, _hand_columns(answers))
             for kind, head in heads.items():
-                answers.column(kind)[:] = _unit_columns(head(_products(raw, at, head.features)))
+                answers.column(kind)[:] = _unit_columns(
+                    head(feature_products(raw, at, head.features))
+                )
             return
-        raw, at = _candidate_columns(cands, base, hand_answers(answers, len(cands)))
+        raw, at = candidate_base_columns(cands, base, hand_answers(answers, len(cands)))
         values = {
-            kind: head(_products(raw, at, head.features)).tolist() for kind, head in heads.items()
+            kind: head(feature_products(raw, at, head.features)).tolist()
+            for kind, head in heads.items()
         }
         for q in req.questions:
             got = values.get(q.kind)
@@ -770,15 +513,15 @@ def _score_rounds_head_by_head(
 ) -> None:
     """`_score_rounds` for heads `_StackedHeads` cannot stack (of different
     depths): each head on its own."""
-    base = _scoring_base(tuple(h.features for h in heads))
+    base = scoring_base(tuple(h.features for h in heads))
     sizes = [len(table) for table, _ in members]
     raws = []
     for table, answers in members:
-        raw, at = _candidate_columns(table, base, _hand_columns(answers))
+        raw, at = candidate_base_columns(table, base, _hand_columns(answers))
         raws.append(raw)
     raw = np.concatenate(raws) if len(raws) > 1 else raws[0]
     for kind, head in zip(wanted, heads, strict=True):
-        values = _unit_columns(head(_products(raw, at, head.features), sizes))
+        values = _unit_columns(head(feature_products(raw, at, head.features), sizes))
         start = 0
         for (_, answers), n in zip(members, sizes, strict=True):
             answers.column(kind)[:] = values[start : start + n]
@@ -803,10 +546,10 @@ class _StackedHeads:
     def __init__(self, heads: tuple[Head, ...]) -> None:
         self.heads = heads
         names = [f for h in heads for f in h.features]
-        self.base = _base_names_of(tuple(names))
+        self.base = base_names_of(tuple(names))
         at = {b: i for i, b in enumerate(self.base)}
         # product features, each computed once (factors left to right, as
-        # `_products` multiplies them), after the base rows
+        # `feature_products` multiplies them), after the base rows
         products = sorted({n for n in names if "*" in n}, key=lambda n: (n.count("*"), n))
         row = {n: len(self.base) + i for i, n in enumerate(products)}
         row.update(at)
@@ -856,8 +599,8 @@ class _StackedHeads:
 
     def columns(self, table: CandidateTable, answers: CandidateAnswers) -> npt.NDArray[np.float64]:
         """A round's base signals, one row per base name (``expanded`` and the
-        hand rule's answers among them, as `_candidate_columns` reads them),
-        bounded as `_bound` bounds them."""
+        hand rule's answers among them, as `candidate_base_columns` reads them),
+        bounded as `bound_columns` bounds them."""
         n = len(table)
         got = table.columns
         kinds = answers.questions.kinds
@@ -875,7 +618,7 @@ class _StackedHeads:
         raw = np.empty((self.width, n), dtype=np.float64)
         base = raw[: len(self.base)]
         base[...] = rows
-        _bound(base)
+        bound_columns(base)
         return raw
 
     def __call__(
@@ -955,18 +698,6 @@ def _cannot_overflow(head: Head) -> bool:
             return False
         bound = 1.0 if i < len(head.layers) - 1 else bound
     return True
-
-
-def hand_answers(answers: Mapping[str, Answer], n: int) -> dict[str, list[float]]:
-    """The hand rule's relevance and support answers per candidate, as feature columns."""
-    out: dict[str, list[float]] = {}
-    for name in ("relevance", "support"):
-        col = []
-        for i in range(n):
-            a = answers.get(f"candidate_{i}_{name}")
-            col.append(a.value if isinstance(a, NoulAnswer) else 0.0)
-        out[f"hand_{name}"] = col
-    return out
 
 
 def _unit_columns(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
