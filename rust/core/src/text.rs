@@ -86,30 +86,8 @@ impl Tokenizer {
     /// it is there, without allocating; the words it lacks are stemmed and
     /// added afterwards (one read lock, and at most one write lock, per
     /// text). `f` must not use this tokenizer (the memo is locked meanwhile).
-    pub fn for_each_token(&self, text: &str, mut f: impl FnMut(&str)) {
-        let mut word = String::new();
-        let mut fresh: Vec<(String, Option<String>)> = Vec::new();
-        {
-            let memo = self.memo.read().unwrap_or_else(PoisonError::into_inner);
-            for raw in text.unicode_words() {
-                normalize_word_into(raw, &mut word);
-                match memo.get(word.as_str()) {
-                    Some(token) => {
-                        if let Some(t) = token {
-                            f(t);
-                        }
-                    }
-                    None => {
-                        let token = self.token(word.clone());
-                        if let Some(t) = &token {
-                            f(t);
-                        }
-                        fresh.push((word.clone(), token));
-                    }
-                }
-            }
-        }
-        self.remember(fresh);
+    pub fn for_each_token(&self, text: &str, f: impl FnMut(&str)) {
+        self.for_each_word_token(text, |_| false, f);
     }
 
     /// `for_each_token` for a caller that only wants tokens starting with
@@ -121,19 +99,35 @@ impl Tokenizer {
     /// would drop). Other words are read as `for_each_token` reads them: an
     /// apostrophe followed by combining marks is a word, for one. Tests
     /// hold this over tricky words and generated text.
-    pub fn for_each_token_starting(&self, text: &str, firsts: &[char], mut f: impl FnMut(&str)) {
+    pub fn for_each_token_starting(&self, text: &str, firsts: &[char], f: impl FnMut(&str)) {
         if firsts.is_empty() {
             return;
         }
+        let skip = |raw: &str| {
+            raw.is_ascii()
+                && raw
+                    .as_bytes()
+                    .first()
+                    .is_some_and(|&b| !firsts.contains(&char::from(b.to_ascii_lowercase())))
+        };
+        self.for_each_word_token(text, skip, f);
+    }
+
+    /// The walk both read: each word `skip` leaves, its token from the memo
+    /// or stemmed now (and remembered afterwards).
+    fn for_each_word_token(
+        &self,
+        text: &str,
+        skip: impl Fn(&str) -> bool,
+        mut f: impl FnMut(&str),
+    ) {
         let mut word = String::new();
         let mut fresh: Vec<(String, Option<String>)> = Vec::new();
         {
             let memo = self.memo.read().unwrap_or_else(PoisonError::into_inner);
             for raw in text.unicode_words() {
-                if let Some(&b) = raw.as_bytes().first() {
-                    if raw.is_ascii() && !firsts.contains(&char::from(b.to_ascii_lowercase())) {
-                        continue;
-                    }
+                if skip(raw) {
+                    continue;
                 }
                 normalize_word_into(raw, &mut word);
                 match memo.get(word.as_str()) {

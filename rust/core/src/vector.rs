@@ -1204,18 +1204,7 @@ unsafe fn dot4_avx2_fma(a: &[f32], rows: [&[f32]; 4]) -> [f32; 4] {
             _mm256_storeu_ps(acc.as_mut_ptr(), lo[r]);
             _mm256_storeu_ps(acc.as_mut_ptr().add(8), hi[r]);
         }
-        let mut tail = 0.0f32;
-        for (x, y) in a[whole..].iter().zip(&rows[r][whole..]) {
-            tail += x * y;
-        }
-        let mut width = LANES / 2;
-        while width > 0 {
-            for i in 0..width {
-                acc[i] += acc[i + width];
-            }
-            width /= 2;
-        }
-        out[r] = acc[0] + tail;
+        out[r] = finish_lanes(acc, &a[whole..], &rows[r][whole..]);
     }
     out
 }
@@ -1246,12 +1235,18 @@ fn dot_lanes<const FMA: bool>(a: &[f32], b: &[f32]) -> f32 {
             };
         }
     }
+    finish_lanes(acc, ca.remainder(), cb.remainder())
+}
+
+/// A dot product's end, shared by both kernels: the elements past the last
+/// whole chunk summed in order, the sixteen lanes summed pairwise, then both.
+#[inline(always)]
+fn finish_lanes(mut acc: [f32; 16], a_tail: &[f32], b_tail: &[f32]) -> f32 {
     let mut tail = 0.0f32;
-    for (x, y) in ca.remainder().iter().zip(cb.remainder()) {
+    for (x, y) in a_tail.iter().zip(b_tail) {
         tail += x * y;
     }
-    // Pairwise reduction of the lanes.
-    let mut width = LANES / 2;
+    let mut width = acc.len() / 2;
     while width > 0 {
         for i in 0..width {
             acc[i] += acc[i + width];
