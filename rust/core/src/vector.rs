@@ -847,13 +847,14 @@ impl VectorIndex {
                 } else {
                     Vec::new()
                 };
-                let (ids, rows): (Vec<NodeId>, Vec<&[f32]>) = self
-                    .pending
-                    .iter()
-                    .filter(|&&id| accept.is_none_or(|f| f(id)))
-                    .map(|&id| (id, self.row(self.slots[&id] as usize)))
-                    .unzip();
-                out.extend(ids.into_iter().zip(DotKernel::detect().dots(&unit, &rows)));
+                DotKernel::detect().score_rows(
+                    &unit,
+                    self.pending
+                        .iter()
+                        .filter(|&&id| accept.is_none_or(|f| f(id)))
+                        .map(|&id| (id, self.row(self.slots[&id] as usize))),
+                    &mut out,
+                );
                 top_k(&mut out, k);
                 Ok(out)
             }
@@ -883,16 +884,16 @@ impl VectorIndex {
         let small = allowed.len() <= self.config.exact_threshold || allowed.len() * 8 <= self.len();
         if small || !self.uses_hnsw() {
             let unit = Self::normalize(query);
-            let (ids, rows): (Vec<NodeId>, Vec<&[f32]>) = allowed
-                .ids()
-                .iter()
-                .filter(|&&id| accept.is_none_or(|f| f(id)))
-                .filter_map(|&id| Some((id, self.get(id)?)))
-                .unzip();
-            let mut scored: Vec<(NodeId, f32)> = ids
-                .into_iter()
-                .zip(DotKernel::detect().dots(&unit, &rows))
-                .collect();
+            let mut scored = Vec::new();
+            DotKernel::detect().score_rows(
+                &unit,
+                allowed
+                    .ids()
+                    .iter()
+                    .filter(|&&id| accept.is_none_or(|f| f(id)))
+                    .filter_map(|&id| Some((id, self.get(id)?))),
+                &mut scored,
+            );
             top_k(&mut scored, k);
             return Ok(scored);
         }
@@ -911,20 +912,17 @@ impl VectorIndex {
         if k == 0 || unit_query.len() != self.config.dim {
             return Vec::new();
         }
-        let rows = self.data.chunks_exact(self.config.dim);
-        let (ids, rows): (Vec<NodeId>, Vec<&[f32]>) = match accept {
-            None => (self.slot_ids.clone(), rows.collect()),
-            Some(accept) => self
-                .slot_ids
-                .iter()
-                .zip(rows)
-                .filter(|&(&id, _)| accept(id))
-                .unzip(),
-        };
-        let mut scored: Vec<(NodeId, f32)> = ids
-            .into_iter()
-            .zip(DotKernel::detect().dots(unit_query, &rows))
-            .collect();
+        let rows = self
+            .slot_ids
+            .iter()
+            .zip(self.data.chunks_exact(self.config.dim));
+        let mut scored = Vec::with_capacity(self.slot_ids.len());
+        DotKernel::detect().score_rows(
+            unit_query,
+            rows.filter(|&(&id, _)| accept.is_none_or(|f| f(id)))
+                .map(|(&id, row)| (id, row)),
+            &mut scored,
+        );
         top_k(&mut scored, k);
         scored
     }
@@ -1143,6 +1141,37 @@ impl DotKernel {
             }
         }
         out.extend(blocks.remainder().iter().map(|r| self.dot(a, r)));
+    }
+
+    /// `(id, dot(a, row))` of each `(id, row)`, in order, appended to `out`:
+    /// `dots_into` a block of rows at a time, so a scan of a large index holds
+    /// no more than a block of row references beside its scores.
+    pub(crate) fn score_rows<'r>(
+        self,
+        a: &[f32],
+        rows: impl Iterator<Item = (NodeId, &'r [f32])>,
+        out: &mut Vec<(NodeId, f32)>,
+    ) {
+        const BLOCK: usize = 256;
+        let mut ids: Vec<NodeId> = Vec::with_capacity(BLOCK);
+        let mut block: Vec<&[f32]> = Vec::with_capacity(BLOCK);
+        let mut dots: Vec<f32> = Vec::with_capacity(BLOCK);
+        let mut flush = |ids: &mut Vec<NodeId>, block: &mut Vec<&[f32]>| {
+            dots.clear();
+            self.dots_into(a, block, &mut dots);
+            out.extend(ids.drain(..).zip(dots.iter().copied()));
+            block.clear();
+        };
+        for (id, row) in rows {
+            ids.push(id);
+            block.push(row);
+            if block.len() == BLOCK {
+                flush(&mut ids, &mut block);
+            }
+        }
+        if !block.is_empty() {
+            flush(&mut ids, &mut block);
+        }
     }
 
     /// `dots_into` as a new vector.
@@ -1590,6 +1619,25 @@ mod tests {
                     got.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
                     want.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
                 );
+            }
+        }
+    }
+
+    proptest! {
+        /// Scoring rows a block at a time gives each `(id, dot)` in order,
+        /// to the bit, across block boundaries.
+        #[test]
+        fn score_rows_are_dot_row_by_row(rows in 0usize..700, seed in any::<u64>()) {
+            let mut rng = Rng(seed);
+            let a = rng.vector(24);
+            let data: Vec<Vec<f32>> = (0..rows).map(|_| rng.vector(24)).collect();
+            let kernel = DotKernel::detect();
+            let mut got = vec![(u64::MAX, 0.0)];
+            kernel.score_rows(&a, data.iter().enumerate().map(|(i, r)| (i as NodeId, r.as_slice())), &mut got);
+            prop_assert_eq!(got.len(), rows + 1);
+            for (i, (id, d)) in got[1..].iter().enumerate() {
+                prop_assert_eq!(*id, i as NodeId);
+                prop_assert_eq!(d.to_bits(), kernel.dot(&a, &data[i]).to_bits());
             }
         }
     }
