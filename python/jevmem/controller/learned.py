@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -77,6 +77,8 @@ __all__ = [
     "feature_matrix",
     "hand_answers",
 ]
+
+_T = TypeVar("_T")
 
 #: The format of the model file this build reads.
 MODEL_FORMAT = 1
@@ -303,30 +305,45 @@ def _sufficiency_values(head: Head, summaries: Sequence[Mapping[str, float]]) ->
 
 #: `_row_plan`'s answer for each head it was asked about, by the head's id
 #: (the head kept, so an id is not reused while it is here)
-_ROW_PLANS: dict[int, tuple[Head, list[tuple[int, int, float, float]] | None]] = {}
-
-
 def _row_plan(head: Head) -> list[tuple[int, int, float, float]] | None:
     """Per feature of a sufficiency head: the places of its two factors in
     `ASSESSMENT_BASE` (the second past its end for a feature of one factor:
     the 1 `_sufficiency_values` appends), its mean and its scale; None when
     a feature has more than two factors (built once per head)."""
-    hit = _ROW_PLANS.get(id(head))
-    if hit is not None and hit[0] is head:
-        return hit[1]
-    at = {name: i for i, name in enumerate(ASSESSMENT_BASE)}
-    one = len(ASSESSMENT_BASE)
-    plan: list[tuple[int, int, float, float]] | None = []
-    for feature, m, sd in zip(head.features, head.mean.tolist(), head.scale.tolist(), strict=True):
-        parts = [at[p] for p in feature.split("*")]
-        if len(parts) > 2 or plan is None:
-            plan = None
-            continue
-        plan.append((parts[0], parts[1] if len(parts) == 2 else one, m, sd))
-    if len(_ROW_PLANS) > 64:
-        _ROW_PLANS.clear()
-    _ROW_PLANS[id(head)] = (head, plan)
-    return plan
+
+    def build() -> list[tuple[int, int, float, float]] | None:
+        at = {name: i for i, name in enumerate(ASSESSMENT_BASE)}
+        one = len(ASSESSMENT_BASE)
+        plan: list[tuple[int, int, float, float]] = []
+        for feature, m, sd in zip(
+            head.features, head.mean.tolist(), head.scale.tolist(), strict=True
+        ):
+            parts = [at[p] for p in feature.split("*")]
+            if len(parts) > 2:
+                return None
+            plan.append((parts[0], parts[1] if len(parts) == 2 else one, m, sd))
+        return plan
+
+    return _per_heads("row plan", (head,), build)
+
+
+#: what `_per_heads` made, by purpose and the heads' ids (the heads kept, so
+#: an id is not reused while it is here)
+_PER_HEADS: dict[tuple[str, tuple[int, ...]], tuple[tuple[Head, ...], Any]] = {}
+
+
+def _per_heads(purpose: str, heads: tuple[Head, ...], build: Callable[[], _T]) -> _T:
+    """What ``build`` makes of ``heads``, made once per set of heads: a
+    model's heads are read on every request."""
+    key = (purpose, tuple(id(h) for h in heads))
+    hit = _PER_HEADS.get(key)
+    if hit is not None and all(a is b for a, b in zip(hit[0], heads, strict=True)):
+        return cast(_T, hit[1])
+    made = build()
+    if len(_PER_HEADS) > 64:
+        _PER_HEADS.clear()
+    _PER_HEADS[key] = (heads, made)
+    return made
 
 
 def _bound_one(v: float) -> float:
@@ -669,21 +686,14 @@ class _StackedHeads:
 
 #: the stacked form of each set of heads read together, by the heads' ids
 #: (the heads themselves kept, so an id is not reused while it is here)
-_STACKED: dict[tuple[int, ...], tuple[tuple[Head, ...], _StackedHeads | None]] = {}
-
-
 def _stacked_heads(heads: tuple[Head, ...]) -> _StackedHeads | None:
     """The stacked form of ``heads`` (built once per set of heads), or None
     when their depths differ."""
-    key = tuple(id(h) for h in heads)
-    hit = _STACKED.get(key)
-    if hit is not None and all(a is b for a, b in zip(hit[0], heads, strict=True)):
-        return hit[1]
-    stacked = _StackedHeads(heads) if len({len(h.layers) for h in heads}) == 1 else None
-    if len(_STACKED) > 64:
-        _STACKED.clear()
-    _STACKED[key] = (heads, stacked)
-    return stacked
+    return _per_heads(
+        "stacked",
+        heads,
+        lambda: _StackedHeads(heads) if len({len(h.layers) for h in heads}) == 1 else None,
+    )
 
 
 def _cannot_overflow(head: Head) -> bool:
