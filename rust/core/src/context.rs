@@ -77,13 +77,15 @@ pub fn same_speaker(a: &str, b: &str) -> bool {
 /// and each node's question share.
 pub trait ContextSource {
     fn node(&self, id: NodeId) -> Option<&Node>;
-    /// The nodes after (`forward`) or before `(ts, id)` on the timeline, nearest first.
-    fn walk(
+    /// The two nodes nearest after (`forward`) or before `(ts, id)` on the
+    /// timeline that `allowed` lets through, nearest first.
+    fn nearest_two(
         &self,
         ts: Timestamp,
         id: NodeId,
         forward: bool,
-    ) -> Box<dyn Iterator<Item = NodeId> + '_>;
+        allowed: Option<&Allowed>,
+    ) -> [Option<NodeId>; 2];
     fn question_share(&self, id: NodeId) -> f64;
     /// The node's `episode_key` (0 for an unknown id). A store keeps them
     /// from write time: the context of every candidate reads them.
@@ -111,17 +113,8 @@ pub fn neighbours(
         return out;
     };
     let episode = src.episode(id);
-    let side = |forward: bool| -> [Option<NodeId>; 2] {
-        let mut got = [None, None];
-        let it = src
-            .walk(ts, id, forward)
-            .filter(|&n| allowed.is_none_or(|a| a.contains(n)));
-        for (slot, n) in got.iter_mut().zip(it) {
-            *slot = Some(n);
-        }
-        got
-    };
-    let (before, after) = (side(false), side(true));
+    let before = src.nearest_two(ts, id, false, allowed);
+    let after = src.nearest_two(ts, id, true, allowed);
     for (step, weight) in [(0usize, 1.0), (1, cfg.second_step_decay)] {
         for (sign, got) in [(-1i8, &before), (1, &after)] {
             if let Some(other) = got[step] {
@@ -227,20 +220,36 @@ impl ContextSource for MemoryStore {
         self.get(id)
     }
 
-    fn walk(
+    fn nearest_two(
         &self,
         ts: Timestamp,
         id: NodeId,
         forward: bool,
-    ) -> Box<dyn Iterator<Item = NodeId> + '_> {
+        allowed: Option<&Allowed>,
+    ) -> [Option<NodeId>; 2] {
+        // the range's two directions are two iterator types: each filled by
+        // the same loop (a boxed iterator cost an allocation a walk)
+        fn first_two<'a>(
+            it: impl Iterator<Item = &'a (Timestamp, NodeId)>,
+            allowed: Option<&Allowed>,
+        ) -> [Option<NodeId>; 2] {
+            let mut got = [None, None];
+            let found = it
+                .map(|&(_, n)| n)
+                .filter(|&n| allowed.is_none_or(|a| a.contains(n)));
+            for (slot, n) in got.iter_mut().zip(found) {
+                *slot = Some(n);
+            }
+            got
+        }
         if forward {
-            Box::new(
+            first_two(
                 self.by_time
-                    .range((Bound::Excluded((ts, id)), Bound::Unbounded))
-                    .map(|&(_, n)| n),
+                    .range((Bound::Excluded((ts, id)), Bound::Unbounded)),
+                allowed,
             )
         } else {
-            Box::new(self.by_time.range(..(ts, id)).rev().map(|&(_, n)| n))
+            first_two(self.by_time.range(..(ts, id)).rev(), allowed)
         }
     }
 

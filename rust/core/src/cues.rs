@@ -10,9 +10,10 @@
 use std::sync::LazyLock;
 
 use fancy_regex::Regex;
+use regex_automata::{meta, Input, MatchKind, PatternID, PatternSet};
 
 use crate::error::Result;
-use crate::grounding::{compile_python, compile_python_loose, ground, GroundedRef};
+use crate::grounding::{compile_python, ground, loose_syntax, GroundedRef};
 use crate::validity::FactTime;
 
 /// The day a query without `now` grounds absolute times against
@@ -86,18 +87,16 @@ const PRESENT: &str = r"\b(?:now|nowadays|currently|current|these\s+days|at\s+th
 /// past tense does not: "What did she switch to?" asks for the new value).
 const PAST: &str = r"\b(?:before|used\s+to|previously|originally|formerly|at\s+first|initially|in\s+the\s+past|back\s+then|earlier|prior\s+to|former|previous)\b";
 
-/// A pattern and its loose form (no word boundaries: it rules most texts
-/// out on the regex crate's automata before the exact pattern runs).
+/// A pattern run only where its loose form (no word boundaries or
+/// lookarounds, one of the multi-pattern scan's) matched.
 struct Pattern {
     exact: Regex,
-    loose: Regex,
 }
 
 impl Pattern {
     fn new(py: &str) -> Self {
         Pattern {
             exact: compile_python(py),
-            loose: compile_python_loose(py),
         }
     }
 }
@@ -106,30 +105,76 @@ impl Pattern {
 /// a query is answered by standing instructions and tastes as much as by facts.
 const REQUEST: &str = r"\b(?:can you|could you|would you|will you|please|help me|show me|tell me how|suggest|recommend|advise|should i|how (?:can|do|should) i|what (?:would|should)|give me|walk me through|explain)\b";
 
+/// Where `LAST`, `PRESENT`, `PAST` and `REQUEST` sit in the scan, after the cues.
+const LAST_AT: usize = CUES.len();
+const PRESENT_AT: usize = LAST_AT + 1;
+const PAST_AT: usize = LAST_AT + 2;
+const REQUEST_AT: usize = LAST_AT + 3;
+
 struct Patterns {
     cues: Vec<Pattern>,
     last: Pattern,
     present: Pattern,
     past: Pattern,
     request: Pattern,
+    /// Every pattern's loose form, in one multi-pattern search (cues in
+    /// table order, then `LAST_AT`..=`REQUEST_AT`): one pass over a query
+    /// rules most patterns out, where one search each cost a pass each.
+    loose: meta::Regex,
 }
 
-static PATTERNS: LazyLock<Patterns> = LazyLock::new(|| Patterns {
-    cues: CUES.iter().map(|c| Pattern::new(c.3)).collect(),
-    last: Pattern::new(LAST),
-    present: Pattern::new(PRESENT),
-    past: Pattern::new(PAST),
-    request: Pattern::new(REQUEST),
+static PATTERNS: LazyLock<Patterns> = LazyLock::new(|| {
+    let all: Vec<&str> = CUES
+        .iter()
+        .map(|c| c.3)
+        .chain([LAST, PRESENT, PAST, REQUEST])
+        .collect();
+    let loose: Vec<String> = all.iter().map(|py| loose_syntax(py)).collect();
+    Patterns {
+        cues: CUES.iter().map(|c| Pattern::new(c.3)).collect(),
+        last: Pattern::new(LAST),
+        present: Pattern::new(PRESENT),
+        past: Pattern::new(PAST),
+        request: Pattern::new(REQUEST),
+        loose: meta::Builder::new()
+            // every pattern that matches anywhere, as a regex set reports them
+            .configure(meta::Config::new().match_kind(MatchKind::All))
+            .build_many(&loose)
+            .expect("the cue patterns compile"),
+    }
 });
+
+/// Which patterns' loose forms a query matches: what the cue functions
+/// read (`scan` it once and pass it to each).
+#[derive(Clone, Debug)]
+pub struct CueScan {
+    hits: PatternSet,
+}
+
+/// One pass of every cue pattern's loose form over `query`.
+pub fn scan(query: &str) -> CueScan {
+    let p = &*PATTERNS;
+    let mut hits = PatternSet::new(p.loose.pattern_len());
+    p.loose.which_overlapping_matches(&Input::new(query), &mut hits);
+    CueScan { hits }
+}
+
+impl CueScan {
+    /// Whether the pattern at `at` (its loose form matched) matches `text`.
+    fn found(&self, at: usize, p: &Pattern, text: &str) -> bool {
+        // the patterns cannot fail at run time (no backtracking limit)
+        self.hits.contains(PatternID::new_unchecked(at)) && p.exact.is_match(text).unwrap_or(false)
+    }
+}
 
 /// Whether a query asks for help or advice (see `REQUEST`).
 pub fn asks_for_help(query: &str) -> bool {
-    found(&PATTERNS.request, query)
+    asks_for_help_scanned(query, &scan(query))
 }
 
-fn found(p: &Pattern, text: &str) -> bool {
-    // the patterns cannot fail at run time (no backtracking limit)
-    p.loose.is_match(text).unwrap_or(false) && p.exact.is_match(text).unwrap_or(false)
+/// `asks_for_help` with the query's scan.
+pub fn asks_for_help_scanned(query: &str, scan: &CueScan) -> bool {
+    scan.found(REQUEST_AT, &PATTERNS.request, query)
 }
 
 /// What `query_time_cues` found in a query (see `jevmem.temporal.TimeCues`).
@@ -156,12 +201,17 @@ pub struct TimeCues {
 /// against `now` (without it only absolute times are kept). An invalid
 /// `now` (outside the calendar) is an error.
 pub fn query_time_cues(query: &str, now: Option<i64>) -> Result<TimeCues> {
+    query_time_cues_scanned(query, now, &scan(query))
+}
+
+/// `query_time_cues` with the query's scan.
+pub fn query_time_cues_scanned(query: &str, now: Option<i64>, scan: &CueScan) -> Result<TimeCues> {
     let p = &*PATTERNS;
     let mut cues: Vec<&'static str> = Vec::new();
     let mut families: Vec<&'static str> = Vec::new();
     let mut score: f64 = 0.0;
-    for ((name, family, weight, _), rx) in CUES.iter().zip(&p.cues) {
-        if found(rx, query) {
+    for (at, ((name, family, weight, _), rx)) in CUES.iter().zip(&p.cues).enumerate() {
+        if scan.found(at, rx, query) {
             if *name == "when_inner" && cues.contains(&"when") {
                 continue;
             }
@@ -194,7 +244,8 @@ pub fn query_time_cues(query: &str, now: Option<i64>) -> Result<TimeCues> {
         ]
         .iter()
         .any(|c| cues.contains(c));
-    let recency = family("recency") || (cues.contains(&"first_last") && found(&p.last, query));
+    let recency =
+        family("recency") || (cues.contains(&"first_last") && scan.found(LAST_AT, &p.last, query));
     Ok(TimeCues {
         temporal: score >= 0.5,
         score,
@@ -212,14 +263,24 @@ pub fn query_time_cues(query: &str, now: Option<i64>) -> Result<TimeCues> {
 /// then words that point before a change; then present words or a present
 /// tense (at `now`, else the latest state); otherwise none.
 pub fn query_fact_time(query: &str, constraint: Option<(i64, i64)>, now: Option<i64>) -> FactTime {
+    query_fact_time_scanned(query, constraint, now, &scan(query))
+}
+
+/// `query_fact_time` with the query's scan.
+pub fn query_fact_time_scanned(
+    query: &str,
+    constraint: Option<(i64, i64)>,
+    now: Option<i64>,
+    scan: &CueScan,
+) -> FactTime {
     let p = &*PATTERNS;
     if let Some((lo, hi)) = constraint {
         return FactTime::Window(lo, hi);
     }
-    if found(&p.past, query) {
+    if scan.found(PAST_AT, &p.past, query) {
         return FactTime::Past;
     }
-    if found(&p.present, query) {
+    if scan.found(PRESENT_AT, &p.present, query) {
         return FactTime::Present(now);
     }
     FactTime::Neutral
@@ -228,6 +289,50 @@ pub fn query_fact_time(query: &str, constraint: Option<(i64, i64)>, now: Option<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// Every pattern's Python source, in the scan's order.
+    fn sources() -> Vec<&'static str> {
+        CUES.iter()
+            .map(|c| c.3)
+            .chain([LAST, PRESENT, PAST, REQUEST])
+            .collect()
+    }
+
+    /// Words of the patterns, near misses, and characters that case
+    /// folding maps onto ASCII letters (Kelvin sign, long s, dotted I).
+    const WORDS: [&str; 31] = [
+        "when", "When", "since", "what", "date", "day of the week", "how", "long", "ago",
+        "many", "times", "before", "prior to", "first", "LAST", "latest", "now", "is", "isn't",
+        "can you", "help me", "chronological", "used to", "recently", "\u{212a}", "\u{17f}",
+        "\u{130}", "snow", "whenever", "?", ",",
+    ];
+
+    proptest! {
+        /// The one-pass scan finds exactly the patterns whose loose form,
+        /// compiled alone (as each was searched before), matches the query.
+        #[test]
+        fn the_scan_matches_each_loose_form_alone(
+            words in proptest::collection::vec(
+                prop_oneof![
+                    proptest::sample::select(WORDS.to_vec()).prop_map(String::from),
+                    "[a-zA-Z\u{e0}-\u{ff}]{1,6}",
+                ],
+                0..12,
+            ),
+            glue in proptest::collection::vec(prop_oneof![Just(" "), Just(""), Just("  "), Just("-")], 12),
+        ) {
+            let q: String = words.iter().zip(&glue).flat_map(|(w, g)| [w.as_str(), *g]).collect();
+            let got = scan(&q);
+            for (at, py) in sources().into_iter().enumerate() {
+                let alone = crate::grounding::try_compile(&crate::grounding::loose_form(py))
+                    .unwrap()
+                    .is_match(&q)
+                    .unwrap();
+                prop_assert_eq!(got.hits.contains(PatternID::new_unchecked(at)), alone, "{} in {:?}", py, q);
+            }
+        }
+    }
 
     #[test]
     fn cues_of_plain_questions() {

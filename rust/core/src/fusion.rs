@@ -22,8 +22,13 @@ pub fn rrf(lists: &[&[NodeId]], kappa: f64) -> Result<Vec<(NodeId, f64)>> {
         )));
     }
     // each id's sum is taken in list order, whatever the map's order
-    let mut scores: ShortKeyMap<NodeId, f64> = ShortKeyMap::default();
-    let mut seen: ShortKeySet<NodeId> = ShortKeySet::default();
+    // sized for every id once: the maps never grow (rehash) on the way
+    let longest = lists.iter().map(|l| l.len()).max().unwrap_or(0);
+    let total: usize = lists.iter().map(|l| l.len()).sum();
+    let mut scores: ShortKeyMap<NodeId, f64> =
+        ShortKeyMap::with_capacity_and_hasher(total, Default::default());
+    let mut seen: ShortKeySet<NodeId> =
+        ShortKeySet::with_capacity_and_hasher(longest, Default::default());
     for list in lists {
         seen.clear();
         for (pos, &id) in list.iter().enumerate() {

@@ -456,11 +456,11 @@ pub(crate) fn compile_python(py: &str) -> Regex {
     compile(py)
 }
 
-/// `compile_python` of `py` without its word boundaries and lookarounds: it
-/// matches wherever `py` does (and more) and runs on the regex crate's
-/// automata, so it rules most texts out fast.
-pub(crate) fn compile_python_loose(py: &str) -> Regex {
-    compile(&loose_form(py))
+/// `py` without its word boundaries and lookarounds, in the regex crates'
+/// syntax: it matches wherever `py` does (and more) and any regex engine
+/// runs it, so it rules most texts out fast.
+pub(crate) fn loose_syntax(py: &str) -> String {
+    translate(&loose_form(py))
 }
 
 /// `py` without its word boundaries and lookarounds (Python syntax).

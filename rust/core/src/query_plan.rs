@@ -10,7 +10,7 @@
 use std::collections::{BTreeSet, HashSet};
 
 use crate::coverage::speaks_in_first_person;
-use crate::cues::{self, asks_for_help, TimeCues};
+use crate::cues::{self, TimeCues};
 use crate::derived::TimeQuery;
 use crate::entities::pystr::is_space;
 use crate::entities::{extract_entities, mentions};
@@ -89,7 +89,9 @@ impl MemoryStore {
         allowed: Option<&Allowed>,
         people: &[String],
     ) -> Result<QueryPlan> {
-        let cues = cues::query_time_cues(text, now)?;
+        // one pass of every cue pattern over the query, read by all three
+        let scan = cues::scan(text);
+        let cues = cues::query_time_cues_scanned(text, now, &scan)?;
         let lexical = self.search_lexical_scoped(text, cfg.depth, allowed);
         let dense = self.search_vector_scoped(vector, cfg.depth, allowed)?;
         let lexical_ranked: Vec<NodeId> = lexical.iter().map(|&(id, _)| id).collect();
@@ -142,7 +144,7 @@ impl MemoryStore {
                 (None, true) => TimeQuery::AsksWhen,
                 (None, false) => TimeQuery::None,
             },
-            fact_time: cues::query_fact_time(text, cues.constraint, now),
+            fact_time: cues::query_fact_time_scanned(text, cues.constraint, now, &scan),
         };
         Ok(QueryPlan {
             session,
@@ -150,7 +152,7 @@ impl MemoryStore {
             passage_hits: passages.iter().map(|h| h.node).collect(),
             asked,
             first_person: speaks_in_first_person(text),
-            asks_for_help: asks_for_help(text),
+            asks_for_help: cues::asks_for_help_scanned(text, &scan),
             tokens: tokens.into_iter().collect(),
             content_tokens,
             cues,
@@ -296,10 +298,10 @@ mod tests {
             "How do I set up Dagster?",
             "please RECOMMEND a book",
         ] {
-            assert!(asks_for_help(q), "{q}");
+            assert!(cues::asks_for_help(q), "{q}");
         }
         for q in ["What did Melanie paint?", "Canyon trips", "I explained it"] {
-            assert!(!asks_for_help(q), "{q}");
+            assert!(!cues::asks_for_help(q), "{q}");
         }
     }
 }

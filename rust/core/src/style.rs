@@ -76,16 +76,49 @@ impl StyleBasis {
         if self.n == 0 {
             return [0.5, 0.0, 0.5];
         }
-        let mean = self.total / self.n as f64;
-        let length = logistic(log_len.unwrap_or(mean) - mean);
-        match speaker.and_then(|s| self.speakers.get(s)) {
+        let mean = self.mean();
+        let [asks, length] = speaker.map_or([0.0, 0.5], |s| self.speaker_style(s, mean));
+        [logistic(log_len.unwrap_or(mean) - mean), asks, length]
+    }
+
+    /// The mean log length (counted nodes only: `n` > 0).
+    fn mean(&self) -> f64 {
+        self.total / self.n as f64
+    }
+
+    /// What `style` reads of a speaker: its mean question share and its
+    /// mean length against `mean` (0 and 0.5 for a speaker without sums).
+    fn speaker_style(&self, speaker: &str, mean: f64) -> [f64; 2] {
+        match self.speakers.get(speaker) {
             Some(sums) if sums.turns != 0.0 => [
-                length,
                 sums.asks / sums.turns,
                 logistic(sums.log_len / sums.turns - mean),
             ],
-            _ => [length, 0.0, 0.5],
+            _ => [0.0, 0.5],
         }
+    }
+}
+
+/// Each speaker's part of a style, worked out once per call: a call reads
+/// a few speakers many times over (SipHash and a logistic per node otherwise).
+struct SpeakerMemo<'a> {
+    seen: Vec<(&'a str, [f64; 2])>,
+}
+
+impl<'a> SpeakerMemo<'a> {
+    /// Beyond this many speakers a lookup goes to the map (a linear scan
+    /// would cost more than the hash).
+    const MAX: usize = 8;
+
+    fn get(&mut self, basis: &StyleBasis, speaker: &'a str, mean: f64) -> [f64; 2] {
+        if let Some((_, part)) = self.seen.iter().find(|(s, _)| *s == speaker) {
+            return *part;
+        }
+        let part = basis.speaker_style(speaker, mean);
+        if self.seen.len() < Self::MAX {
+            self.seen.push((speaker, part));
+        }
+        part
     }
 }
 
@@ -241,10 +274,19 @@ impl MemoryStore {
                 &*whole
             }
         };
+        if basis.n == 0 {
+            return vec![basis.style(None, None); ids.len()];
+        }
+        // `basis.style` of each node, its speaker's part read once per speaker
+        let mean = basis.mean();
+        let mut memo = SpeakerMemo { seen: Vec::new() };
         ids.iter()
             .map(|&id| match self.style.counted(id) {
                 // the speaker key was lower-cased once, when the node was counted
-                Some((log_len, speaker)) => basis.style(Some(log_len), speaker),
+                Some((log_len, speaker)) => {
+                    let [asks, length] = speaker.map_or([0.0, 0.5], |s| memo.get(basis, s, mean));
+                    [logistic(log_len - mean), asks, length]
+                }
                 None => {
                     let speaker = self.get(id).and_then(speaker_key);
                     basis.style(None, speaker.as_deref())
@@ -264,5 +306,62 @@ impl MemoryStore {
         let mut out: Vec<String> = basis.speakers.keys().cloned().collect();
         out.sort_unstable();
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::NewNode;
+    use crate::store::StoreConfig;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// `styles` (each speaker's part read once per call) gives each
+        /// node `StyleBasis::style` of its own log length and speaker, bit
+        /// for bit: with more speakers than the memo keeps, without
+        /// speakers, for ids the store lacks, and after removals.
+        #[test]
+        fn styles_equal_the_style_of_each_node(
+            turns in proptest::collection::vec(
+                (0usize..12, 0usize..40, any::<bool>(), proptest::option::weighted(0.8, 0.0f64..=1.0)),
+                0..40,
+            ),
+            forget in proptest::collection::vec(any::<bool>(), 40),
+            asked in proptest::collection::vec(0u64..60, 0..30),
+        ) {
+            let mut s = MemoryStore::new(StoreConfig::new(2)).unwrap();
+            let mut ids = Vec::new();
+            for &(speaker, len, with_speaker, share) in &turns {
+                let mut n = NewNode::new(&"word ".repeat(len + 1), vec![1.0, 0.0]);
+                if with_speaker {
+                    n.provenance = vec![("speaker".into(), format!("Person{speaker}"))];
+                }
+                let id = s.add_node(n).unwrap();
+                // counted in the style (a node without a share is not)
+                if let Some(share) = share {
+                    s.set_question_shares(&[(id, share)]).unwrap();
+                }
+                ids.push(id);
+            }
+            let gone: Vec<NodeId> = ids.iter().zip(&forget).filter(|(_, f)| **f).map(|(i, _)| *i).collect();
+            s.forget_nodes(&gone).unwrap();
+            let asked: Vec<NodeId> = asked.into_iter().collect();
+            let basis = s.style.basis(&s.question_shares).into_owned();
+            let naive: Vec<[f64; 3]> = asked
+                .iter()
+                .map(|&id| match s.style.counted(id) {
+                    Some((log_len, speaker)) => basis.style(Some(log_len), speaker),
+                    None => basis.style(None, s.get(id).and_then(speaker_key).as_deref()),
+                })
+                .collect();
+            let got = s.styles(&asked, None);
+            prop_assert_eq!(got.len(), naive.len());
+            for (g, n) in got.iter().zip(&naive) {
+                for (a, b) in g.iter().zip(n) {
+                    prop_assert_eq!(a.to_bits(), b.to_bits());
+                }
+            }
+        }
     }
 }
