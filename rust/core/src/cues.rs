@@ -155,7 +155,8 @@ pub struct CueScan {
 pub fn scan(query: &str) -> CueScan {
     let p = &*PATTERNS;
     let mut hits = PatternSet::new(p.loose.pattern_len());
-    p.loose.which_overlapping_matches(&Input::new(query), &mut hits);
+    p.loose
+        .which_overlapping_matches(&Input::new(query), &mut hits);
     CueScan { hits }
 }
 
@@ -302,10 +303,37 @@ mod tests {
     /// Words of the patterns, near misses, and characters that case
     /// folding maps onto ASCII letters (Kelvin sign, long s, dotted I).
     const WORDS: [&str; 31] = [
-        "when", "When", "since", "what", "date", "day of the week", "how", "long", "ago",
-        "many", "times", "before", "prior to", "first", "LAST", "latest", "now", "is", "isn't",
-        "can you", "help me", "chronological", "used to", "recently", "\u{212a}", "\u{17f}",
-        "\u{130}", "snow", "whenever", "?", ",",
+        "when",
+        "When",
+        "since",
+        "what",
+        "date",
+        "day of the week",
+        "how",
+        "long",
+        "ago",
+        "many",
+        "times",
+        "before",
+        "prior to",
+        "first",
+        "LAST",
+        "latest",
+        "now",
+        "is",
+        "isn't",
+        "can you",
+        "help me",
+        "chronological",
+        "used to",
+        "recently",
+        "\u{212a}",
+        "\u{17f}",
+        "\u{130}",
+        "snow",
+        "whenever",
+        "?",
+        ",",
     ];
 
     proptest! {

@@ -99,29 +99,6 @@ impl StyleBasis {
     }
 }
 
-/// Each speaker's part of a style, worked out once per call: a call reads
-/// a few speakers many times over (SipHash and a logistic per node otherwise).
-struct SpeakerMemo<'a> {
-    seen: Vec<(&'a str, [f64; 2])>,
-}
-
-impl<'a> SpeakerMemo<'a> {
-    /// Beyond this many speakers a lookup goes to the map (a linear scan
-    /// would cost more than the hash).
-    const MAX: usize = 8;
-
-    fn get(&mut self, basis: &StyleBasis, speaker: &'a str, mean: f64) -> [f64; 2] {
-        if let Some((_, part)) = self.seen.iter().find(|(s, _)| *s == speaker) {
-            return *part;
-        }
-        let part = basis.speaker_style(speaker, mean);
-        if self.seen.len() < Self::MAX {
-            self.seen.push((speaker, part));
-        }
-        part
-    }
-}
-
 /// The store's style state: each counted node's log length and speaker
 /// key, and the basis over all of them.
 ///
@@ -130,11 +107,17 @@ impl<'a> SpeakerMemo<'a> {
 /// removals are done, and a read of stale sums rebuilds a copy.
 #[derive(Clone, Debug, Default)]
 pub struct StyleTable {
-    counted: BTreeMap<NodeId, (f64, Option<String>)>,
+    /// Each counted node's log length and speaker (its number in `names`).
+    counted: BTreeMap<NodeId, (f64, Option<u32>)>,
+    /// Every speaker key counted so far, each once, numbered by position
+    /// (a read then finds a node's speaker by number, not by its text).
+    /// Never shrinks: a memory has few speakers.
+    names: Vec<String>,
+    numbers: HashMap<String, u32>,
     basis: StyleBasis,
     /// Whether a removal left the sums stale, and the speakers it touched.
     stale: bool,
-    touched: HashSet<String>,
+    touched: HashSet<u32>,
 }
 
 impl StyleTable {
@@ -150,21 +133,35 @@ impl StyleTable {
         self.settle(shares);
         let mut last = self.counted.keys().next_back().copied();
         for (node, asks) in nodes {
-            let speaker = speaker_key(node);
+            let speaker = speaker_key(node).map(|key| self.number(key));
             let log_len = log_length(&node.content);
-            let again = self
-                .counted
-                .insert(node.id, (log_len, speaker.clone()))
-                .is_some();
+            let again = self.counted.insert(node.id, (log_len, speaker)).is_some();
             if again || last.is_some_and(|l| node.id < l) {
                 self.touched.extend(speaker);
                 self.stale = true;
             } else {
-                self.basis.count(speaker.as_deref(), log_len, asks);
+                let name = speaker.map(|n| self.names[n as usize].as_str());
+                self.basis.count(name, log_len, asks);
             }
             last = last.max(Some(node.id));
         }
         self.settle(shares);
+    }
+
+    /// The number of a speaker key (a new one for a key not seen before).
+    fn number(&mut self, key: String) -> u32 {
+        if let Some(&n) = self.numbers.get(&key) {
+            return n;
+        }
+        let n = u32::try_from(self.names.len()).expect("fewer than 2^32 speakers");
+        self.names.push(key.clone());
+        self.numbers.insert(key, n);
+        n
+    }
+
+    /// A speaker's key by its number.
+    fn name(&self, number: u32) -> &str {
+        &self.names[number as usize]
     }
 
     /// Stop counting `id` (nothing when it is not counted); the sums are
@@ -181,7 +178,13 @@ impl StyleTable {
     pub(crate) fn settle(&mut self, shares: &ShortKeyMap<NodeId, f64>) {
         if self.stale {
             let touched = std::mem::take(&mut self.touched);
-            rebuild(&self.counted, &mut self.basis, &touched, shares);
+            rebuild(
+                &self.counted,
+                &self.names,
+                &mut self.basis,
+                &touched,
+                shares,
+            );
             self.stale = false;
         }
     }
@@ -190,7 +193,13 @@ impl StyleTable {
     pub fn basis(&self, shares: &ShortKeyMap<NodeId, f64>) -> Cow<'_, StyleBasis> {
         if self.stale {
             let mut basis = self.basis.clone();
-            rebuild(&self.counted, &mut basis, &self.touched, shares);
+            rebuild(
+                &self.counted,
+                &self.names,
+                &mut basis,
+                &self.touched,
+                shares,
+            );
             Cow::Owned(basis)
         } else {
             Cow::Borrowed(&self.basis)
@@ -201,25 +210,23 @@ impl StyleTable {
     pub fn basis_within(&self, allowed: &Allowed, shares: &ShortKeyMap<NodeId, f64>) -> StyleBasis {
         let mut basis = StyleBasis::default();
         for id in allowed.ids() {
-            if let Some((log_len, speaker)) = self.counted.get(id) {
+            if let Some(&(log_len, speaker)) = self.counted.get(id) {
                 let asks = shares.get(id).copied().unwrap_or(0.0);
-                basis.count(speaker.as_deref(), *log_len, asks);
+                basis.count(speaker.map(|n| self.name(n)), log_len, asks);
             }
         }
         basis
     }
 
-    /// A counted node's log length and speaker key.
-    fn counted(&self, id: NodeId) -> Option<(f64, Option<&str>)> {
-        self.counted.get(&id).map(|(l, s)| (*l, s.as_deref()))
+    /// A counted node's log length and speaker number.
+    fn counted(&self, id: NodeId) -> Option<(f64, Option<u32>)> {
+        self.counted.get(&id).copied()
     }
 
     /// Approximate heap bytes.
     pub fn memory_bytes(&self) -> usize {
-        self.counted
-            .values()
-            .map(|(_, s)| 48 + s.as_ref().map_or(0, String::len))
-            .sum::<usize>()
+        self.counted.len() * 40
+            + self.names.iter().map(|s| 2 * s.len() + 80).sum::<usize>()
             + self
                 .basis
                 .speakers
@@ -230,17 +237,18 @@ impl StyleTable {
 }
 
 fn rebuild(
-    counted: &BTreeMap<NodeId, (f64, Option<String>)>,
+    counted: &BTreeMap<NodeId, (f64, Option<u32>)>,
+    names: &[String],
     basis: &mut StyleBasis,
-    touched: &HashSet<String>,
+    touched: &HashSet<u32>,
     shares: &ShortKeyMap<NodeId, f64>,
 ) {
     let mut total = 0.0;
-    let mut fresh: HashMap<String, SpeakerSums> = HashMap::new();
-    for (id, (log_len, speaker)) in counted {
+    let mut fresh: HashMap<u32, SpeakerSums> = HashMap::new();
+    for (id, &(log_len, speaker)) in counted {
         total += log_len;
-        if let Some(s) = speaker.as_ref().filter(|s| touched.contains(*s)) {
-            let sums = fresh.entry(s.clone()).or_default();
+        if let Some(s) = speaker.filter(|s| touched.contains(s)) {
+            let sums = fresh.entry(s).or_default();
             sums.turns += 1.0;
             sums.asks += shares.get(id).copied().unwrap_or(0.0);
             sums.log_len += log_len;
@@ -249,12 +257,13 @@ fn rebuild(
     basis.n = counted.len();
     basis.total = total;
     for s in touched {
+        let name = &names[*s as usize];
         match fresh.remove(s) {
             Some(sums) => {
-                basis.speakers.insert(s.clone(), sums);
+                basis.speakers.insert(name.clone(), sums);
             }
             None => {
-                basis.speakers.remove(s);
+                basis.speakers.remove(name);
             }
         }
     }
@@ -277,14 +286,18 @@ impl MemoryStore {
         if basis.n == 0 {
             return vec![basis.style(None, None); ids.len()];
         }
-        // `basis.style` of each node, its speaker's part read once per speaker
+        // `basis.style` of each node, its speaker's part worked out once per
+        // speaker (a call reads a few speakers many times over)
         let mean = basis.mean();
-        let mut memo = SpeakerMemo { seen: Vec::new() };
+        let mut memo: Vec<Option<[f64; 2]>> = vec![None; self.style.names.len()];
         ids.iter()
             .map(|&id| match self.style.counted(id) {
                 // the speaker key was lower-cased once, when the node was counted
                 Some((log_len, speaker)) => {
-                    let [asks, length] = speaker.map_or([0.0, 0.5], |s| memo.get(basis, s, mean));
+                    let [asks, length] = speaker.map_or([0.0, 0.5], |n| {
+                        *memo[n as usize]
+                            .get_or_insert_with(|| basis.speaker_style(self.style.name(n), mean))
+                    });
                     [logistic(log_len - mean), asks, length]
                 }
                 None => {
@@ -351,7 +364,9 @@ mod tests {
             let naive: Vec<[f64; 3]> = asked
                 .iter()
                 .map(|&id| match s.style.counted(id) {
-                    Some((log_len, speaker)) => basis.style(Some(log_len), speaker),
+                    Some((log_len, speaker)) => {
+                        basis.style(Some(log_len), speaker.map(|n| s.style.name(n)))
+                    }
                     None => basis.style(None, s.get(id).and_then(speaker_key).as_deref()),
                 })
                 .collect();
