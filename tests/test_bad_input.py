@@ -321,7 +321,7 @@ def _leb(v: int) -> bytes:
 def _reseal(payload: bytes) -> bytes:
     import zlib
 
-    header = b"JEVMEMSS" + (5).to_bytes(4, "little")  # the format `to_bytes` writes
+    header = b"JEVMEMSS" + (6).to_bytes(4, "little")  # the format `to_bytes` writes
     return (
         header
         + zlib.crc32(payload).to_bytes(4, "little")
@@ -337,10 +337,10 @@ def test_crafted_snapshots_raise_snapshot_error_quickly() -> None:
     payload = bytes(store.to_bytes())[24:]
     # An empty store with the same config: config, next_id 0, ops_applied 0,
     # six empty lists (nodes, embeddings, edges, passages, two of facts), the
-    # derived facts (version 0, no nodes), then the lexical content (present,
-    # no terms, no documents).
+    # derived facts (version 0, no nodes), the lexical content (present, no
+    # terms, no documents), then the sentence marks (present, no nodes).
     empty = bytes(MemoryStore(DIM).to_bytes())[24:]
-    cfg = empty[:-13]
+    cfg = empty[:-15]
     assert payload.startswith(cfg)
     rest = payload[len(cfg) :]
     assert rest.startswith(_leb(3))  # next_id: three nodes, none removed

@@ -5,15 +5,18 @@
 //! people and about other people ("content coverage", read by the
 //! assessment). Also which query tokens the best evidence contains at all.
 //!
-//! Nothing here is cached per node: the marks are read off the text when a
-//! query assesses the node (a few nodes per query), so a memory's size per
-//! node does not grow with the queries it answers.
+//! The sentence marks are made once, when a node is written (`marks`), and
+//! kept in the snapshot; a node without them (a word spans a sentence stop)
+//! is read off its text, sentence by sentence, the reading the marks are
+//! held to. Nothing is cached per query, so a memory's size per node does
+//! not grow with the queries it answers.
 //!
 //! The rules are the read path's former Python ones, which stay as the
 //! oracle in `tests/support/coverage_reference.py`; the character classes
 //! and case folding are Python `re`'s (`entities::pystr`).
 
 use crate::hashing::{ShortKeyMap, ShortKeySet};
+use crate::marks::{self, NodeMarks};
 
 use crate::context::speaker_of;
 use crate::entities::pystr::{is_space, is_word};
@@ -226,7 +229,7 @@ fn names(chars: &[char]) -> Vec<String> {
 /// The text's sentences: each maximal run of characters other than `.!?`
 /// with the run of those that follows it (ASCII all three, so the runs are
 /// found on the bytes).
-fn sentence_spans(text: &str) -> Vec<&str> {
+pub(crate) fn sentence_spans(text: &str) -> Vec<&str> {
     let stop = |b: u8| matches!(b, b'.' | b'!' | b'?');
     let bytes = text.as_bytes();
     let mut out = Vec::new();
@@ -260,7 +263,7 @@ fn sentence_weight(sentence: &str) -> f64 {
 }
 
 /// Whether a sentence speaks in the first person, and in the second.
-fn person_marks(sentence: &str) -> (bool, bool) {
+pub(crate) fn person_marks(sentence: &str) -> (bool, bool) {
     let chars: Vec<char> = sentence.chars().collect();
     (
         has_word(&chars, &FIRST_PERSON),
@@ -384,6 +387,110 @@ fn shares_a_term(doc: &[(u32, u32)], terms: &[u32]) -> bool {
     false
 }
 
+/// One node's credits for a query, sentence by sentence: each content
+/// token's best credit for the people asked about and for other people.
+struct Credits<'a> {
+    store: &'a MemoryStore,
+    id: NodeId,
+    text: &'a str,
+    q: &'a CoverageQuery,
+    allowed: Option<&'a Allowed>,
+    own: String,
+    addressees: Option<ShortKeySet<String>>,
+    /// what the names alone decide, once per node (a long text names many)
+    by_name: Option<(bool, bool)>,
+    // per-node tables (the sums below are exact in any order)
+    credit: ShortKeyMap<&'a str, f64>,
+    other: ShortKeyMap<&'a str, f64>,
+}
+
+impl<'a> Credits<'a> {
+    fn new(
+        store: &'a MemoryStore,
+        id: NodeId,
+        text: &'a str,
+        q: &'a CoverageQuery,
+        allowed: Option<&'a Allowed>,
+    ) -> Self {
+        Credits {
+            store,
+            id,
+            text,
+            q,
+            allowed,
+            own: speaker(store, id),
+            addressees: None,
+            by_name: None,
+            credit: ShortKeyMap::default(),
+            other: ShortKeyMap::default(),
+        }
+    }
+
+    /// Credit a sentence holding the content tokens `hits`, of `weight`,
+    /// in the first and the second person or not (read only when the query
+    /// asks about people).
+    fn sentence(&mut self, hits: &[&'a str], weight: f64, first: bool, second: bool) {
+        let q = self.q;
+        if q.asked.is_empty() {
+            for &h in hits {
+                let c = self.credit.entry(h).or_insert(0.0);
+                *c = c.max(weight);
+            }
+            return;
+        }
+        let text = self.text;
+        let (named_mine, named_others) = *self.by_name.get_or_insert_with(|| {
+            let named = names(&text.chars().collect::<Vec<char>>());
+            (
+                named.iter().any(|a| q.names_asked(a)),
+                named.iter().any(|a| q.someone_else(a)),
+            )
+        });
+        let own = self.own.as_str();
+        let mut about: Vec<&str> = Vec::new();
+        if first {
+            about.push(own);
+        }
+        if second {
+            let (store, id, allowed) = (self.store, self.id, self.allowed);
+            let found = self
+                .addressees
+                .get_or_insert_with(|| store.addressees(id, own, allowed));
+            about.extend(found.iter().map(String::as_str));
+        }
+        let unmarked = !first && !second;
+        let mut mine = if named_mine || about.iter().any(|a| q.names_asked(a)) {
+            weight
+        } else {
+            0.0
+        };
+        if mine == 0.0 && unmarked && q.names_asked(own) {
+            mine = 0.5 * weight;
+        }
+        let others = named_others || about.iter().any(|a| q.someone_else(a));
+        let mut theirs = if others { weight } else { 0.0 };
+        if theirs == 0.0 && unmarked && q.someone_else(own) {
+            theirs = 0.5 * weight;
+        }
+        for &h in hits {
+            let c = self.credit.entry(h).or_insert(0.0);
+            *c = c.max(mine);
+            let o = self.other.entry(h).or_insert(0.0);
+            *o = o.max(theirs);
+        }
+    }
+
+    /// The shares: summed credits over the query's content tokens.
+    fn finish(self) -> (f64, f64) {
+        let n = self.q.content_tokens.len() as f64;
+        // every value is a multiple of 1/4: the sums are exact in any order
+        (
+            self.credit.values().sum::<f64>() / n,
+            self.other.values().sum::<f64>() / n,
+        )
+    }
+}
+
 /// A node's speaker as coverage compares it: lower-cased, "" when none.
 fn speaker(store: &MemoryStore, id: NodeId) -> String {
     store
@@ -443,6 +550,13 @@ impl MemoryStore {
             .filter_map(|t| self.bm25.term_id(t))
             .collect();
         terms.sort_unstable();
+        // the content tokens the memory holds, by term id (what marks read)
+        let mut by_term: Vec<(u32, &str)> = q
+            .content_tokens
+            .iter()
+            .filter_map(|t| self.bm25.term_id(t).map(|id| (id, t.as_str())))
+            .collect();
+        by_term.sort_unstable();
         Ok(ids
             .iter()
             .zip(nodes)
@@ -450,30 +564,78 @@ impl MemoryStore {
                 if q.content_tokens.is_empty() {
                     return (0.0, 0.0);
                 }
-                if let Some(doc) = self.bm25.doc_terms(id) {
+                let doc = self.bm25.doc_terms(id);
+                if let Some(doc) = doc {
                     if !shares_a_term(doc, &terms) {
                         return (0.0, 0.0);
                     }
                 }
-                self.node_coverage(id, &node.content, q, allowed)
+                match (self.marks.get(id), doc) {
+                    (Some(marks), Some(doc)) => {
+                        self.marked_coverage(id, &node.content, marks, doc, q, &by_term, allowed)
+                    }
+                    _ => self.node_coverage(id, &node.content, q, allowed),
+                }
             })
             .collect())
     }
 
-    fn node_coverage(
+    /// `node_coverage` read off the node's sentence marks: the same credits,
+    /// without splitting or tokenising the text.
+    #[allow(clippy::too_many_arguments)]
+    fn marked_coverage(
+        &self,
+        id: NodeId,
+        text: &str,
+        marks: &NodeMarks,
+        doc: &[(u32, u32)],
+        q: &CoverageQuery,
+        by_term: &[(u32, &str)],
+        allowed: Option<&Allowed>,
+    ) -> (f64, f64) {
+        // the query's content tokens this node holds: (position in its
+        // lexical entry, the token)
+        let wanted: Vec<(u32, &str)> = by_term
+            .iter()
+            .filter_map(|&(term, token)| {
+                doc.binary_search_by_key(&term, |p| p.0)
+                    .ok()
+                    .map(|at| (at as u32, token))
+            })
+            .collect();
+        let mut credits = Credits::new(self, id, text, q, allowed);
+        let mut hits: Vec<&str> = Vec::new();
+        for (terms, m) in marks.iter() {
+            hits.clear();
+            hits.extend(
+                wanted
+                    .iter()
+                    .filter(|(at, _)| terms.binary_search(at).is_ok())
+                    .map(|&(_, token)| token),
+            );
+            if !hits.is_empty() {
+                let weight = if m & marks::QUESTION != 0 { 0.5 } else { 1.0 };
+                credits.sentence(
+                    &hits,
+                    weight,
+                    m & marks::FIRST_PERSON != 0,
+                    m & marks::SECOND_PERSON != 0,
+                );
+            }
+        }
+        credits.finish()
+    }
+
+    /// A node's content coverage read off its text, sentence by sentence
+    /// (a node without marks, and the reference the marks are held to).
+    pub(crate) fn node_coverage(
         &self,
         id: NodeId,
         text: &str,
         q: &CoverageQuery,
         allowed: Option<&Allowed>,
     ) -> (f64, f64) {
-        let own = speaker(self, id);
-        let mut addressees: Option<ShortKeySet<String>> = None;
-        // what the names alone decide, once per node (a long text names many)
-        let mut by_name: Option<(bool, bool)> = None;
-        // per-call tables (the sums below are exact in any order)
-        let mut credit: ShortKeyMap<&str, f64> = ShortKeyMap::default();
-        let mut other: ShortKeyMap<&str, f64> = ShortKeyMap::default();
+        let mut credits = Credits::new(self, id, text, q, allowed);
         let mut hits: Vec<&str> = Vec::new();
         let firsts = q.first_chars();
         for sentence in sentence_spans(text) {
@@ -487,57 +649,14 @@ impl MemoryStore {
             if hits.is_empty() {
                 continue;
             }
-            let weight = sentence_weight(sentence);
-            if q.asked.is_empty() {
-                for &h in &hits {
-                    let c = credit.entry(h).or_insert(0.0);
-                    *c = c.max(weight);
-                }
-                continue;
-            }
-            let (named_mine, named_others) = *by_name.get_or_insert_with(|| {
-                let named = names(&text.chars().collect::<Vec<char>>());
-                (
-                    named.iter().any(|a| q.names_asked(a)),
-                    named.iter().any(|a| q.someone_else(a)),
-                )
-            });
-            let (first, second) = person_marks(sentence);
-            let mut about: Vec<&str> = Vec::new();
-            if first {
-                about.push(&own);
-            }
-            if second {
-                let found = addressees.get_or_insert_with(|| self.addressees(id, &own, allowed));
-                about.extend(found.iter().map(String::as_str));
-            }
-            let unmarked = !first && !second;
-            let mut mine = if named_mine || about.iter().any(|a| q.names_asked(a)) {
-                weight
+            let (first, second) = if q.asked.is_empty() {
+                (false, false) // not read without people asked about
             } else {
-                0.0
+                person_marks(sentence)
             };
-            if mine == 0.0 && unmarked && q.names_asked(&own) {
-                mine = 0.5 * weight;
-            }
-            let others = named_others || about.iter().any(|a| q.someone_else(a));
-            let mut theirs = if others { weight } else { 0.0 };
-            if theirs == 0.0 && unmarked && q.someone_else(&own) {
-                theirs = 0.5 * weight;
-            }
-            for &h in &hits {
-                let c = credit.entry(h).or_insert(0.0);
-                *c = c.max(mine);
-                let o = other.entry(h).or_insert(0.0);
-                *o = o.max(theirs);
-            }
+            credits.sentence(&hits, sentence_weight(sentence), first, second);
         }
-        let n = q.content_tokens.len() as f64;
-        // every value is a multiple of 1/4: the sums are exact in any order
-        (
-            credit.values().sum::<f64>() / n,
-            other.values().sum::<f64>() / n,
-        )
+        credits.finish()
     }
 
     /// For each pair `(ids[k], others[k])`, whether both nodes name the same
@@ -755,6 +874,88 @@ mod tests {
             let got = s.content_coverage(&ids, &q, None).unwrap();
             for ((&id, text), covered) in ids.iter().zip(&texts).zip(got) {
                 prop_assert_eq!(covered, s.node_coverage(id, text, &q, None));
+            }
+        }
+    }
+
+    proptest! {
+        /// Coverage read off the sentence marks made at write time equals
+        /// coverage read off the text, node by node: questions, person
+        /// words, names, repeated words, and words that span a sentence
+        /// stop ("3.5", "e.g.": such a text has no marks and is read off its
+        /// text). A text without such a word has marks.
+        #[test]
+        fn marked_coverage_equals_the_text_reading(
+            nodes in prop::collection::vec(
+                (
+                    prop::collection::vec(
+                        prop::sample::select(vec![
+                            "I", "you", "we'll", "Your", "Ann", "Bob", "painted", "paints",
+                            "lake", "the", "3.5", "e.g.", "U.S.", "café", "naïve", "Hey",
+                            "Ann,", "park", "PARK", "it's", "kayak", "ﬁsh", "İstanbul",
+                        ]),
+                        1..14,
+                    ),
+                    prop::collection::vec(
+                        prop::sample::select(vec![" ", ". ", "? ", "! ", ", ", "?! ", "...", "."]),
+                        1..5,
+                    ),
+                    0usize..3,
+                ),
+                1..6,
+            ),
+            asked in prop::collection::vec(
+                prop::sample::select(vec!["painted", "lake", "park", "3", "5", "e", "kayak", "fish", "café"]),
+                0..5,
+            ),
+            people in prop::collection::vec(0usize..3, 0..2),
+        ) {
+            use crate::ops::NewNode;
+            use crate::store::StoreConfig;
+            let speakers = ["Ann", "Bob", "Cy"];
+            let mut s = MemoryStore::new(StoreConfig::new(2)).unwrap();
+            let mut ids = Vec::new();
+            let mut texts = Vec::new();
+            for (words, stops, who) in &nodes {
+                let text: String = words
+                    .iter()
+                    .zip(stops.iter().cycle())
+                    .map(|(w, stop)| format!("{w}{stop}"))
+                    .collect();
+                let mut n = NewNode::new(&text, vec![1.0, 0.5]);
+                n.provenance = vec![("speaker".to_owned(), speakers[*who].to_owned())];
+                let id = s.add_node(n).unwrap();
+                // a period between two word characters (any non-ASCII byte may be one)
+                let wordy = |b: u8| b.is_ascii_alphanumeric() || b >= 0x80;
+                let spans_a_stop = text
+                    .as_bytes()
+                    .windows(3)
+                    .any(|w| w[1] == b'.' && wordy(w[0]) && wordy(w[2]));
+                if !spans_a_stop {
+                    prop_assert!(s.marks.get(id).is_some(), "no marks for {:?}", text);
+                }
+                ids.push(id);
+                texts.push(text);
+            }
+            let tokens: Vec<String> = asked
+                .iter()
+                .flat_map(|w| s.tokenizer().tokenize(w))
+                .chain(["nowhere".to_owned()])
+                .collect();
+            let q = CoverageQuery {
+                content_tokens: tokens.iter().cloned().collect(),
+                asked: people.iter().map(|&p| speakers[p].to_lowercase()).collect(),
+                people: speakers.iter().map(|p| p.to_lowercase()).collect(),
+            };
+            // the text reading behind the lexical entry's check (a text
+            // without any of the query's terms covers nothing), as before marks
+            let mut terms: Vec<u32> = tokens.iter().filter_map(|t| s.bm25.term_id(t)).collect();
+            terms.sort_unstable();
+            let got = s.content_coverage(&ids, &q, None).unwrap();
+            for ((&id, text), covered) in ids.iter().zip(&texts).zip(got) {
+                let shares = s.bm25.doc_terms(id).is_none_or(|doc| shares_a_term(doc, &terms));
+                let expected = if shares { s.node_coverage(id, text, &q, None) } else { (0.0, 0.0) };
+                prop_assert_eq!(covered, expected, "{:?}", text);
             }
         }
     }

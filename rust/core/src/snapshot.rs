@@ -25,6 +25,9 @@
 //! question shares and time references); older versions load without any.
 //! Version 5 appends the lexical index's content (`lexical`, optional: a
 //! body without it, and every older version, tokenizes the texts on load).
+//! Version 6 appends each node's sentence marks (`marks`, optional, only
+//! with `lexical`: they are positions in its entries); a body without them,
+//! and every older version, makes them from the texts on load.
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -35,13 +38,14 @@ use crate::bm25::LexicalSnapshot;
 use crate::derived::DerivedSnapshot;
 use crate::error::{Error, Result};
 use crate::facts::FactsSnapshot;
+use crate::marks::MarksSnapshot;
 use crate::ops::NewNode;
 use crate::passages::{NewPassage, Span};
 use crate::store::{MemoryStore, ScopedKey, StoreConfig};
 use crate::types::{Edge, Node, NodeId, Timestamp, TypeScores};
 
 const MAGIC: &[u8; 8] = b"JEVMEMSS";
-pub const FORMAT_VERSION: u32 = 5;
+pub const FORMAT_VERSION: u32 = 6;
 /// The oldest version this build still reads.
 pub const OLDEST_READABLE_VERSION: u32 = 1;
 const HEADER_LEN: usize = 8 + 4 + 4 + 8;
@@ -127,6 +131,9 @@ struct BodyRef<'a> {
     // ---- v5 trailing field ----
     /// What each node's text tokenized to, in node order.
     lexical: Option<LexicalSnapshot>,
+    // ---- v6 trailing field ----
+    /// Each node's sentence marks, in node order.
+    marks: Option<MarksSnapshot>,
 }
 
 /// The passages of one node: spans and their unit embeddings, concatenated.
@@ -144,7 +151,7 @@ struct NodePassages {
     embeddings: Vec<f32>,
 }
 
-/// The current (v5) body: v4's fields and the lexical index's content.
+/// The current (v6) body: v5's fields and the sentence marks.
 #[derive(Deserialize)]
 struct Body {
     config: StoreConfig,
@@ -160,6 +167,41 @@ struct Body {
     derived: DerivedSnapshot,
     // ---- v5 ----
     lexical: Option<LexicalSnapshot>,
+    // ---- v6 ----
+    marks: Option<MarksSnapshot>,
+}
+
+/// A version 5 body: v4's fields and the lexical index's content.
+#[derive(Deserialize)]
+struct BodyV5 {
+    config: StoreConfig,
+    next_id: NodeId,
+    ops_applied: u64,
+    nodes: Vec<Node>,
+    embeddings: Vec<f32>,
+    edges: Vec<Edge>,
+    passages: Vec<NodePassages>,
+    facts: FactsSnapshot,
+    derived: DerivedSnapshot,
+    lexical: Option<LexicalSnapshot>,
+}
+
+impl From<BodyV5> for Body {
+    fn from(v5: BodyV5) -> Self {
+        Body {
+            config: v5.config,
+            next_id: v5.next_id,
+            ops_applied: v5.ops_applied,
+            nodes: v5.nodes,
+            embeddings: v5.embeddings,
+            edges: v5.edges,
+            passages: v5.passages,
+            facts: v5.facts,
+            derived: v5.derived,
+            lexical: v5.lexical,
+            marks: None,
+        }
+    }
 }
 
 /// A version 4 body: v3's fields and the derived facts.
@@ -189,6 +231,7 @@ impl From<BodyV4> for Body {
             facts: v4.facts,
             derived: v4.derived,
             lexical: None,
+            marks: None,
         }
     }
 }
@@ -219,6 +262,7 @@ impl From<BodyV3> for Body {
             facts: v3.facts,
             derived: DerivedSnapshot::default(),
             lexical: None,
+            marks: None,
         }
     }
 }
@@ -276,6 +320,7 @@ impl From<BodyV2> for Body {
             facts: v2.facts,
             derived: DerivedSnapshot::default(),
             lexical: None,
+            marks: None,
         }
     }
 }
@@ -304,6 +349,7 @@ impl From<BodyV1> for Body {
             facts: FactsSnapshot::default(),
             derived: DerivedSnapshot::default(),
             lexical: None,
+            marks: None,
         }
     }
 }
@@ -351,7 +397,8 @@ impl MemoryStore {
                 .collect(),
             facts: self.facts.to_snapshot(),
             derived: self.derived_snapshot(),
-            lexical: Some(self.bm25.lexical_snapshot(ids)),
+            lexical: Some(self.bm25.lexical_snapshot(ids.iter().copied())),
+            marks: Some(self.marks_snapshot(ids)),
         };
         let payload =
             postcard::to_stdvec(&body).map_err(|e| Error::Snapshot(format!("encode: {e}")))?;
@@ -404,6 +451,7 @@ impl MemoryStore {
             2 => whole::<BodyV2>(payload)?.into(),
             3 => whole::<BodyV3>(payload)?.into(),
             4 => whole::<BodyV4>(payload)?.into(),
+            5 => whole::<BodyV5>(payload)?.into(),
             _ => whole::<Body>(payload)?,
         };
         // Config first: it sizes every index built below.
@@ -493,8 +541,11 @@ impl MemoryStore {
                 p.node
             )));
         }
+        if let (Some(marks), Some(lexical)) = (&body.marks, &body.lexical) {
+            marks.check(|k| lexical.docs.get(k).map_or(0, |d| d.terms.len()))?;
+        }
         store
-            .insert_many(nodes, true, body.lexical)
+            .insert_many(nodes, true, body.lexical, body.marks)
             .map_err(|e| Error::Snapshot(format!("nodes: {e}")))?;
         while store.graph.next_id() < body.next_id {
             store.graph.push_removed();

@@ -21,6 +21,7 @@ use crate::filter::{
 use crate::fusion;
 use crate::graph::{EdgeUpsert, Graph};
 use crate::hashing::{ShortKeyMap, ShortKeySet};
+use crate::marks::{node_marks, MarksSnapshot, MarksTable, NodeMarks};
 use crate::ops::{NewNode, Op};
 use crate::passages::{hit_order, PassageHit, PassageIndex, Span};
 use crate::style::StyleTable;
@@ -118,6 +119,8 @@ pub struct MemoryStore {
     pub(crate) question_shares: ShortKeyMap<NodeId, f64>,
     /// Grounded time references of the nodes that have any (see `derived`).
     pub(crate) time_refs: ShortKeyMap<NodeId, Box<[TimeRef]>>,
+    /// Each node's sentence marks (what coverage reads), made when it is written.
+    pub(crate) marks: MarksTable,
     /// The derivation version of the facts above (0: none given).
     pub(crate) derived_version: u32,
     /// What the memory observes about its style, over the nodes with a
@@ -236,6 +239,7 @@ impl MemoryStore {
             episode_keys: ShortKeyMap::default(),
             question_shares: ShortKeyMap::default(),
             time_refs: ShortKeyMap::default(),
+            marks: MarksTable::default(),
             derived_version: 0,
             style: StyleTable::default(),
             facts: FactTable::new(),
@@ -600,13 +604,20 @@ impl MemoryStore {
             self.vectors.remove(id)?;
             return Err(e);
         }
-        self.index_node(id, node, true)
+        self.index_node(id, node, true, None)
     }
 
     /// Everything of an insert but the vector: entities, BM25, time, graph.
     /// `tokenize`: index the text lexically (false: its lexical entry is in
-    /// the index already, restored from a snapshot).
-    fn index_node(&mut self, id: NodeId, node: NewNode, tokenize: bool) -> Result<()> {
+    /// the index already, restored from a snapshot); `restored_marks`: its
+    /// sentence marks as a snapshot kept them (None: made from the text).
+    fn index_node(
+        &mut self,
+        id: NodeId,
+        node: NewNode,
+        tokenize: bool,
+        restored_marks: Option<Option<NodeMarks>>,
+    ) -> Result<()> {
         // A set beside the list: a long text can carry thousands of entities.
         let normalized: Vec<String> = node
             .entities
@@ -629,6 +640,10 @@ impl MemoryStore {
             let _ = self.bm25.try_add_each(id, |push| {
                 each_lexical_token(tokenizer, fields, &node.content, &node.provenance, push)
             });
+        }
+        match restored_marks {
+            Some(marks) => self.marks.set(id, marks),
+            None => self.mark_sentences(id, &node.content),
         }
         for e in &entities {
             // the key is copied only for an entity not seen before
@@ -678,7 +693,27 @@ impl MemoryStore {
         nodes: Vec<(NodeId, NewNode)>,
         from_snapshot: bool,
         lexical: Option<LexicalSnapshot>,
+        marks: Option<MarksSnapshot>,
     ) -> Result<()> {
+        // marks are positions in lexical entries: only with the entries they read
+        let mut marks = match (&lexical, marks) {
+            (Some(_), Some(m)) => {
+                if m.nodes.len() != nodes.len() {
+                    return Err(Error::Snapshot(format!(
+                        "sentence marks for {} nodes, {} stored",
+                        m.nodes.len(),
+                        nodes.len()
+                    )));
+                }
+                Some(m.nodes.into_iter())
+            }
+            (None, Some(_)) => {
+                return Err(Error::Snapshot(
+                    "sentence marks without the lexical content they read".into(),
+                ))
+            }
+            (_, None) => None,
+        };
         let tokenize = lexical.is_none();
         if let Some(snap) = lexical {
             let ids: Vec<NodeId> = nodes.iter().map(|(id, _)| *id).collect();
@@ -712,13 +747,35 @@ impl MemoryStore {
             while self.graph.next_id() < id {
                 self.graph.push_removed();
             }
-            self.index_node(id, node, tokenize)?;
+            let restored = marks.as_mut().map(|m| m.next().expect("one per node"));
+            self.index_node(id, node, tokenize, restored)?;
             self.ops_applied += 1;
         }
         Ok(())
     }
 
+    /// Make and keep the sentence marks of node `id` (its lexical entry
+    /// already in the index).
+    fn mark_sentences(&mut self, id: NodeId, text: &str) {
+        let marks = self
+            .bm25
+            .doc_terms(id)
+            .and_then(|doc| node_marks(text, &self.tokenizer, doc, |t| self.bm25.term_id(t)));
+        self.marks.set(id, marks);
+    }
+
+    /// Each stored node's sentence marks, in node order (a snapshot's).
+    pub(crate) fn marks_snapshot(&self, ids: impl IntoIterator<Item = NodeId>) -> MarksSnapshot {
+        MarksSnapshot {
+            nodes: ids
+                .into_iter()
+                .map(|id| self.marks.get(id).cloned())
+                .collect(),
+        }
+    }
+
     fn remove_validated(&mut self, id: NodeId) -> Result<()> {
+        self.marks.remove(id);
         self.passages.remove(id)?;
         self.vectors.remove(id)?;
         let node = self.graph.remove_node(id)?;
@@ -768,7 +825,7 @@ impl MemoryStore {
             }
             self.validate_new_node(node)?;
         }
-        self.insert_many(run, false, None)
+        self.insert_many(run, false, None, None)
     }
 
     /// Add a node; returns its id. A node whose idempotency key is already
@@ -805,7 +862,7 @@ impl MemoryStore {
             fresh.push((next, node));
             next += 1;
         }
-        self.insert_many(fresh, false, None)?;
+        self.insert_many(fresh, false, None, None)?;
         Ok(ids)
     }
 
@@ -1285,7 +1342,8 @@ impl MemoryStore {
                 + self.derived_bytes()
                 + self.style.memory_bytes()
                 + self.facts.memory_bytes(),
-            bm25_bytes: self.bm25.memory_bytes(),
+            // the lexical index's side: positions in its entries
+            bm25_bytes: self.bm25.memory_bytes() + self.marks.memory_bytes(),
             vector_bytes: self.vectors.memory_bytes(),
             passages: self.passages.len(),
             passage_nodes: self.passages.node_count(),

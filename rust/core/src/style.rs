@@ -346,7 +346,7 @@ mod tests {
             let mut s = MemoryStore::new(StoreConfig::new(2)).unwrap();
             let mut ids = Vec::new();
             for &(speaker, len, with_speaker, share) in &turns {
-                let mut n = NewNode::new(&"word ".repeat(len + 1), vec![1.0, 0.0]);
+                let mut n = NewNode::new("word ".repeat(len + 1), vec![1.0, 0.0]);
                 if with_speaker {
                     n.provenance = vec![("speaker".into(), format!("Person{speaker}"))];
                 }

@@ -13,6 +13,7 @@ use std::cell::Cell;
 use jevmem_core::bm25::LexicalSnapshot;
 use jevmem_core::derived::{DerivedFacts, DerivedSnapshot, TimeRef};
 use jevmem_core::facts::FactsSnapshot;
+use jevmem_core::marks::MarksSnapshot;
 use jevmem_core::ops::NewNode;
 use jevmem_core::passages::{NewPassage, Span};
 use jevmem_core::snapshot::{LoadOptions, FORMAT_VERSION};
@@ -107,7 +108,7 @@ fn check_decode(bytes: &[u8]) -> std::result::Result<Option<MemoryStore>, TestCa
     }
 }
 
-/// The version 5 body, mirrored from public types (postcard encodes a
+/// The version 6 body, mirrored from public types (postcard encodes a
 /// struct as its fields in order, so this is byte-compatible).
 #[derive(Clone, Serialize, Deserialize)]
 struct Body {
@@ -121,6 +122,7 @@ struct Body {
     facts: FactsSnapshot,
     derived: DerivedSnapshot,
     lexical: Option<LexicalSnapshot>,
+    marks: Option<MarksSnapshot>,
 }
 
 /// A header with a correct length and checksum around `payload`.
@@ -229,8 +231,64 @@ fn a_body_without_lexical_content_tokenizes_the_texts() {
         .as_ref()
         .is_some_and(|l| !l.vocabulary.is_empty()));
     body.lexical = None;
+    body.marks = None;
     let loaded = MemoryStore::from_snapshot_bytes(&encode(&body)).unwrap();
     assert_eq!(loaded.to_snapshot_bytes().unwrap(), bytes);
+}
+
+/// A body without sentence marks (what version 5 writers left out) makes
+/// them from the texts: the same memory, byte for byte.
+#[test]
+fn a_body_without_marks_makes_them_from_the_texts() {
+    let bytes = sample_bytes();
+    let mut body = sample_body();
+    assert!(body
+        .marks
+        .as_ref()
+        .is_some_and(|m| m.nodes.iter().flatten().count() == 5));
+    body.marks = None;
+    let loaded = MemoryStore::from_snapshot_bytes(&encode(&body)).unwrap();
+    assert_eq!(loaded.to_snapshot_bytes().unwrap(), bytes);
+}
+
+/// Marks that do not fit their nodes' lexical entries, or come without
+/// them, are refused as a snapshot error.
+#[test]
+fn inconsistent_marks_are_a_snapshot_error() {
+    type Damage = fn(&mut Body);
+    let marks = |b: &mut Body| b.marks.as_mut().unwrap().nodes[0].as_mut().unwrap().clone();
+    let cases: [(&str, Damage); 6] = [
+        ("marks without lexical content", |b| b.lexical = None),
+        ("one node short", |b| {
+            b.marks.as_mut().unwrap().nodes.pop();
+        }),
+        ("a position past the node's terms", |b| {
+            let n = b.lexical.as_ref().unwrap().docs[0].terms.len() as u32;
+            let m = b.marks.as_mut().unwrap().nodes[0].as_mut().unwrap();
+            *m.terms.last_mut().unwrap() = n;
+        }),
+        ("positions out of order", |b| {
+            let m = b.marks.as_mut().unwrap().nodes[0].as_mut().unwrap();
+            m.terms.reverse();
+        }),
+        ("an unknown mark", |b| {
+            let m = b.marks.as_mut().unwrap().nodes[0].as_mut().unwrap();
+            m.sentences[0].1 = 0x80;
+        }),
+        ("a sentence ending past the terms", |b| {
+            let m = b.marks.as_mut().unwrap().nodes[0].as_mut().unwrap();
+            m.sentences.last_mut().unwrap().0 += 1;
+        }),
+    ];
+    assert!(marks(&mut sample_body()).terms.len() > 1);
+    for (what, damage) in cases {
+        let mut body = sample_body();
+        damage(&mut body);
+        match MemoryStore::from_snapshot_bytes(&encode(&body)) {
+            Err(Error::Snapshot(_)) => {}
+            other => panic!("{what}: {:?}", other.map(|_| "loaded")),
+        }
+    }
 }
 
 /// Lexical content that contradicts itself is refused as a snapshot error.
@@ -341,6 +399,7 @@ fn crafted_id_spaces_and_configs_are_refused_cheaply() {
     body.facts = FactsSnapshot::default();
     body.derived = DerivedSnapshot::default();
     body.lexical = Some(LexicalSnapshot::default());
+    body.marks = Some(MarksSnapshot::default());
     let store = check_decode(&encode(&body)).unwrap().expect("valid, empty");
     assert!(store.vectors().uses_hnsw());
 }
