@@ -420,6 +420,27 @@ impl Bm25Index {
         doc: NodeId,
         tokens: impl FnOnce(&mut dyn FnMut(&str)),
     ) -> Result<()> {
+        self.add_each(doc, tokens, false).map(drop)
+    }
+
+    /// [`Bm25Index::try_add_each`], and the term id of every token, in the
+    /// order they came (what a caller needs to find its tokens in the
+    /// document's term list without looking each up again).
+    pub fn try_add_each_ids(
+        &mut self,
+        doc: NodeId,
+        tokens: impl FnOnce(&mut dyn FnMut(&str)),
+    ) -> Result<Vec<u32>> {
+        self.add_each(doc, tokens, true)
+    }
+
+    /// `try_add_each`; the ids in token order when `keep_order` (else none).
+    fn add_each(
+        &mut self,
+        doc: NodeId,
+        tokens: impl FnOnce(&mut dyn FnMut(&str)),
+        keep_order: bool,
+    ) -> Result<Vec<u32>> {
         if doc > MAX_DOC_ID {
             return Err(Error::invalid(format!(
                 "BM25 document id {doc} exceeds the maximum {MAX_DOC_ID}"
@@ -433,6 +454,7 @@ impl Bm25Index {
         let mut ids: Vec<u32> = Vec::new();
         tokens(&mut |tok| ids.push(self.intern(tok)));
         let n_tokens = ids.len();
+        let in_order = if keep_order { ids.clone() } else { Vec::new() };
         ids.sort_unstable();
         let mut terms: Vec<Posting> = Vec::with_capacity(ids.len());
         for t in ids {
@@ -442,7 +464,7 @@ impl Bm25Index {
             }
         }
         self.add_counted(d, terms, u32::try_from(n_tokens).unwrap_or(u32::MAX));
-        Ok(())
+        Ok(in_order)
     }
 
     /// Add document `d` (not indexed) from its (term id, count) pairs,

@@ -9,9 +9,11 @@
 //! recycled as other nodes are forgotten and renumbered by a snapshot load,
 //! while a node's own entry lives and dies with it.
 //!
-//! A text whose sentences tokenise to a word its whole text does not (a
-//! word that spans a sentence stop, as "3.5" or "e.g." split at the
-//! period) gets no marks: coverage reads such a text as before.
+//! A text whose sentences may tokenise to a word its whole text does not
+//! (a word that spans a sentence stop, as "3.5" or "e.g." split at the
+//! period: `may_straddle`) gets no marks, and coverage reads its text. For
+//! every other text the sentences' tokens, one after the other, are the
+//! text's: one tokenisation feeds the lexical index and the marks.
 
 use serde::{Deserialize, Serialize};
 
@@ -82,51 +84,132 @@ impl NodeMarks {
     }
 }
 
+/// Whether tokenising `text` sentence by sentence may give other tokens
+/// than tokenising it whole: a period between two characters that may be
+/// word characters ("3.5", "e.g", "é.b": word segmentation joins them), or
+/// a non-ASCII character right after a stop (combining marks and format
+/// characters attach to what precedes them). Conservative: false means the
+/// sentences' tokens, one after the other, are the whole text's.
+pub fn may_straddle(text: &str) -> bool {
+    let b = text.as_bytes();
+    let wordy = |c: u8| c.is_ascii_alphanumeric() || c >= 0x80;
+    b.iter().enumerate().any(|(i, &c)| {
+        if !matches!(c, b'.' | b'!' | b'?') {
+            return false;
+        }
+        let next = b.get(i + 1).copied();
+        next.is_some_and(|n| n >= 0x80)
+            || (c == b'.' && i > 0 && wordy(b[i - 1]) && next.is_some_and(wordy))
+    })
+}
+
+/// A text's sentences (`coverage::sentence_spans`) and their tokens,
+/// tokenised once: all tokens back to back in one buffer.
+pub struct SentenceTokens<'t> {
+    sentences: Vec<&'t str>,
+    buffer: String,
+    /// Each token's end in `buffer`.
+    token_ends: Vec<u32>,
+    /// Each sentence's end in `token_ends`.
+    sentence_ends: Vec<u32>,
+}
+
+impl<'t> SentenceTokens<'t> {
+    pub fn new(text: &'t str, tokenizer: &Tokenizer) -> Self {
+        let sentences = sentence_spans(text);
+        let mut out = SentenceTokens {
+            sentence_ends: Vec::with_capacity(sentences.len()),
+            sentences,
+            buffer: String::with_capacity(text.len()),
+            token_ends: Vec::new(),
+        };
+        for sentence in &out.sentences {
+            tokenizer.for_each_token(sentence, |t| {
+                out.buffer.push_str(t);
+                out.token_ends.push(out.buffer.len() as u32);
+            });
+            out.sentence_ends.push(out.token_ends.len() as u32);
+        }
+        out
+    }
+
+    /// Every token, sentence after sentence.
+    pub fn tokens(&self) -> impl Iterator<Item = &str> + '_ {
+        let mut start = 0usize;
+        self.token_ends.iter().map(move |&end| {
+            let t = &self.buffer[start..end as usize];
+            start = end as usize;
+            t
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.token_ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.token_ends.is_empty()
+    }
+
+    /// The marks, given each token's term id (in `tokens` order) and the
+    /// node's lexical entry `doc`; None when a token is not in the entry.
+    pub fn marks(&self, ids: &[u32], doc: &[(u32, u32)]) -> Option<NodeMarks> {
+        debug_assert_eq!(ids.len(), self.len());
+        let mut out = NodeMarks {
+            terms: Vec::with_capacity(ids.len()),
+            sentences: Vec::with_capacity(self.sentences.len()),
+        };
+        let mut local: Vec<u32> = Vec::new();
+        let mut start = 0usize;
+        for (sentence, &end) in self.sentences.iter().zip(&self.sentence_ends) {
+            local.clear();
+            for &id in &ids[start..end as usize] {
+                local.push(doc.binary_search_by_key(&id, |p| p.0).ok()? as u32);
+            }
+            start = end as usize;
+            if local.is_empty() {
+                continue; // no term: coverage never reads it
+            }
+            local.sort_unstable();
+            local.dedup();
+            out.terms.extend_from_slice(&local);
+            let (first, second) = person_marks(sentence);
+            let mut marks = 0;
+            if sentence.ends_with('?') {
+                marks |= QUESTION;
+            }
+            if first {
+                marks |= FIRST_PERSON;
+            }
+            if second {
+                marks |= SECOND_PERSON;
+            }
+            out.sentences.push((out.terms.len() as u32, marks));
+        }
+        out.terms.shrink_to_fit();
+        out.sentences.shrink_to_fit();
+        Some(out)
+    }
+}
+
 /// The marks of `text`, whose lexical entry is `doc` ((term id, count),
-/// ascending by id); `term_id` gives a token's id. None when a sentence
-/// holds a token its whole text does not (see the module).
+/// ascending by id); `term_id` gives a token's id. None for a text whose
+/// sentences may tokenise otherwise than the whole (`may_straddle`).
 pub fn node_marks(
     text: &str,
     tokenizer: &Tokenizer,
     doc: &[(u32, u32)],
     term_id: impl Fn(&str) -> Option<u32>,
 ) -> Option<NodeMarks> {
-    let mut out = NodeMarks::default();
-    let mut local: Vec<u32> = Vec::new();
-    for sentence in sentence_spans(text) {
-        local.clear();
-        let mut regular = true;
-        tokenizer.for_each_token(sentence, |t| {
-            match term_id(t).and_then(|id| doc.binary_search_by_key(&id, |p| p.0).ok()) {
-                Some(at) => local.push(at as u32),
-                None => regular = false,
-            }
-        });
-        if !regular {
-            return None;
-        }
-        if local.is_empty() {
-            continue; // no term: coverage never reads it
-        }
-        local.sort_unstable();
-        local.dedup();
-        out.terms.extend_from_slice(&local);
-        let (first, second) = person_marks(sentence);
-        let mut marks = 0;
-        if sentence.ends_with('?') {
-            marks |= QUESTION;
-        }
-        if first {
-            marks |= FIRST_PERSON;
-        }
-        if second {
-            marks |= SECOND_PERSON;
-        }
-        out.sentences.push((out.terms.len() as u32, marks));
+    if may_straddle(text) {
+        return None;
     }
-    out.terms.shrink_to_fit();
-    out.sentences.shrink_to_fit();
-    Some(out)
+    let sentences = SentenceTokens::new(text, tokenizer);
+    let ids = sentences
+        .tokens()
+        .map(term_id)
+        .collect::<Option<Vec<u32>>>()?;
+    sentences.marks(&ids, doc)
 }
 
 /// The marks of every stored node that has them.
@@ -192,5 +275,55 @@ impl MarksSnapshot {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Where `may_straddle` says no, the sentences' tokens one after the
+        /// other are the whole text's tokens (what the lexical index keeps),
+        /// over characters word segmentation treats specially: mid-word
+        /// punctuation, combining marks, format and joiner characters,
+        /// fullwidth digits, Hebrew letters and quotes, Katakana, regional
+        /// indicators, emoji.
+        #[test]
+        fn sentences_tokenise_as_the_whole_text_unless_flagged(
+            chars in prop::collection::vec(
+                prop::sample::select(vec![
+                    'a', 'B', 'z', '3', '0', '.', '.', '!', '?', ' ', ' ', '\'', '_', ',', ':',
+                    '"', 'é', '\u{301}', '\u{200d}', '\u{200b}', '\u{ad}', '\u{ff13}', 'א',
+                    'カ', '\u{1f1eb}', '\u{1f600}', '\n', '-', '@', '\u{2024}', '\u{fe52}',
+                ]),
+                0..40,
+            ),
+        ) {
+            let text: String = chars.into_iter().collect();
+            let tokenizer = Tokenizer::default();
+            if !may_straddle(&text) {
+                let sentences = SentenceTokens::new(&text, &tokenizer);
+                let joined: Vec<String> = sentences.tokens().map(str::to_owned).collect();
+                prop_assert_eq!(joined, tokenizer.tokenize(&text), "{:?}", text);
+            }
+        }
+    }
+
+    #[test]
+    fn stops_inside_words_are_flagged() {
+        for t in [
+            "pi is 3.14",
+            "e.g. this",
+            "caf\u{e9}.b",
+            "end.\u{301}x",
+            "ok!\u{200d}",
+        ] {
+            assert!(may_straddle(t), "{t:?}");
+        }
+        for t in ["One. Two! Three? Four...", "a . b", "", "no stops", "end."] {
+            assert!(!may_straddle(t), "{t:?}");
+        }
     }
 }

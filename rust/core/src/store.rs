@@ -21,7 +21,9 @@ use crate::filter::{
 use crate::fusion;
 use crate::graph::{EdgeUpsert, Graph};
 use crate::hashing::{ShortKeyMap, ShortKeySet};
-use crate::marks::{node_marks, MarksSnapshot, MarksTable, NodeMarks};
+use crate::marks::{
+    may_straddle, node_marks, MarksSnapshot, MarksTable, NodeMarks, SentenceTokens,
+};
 use crate::ops::{NewNode, Op};
 use crate::passages::{hit_order, PassageHit, PassageIndex, Span};
 use crate::style::StyleTable;
@@ -216,6 +218,16 @@ fn each_lexical_token(
     f: &mut dyn FnMut(&str),
 ) {
     tokenizer.for_each_token(content, &mut *f);
+    each_field_token(tokenizer, fields, provenance, f);
+}
+
+/// The tokens of the provenance fields the lexical index reads, after the text's.
+fn each_field_token(
+    tokenizer: &Tokenizer,
+    fields: &[String],
+    provenance: &[(String, String)],
+    f: &mut dyn FnMut(&str),
+) {
     for field in fields {
         for (key, value) in provenance {
             if key == field {
@@ -634,16 +646,36 @@ impl MemoryStore {
             .zip(first)
             .filter_map(|(e, first)| first.then_some(e))
             .collect();
+        let mut marked = false;
         if tokenize {
-            // tokens straight into the index (`lexical_tokens` without the list)
             let (tokenizer, fields) = (&self.tokenizer, &self.config.lexical_fields);
-            let _ = self.bm25.try_add_each(id, |push| {
-                each_lexical_token(tokenizer, fields, &node.content, &node.provenance, push)
-            });
+            if may_straddle(&node.content) {
+                // tokens straight into the index (`lexical_tokens` without
+                // the list); such a text has no marks
+                let _ = self.bm25.try_add_each(id, |push| {
+                    each_lexical_token(tokenizer, fields, &node.content, &node.provenance, push)
+                });
+                self.marks.set(id, None);
+                marked = true;
+            } else {
+                // the sentences' tokens, one after the other, are the text's:
+                // tokenised once for the index and the marks
+                let sentences = SentenceTokens::new(&node.content, tokenizer);
+                let added = self.bm25.try_add_each_ids(id, |push| {
+                    sentences.tokens().for_each(&mut *push);
+                    each_field_token(tokenizer, fields, &node.provenance, push);
+                });
+                if let (Ok(ids), Some(doc)) = (added, self.bm25.doc_terms(id)) {
+                    self.marks
+                        .set(id, sentences.marks(&ids[..sentences.len()], doc));
+                    marked = true;
+                }
+            }
         }
         match restored_marks {
             Some(marks) => self.marks.set(id, marks),
-            None => self.mark_sentences(id, &node.content),
+            None if !marked => self.mark_sentences(id, &node.content),
+            None => {}
         }
         for e in &entities {
             // the key is copied only for an entity not seen before
