@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple, TypedDict
 
 from jevmem import _core
-from jevmem.temporal._grounding import TimeRef, _observed_at, _refs
+from jevmem.temporal._grounding import TimeRef, checked_observed_at, time_refs_of
 
 __all__ = [
     "FactTime",
@@ -61,7 +61,7 @@ def query_time_cues(query: str, *, now: int | None = None) -> TimeCues:
     """
     q = query if isinstance(query, str) else ""
     if now is not None:
-        _observed_at(now)  # a bad `now` raises as `ground` would
+        checked_observed_at(now)  # a bad `now` raises as `ground` would
     return time_cues_of(q, _core.query_time_cues(q, now))
 
 
@@ -77,7 +77,7 @@ def time_cues_of(query: str, found: Any) -> TimeCues:
         asks_order=order,
         recency=recency,
         cues=list(cues),
-        refs=_refs(query, refs),
+        refs=time_refs_of(query, refs),
         constraint=constraint,
     )
 

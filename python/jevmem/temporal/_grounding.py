@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from jevmem import _core
 from jevmem._core import TIME_PRECISIONS
 
-__all__ = ["PRECISIONS", "TimeRef", "ground", "ground_batch"]
+__all__ = ["PRECISIONS", "TimeRef", "checked_observed_at", "ground", "ground_batch", "time_refs_of"]
 
 #: Every precision :func:`ground` can produce: the ones the core keeps with
 #: a node (`jevmem._core.TIME_PRECISIONS`, one list for both).
@@ -38,7 +38,9 @@ class TimeRef:
     anchor_precision: str = ""
 
 
-def _observed_at(value: object) -> int:
+def checked_observed_at(value: object) -> int:
+    """``value`` as an observation time: an int within the core's calendar
+    (TypeError, ValueError otherwise)."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"observed_at must be an int (Unix seconds), got {value!r}")
     if not -(2**63) <= value < 2**63:  # beyond the core's integers: out of the calendar too
@@ -46,7 +48,8 @@ def _observed_at(value: object) -> int:
     return value
 
 
-def _refs(text: str, rows: list[tuple[int, int, int, int, str, bool, str]]) -> list[TimeRef]:
+def time_refs_of(text: str, rows: list[tuple[int, int, int, int, str, bool, str]]) -> list[TimeRef]:
+    """The core's grounded rows for ``text`` as :class:`TimeRef` objects."""
     return [
         TimeRef(text[a:b], start, end, precision, relative, (a, b), anchor)
         for a, b, start, end, precision, relative, anchor in rows
@@ -62,17 +65,17 @@ def ground(text: str, observed_at: int) -> list[TimeRef]:
     raises :class:`ValueError` / :class:`TypeError` only for a bad
     ``observed_at``. See the package docstring for the supported patterns.
     """
-    at = _observed_at(observed_at)
+    at = checked_observed_at(observed_at)
     if not isinstance(text, str) or not text:
         _core.ground_times("", at)  # the range check still applies
         return []
-    return _refs(text, _core.ground_times(text, at))
+    return time_refs_of(text, _core.ground_times(text, at))
 
 
 def ground_batch(texts: Sequence[str], observed_at: Sequence[int | None]) -> list[list[TimeRef]]:
     """:func:`ground` over a column of texts and their observation times, in
     one call into the core (which releases the GIL for the whole batch); a text
     whose time is None gets no references."""
-    ats = [None if at is None else _observed_at(at) for at in observed_at]
+    ats = [None if at is None else checked_observed_at(at) for at in observed_at]
     rows = _core.ground_times_batch(list(texts), ats)
-    return [_refs(text, r) for text, r in zip(texts, rows, strict=True)]
+    return [time_refs_of(text, r) for text, r in zip(texts, rows, strict=True)]

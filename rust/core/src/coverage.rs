@@ -735,6 +735,15 @@ impl MemoryStore {
                     self.scan_tokens(&node.content, tokens, &mut row, |_| true);
                     return row;
                 };
+                if let Some(marks) = self.marks.get(node.id) {
+                    // its sentences' terms are its text's tokens: a term of
+                    // the entry in none of them came from a field alone
+                    for (i, term) in terms.iter().enumerate() {
+                        let at = term.and_then(|t| doc.binary_search_by_key(&t, |&(d, _)| d).ok());
+                        row[i] = at.is_some_and(|at| marks.terms.contains(&(at as u32)));
+                    }
+                    return row;
+                }
                 // The node's lexical entry holds its text's tokens and its
                 // lexical fields' (the speaker's name): read from it without
                 // tokenising the text again, unless a token it holds may come
@@ -996,6 +1005,15 @@ mod tests {
                 asked: people.iter().map(|&p| speakers[p].to_lowercase()).collect(),
                 people: speakers.iter().map(|p| p.to_lowercase()).collect(),
             };
+            // which tokens each text holds (the speaker's name is not in it)
+            let asked_tokens: Vec<String> =
+                tokens.iter().cloned().chain(["ann".to_owned(), "bob".to_owned()]).collect();
+            let rows = s.tokens_present(&ids, &asked_tokens).unwrap();
+            for (row, text) in rows.iter().zip(&texts) {
+                let held = s.tokenizer().tokenize(text);
+                let expected: Vec<bool> = asked_tokens.iter().map(|t| held.contains(t)).collect();
+                prop_assert_eq!(row, &expected, "{:?}", text);
+            }
             // the text reading behind the lexical entry's check (a text
             // without any of the query's terms covers nothing), as before marks
             let mut terms: Vec<u32> = tokens.iter().filter_map(|t| s.bm25.term_id(t)).collect();
