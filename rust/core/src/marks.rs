@@ -311,6 +311,37 @@ mod tests {
         }
     }
 
+    /// Marks follow their nodes: made on write, gone with a forgotten
+    /// node, the same after a snapshot round trip (or made again from a
+    /// body without them), none for a text with a stop inside a word.
+    #[test]
+    fn marks_follow_their_nodes() {
+        use crate::ops::NewNode;
+        use crate::store::{MemoryStore, StoreConfig};
+        let mut s = MemoryStore::new(StoreConfig::new(2)).unwrap();
+        let texts = [
+            "I painted the lake. Did you see it?",
+            "Version 3.5 is out.",
+            "We went hiking! You should come.",
+        ];
+        let ids: Vec<NodeId> = texts
+            .iter()
+            .map(|t| s.add_node(NewNode::new(*t, vec![1.0, 0.0])).unwrap())
+            .collect();
+        let m = s.marks.get(ids[0]).expect("marks");
+        let flags: Vec<u8> = m.sentences.iter().map(|&(_, f)| f).collect();
+        assert_eq!(flags, [FIRST_PERSON, QUESTION | SECOND_PERSON]);
+        assert!(s.marks.get(ids[1]).is_none());
+        assert_eq!(s.marks.len(), 2);
+        let loaded = MemoryStore::from_snapshot_bytes(&s.to_snapshot_bytes().unwrap()).unwrap();
+        for &id in &ids {
+            assert_eq!(loaded.marks.get(id), s.marks.get(id));
+        }
+        s.forget_nodes(&[ids[0]]).unwrap();
+        assert!(s.marks.get(ids[0]).is_none());
+        assert_eq!(s.marks.len(), 1);
+    }
+
     #[test]
     fn stops_inside_words_are_flagged() {
         for t in [
