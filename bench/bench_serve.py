@@ -2,8 +2,9 @@
 searchers of one memory (the serve target: 4 searchers >= 1.7x one, 2 cores).
 
 One development conversation is built in this process (cached vectors),
-saved, and served by ``jevmem serve --memory conv=FILE`` in a separate
-process (``--embedder``: the server embeds each query; ``hash`` leaves the
+saved (by each build under test, as a build reads only the snapshot
+formats up to its own), and served by ``jevmem serve --memory conv=FILE``
+in a separate process (``--embedder``: the server embeds each query; ``hash`` leaves the
 plane and the controller as the cost). Client threads in this process, one
 `MemoryClient` each, loop over the conversation's questions, each starting
 elsewhere; 1 and N threads alternate ``--rounds`` times for ``--seconds``
@@ -30,6 +31,7 @@ import tempfile
 from pathlib import Path
 
 from _common import CachedEmbedder, finish_report
+from bench_ab import load_build
 from bench_grpc import announced
 from bench_threads import searchers_rate
 from locomo_retrieval import MAX_TEXT_BYTES, make_embedder
@@ -87,18 +89,24 @@ def main(argv: list[str] | None = None) -> int:
     emb = make_embedder("onnx" if args.embedder == "default" else "hash", 1)
     conv = load_samples(json.loads(args.data.read_text()))[0][args.conversation]
     texts, ts, spk, provs = conversation_inputs(conv)
-    store = jevmem.MemoryStore(emb.dim, max_text_bytes=MAX_TEXT_BYTES)
-    m = jevmem.Memory(embedder=CachedEmbedder(emb, args.embedding_cache), store=store)
-    m.add_batch(texts, timestamps=ts, speakers=spk, provenances=provs)
     questions = [qa.question for qa in conv.qas]
+    builds = {"": None} if args.a is None else {"a": args.a, "b": args.b}
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "conv.jvm"
-        m.save(path)
-        flags = ["--memory", f"conv={path}", "--embedder", args.embedder, "--grace", "0"]
-        if args.max_search_batch is not None:
-            flags += ["--max-search-batch", str(args.max_search_batch)]
-        builds = {"": None} if args.a is None else {"a": args.a, "b": args.b}
-        servers = {name: start_server(flags, tree) for name, tree in builds.items()}
+        servers = {}
+        for name, tree in builds.items():
+            # each build saves the memory it serves: a build reads the
+            # snapshot formats up to its own, not a newer one
+            mods = {"jevmem": jevmem} if tree is None else load_build(tree)
+            jv = mods["jevmem"]
+            store = jv.MemoryStore(emb.dim, max_text_bytes=MAX_TEXT_BYTES)
+            m = jv.Memory(embedder=CachedEmbedder(emb, args.embedding_cache), store=store)
+            m.add_batch(texts, timestamps=ts, speakers=spk, provenances=provs)
+            path = Path(tmp) / f"conv{name}.jvm"
+            m.save(path)
+            flags = ["--memory", f"conv={path}", "--embedder", args.embedder, "--grace", "0"]
+            if args.max_search_batch is not None:
+                flags += ["--max-search-batch", str(args.max_search_batch)]
+            servers[name] = start_server(flags, tree)
         one: dict[str, list[float]] = {name: [] for name in builds}
         many: dict[str, list[float]] = {name: [] for name in builds}
         try:
