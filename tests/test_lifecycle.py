@@ -219,7 +219,7 @@ def test_forget_empties_text_keyed_caches() -> None:
     assert local_controller._own_sentences.cache_info().currsize > 0
     m.forget(gone)
     assert local_controller._count.cache_info().currsize == 0
-    assert local_controller._cause_cue.cache_info().currsize == 0
+    assert local_controller.cause_cue.cache_info().currsize == 0
     assert local_controller._denies.cache_info().currsize == 0
     # the per-text and per-sentence reads of a change statement as well
     assert local_controller._content_words.cache_info().currsize == 0

@@ -221,7 +221,7 @@ def relation_reference(new: str, cand: dict[str, Any]) -> list[float]:
     pair's signals one by one before it read columns (the oracle). The
     texts' cue values come from the controller's own text rules, which the
     move to columns did not change (a deliberate white-box read)."""
-    from jevmem.controller.local import _cause_cue, _change_statements
+    from jevmem.controller.local import cause_cue, change_statements
 
     sig = cand["signals"]
 
@@ -239,13 +239,13 @@ def relation_reference(new: str, cand: dict[str, Any]) -> list[float]:
     subject = max(speaker, min(1.0, 2.0 * ent), alias)
     got = {
         "semantic": _squash(match, 0.55, 10.0),
-        "causal_candidate_to_new": topical * (0.25 + 0.75 * _cause_cue(new)) * about,
-        "causal_new_to_candidate": topical * (0.25 + 0.75 * (_cause_cue(old) * 0.8)) * about,
+        "causal_candidate_to_new": topical * (0.25 + 0.75 * cause_cue(new)) * about,
+        "causal_new_to_candidate": topical * (0.25 + 0.75 * (cause_cue(old) * 0.8)) * about,
         "same_episode": 0.55 * session + 0.35 * tmp + 0.1 * vec,
         "supersedes": _squash(match, 0.4, 10.0)
         * (0.4 + 0.6 * subject)
         * older
-        * (0.1 + 0.9 * _change_statements(new, [old])[0]),
+        * (0.1 + 0.9 * change_statements(new, [old])[0]),
         "entity_alias": alias * (0.5 + 0.5 * vec),
     }
     return [_clip(got[name]) for name in PAIR_NOULS]
@@ -378,12 +378,11 @@ def test_judged_links_follow_the_rule_pair_by_pair(
 
 @given(st.lists(st.floats(allow_nan=True, allow_infinity=True), max_size=40))
 def test_clipping_a_column_equals_clipping_each_value(values: list[float]) -> None:
-    from jevmem.controller.local import _clip
-    from jevmem.controller.scoring import clip_columns
+    from jevmem.controller.scoring import clip_columns, clip_value
 
     with np.errstate(all="ignore"):
         got = clip_columns(np.array(values, dtype=np.float64)).tolist()
-    want = [_clip(v) for v in values]
+    want = [clip_value(v) for v in values]
     assert got == want
     # zero is +0.0 either way (a NaN, an infinity or -0.0 in, 0.0 out)
     assert [math.copysign(1.0, v) for v in got] == [math.copysign(1.0, v) for v in want]
@@ -391,10 +390,10 @@ def test_clipping_a_column_equals_clipping_each_value(values: list[float]) -> No
 
 @given(st.lists(st.floats(allow_nan=True, allow_infinity=True), max_size=40))
 def test_unit_of_a_column_equals_unit_of_each_value(values: list[float]) -> None:
-    from jevmem.controller.learned import _unit, _unit_columns
+    from jevmem.controller.learned import unit_columns, unit_value
 
-    got = _unit_columns(np.array(values, dtype=np.float64)).tolist()
-    want = [_unit(v) for v in values]
+    got = unit_columns(np.array(values, dtype=np.float64)).tolist()
+    want = [unit_value(v) for v in values]
     # equal values; a zero's sign is not kept (fmax may give either zero)
     assert got == want
     assert all(

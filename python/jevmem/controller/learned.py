@@ -281,7 +281,7 @@ def _logistic(z: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
 
 def _sufficiency_values(head: Head, summaries: Sequence[Mapping[str, float]]) -> list[float]:
     """The sufficiency head's answers for assessment summaries
-    (`assessment_features`), each row as alone: ``_unit`` of
+    (`assessment_features`), each row as alone: ``unit_value`` of
     ``head(feature_matrix(summaries, head.features), [1] * len(summaries))``, bit
     for bit. A row's few dozen features are built and standardised as
     Python floats (the same IEEE operations) where numpy calls on one-row
@@ -290,7 +290,7 @@ def _sufficiency_values(head: Head, summaries: Sequence[Mapping[str, float]]) ->
     plan = _row_plan(head)
     if plan is None:  # a feature of three factors or more: the general path
         x = feature_matrix(summaries, head.features)
-        return [_unit(v) for v in head(x, [1] * len(summaries)).tolist()]
+        return [unit_value(v) for v in head(x, [1] * len(summaries)).tolist()]
     rows = []
     for summary in summaries:
         # each base value as `bound_columns` bounds it, then a 1 that a feature of
@@ -300,7 +300,7 @@ def _sufficiency_values(head: Head, summaries: Sequence[Mapping[str, float]]) ->
         rows.append([min(max((base[i] * base[j] - m) / sd, -8.0), 8.0) for i, j, m, sd in plan])
     h = np.array(rows, dtype=np.float64).reshape(len(rows), len(plan))
     values = _logistic(head.standardized_logits(h, [1] * len(rows))).tolist()
-    return [_unit(v) for v in values]
+    return [unit_value(v) for v in values]
 
 
 #: `_row_plan`'s answer for each head it was asked about, by the head's id
@@ -433,7 +433,7 @@ class LearnedController(LocalController):
             # heads' written a column at a time
             raw, at = candidate_base_columns(cands, base, _hand_columns(answers))
             for kind, head in heads.items():
-                answers.column(kind)[:] = _unit_columns(
+                answers.column(kind)[:] = unit_columns(
                     head(feature_products(raw, at, head.features))
                 )
             return
@@ -448,7 +448,7 @@ class LearnedController(LocalController):
                 # candidate_{i}_<name>: i indexes the candidates
                 i = question_index(q.id)
                 assert i is not None
-                answers[q.id] = NoulAnswer(_unit(got[i]))
+                answers[q.id] = NoulAnswer(unit_value(got[i]))
 
 
 def _hand_columns(answers: CandidateAnswers) -> dict[str, npt.NDArray[np.float64]]:
@@ -538,7 +538,7 @@ def _score_rounds_head_by_head(
         raws.append(raw)
     raw = np.concatenate(raws) if len(raws) > 1 else raws[0]
     for kind, head in zip(wanted, heads, strict=True):
-        values = _unit_columns(head(feature_products(raw, at, head.features), sizes))
+        values = unit_columns(head(feature_products(raw, at, head.features), sizes))
         start = 0
         for (_, answers), n in zip(members, sizes, strict=True):
             answers.column(kind)[:] = values[start : start + n]
@@ -547,7 +547,7 @@ def _score_rounds_head_by_head(
 
 class _StackedHeads:
     """Several heads of the same depth evaluated as one computation, with
-    the values each gives alone (`Head.__call__` then `_unit_columns`), bit
+    the values each gives alone (`Head.__call__` then `unit_columns`), bit
     for bit: the scoring round's hot path, where the heads' own steps, each
     a numpy call on a few hundred numbers, cost more than their arithmetic.
 
@@ -611,7 +611,7 @@ class _StackedHeads:
             spans = outs
         # with inputs clipped to [-8, 8] and finite weights no value can
         # overflow into a NaN, so the logistic's outputs lie in (0, 1] and
-        # `_unit_columns` would change nothing
+        # `unit_columns` would change nothing
         self.bounded = all(_cannot_overflow(h) for h in heads)
 
     def columns(self, table: CandidateTable, answers: CandidateAnswers) -> npt.NDArray[np.float64]:
@@ -710,8 +710,8 @@ def _cannot_overflow(head: Head) -> bool:
     return True
 
 
-def _unit_columns(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    """`_unit` of every element (NaN and -inf give 0, +inf 1), in two
+def unit_columns(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """`unit_value` of every element (NaN and -inf give 0, +inf 1), in two
     ufunc calls where comparisons and selections took six; a zero may come
     out with either sign (numpy's `fmax` does not order -0.0 and +0.0; no
     head gives a zero)."""
@@ -720,5 +720,5 @@ def _unit_columns(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return np.fmax(out, 0.0, out=out)
 
 
-def _unit(x: float) -> float:
+def unit_value(x: float) -> float:
     return x if 0.0 <= x <= 1.0 else (1.0 if x > 1.0 else 0.0)

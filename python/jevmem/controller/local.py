@@ -35,7 +35,7 @@ from jevmem.controller.cues import (
     WORD,
     Cue,
 )
-from jevmem.controller.scoring import clip_columns, score_columns, score_rounds
+from jevmem.controller.scoring import clip_columns, clip_value, score_columns, score_rounds
 from jevmem.controller.types import (
     PAIR_NOULS,
     Answer,
@@ -90,7 +90,7 @@ def _own_sentences(
     return tuple(out)
 
 
-def _change_statements(new_text: str, old_texts: Sequence[str]) -> list[float]:
+def change_statements(new_text: str, old_texts: Sequence[str]) -> list[float]:
     """How clearly the new text states, in one sentence, that something each
     old text speaks of changed, in [0, 1].
 
@@ -133,7 +133,7 @@ def _denies(text: str) -> bool:
 
 def clear_text_caches() -> None:
     """Empty the caches keyed by observation texts (see `jevmem.Memory.forget`)."""
-    for cached in (_content_words, _own_sentences, _count, _denies, _cause_cue):
+    for cached in (_content_words, _own_sentences, _count, _denies, cause_cue):
         cached.cache_clear()
 
 
@@ -151,15 +151,6 @@ def _density(pattern: Cue, text: str, per: float = 2.0) -> float:
 def _count(pattern: Cue, text: str) -> int:
     # A write asks several questions about the same texts; count each cue once.
     return pattern.count(text)
-
-
-def _clip(x: float) -> float:
-    """``x`` clipped to [0, 1]; NaN and infinities give 0."""
-    # min(1, max(0, x)) for finite x, in comparisons only (this runs for
-    # every answer): NaN fails every comparison
-    if 0.0 < x < 1.0:
-        return x
-    return 1.0 if 1.0 <= x < math.inf else 0.0
 
 
 def _sig(item: Mapping[str, Any], name: str, default: float = 0.0) -> float:
@@ -308,7 +299,7 @@ class LocalController:
         best = max(nbrs, key=lambda n: _sig(n, "vector") + _sig(n, "lexical"))
         sim = 0.6 * _sig(best, "vector") + 0.4 * _sig(best, "lexical")
         if q.kind == "consolidate.redundant":
-            return NoulAnswer(_clip(_squash(sim, mid=0.85, steep=14.0)))
+            return NoulAnswer(clip_value(_squash(sim, mid=0.85, steep=14.0)))
         focus_neg = NEGATION.found(str(focus["text"]))
         if q.kind == "consolidate.contradicting":
             flips = [
@@ -316,21 +307,25 @@ class LocalController:
                 for n in nbrs
                 if NEGATION.found(str(n["text"])) != focus_neg
             ]
-            return NoulAnswer(_clip(_squash(max(flips, default=0.0), mid=0.7, steep=10.0) * 0.8))
+            return NoulAnswer(
+                clip_value(_squash(max(flips, default=0.0), mid=0.7, steep=10.0) * 0.8)
+            )
         if q.kind == "consolidate.obsolete":
             newer = [
                 0.6 * _sig(n, "vector") + 0.4 * _sig(n, "lexical")
                 for n in nbrs
                 if _sig(n, "newer") > 0
             ]
-            return NoulAnswer(_clip(_squash(max(newer, default=0.0), mid=0.75, steep=10.0) * 0.7))
+            return NoulAnswer(
+                clip_value(_squash(max(newer, default=0.0), mid=0.75, steep=10.0) * 0.7)
+            )
         # extra_link: a close neighbour not yet connected
         unlinked = [
             0.6 * _sig(n, "vector") + 0.4 * _sig(n, "lexical")
             for n in nbrs
             if not _sig(n, "linked")
         ]
-        return NoulAnswer(_clip(_squash(max(unlinked, default=0.0), mid=0.6, steep=10.0)))
+        return NoulAnswer(clip_value(_squash(max(unlinked, default=0.0), mid=0.6, steep=10.0)))
 
     def _representation(self, req: DecisionRequest, q: Noul | Choice, _: int | None) -> Answer:
         nbrs: list[Mapping[str, Any]] = list(req.state.get("neighbours", []))
@@ -355,21 +350,21 @@ class LocalController:
         which = q.kind.split(".", 1)[1]
         if which == "semantic":
             # topical context helps unless the query is a pure date or list lookup
-            return NoulAnswer(_clip(0.6 + 0.3 * min(1.0, len(text.split()) / 12.0)))
+            return NoulAnswer(clip_value(0.6 + 0.3 * min(1.0, len(text.split()) / 12.0)))
         if which == "temporal":
             cues = query.get("time") or query_time_cues(text)
-            return NoulAnswer(_clip(0.15 + 0.85 * float(cues["score"])))
+            return NoulAnswer(clip_value(0.15 + 0.85 * float(cues["score"])))
         if which == "causal":
-            return NoulAnswer(_clip(0.1 + 0.85 * _density(WHY, text, per=1.0)))
+            return NoulAnswer(clip_value(0.1 + 0.85 * _density(WHY, text, per=1.0)))
         if which == "entity":
             n = len(query.get("entities", []))
-            return NoulAnswer(_clip(0.2 + 0.35 * n))
+            return NoulAnswer(clip_value(0.2 + 0.35 * n))
         if which == "multi_hop":
             n = len(query.get("entities", []))
             return NoulAnswer(
-                _clip(0.15 + 0.5 * _density(MULTI, text, per=2.0) + 0.15 * max(0, n - 1))
+                clip_value(0.15 + 0.5 * _density(MULTI, text, per=2.0) + 0.15 * max(0, n - 1))
             )
-        return NoulAnswer(_clip(0.05 + 0.9 * _density(RECENT, text, per=1.0)))
+        return NoulAnswer(clip_value(0.05 + 0.9 * _density(RECENT, text, per=1.0)))
 
     # ---- candidate scoring -------------------------------------------------
 
@@ -394,8 +389,8 @@ def _temporal_answer(inserted_before: float, same_session: float) -> ChoiceAnswe
     # Without timestamps, insertion order is the only evidence: earlier ids
     # were observed first, which weakly suggests "before".
     # clipped: a signal outside [0, 1] must not make a weight negative
-    order = _clip(inserted_before)
-    same = _clip(same_session)
+    order = clip_value(inserted_before)
+    same = clip_value(same_session)
     weights = {label: 0.05 for label in TEMPORAL_LABELS}
     weights["before"] += 0.35 * order
     weights["after"] += 0.35 * (1.0 - order)
@@ -411,7 +406,7 @@ def _assessment_values(state: Mapping[str, Any]) -> dict[str, float]:
     evidence: list[Mapping[str, Any]] = list(state.get("evidence", []))
     coverage = float(state.get("coverage", 0.0))
     # weighed by how well each item ranks as evidence (its score)
-    weights = [0.6 + 0.4 * _clip(float(e.get("score", 0.0))) for e in evidence]
+    weights = [0.6 + 0.4 * clip_value(float(e.get("score", 0.0))) for e in evidence]
 
     # An item answers the query only if it covers what is asked AND is
     # about whom it is asked: a strong topical match about someone else
@@ -425,21 +420,21 @@ def _assessment_values(state: Mapping[str, Any]) -> dict[str, float]:
     if grounded + against > 0:
         # 1: asserted about whom it asks, nobody else; 0.5: as much about
         # someone else; 0: only about someone else
-        sufficiency = _clip(0.5 + 0.5 * (grounded - against))
+        sufficiency = clip_value(0.5 + 0.5 * (grounded - against))
     else:
         # nothing asserts the content either way: topical match alone never
         # gets past undecided
-        best = max((_clip(float(e.get("score", 0.0))) for e in evidence), default=0.0)
-        sufficiency = _clip(0.5 * best)
+        best = max((clip_value(float(e.get("score", 0.0))) for e in evidence), default=0.0)
+        sufficiency = clip_value(0.5 * best)
     top = sorted(evidence, key=lambda e: -_sig(e, "relevance"))[:5]
     negs = [NEGATION.found(str(e.get("text", ""))) for e in top]
     mixed = 0.0 if not negs else min(sum(negs), len(negs) - sum(negs)) / len(negs)
     frontier = float(state.get("frontier_best", 0.0))
     return {
         "assess.sufficiency": sufficiency,
-        "assess.missing": _clip(1.0 - max(grounded, 0.5 * coverage)),
-        "assess.contradiction": _clip(0.4 * mixed),
-        "assess.usefulness": _clip((1.0 - grounded) * (0.3 + 0.7 * frontier)),
+        "assess.missing": clip_value(1.0 - max(grounded, 0.5 * coverage)),
+        "assess.contradiction": clip_value(0.4 * mixed),
+        "assess.usefulness": clip_value((1.0 - grounded) * (0.3 + 0.7 * frontier)),
     }
 
 
@@ -460,7 +455,7 @@ def _typing_values(state: Mapping[str, Any]) -> dict[str, float]:
     if state["observation"].get("time_refs"):
         # a grounded time reference dates a happening
         got["type.episodic"] = max(got["type.episodic"], 0.8)
-    return {kind: _clip(v) for kind, v in got.items()}
+    return {kind: clip_value(v) for kind, v in got.items()}
 
 
 #: Each ``relation.*`` Noul's column in `relation_arrays` (`PAIR_NOULS` order).
@@ -515,12 +510,12 @@ def _relation_columns(
     change: list[float] = []
     for state, olds in zip(states, texts, strict=True):
         new_text = str(state["observation"]["text"])
-        cue_new.extend([_cause_cue(new_text)] * len(olds))
-        cue_old.extend([_cause_cue(t) for t in olds])
-        change.extend(_change_statements(new_text, olds))
+        cue_new.extend([cause_cue(new_text)] * len(olds))
+        cue_old.extend([cause_cue(t) for t in olds])
+        change.extend(change_statements(new_text, olds))
     vec, ent, tmp, alias = sig["vector"], sig["entity"], sig["temporal"], sig["alias"]
     out = np.empty((len(vec), len(PAIR_NOULS)))
-    with np.errstate(all="ignore"):  # NaN and infinities are clipped to 0, as _clip does
+    with np.errstate(all="ignore"):  # NaN and infinities are clipped to 0, as clip_value does
         match = 0.6 * vec + 0.4 * sig["lexical"]
         # Causal: the cause comes first; the explaining text carries the cue word.
         topical = _squash_column(match, 0.45, 10.0)
@@ -597,7 +592,8 @@ def _squash_column(x: npt.NDArray[np.float64], mid: float, steep: float) -> npt.
 
 
 @lru_cache(maxsize=8192)
-def _cause_cue(text: str) -> float:
+def cause_cue(text: str) -> float:
+    """How densely a text uses cause words ("because", "due to", "led to"), in [0, 1]."""
     # a text is read as a new observation once and as a candidate many times
     return _density(CAUSE, text, per=1.0)
 
@@ -620,15 +616,15 @@ def _score(state: Mapping[str, Any], kind: str, i: int) -> float:
     if kind == "score.relation_usefulness":
         route = state["query"].get("routing", {})
         p = float(route.get(cand.get("view", "semantic"), 0.5))
-        return _clip(
+        return clip_value(
             0.5 * p + 0.3 * _num(sig, "edge_weight", 0.0) + 0.2 * _num(sig, "same_session", 0.0)
         )
     if kind == "score.novelty":
-        return _clip(1.0 - _num(sig, "max_evidence_similarity", 0.0))
+        return clip_value(1.0 - _num(sig, "max_evidence_similarity", 0.0))
     # Support from the temporal neighbours, and from the whole episode when
     # the memory plane measured it (two thirds / one third).
     near = _num(sig, "support", 0.0)
-    return _clip((2.0 * near + _num(sig, "episode_support", near)) / 3.0)
+    return clip_value((2.0 * near + _num(sig, "episode_support", near)) / 3.0)
 
 
 def _num(signals: Mapping[str, Any], name: str, default: float) -> float:
@@ -647,7 +643,7 @@ def relevance(item: Mapping[str, Any]) -> float:
     """
     sig = item.get("signals") or {}
     get = sig.get
-    base = _clip(
+    base = clip_value(
         0.45 * float(get("lexical") or 0.0)
         + 0.35 * float(get("dense") or 0.0)
         + 0.2 * float(get("entity_match") or 0.0)
@@ -673,7 +669,7 @@ def validity_adjusted(base: float, sig: Mapping[str, Any]) -> float:
     the answer. Discounting it here as well measured worse on BEAM, where an
     update question's gold evidence is both facts (0.15 off: recall@10 down
     0.02 to 0.05 on four question types, BENCHMARKS.md section 7)."""
-    return _clip(max(base, _num(sig, "chain_match", 0.0)))
+    return clip_value(max(base, _num(sig, "chain_match", 0.0)))
 
 
 @lru_cache(maxsize=4096)

@@ -11,6 +11,7 @@ question (the same arithmetic in the same order).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -19,11 +20,21 @@ import numpy.typing as npt
 
 from jevmem.controller.types import CandidateAnswers, CandidateQuestions, CandidateTable
 
-__all__ = ["clip_columns", "score_columns", "score_rounds"]
+__all__ = ["clip_columns", "clip_value", "score_columns", "score_rounds"]
+
+
+def clip_value(x: float) -> float:
+    """``x`` clipped to [0, 1]; NaN and infinities give 0 (the hand rules'
+    clip of one value; `clip_columns` is the same of every element)."""
+    # min(1, max(0, x)) for finite x, in comparisons only (this runs for
+    # every answer): NaN fails every comparison
+    if 0.0 < x < 1.0:
+        return x
+    return 1.0 if 1.0 <= x < math.inf else 0.0
 
 
 def clip_columns(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    """`local._clip` of every element: NaN and infinities give 0 (a new array)."""
+    """`clip_value` of every element: NaN and infinities give 0 (a new array)."""
     # four ufunc calls: x + (x - x) is x (a -0.0 made +0.0) where x is
     # finite and NaN where it is not, and fmax takes 0 over a NaN
     out = np.subtract(x, x)
@@ -46,7 +57,7 @@ def score_columns(state: Mapping[str, Any], questions: CandidateQuestions) -> Ca
     def routes() -> npt.NDArray[np.float64]:
         return _route(state["query"].get("routing", {}), columns)
 
-    with np.errstate(all="ignore"):  # NaN and infinities are clipped to 0, as _clip does
+    with np.errstate(all="ignore"):  # NaN and infinities are clipped to 0, as clip_value does
         for j, kind in enumerate(questions.kinds):
             out.array[:, j] = _score_column(columns, kind, routes)
     return out
