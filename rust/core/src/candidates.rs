@@ -307,7 +307,13 @@ impl MemoryStore {
             }
         }
         if let Some(ts) = node.timestamp {
-            pool.extend(nearest_in_time(&self.by_time, ts, id, allowed, cfg.pool));
+            pool.extend(nearest_in_time(
+                self.by_time.set(),
+                ts,
+                id,
+                allowed,
+                cfg.pool,
+            ));
         }
         if pool.is_empty() {
             return Ok(Vec::new());

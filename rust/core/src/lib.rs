@@ -36,6 +36,7 @@ pub mod snapshot;
 pub mod store;
 pub mod style;
 pub mod text;
+pub mod timeline;
 pub mod traversal;
 pub mod types;
 pub mod validity;

@@ -28,6 +28,7 @@ use crate::ops::{NewNode, Op};
 use crate::passages::{hit_order, PassageHit, PassageIndex, Span};
 use crate::style::StyleTable;
 use crate::text::{Tokenizer, TokenizerConfig};
+use crate::timeline::Timeline;
 use crate::traversal::{EdgeRef, GraphAccess};
 use crate::types::{Edge, EdgeOrigin, Node, NodeId, TemporalLabel, Timestamp, TypeScores, View};
 use crate::vector::{SearchExpansion, VectorConfig, VectorIndex};
@@ -113,7 +114,7 @@ pub struct MemoryStore {
     pub(crate) tokenizer: Tokenizer,
     /// normalised entity -> ids carrying it, ascending (ids only grow, so pushes keep order).
     pub(crate) entity_index: HashMap<String, Vec<NodeId>>,
-    pub(crate) by_time: BTreeSet<(Timestamp, NodeId)>,
+    pub(crate) by_time: Timeline,
     /// Each node's `context::episode_key`, worked out once at write (the
     /// time-order context of every candidate compares them).
     pub(crate) episode_keys: ShortKeyMap<NodeId, u64>,
@@ -247,7 +248,7 @@ impl MemoryStore {
             passages: PassageIndex::new(config.vector)?,
             tokenizer: Tokenizer::new(config.tokenizer),
             entity_index: HashMap::new(),
-            by_time: BTreeSet::new(),
+            by_time: Timeline::default(),
             episode_keys: ShortKeyMap::default(),
             question_shares: ShortKeyMap::default(),
             time_refs: ShortKeyMap::default(),
@@ -687,7 +688,7 @@ impl MemoryStore {
             }
         }
         if let Some(ts) = node.timestamp {
-            self.by_time.insert((ts, id));
+            self.by_time.insert(ts, id);
         }
         let episode = episode_key(episode_from(&node.provenance, node.timestamp));
         self.episode_keys.insert(id, episode);
@@ -821,7 +822,7 @@ impl MemoryStore {
             }
         }
         if let Some(ts) = node.timestamp {
-            self.by_time.remove(&(ts, id));
+            self.by_time.remove(ts, id);
         }
         self.episode_keys.remove(&id);
         self.question_shares.remove(&id);
@@ -1368,7 +1369,7 @@ impl MemoryStore {
                     .values()
                     .map(|v| v.capacity() * 8 + 48)
                     .sum::<usize>()
-                + self.by_time.len() * 32
+                + self.by_time.memory_bytes()
                 + self.question_shares.len() * 24
                 + self.episode_keys.len() * 24
                 + self.derived_bytes()
