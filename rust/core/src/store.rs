@@ -647,7 +647,8 @@ impl MemoryStore {
             .zip(first)
             .filter_map(|(e, first)| first.then_some(e))
             .collect();
-        let mut marked = false;
+        // the text's sentence marks, made here as its tokens go into the index
+        let mut made: Option<NodeMarks> = None;
         if tokenize {
             let (tokenizer, fields) = (&self.tokenizer, &self.config.lexical_fields);
             if may_straddle(&node.content) {
@@ -656,8 +657,6 @@ impl MemoryStore {
                 let _ = self.bm25.try_add_each(id, |push| {
                     each_lexical_token(tokenizer, fields, &node.content, &node.provenance, push)
                 });
-                self.marks.set(id, None);
-                marked = true;
             } else {
                 // the sentences' tokens, one after the other, are the text's:
                 // tokenised once for the index and the marks
@@ -667,17 +666,17 @@ impl MemoryStore {
                     each_field_token(tokenizer, fields, &node.provenance, push);
                 });
                 if let (Ok(ids), Some(doc)) = (added, self.bm25.doc_terms(id)) {
-                    self.marks
-                        .set(id, sentences.marks(&ids[..sentences.len()], doc));
-                    marked = true;
+                    made = sentences.marks(&ids[..sentences.len()], doc);
                 }
             }
         }
-        match restored_marks {
-            Some(marks) => self.marks.set(id, marks),
-            None if !marked => self.mark_sentences(id, &node.content),
-            None => {}
-        }
+        let marks = match restored_marks {
+            Some(kept) => kept,
+            None if tokenize => made,
+            // the entry came from a snapshot without marks
+            None => self.marks_from_text(id, &node.content),
+        };
+        self.marks.set(id, marks);
         for e in &entities {
             // the key is copied only for an entity not seen before
             match self.entity_index.get_mut(e.as_str()) {
@@ -787,14 +786,12 @@ impl MemoryStore {
         Ok(())
     }
 
-    /// Make and keep the sentence marks of node `id` (its lexical entry
-    /// already in the index).
-    fn mark_sentences(&mut self, id: NodeId, text: &str) {
-        let marks = self
-            .bm25
+    /// The sentence marks of node `id`'s text (its lexical entry already in
+    /// the index).
+    fn marks_from_text(&self, id: NodeId, text: &str) -> Option<NodeMarks> {
+        self.bm25
             .doc_terms(id)
-            .and_then(|doc| node_marks(text, &self.tokenizer, doc, |t| self.bm25.term_id(t)));
-        self.marks.set(id, marks);
+            .and_then(|doc| node_marks(text, &self.tokenizer, doc, |t| self.bm25.term_id(t)))
     }
 
     /// Each stored node's sentence marks, in node order (a snapshot's).
