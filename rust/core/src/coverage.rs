@@ -637,13 +637,20 @@ impl MemoryStore {
             .collect();
         let mut credits = Credits::new(self, id, text, q, allowed);
         let mut hits: Vec<&str> = Vec::new();
-        for (terms, m) in marks.iter() {
+        for (k, (terms, m)) in marks.iter().enumerate() {
             hits.clear();
             hits.extend(
                 wanted
                     .iter()
                     .filter(|(at, _)| terms.binary_search(at).is_ok())
                     .map(|&(_, token)| token),
+            );
+            // the pieces of a word spanning a stop, as the text reading splits it
+            hits.extend(
+                marks
+                    .pieces_of(k)
+                    .filter_map(|t| q.content_tokens.get(t))
+                    .map(String::as_str),
             );
             if !hits.is_empty() {
                 let weight = if m & marks::QUESTION != 0 { 0.5 } else { 1.0 };
@@ -735,7 +742,7 @@ impl MemoryStore {
                     self.scan_tokens(&node.content, tokens, &mut row, |_| true);
                     return row;
                 };
-                if let Some(marks) = self.marks.get(node.id) {
+                if let Some(marks) = self.marks.get(node.id).filter(|m| m.whole) {
                     // its sentences' terms are its text's tokens: a term of
                     // the entry in none of them came from a field alone
                     for (i, term) in terms.iter().enumerate() {
@@ -985,10 +992,10 @@ mod tests {
                 let mut n = NewNode::new(&text, vec![1.0, 0.5]);
                 n.provenance = vec![("speaker".to_owned(), speakers[*who].to_owned())];
                 let id = s.add_node(n).unwrap();
-                // marks for every text but one whose sentences may tokenise otherwise
+                // marks for every text, whole where no word spans a stop
                 prop_assert_eq!(
-                    s.marks.get(id).is_some(),
-                    !crate::marks::may_straddle(&text),
+                    s.marks.get(id).map(|m| m.whole),
+                    Some(!crate::marks::may_straddle(&text)),
                     "{:?}",
                     text
                 );

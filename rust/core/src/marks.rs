@@ -9,11 +9,12 @@
 //! recycled as other nodes are forgotten and renumbered by a snapshot load,
 //! while a node's own entry lives and dies with it.
 //!
-//! A text whose sentences may tokenise to a word its whole text does not
-//! (a word that spans a sentence stop, as "3.5" or "e.g." split at the
-//! period: `may_straddle`) gets no marks, and coverage reads its text. For
-//! every other text the sentences' tokens, one after the other, are the
-//! text's: one tokenisation feeds the lexical index and the marks.
+//! Where no word spans a sentence stop, the sentences' tokens, one after
+//! the other, are the text's: one tokenisation feeds the lexical index and
+//! the marks. A text where one may (`may_straddle`: "3.5", "e.g." split at
+//! the period) is tokenised twice, whole for the index and sentence by
+//! sentence for the marks; a sentence token its entry lacks ("3", "5") is
+//! kept as a piece of its sentence.
 
 use serde::{Deserialize, Serialize};
 
@@ -31,7 +32,7 @@ pub const FIRST_PERSON: u8 = 2;
 pub const SECOND_PERSON: u8 = 4;
 const ALL_MARKS: u8 = QUESTION | FIRST_PERSON | SECOND_PERSON;
 
-/// One node's sentences (those with at least one term), in text order.
+/// One node's sentences (those with at least one token), in text order.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeMarks {
     /// Each sentence's distinct terms, ascending, as positions in the
@@ -40,6 +41,13 @@ pub struct NodeMarks {
     /// Each sentence: where its terms end in `terms`, and its marks
     /// (`QUESTION`, `FIRST_PERSON`, `SECOND_PERSON`).
     pub sentences: Vec<(u32, u8)>,
+    /// The tokens of a sentence its whole text does not hold (the pieces
+    /// of a word that spans a stop: "3" and "5" of "3.5"), as (sentence,
+    /// token), by sentence.
+    pub pieces: Vec<(u32, String)>,
+    /// Whether the sentences' tokens, one after the other, are the whole
+    /// text's (no word spans a stop): then their terms are all it holds.
+    pub whole: bool,
 }
 
 impl NodeMarks {
@@ -53,9 +61,20 @@ impl NodeMarks {
         })
     }
 
+    /// The pieces of sentence `k` (see `pieces`).
+    pub fn pieces_of(&self, k: usize) -> impl Iterator<Item = &str> + '_ {
+        let from = self.pieces.partition_point(|(s, _)| (*s as usize) < k);
+        self.pieces[from..]
+            .iter()
+            .take_while(move |(s, _)| *s as usize == k)
+            .map(|(_, t)| t.as_str())
+    }
+
     /// Approximate heap bytes.
     pub fn memory_bytes(&self) -> usize {
-        self.terms.capacity() * 4 + self.sentences.capacity() * 8
+        self.terms.capacity() * 4
+            + self.sentences.capacity() * 8
+            + self.pieces.iter().map(|(_, t)| 32 + t.len()).sum::<usize>()
     }
 
     /// Check marks read from a file against the node's lexical entry of
@@ -65,7 +84,7 @@ impl NodeMarks {
         let mut start = 0usize;
         for &(end, marks) in &self.sentences {
             let end = end as usize;
-            if end <= start || end > self.terms.len() {
+            if end < start || end > self.terms.len() {
                 return Err(format!("a sentence ends at {end} after {start}"));
             }
             if marks & !ALL_MARKS != 0 {
@@ -80,6 +99,17 @@ impl NodeMarks {
         if start != self.terms.len() {
             return Err("terms past the last sentence".into());
         }
+        let in_order = self.pieces.windows(2).all(|w| w[0].0 <= w[1].0);
+        let past = self
+            .pieces
+            .last()
+            .is_some_and(|(k, _)| *k as usize >= self.sentences.len());
+        if !in_order || past {
+            return Err("pieces out of order or past the last sentence".into());
+        }
+        if self.whole && !self.pieces.is_empty() {
+            return Err("pieces in a text whose sentences are its tokens".into());
+        }
         Ok(())
     }
 }
@@ -92,15 +122,19 @@ impl NodeMarks {
 /// sentences' tokens, one after the other, are the whole text's.
 pub fn may_straddle(text: &str) -> bool {
     let b = text.as_bytes();
+    (0..b.len()).any(|i| risky_stop(b, i))
+}
+
+/// Whether byte `i` of `b` is a stop that may sit inside a word (see `may_straddle`).
+fn risky_stop(b: &[u8], i: usize) -> bool {
+    let c = b[i];
+    if !matches!(c, b'.' | b'!' | b'?') {
+        return false;
+    }
     let wordy = |c: u8| c.is_ascii_alphanumeric() || c >= 0x80;
-    b.iter().enumerate().any(|(i, &c)| {
-        if !matches!(c, b'.' | b'!' | b'?') {
-            return false;
-        }
-        let next = b.get(i + 1).copied();
-        next.is_some_and(|n| n >= 0x80)
-            || (c == b'.' && i > 0 && wordy(b[i - 1]) && next.is_some_and(wordy))
-    })
+    let next = b.get(i + 1).copied();
+    next.is_some_and(|n| n >= 0x80)
+        || (c == b'.' && i > 0 && wordy(b[i - 1]) && next.is_some_and(wordy))
 }
 
 /// A text's sentences (`coverage::sentence_spans`) and their tokens,
@@ -143,6 +177,60 @@ impl<'t> SentenceTokens<'t> {
         })
     }
 
+    /// The text's sentences in runs that tokenise on their own: a run ends
+    /// at a sentence whose stops cannot sit inside a word, so the runs'
+    /// tokens, one run after the other, are the whole text's (a run of one
+    /// sentence: that sentence's tokens). As (first, last + 1) sentence
+    /// indices; None when a stop before the first sentence may sit inside a
+    /// word (the caller tokenises the text whole).
+    pub fn runs(&self, text: &str) -> Option<Vec<(usize, usize)>> {
+        let b = text.as_bytes();
+        let offset = |s: &str| s.as_ptr() as usize - text.as_ptr() as usize;
+        let lead = self.sentences.first().map_or(b.len(), |s| offset(s));
+        if (0..lead).any(|i| risky_stop(b, i)) {
+            return None;
+        }
+        let mut out = Vec::new();
+        let mut first = 0;
+        for (j, sentence) in self.sentences.iter().enumerate() {
+            let end = offset(sentence) + sentence.len();
+            let body = sentence.trim_end_matches(['.', '!', '?']).len();
+            let joins = (offset(sentence) + body..end).any(|i| risky_stop(b, i));
+            if !joins || j + 1 == self.sentences.len() {
+                out.push((first, j + 1));
+                first = j + 1;
+            }
+        }
+        Some(out)
+    }
+
+    /// The text of sentences `from..to` (contiguous in the text).
+    pub fn span(&self, text: &'t str, from: usize, to: usize) -> &'t str {
+        let offset = |s: &str| s.as_ptr() as usize - text.as_ptr() as usize;
+        let (a, last) = (offset(self.sentences[from]), self.sentences[to - 1]);
+        &text[a..offset(last) + last.len()]
+    }
+
+    /// The tokens of sentence `j`, in order.
+    pub fn sentence_tokens(&self, j: usize) -> impl Iterator<Item = &str> + '_ {
+        let from = if j == 0 {
+            0
+        } else {
+            self.sentence_ends[j - 1] as usize
+        };
+        (from..self.sentence_ends[j] as usize).map(move |k| self.token(k))
+    }
+
+    /// Token `k` (in `tokens` order).
+    fn token(&self, k: usize) -> &str {
+        let start = if k == 0 {
+            0
+        } else {
+            self.token_ends[k - 1] as usize
+        };
+        &self.buffer[start..self.token_ends[k] as usize]
+    }
+
     pub fn len(&self) -> usize {
         self.token_ends.len()
     }
@@ -151,25 +239,39 @@ impl<'t> SentenceTokens<'t> {
         self.token_ends.is_empty()
     }
 
-    /// The marks, given each token's term id (in `tokens` order) and the
-    /// node's lexical entry `doc`; None when a token is not in the entry.
-    pub fn marks(&self, ids: &[u32], doc: &[(u32, u32)]) -> Option<NodeMarks> {
+    /// The marks, given each token's term id (in `tokens` order; None for
+    /// a token the lexical index lacks) and the node's lexical entry `doc`;
+    /// `whole`: the sentences' tokens are the text's (see `NodeMarks`). A
+    /// token not in the entry is kept as a piece of its sentence.
+    pub fn marks(&self, ids: &[Option<u32>], doc: &[(u32, u32)], whole: bool) -> NodeMarks {
         debug_assert_eq!(ids.len(), self.len());
         let mut out = NodeMarks {
             terms: Vec::with_capacity(ids.len()),
             sentences: Vec::with_capacity(self.sentences.len()),
+            pieces: Vec::new(),
+            whole,
         };
         let mut local: Vec<u32> = Vec::new();
+        let mut pieces: Vec<&str> = Vec::new();
         let mut start = 0usize;
         for (sentence, &end) in self.sentences.iter().zip(&self.sentence_ends) {
             local.clear();
-            for &id in &ids[start..end as usize] {
-                local.push(doc.binary_search_by_key(&id, |p| p.0).ok()? as u32);
+            pieces.clear();
+            for (k, id) in ids.iter().enumerate().take(end as usize).skip(start) {
+                match id.and_then(|id| doc.binary_search_by_key(&id, |p| p.0).ok()) {
+                    Some(at) => local.push(at as u32),
+                    None => pieces.push(self.token(k)),
+                }
             }
             start = end as usize;
-            if local.is_empty() {
-                continue; // no term: coverage never reads it
+            if local.is_empty() && pieces.is_empty() {
+                continue; // no token: coverage never reads it
             }
+            let k = out.sentences.len() as u32;
+            pieces.sort_unstable();
+            pieces.dedup();
+            out.pieces
+                .extend(pieces.iter().map(|t| (k, (*t).to_owned())));
             local.sort_unstable();
             local.dedup();
             out.terms.extend_from_slice(&local);
@@ -188,28 +290,21 @@ impl<'t> SentenceTokens<'t> {
         }
         out.terms.shrink_to_fit();
         out.sentences.shrink_to_fit();
-        Some(out)
+        out
     }
 }
 
 /// The marks of `text`, whose lexical entry is `doc` ((term id, count),
-/// ascending by id); `term_id` gives a token's id. None for a text whose
-/// sentences may tokenise otherwise than the whole (`may_straddle`).
+/// ascending by id); `term_id` gives a token's id.
 pub fn node_marks(
     text: &str,
     tokenizer: &Tokenizer,
     doc: &[(u32, u32)],
     term_id: impl Fn(&str) -> Option<u32>,
-) -> Option<NodeMarks> {
-    if may_straddle(text) {
-        return None;
-    }
+) -> NodeMarks {
     let sentences = SentenceTokens::new(text, tokenizer);
-    let ids = sentences
-        .tokens()
-        .map(term_id)
-        .collect::<Option<Vec<u32>>>()?;
-    sentences.marks(&ids, doc)
+    let ids: Vec<Option<u32>> = sentences.tokens().map(term_id).collect();
+    sentences.marks(&ids, doc, !may_straddle(text))
 }
 
 /// The marks of every stored node that has them.
@@ -286,6 +381,7 @@ mod tests {
     proptest! {
         /// Where `may_straddle` says no, the sentences' tokens one after the
         /// other are the whole text's tokens (what the lexical index keeps),
+        /// and so are the runs' tokens wherever `runs` gives runs,
         /// over characters word segmentation treats specially: mid-word
         /// punctuation, combining marks, format and joiner characters,
         /// fullwidth digits, Hebrew letters and quotes, Katakana, regional
@@ -303,17 +399,32 @@ mod tests {
         ) {
             let text: String = chars.into_iter().collect();
             let tokenizer = Tokenizer::default();
+            let sentences = SentenceTokens::new(&text, &tokenizer);
             if !may_straddle(&text) {
-                let sentences = SentenceTokens::new(&text, &tokenizer);
                 let joined: Vec<String> = sentences.tokens().map(str::to_owned).collect();
                 prop_assert_eq!(joined, tokenizer.tokenize(&text), "{:?}", text);
+            }
+            // the runs' tokens (a sentence's own, or the run's text
+            // tokenised) are the whole text's, flagged or not
+            if let Some(runs) = sentences.runs(&text) {
+                let mut joined: Vec<String> = Vec::new();
+                for (from, to) in runs {
+                    if to - from == 1 {
+                        joined.extend(sentences.sentence_tokens(from).map(str::to_owned));
+                    } else {
+                        joined.extend(tokenizer.tokenize(sentences.span(&text, from, to)));
+                    }
+                }
+                prop_assert_eq!(joined, tokenizer.tokenize(&text), "{:?}", text);
+            } else {
+                prop_assert!(may_straddle(&text));
             }
         }
     }
 
-    /// Marks follow their nodes: made on write, gone with a forgotten
-    /// node, the same after a snapshot round trip (or made again from a
-    /// body without them), none for a text with a stop inside a word.
+    /// Marks follow their nodes: made on write (pieces for a word spanning
+    /// a stop), gone with a forgotten node, the same after a snapshot round
+    /// trip.
     #[test]
     fn marks_follow_their_nodes() {
         use crate::ops::NewNode;
@@ -331,15 +442,22 @@ mod tests {
         let m = s.marks.get(ids[0]).expect("marks");
         let flags: Vec<u8> = m.sentences.iter().map(|&(_, f)| f).collect();
         assert_eq!(flags, [FIRST_PERSON, QUESTION | SECOND_PERSON]);
-        assert!(s.marks.get(ids[1]).is_none());
-        assert_eq!(s.marks.len(), 2);
+        // "3.5" is one token of the text, "3" and "5" of its two sentences
+        let split = s.marks.get(ids[1]).expect("marks");
+        assert!(!split.whole);
+        assert_eq!(split.pieces, [(0, "3".to_owned()), (1, "5".to_owned())]);
+        assert!(s
+            .marks
+            .get(ids[0])
+            .is_some_and(|m| m.whole && m.pieces.is_empty()));
+        assert_eq!(s.marks.len(), 3);
         let loaded = MemoryStore::from_snapshot_bytes(&s.to_snapshot_bytes().unwrap()).unwrap();
         for &id in &ids {
             assert_eq!(loaded.marks.get(id), s.marks.get(id));
         }
         s.forget_nodes(&[ids[0]]).unwrap();
         assert!(s.marks.get(ids[0]).is_none());
-        assert_eq!(s.marks.len(), 1);
+        assert_eq!(s.marks.len(), 2);
     }
 
     #[test]

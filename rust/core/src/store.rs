@@ -21,9 +21,7 @@ use crate::filter::{
 use crate::fusion;
 use crate::graph::{EdgeUpsert, Graph};
 use crate::hashing::{ShortKeyMap, ShortKeySet};
-use crate::marks::{
-    may_straddle, node_marks, MarksSnapshot, MarksTable, NodeMarks, SentenceTokens,
-};
+use crate::marks::{node_marks, MarksSnapshot, MarksTable, NodeMarks, SentenceTokens};
 use crate::ops::{NewNode, Op};
 use crate::passages::{hit_order, PassageHit, PassageIndex, Span};
 use crate::style::StyleTable;
@@ -651,22 +649,57 @@ impl MemoryStore {
         let mut made: Option<NodeMarks> = None;
         if tokenize {
             let (tokenizer, fields) = (&self.tokenizer, &self.config.lexical_fields);
-            if may_straddle(&node.content) {
-                // tokens straight into the index (`lexical_tokens` without
-                // the list); such a text has no marks
-                let _ = self.bm25.try_add_each(id, |push| {
-                    each_lexical_token(tokenizer, fields, &node.content, &node.provenance, push)
-                });
-            } else {
-                // the sentences' tokens, one after the other, are the text's:
-                // tokenised once for the index and the marks
-                let sentences = SentenceTokens::new(&node.content, tokenizer);
-                let added = self.bm25.try_add_each_ids(id, |push| {
-                    sentences.tokens().for_each(&mut *push);
-                    each_field_token(tokenizer, fields, &node.provenance, push);
-                });
-                if let (Ok(ids), Some(doc)) = (added, self.bm25.doc_terms(id)) {
-                    made = sentences.marks(&ids[..sentences.len()], doc);
+            let content = node.content.as_str();
+            let sentences = SentenceTokens::new(content, tokenizer);
+            match sentences.runs(content) {
+                None => {
+                    // tokens straight into the index (`lexical_tokens` without
+                    // the list), then the sentences' for the marks
+                    let _ = self.bm25.try_add_each(id, |push| {
+                        each_lexical_token(tokenizer, fields, content, &node.provenance, push)
+                    });
+                    made = self.marks_from_text(id, content);
+                }
+                Some(runs) => {
+                    // the runs' tokens are the text's: a sentence's own where
+                    // its run is that sentence, the run's text tokenised where
+                    // a word may span its stops ("3.5")
+                    let mut counts: Vec<usize> = Vec::with_capacity(runs.len());
+                    let added = self.bm25.try_add_each_ids(id, |push| {
+                        for &(from, to) in &runs {
+                            let mut n = 0;
+                            let mut count = |t: &str| {
+                                push(t);
+                                n += 1;
+                            };
+                            if to - from == 1 {
+                                sentences.sentence_tokens(from).for_each(&mut count);
+                            } else {
+                                tokenizer.for_each_token(sentences.span(content, from, to), count);
+                            }
+                            counts.push(n);
+                        }
+                        each_field_token(tokenizer, fields, &node.provenance, push);
+                    });
+                    if let (Ok(ids), Some(doc)) = (added, self.bm25.doc_terms(id)) {
+                        // each sentence token's term id: in the index's order
+                        // where its run was its own tokens, else looked up
+                        let mut token_ids: Vec<Option<u32>> = Vec::with_capacity(sentences.len());
+                        let (mut at, mut whole) = (0, true);
+                        for (&(from, to), &n) in runs.iter().zip(&counts) {
+                            if to - from == 1 {
+                                token_ids.extend(ids[at..at + n].iter().copied().map(Some));
+                            } else {
+                                whole = false;
+                                for j in from..to {
+                                    let lookup = |t: &str| self.bm25.term_id(t);
+                                    token_ids.extend(sentences.sentence_tokens(j).map(lookup));
+                                }
+                            }
+                            at += n;
+                        }
+                        made = Some(sentences.marks(&token_ids, doc, whole));
+                    }
                 }
             }
         }
@@ -791,7 +824,7 @@ impl MemoryStore {
     fn marks_from_text(&self, id: NodeId, text: &str) -> Option<NodeMarks> {
         self.bm25
             .doc_terms(id)
-            .and_then(|doc| node_marks(text, &self.tokenizer, doc, |t| self.bm25.term_id(t)))
+            .map(|doc| node_marks(text, &self.tokenizer, doc, |t| self.bm25.term_id(t)))
     }
 
     /// Each stored node's sentence marks, in node order (a snapshot's).

@@ -257,7 +257,16 @@ fn a_body_without_marks_makes_them_from_the_texts() {
 fn inconsistent_marks_are_a_snapshot_error() {
     type Damage = fn(&mut Body);
     let marks = |b: &mut Body| b.marks.as_mut().unwrap().nodes[0].as_mut().unwrap().clone();
-    let cases: [(&str, Damage); 6] = [
+    let cases: [(&str, Damage); 8] = [
+        ("a piece past the last sentence", |b| {
+            let m = b.marks.as_mut().unwrap().nodes[0].as_mut().unwrap();
+            m.whole = false;
+            m.pieces.push((m.sentences.len() as u32, "x".into()));
+        }),
+        ("a piece in a whole text", |b| {
+            let m = b.marks.as_mut().unwrap().nodes[0].as_mut().unwrap();
+            m.pieces.push((0, "x".into()));
+        }),
         ("marks without lexical content", |b| b.lexical = None),
         ("one node short", |b| {
             b.marks.as_mut().unwrap().nodes.pop();
