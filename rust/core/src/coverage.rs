@@ -6,7 +6,7 @@
 //! assessment). Also which query tokens the best evidence contains at all.
 //!
 //! The sentence marks are made once, when a node is written (`marks`), and
-//! kept in the snapshot; a node without them (a word spans a sentence stop)
+//! kept in the snapshot; a node without them (one without a lexical entry)
 //! is read off its text, sentence by sentence, the reading the marks are
 //! held to. Nothing is cached per query, so a memory's size per node does
 //! not grow with the queries it answers.
@@ -949,8 +949,8 @@ mod tests {
         /// Coverage read off the sentence marks made at write time equals
         /// coverage read off the text, node by node: questions, person
         /// words, names, repeated words, and words that span a sentence
-        /// stop ("3.5", "e.g.": such a text has no marks and is read off its
-        /// text). Every other text has marks.
+        /// stop ("3.5", "e.g.": their sentences keep the pieces "3" and "5").
+        /// Every text has marks, `whole` where no word may span a stop.
         #[test]
         fn marked_coverage_equals_the_text_reading(
             nodes in prop::collection::vec(

@@ -204,6 +204,62 @@ impl<'t> SentenceTokens<'t> {
         Some(out)
     }
 
+    /// Hand `push` the whole text's tokens (what the lexical index keeps),
+    /// read off `runs` (`SentenceTokens::runs` of `text`): a run of one
+    /// sentence gives its own tokens, a longer run its text tokenised whole.
+    /// Returns how many tokens each run gave.
+    pub fn push_text_tokens(
+        &self,
+        text: &str,
+        runs: &[(usize, usize)],
+        tokenizer: &Tokenizer,
+        push: &mut dyn FnMut(&str),
+    ) -> Vec<usize> {
+        let mut counts = Vec::with_capacity(runs.len());
+        for &(from, to) in runs {
+            let mut n = 0;
+            let mut count = |t: &str| {
+                push(t);
+                n += 1;
+            };
+            if to - from == 1 {
+                self.sentence_tokens(from).for_each(&mut count);
+            } else {
+                tokenizer.for_each_token(self.span(text, from, to), count);
+            }
+            counts.push(n);
+        }
+        counts
+    }
+
+    /// Each sentence token's term id, from the ids the index gave the tokens
+    /// `push_text_tokens` handed it (`counts` per run, in order): read off
+    /// them where a run was its sentence's own tokens, else `lookup`. And
+    /// whether every run was one sentence (the sentences' tokens are the
+    /// text's: `NodeMarks::whole`).
+    pub fn sentence_token_ids(
+        &self,
+        runs: &[(usize, usize)],
+        counts: &[usize],
+        pushed: &[u32],
+        lookup: impl Fn(&str) -> Option<u32>,
+    ) -> (Vec<Option<u32>>, bool) {
+        let mut out: Vec<Option<u32>> = Vec::with_capacity(self.len());
+        let (mut at, mut whole) = (0, true);
+        for (&(from, to), &n) in runs.iter().zip(counts) {
+            if to - from == 1 {
+                out.extend(pushed[at..at + n].iter().copied().map(Some));
+            } else {
+                whole = false;
+                for j in from..to {
+                    out.extend(self.sentence_tokens(j).map(&lookup));
+                }
+            }
+            at += n;
+        }
+        (out, whole)
+    }
+
     /// The text of sentences `from..to` (contiguous in the text).
     pub fn span(&self, text: &'t str, from: usize, to: usize) -> &'t str {
         let offset = |s: &str| s.as_ptr() as usize - text.as_ptr() as usize;
@@ -408,14 +464,25 @@ mod tests {
             // tokenised) are the whole text's, flagged or not
             if let Some(runs) = sentences.runs(&text) {
                 let mut joined: Vec<String> = Vec::new();
-                for (from, to) in runs {
-                    if to - from == 1 {
-                        joined.extend(sentences.sentence_tokens(from).map(str::to_owned));
-                    } else {
-                        joined.extend(tokenizer.tokenize(sentences.span(&text, from, to)));
-                    }
-                }
-                prop_assert_eq!(joined, tokenizer.tokenize(&text), "{:?}", text);
+                let counts = sentences.push_text_tokens(&text, &runs, &tokenizer, &mut |t| {
+                    joined.push(t.to_owned())
+                });
+                prop_assert_eq!(counts.iter().sum::<usize>(), joined.len());
+                prop_assert_eq!(&joined, &tokenizer.tokenize(&text), "{:?}", text);
+                // the ids read back: each sentence token's own (ids as
+                // positions in `joined`'s distinct tokens)
+                let vocab: Vec<&String> = {
+                    let mut v: Vec<&String> = joined.iter().collect();
+                    v.sort();
+                    v.dedup();
+                    v
+                };
+                let id = |t: &str| vocab.iter().position(|v| v.as_str() == t).map(|p| p as u32);
+                let pushed: Vec<u32> = joined.iter().map(|t| id(t).unwrap()).collect();
+                let (ids, whole) = sentences.sentence_token_ids(&runs, &counts, &pushed, id);
+                let own: Vec<Option<u32>> = sentences.tokens().map(id).collect();
+                prop_assert_eq!(ids, own);
+                prop_assert_eq!(whole, !may_straddle(&text));
             } else {
                 prop_assert!(may_straddle(&text));
             }

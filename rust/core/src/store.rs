@@ -661,43 +661,18 @@ impl MemoryStore {
                     made = self.marks_from_text(id, content);
                 }
                 Some(runs) => {
-                    // the runs' tokens are the text's: a sentence's own where
-                    // its run is that sentence, the run's text tokenised where
-                    // a word may span its stops ("3.5")
-                    let mut counts: Vec<usize> = Vec::with_capacity(runs.len());
+                    // the runs' tokens are the text's: tokenised once for the
+                    // index and the marks, but around a stop that may sit
+                    // inside a word ("3.5")
+                    let mut counts = Vec::new();
                     let added = self.bm25.try_add_each_ids(id, |push| {
-                        for &(from, to) in &runs {
-                            let mut n = 0;
-                            let mut count = |t: &str| {
-                                push(t);
-                                n += 1;
-                            };
-                            if to - from == 1 {
-                                sentences.sentence_tokens(from).for_each(&mut count);
-                            } else {
-                                tokenizer.for_each_token(sentences.span(content, from, to), count);
-                            }
-                            counts.push(n);
-                        }
+                        counts = sentences.push_text_tokens(content, &runs, tokenizer, push);
                         each_field_token(tokenizer, fields, &node.provenance, push);
                     });
                     if let (Ok(ids), Some(doc)) = (added, self.bm25.doc_terms(id)) {
-                        // each sentence token's term id: in the index's order
-                        // where its run was its own tokens, else looked up
-                        let mut token_ids: Vec<Option<u32>> = Vec::with_capacity(sentences.len());
-                        let (mut at, mut whole) = (0, true);
-                        for (&(from, to), &n) in runs.iter().zip(&counts) {
-                            if to - from == 1 {
-                                token_ids.extend(ids[at..at + n].iter().copied().map(Some));
-                            } else {
-                                whole = false;
-                                for j in from..to {
-                                    let lookup = |t: &str| self.bm25.term_id(t);
-                                    token_ids.extend(sentences.sentence_tokens(j).map(lookup));
-                                }
-                            }
-                            at += n;
-                        }
+                        let (token_ids, whole) =
+                            sentences
+                                .sentence_token_ids(&runs, &counts, &ids, |t| self.bm25.term_id(t));
                         made = Some(sentences.marks(&token_ids, doc, whole));
                     }
                 }
