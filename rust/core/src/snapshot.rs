@@ -27,12 +27,16 @@
 //! body without it, and every older version, tokenizes the texts on load).
 //! Version 6 appends each node's sentence marks (`marks`, optional, only
 //! with `lexical`: they are positions in its entries); a body without them,
-//! and every older version, makes them from the texts on load.
+//! and every older version, makes them from the texts on load. Version 7
+//! writes every block of floats (the node and passage embeddings) as its
+//! little-endian bytes (`FloatBytes`), where older versions wrote a postcard
+//! sequence that decodes float by float; the fields are version 6's.
 
 use std::collections::HashSet;
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
+use serde::de::{self, Deserializer, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
 
 use crate::bm25::LexicalSnapshot;
 use crate::derived::DerivedSnapshot;
@@ -45,7 +49,7 @@ use crate::store::{MemoryStore, ScopedKey, StoreConfig};
 use crate::types::{Edge, Node, NodeId, Timestamp, TypeScores};
 
 const MAGIC: &[u8; 8] = b"JEVMEMSS";
-pub const FORMAT_VERSION: u32 = 6;
+pub const FORMAT_VERSION: u32 = 7;
 /// The oldest version this build still reads.
 pub const OLDEST_READABLE_VERSION: u32 = 1;
 const HEADER_LEN: usize = 8 + 4 + 4 + 8;
@@ -118,7 +122,7 @@ struct BodyRef<'a> {
     ops_applied: u64,
     nodes: Vec<&'a Node>,
     /// Unit-normalised embeddings of `nodes`, concatenated.
-    embeddings: Vec<f32>,
+    embeddings: FloatBytes,
     edges: Vec<Edge>,
     // ---- v2 trailing fields: each addition is its own field, appended here ----
     /// Passages of long observations.
@@ -141,24 +145,86 @@ struct BodyRef<'a> {
 struct PassagesRef<'a> {
     node: NodeId,
     spans: &'a [Span],
-    embeddings: Vec<f32>,
+    embeddings: FloatBytes,
+}
+
+/// Floats written as their little-endian bytes behind one length: postcard
+/// writes a `Vec<f32>` float by float and serde reads it back one visit per
+/// float, which was most of the decoding of a memory of long texts.
+struct FloatBytes(Vec<f32>);
+
+impl Serialize for FloatBytes {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        let bytes: Vec<u8> = self.0.iter().flat_map(|x| x.to_le_bytes()).collect();
+        serializer.serialize_bytes(&bytes)
+    }
+}
+
+/// `FloatBytes` read back.
+#[derive(Debug, Default, PartialEq)]
+struct Floats(Vec<f32>);
+
+impl<'de> Deserialize<'de> for Floats {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        struct Le;
+        impl Visitor<'_> for Le {
+            type Value = Floats;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("little-endian f32 bytes")
+            }
+            fn visit_bytes<E: de::Error>(self, bytes: &[u8]) -> std::result::Result<Floats, E> {
+                if !bytes.len().is_multiple_of(4) {
+                    return Err(E::invalid_length(bytes.len(), &self));
+                }
+                Ok(Floats(
+                    bytes
+                        .chunks_exact(4)
+                        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                        .collect(),
+                ))
+            }
+        }
+        deserializer.deserialize_bytes(Le)
+    }
 }
 
 #[derive(Deserialize)]
 struct NodePassages {
     node: NodeId,
     spans: Vec<Span>,
+    embeddings: Floats,
+}
+
+/// Passages as versions 2 to 6 wrote them: the floats as a sequence.
+#[derive(Deserialize)]
+struct NodePassagesV2 {
+    node: NodeId,
+    spans: Vec<Span>,
     embeddings: Vec<f32>,
 }
 
-/// The current (v6) body: v5's fields and the sentence marks.
+impl From<NodePassagesV2> for NodePassages {
+    fn from(p: NodePassagesV2) -> Self {
+        NodePassages {
+            node: p.node,
+            spans: p.spans,
+            embeddings: Floats(p.embeddings),
+        }
+    }
+}
+
+fn passages_v2(passages: Vec<NodePassagesV2>) -> Vec<NodePassages> {
+    passages.into_iter().map(NodePassages::from).collect()
+}
+
+/// The current (v7) body: v6's fields, the floats as bytes.
 #[derive(Deserialize)]
 struct Body {
     config: StoreConfig,
     next_id: NodeId,
     ops_applied: u64,
     nodes: Vec<Node>,
-    embeddings: Vec<f32>,
+    embeddings: Floats,
     edges: Vec<Edge>,
     // ---- v2 trailing fields (see BodyRef) ----
     passages: Vec<NodePassages>,
@@ -171,6 +237,40 @@ struct Body {
     marks: Option<MarksSnapshot>,
 }
 
+/// A version 6 body: v5's fields and the sentence marks.
+#[derive(Deserialize)]
+struct BodyV6 {
+    config: StoreConfig,
+    next_id: NodeId,
+    ops_applied: u64,
+    nodes: Vec<Node>,
+    embeddings: Vec<f32>,
+    edges: Vec<Edge>,
+    passages: Vec<NodePassagesV2>,
+    facts: FactsSnapshot,
+    derived: DerivedSnapshot,
+    lexical: Option<LexicalSnapshot>,
+    marks: Option<MarksSnapshot>,
+}
+
+impl From<BodyV6> for Body {
+    fn from(v6: BodyV6) -> Self {
+        Body {
+            config: v6.config,
+            next_id: v6.next_id,
+            ops_applied: v6.ops_applied,
+            nodes: v6.nodes,
+            embeddings: Floats(v6.embeddings),
+            edges: v6.edges,
+            passages: passages_v2(v6.passages),
+            facts: v6.facts,
+            derived: v6.derived,
+            lexical: v6.lexical,
+            marks: v6.marks,
+        }
+    }
+}
+
 /// A version 5 body: v4's fields and the lexical index's content.
 #[derive(Deserialize)]
 struct BodyV5 {
@@ -180,7 +280,7 @@ struct BodyV5 {
     nodes: Vec<Node>,
     embeddings: Vec<f32>,
     edges: Vec<Edge>,
-    passages: Vec<NodePassages>,
+    passages: Vec<NodePassagesV2>,
     facts: FactsSnapshot,
     derived: DerivedSnapshot,
     lexical: Option<LexicalSnapshot>,
@@ -193,9 +293,9 @@ impl From<BodyV5> for Body {
             next_id: v5.next_id,
             ops_applied: v5.ops_applied,
             nodes: v5.nodes,
-            embeddings: v5.embeddings,
+            embeddings: Floats(v5.embeddings),
             edges: v5.edges,
-            passages: v5.passages,
+            passages: passages_v2(v5.passages),
             facts: v5.facts,
             derived: v5.derived,
             lexical: v5.lexical,
@@ -213,7 +313,7 @@ struct BodyV4 {
     nodes: Vec<Node>,
     embeddings: Vec<f32>,
     edges: Vec<Edge>,
-    passages: Vec<NodePassages>,
+    passages: Vec<NodePassagesV2>,
     facts: FactsSnapshot,
     derived: DerivedSnapshot,
 }
@@ -225,9 +325,9 @@ impl From<BodyV4> for Body {
             next_id: v4.next_id,
             ops_applied: v4.ops_applied,
             nodes: v4.nodes,
-            embeddings: v4.embeddings,
+            embeddings: Floats(v4.embeddings),
             edges: v4.edges,
-            passages: v4.passages,
+            passages: passages_v2(v4.passages),
             facts: v4.facts,
             derived: v4.derived,
             lexical: None,
@@ -245,7 +345,7 @@ struct BodyV3 {
     nodes: Vec<Node>,
     embeddings: Vec<f32>,
     edges: Vec<Edge>,
-    passages: Vec<NodePassages>,
+    passages: Vec<NodePassagesV2>,
     facts: FactsSnapshot,
 }
 
@@ -256,9 +356,9 @@ impl From<BodyV3> for Body {
             next_id: v3.next_id,
             ops_applied: v3.ops_applied,
             nodes: v3.nodes,
-            embeddings: v3.embeddings,
+            embeddings: Floats(v3.embeddings),
             edges: v3.edges,
-            passages: v3.passages,
+            passages: passages_v2(v3.passages),
             facts: v3.facts,
             derived: DerivedSnapshot::default(),
             lexical: None,
@@ -303,7 +403,7 @@ struct BodyV2 {
     nodes: Vec<NodeV1>,
     embeddings: Vec<f32>,
     edges: Vec<Edge>,
-    passages: Vec<NodePassages>,
+    passages: Vec<NodePassagesV2>,
     facts: FactsSnapshot,
 }
 
@@ -314,9 +414,9 @@ impl From<BodyV2> for Body {
             next_id: v2.next_id,
             ops_applied: v2.ops_applied,
             nodes: v2.nodes.into_iter().map(Node::from).collect(),
-            embeddings: v2.embeddings,
+            embeddings: Floats(v2.embeddings),
             edges: v2.edges,
-            passages: v2.passages,
+            passages: passages_v2(v2.passages),
             facts: v2.facts,
             derived: DerivedSnapshot::default(),
             lexical: None,
@@ -343,7 +443,7 @@ impl From<BodyV1> for Body {
             next_id: v1.next_id,
             ops_applied: v1.ops_applied,
             nodes: v1.nodes.into_iter().map(Node::from).collect(),
-            embeddings: v1.embeddings,
+            embeddings: Floats(v1.embeddings),
             edges: v1.edges,
             passages: Vec::new(),
             facts: FactsSnapshot::default(),
@@ -384,7 +484,7 @@ impl MemoryStore {
             next_id: self.next_id(),
             ops_applied: self.ops_applied,
             nodes,
-            embeddings,
+            embeddings: FloatBytes(embeddings),
             edges: self.graph.all_edges(),
             passages: self
                 .passages
@@ -392,7 +492,7 @@ impl MemoryStore {
                 .map(|(node, spans, embeddings)| PassagesRef {
                     node,
                     spans,
-                    embeddings,
+                    embeddings: FloatBytes(embeddings),
                 })
                 .collect(),
             facts: self.facts.to_snapshot(),
@@ -452,6 +552,7 @@ impl MemoryStore {
             3 => whole::<BodyV3>(payload)?.into(),
             4 => whole::<BodyV4>(payload)?.into(),
             5 => whole::<BodyV5>(payload)?.into(),
+            6 => whole::<BodyV6>(payload)?.into(),
             _ => whole::<Body>(payload)?,
         };
         // Config first: it sizes every index built below.
@@ -465,7 +566,7 @@ impl MemoryStore {
             options.max_absent_ids,
         )?;
         let dim = body.config.vector.dim;
-        if Some(body.embeddings.len()) != body.nodes.len().checked_mul(dim) {
+        if Some(body.embeddings.0.len()) != body.nodes.len().checked_mul(dim) {
             return Err(Error::Snapshot(
                 "embedding block does not match the node count".into(),
             ));
@@ -480,7 +581,7 @@ impl MemoryStore {
         for (node, embedding) in body
             .nodes
             .into_iter()
-            .zip(body.embeddings.chunks_exact(dim.max(1)))
+            .zip(body.embeddings.0.chunks_exact(dim.max(1)))
         {
             if previous.is_some_and(|p| node.id <= p) || node.id >= body.next_id {
                 return Err(Error::Snapshot(format!("node id {} out of order", node.id)));
@@ -495,7 +596,7 @@ impl MemoryStore {
                         p.node
                     )));
                 }
-                if Some(p.embeddings.len()) != p.spans.len().checked_mul(dim) {
+                if Some(p.embeddings.0.len()) != p.spans.len().checked_mul(dim) {
                     return Err(Error::Snapshot(format!(
                         "node {}: passage embeddings do not match its spans",
                         node.id
@@ -504,7 +605,7 @@ impl MemoryStore {
                 own = p
                     .spans
                     .iter()
-                    .zip(p.embeddings.chunks_exact(dim.max(1)))
+                    .zip(p.embeddings.0.chunks_exact(dim.max(1)))
                     .map(|(&(start, end), e)| NewPassage::new(start, end, e.to_vec()))
                     .collect();
             }
@@ -632,6 +733,14 @@ mod tests {
         (nodes, embeddings)
     }
 
+    /// Passages as versions 2 to 6 wrote them: the floats as a sequence.
+    #[derive(Serialize)]
+    struct PassagesV2Ref<'a> {
+        node: NodeId,
+        spans: &'a [Span],
+        embeddings: Vec<f32>,
+    }
+
     fn framed(version: u32, payload: Vec<u8>) -> Vec<u8> {
         let mut out = Vec::new();
         out.extend_from_slice(MAGIC);
@@ -675,7 +784,7 @@ mod tests {
             nodes: Vec<NodeV1Ref<'a>>,
             embeddings: Vec<f32>,
             edges: Vec<Edge>,
-            passages: Vec<PassagesRef<'a>>,
+            passages: Vec<PassagesV2Ref<'a>>,
             facts: FactsSnapshot,
         }
         let (nodes, embeddings) = old_nodes(store);
@@ -689,7 +798,7 @@ mod tests {
             passages: store
                 .passages
                 .iter()
-                .map(|(node, spans, embeddings)| PassagesRef {
+                .map(|(node, spans, embeddings)| PassagesV2Ref {
                     node,
                     spans,
                     embeddings,
@@ -730,7 +839,7 @@ mod tests {
             nodes: Vec<&'a Node>,
             embeddings: Vec<f32>,
             edges: Vec<Edge>,
-            passages: Vec<PassagesRef<'a>>,
+            passages: Vec<PassagesV2Ref<'a>>,
             facts: FactsSnapshot,
         }
         let nodes: Vec<&Node> = store.graph.nodes().collect();
@@ -779,7 +888,7 @@ mod tests {
             nodes: Vec<&'a Node>,
             embeddings: Vec<f32>,
             edges: Vec<Edge>,
-            passages: Vec<PassagesRef<'a>>,
+            passages: Vec<PassagesV2Ref<'a>>,
             facts: FactsSnapshot,
             derived: crate::derived::DerivedSnapshot,
         }
@@ -788,15 +897,15 @@ mod tests {
             next_id: body.next_id,
             ops_applied: body.ops_applied,
             nodes: body.nodes.iter().collect(),
-            embeddings: body.embeddings.clone(),
+            embeddings: body.embeddings.0.clone(),
             edges: body.edges.clone(),
             passages: body
                 .passages
                 .iter()
-                .map(|p| PassagesRef {
+                .map(|p| PassagesV2Ref {
                     node: p.node,
                     spans: &p.spans,
-                    embeddings: p.embeddings.clone(),
+                    embeddings: p.embeddings.0.clone(),
                 })
                 .collect(),
             facts: body.facts.clone(),
@@ -1005,6 +1114,111 @@ mod tests {
         future[8..12].copy_from_slice(&(FORMAT_VERSION + 1).to_le_bytes());
         assert!(matches!(
             MemoryStore::from_snapshot_bytes(&future),
+            Err(Error::Snapshot(_))
+        ));
+    }
+
+    /// A version 6 file: version 7's fields, every float block a sequence.
+    fn v6_bytes(store: &MemoryStore) -> Vec<u8> {
+        let bytes = store.to_snapshot_bytes().unwrap();
+        let body: Body = postcard::from_bytes(&bytes[HEADER_LEN..]).unwrap();
+        #[derive(Serialize)]
+        struct BodyV6Ref<'a> {
+            config: &'a StoreConfig,
+            next_id: NodeId,
+            ops_applied: u64,
+            nodes: Vec<&'a Node>,
+            embeddings: &'a [f32],
+            edges: &'a [Edge],
+            passages: Vec<PassagesV2Ref<'a>>,
+            facts: &'a FactsSnapshot,
+            derived: &'a DerivedSnapshot,
+            lexical: &'a Option<LexicalSnapshot>,
+            marks: &'a Option<MarksSnapshot>,
+        }
+        let v6 = BodyV6Ref {
+            config: &body.config,
+            next_id: body.next_id,
+            ops_applied: body.ops_applied,
+            nodes: body.nodes.iter().collect(),
+            embeddings: &body.embeddings.0,
+            edges: &body.edges,
+            passages: body
+                .passages
+                .iter()
+                .map(|p| PassagesV2Ref {
+                    node: p.node,
+                    spans: &p.spans,
+                    embeddings: p.embeddings.0.clone(),
+                })
+                .collect(),
+            facts: &body.facts,
+            derived: &body.derived,
+            lexical: &body.lexical,
+            marks: &body.marks,
+        };
+        framed(6, postcard::to_stdvec(&v6).unwrap())
+    }
+
+    fn with_passages() -> (MemoryStore, NodeId) {
+        let mut s = derived_sample();
+        let mut n = NewNode::new("a long one, in two halves", vec![0.0, 1.0, 0.5, 0.0]);
+        n.passages = vec![
+            NewPassage::new(0, 10, vec![1.0, 0.0, 0.0, -0.25]),
+            NewPassage::new(11, 25, vec![0.0, 0.0, 1.0, 0.0]),
+        ];
+        let id = s.add_node(n).unwrap();
+        (s, id)
+    }
+
+    /// A version 6 file loads to the same memory, float for float, and the
+    /// next save writes version 7; the floats are the same bits either way.
+    #[test]
+    fn reads_version_6() {
+        let (s, id) = with_passages();
+        let bytes = s.to_snapshot_bytes().unwrap();
+        let old = v6_bytes(&s);
+        let loaded = MemoryStore::from_snapshot_bytes(&old).unwrap();
+        assert_eq!(loaded.to_snapshot_bytes().unwrap(), bytes);
+        assert_eq!(loaded.passage_spans(id).unwrap(), &[(0, 10), (11, 25)]);
+        let v7: Body = postcard::from_bytes(&bytes[HEADER_LEN..]).unwrap();
+        let v6: BodyV6 = postcard::from_bytes(&old[HEADER_LEN..]).unwrap();
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&v7.embeddings.0), bits(&v6.embeddings));
+        assert_eq!(v7.embeddings.0.len(), s.len() * 4);
+        assert_eq!(
+            bits(&v7.passages[0].embeddings.0),
+            bits(&v6.passages[0].embeddings)
+        );
+        // 4 bytes a float either way; only a block's length prefix may differ
+        // (a byte count, not a float count), and here both fit one byte
+        assert_eq!(old.len(), bytes.len());
+    }
+
+    /// A float block whose byte count is no multiple of 4, or that runs past
+    /// the payload, is a snapshot error.
+    #[test]
+    fn a_ragged_float_block_is_a_snapshot_error() {
+        assert!(postcard::from_bytes::<Floats>(&[3, 0, 0, 128]).is_err());
+        assert!(postcard::from_bytes::<Floats>(&[8, 0, 0, 128, 63]).is_err());
+        assert_eq!(
+            postcard::from_bytes::<Floats>(&[4, 0, 0, 128, 63]).unwrap(),
+            Floats(vec![1.0])
+        );
+        let (s, _) = with_passages();
+        let bytes = s.to_snapshot_bytes().unwrap();
+        // the first node's embedding block: its length byte follows the nodes;
+        // find it as the varint 4 * dim * nodes right before the floats
+        let block = (s.len() * 4 * 4) as u8;
+        let payload = &bytes[HEADER_LEN..];
+        let first: Vec<u8> = s.vectors.get(0).unwrap()[0].to_le_bytes().to_vec();
+        let at = (0..payload.len() - 5)
+            .find(|&i| payload[i] == block && payload[i + 1..i + 5] == first[..])
+            .expect("the embedding block");
+        let mut damaged = payload.to_vec();
+        damaged[at] = block - 1;
+        assert!(matches!(
+            MemoryStore::from_snapshot_bytes(&framed(FORMAT_VERSION, damaged)),
             Err(Error::Snapshot(_))
         ));
     }

@@ -108,7 +108,7 @@ fn check_decode(bytes: &[u8]) -> std::result::Result<Option<MemoryStore>, TestCa
     }
 }
 
-/// The version 6 body, mirrored from public types (postcard encodes a
+/// The version 7 body, mirrored from public types (postcard encodes a
 /// struct as its fields in order, so this is byte-compatible).
 #[derive(Clone, Serialize, Deserialize)]
 struct Body {
@@ -116,13 +116,36 @@ struct Body {
     next_id: NodeId,
     ops_applied: u64,
     nodes: Vec<Node>,
+    #[serde(with = "le_floats")]
     embeddings: Vec<f32>,
     edges: Vec<Edge>,
-    passages: Vec<(NodeId, Vec<Span>, Vec<f32>)>,
+    passages: Vec<Passages>,
     facts: FactsSnapshot,
     derived: DerivedSnapshot,
     lexical: Option<LexicalSnapshot>,
     marks: Option<MarksSnapshot>,
+}
+
+#[derive(Clone, Serialize, Deserialize)]
+struct Passages(NodeId, Vec<Span>, #[serde(with = "le_floats")] Vec<f32>);
+
+/// A float block as the format writes it: its little-endian bytes behind
+/// one length (postcard's `Vec<u8>` has that layout).
+mod le_floats {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &[f32], s: S) -> Result<S::Ok, S::Error> {
+        let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        bytes.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f32>, D::Error> {
+        let bytes = Vec::<u8>::deserialize(d)?;
+        Ok(bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect())
+    }
 }
 
 /// A header with a correct length and checksum around `payload`.
