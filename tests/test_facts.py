@@ -144,25 +144,13 @@ def test_updates_with_the_hash_embedder(name: str) -> None:
     check_sequence(HashEmbedder(256), name, HAND)
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(
-            name,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="known weakness: the learned relevance head ranks a short filler "
-                "turn with a noisy dense match (0.318) above the update (0.297); the "
-                "head was trained on the default embedder's signals, where this "
-                "sequence passes (test_updates_with_the_default_embedder)",
-            ),
-        )
-        if name == "milk"
-        else name
-        for name in sorted(SEQUENCES)
-    ],
-)
+@pytest.mark.parametrize("name", sorted(SEQUENCES))
 def test_updates_with_the_hash_embedder_and_the_learned_controller(name: str) -> None:
+    # the learned heads saw only the default embedder's similarities; a
+    # present-tense query ("now") gives no time hint to a turn that names a
+    # date, so a short filler turn that does ("a holiday in June") no longer
+    # outranks the update (it did for "milk" while "now" counted as asking
+    # for a time)
     check_sequence(HashEmbedder(256), name)
 
 

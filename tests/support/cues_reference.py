@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from datetime import date
-from typing import NamedTuple, TypedDict
+from typing import Any, NamedTuple, TypedDict
 
 from jevmem.temporal import TimeRef, ground
 
@@ -25,7 +25,14 @@ def day_start(d: date) -> int:
     return (d - date(1970, 1, 1)).days * 86_400
 
 
-__all__ = ["FactTime", "TimeCues", "event_time", "query_fact_time", "query_time_cues"]
+__all__ = [
+    "FactTime",
+    "TimeCues",
+    "asks_for_a_time",
+    "event_time",
+    "query_fact_time",
+    "query_time_cues",
+]
 
 # --------------------------------------------------------------------------- query cues
 
@@ -169,6 +176,22 @@ def query_time_cues(query: str, *, now: int | None = None) -> TimeCues:
         cues=cues,
         refs=refs,
         constraint=constraint,
+    )
+
+
+_RECENT_EVENT_RE = re.compile(
+    r"\b(?:latest|most\s+recent(?:ly)?|recently|lately|last\s+(?:thing|one|update))\b", FLAGS
+)
+
+
+def asks_for_a_time(query: str, cues: Any) -> bool:
+    """Whether turns that state a time get the plan's time hint: any time
+    cue but the present's alone ("now", "currently", "still"); a recent
+    event ("recently", "the latest") asks too."""
+    return bool(
+        cues["asks_when"]
+        or any(c != "recency" for c in cues["cues"])
+        or (cues["recency"] and _RECENT_EVENT_RE.search(query) is not None)
     )
 
 

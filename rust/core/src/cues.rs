@@ -105,11 +105,19 @@ impl Pattern {
 /// a query is answered by standing instructions and tastes as much as by facts.
 const REQUEST: &str = r"\b(?:can you|could you|would you|will you|please|help me|show me|tell me how|suggest|recommend|advise|should i|how (?:can|do|should) i|what (?:would|should)|give me|walk me through|explain)\b";
 
-/// Where `LAST`, `PRESENT`, `PAST` and `REQUEST` sit in the scan, after the cues.
+/// Recency words that ask for a recent event ("what did she paint
+/// recently?", "the latest"), where the others ("now", "currently",
+/// "still") ask what holds at present.
+const RECENT_EVENT: &str =
+    r"\b(?:latest|most\s+recent(?:ly)?|recently|lately|last\s+(?:thing|one|update))\b";
+
+/// Where `LAST`, `PRESENT`, `PAST`, `REQUEST` and `RECENT_EVENT` sit in the
+/// scan, after the cues.
 const LAST_AT: usize = CUES.len();
 const PRESENT_AT: usize = LAST_AT + 1;
 const PAST_AT: usize = LAST_AT + 2;
 const REQUEST_AT: usize = LAST_AT + 3;
+const RECENT_EVENT_AT: usize = LAST_AT + 4;
 
 struct Patterns {
     cues: Vec<Pattern>,
@@ -117,8 +125,9 @@ struct Patterns {
     present: Pattern,
     past: Pattern,
     request: Pattern,
+    recent_event: Pattern,
     /// Every pattern's loose form, in one multi-pattern search (cues in
-    /// table order, then `LAST_AT`..=`REQUEST_AT`): one pass over a query
+    /// table order, then `LAST_AT`..=`RECENT_EVENT_AT`): one pass over a query
     /// rules most patterns out, where one search each cost a pass each.
     loose: meta::Regex,
 }
@@ -127,7 +136,7 @@ static PATTERNS: LazyLock<Patterns> = LazyLock::new(|| {
     let all: Vec<&str> = CUES
         .iter()
         .map(|c| c.3)
-        .chain([LAST, PRESENT, PAST, REQUEST])
+        .chain([LAST, PRESENT, PAST, REQUEST, RECENT_EVENT])
         .collect();
     let loose: Vec<String> = all.iter().map(|py| loose_syntax(py)).collect();
     Patterns {
@@ -136,6 +145,7 @@ static PATTERNS: LazyLock<Patterns> = LazyLock::new(|| {
         present: Pattern::new(PRESENT),
         past: Pattern::new(PAST),
         request: Pattern::new(REQUEST),
+        recent_event: Pattern::new(RECENT_EVENT),
         loose: meta::Builder::new()
             // every pattern that matches anywhere, as a regex set reports them
             .configure(meta::Config::new().match_kind(MatchKind::All))
@@ -176,6 +186,17 @@ pub fn asks_for_help(query: &str) -> bool {
 /// `asks_for_help` with the query's scan.
 pub fn asks_for_help_scanned(query: &str, scan: &CueScan) -> bool {
     scan.found(REQUEST_AT, &PATTERNS.request, query)
+}
+
+/// Whether a query with these cues asks for a time, so that a turn stating
+/// one may be what it wants: any time cue but the present's alone. A query
+/// that asks only what holds now ("now", "currently", "still") wants the
+/// current fact, which validity decides, not a turn that names some date; a
+/// recent event ("recently", "the latest") is still asked for by its time.
+pub fn asks_for_a_time_scanned(query: &str, cues: &TimeCues, scan: &CueScan) -> bool {
+    cues.asks_when
+        || cues.cues.iter().any(|c| *c != "recency")
+        || (cues.recency && scan.found(RECENT_EVENT_AT, &PATTERNS.recent_event, query))
 }
 
 /// What `query_time_cues` found in a query (see `jevmem.temporal.TimeCues`).
@@ -296,7 +317,7 @@ mod tests {
     fn sources() -> Vec<&'static str> {
         CUES.iter()
             .map(|c| c.3)
-            .chain([LAST, PRESENT, PAST, REQUEST])
+            .chain([LAST, PRESENT, PAST, REQUEST, RECENT_EVENT])
             .collect()
     }
 

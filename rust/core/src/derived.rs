@@ -98,8 +98,10 @@ pub struct DerivedSnapshot {
 pub enum TimeQuery {
     /// The query names no time and asks no "when": every node 0.
     None,
-    /// A "when" question without a window: a hint (0.3) for a node that
-    /// states a time.
+    /// A query that asks for a time without naming a window (a "when", a
+    /// duration, an order, a recent event; not a question about the present
+    /// alone, see `cues::asks_for_a_time_scanned`): a hint (0.3) for a node
+    /// that states a time.
     AsksWhen,
     /// A window `[lo, hi]`: 1 when the node was observed in it or refers to a
     /// time in it, decaying with the distance (scale: its width, at least 3

@@ -129,7 +129,7 @@ impl MemoryStore {
         if content_tokens.is_empty() {
             content_tokens = unnamed().cloned().collect();
         }
-        let asks_when = cues.asks_when || cues.temporal;
+        let asks_when = cues::asks_for_a_time_scanned(text, &cues, &scan);
         let session = SessionQuery {
             text: text.to_owned(),
             vector: vector.to_vec(),
@@ -289,6 +289,47 @@ mod tests {
         // a memory that knows no speaker asks about every name
         let plan = s.plan_query(q, &[1.0, 0.0], &cfg, None, None, &[]).unwrap();
         assert_eq!(plan.asked, ["caroline", "oregon"]);
+    }
+
+    /// A query that asks only what holds now asks for no time: the turns
+    /// that state one get no time hint; a recent event or any other time
+    /// cue still asks.
+    #[test]
+    fn only_the_present_asks_for_no_time() {
+        use crate::ops::NewNode;
+        use crate::store::StoreConfig;
+        let mut s = MemoryStore::new(StoreConfig::new(2)).unwrap();
+        s.add_node(NewNode::new("I booked flights for June.", vec![1.0, 0.5]))
+            .unwrap();
+        let cfg = PlanConfig {
+            depth: 5,
+            pool: 3,
+            kappa: 60.0,
+        };
+        let time = |q: &str| {
+            s.plan_query(q, &[1.0, 0.0], &cfg, None, None, &[])
+                .unwrap()
+                .session
+                .time
+        };
+        for q in [
+            "What milk does Maya take in her coffee now?",
+            "Which tool orchestrates our pipelines currently?",
+            "Does she still live in Porto?",
+            "What milk does Maya take?",
+        ] {
+            assert_eq!(time(q), TimeQuery::None, "{q}");
+        }
+        for q in [
+            "What did Melanie paint recently?",
+            "What is the latest tool she uses now?",
+            "When did Maya switch to soy milk?",
+            "How long has she lived in Porto now?",
+            "What did she drink before she switched, these days?",
+            "What did Maya do last weekend?",
+        ] {
+            assert_eq!(time(q), TimeQuery::AsksWhen, "{q}");
+        }
     }
 
     #[test]
