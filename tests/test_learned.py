@@ -7,6 +7,7 @@ import json
 import math
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from jevmem.controller.learned import (
     ASSESSMENT_BASE,
     ASSESSMENT_FEATURES,
     CONTEXT_FEATURES,
+    MATCH_FEATURES,
     OWN_FEATURES,
     Head,
     LearnedController,
@@ -222,6 +224,17 @@ def test_the_shipped_model_loads_and_a_memory_uses_it() -> None:
     assert res.evidence and res.sufficiency is not None and 0 <= res.sufficiency <= 1
 
 
+def test_a_shipped_monotone_relevance_head_rises_in_every_match_feature() -> None:
+    model = SystemOneModel.shipped()
+    settings = model.meta["training"]["settings"]
+    if not settings.get("monotone"):
+        pytest.skip("the shipped model was trained without --monotone")
+    assert head_rises_in(model.heads["score.relevance"], MATCH_FEATURES)
+    # a non-match feature may go either way (the check is not vacuous)
+    others = [f for f in OWN_FEATURES if f not in MATCH_FEATURES]
+    assert not all(head_rises_in(model.heads["score.relevance"], [f]) for f in others)
+
+
 def synthetic_conversation(sample: str, seed: int) -> dict[str, Any]:
     """A small LoCoMo-layout conversation with known evidence and unanswerable questions."""
     rng = np.random.default_rng(seed)
@@ -266,7 +279,8 @@ def synthetic_conversation(sample: str, seed: int) -> dict[str, Any]:
     return {"sample_id": sample, "conversation": sessions, "qa": qa}
 
 
-def test_training_script_runs_on_a_small_synthetic_set(tmp_path: Path) -> None:
+@pytest.mark.parametrize("monotone", [False, True])
+def test_training_script_runs_on_a_small_synthetic_set(tmp_path: Path, monotone: bool) -> None:
     for name, seed in (("chats-a", 1), ("chats-b", 2)):
         data = [synthetic_conversation(f"{name}-{i}", seed * 10 + i) for i in range(2)]
         (tmp_path / f"{name}.json").write_text(json.dumps(data))
@@ -293,6 +307,7 @@ def test_training_script_runs_on_a_small_synthetic_set(tmp_path: Path) -> None:
             str(out),
             "--report",
             str(report),
+            *(["--monotone", "--ship-all"] if monotone else []),
         ],
         capture_output=True,
         text=True,
@@ -310,6 +325,37 @@ def test_training_script_runs_on_a_small_synthetic_set(tmp_path: Path) -> None:
     model = SystemOneModel.load(out)
     assert sorted(model.heads) == rep["shipped_heads"]
     assert model.meta["training"]["held_out_full_recall@10"] == rep["held_out_full_recall@10"]
+    assert model.meta["training"]["settings"]["monotone"] is monotone
+    if monotone:
+        assert rep["shipped_heads"] == ["assess.sufficiency", "score.relevance", "score.support"]
+        assert head_rises_in(model.heads["score.relevance"], MATCH_FEATURES)
+
+
+def head_rises_in(head: Head, names: Sequence[str], seed: int = 0) -> bool:
+    """Whether raising any one of ``names`` in random feature rows never
+    lowers the head's logit (the rest held)."""
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-0.5, 1.5, size=(400, len(head.features)))
+    base = head.logits(x.copy())
+    for name in names:
+        up = x.copy()
+        up[:, head.features.index(name)] += rng.uniform(0.0, 2.0, size=len(x))
+        if (head.logits(up) < base - 1e-12).any():
+            return False
+    return True
+
+
+def test_a_free_head_can_fall_where_a_monotone_one_cannot() -> None:
+    # the check above can fail: a head with a negative path from "dense"
+    features = ("lexical", "dense")
+    falls = Head(
+        features,
+        np.zeros(2),
+        np.ones(2),
+        ((np.array([[1.0, 0.5], [-1.0, 0.5]]), np.zeros(2)), (np.array([[1.0], [1.0]]), np.zeros(1))),
+    )
+    assert not head_rises_in(falls, ["dense"])
+    assert head_rises_in(falls, ["lexical"])
 
 
 cell = st.one_of(

@@ -24,6 +24,7 @@ __all__ = [
     "ASSESSMENT_BASE",
     "ASSESSMENT_FEATURES",
     "CONTEXT_FEATURES",
+    "MATCH_FEATURES",
     "OWN_FEATURES",
     "assessment_features",
     "assessment_row",
@@ -58,6 +59,29 @@ OWN_FEATURES: tuple[str, ...] = (
     "expanded",
     "edge_weight",
     "dense_passage",
+    "length*dense_passage",
+    "hand_relevance",
+)
+#: The own features that measure how well a candidate matches the query:
+#: the lexical and dense matches, their ranks and shares, the names and
+#: time it agrees on, the hand rule's relevance, and their products with
+#: the length (a share in [0, 1], so a product rises with its match). A
+#: relevance head trained monotone (``bench/train_controller.py
+#: --monotone``) never answers lower when one of them rises, the rest held:
+#: fitted to one embedder's similarities, a free head may learn that a
+#: weaker match scores higher, and carry that to an embedder whose
+#: similarities mean something else.
+MATCH_FEATURES: tuple[str, ...] = (
+    "lexical",
+    "dense",
+    "dense_raw",
+    "lexical_rank",
+    "dense_rank",
+    "entity_match",
+    "time_match",
+    "dense_passage",
+    "length*dense",
+    "length*lexical",
     "length*dense_passage",
     "hand_relevance",
 )
