@@ -341,7 +341,10 @@ def test_a_free_head_can_fall_where_a_monotone_one_cannot() -> None:
         features,
         np.zeros(2),
         np.ones(2),
-        ((np.array([[1.0, 0.5], [-1.0, 0.5]]), np.zeros(2)), (np.array([[1.0], [1.0]]), np.zeros(1))),
+        (
+            (np.array([[1.0, 0.5], [-1.0, 0.5]]), np.zeros(2)),
+            (np.array([[1.0], [1.0]]), np.zeros(1)),
+        ),
     )
     assert not head_rises_in(falls, ["dense"])
     assert head_rises_in(falls, ["lexical"])
