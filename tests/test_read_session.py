@@ -48,7 +48,7 @@ def reference_for(run: QueryRun) -> PoolQuery:
         max_passage_sim=plan["best_passage"],
         named=list(run.query_entities),
         window=None if window is None else (int(window[0]), int(window[1])),
-        asks_when=asks_for_a_time(run.query, run.time_cues),
+        asks_when=asks_for_a_time(run.time_cues),
         fact_time=plan["fact_time"],
         allowed=run.allowed,
         cfg=run.m.config,

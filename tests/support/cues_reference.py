@@ -110,13 +110,21 @@ _CUES: list[tuple[str, str, float, re.Pattern[str]]] = [
         ),
     ),
     (
-        "recency",
+        "recent",
         "recency",
         0.6,
         re.compile(
-            r"\b(?:latest|most\s+recent(?:ly)?|recently|lately|currently|nowadays|these\s+days|"
-            r"right\s+now|now|still|anymore|any\s+more|these\s+days|up\s+to\s+date|current|"
-            r"last\s+(?:thing|one|update))\b",
+            r"\b(?:latest|most\s+recent(?:ly)?|recently|lately|last\s+(?:thing|one|update))\b",
+            FLAGS,
+        ),
+    ),
+    (
+        "present",
+        "recency",
+        0.6,
+        re.compile(
+            r"\b(?:currently|nowadays|these\s+days|right\s+now|now|still|anymore|any\s+more|"
+            r"up\s+to\s+date|current)\b",
             FLAGS,
         ),
     ),
@@ -179,20 +187,11 @@ def query_time_cues(query: str, *, now: int | None = None) -> TimeCues:
     )
 
 
-_RECENT_EVENT_RE = re.compile(
-    r"\b(?:latest|most\s+recent(?:ly)?|recently|lately|last\s+(?:thing|one|update))\b", FLAGS
-)
-
-
-def asks_for_a_time(query: str, cues: Any) -> bool:
+def asks_for_a_time(cues: Any) -> bool:
     """Whether turns that state a time get the plan's time hint: any time
     cue but the present's alone ("now", "currently", "still"); a recent
     event ("recently", "the latest") asks too."""
-    return bool(
-        cues["asks_when"]
-        or any(c != "recency" for c in cues["cues"])
-        or (cues["recency"] and _RECENT_EVENT_RE.search(query) is not None)
-    )
+    return bool(cues["asks_when"] or any(c != "present" for c in cues["cues"]))
 
 
 # --------------------------------------------------------------------------- facts that change

@@ -22,7 +22,7 @@ const NO_NOW_ANCHOR: i64 = 946_684_800;
 
 /// (name, family, weight, pattern): a cue's name, what it asks about and
 /// how strongly it says the query needs time.
-const CUES: [(&str, &str, f64, &str); 12] = [
+const CUES: [(&str, &str, f64, &str); 13] = [
     ("when", "when", 0.95, r"^\W*(?:and\s+|so\s+|but\s+)?when\b"),
     ("since_when", "when", 0.95, r"\bsince\s+when\b"),
     (
@@ -63,11 +63,19 @@ const CUES: [(&str, &str, f64, &str); 12] = [
         0.75,
         r"\b(?:(?:the\s+)?(?:first|last|previous|next|latest|earliest|final)\s+time|for\s+the\s+first\s+time|first|earliest|initially|originally|in\s+what\s+order|which\s+came\s+first|in\s+order|chronolog\w*|sequence)\b",
     ),
+    // recency, in two parts: a recent event (asked for by its time) and
+    // what holds at present (see `asks_for_a_time`)
     (
-        "recency",
+        "recent",
         "recency",
         0.6,
-        r"\b(?:latest|most\s+recent(?:ly)?|recently|lately|currently|nowadays|these\s+days|right\s+now|now|still|anymore|any\s+more|these\s+days|up\s+to\s+date|current|last\s+(?:thing|one|update))\b",
+        r"\b(?:latest|most\s+recent(?:ly)?|recently|lately|last\s+(?:thing|one|update))\b",
+    ),
+    (
+        "present",
+        "recency",
+        0.6,
+        r"\b(?:currently|nowadays|these\s+days|right\s+now|now|still|anymore|any\s+more|up\s+to\s+date|current)\b",
     ),
     (
         "time_word",
@@ -105,19 +113,11 @@ impl Pattern {
 /// a query is answered by standing instructions and tastes as much as by facts.
 const REQUEST: &str = r"\b(?:can you|could you|would you|will you|please|help me|show me|tell me how|suggest|recommend|advise|should i|how (?:can|do|should) i|what (?:would|should)|give me|walk me through|explain)\b";
 
-/// Recency words that ask for a recent event ("what did she paint
-/// recently?", "the latest"), where the others ("now", "currently",
-/// "still") ask what holds at present.
-const RECENT_EVENT: &str =
-    r"\b(?:latest|most\s+recent(?:ly)?|recently|lately|last\s+(?:thing|one|update))\b";
-
-/// Where `LAST`, `PRESENT`, `PAST`, `REQUEST` and `RECENT_EVENT` sit in the
-/// scan, after the cues.
+/// Where `LAST`, `PRESENT`, `PAST` and `REQUEST` sit in the scan, after the cues.
 const LAST_AT: usize = CUES.len();
 const PRESENT_AT: usize = LAST_AT + 1;
 const PAST_AT: usize = LAST_AT + 2;
 const REQUEST_AT: usize = LAST_AT + 3;
-const RECENT_EVENT_AT: usize = LAST_AT + 4;
 
 struct Patterns {
     cues: Vec<Pattern>,
@@ -125,9 +125,8 @@ struct Patterns {
     present: Pattern,
     past: Pattern,
     request: Pattern,
-    recent_event: Pattern,
     /// Every pattern's loose form, in one multi-pattern search (cues in
-    /// table order, then `LAST_AT`..=`RECENT_EVENT_AT`): one pass over a query
+    /// table order, then `LAST_AT`..=`REQUEST_AT`): one pass over a query
     /// rules most patterns out, where one search each cost a pass each.
     loose: meta::Regex,
 }
@@ -136,7 +135,7 @@ static PATTERNS: LazyLock<Patterns> = LazyLock::new(|| {
     let all: Vec<&str> = CUES
         .iter()
         .map(|c| c.3)
-        .chain([LAST, PRESENT, PAST, REQUEST, RECENT_EVENT])
+        .chain([LAST, PRESENT, PAST, REQUEST])
         .collect();
     let loose: Vec<String> = all.iter().map(|py| loose_syntax(py)).collect();
     Patterns {
@@ -145,7 +144,6 @@ static PATTERNS: LazyLock<Patterns> = LazyLock::new(|| {
         present: Pattern::new(PRESENT),
         past: Pattern::new(PAST),
         request: Pattern::new(REQUEST),
-        recent_event: Pattern::new(RECENT_EVENT),
         loose: meta::Builder::new()
             // every pattern that matches anywhere, as a regex set reports them
             .configure(meta::Config::new().match_kind(MatchKind::All))
@@ -193,10 +191,8 @@ pub fn asks_for_help_scanned(query: &str, scan: &CueScan) -> bool {
 /// that asks only what holds now ("now", "currently", "still") wants the
 /// current fact, which validity decides, not a turn that names some date; a
 /// recent event ("recently", "the latest") is still asked for by its time.
-pub fn asks_for_a_time_scanned(query: &str, cues: &TimeCues, scan: &CueScan) -> bool {
-    cues.asks_when
-        || cues.cues.iter().any(|c| *c != "recency")
-        || (cues.recency && scan.found(RECENT_EVENT_AT, &PATTERNS.recent_event, query))
+pub fn asks_for_a_time(cues: &TimeCues) -> bool {
+    cues.asks_when || cues.cues.iter().any(|c| *c != "present")
 }
 
 /// What `query_time_cues` found in a query (see `jevmem.temporal.TimeCues`).
@@ -317,7 +313,7 @@ mod tests {
     fn sources() -> Vec<&'static str> {
         CUES.iter()
             .map(|c| c.3)
-            .chain([LAST, PRESENT, PAST, REQUEST, RECENT_EVENT])
+            .chain([LAST, PRESENT, PAST, REQUEST])
             .collect()
     }
 

@@ -100,7 +100,7 @@ pub enum TimeQuery {
     None,
     /// A query that asks for a time without naming a window (a "when", a
     /// duration, an order, a recent event; not a question about the present
-    /// alone, see `cues::asks_for_a_time_scanned`): a hint (0.3) for a node
+    /// alone, see `cues::asks_for_a_time`): a hint (0.3) for a node
     /// that states a time.
     AsksWhen,
     /// A window `[lo, hi]`: 1 when the node was observed in it or refers to a

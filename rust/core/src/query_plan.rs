@@ -129,7 +129,7 @@ impl MemoryStore {
         if content_tokens.is_empty() {
             content_tokens = unnamed().cloned().collect();
         }
-        let asks_when = cues::asks_for_a_time_scanned(text, &cues, &scan);
+        let asks_when = cues::asks_for_a_time(&cues);
         let session = SessionQuery {
             text: text.to_owned(),
             vector: vector.to_vec(),
