@@ -30,6 +30,7 @@
 use std::sync::LazyLock;
 
 use fancy_regex::{Captures, Regex, RegexBuilder, RegexInput};
+use regex_automata::{meta, Input, MatchKind, PatternID, PatternSet};
 
 use crate::calendar::{
     add_months, day_iv, days_in_month, month_iv, nearest_year, season_iv, week_iv, year_iv, Date,
@@ -495,6 +496,21 @@ static PATTERNS: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
         .collect()
 });
 static TRIGGER: LazyLock<Regex> = LazyLock::new(|| compile(TRIGGER_PY));
+/// Every pattern's loose form (`loose_syntax`: no word boundaries, no
+/// lookaround), in one multi-pattern search in `PATTERNS`' order: one pass
+/// over a piece rules out the patterns that cannot match anywhere in it,
+/// where each pattern's own search cost a pass each.
+static SCAN: LazyLock<meta::Regex> = LazyLock::new(|| {
+    let loose: Vec<String> = python_patterns()
+        .iter()
+        .map(|(py, _)| loose_syntax(py))
+        .collect();
+    meta::Builder::new()
+        // every pattern that matches anywhere, as a regex set reports them
+        .configure(meta::Config::new().match_kind(MatchKind::All))
+        .build_many(&loose)
+        .expect("the grounding patterns' loose forms compile")
+});
 
 /// Long texts are grounded in pieces of about this many code points, cut
 /// after a line break (else a space), so the cost stays linear in the length.
@@ -1258,7 +1274,13 @@ fn ground_piece(piece: &str, chars: &[char], obs: Date) -> Result<Vec<GroundedRe
     let offsets = Offsets::new(piece);
     // (a, b, resolved) in code points
     let mut found: Vec<(usize, usize, Resolved)> = Vec::new();
-    for pattern in PATTERNS.iter() {
+    let mut live = PatternSet::new(SCAN.pattern_len());
+    SCAN.which_overlapping_matches(&Input::new(piece), &mut live);
+    for (at, pattern) in PATTERNS.iter().enumerate() {
+        // a pattern whose loose form matches nowhere here has no match here
+        if !live.contains(PatternID::new_unchecked(at)) {
+            continue;
+        }
         for_each_match(pattern, piece, |caps| {
             let m = M {
                 caps,
@@ -1584,6 +1606,23 @@ mod tests {
         #[test]
         fn never_panics_on_any_string(text in "\\PC*", obs in MIN_TS..=MAX_TS) {
             let _ = ground(&text, obs).unwrap();
+        }
+
+        /// The one-pass scan reports every pattern whose loose form (the
+        /// search that proposes its candidate starts) matches the text, so
+        /// skipping the others skips no match.
+        #[test]
+        fn the_scan_reports_every_pattern_that_can_match(
+            text in "(?s)(.|\\d|\\d\\d|19\\d\\d|20\\d\\d|yesterday|today|tonight|last |next |this |ago|since |the |of |in |on |at |a |an |few |couple |week|weekend|month|year|day|days|morning|night|May|June|march|Sept\\.|Tuesday|mon|summer|spring|christmas|new year's eve|thanksgiving|'s|th|st|nd|, |/|-|:|am|pm|s){0,24}",
+        ) {
+            let mut live = PatternSet::new(SCAN.pattern_len());
+            SCAN.which_overlapping_matches(&Input::new(&text), &mut live);
+            for (at, pattern) in PATTERNS.iter().enumerate() {
+                let loose = pattern.loose.is_match(&text).unwrap();
+                let exact = pattern.re.is_match(&text).unwrap();
+                prop_assert!(!exact || loose, "pattern {} in {:?}", at, text);
+                prop_assert!(!loose || live.contains(PatternID::new_unchecked(at)), "pattern {} in {:?}", at, text);
+            }
         }
     }
 }
