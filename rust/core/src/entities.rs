@@ -15,7 +15,11 @@
 //! `extra` items or provenance values), and a provenance given as pairs is
 //! taken as a mapping: keys are expected to be distinct.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
+use std::sync::LazyLock;
+
+use crate::hashing::ShortKeySet;
 
 pub mod pystr;
 mod pyunicode;
@@ -23,7 +27,8 @@ mod pyunicode;
 use pystr::{casefold, casefold_into, is_space, is_word};
 
 // ------------------------------------------------------------------ vocabularies
-// Sorted (byte order) for binary search; a unit test keeps them so.
+// Sorted (byte order), a unit test keeps them so; the ones read per token
+// are looked up as hash sets (`WordSet`), the rest by binary search.
 
 /// Pronouns and other function words: never a name, wherever they stand.
 #[rustfmt::skip]
@@ -142,6 +147,22 @@ pub static LIST_PROVENANCE_KEYS: &[&str] = &[
 fn contains(set: &[&str], word: &str) -> bool {
     set.binary_search(&word).is_ok()
 }
+
+/// Vocabularies as hash sets for the per-token lookups: one short hash
+/// where a binary search compared a dozen strings (the keys are fixed, so
+/// no input can crowd a bucket).
+type WordSet = ShortKeySet<&'static str>;
+
+fn word_set(lists: &[&[&'static str]]) -> WordSet {
+    lists.iter().flat_map(|l| l.iter().copied()).collect()
+}
+
+/// Words that are never a name, capitalised or not.
+static NOT_NAMES: LazyLock<WordSet> =
+    LazyLock::new(|| word_set(&[FUNCTION_WORDS, CALENDAR_WORDS, CHAT_ACRONYMS]));
+static STARTERS: LazyLock<WordSet> = LazyLock::new(|| word_set(&[SENTENCE_STARTERS]));
+static TITLE_WORDS: LazyLock<WordSet> = LazyLock::new(|| word_set(&[TITLES]));
+static JOINERS: LazyLock<WordSet> = LazyLock::new(|| word_set(&[CONNECTORS]));
 
 /// The apostrophes that `normalise` makes straight.
 #[inline]
@@ -344,22 +365,23 @@ impl Scan<'_> {
     }
 }
 
-fn folded_in(set: &[&str], tok: &str) -> bool {
-    contains(set, &casefold(tok))
+fn folded_in(set: &WordSet, tok: &str) -> bool {
+    set.contains(casefold(tok).as_str())
 }
 
 /// The id a run of capitalised words names, after dropping leading titles,
 /// a lone title or initial, and trailing connectors.
 fn name_of(run: &[&str]) -> Option<String> {
     let mut parts = run;
-    while parts.len() > 1 && folded_in(TITLES, parts[0]) && !folded_in(CONNECTORS, parts[1]) {
+    while parts.len() > 1 && folded_in(&TITLE_WORDS, parts[0]) && !folded_in(&JOINERS, parts[1]) {
         parts = &parts[1..];
     }
-    if parts.len() == 1 && (folded_in(TITLES, parts[0]) || parts[0].chars().nth(1).is_none()) {
+    if parts.len() == 1 && (folded_in(&TITLE_WORDS, parts[0]) || parts[0].chars().nth(1).is_none())
+    {
         return None;
     }
     while let Some((last, rest)) = parts.split_last() {
-        if !folded_in(CONNECTORS, last) {
+        if !folded_in(&JOINERS, last) {
             break;
         }
         parts = rest;
@@ -381,16 +403,21 @@ fn name_of(run: &[&str]) -> Option<String> {
 
 /// The casefolded words of `text` that start in lower case (handles, tags and
 /// `&` never do). One allocation per distinct word: most repeat.
-fn lower_words(text: &str, toks: &[(usize, usize)]) -> HashSet<String> {
+fn lower_words<'t>(text: &'t str, toks: &[(usize, usize)]) -> HashSet<Cow<'t, str>> {
     let mut set = HashSet::new();
     let mut buf = String::new();
     for &(s, e) in toks {
         let w = &text[s..e];
         if w.chars().next().is_some_and(pystr::char_is_lower) {
+            // an ASCII word without capitals is its own case fold: borrowed
+            if w.is_ascii() && !w.bytes().any(|b| b.is_ascii_uppercase()) {
+                set.insert(Cow::Borrowed(w));
+                continue;
+            }
             buf.clear();
             casefold_into(w, &mut buf);
             if !set.contains(buf.as_str()) {
-                set.insert(buf.clone());
+                set.insert(Cow::Owned(buf.clone()));
             }
         }
     }
@@ -416,7 +443,7 @@ fn text_entities(text: &str) -> Vec<String> {
     }
     let shouting = n_words >= 3 && n_loud * 2 > n_words;
     // the words seen in lower case, built on first need (most texts never ask)
-    let mut lower_seen: Option<HashSet<String>> = None;
+    let mut lower_seen: Option<HashSet<Cow<str>>> = None;
 
     let mut scan = Scan {
         run: Vec::new(),
@@ -453,7 +480,7 @@ fn text_entities(text: &str) -> Vec<String> {
                 && (tok == "&" || {
                     key.clear();
                     casefold_into(bare, &mut key);
-                    contains(CONNECTORS, &key)
+                    JOINERS.contains(key.as_str())
                 });
             if joins {
                 scan.pending.push(tok);
@@ -464,16 +491,12 @@ fn text_entities(text: &str) -> Vec<String> {
         }
         key.clear();
         casefold_into(bare, &mut key);
-        if contains(FUNCTION_WORDS, &key)
-            || contains(CALENDAR_WORDS, &key)
-            || contains(CHAT_ACRONYMS, &key)
-            || is_contraction(&key)
-        {
+        if NOT_NAMES.contains(key.as_str()) || is_contraction(&key) {
             scan.flush();
             continue;
         }
         if sentence_start && scan.run.is_empty() {
-            let common = contains(SENTENCE_STARTERS, &key)
+            let common = STARTERS.contains(key.as_str())
                 || (key.chars().nth(5).is_some() && key.ends_with("ing")) // "Seeing"
                 || lower_seen
                     .get_or_insert_with(|| lower_words(text, &toks))
