@@ -32,6 +32,12 @@ REQUEST = re.compile(
     r"give me|walk me through|explain)\b",
     re.IGNORECASE,
 )
+#: The summary rule, in Python's `re` (the core's runs the same pattern).
+SUMMARY = re.compile(
+    r"\b(?:summar(?:y|ies|ise|ised|ising|ize|ized|izing)|recap(?:s|ped|ping)?|overview|"
+    r"rundown|round-?up)\b",
+    re.IGNORECASE,
+)
 
 
 def python_plan(m: Memory, query: str, qvec: Any, k: int, now: int | None) -> dict[str, Any]:
@@ -69,12 +75,13 @@ def python_plan(m: Memory, query: str, qvec: Any, k: int, now: int | None) -> di
         "cues": query_time_cues(query, now=now),
         "first_person": speaks_in_first_person(query),
         "request": bool(REQUEST.search(query)),
+        "summary": bool(SUMMARY.search(query)),
     }
 
 
 def core_plan(m: Memory, query: str, qvec: Any, k: int, now: int | None) -> dict[str, Any]:
     cfg = m.config
-    _, ids, scores, passages, entities, asked, cues, first, request = ReadSession.plan(
+    _, ids, scores, passages, entities, asked, cues, first, request, summary = ReadSession.plan(
         m.store,
         query,
         qvec,
@@ -92,6 +99,7 @@ def core_plan(m: Memory, query: str, qvec: Any, k: int, now: int | None) -> dict
         "cues": time_cues_of(query, cues),
         "first_person": first,
         "request": request,
+        "summary": summary,
     }
 
 
@@ -115,19 +123,31 @@ def test_the_plan_equals_the_python_one_for_every_development_question(path: Pat
     assert checked > 100
 
 
-words = st.sampled_from(
-    ["can", "you", "Can", "YOU", "could", "please", "help", "me", "how", "do", "I", "i",
-     "should", "what", "would", "explain", "explained", "walk", "through", "canyou",
-     "\u017fhould", "\u212a", "\u00fcnd", "-", "'", "\u00a0", "  "]
-)  # fmt: skip
+#: Each yes/no rule of the plan: its place in `ReadSession.plan`'s tuple,
+#: its Python twin, and words that make and nearly make it match.
+RULES = {
+    "request": (-2, REQUEST, st.sampled_from(
+        ["can", "you", "Can", "YOU", "could", "please", "help", "me", "how", "do", "I", "i",
+         "should", "what", "would", "explain", "explained", "walk", "through", "canyou",
+         "\u017fhould", "\u212a", "\u00fcnd", "-", "'", "\u00a0", "  "]
+    )),
+    "summary": (-1, SUMMARY, st.sampled_from(
+        ["summary", "Summarize", "SUMMARISE", "summarized", "summer", "recap", "recapped",
+         "recapture", "overview", "over", "view", "round-up", "roundup", "round", "up",
+         "rundown", "summar", "\u017fummary", "\u212aecap", "-", "'", "\u00a0", "  ", "a", "of"]
+    )),
+}  # fmt: skip
 
 
+@pytest.mark.parametrize("rule", sorted(RULES))
 @settings(max_examples=300, deadline=None)
-@given(st.lists(words, max_size=8).map(" ".join))
-def test_the_request_rule_is_pythons(query: str) -> None:
+@given(data=st.data())
+def test_the_plan_rules_are_pythons(rule: str, data: st.DataObject) -> None:
+    at, pattern, words = RULES[rule]
+    query = data.draw(st.lists(words, max_size=8).map(" ".join))
     m = Memory(HashEmbedder(8), LocalController())
     got = ReadSession.plan(m.store, query, np.ones(8, np.float32), depth=5, pool=5, kappa=60.0)
-    assert got[-1] == bool(REQUEST.search(query)), query
+    assert got[at] == bool(pattern.search(query)), query
 
 
 def test_an_evidence_item_made_field_by_field_equals_the_constructed_one() -> None:

@@ -77,7 +77,7 @@ def assert_same_pool(
             np.testing.assert_allclose(got, col, rtol=0, atol=2e-6, err_msg=f"{query}: {name}")
         else:
             np.testing.assert_array_equal(got, col, err_msg=f"{query}: {name}")
-    assert set(sigs) == set(want) | {"query_self", "query_request"}
+    assert set(sigs) == set(want) | {"query_self", "query_request", "query_summary"}
     np.testing.assert_allclose(run.qvec, ref.qvec, rtol=0, atol=1e-6)
     assert abs(run.session.best_dense - ref.max_sim) <= 1e-6
     assert abs(run.session.best_passage - ref.max_passage_sim) <= 1e-6
@@ -107,7 +107,7 @@ def assert_same_pool(
         np.testing.assert_allclose(
             round_sigs[name], col, rtol=0, atol=2e-6, err_msg=f"{query}: {name}"
         )
-    assert set(round_sigs) == set(want_sigs) | {"query_self", "query_request"}
+    assert set(round_sigs) == set(want_sigs) | {"query_self", "query_request", "query_summary"}
     np.testing.assert_allclose(extra, want_extra, rtol=0, atol=2e-6, err_msg=query)
     assert best.tolist() == [ref.best_passage[i] for i in cands]
     assert run.topical == pytest.approx(ref.topical, abs=2e-6)

@@ -40,7 +40,10 @@ __all__ = [
 ]
 
 #: A candidate's own signals (what ``score.relevance`` is about). A name with
-#: ``*`` is the product of the named signals.
+#: ``*`` is the product of the named signals. ``query_summary`` (the query
+#: asks for a summary or an overview, the same for every candidate) enters
+#: only in products: a summary wants the substance of many turns, whose
+#: length and speaker say more then than for a question one turn answers.
 OWN_FEATURES: tuple[str, ...] = (
     "lexical",
     "dense",
@@ -61,6 +64,8 @@ OWN_FEATURES: tuple[str, ...] = (
     "dense_passage",
     "length*dense_passage",
     "hand_relevance",
+    "query_summary*length",
+    "query_summary*speaker_asks",
 )
 #: The own features that measure how well a candidate matches the query:
 #: the lexical and dense matches, their ranks and shares, the names and

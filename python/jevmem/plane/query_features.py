@@ -71,6 +71,7 @@ class QueryFeatures:
             cues,
             first_person,
             asks_for_help,
+            asks_for_summary,
         ) = ReadSession.plan(
             store,
             query,
@@ -88,6 +89,9 @@ class QueryFeatures:
         # answered by standing instructions and tastes as much as by facts
         self.query_self = 1.0 if first_person else 0.0
         self.query_request = 1.0 if asks_for_help else 0.0
+        # a summary is answered by the substance of many turns, not the one
+        # that matches best
+        self.query_summary = 1.0 if asks_for_summary else 0.0
         self.assessed_top: list[int] = []
         #: the evidence the latest assessment request showed
         self.shown: list[int] = []
@@ -118,6 +122,7 @@ class QueryFeatures:
         out: Signals = {name: rows[:, j] for j, name in enumerate(SIGNAL_COLUMNS)}
         out["query_self"] = np.full(n, self.query_self)
         out["query_request"] = np.full(n, self.query_request)
+        out["query_summary"] = np.full(n, self.query_summary)
         if facts is not None:
             out.update({name: facts[:, j] for j, name in enumerate(FACT_COLUMNS)})
         return out

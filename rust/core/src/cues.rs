@@ -113,11 +113,17 @@ impl Pattern {
 /// a query is answered by standing instructions and tastes as much as by facts.
 const REQUEST: &str = r"\b(?:can you|could you|would you|will you|please|help me|show me|tell me how|suggest|recommend|advise|should i|how (?:can|do|should) i|what (?:would|should)|give me|walk me through|explain)\b";
 
-/// Where `LAST`, `PRESENT`, `PAST` and `REQUEST` sit in the scan, after the cues.
+/// A request for a summary or an overview ("summarize", "a recap of"): what
+/// answers it is the substance of many turns, not one that matches best.
+const SUMMARY: &str = r"\b(?:summar(?:y|ies|ise|ised|ising|ize|ized|izing)|recap(?:s|ped|ping)?|overview|rundown|round-?up)\b";
+
+/// Where `LAST`, `PRESENT`, `PAST`, `REQUEST` and `SUMMARY` sit in the
+/// scan, after the cues.
 const LAST_AT: usize = CUES.len();
 const PRESENT_AT: usize = LAST_AT + 1;
 const PAST_AT: usize = LAST_AT + 2;
 const REQUEST_AT: usize = LAST_AT + 3;
+const SUMMARY_AT: usize = LAST_AT + 4;
 
 struct Patterns {
     cues: Vec<Pattern>,
@@ -125,8 +131,9 @@ struct Patterns {
     present: Pattern,
     past: Pattern,
     request: Pattern,
+    summary: Pattern,
     /// Every pattern's loose form, in one multi-pattern search (cues in
-    /// table order, then `LAST_AT`..=`REQUEST_AT`): one pass over a query
+    /// table order, then `LAST_AT`..=`SUMMARY_AT`): one pass over a query
     /// rules most patterns out, where one search each cost a pass each.
     loose: meta::Regex,
 }
@@ -135,7 +142,7 @@ static PATTERNS: LazyLock<Patterns> = LazyLock::new(|| {
     let all: Vec<&str> = CUES
         .iter()
         .map(|c| c.3)
-        .chain([LAST, PRESENT, PAST, REQUEST])
+        .chain([LAST, PRESENT, PAST, REQUEST, SUMMARY])
         .collect();
     let loose: Vec<String> = all.iter().map(|py| loose_syntax(py)).collect();
     Patterns {
@@ -144,6 +151,7 @@ static PATTERNS: LazyLock<Patterns> = LazyLock::new(|| {
         present: Pattern::new(PRESENT),
         past: Pattern::new(PAST),
         request: Pattern::new(REQUEST),
+        summary: Pattern::new(SUMMARY),
         loose: meta::Builder::new()
             // every pattern that matches anywhere, as a regex set reports them
             .configure(meta::Config::new().match_kind(MatchKind::All))
@@ -184,6 +192,16 @@ pub fn asks_for_help(query: &str) -> bool {
 /// `asks_for_help` with the query's scan.
 pub fn asks_for_help_scanned(query: &str, scan: &CueScan) -> bool {
     scan.found(REQUEST_AT, &PATTERNS.request, query)
+}
+
+/// Whether a query asks for a summary or an overview (see `SUMMARY`).
+pub fn asks_for_summary(query: &str) -> bool {
+    asks_for_summary_scanned(query, &scan(query))
+}
+
+/// `asks_for_summary` with the query's scan.
+pub fn asks_for_summary_scanned(query: &str, scan: &CueScan) -> bool {
+    scan.found(SUMMARY_AT, &PATTERNS.summary, query)
 }
 
 /// Whether a query with these cues asks for a time, so that a turn stating
@@ -313,13 +331,15 @@ mod tests {
     fn sources() -> Vec<&'static str> {
         CUES.iter()
             .map(|c| c.3)
-            .chain([LAST, PRESENT, PAST, REQUEST])
+            .chain([LAST, PRESENT, PAST, REQUEST, SUMMARY])
             .collect()
     }
 
     /// Words of the patterns, near misses, and characters that case
     /// folding maps onto ASCII letters (Kelvin sign, long s, dotted I).
-    const WORDS: [&str; 31] = [
+    const WORDS: [&str; 33] = [
+        "summarize",
+        "recap",
         "when",
         "When",
         "since",

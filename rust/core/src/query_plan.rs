@@ -68,6 +68,7 @@ pub struct QueryPlan {
     pub cues: TimeCues,
     pub first_person: bool,
     pub asks_for_help: bool,
+    pub asks_for_summary: bool,
     /// The query's tokens, sorted and distinct.
     pub tokens: Vec<String>,
     /// Its tokens without the asked people's names and the question frame
@@ -153,6 +154,7 @@ impl MemoryStore {
             asked,
             first_person: speaks_in_first_person(text),
             asks_for_help: cues::asks_for_help_scanned(text, &scan),
+            asks_for_summary: cues::asks_for_summary_scanned(text, &scan),
             tokens: tokens.into_iter().collect(),
             content_tokens,
             cues,
@@ -343,6 +345,25 @@ mod tests {
         }
         for q in ["What did Melanie paint?", "Canyon trips", "I explained it"] {
             assert!(!cues::asks_for_help(q), "{q}");
+        }
+    }
+
+    #[test]
+    fn requests_for_a_summary() {
+        for q in [
+            "Can you summarize how my project went?",
+            "Give me a quick recap of the trip plans",
+            "An overview of what we decided, please",
+            "Summarise my progress since May",
+        ] {
+            assert!(cues::asks_for_summary(q), "{q}");
+        }
+        for q in [
+            "What did Melanie paint?",
+            "recapture the flag",
+            "a summer overlook",
+        ] {
+            assert!(!cues::asks_for_summary(q), "{q}");
         }
     }
 }

@@ -79,6 +79,7 @@ type PlanTuple = (
     CuesTuple,
     bool,
     bool,
+    bool,
 );
 
 /// `pool`'s result: the ids, the block's arrays and where the nodes came from.
@@ -275,6 +276,7 @@ impl ReadSession {
             cues_tuple(plan.cues),
             plan.first_person,
             plan.asks_for_help,
+            plan.asks_for_summary,
         ))
     }
 
