@@ -484,33 +484,36 @@ pub(crate) fn try_compile(py: &str) -> std::result::Result<Regex, String> {
         .map_err(|e| e.to_string())
 }
 
-static PATTERNS: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
-    python_patterns()
-        .into_iter()
-        .map(|(py, kind)| Pattern {
-            has_x: py.contains("(?P<x>"),
-            re: compile(&py),
-            loose: compile(&strip_lookaround(&py)),
-            kind,
-        })
-        .collect()
+/// The grounding patterns, and their loose forms (`loose_syntax`: no word
+/// boundaries, no lookaround) in one multi-pattern search in the same
+/// order: one pass over a piece rules out the patterns that cannot match
+/// anywhere in it, where each pattern's own search cost a pass each.
+struct Grounders {
+    patterns: Vec<Pattern>,
+    scan: meta::Regex,
+}
+
+static PATTERNS: LazyLock<Grounders> = LazyLock::new(|| {
+    let sources = python_patterns();
+    let loose: Vec<String> = sources.iter().map(|(py, _)| loose_syntax(py)).collect();
+    Grounders {
+        scan: meta::Builder::new()
+            // every pattern that matches anywhere, as a regex set reports them
+            .configure(meta::Config::new().match_kind(MatchKind::All))
+            .build_many(&loose)
+            .expect("the grounding patterns' loose forms compile"),
+        patterns: sources
+            .into_iter()
+            .map(|(py, kind)| Pattern {
+                has_x: py.contains("(?P<x>"),
+                re: compile(&py),
+                loose: compile(&strip_lookaround(&py)),
+                kind,
+            })
+            .collect(),
+    }
 });
 static TRIGGER: LazyLock<Regex> = LazyLock::new(|| compile(TRIGGER_PY));
-/// Every pattern's loose form (`loose_syntax`: no word boundaries, no
-/// lookaround), in one multi-pattern search in `PATTERNS`' order: one pass
-/// over a piece rules out the patterns that cannot match anywhere in it,
-/// where each pattern's own search cost a pass each.
-static SCAN: LazyLock<meta::Regex> = LazyLock::new(|| {
-    let loose: Vec<String> = python_patterns()
-        .iter()
-        .map(|(py, _)| loose_syntax(py))
-        .collect();
-    meta::Builder::new()
-        // every pattern that matches anywhere, as a regex set reports them
-        .configure(meta::Config::new().match_kind(MatchKind::All))
-        .build_many(&loose)
-        .expect("the grounding patterns' loose forms compile")
-});
 
 /// Long texts are grounded in pieces of about this many code points, cut
 /// after a line break (else a space), so the cost stays linear in the length.
@@ -1274,9 +1277,12 @@ fn ground_piece(piece: &str, chars: &[char], obs: Date) -> Result<Vec<GroundedRe
     let offsets = Offsets::new(piece);
     // (a, b, resolved) in code points
     let mut found: Vec<(usize, usize, Resolved)> = Vec::new();
-    let mut live = PatternSet::new(SCAN.pattern_len());
-    SCAN.which_overlapping_matches(&Input::new(piece), &mut live);
-    for (at, pattern) in PATTERNS.iter().enumerate() {
+    let grounders = &*PATTERNS;
+    let mut live = PatternSet::new(grounders.scan.pattern_len());
+    grounders
+        .scan
+        .which_overlapping_matches(&Input::new(piece), &mut live);
+    for (at, pattern) in grounders.patterns.iter().enumerate() {
         // a pattern whose loose form matches nowhere here has no match here
         if !live.contains(PatternID::new_unchecked(at)) {
             continue;
@@ -1615,9 +1621,10 @@ mod tests {
         fn the_scan_reports_every_pattern_that_can_match(
             text in "(?s)(.|\\d|\\d\\d|19\\d\\d|20\\d\\d|yesterday|today|tonight|last |next |this |ago|since |the |of |in |on |at |a |an |few |couple |week|weekend|month|year|day|days|morning|night|May|June|march|Sept\\.|Tuesday|mon|summer|spring|christmas|new year's eve|thanksgiving|'s|th|st|nd|, |/|-|:|am|pm|s){0,24}",
         ) {
-            let mut live = PatternSet::new(SCAN.pattern_len());
-            SCAN.which_overlapping_matches(&Input::new(&text), &mut live);
-            for (at, pattern) in PATTERNS.iter().enumerate() {
+            let grounders = &*PATTERNS;
+            let mut live = PatternSet::new(grounders.scan.pattern_len());
+            grounders.scan.which_overlapping_matches(&Input::new(&text), &mut live);
+            for (at, pattern) in grounders.patterns.iter().enumerate() {
                 let loose = pattern.loose.is_match(&text).unwrap();
                 let exact = pattern.re.is_match(&text).unwrap();
                 prop_assert!(!exact || loose, "pattern {} in {:?}", at, text);
