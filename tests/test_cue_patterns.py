@@ -49,8 +49,18 @@ def content_words(text: str) -> frozenset[str]:
     )
 
 
+#: How the local controller cut a text into sentences before the core did.
+SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
 def agree(text: str) -> None:
     assert cues.WORD.word_set(text) == content_words(text), text
+    for most in (0, 3, 24):
+        pieces = SENTENCE_SPLIT.split(text, maxsplit=most)[:most]
+        for cue in (cues.OWN, cues.NEGATION, cues.WORD):
+            py = PYTHON[CUES.index(cue)]
+            want = [p for p in pieces if py.search(p)]
+            assert cue.sentences_with(text, most) == want, (cue.pattern[:40], most, text)
     for cue, py in zip(CUES, PYTHON, strict=True):
         # one `re` pass per pattern (the slow side): findall's matches say
         # the count, and whether search finds one (no cue matches empty)

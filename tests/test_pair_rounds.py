@@ -5,6 +5,7 @@ reads back the same way (`pair_values`) from either form."""
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -401,22 +402,74 @@ def test_unit_of_a_column_equals_unit_of_each_value(values: list[float]) -> None
     )
 
 
-@given(
-    st.lists(
-        st.sampled_from(
-            ["I moved to Oslo.", "We now use Dagster!", "my cat", "Really?", "\n", " "]
-        ),
-        min_size=20,
-        max_size=80,
-    )
-)
+SENTENCE_PARTS = [
+    "I moved to Oslo.", "We now use Dagster!", "my cat", "Really?", "\n", " ",
+    "I do not eat meat.", "Our team likes tea.", "I switched from oat to soy milk.",
+    "We use Airflow instead of cron", "It is now late.", "We never used Airflow.",
+]  # fmt: skip
+
+
+@given(st.lists(st.sampled_from(SENTENCE_PARTS), min_size=20, max_size=80))
 def test_own_sentences_read_the_first_sentences_of_the_whole_split(parts: list[str]) -> None:
-    # the split stops early; the sentences read are those of splitting the whole text
+    # the core stops early; the sentences read are those of splitting the
+    # whole text, each the speaker's own with a change cue or a denial
     from jevmem.controller import local
-    from jevmem.controller.cues import OWN, SENTENCE_SPLIT
+    from jevmem.controller.cues import CHANGE, NEGATION, OWN
 
     text = " ".join(parts)
     local._own_sentences.cache_clear()
     got = [s for s, *_ in local._own_sentences(text)]
-    whole = SENTENCE_SPLIT.split(text)[: local._CHANGE_SENTENCES]
-    assert got == [s for s in whole if OWN.found(s) and local._content_words(s)]
+    whole = re.split(r"(?<=[.!?])\s+|\n+", text)[: local._CHANGE_SENTENCES]
+    assert got == [
+        s
+        for s in whole
+        if OWN.found(s) and (CHANGE.count(s) or NEGATION.found(s)) and local._content_words(s)
+    ]
+
+
+def change_statements_reference(new_text: str, old_texts: list[str]) -> list[float]:
+    """`change_statements` as it read every own sentence of the new text
+    (the oracle for reading only those with a change cue or a denial)."""
+    from jevmem.controller import local
+    from jevmem.controller.cues import CHANGE, NEGATION, OWN, REPLACED_VALUE
+
+    own = []
+    for sentence in re.split(r"(?<=[.!?])\s+|\n+", new_text)[: local._CHANGE_SENTENCES]:
+        words = local._content_words(sentence)
+        if OWN.found(sentence) and words:
+            given_up = [local._content_words(m.group(1)) for m in REPLACED_VALUE.finditer(sentence)]
+            own.append((sentence, words, NEGATION.found(sentence), given_up))
+    out = []
+    for old in old_texts:
+        old_words = local._content_words(old)
+        best = 0.0
+        for sentence, words, denies, given_up in own if old_words else []:
+            about = len(words & old_words) / len(words)
+            if about < 0.15:
+                continue
+            change = 1.0 - math.exp(-CHANGE.count(sentence) / 0.6)
+            if denies and not NEGATION.found(old):
+                change = max(change, 0.5)
+            if any(g & old_words for g in given_up):
+                change = min(1.0, change + 0.3) if change > 0 else 0.0
+            best = max(best, change * min(1.0, about / 0.2))
+        out.append(best)
+    return out
+
+
+OLD_FACTS = [
+    "I drink oat milk.", "Our pipelines run on Airflow.", "I live in Oslo.", "We use cron.",
+    "My cat is called Tom.", "I do not eat meat.", "I eat meat on Sundays.", "Tea is nice.", "",
+]  # fmt: skip
+
+
+@given(
+    st.lists(st.sampled_from(SENTENCE_PARTS), max_size=30).map(" ".join),
+    st.lists(st.sampled_from(OLD_FACTS), max_size=4),
+)
+def test_change_statements_read_only_sentences_that_can_state_a_change(
+    new: str, olds: list[str]
+) -> None:
+    from jevmem.controller.local import change_statements
+
+    assert change_statements(new, olds) == change_statements_reference(new, olds)

@@ -941,6 +941,10 @@ class PatternCounter:
         """``re.search(patterns[i], text, re.IGNORECASE) is not None``."""
     def find_all(self, i: int, text: str) -> list[str]:
         """``re.findall(patterns[i], text, re.IGNORECASE)`` (a pattern without groups)."""
+    def sentences_with(self, i: int, text: str, max_sentences: int) -> list[str]:
+        """The first ``max_sentences`` pieces of
+        ``re.split(r"(?<=[.!?])\\s+|\\n+", text, maxsplit=max_sentences)`` that
+        hold a match of pattern ``i``, in order."""
     def word_set(self, i: int, text: str, plural_over: int) -> frozenset[str]:
         """The distinct matches of pattern ``i``, lower-cased, without the
         ``skip`` words, a final "s" dropped from those longer than

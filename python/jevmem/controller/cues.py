@@ -20,7 +20,6 @@ __all__ = [
     "RECENT",
     "REPLACED_VALUE",
     "SEMANTIC",
-    "SENTENCE_SPLIT",
     "WHY",
     "WORD",
     "Cue",
@@ -56,6 +55,13 @@ class Cue:
     def findall(self, text: str) -> list[str]:
         """``re.findall(pattern, text, re.IGNORECASE)`` (a pattern without groups)."""
         return _COUNTER.find_all(self.index, text)
+
+    def sentences_with(self, text: str, max_sentences: int) -> list[str]:
+        """The text's first ``max_sentences`` sentences that hold a match, in
+        order. A sentence ends at whitespace after ".", "!" or "?", or at a
+        run of newlines: the pieces of
+        ``re.split(r"(?<=[.!?])\\s+|\\n+", text, maxsplit=max_sentences)``."""
+        return _COUNTER.sentences_with(self.index, text, max_sentences)
 
     def word_set(self, text: str) -> frozenset[str]:
         """The distinct matches lower-cased, without `FUNCTION_WORDS`, a final
@@ -160,5 +166,4 @@ FUNCTION_WORDS = frozenset(
 )
 
 
-SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
 _COUNTER = PatternCounter(_PATTERNS, skip=sorted(FUNCTION_WORDS))

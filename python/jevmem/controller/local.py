@@ -30,7 +30,6 @@ from jevmem.controller.cues import (
     RECENT,
     REPLACED_VALUE,
     SEMANTIC,
-    SENTENCE_SPLIT,
     WHY,
     WORD,
     Cue,
@@ -70,23 +69,25 @@ def _content_words(text: str) -> frozenset[str]:
 @lru_cache(maxsize=4096)
 def _own_sentences(
     new_text: str,
-) -> tuple[tuple[str, frozenset[str], bool, tuple[frozenset[str], ...]], ...]:
+) -> tuple[tuple[str, int, frozenset[str], bool, tuple[frozenset[str], ...]], ...]:
     """The sentences of a text that may state a change of the speaker's own
-    facts (their own: "I", "we", "my", "our"; with content words), each with
-    its content words, whether it denies, and the words it names as given up.
+    facts: their own ("I", "we", "my", "our"), with content words, and with a
+    change cue or a denial (without either a sentence states no change, so
+    its words are never read). Each comes with its count of change cues, its
+    content words, whether it denies, and the words it names as given up.
     Read once per new text, whatever the candidates it is compared with."""
     out = []
-    # maxsplit: the split stops after the sentences read (a long text has thousands)
-    first = SENTENCE_SPLIT.split(new_text, maxsplit=_CHANGE_SENTENCES)[:_CHANGE_SENTENCES]
-    for sentence in first:
-        if not OWN.found(sentence):
+    # the core stops after the sentences read (a long text has thousands)
+    for sentence in OWN.sentences_with(new_text, _CHANGE_SENTENCES):
+        cues = _count(CHANGE, sentence)
+        denies = NEGATION.found(sentence)
+        if not cues and not denies:
             continue
         words = _content_words(sentence)
         if not words:
             continue
-        denies = NEGATION.found(sentence)
         given_up = tuple(_content_words(m.group(1)) for m in REPLACED_VALUE.finditer(sentence))
-        out.append((sentence, words, denies, given_up))
+        out.append((sentence, cues, words, denies, given_up))
     return tuple(out)
 
 
@@ -103,18 +104,17 @@ def change_statements(new_text: str, old_texts: Sequence[str]) -> list[float]:
     """
     own = _own_sentences(new_text)
     if not own:
-        # without a sentence of the speaker's own there is nothing to compare
-        # (the old texts' words are not read)
+        # without a sentence that could state a change there is nothing to
+        # compare (the old texts' words are not read)
         return [0.0] * len(old_texts)
     out = []
     for old_text in old_texts:
         old_words = _content_words(old_text)
         best = 0.0
-        for sentence, words, denies, given_up in own if old_words else ():
+        for _, cues, words, denies, given_up in own if old_words else ():
             about = len(words & old_words) / len(words)
             if about < 0.15:
                 continue
-            cues = _count(CHANGE, sentence)
             change = 1.0 - math.exp(-cues / 0.6)
             if denies and not _denies(old_text):
                 change = max(change, 0.5)

@@ -298,6 +298,27 @@ impl PatternCounter {
         PyFrozenSet::new(py, words.iter())
     }
 
+    /// The text's first `max_sentences` sentences (as Python's
+    /// `re.split(r"(?<=[.!?])\s+|\n+", text, maxsplit=max_sentences)` cuts
+    /// them) that hold a match of pattern `i`, in order: only those become
+    /// Python strings.
+    fn sentences_with(
+        &self,
+        py: Python<'_>,
+        i: usize,
+        text: &str,
+        max_sentences: usize,
+    ) -> PyResult<Vec<String>> {
+        let p = self.pattern(i)?;
+        Ok(run(py, text, || {
+            jevmem_core::patterns::sentences(text, max_sentences)
+                .into_iter()
+                .filter(|s| p.found(s))
+                .map(str::to_owned)
+                .collect()
+        }))
+    }
+
     /// The matches of pattern `i`, in order.
     fn find_all(&self, py: Python<'_>, i: usize, text: &str) -> PyResult<Vec<String>> {
         let p = self.pattern(i)?;
