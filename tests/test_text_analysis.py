@@ -23,7 +23,7 @@ from support import grounding_reference as grounding_ref
 from jevmem import InvalidInputError
 from jevmem.entities import extract_entities, extract_entities_batch, mentions, normalise
 from jevmem.evaluation import conversation_inputs, load
-from jevmem.temporal import ground, ground_batch
+from jevmem.temporal import ground, ground_batch, ground_tuples_batch
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 DEV_SETS = [DATA / "locomo" / "locomo10-dev.json", DATA / "beam" / "beam-100k.json"]
@@ -95,6 +95,14 @@ def test_batches_equal_one_by_one(rows: list[tuple[str, int | None]]) -> None:
     batch = ground_batch(texts, ats)
     assert [tuples(r) for r in batch] == [
         [] if a is None else tuples(ground(t, a)) for t, a in zip(texts, ats, strict=True)
+    ]
+    # the write path's plain tuples say the same, field for field
+    assert ground_tuples_batch(texts, ats) == [
+        [
+            (r.text, r.start, r.end, r.precision, r.relative, *r.span, r.anchor_precision)
+            for r in refs
+        ]
+        for refs in batch
     ]
     speakers = ["Ann" if i % 2 else None for i in range(len(texts))]
     provs = [{"place": t[:10]} for t in texts]

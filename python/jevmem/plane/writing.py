@@ -15,11 +15,11 @@ from jevmem.controller import catalogue
 from jevmem.controller.types import PAIR_NOULS, ChoiceAnswer, DecisionRequest, pair_values
 from jevmem.entities import extract_entities_batch
 from jevmem.errors import InvalidInputError, SystemTwoError
-from jevmem.plane.derived import DERIVED_VERSION, ref_tuple
+from jevmem.plane.derived import DERIVED_VERSION
 from jevmem.plane.lifecycle import LifecycleMemory
 from jevmem.plane.pairs import relation_round, split_pairs
 from jevmem.plane.signals import answer_value
-from jevmem.temporal import event_time, ground_batch
+from jevmem.temporal import event_time, ground_tuples_batch
 
 
 class WritingMemory(LifecycleMemory):
@@ -288,7 +288,7 @@ class WritingMemory(LifecycleMemory):
             keys=key_col,
         )
 
-        grounded = [tuple(refs) for refs in ground_batch(texts, parsed)]
+        grounded = ground_tuples_batch(texts, parsed)
 
         # 1. typing: one call for the whole batch; it needs no memory state
         typing_q = catalogue.typing_questions()
@@ -331,7 +331,7 @@ class WritingMemory(LifecycleMemory):
             keys=key_col,
             derived_version=DERIVED_VERSION,
             question_shares=[question_share(t) for t in texts],
-            time_refs=[[ref_tuple(r) for r in refs] for refs in grounded],
+            time_refs=grounded,
             focus=[(done + i) % period == 0 for i in range(1, n + 1)],
             focus_k=self.config.consolidation_neighbours,
         )

@@ -132,7 +132,13 @@ from jevmem.temporal._cues import (
     time_cues_of,
 )
 from jevmem.temporal._describe import describe
-from jevmem.temporal._grounding import PRECISIONS, TimeRef, ground, ground_batch
+from jevmem.temporal._grounding import (
+    PRECISIONS,
+    TimeRef,
+    ground,
+    ground_batch,
+    ground_tuples_batch,
+)
 from jevmem.temporal._timestamps import parse_timestamp, to_timestamp
 
 __all__ = [
@@ -144,6 +150,7 @@ __all__ = [
     "event_time",
     "ground",
     "ground_batch",
+    "ground_tuples_batch",
     "parse_timestamp",
     "query_fact_time",
     "query_time_cues",

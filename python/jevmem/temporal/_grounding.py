@@ -13,7 +13,15 @@ from dataclasses import dataclass
 from jevmem import _core
 from jevmem._core import TIME_PRECISIONS
 
-__all__ = ["PRECISIONS", "TimeRef", "checked_observed_at", "ground", "ground_batch", "time_refs_of"]
+__all__ = [
+    "PRECISIONS",
+    "TimeRef",
+    "checked_observed_at",
+    "ground",
+    "ground_batch",
+    "ground_tuples_batch",
+    "time_refs_of",
+]
 
 #: Every precision :func:`ground` can produce: the ones the core keeps with
 #: a node (`jevmem._core.TIME_PRECISIONS`, one list for both).
@@ -76,6 +84,24 @@ def ground_batch(texts: Sequence[str], observed_at: Sequence[int | None]) -> lis
     """:func:`ground` over a column of texts and their observation times, in
     one call into the core (which releases the GIL for the whole batch); a text
     whose time is None gets no references."""
+    return [
+        [TimeRef(t, s, e, p, rel, (a, b), anc) for t, s, e, p, rel, a, b, anc in refs]
+        for refs in ground_tuples_batch(texts, observed_at)
+    ]
+
+
+def ground_tuples_batch(
+    texts: Sequence[str], observed_at: Sequence[int | None]
+) -> list[list[tuple[str, int, int, str, bool, int, int, str]]]:
+    """:func:`ground_batch`'s references as plain tuples, ``(text, start,
+    end, precision, relative, span start, span end, anchor_precision)``: what
+    the store keeps, without a :class:`TimeRef` per reference on the write path."""
     ats = [None if at is None else checked_observed_at(at) for at in observed_at]
     rows = _core.ground_times_batch(list(texts), ats)
-    return [time_refs_of(text, r) for text, r in zip(texts, rows, strict=True)]
+    return [
+        [
+            (text[a:b], start, end, precision, relative, a, b, anchor)
+            for a, b, start, end, precision, relative, anchor in r
+        ]
+        for text, r in zip(texts, rows, strict=True)
+    ]

@@ -155,6 +155,14 @@ fn rstrip_dots(s: &str) -> &str {
 /// characters (U+0345 folds to a Greek letter). Python's case-insensitive
 /// `i` also matches U+0130 and U+0131, which simple case folding does not.
 fn translate(py: &str) -> String {
+    translate_with(py, false)
+}
+
+/// `translate`, with every `\b` outside a class written as the ASCII word
+/// boundary `(?-u:\b)` when `ascii_boundaries`: Python's `\b` on a text of
+/// ASCII characters only, which the regex crate's automata run (they have no
+/// lookaround).
+pub(crate) fn translate_with(py: &str, ascii_boundaries: bool) -> String {
     let mut out = String::from("(?i)");
     let chars: Vec<char> = py.chars().collect();
     let mut i = 0;
@@ -177,6 +185,8 @@ fn translate(py: &str) -> String {
                     } else {
                         out.push_str(&format!("(?-i:[{class}])"));
                     }
+                } else if e == 'b' && ascii_boundaries && !in_class {
+                    out.push_str(r"(?-u:\b)");
                 } else if e == 'b' && i == 2 {
                     // At the start of a pattern, before a word character
                     // ("\bwhen"): no word character before.
@@ -221,7 +231,7 @@ fn translate(py: &str) -> String {
 
 /// `py` without its lookbehinds and lookaheads (balanced `(?<!`, `(?<=`,
 /// `(?!` and `(?=` groups).
-fn strip_lookaround(py: &str) -> String {
+pub(crate) fn strip_lookaround(py: &str) -> String {
     let chars: Vec<char> = py.chars().collect();
     let mut out = String::new();
     let mut i = 0;

@@ -39,6 +39,12 @@ pub struct CuePattern {
     /// its loose form asks for that too: "i" or "so" then skips the letters
     /// inside words in the automaton rather than one search each.
     loose: meta::Regex,
+    /// For a pattern whose only lookaround is `\b`: the whole pattern on the
+    /// regex crate's automata with ASCII word boundaries, which are Python's
+    /// on a text of ASCII characters only. Such a text (most are) is read in
+    /// one pass, without a backtracking run at each place the loose form
+    /// matched.
+    ascii: Option<meta::Regex>,
     anchored: Regex,
     /// The pattern starts with `\b` (checked by hand: no word character
     /// before the match; every alternative of a cue list starts with one).
@@ -57,8 +63,12 @@ impl CuePattern {
             Some((class, min)) => Some(ClassRun::new(&compile(&format!("^{class}$"))?, min)),
             None => None,
         };
+        let ascii = (crate::grounding::strip_lookaround(py) == py)
+            .then(|| meta::Regex::new(&crate::grounding::translate_with(py, true)).ok())
+            .flatten();
         Ok(Self {
             run,
+            ascii,
             loose: {
                 let loose = crate::grounding::loose_syntax(py);
                 let loose = if leading_boundary {
@@ -95,9 +105,14 @@ impl CuePattern {
         None
     }
 
-    fn matches<'a>(&'a self, text: &'a str) -> impl Iterator<Item = (usize, usize)> + 'a {
+    fn matches<'a>(&'a self, text: &'a str) -> Box<dyn Iterator<Item = (usize, usize)> + 'a> {
+        if let (Some(ascii), None) = (&self.ascii, &self.run) {
+            if text.is_ascii() {
+                return Box::new(ascii.find_iter(text).map(|m| (m.start(), m.end())));
+            }
+        }
         let mut pos = Some(0);
-        std::iter::from_fn(move || {
+        Box::new(std::iter::from_fn(move || {
             if let Some(run) = &self.run {
                 let (s, e) = run.next_run(text, pos?)?;
                 pos = Some(e);
@@ -111,7 +126,7 @@ impl CuePattern {
                 e + text[e..].chars().next().map_or(1, char::len_utf8)
             });
             Some((s, e))
-        })
+        }))
     }
 
     /// How many non-overlapping matches `text` holds (`len(re.findall(...))`).
@@ -121,9 +136,10 @@ impl CuePattern {
 
     /// Whether `text` holds a match (`re.search(...) is not None`).
     pub fn found(&self, text: &str) -> bool {
-        match &self.run {
-            Some(run) => run.next_run(text, 0).is_some(),
-            None => self.next_match(text, 0).is_some(),
+        match (&self.run, &self.ascii) {
+            (Some(run), _) => run.next_run(text, 0).is_some(),
+            (None, Some(ascii)) if text.is_ascii() => ascii.is_match(text),
+            (None, _) => self.next_match(text, 0).is_some(),
         }
     }
 
@@ -340,6 +356,8 @@ fn replace_boundaries(py: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use proptest::strategy::Strategy as _;
+
     use super::*;
 
     fn cue(p: &str) -> CuePattern {
@@ -449,6 +467,35 @@ mod tests {
             max in 0usize..6,
         ) {
             proptest::prop_assert_eq!(sentences(&text, max), sentences_by_regex(&text, max));
+        }
+    }
+
+    proptest::proptest! {
+        /// On ASCII texts the one-pass automaton with ASCII word boundaries
+        /// gives the matches the loose search and the anchored run give.
+        #[test]
+        fn ascii_texts_match_as_the_general_path_does(
+            pattern in proptest::sample::select(vec![
+                r"\b(?:now|nowadays|so|i|i'm)\b",
+                r"\b(?:increased) (?:to|by)?\b",
+                r"\b(?:not .{1,40}? any ?more|don't|no longer)\b",
+                r"\b(?:when .{1,12}, (?:do|use))\b",
+                r"\b(?:my (?:\w+ )?(?:sister|job)|from [\w'-]+(?: [\w'-]+)? to)\b",
+                r"\b(?:prefer\w*|fan of|can't stand)\b",
+            ]),
+            text in proptest::collection::vec(proptest::sample::select(vec![
+                "now", "Nowadays", "so", "I", "i'm", "I'M", "increased", "to", "by", "not",
+                "any", "more", "anymore", "don't", "no", "longer", "when", "it", "breaks,",
+                "do", "use", "my", "big", "sister", "job", "from", "oat", "soy", "preferred",
+                "fan", "of", "can't", "stand", " ", ".", ",", "\n", "-", "'", "_", "x2",
+            ]), 0..24).prop_map(|w: Vec<&str>| w.concat()),
+        ) {
+            let fast = cue(pattern);
+            proptest::prop_assert!(fast.ascii.is_some());
+            let mut slow = cue(pattern);
+            slow.ascii = None;
+            proptest::prop_assert_eq!(fast.find_all(&text), slow.find_all(&text));
+            proptest::prop_assert_eq!(fast.found(&text), slow.found(&text));
         }
     }
 
