@@ -185,6 +185,22 @@ def test_the_demo_memory_answers_the_milk_question_with_soy() -> None:
     assert rank(m, q, oat, now=START + 8 * DAY) == 0
 
 
+def test_the_demo_as_it_runs_answers_the_milk_question_with_soy(onnx: Embedder) -> None:
+    # the demo's embedder and the learned controller: "now" is the query's
+    # tense, not a term, so the turn "... I practise slow scales now." no
+    # longer outranks the switch to soy (it did while "now" was a BM25 term)
+    from jevmem.demo import LOG
+
+    m = Memory(onnx)
+    m.add_batch(
+        [t for _, _, t in LOG],
+        timestamps=[START + d * DAY + i * 60 for i, (d, _, _) in enumerate(LOG)],
+        speakers=[s for _, s, _ in LOG],
+    )
+    soy = next(i for i, (_, _, t) in enumerate(LOG) if "soy" in t)
+    assert rank(m, "What milk does Maya take in her coffee now?", soy, now=START + 14 * DAY) == 0
+
+
 def test_unrelated_or_agreeing_observations_are_not_linked() -> None:
     m = Memory(HashEmbedder(256))
     m.add_batch(

@@ -71,8 +71,9 @@ pub struct QueryPlan {
     pub asks_for_summary: bool,
     /// The query's tokens, sorted and distinct.
     pub tokens: Vec<String>,
-    /// Its tokens without the asked people's names and the question frame
-    /// (without the names only, when nothing else is left), sorted.
+    /// Its tokens without the asked people's names, the question frame and
+    /// the time words (without the names only, when nothing else is left),
+    /// sorted.
     pub content_tokens: Vec<String>,
 }
 
@@ -118,6 +119,8 @@ impl MemoryStore {
         };
         let tokenizer = self.tokenizer();
         let tokens: BTreeSet<String> = tokenizer.tokenize(text).into_iter().collect();
+        // what is asked about: the query's terms (no time words)
+        let terms: BTreeSet<String> = self.query_tokens(text).into_iter().collect();
         let name_tokens: HashSet<String> =
             asked.iter().flat_map(|e| tokenizer.tokenize(e)).collect();
         let frame: HashSet<String> = QUESTION_FRAME
@@ -125,8 +128,11 @@ impl MemoryStore {
             .flat_map(|w| tokenizer.tokenize(w))
             .collect();
         let unnamed = || tokens.iter().filter(|t| !name_tokens.contains(*t));
-        let mut content_tokens: Vec<String> =
-            unnamed().filter(|t| !frame.contains(*t)).cloned().collect();
+        let mut content_tokens: Vec<String> = terms
+            .iter()
+            .filter(|t| !name_tokens.contains(*t) && !frame.contains(*t))
+            .cloned()
+            .collect();
         if content_tokens.is_empty() {
             content_tokens = unnamed().cloned().collect();
         }
@@ -296,6 +302,66 @@ mod tests {
     /// A query that asks only what holds now asks for no time: the turns
     /// that state one get no time hint; a recent event or any other time
     /// cue still asks.
+    /// "now" says when a query asks about, not what: a turn that only
+    /// shares it with the query is not ranked for it, and it is no content
+    /// word; a query of time words alone still searches them.
+    #[test]
+    fn time_words_are_no_query_terms() {
+        use crate::ops::NewNode;
+        use crate::store::StoreConfig;
+        let mut s = MemoryStore::new(StoreConfig::new(2)).unwrap();
+        let scales = s
+            .add_node(NewNode::new("I practise slow scales now.", vec![0.0, 1.0]))
+            .unwrap();
+        let milk = s
+            .add_node(NewNode::new(
+                "I take soy milk in my coffee.",
+                vec![0.0, 1.0],
+            ))
+            .unwrap();
+        s.add_node(NewNode::new(
+            "The release went out on Monday.",
+            vec![0.0, 1.0],
+        ))
+        .unwrap();
+        assert_eq!(
+            s.query_tokens("What milk do I take in my coffee now?"),
+            s.tokenize("What milk do I take in my coffee?")
+        );
+        // words, not stems: "nowadays" is one, "now" another
+        assert_eq!(
+            s.query_tokens("Nowadays, what now-famous show?"),
+            s.tokenize("what famous show?")
+        );
+        let ranked: Vec<NodeId> = s
+            .search_lexical("What milk do I take nowadays, now?", 5)
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
+        assert_eq!(ranked, [milk]);
+        let scores = s.lexical_scores_scoped("milk now", &[scales, milk], None);
+        assert!(scores[0] == 0.0 && scores[1] > 0.0, "{scores:?}");
+        // nothing else in the query: its time words are its terms
+        assert_eq!(s.search_lexical("now?", 5)[0].0, scales);
+        let cfg = PlanConfig {
+            depth: 5,
+            pool: 3,
+            kappa: 60.0,
+        };
+        let plan = s
+            .plan_query(
+                "What milk do I take now?",
+                &[1.0, 0.0],
+                &cfg,
+                None,
+                None,
+                &[],
+            )
+            .unwrap();
+        assert!(plan.tokens.contains(&"now".to_owned()));
+        assert!(!plan.content_tokens.contains(&"now".to_owned()));
+    }
+
     #[test]
     fn only_the_present_asks_for_no_time() {
         use crate::ops::NewNode;

@@ -25,7 +25,7 @@ use crate::marks::{node_marks, MarksSnapshot, MarksTable, NodeMarks, SentenceTok
 use crate::ops::{NewNode, Op};
 use crate::passages::{hit_order, PassageHit, PassageIndex, Span};
 use crate::style::StyleTable;
-use crate::text::{Tokenizer, TokenizerConfig};
+use crate::text::{Tokenizer, TokenizerConfig, QUERY_TIME_WORDS};
 use crate::timeline::Timeline;
 use crate::traversal::{EdgeRef, GraphAccess};
 use crate::types::{Edge, EdgeOrigin, Node, NodeId, TemporalLabel, Timestamp, TypeScores, View};
@@ -1082,7 +1082,26 @@ impl MemoryStore {
         self.tokenizer.tokenize(text)
     }
 
-    /// BM25 ranking of the query text.
+    /// A query's BM25 terms: its tokens without the words of
+    /// `QUERY_TIME_WORDS`, as written (all of them when nothing else is
+    /// left). "What
+    /// milk does she take now?" asks about milk at the present; the tense is
+    /// the fact time's to read (`cues::query_fact_time`), and "now" as a
+    /// term ranked any turn that happens to say "now".
+    pub fn query_tokens(&self, query: &str) -> Vec<String> {
+        let kept = self.tokenizer.tokenize_skipping(query, |word| {
+            QUERY_TIME_WORDS
+                .iter()
+                .any(|w| word.eq_ignore_ascii_case(w))
+        });
+        if kept.is_empty() {
+            self.tokenizer.tokenize(query)
+        } else {
+            kept
+        }
+    }
+
+    /// BM25 ranking of the query text (its `query_tokens`).
     pub fn search_lexical(&self, query: &str, k: usize) -> Vec<(NodeId, f32)> {
         self.search_lexical_scoped(query, k, None)
     }
@@ -1095,19 +1114,19 @@ impl MemoryStore {
         k: usize,
         allowed: Option<&Allowed>,
     ) -> Vec<(NodeId, f32)> {
-        let tokens = self.tokenizer.tokenize(query);
+        let tokens = self.query_tokens(query);
         self.bm25.search_scoped(&tokens, k, allowed, None)
     }
 
-    /// BM25 scores of the given nodes for a query, with the allowed nodes'
-    /// statistics (0 for unknown or disallowed ids).
+    /// BM25 scores of the given nodes for a query (its `query_tokens`),
+    /// with the allowed nodes' statistics (0 for unknown or disallowed ids).
     pub fn lexical_scores_scoped(
         &self,
         query: &str,
         ids: &[NodeId],
         allowed: Option<&Allowed>,
     ) -> Vec<f32> {
-        let tokens = self.tokenizer.tokenize(query);
+        let tokens = self.query_tokens(query);
         self.bm25.score_scoped(&tokens, ids, allowed)
     }
 

@@ -81,6 +81,15 @@ impl Tokenizer {
         out
     }
 
+    /// `tokenize`, without the words (as written, any case) for which
+    /// `skip_word` holds: read before stemming, so a word that shares a
+    /// stem with a skipped one ("presentation", "presently") is kept.
+    pub fn tokenize_skipping(&self, text: &str, skip_word: impl Fn(&str) -> bool) -> Vec<String> {
+        let mut out = Vec::new();
+        self.for_each_word_token(text, skip_word, |t| out.push(t.to_owned()));
+        out
+    }
+
     /// Call `f` with each token of `text`, in order (`tokenize` without
     /// building the tokens). A word's token comes from the shared memo when
     /// it is there, without allocating; the words it lacks are stemmed and
@@ -194,6 +203,15 @@ fn normalize_word_into(word: &str, out: &mut String) {
         out.truncate(out.len() - 2);
     }
 }
+
+/// Adverbs that only say when a query asks about, not what (the fact time
+/// reads the tense: `cues::query_fact_time`); as BM25 terms they ranked
+/// any turn that says "now" (`MemoryStore::query_tokens` leaves them out of
+/// a query). "currently" and "presently" stay terms: a turn that says "I'm
+/// currently reading ..." shares more than the tense with "What is she
+/// currently reading?" (on LoCoMo dev, dropping them cost the BM25 ranking
+/// a gold turn; the dev questions hold no "now").
+pub const QUERY_TIME_WORDS: [&str; 3] = ["now", "nowadays", "anymore"];
 
 /// Sorted (checked by a test) so lookup is a binary search over ~190 entries.
 /// Besides the usual function words this drops question words and auxiliaries:
