@@ -354,13 +354,16 @@ class MemoryStore:
     def search_lexical(
         self, query: str, k: int = 10, *, allowed: Allowed | None = None
     ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.float32]]:
-        """BM25; with ``allowed``, among those nodes with their statistics only."""
+        """BM25 of the query's terms (its tokens without "now", "nowadays" and
+        "anymore", which say when, not what, unless nothing else is left);
+        with ``allowed``, among those nodes with their statistics only."""
     def search_vector(
         self, query: VectorLike, k: int = 10, *, allowed: Allowed | None = None
     ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.float32]]: ...
     def lexical_scores(
         self, query: str, ids: Sequence[int], *, allowed: Allowed | None = None
-    ) -> npt.NDArray[np.float32]: ...
+    ) -> npt.NDArray[np.float32]:
+        """BM25 scores of ``ids`` for the query's terms (as `search_lexical` reads them)."""
     def similarities(self, query: VectorLike, ids: Sequence[int]) -> npt.NDArray[np.float32]: ...
     def set_derived(
         self,

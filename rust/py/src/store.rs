@@ -1101,8 +1101,10 @@ impl MemoryStore {
         })
     }
 
-    /// BM25 ranking: (ids, scores) arrays, best first. With `allowed`, among
-    /// those nodes only, scored with their statistics alone.
+    /// BM25 ranking of the query's terms (`MemoryStore::query_tokens`: no
+    /// "now", "nowadays", "anymore" unless nothing else is left): (ids,
+    /// scores) arrays, best first. With `allowed`, among those nodes only,
+    /// scored with their statistics alone.
     #[pyo3(signature = (query, k = 10, *, allowed = None))]
     fn search_lexical<'py>(
         &self,
