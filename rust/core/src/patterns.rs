@@ -60,10 +60,11 @@ impl CuePattern {
             None => (false, py),
         };
         let run = match class_run_parts(py) {
-            Some((class, min)) => Some(ClassRun::new(&compile(&format!("^{class}$"))?, min)),
+            Some((class, min)) => Some(ClassRun::new(compile(&format!("^{class}$"))?, min)),
             None => None,
         };
-        let ascii = (crate::grounding::strip_lookaround(py) == py)
+        // a class run reads every text by hand already
+        let ascii = (run.is_none() && crate::grounding::strip_lookaround(py) == py)
             .then(|| meta::Regex::new(&crate::grounding::translate_with(py, true)).ok())
             .flatten();
         Ok(Self {
@@ -106,7 +107,7 @@ impl CuePattern {
     }
 
     fn matches<'a>(&'a self, text: &'a str) -> Box<dyn Iterator<Item = (usize, usize)> + 'a> {
-        if let (Some(ascii), None) = (&self.ascii, &self.run) {
+        if let Some(ascii) = &self.ascii {
             if text.is_ascii() {
                 return Box::new(ascii.find_iter(text).map(|m| (m.start(), m.end())));
             }
@@ -234,18 +235,14 @@ struct ClassRun {
 }
 
 impl ClassRun {
-    fn new(class: &Regex, min: usize) -> Self {
+    fn new(class: Regex, min: usize) -> Self {
         let mut ascii = [false; 128];
         for (b, member) in ascii.iter_mut().enumerate() {
             *member = class
                 .is_match(&char::from(b as u8).to_string())
                 .unwrap_or(false);
         }
-        Self {
-            ascii,
-            class: class.clone(),
-            min,
-        }
+        Self { ascii, class, min }
     }
 
     fn member(&self, c: char) -> bool {

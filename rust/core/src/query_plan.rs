@@ -94,7 +94,9 @@ impl MemoryStore {
         // one pass of every cue pattern over the query, read by all three
         let scan = cues::scan(text);
         let cues = cues::query_time_cues_scanned(text, now, &scan)?;
-        let lexical = self.search_lexical_scoped(text, cfg.depth, allowed);
+        // what is asked about: the query's terms (no time words), read once
+        let terms = self.query_tokens(text);
+        let lexical = self.search_terms_scoped(&terms, cfg.depth, allowed);
         let dense = self.search_vector_scoped(vector, cfg.depth, allowed)?;
         let lexical_ranked: Vec<NodeId> = lexical.iter().map(|&(id, _)| id).collect();
         let vector_ranked: Vec<NodeId> = dense.iter().map(|&(id, _)| id).collect();
@@ -119,8 +121,7 @@ impl MemoryStore {
         };
         let tokenizer = self.tokenizer();
         let tokens: BTreeSet<String> = tokenizer.tokenize(text).into_iter().collect();
-        // what is asked about: the query's terms (no time words)
-        let terms: BTreeSet<String> = self.query_tokens(text).into_iter().collect();
+        let terms: BTreeSet<String> = terms.into_iter().collect();
         let name_tokens: HashSet<String> =
             asked.iter().flat_map(|e| tokenizer.tokenize(e)).collect();
         let frame: HashSet<String> = QUESTION_FRAME

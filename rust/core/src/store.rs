@@ -1114,8 +1114,17 @@ impl MemoryStore {
         k: usize,
         allowed: Option<&Allowed>,
     ) -> Vec<(NodeId, f32)> {
-        let tokens = self.query_tokens(query);
-        self.bm25.search_scoped(&tokens, k, allowed, None)
+        self.search_terms_scoped(&self.query_tokens(query), k, allowed)
+    }
+
+    /// `search_lexical_scoped` of terms already read (`query_tokens`).
+    pub(crate) fn search_terms_scoped(
+        &self,
+        terms: &[String],
+        k: usize,
+        allowed: Option<&Allowed>,
+    ) -> Vec<(NodeId, f32)> {
+        self.bm25.search_scoped(terms, k, allowed, None)
     }
 
     /// BM25 scores of the given nodes for a query (its `query_tokens`),
