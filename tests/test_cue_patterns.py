@@ -70,6 +70,19 @@ def agree(text: str) -> None:
         assert cue.findall(text) == want, (cue.pattern[:40], text)
 
 
+@given(text, text)
+@settings(max_examples=200, deadline=None)
+def test_word_sets_kept_in_the_core_answer_as_frozensets(a: str, b: str) -> None:
+    wa, wb = cues.WORD.words(a), cues.WORD.words(b)
+    fa, fb = content_words(a), content_words(b)
+    assert wa.as_frozenset() == fa
+    assert len(wa) == len(fa) and bool(wa) == bool(fa)
+    assert wa.shared(wb) == wb.shared(wa) == len(fa & fb)
+    assert wa.shared(wa) == len(fa)
+    for w in fb | {"", "zzz"}:
+        assert (w in wa) == (w in fa)
+
+
 @given(text)
 @settings(max_examples=300, deadline=None)
 def test_cues_match_as_re_does(text: str) -> None:

@@ -431,17 +431,18 @@ def change_statements_reference(new_text: str, old_texts: list[str]) -> list[flo
     """`change_statements` as it read every own sentence of the new text
     (the oracle for reading only those with a change cue or a denial)."""
     from jevmem.controller import local
-    from jevmem.controller.cues import CHANGE, NEGATION, OWN, REPLACED_VALUE
+    from jevmem.controller.cues import CHANGE, NEGATION, OWN, REPLACED_VALUE, WORD
 
     own = []
     for sentence in re.split(r"(?<=[.!?])\s+|\n+", new_text)[: local._CHANGE_SENTENCES]:
-        words = local._content_words(sentence)
+        # the words as Python strings (`change_statements` keeps them in the core)
+        words = WORD.word_set(sentence)
         if OWN.found(sentence) and words:
-            given_up = [local._content_words(m.group(1)) for m in REPLACED_VALUE.finditer(sentence)]
+            given_up = [WORD.word_set(m.group(1)) for m in REPLACED_VALUE.finditer(sentence)]
             own.append((sentence, words, NEGATION.found(sentence), given_up))
     out = []
     for old in old_texts:
-        old_words = local._content_words(old)
+        old_words = WORD.word_set(old)
         best = 0.0
         for sentence, words, denies, given_up in own if old_words else []:
             about = len(words & old_words) / len(words)

@@ -952,3 +952,15 @@ class PatternCounter:
         """The distinct matches of pattern ``i``, lower-cased, without the
         ``skip`` words, a final "s" dropped from those longer than
         ``plural_over`` characters."""
+    def words(self, i: int, text: str, plural_over: int) -> WordSet:
+        """`word_set` kept in the core."""
+
+@final
+class WordSet:
+    """A text's distinct words (`PatternCounter.words`), kept in the core."""
+
+    def __len__(self) -> int: ...
+    def __contains__(self, word: str) -> bool: ...
+    def shared(self, other: WordSet) -> int:
+        """How many words the two sets share (``len(a & b)`` of `as_frozenset`)."""
+    def as_frozenset(self) -> frozenset[str]: ...

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from jevmem._core import PatternCounter
+from jevmem._core import PatternCounter, WordSet
 
 __all__ = [
     "CAUSE",
@@ -67,6 +67,11 @@ class Cue:
         """The distinct matches lower-cased, without `FUNCTION_WORDS`, a final
         "s" dropped from those over three characters (`local._content_words`)."""
         return _COUNTER.word_set(self.index, text, 3)
+
+    def words(self, text: str) -> WordSet:
+        """`word_set` kept in the core: only its size and what it shares
+        with another set are read, so no word becomes a Python string."""
+        return _COUNTER.words(self.index, text, 3)
 
 
 def cue_words(*words: str) -> Cue:

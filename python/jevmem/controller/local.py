@@ -34,6 +34,7 @@ from jevmem.controller.cues import (
     WORD,
     Cue,
 )
+from jevmem._core import WordSet
 from jevmem.controller.scoring import clip_columns, clip_value, score_columns, score_rounds
 from jevmem.controller.types import (
     PAIR_NOULS,
@@ -58,18 +59,18 @@ _CHANGE_SENTENCES = 24
 
 
 @lru_cache(maxsize=16384)
-def _content_words(text: str) -> frozenset[str]:
+def _content_words(text: str) -> WordSet:
     """Lower-cased words that say what a text is about (no function word),
     plural -s dropped: ``{w[:-1] if w.endswith("s") and len(w) > 3 else w}``
-    over the lower-cased ``WORD`` matches not in `FUNCTION_WORDS`, read in
-    the core."""
-    return WORD.word_set(text)
+    over the lower-cased ``WORD`` matches not in `FUNCTION_WORDS`, read and
+    kept in the core (`WORD.word_set` gives them as strings)."""
+    return WORD.words(text)
 
 
 @lru_cache(maxsize=4096)
 def _own_sentences(
     new_text: str,
-) -> tuple[tuple[str, int, frozenset[str], bool, tuple[frozenset[str], ...]], ...]:
+) -> tuple[tuple[str, int, WordSet, bool, tuple[WordSet, ...]], ...]:
     """The sentences of a text that may state a change of the speaker's own
     facts: their own ("I", "we", "my", "our"), with content words, and with a
     change cue or a denial (without either a sentence states no change, so
@@ -112,13 +113,13 @@ def change_statements(new_text: str, old_texts: Sequence[str]) -> list[float]:
         old_words = _content_words(old_text)
         best = 0.0
         for _, cues, words, denies, given_up in own if old_words else ():
-            about = len(words & old_words) / len(words)
+            about = words.shared(old_words) / len(words)
             if about < 0.15:
                 continue
             change = 1.0 - math.exp(-cues / 0.6)
             if denies and not _denies(old_text):
                 change = max(change, 0.5)
-            if any(g & old_words for g in given_up):
+            if any(g.shared(old_words) for g in given_up):
                 change = min(1.0, change + 0.3) if change > 0 else 0.0
             best = max(best, change * min(1.0, about / 0.2))
         out.append(best)

@@ -144,6 +144,8 @@ pub struct SentenceTokens<'t> {
     buffer: String,
     /// Each token's end in `buffer`.
     token_ends: Vec<u32>,
+    /// Each token's word's start in the text (bytes).
+    token_starts: Vec<u32>,
     /// Each sentence's end in `token_ends`.
     sentence_ends: Vec<u32>,
 }
@@ -156,11 +158,14 @@ impl<'t> SentenceTokens<'t> {
             sentences,
             buffer: String::with_capacity(text.len()),
             token_ends: Vec::new(),
+            token_starts: Vec::new(),
         };
         for sentence in &out.sentences {
-            tokenizer.for_each_token(sentence, |t| {
+            let offset = sentence.as_ptr() as usize - text.as_ptr() as usize;
+            tokenizer.for_each_token_at(sentence, |at, t| {
                 out.buffer.push_str(t);
                 out.token_ends.push(out.buffer.len() as u32);
+                out.token_starts.push((offset + at) as u32);
             });
             out.sentence_ends.push(out.token_ends.len() as u32);
         }
@@ -206,7 +211,9 @@ impl<'t> SentenceTokens<'t> {
 
     /// Hand `push` the whole text's tokens (what the lexical index keeps),
     /// read off `runs` (`SentenceTokens::runs` of `text`): a run of one
-    /// sentence gives its own tokens, a longer run its text tokenised whole.
+    /// sentence gives its own tokens, a longer run its sentences' tokens
+    /// with the words around each joint tokenised again (`run_windows`), or
+    /// its text tokenised whole where a window cannot be cut.
     /// Returns how many tokens each run gave.
     pub fn push_text_tokens(
         &self,
@@ -224,12 +231,75 @@ impl<'t> SentenceTokens<'t> {
             };
             if to - from == 1 {
                 self.sentence_tokens(from).for_each(&mut count);
+            } else if let Some(windows) = self.run_windows(text, from, to) {
+                let first = if from == 0 {
+                    0
+                } else {
+                    self.sentence_ends[from - 1] as usize
+                };
+                let mut w = 0;
+                for k in first..self.sentence_ends[to - 1] as usize {
+                    let at = self.token_starts[k] as usize;
+                    while w < windows.len() && windows[w].1 <= at {
+                        let (a, b) = windows[w];
+                        tokenizer.for_each_token(&text[a..b], &mut count);
+                        w += 1;
+                    }
+                    if w < windows.len() && windows[w].0 <= at {
+                        continue; // the window's own tokens replace it
+                    }
+                    count(self.token(k));
+                }
+                for &(a, b) in &windows[w..] {
+                    tokenizer.for_each_token(&text[a..b], &mut count);
+                }
             } else {
                 tokenizer.for_each_token(self.span(text, from, to), count);
             }
             counts.push(n);
         }
         counts
+    }
+
+    /// Around each joint of sentences `from..to` (one run), the bytes whose
+    /// words may tokenise otherwise in the whole text than in the two
+    /// sentences: from after the last ASCII whitespace before the joint (or
+    /// the run's start) to the first one after it (or the run's end),
+    /// overlapping windows merged, in order. Word segmentation breaks on
+    /// both sides of ASCII whitespace before an ASCII character, and its
+    /// rules look at most past one character on either side of a break
+    /// (which ASCII whitespace never matches), so outside the windows the
+    /// sentences' tokens are the text's. None where a window would start
+    /// at a character that is not ASCII (a combining mark after whitespace
+    /// joins it).
+    fn run_windows(&self, text: &str, from: usize, to: usize) -> Option<Vec<(usize, usize)>> {
+        let b = text.as_bytes();
+        let offset = |s: &str| s.as_ptr() as usize - text.as_ptr() as usize;
+        let (start, end) = {
+            let span = self.span(text, from, to);
+            (offset(span), offset(span) + span.len())
+        };
+        let space = |c: u8| matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c);
+        let mut out: Vec<(usize, usize)> = Vec::new();
+        for sentence in &self.sentences[from..to - 1] {
+            let joint = offset(sentence) + sentence.len();
+            let lo = b[start..joint]
+                .iter()
+                .rposition(|&c| space(c))
+                .map_or(start, |i| start + i + 1);
+            if lo > start && !b[lo].is_ascii() {
+                return None;
+            }
+            let hi = b[joint..end]
+                .iter()
+                .position(|&c| space(c))
+                .map_or(end, |i| joint + i);
+            match out.last_mut() {
+                Some(last) if lo < last.1 => last.1 = last.1.max(hi),
+                _ => out.push((lo, hi)),
+            }
+        }
+        Some(out)
     }
 
     /// Each sentence token's term id, from the ids the index gave the tokens
@@ -449,8 +519,9 @@ mod tests {
                     'a', 'B', 'z', '3', '0', '.', '.', '!', '?', ' ', ' ', '\'', '_', ',', ':',
                     '"', 'é', '\u{301}', '\u{200d}', '\u{200b}', '\u{ad}', '\u{ff13}', 'א',
                     'カ', '\u{1f1eb}', '\u{1f600}', '\n', '-', '@', '\u{2024}', '\u{fe52}',
+                    '\t', '\r', ' ', 'q', '.', '\u{3000}',
                 ]),
-                0..40,
+                0..60,
             ),
         ) {
             let text: String = chars.into_iter().collect();
@@ -525,6 +596,30 @@ mod tests {
         s.forget_nodes(&[ids[0]]).unwrap();
         assert!(s.marks.get(ids[0]).is_none());
         assert_eq!(s.marks.len(), 2);
+    }
+
+    /// A run of sentences joined by stops inside words gives the whole
+    /// text's tokens: its sentences' own, the words around each joint
+    /// tokenised again (or the run whole, where a window would start at a
+    /// character that is not ASCII).
+    #[test]
+    fn runs_tokenise_as_the_whole_text() {
+        let tokenizer = Tokenizer::default();
+        for text in [
+            "Version 3.5 is out. See e.g. the docs at www.example.com today.",
+            "Use v1.2.3-rc1 now!Then run x.y\tand z.w\nthen stop.",
+            "pi=3.14159 and e=2.718; ratio a.b.c.d ok",
+            "end.\u{301}x then \u{301}a.b more",
+            "tail 4.5",
+            "1.2 3.4 5.6",
+        ] {
+            let sentences = SentenceTokens::new(text, &tokenizer);
+            let runs = sentences.runs(text).expect("runs");
+            assert!(runs.iter().any(|&(a, b)| b - a > 1), "{text:?}");
+            let mut joined: Vec<String> = Vec::new();
+            sentences.push_text_tokens(text, &runs, &tokenizer, &mut |t| joined.push(t.to_owned()));
+            assert_eq!(joined, tokenizer.tokenize(text), "{text:?}");
+        }
     }
 
     #[test]

@@ -86,7 +86,7 @@ impl Tokenizer {
     /// stem with a skipped one ("presentation", "presently") is kept.
     pub fn tokenize_skipping(&self, text: &str, skip_word: impl Fn(&str) -> bool) -> Vec<String> {
         let mut out = Vec::new();
-        self.for_each_word_token(text, skip_word, |t| out.push(t.to_owned()));
+        self.for_each_word_token(text, skip_word, |_, t| out.push(t.to_owned()));
         out
     }
 
@@ -95,7 +95,12 @@ impl Tokenizer {
     /// it is there, without allocating; the words it lacks are stemmed and
     /// added afterwards (one read lock, and at most one write lock, per
     /// text). `f` must not use this tokenizer (the memo is locked meanwhile).
-    pub fn for_each_token(&self, text: &str, f: impl FnMut(&str)) {
+    pub fn for_each_token(&self, text: &str, mut f: impl FnMut(&str)) {
+        self.for_each_word_token(text, |_| false, |_, t| f(t));
+    }
+
+    /// `for_each_token`, with each token's word's start (bytes into `text`).
+    pub fn for_each_token_at(&self, text: &str, f: impl FnMut(usize, &str)) {
         self.for_each_word_token(text, |_| false, f);
     }
 
@@ -108,7 +113,7 @@ impl Tokenizer {
     /// would drop). Other words are read as `for_each_token` reads them: an
     /// apostrophe followed by combining marks is a word, for one. Tests
     /// hold this over tricky words and generated text.
-    pub fn for_each_token_starting(&self, text: &str, firsts: &[char], f: impl FnMut(&str)) {
+    pub fn for_each_token_starting(&self, text: &str, firsts: &[char], mut f: impl FnMut(&str)) {
         if firsts.is_empty() {
             return;
         }
@@ -119,7 +124,7 @@ impl Tokenizer {
                     .first()
                     .is_some_and(|&b| !firsts.contains(&char::from(b.to_ascii_lowercase())))
         };
-        self.for_each_word_token(text, skip, f);
+        self.for_each_word_token(text, skip, |_, t| f(t));
     }
 
     /// The walk both read: each word `skip` leaves, its token from the memo
@@ -128,13 +133,13 @@ impl Tokenizer {
         &self,
         text: &str,
         skip: impl Fn(&str) -> bool,
-        mut f: impl FnMut(&str),
+        mut f: impl FnMut(usize, &str),
     ) {
         let mut word = String::new();
         let mut fresh: Vec<(String, Option<String>)> = Vec::new();
         {
             let memo = self.memo.read().unwrap_or_else(PoisonError::into_inner);
-            for raw in text.unicode_words() {
+            for (at, raw) in text.unicode_word_indices() {
                 if skip(raw) {
                     continue;
                 }
@@ -142,13 +147,13 @@ impl Tokenizer {
                 match memo.get(word.as_str()) {
                     Some(token) => {
                         if let Some(t) = token {
-                            f(t);
+                            f(at, t);
                         }
                     }
                     None => {
                         let token = self.token(word.clone());
                         if let Some(t) = &token {
-                            f(t);
+                            f(at, t);
                         }
                         fresh.push((word.clone(), token));
                     }

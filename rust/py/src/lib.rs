@@ -88,6 +88,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(text_analysis::names_a_speaker, m)?)?;
     m.add_function(wrap_pyfunction!(text_analysis::question_share, m)?)?;
     m.add_class::<text_analysis::PatternCounter>()?;
+    m.add_class::<text_analysis::WordSet>()?;
     m.add_function(wrap_pyfunction!(set_failpoint, m)?)?;
     Ok(())
 }

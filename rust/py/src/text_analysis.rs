@@ -236,6 +236,45 @@ impl PatternCounter {
     }
 }
 
+/// A text's distinct words (`PatternCounter.words`), kept in the core: a
+/// long text has hundreds, and the controller only asks how many of a few
+/// other words it holds, so none becomes a Python string.
+#[pyclass(frozen, module = "jevmem._core")]
+pub struct WordSet {
+    words: ShortKeySet<String>,
+}
+
+#[pymethods]
+impl WordSet {
+    fn __len__(&self) -> usize {
+        self.words.len()
+    }
+
+    fn __contains__(&self, word: &str) -> bool {
+        self.words.contains(word)
+    }
+
+    /// How many words the two sets share (``len(a & b)`` of `as_frozenset`).
+    fn shared(&self, other: &Bound<'_, WordSet>) -> usize {
+        let other = &other.get().words;
+        let (small, large) = if self.words.len() <= other.len() {
+            (&self.words, other)
+        } else {
+            (other, &self.words)
+        };
+        small.iter().filter(|w| large.contains(*w)).count()
+    }
+
+    /// The words as Python strings.
+    fn as_frozenset<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyFrozenSet>> {
+        PyFrozenSet::new(py, self.words.iter())
+    }
+
+    fn __repr__(&self) -> String {
+        format!("WordSet({} words)", self.words.len())
+    }
+}
+
 /// A text shorter than this is matched holding the GIL: releasing and
 /// retaking it would cost about what the match does.
 const DETACH_BYTES: usize = 2048;
@@ -296,6 +335,13 @@ impl PatternCounter {
         let p = self.pattern(i)?;
         let words = run(py, text, || p.word_set(text, &self.skip, plural_over));
         PyFrozenSet::new(py, words.iter())
+    }
+
+    /// `word_set` kept in the core (a `WordSet`).
+    fn words(&self, py: Python<'_>, i: usize, text: &str, plural_over: usize) -> PyResult<WordSet> {
+        let p = self.pattern(i)?;
+        let words = run(py, text, || p.word_set(text, &self.skip, plural_over));
+        Ok(WordSet { words })
     }
 
     /// The text's first `max_sentences` sentences (as Python's
