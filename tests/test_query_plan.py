@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.coverage_reference import is_alias
 
-from jevmem import HashEmbedder, LocalController, Memory, MemoryStore
+from jevmem import HashEmbedder, LocalController, Memory, MemoryConfig, MemoryStore
 from jevmem._core import ReadSession, rrf, speaks_in_first_person
 from jevmem.entities import extract_entities, mentions
 from jevmem.evaluation import conversation_inputs, load_samples
@@ -90,6 +90,7 @@ def core_plan(m: Memory, query: str, qvec: Any, k: int, now: int | None) -> dict
         kappa=cfg.kappa,
         now=now,
         people=sorted(m._speakers),
+        related_words=cfg.related_words,
     )
     return {
         "fused": list(zip(ids, scores, strict=True)),
@@ -112,7 +113,13 @@ def test_the_plan_equals_the_python_one_for_every_development_question(path: Pat
     checked = 0
     for conv in convs:
         texts, ts, spk, provs = conversation_inputs(conv)
-        m = Memory(emb, LocalController(), store=MemoryStore(emb.dim, max_text_bytes=4 << 20))
+        # the plan Python computed had no related words (`test_related_words.py`)
+        m = Memory(
+            emb,
+            LocalController(),
+            config=MemoryConfig(related_words=False),
+            store=MemoryStore(emb.dim, max_text_bytes=4 << 20),
+        )
         m.add_batch(texts, timestamps=ts, speakers=spk, provenances=provs)
         last = max((t for t in ts if t is not None), default=None)
         questions = [qa.question for qa in conv.qas]

@@ -158,6 +158,9 @@ def test_the_pool_equals_the_python_rules(
             context_seeds=seeds,
             time_window_nodes=window,
             feedback_weight=feedback,
+            # the Python rules read the query's own terms (related words:
+            # tests/test_related_words.py)
+            related_words=False,
         ),
     )
     texts = [
@@ -189,7 +192,9 @@ def test_development_questions_get_the_python_pool(path: Path) -> None:
     conv = convs[0]
     texts, stamps, speakers, provs = conversation_inputs(conv)
     m = jevmem.Memory(
-        embedder=jevmem.HashEmbedder(64), store=jevmem.MemoryStore(64, max_text_bytes=1 << 22)
+        embedder=jevmem.HashEmbedder(64),
+        config=MemoryConfig(related_words=False),
+        store=jevmem.MemoryStore(64, max_text_bytes=1 << 22),
     )
     m.add_batch(texts, timestamps=stamps, speakers=speakers, provenances=provs)
     for qa in conv.qas[:80]:

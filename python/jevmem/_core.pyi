@@ -357,6 +357,11 @@ class MemoryStore:
         """BM25 of the query's terms (its tokens without "now", "nowadays" and
         "anymore", which say when, not what, unless nothing else is left);
         with ``allowed``, among those nodes with their statistics only."""
+    def related_terms(
+        self, query: str, *, allowed: Allowed | None = None
+    ) -> list[tuple[str, float]]:
+        """The related terms a query's rare words add to a search's lexical
+        match: (term, weight) pairs in term order (a query term weighs 1)."""
     def search_vector(
         self, query: VectorLike, k: int = 10, *, allowed: Allowed | None = None
     ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.float32]]: ...
@@ -733,6 +738,7 @@ class ReadSession:
         now: int | None = None,
         people: Sequence[str] | None = None,
         allowed: Allowed | None = None,
+        related_words: bool = True,
     ) -> tuple[
         ReadSession,
         list[int],
@@ -960,7 +966,7 @@ class WordSet:
     """A text's distinct words (`PatternCounter.words`), kept in the core."""
 
     def __len__(self) -> int: ...
-    def __contains__(self, word: str) -> bool: ...
+    def __contains__(self, word: str, /) -> bool: ...
     def shared(self, other: WordSet) -> int:
         """How many words the two sets share (``len(a & b)`` of `as_frozenset`)."""
     def as_frozenset(self) -> frozenset[str]: ...

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from jevmem._core import WordSet
 from jevmem.controller.catalogue import REPRESENTATION_OPTIONS, TEMPORAL_LABELS
 from jevmem.controller.cues import (
     CAUSE,
@@ -34,7 +35,6 @@ from jevmem.controller.cues import (
     WORD,
     Cue,
 )
-from jevmem._core import WordSet
 from jevmem.controller.scoring import clip_columns, clip_value, score_columns, score_rounds
 from jevmem.controller.types import (
     PAIR_NOULS,

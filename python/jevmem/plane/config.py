@@ -68,6 +68,10 @@ class MemoryConfig:
     #: How many of the best-scored pool nodes seed the traversal.
     anchors: int = 20
     kappa: float = 60.0
+    #: The lexical ranking the anchors fuse also reads related words of the
+    #: query's rare words ("job" for "work"; a table compiled into the core,
+    #: `jevmem_core::related`); the lexical signals stay the query's own.
+    related_words: bool = True
     traversal: TraversalConfig = field(default_factory=TraversalConfig)
     #: Texts longer than this (UTF-8 bytes) are refused; the limit of the
     #: store a Memory creates (a store passed in keeps its own).
@@ -128,6 +132,8 @@ class MemoryConfig:
             raise InvalidConfigError(
                 f"passage_tokens must be None or an integer >= 4, got {self.passage_tokens!r}"
             )
+        if not isinstance(self.related_words, bool):
+            raise InvalidConfigError(f"related_words must be a bool, got {self.related_words!r}")
         if not (math.isfinite(self.kappa) and self.kappa > 0):
             raise InvalidConfigError(f"kappa must be positive, got {self.kappa!r}")
 

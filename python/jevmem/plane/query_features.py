@@ -82,6 +82,7 @@ class QueryFeatures:
             now=now,
             people=self.speaker_order,
             allowed=allowed,
+            related_words=cfg.related_words,
         )
         self.time_cues = time_cues_of(query, cues)
         # who asks and what for: a query in the first person asks about the

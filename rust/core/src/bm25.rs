@@ -685,22 +685,72 @@ impl Bm25Index {
         allowed: Option<&Allowed>,
         stats: &CorpusStats,
     ) -> Vec<QueryTerm<'_>> {
+        self.terms_weighted_by(
+            query.iter().map(|&(id, count)| (id, f64::from(count))),
+            allowed,
+            stats,
+        )
+    }
+
+    /// `weighted_terms` of terms with any positive multiplier (a query
+    /// term's count, or a related term's weight).
+    fn terms_weighted_by(
+        &self,
+        query: impl Iterator<Item = (u32, f64)>,
+        allowed: Option<&Allowed>,
+        stats: &CorpusStats,
+    ) -> Vec<QueryTerm<'_>> {
         let k1p1 = f64::from(self.params.k1) + 1.0;
         let mut terms: Vec<QueryTerm<'_>> = query
-            .iter()
-            .filter_map(|&(id, count)| {
-                let postings = self.postings[id as usize].as_slice();
+            .filter_map(|(id, times)| {
+                let postings = self.postings.get(id as usize)?.as_slice();
                 let df = Self::df(postings, allowed);
-                (df > 0).then(|| QueryTerm {
+                (df > 0 && times > 0.0).then(|| QueryTerm {
                     id,
                     postings,
-                    weight: (f64::from(count) * Self::idf(stats, df) * k1p1) as f32,
+                    weight: (times * Self::idf(stats, df) * k1p1) as f32,
                     min_doc: 0,
                 })
             })
             .collect();
         terms.sort_by(|a, b| b.weight.total_cmp(&a.weight).then(a.id.cmp(&b.id)));
         terms
+    }
+
+    /// [`Bm25Index::search_terms_scoped`] of terms that each weigh a real
+    /// multiple (its count for a query term; a related term less than one):
+    /// a term's part of a score is that multiple of its BM25 part.
+    pub fn search_weighted_scoped(
+        &self,
+        query: &[(u32, f64)],
+        k: usize,
+        allowed: Option<&Allowed>,
+    ) -> Vec<(NodeId, f32)> {
+        if k == 0 || self.n_docs == 0 {
+            return Vec::new();
+        }
+        let stats = self.stats(allowed);
+        if stats.n_docs == 0 {
+            return Vec::new();
+        }
+        let k = k.min(stats.n_docs);
+        let terms = self.terms_weighted_by(query.iter().copied(), allowed, &stats);
+        if terms.is_empty() {
+            return Vec::new();
+        }
+        self.ranked(&terms, k, allowed, None, &stats)
+    }
+
+    /// How many of the allowed documents hold term `id`.
+    pub fn term_df_scoped(&self, id: u32, allowed: Option<&Allowed>) -> usize {
+        self.postings
+            .get(id as usize)
+            .map_or(0, |p| Self::df(p, allowed))
+    }
+
+    /// How many documents are allowed (all indexed ones for None).
+    pub fn n_docs_scoped(&self, allowed: Option<&Allowed>) -> usize {
+        self.stats(allowed).n_docs
     }
 
     /// Top-k documents by BM25 score (> 0 only), best first, ties by smaller id.
@@ -1035,6 +1085,22 @@ impl Bm25Index {
         docs: &[NodeId],
         allowed: Option<&Allowed>,
     ) -> Vec<f32> {
+        let weighted: Vec<(u32, f64)> = terms
+            .iter()
+            .map(|&(t, count)| (t, f64::from(count)))
+            .collect();
+        self.score_weighted_scoped(&weighted, docs, allowed)
+    }
+
+    /// [`Bm25Index::score_terms_scoped`] of terms that each weigh a real
+    /// multiple (see [`Bm25Index::search_weighted_scoped`]), sorted by id.
+    pub fn score_weighted_scoped(
+        &self,
+        terms: &[(u32, f64)],
+        docs: &[NodeId],
+        allowed: Option<&Allowed>,
+    ) -> Vec<f32> {
+        debug_assert!(terms.windows(2).all(|w| w[0].0 < w[1].0));
         let stats = self.stats(allowed);
         if terms.is_empty() || stats.n_docs == 0 {
             return vec![0.0; docs.len()];
@@ -1042,9 +1108,9 @@ impl Bm25Index {
         let k1p1 = f64::from(self.params.k1) + 1.0;
         let weights: Vec<(u32, f32)> = terms
             .iter()
-            .map(|&(t, count)| {
+            .map(|&(t, times)| {
                 let df = Self::df(&self.postings[t as usize], allowed);
-                (t, (f64::from(count) * Self::idf(&stats, df) * k1p1) as f32)
+                (t, (times * Self::idf(&stats, df) * k1p1) as f32)
             })
             .collect();
         let (c1, c2) = self.norm_consts(&stats);
@@ -1609,6 +1675,74 @@ mod tests {
                     prop_assert!(rel_close(f64::from(sc), want), "score doc {}: {} vs {}", d, sc, want);
                 }
             }
+        }
+
+        /// Terms weighing any real multiple score as that multiple of their
+        /// BM25 parts, searched and scored; whole-number weights rank exactly
+        /// as the same counts do.
+        #[test]
+        fn weighted_terms_score_as_their_weighted_parts(
+            ops in proptest::collection::vec(op(), 1..60),
+            terms in proptest::collection::vec((word(), 0.05f64..3.0), 1..5),
+            k in 1usize..12,
+        ) {
+            let mut ix = Bm25Index::new(Bm25Params::default()).unwrap();
+            let params = Bm25Params::default();
+            let mut reference = Reference { k1: f64::from(params.k1), b: f64::from(params.b), docs: BTreeMap::new() };
+            for op in &ops {
+                match op {
+                    Op::Add(d, toks) => {
+                        ix.add(*d, toks);
+                        reference.docs.insert(*d, toks.clone());
+                    }
+                    Op::Remove(d) => {
+                        ix.remove(*d);
+                        reference.docs.remove(d);
+                    }
+                }
+            }
+            let mut weighted: Vec<(u32, f64)> = Vec::new();
+            let mut all: BTreeMap<u64, f64> = BTreeMap::new();
+            for (t, w) in &terms {
+                let Some(id) = ix.term_id(t) else { continue };
+                if weighted.iter().any(|&(x, _)| x == id) {
+                    continue;
+                }
+                weighted.push((id, *w));
+                for (d, sc) in reference.scores(std::slice::from_ref(t)) {
+                    *all.entry(d).or_insert(0.0) += w * sc;
+                }
+            }
+            weighted.sort_by_key(|&(id, _)| id);
+            let got = ix.search_weighted_scoped(&weighted, k, None);
+            let want = all.values().filter(|&&s| s > 0.0).count().min(k);
+            prop_assert_eq!(got.len(), want);
+            for &(d, s) in &got {
+                prop_assert!(rel_close(f64::from(s), all[&d]), "doc {}: {} vs {}", d, s, all[&d]);
+            }
+            if let Some(&(_, last)) = got.last() {
+                let chosen: std::collections::BTreeSet<u64> = got.iter().map(|x| x.0).collect();
+                for (&d, &sc) in &all {
+                    if !chosen.contains(&d) {
+                        prop_assert!(sc <= f64::from(last) || rel_close(sc, f64::from(last)));
+                    }
+                }
+            }
+            let ids: Vec<u64> = (0..26).collect();
+            for (&d, &sc) in ids.iter().zip(&ix.score_weighted_scoped(&weighted, &ids, None)) {
+                let want = all.get(&d).copied().unwrap_or(0.0);
+                prop_assert!(rel_close(f64::from(sc), want), "score doc {}: {} vs {}", d, sc, want);
+            }
+            let counted: Vec<(u32, u32)> = weighted.iter().map(|&(t, _)| (t, 2)).collect();
+            let as_weights: Vec<(u32, f64)> = weighted.iter().map(|&(t, _)| (t, 2.0)).collect();
+            prop_assert_eq!(
+                ix.search_terms_scoped(&counted, k, None, None),
+                ix.search_weighted_scoped(&as_weights, k, None)
+            );
+            prop_assert_eq!(
+                ix.score_terms_scoped(&counted, &ids, None),
+                ix.score_weighted_scoped(&as_weights, &ids, None)
+            );
         }
 
         #[test]

@@ -31,6 +31,7 @@ pub mod passages;
 pub mod patterns;
 pub mod query_plan;
 pub mod read;
+pub mod related;
 pub mod signals;
 pub mod snapshot;
 pub mod store;

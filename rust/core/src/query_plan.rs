@@ -18,7 +18,9 @@ use crate::error::Result;
 use crate::filter::Allowed;
 use crate::fusion::rrf;
 use crate::read::SessionQuery;
+use crate::related::{self, ExpandConfig};
 use crate::store::MemoryStore;
+use crate::text::QUERY_TIME_WORDS;
 use crate::types::NodeId;
 
 /// Words that frame a question about a conversation rather than carry its
@@ -51,6 +53,9 @@ pub struct PlanConfig {
     pub pool: usize,
     /// The reciprocal-rank fusion constant.
     pub kappa: f64,
+    /// How the lexical ranking the anchors fuse widens rare query words
+    /// (`related_terms`).
+    pub expand: ExpandConfig,
 }
 
 /// What a query fixes (see the module).
@@ -78,6 +83,127 @@ pub struct QueryPlan {
 }
 
 impl MemoryStore {
+    /// The related terms a query's rare words add to its lexical ranking,
+    /// as (term id, weight): for each query word that at most
+    /// `max_df_share` of the searched nodes hold (or none), its related
+    /// words (`related::table`) at least `min_similarity` alike whose terms
+    /// the searched nodes hold and the query does not, the `per_word` most
+    /// similar, each weighing `weight` times its similarity (a term reached
+    /// from two words keeps the larger), as (term, weight) in term order.
+    /// Empty when `cfg` is off.
+    pub fn related_terms(
+        &self,
+        text: &str,
+        terms: &[String],
+        allowed: Option<&Allowed>,
+        cfg: &ExpandConfig,
+    ) -> Vec<(String, f64)> {
+        if !cfg.enabled || terms.is_empty() {
+            return Vec::new();
+        }
+        let n = self.bm25.n_docs_scoped(allowed);
+        if n == 0 {
+            return Vec::new();
+        }
+        let tokenizer = self.tokenizer();
+        let own: HashSet<&str> = terms.iter().map(String::as_str).collect();
+        let df = |term: &str| {
+            self.bm25
+                .term_id(term)
+                .map_or(0, |id| self.bm25.term_df_scoped(id, allowed))
+        };
+        let mut out: Vec<(String, f64)> = Vec::new();
+        let mut seen_words: HashSet<String> = HashSet::new();
+        for word in unicode_segmentation::UnicodeSegmentation::unicode_words(text) {
+            if !word.is_ascii()
+                || QUERY_TIME_WORDS
+                    .iter()
+                    .any(|w| word.eq_ignore_ascii_case(w))
+            {
+                continue;
+            }
+            let lower = word.to_ascii_lowercase();
+            if !seen_words.insert(lower.clone()) {
+                continue;
+            }
+            // the word's own term: a stopword has none
+            let Some(stem) = tokenizer.tokenize(&lower).into_iter().next() else {
+                continue;
+            };
+            if df(&stem) as f64 > cfg.max_df_share * n as f64 {
+                continue;
+            }
+            let mut taken = 0;
+            for (related, similarity) in related::table().related(&lower) {
+                if taken == cfg.per_word || similarity < cfg.min_similarity {
+                    break;
+                }
+                let Some(term) = tokenizer.tokenize(related).into_iter().next() else {
+                    continue;
+                };
+                if own.contains(term.as_str()) || term == stem {
+                    continue;
+                }
+                if df(&term) == 0 {
+                    continue;
+                }
+                let weight = cfg.weight * similarity;
+                match out.iter_mut().find(|(t, _)| *t == term) {
+                    Some((_, w)) => *w = w.max(weight),
+                    None => {
+                        out.push((term, weight));
+                        taken += 1;
+                    }
+                }
+            }
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    /// A query's lexical terms as (term id, weight), by id: its own terms
+    /// (`query_tokens`) weighing their counts, and `related` terms
+    /// (`related_terms`) the index holds and the query does not.
+    pub(crate) fn lexical_terms(
+        &self,
+        tokens: &[String],
+        related: &[(String, f64)],
+    ) -> Vec<(u32, f64)> {
+        let mut out: Vec<(u32, f64)> = self
+            .bm25
+            .query_terms(tokens)
+            .into_iter()
+            .map(|(id, count)| (id, f64::from(count)))
+            .collect();
+        let own = out.len();
+        for (term, weight) in related {
+            if let Some(id) = self.bm25.term_id(term) {
+                if !out[..own].iter().any(|&(t, _)| t == id) {
+                    out.push((id, *weight));
+                }
+            }
+        }
+        out.sort_by_key(|&(id, _)| id);
+        out.dedup_by_key(|&mut (id, _)| id);
+        out
+    }
+
+    /// BM25 scores of `ids` for the query `text` widened by its `related`
+    /// terms (`lexical_scores_scoped` when there are none).
+    pub fn lexical_scores_related(
+        &self,
+        text: &str,
+        related: &[(String, f64)],
+        ids: &[NodeId],
+        allowed: Option<&Allowed>,
+    ) -> Vec<f32> {
+        if related.is_empty() {
+            return self.lexical_scores_scoped(text, ids, allowed);
+        }
+        let terms = self.lexical_terms(&self.query_tokens(text), related);
+        self.bm25.score_weighted_scoped(&terms, ids, allowed)
+    }
+
     /// The plan of the query `text` with its `vector`, among the `allowed`
     /// nodes; `people`: the speakers the memory knows (lower-cased, sorted);
     /// `now`: the time relative expressions are read against. A vector of
@@ -96,7 +222,16 @@ impl MemoryStore {
         let cues = cues::query_time_cues_scanned(text, now, &scan)?;
         // what is asked about: the query's terms (no time words), read once
         let terms = self.query_tokens(text);
-        let lexical = self.search_terms_scoped(&terms, cfg.depth, allowed);
+        // the rare words' related terms widen the lexical ranking and every
+        // lexical signal the session reads (`related_terms`)
+        let related = self.related_terms(text, &terms, allowed, &cfg.expand);
+        let lexical = if related.is_empty() {
+            self.search_terms_scoped(&terms, cfg.depth, allowed)
+        } else {
+            let weighted = self.lexical_terms(&terms, &related);
+            self.bm25
+                .search_weighted_scoped(&weighted, cfg.depth, allowed)
+        };
         let dense = self.search_vector_scoped(vector, cfg.depth, allowed)?;
         let lexical_ranked: Vec<NodeId> = lexical.iter().map(|&(id, _)| id).collect();
         let vector_ranked: Vec<NodeId> = dense.iter().map(|&(id, _)| id).collect();
@@ -140,6 +275,7 @@ impl MemoryStore {
         let asks_when = cues::asks_for_a_time(&cues);
         let session = SessionQuery {
             text: text.to_owned(),
+            related,
             vector: vector.to_vec(),
             lexical_ranked,
             vector_ranked,
@@ -270,6 +406,7 @@ mod tests {
             depth: 5,
             pool: 3,
             kappa: 60.0,
+            expand: ExpandConfig::default(),
         };
         let people = vec!["caroline".to_owned(), "melanie".to_owned()];
         let q = "What did Caroline say about painting in Oregon?";
@@ -298,6 +435,74 @@ mod tests {
         // a memory that knows no speaker asks about every name
         let plan = s.plan_query(q, &[1.0, 0.0], &cfg, None, None, &[]).unwrap();
         assert_eq!(plan.asked, ["caroline", "oregon"]);
+    }
+
+    /// A rare query word is widened with its related words the memory
+    /// holds ("work" finds "job"), and the plan's lexical ranking puts the
+    /// turn that says "job" first; a word many turns hold is not widened; switched off, the
+    /// lexical ranking is the query's own terms'.
+    #[test]
+    fn rare_query_words_find_their_related_words() {
+        use crate::ops::NewNode;
+        use crate::store::StoreConfig;
+        let mut s = MemoryStore::new(StoreConfig::new(2)).unwrap();
+        let flat = s
+            .add_node(NewNode::new(
+                "Lena found a flat near the river.",
+                vec![0.0, 1.0],
+            ))
+            .unwrap();
+        let job = s
+            .add_node(NewNode::new(
+                "Lena has a new job at a marine lab.",
+                vec![0.0, 1.0],
+            ))
+            .unwrap();
+        let query = "Where does Lena work?";
+        let terms = s.query_tokens(query);
+        let on = ExpandConfig::default();
+        let related = s.related_terms(query, &terms, None, &on);
+        assert!(
+            related
+                .iter()
+                .any(|(t, w)| t == "job" && *w > 0.3 && *w <= on.weight),
+            "{related:?}"
+        );
+        assert!(related.iter().all(|(t, _)| !terms.contains(t)));
+        let cfg = |expand| PlanConfig {
+            depth: 5,
+            pool: 5,
+            kappa: 60.0,
+            expand,
+        };
+        let plan = s
+            .plan_query(query, &[1.0, 0.0], &cfg(on), None, None, &[])
+            .unwrap();
+        assert_eq!(plan.session.lexical_ranked[0], job);
+        // off: "lena" alone ranks both, the shorter text first
+        let off = ExpandConfig {
+            enabled: false,
+            ..on
+        };
+        assert!(s.related_terms(query, &terms, None, &off).is_empty());
+        let plain = s
+            .plan_query(query, &[1.0, 0.0], &cfg(off), None, None, &[])
+            .unwrap();
+        assert_eq!(
+            plain.session.lexical_ranked,
+            s.search_lexical(query, 5)
+                .iter()
+                .map(|&(id, _)| id)
+                .collect::<Vec<_>>()
+        );
+        assert!(plain.session.related.is_empty());
+        let _ = flat;
+        // "work" in half the turns is common here: not widened
+        s.add_node(NewNode::new("I work from home.", vec![0.0, 1.0]))
+            .unwrap();
+        assert!(s
+            .related_terms(query, &s.query_tokens(query), None, &on)
+            .is_empty());
     }
 
     /// A query that asks only what holds now asks for no time: the turns
@@ -348,6 +553,7 @@ mod tests {
             depth: 5,
             pool: 3,
             kappa: 60.0,
+            expand: ExpandConfig::default(),
         };
         let plan = s
             .plan_query(
@@ -374,6 +580,7 @@ mod tests {
             depth: 5,
             pool: 3,
             kappa: 60.0,
+            expand: ExpandConfig::default(),
         };
         let time = |q: &str| {
             s.plan_query(q, &[1.0, 0.0], &cfg, None, None, &[])

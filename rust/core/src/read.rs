@@ -41,6 +41,9 @@ pub const FACT_COLUMNS: [&str; 4] = [
 #[derive(Clone, Debug)]
 pub struct SessionQuery {
     pub text: String,
+    /// The related terms that widen the query's lexical match
+    /// (`MemoryStore::related_terms`; empty: its own terms only).
+    pub related: Vec<(String, f64)>,
     /// The query vector; the pool's feedback moves it (see the module).
     pub vector: Vec<f32>,
     /// The lexical and vector rankings the anchors came from, best first.
@@ -671,6 +674,7 @@ impl ReadSession {
     ) -> Result<SignalBlock> {
         let sq = SignalQuery {
             text: &q.text,
+            related: &q.related,
             vector: &q.vector,
             lexical_ranked: &q.lexical_ranked,
             vector_ranked: &q.vector_ranked,
@@ -861,7 +865,7 @@ impl ReadSession {
             .take(plan.window_scan)
             .collect();
         let lex: Vec<f64> = store
-            .lexical_scores_scoped(&self.query.text, &scanned, allowed)
+            .lexical_scores_related(&self.query.text, &self.query.related, &scanned, allowed)
             .into_iter()
             .map(f64::from)
             .collect();
@@ -976,6 +980,7 @@ mod tests {
     fn session(text: &str, vector: Vec<f32>, time: TimeQuery) -> ReadSession {
         ReadSession::new(SessionQuery {
             text: text.into(),
+            related: Vec::new(),
             vector,
             lexical_ranked: Vec::new(),
             vector_ranked: Vec::new(),

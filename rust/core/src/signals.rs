@@ -42,6 +42,8 @@ pub const SIGNAL_COLUMNS: [&str; 16] = [
 #[derive(Clone, Debug)]
 pub struct SignalQuery<'a> {
     pub text: &'a str,
+    /// Related terms widening the lexical match (`SessionQuery::related`).
+    pub related: &'a [(String, f64)],
     pub vector: &'a [f32],
     /// The lexical and vector rankings the query's anchors came from, best first.
     pub lexical_ranked: &'a [NodeId],
@@ -148,7 +150,7 @@ impl MemoryStore {
             .map(|&id| self.require(id))
             .collect::<Result<Vec<_>>>()?;
         let unit = VectorIndex::normalize(q.vector);
-        let lexical = self.lexical_scores_scoped(q.text, ids, allowed);
+        let lexical = self.lexical_scores_related(q.text, q.related, ids, allowed);
         let times = self.time_matches(ids, q.time);
         let styles = self.styles(ids, style_basis);
         let (lex_rank, vec_rank) = (ranks(q.lexical_ranked), ranks(q.vector_ranked));
@@ -222,6 +224,7 @@ mod tests {
         let q = SignalQuery {
             text: "cello",
             vector: &[1.0, 1.0],
+            related: &[],
             lexical_ranked: &[a],
             vector_ranked: &[b, a],
             best_lexical: 0.0,

@@ -186,6 +186,7 @@ impl ReadSession {
             .py()?;
         let query = SessionQuery {
             text,
+            related: Vec::new(),
             vector,
             lexical_ranked,
             vector_ranked,
@@ -220,12 +221,14 @@ impl ReadSession {
     /// tokens. `depth`: how many nodes each ranking reads; `pool`: how many
     /// fused anchors are kept; `kappa`: the fusion constant; `now`: the time
     /// relative expressions are read against; `people`: the speakers the
-    /// memory knows (lower-cased); `allowed`: the scope. Returns (session,
+    /// memory knows (lower-cased); `allowed`: the scope; `related_words`:
+    /// the anchors' lexical ranking also reads the rare query words' related
+    /// words (`jevmem_core::related`). Returns (session,
     /// fused ids, fused scores, passage hits, named entities, the people
     /// among them, `query_time_cues`' tuple, first person, asks for help).
     /// A vector of the wrong size or a bad `now` raises InvalidInputError.
     #[staticmethod]
-    #[pyo3(signature = (store, text, vector, *, depth, pool, kappa, now = None, people = None, allowed = None))]
+    #[pyo3(signature = (store, text, vector, *, depth, pool, kappa, now = None, people = None, allowed = None, related_words = true))]
     fn plan(
         py: Python<'_>,
         store: Py<MemoryStore>,
@@ -237,12 +240,21 @@ impl ReadSession {
         now: Option<i64>,
         people: Option<Vec<String>>,
         allowed: Option<Py<Allowed>>,
+        related_words: bool,
     ) -> PyResult<PlanTuple> {
         let vector = vector.as_array().to_vec();
         let mut people = people.unwrap_or_default();
         people.sort();
         people.dedup();
-        let cfg = QueryPlanConfig { depth, pool, kappa };
+        let cfg = QueryPlanConfig {
+            depth,
+            pool,
+            kappa,
+            expand: jevmem_core::related::ExpandConfig {
+                enabled: related_words,
+                ..Default::default()
+            },
+        };
         let scope = allowed.as_ref().map(|a| a.get().inner.clone());
         let plan = store
             .get()

@@ -1120,6 +1120,29 @@ impl MemoryStore {
         ranked_arrays(py, ranked)
     }
 
+    /// The related terms a query's rare words add to the lexical match of a
+    /// search (`jevmem_core::related`, the default settings): (term,
+    /// weight) pairs in term order; a query term weighs 1. Empty when no
+    /// query word is rare here or none of its related words is held.
+    #[pyo3(signature = (query, *, allowed = None))]
+    fn related_terms(
+        &self,
+        py: Python<'_>,
+        query: String,
+        allowed: Option<PyRef<'_, Allowed>>,
+    ) -> Vec<(String, f64)> {
+        let allowed = allowed_arg(allowed);
+        self.read(py, |s| {
+            let terms = s.query_tokens(&query);
+            s.related_terms(
+                &query,
+                &terms,
+                allowed.as_deref(),
+                &jevmem_core::related::ExpandConfig::default(),
+            )
+        })
+    }
+
     /// Cosine ranking of a query embedding: (ids, similarities) arrays, best first.
     #[pyo3(signature = (query, k = 10, *, allowed = None))]
     fn search_vector<'py>(
@@ -1524,6 +1547,7 @@ impl MemoryStore {
         let allowed: Option<&Allowed> = allowed.as_deref();
         let query = SignalQuery {
             text: &text,
+            related: &[],
             vector: &q,
             lexical_ranked: &lexical_ranked,
             vector_ranked: &vector_ranked,
