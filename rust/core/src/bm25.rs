@@ -726,6 +726,19 @@ impl Bm25Index {
         k: usize,
         allowed: Option<&Allowed>,
     ) -> Vec<(NodeId, f32)> {
+        self.search_multiples(query.iter().copied(), k, allowed, None)
+    }
+
+    /// The top `k` of terms weighing the given multiples (see
+    /// `terms_weighted_by`), among the documents `allowed` and `accept` let
+    /// through.
+    fn search_multiples(
+        &self,
+        query: impl Iterator<Item = (u32, f64)>,
+        k: usize,
+        allowed: Option<&Allowed>,
+        accept: Option<&dyn Fn(NodeId) -> bool>,
+    ) -> Vec<(NodeId, f32)> {
         if k == 0 || self.n_docs == 0 {
             return Vec::new();
         }
@@ -733,12 +746,13 @@ impl Bm25Index {
         if stats.n_docs == 0 {
             return Vec::new();
         }
+        // no more results than documents, whatever the caller asked for
         let k = k.min(stats.n_docs);
-        let terms = self.terms_weighted_by(query.iter().copied(), allowed, &stats);
+        let terms = self.terms_weighted_by(query, allowed, &stats);
         if terms.is_empty() {
             return Vec::new();
         }
-        self.ranked(&terms, k, allowed, None, &stats)
+        self.ranked(&terms, k, allowed, accept, &stats)
     }
 
     /// How many of the allowed documents hold term `id`.
@@ -791,20 +805,8 @@ impl Bm25Index {
         allowed: Option<&Allowed>,
         accept: Option<&dyn Fn(NodeId) -> bool>,
     ) -> Vec<(NodeId, f32)> {
-        if k == 0 || self.n_docs == 0 {
-            return Vec::new();
-        }
-        let stats = self.stats(allowed);
-        if stats.n_docs == 0 {
-            return Vec::new();
-        }
-        // no more results than documents, whatever the caller asked for
-        let k = k.min(stats.n_docs);
-        let terms = self.weighted_terms(query, allowed, &stats);
-        if terms.is_empty() {
-            return Vec::new();
-        }
-        self.ranked(&terms, k, allowed, accept, &stats)
+        let counts = query.iter().map(|&(id, count)| (id, f64::from(count)));
+        self.search_multiples(counts, k, allowed, accept)
     }
 
     /// The top `k` of weighted `terms` among the documents `allowed` and
