@@ -83,8 +83,8 @@ pub struct QueryPlan {
 }
 
 impl MemoryStore {
-    /// The related terms a query's rare words add to its lexical ranking,
-    /// as (term id, weight): for each query word that at most
+    /// The related terms a query's rare words add to its lexical match: for
+    /// each query word that at most
     /// `max_df_share` of the searched nodes hold (or none), its related
     /// words (`related::table`) at least `min_similarity` alike whose terms
     /// the searched nodes hold and the query does not, the `per_word` most
