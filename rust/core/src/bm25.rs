@@ -1593,6 +1593,30 @@ mod tests {
         ]
     }
 
+    /// An index and its reference after `ops`, each removal's answer and
+    /// the size after each step checked against the reference.
+    fn indexed(params: Bm25Params, ops: &[Op]) -> Result<(Bm25Index, Reference), TestCaseError> {
+        let mut ix = Bm25Index::new(params).unwrap();
+        let mut reference = Reference {
+            k1: f64::from(params.k1),
+            b: f64::from(params.b),
+            docs: BTreeMap::new(),
+        };
+        for op in ops {
+            match op {
+                Op::Add(d, toks) => {
+                    ix.add(*d, toks);
+                    reference.docs.insert(*d, toks.clone());
+                }
+                Op::Remove(d) => {
+                    prop_assert_eq!(ix.remove(*d), reference.docs.remove(d).is_some());
+                }
+            }
+            prop_assert_eq!(ix.len(), reference.docs.len());
+        }
+        Ok((ix, reference))
+    }
+
     fn rel_close(a: f64, b: f64) -> bool {
         (a - b).abs() <= 1e-4 * a.abs().max(b.abs()).max(1e-6)
     }
@@ -1608,20 +1632,7 @@ mod tests {
             queries in proptest::collection::vec(
                 (proptest::collection::vec(word(), 0..5), 1usize..12, 0u64..4), 1..6),
         ) {
-            let mut ix = Bm25Index::new(Bm25Params { k1, b }).unwrap();
-            let mut reference = Reference { k1: f64::from(k1), b: f64::from(b), docs: BTreeMap::new() };
-            for op in &ops {
-                match op {
-                    Op::Add(d, toks) => {
-                        ix.add(*d, toks);
-                        reference.docs.insert(*d, toks.clone());
-                    }
-                    Op::Remove(d) => {
-                        prop_assert_eq!(ix.remove(*d), reference.docs.remove(d).is_some());
-                    }
-                }
-                prop_assert_eq!(ix.len(), reference.docs.len());
-            }
+            let (ix, reference) = indexed(Bm25Params { k1, b }, &ops)?;
             for d in 0..24 {
                 prop_assert_eq!(ix.contains(d), reference.docs.contains_key(&d));
             }
@@ -1688,21 +1699,7 @@ mod tests {
             terms in proptest::collection::vec((word(), 0.05f64..3.0), 1..5),
             k in 1usize..12,
         ) {
-            let mut ix = Bm25Index::new(Bm25Params::default()).unwrap();
-            let params = Bm25Params::default();
-            let mut reference = Reference { k1: f64::from(params.k1), b: f64::from(params.b), docs: BTreeMap::new() };
-            for op in &ops {
-                match op {
-                    Op::Add(d, toks) => {
-                        ix.add(*d, toks);
-                        reference.docs.insert(*d, toks.clone());
-                    }
-                    Op::Remove(d) => {
-                        ix.remove(*d);
-                        reference.docs.remove(d);
-                    }
-                }
-            }
+            let (ix, reference) = indexed(Bm25Params::default(), &ops)?;
             let mut weighted: Vec<(u32, f64)> = Vec::new();
             let mut all: BTreeMap<u64, f64> = BTreeMap::new();
             for (t, w) in &terms {
