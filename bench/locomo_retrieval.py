@@ -54,6 +54,8 @@ from jevmem.evaluation import (
     ANSWERABLE,
     CATEGORIES,
     aggregate,
+    as_blocks,
+    as_messages,
     auroc,
     conversation_inputs,
     load_samples,
@@ -269,6 +271,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.limit_conversations is not None:
         samples = samples[: args.limit_conversations]
     convs, report = load_samples(samples)  # the drop report covers the conversations run
+    if args.style != "turns":
+        restyle = as_messages if args.style == "messages" else as_blocks
+        convs = [restyle(c) for c in convs]
     emb = make_embedder(args.embedder, args.threads)
     modes: list[str] = args.modes or (
         list(BaselineMemory.modes) if args.backend == "baseline" else list(ALL_MODES)
@@ -443,6 +448,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "dropped_summary": report.summary(),
         "backend": args.backend,
         "speaker_in_text": args.speaker_in_text,
+        "style": args.style,
         "embedder": repr(emb),
         "data": str(args.data),
         "conversations": len(convs),
@@ -466,7 +472,7 @@ def markdown(result: dict[str, Any]) -> str:
     lines = [f"`{result['command']}`", ""]
     lines.append(
         f"backend {result['backend']}, embedder {result['embedder']}, "
-        f"speaker in text: {result['speaker_in_text']}, "
+        f"speaker in text: {result['speaker_in_text']}, style: {result.get('style', 'turns')}, "
         f"{result['conversations']} conversations, {result['turns']} turns, "
         f"{result['questions']} questions; {result['machine']}"
     )
@@ -565,6 +571,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--speaker-in-text",
         action="store_true",
         help='node text "<speaker>: <turn text>" instead of the bare turn text (experiment)',
+    )
+    ap.add_argument(
+        "--style",
+        choices=("turns", "messages", "blocks"),
+        default="turns",
+        help="turns: one node per turn; messages: each turn a burst of short messages "
+        "(jevmem.evaluation.as_messages); blocks: a session's turns packed into long "
+        "observations (as_blocks): styles neither development set has",
     )
     ap.add_argument(
         "--no-embed-split",

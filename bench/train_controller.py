@@ -72,8 +72,20 @@ from jevmem.controller.learned import (
     hand_answers,
 )
 from jevmem.controller.types import DecisionRequest, NoulAnswer
-from jevmem.evaluation import ADVERSARIAL, ANSWERABLE, auroc, conversation_inputs, load_samples
+from jevmem.evaluation import (
+    ADVERSARIAL,
+    ANSWERABLE,
+    as_blocks,
+    as_messages,
+    auroc,
+    conversation_inputs,
+    hits_at_k,
+    load_samples,
+)
 from jevmem.plane.config import ANCHOR_RELEVANCE_WEIGHT
+
+#: The forms a conversation is trained on (``--styles``).
+RESTYLE = {"turns": lambda c: c, "messages": as_messages, "blocks": as_blocks}
 
 Array = npt.NDArray[np.float64]
 #: each question's first row in stacked candidate rows
@@ -154,7 +166,7 @@ def query_rows(built: Built, qa: Any, rec: Recorder) -> QueryRows:
         for i, c in enumerate(cands):
             d = built.dia_of.get(int(c["id"]), "")
             dia.append(d)
-            labels.append(1.0 if d in qa.evidence else 0.0)
+            labels.append(1.0 if any(t in qa.evidence for t in d.split(",")) else 0.0)
             anchor.append(is_anchor)
             rel = hand_value(got, f"candidate_{i}_relevance")
             sup = hand_value(got, f"candidate_{i}_support")
@@ -179,7 +191,7 @@ def build_all(args: argparse.Namespace) -> list[Built]:
     for path in args.data:
         convs, _report = load_samples(json.loads(Path(path).read_text()))
         convs = convs[: args.limit_conversations or None]
-        for conv in convs:
+        for conv, style in ((RESTYLE[st](c), st) for c in convs for st in args.styles):
             texts, ts, spk, provs = conversation_inputs(conv)
             store = jevmem.MemoryStore(emb.dim, max_text_bytes=MAX_TEXT_BYTES)
             mem = jevmem.Memory(
@@ -190,7 +202,8 @@ def build_all(args: argparse.Namespace) -> list[Built]:
             if cache is not None:
                 cache.flush()
             mem.embedder = emb
-            b = Built(Path(path).stem, conv.sample_id, mem, list(conv.qas))
+            name = Path(path).stem + ("" if style == "turns" else f"+{style}")
+            b = Built(name, conv.sample_id, mem, list(conv.qas))
             b.dia_of = {i: p["dia_id"] for i, p in zip(ids, provs, strict=True)}
             out.append(b)
             log(
@@ -211,10 +224,8 @@ def record(built: list[Built], controller_for: Any, k: int) -> tuple[list[QueryR
             rec.clear()
             res = b.memory.search(qa.question, k=k, mode="full")
             rows.append(query_rows(b, qa, rec))
-            got = [e.provenance.get("dia_id") for e in res.evidence[:10]]
-            recall = (
-                sum(1 for g in qa.evidence if g in got) / len(qa.evidence) if qa.evidence else None
-            )
+            found = hits_at_k([e.provenance.get("dia_id") for e in res.evidence], qa.evidence, 10)
+            recall = found.recall if qa.evidence else None
             last = rec.assessments[-1] if rec.assessments else None
             ends.append((b.dataset, b.conversation, qa.category, recall, last))
         b.memory.controller = jevmem.LocalController()
@@ -447,19 +458,29 @@ def pool_recall(rows: list[QueryRows], score_of: Any, k: int = 10) -> float | No
         scores = np.asarray(score_of(r))[mask]
         dias = [d for d, m in zip(r.dia, mask, strict=True) if m]
         order = np.lexsort((np.arange(len(scores)), -scores))[:k]
-        got = {dias[i] for i in order}
+        got = {t for i in order for t in dias[i].split(",")}
         vals.append(sum(1 for g in r.gold if g in got) / len(r.gold))
     return float(np.mean(vals)) if vals else None
 
 
+def base_of(dataset: str) -> str:
+    """The data file a data set was made from (``"beam-100k+messages"`` -> ``"beam-100k"``)."""
+    return dataset.split("+", 1)[0]
+
+
 def fold_of(built: list[Built], folds: int) -> dict[tuple[str, str], int]:
-    """Conversations into ``folds`` groups, round robin within each data set."""
+    """Conversations into ``folds`` groups, round robin within each data
+    file; a conversation's restyled copies share its fold, so no fold is
+    tested on a conversation another style of it was trained on."""
     out: dict[tuple[str, str], int] = {}
+    first: dict[tuple[str, str], int] = {}
     seen: dict[str, int] = {}
     for b in built:
-        i = seen.get(b.dataset, 0)
-        out[(b.dataset, b.conversation)] = i % folds
-        seen[b.dataset] = i + 1
+        key = (base_of(b.dataset), b.conversation)
+        if key not in first:
+            first[key] = seen.get(key[0], 0) % folds
+            seen[key[0]] = seen.get(key[0], 0) + 1
+        out[(b.dataset, b.conversation)] = first[key]
     return out
 
 
@@ -522,7 +543,7 @@ def source_key(args: argparse.Namespace) -> str:
     for path in [*args.data, *sorted(pkg.rglob("*.py")), *sorted(pkg.glob("_core*"))]:
         h.update(str(path.name).encode())
         h.update(Path(path).read_bytes())
-    h.update(repr((args.embedder, args.k, args.limit_conversations)).encode())
+    h.update(repr((args.embedder, args.k, args.limit_conversations, args.styles)).encode())
     return h.hexdigest()
 
 
@@ -571,15 +592,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             continue
         fold_fits[f] = fit_members(*stack(train), **kw)
         log(f"  fold {f}: fitted on {len(train)} questions")
+    lodo_fits: dict[str, Fit] = {}
     for d in datasets:
         test = [r for r in rows if r.dataset == d]
         held_pool[d]["hand"] = pool_recall(test, lambda r: r.hand)
         held_pool[d]["learned_by_conversation"] = pool_recall(
             test, lambda r: learned_score(fold_fits[folds[(r.dataset, r.conversation)]], r)
         )
-        others = [r for r in rows if r.dataset != d]
+        others = [r for r in rows if base_of(r.dataset) != base_of(d)]
         if others:
-            lodo = fit_members(*stack(others), **kw)
+            # one fit per data file left out, whatever its styles
+            if base_of(d) not in lodo_fits:
+                lodo_fits[base_of(d)] = fit_members(*stack(others), **kw)
+            lodo = lodo_fits[base_of(d)]
             held_pool[d]["learned_other_dataset_only"] = pool_recall(
                 test, lambda r, fit=lodo: learned_score(fit, r)
             )
@@ -713,9 +738,21 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="keep the relevance head non-decreasing in the match signals (MATCH_FEATURES)",
     )
+    ap.add_argument(
+        "--styles",
+        type=lambda v: [x.strip() for x in v.split(",") if x.strip()],
+        default=["turns"],
+        help="comma-separated, from turns,messages,blocks: each conversation is also "
+        "trained on in these restyled forms (jevmem.evaluation.as_messages, as_blocks), "
+        "each a data set of its own",
+    )
     ap.add_argument("--k", type=int, default=20)
     ap.add_argument("--version", default="1")
-    return ap.parse_args(argv)
+    args = ap.parse_args(argv)
+    for style in args.styles:
+        if style not in RESTYLE:
+            ap.error(f"unknown style {style!r}; expected some of {','.join(RESTYLE)}")
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:

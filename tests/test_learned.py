@@ -320,6 +320,42 @@ def test_training_script_runs_on_a_small_synthetic_set(tmp_path: Path, monotone:
         assert head_rises_in(model.heads["score.relevance"], MATCH_FEATURES)
 
 
+def test_training_script_trains_on_restyled_conversations(tmp_path: Path) -> None:
+    data = [synthetic_conversation(f"chats-{i}", 30 + i) for i in range(2)]
+    (tmp_path / "chats.json").write_text(json.dumps(data))
+    report = tmp_path / "report.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "train_controller.py"),
+            *("--data", str(tmp_path / "chats.json"), "--embedder", "hash"),
+            *("--styles", "turns,messages,blocks", "--folds", "2", "--epochs", "20"),
+            *("--report", str(report)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rep = json.loads(report.read_text())
+    # each style a data set of its own, with the same questions
+    assert rep["datasets"] == ["chats", "chats+blocks", "chats+messages"]
+    assert rep["questions"] == {"chats": 16, "chats+blocks": 16, "chats+messages": 16}
+    for row in rep["held_out_full_recall@10"].values():
+        assert row["hand"] is not None and 0.0 <= row["hand"] <= 1.0
+    bad = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "train_controller.py"),
+            *("--data", str(tmp_path / "chats.json"), "--styles", "turns,pages"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert bad.returncode == 2 and "unknown style 'pages'" in bad.stderr
+
+
 def head_rises_in(head: Head, names: Sequence[str], seed: int = 0) -> bool:
     """Whether raising any one of ``names`` in random feature rows never
     lowers the head's logit (the rest held)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -282,6 +283,9 @@ def test_hits_at_k() -> None:
     assert math.isnan(h.recall) and not h.all and not h.any
     # a gold id listed twice counts once
     assert ev.hits_at_k(retrieved, ["D1:1", "D1:1"], 1).recall == 1.0
+    # a node that holds several turns (as_blocks) counts for each of them
+    h = ev.hits_at_k(["D1:1,D1:2", "D2:1"], ["D1:2", "D2:1", "D1:1"], 1)
+    assert (h.found, h.gold) == (2, 3)
 
 
 def test_aggregate_by_hand() -> None:
@@ -364,6 +368,109 @@ def test_conversation_inputs() -> None:
     assert provs[3] == {"dia_id": "D2:1", "session": "2", "speaker": "Bob", "sample_id": "conv-x"}
     texts, *_ = ev.conversation_inputs(conv, speaker_in_text=True)
     assert texts[0] == "Ann: I adopted a dog."
+
+
+#: where `as_messages` may cut a turn: after a sentence's end, or at a line break
+CUT = re.compile(r"[.!?]\s|\n")
+
+
+def test_as_messages_sends_each_turn_as_a_burst() -> None:
+    conv = ev.parse_conversation(
+        sample(
+            conversation={
+                "speaker_a": "Ann",
+                "speaker_b": "Bob",
+                "session_1_date_time": "1:56 pm on 8 May, 2023",
+                "session_1": [
+                    {
+                        "speaker": "Ann",
+                        "dia_id": "D1:1",
+                        "text": "I adopted a dog. His name is Rex!\nHe is three.",
+                    },
+                    {
+                        "speaker": "Bob",
+                        "dia_id": "D1:2",
+                        "text": "Look at this! A kite.",
+                        "blip_caption": "a photo of a red kite",
+                    },
+                ],
+            }
+        )
+    )
+    short = ev.as_messages(conv, max_chars=21)
+    assert [(t.dia_id, t.text) for t in short.turns] == [
+        ("D1:1", "I adopted a dog."),
+        ("D1:1", "His name is Rex!"),
+        ("D1:1", "He is three."),
+        ("D1:2", "Look at this! A kite."),
+    ]
+    # the photo goes with the burst's last message; a burst shares its turn's time
+    assert [t.blip_caption for t in short.turns] == [None, None, None, "a photo of a red kite"]
+    assert {t.timestamp for t in short.turns[:3]} == {conv.turns[0].timestamp}
+    assert [t.position for t in short.turns] == [0, 1, 2, 3]
+    assert short.qas == conv.qas
+    # a long limit packs a turn's sentences back into one message
+    assert [t.text for t in ev.as_messages(conv).turns] == [
+        "I adopted a dog. His name is Rex! He is three.",
+        "Look at this! A kite.",
+    ]
+    with pytest.raises(ValueError, match="max_chars"):
+        ev.as_messages(conv, max_chars=0)
+
+
+@given(
+    texts=st.lists(st.text(st.sampled_from("ab .!?\n"), max_size=60), min_size=1, max_size=5),
+    limit=st.integers(1, 30),
+)
+def test_as_messages_keeps_every_word_in_order(texts: list[str], limit: int) -> None:
+    turns = [{"speaker": "Ann", "dia_id": f"D1:{i + 1}", "text": t} for i, t in enumerate(texts)]
+    conv = ev.parse_conversation(
+        sample(
+            conversation={
+                "speaker_a": "Ann",
+                "speaker_b": "Bob",
+                "session_1_date_time": "1:56 pm on 8 May, 2023",
+                "session_1": turns,
+            }
+        )
+    )
+    out = ev.as_messages(conv, max_chars=limit)
+    for turn in conv.turns:
+        burst = [m for m in out.turns if m.dia_id == turn.dia_id]
+        assert burst, "every turn is sent"
+        assert " ".join(m.text for m in burst).split() == turn.text.split()
+        # a message over the limit is one sentence or line, which is never cut
+        if turn.text.split():
+            for m in burst:
+                assert len(m.text) <= limit or CUT.search(m.text) is None
+    # bursts follow the turns' order
+    order = [m.dia_id for m in out.turns]
+    assert order == sorted(order, key=lambda d: int(d.split(":")[1]))
+
+
+def test_as_blocks_packs_a_sessions_turns_into_long_observations() -> None:
+    conv = ev.parse_conversation(sample())
+    blocks = ev.as_blocks(conv, max_chars=80)
+    assert [(t.dia_id, t.text) for t in blocks.turns] == [
+        (
+            "D1:1,D1:2",
+            "Ann: I adopted a dog.\nBob: Look at this! [image: a photo of a red kite]",
+        ),
+        ("D1:3", "Ann: Nice kite."),
+        ("D2:1,D2:2", "Bob: The dog is named Rex.\nAnn: Rex is cute."),
+        ("D10:1", "Bob: Back from Rome."),
+    ]
+    # no speaker of its own, its first turn's time, the same questions
+    assert {t.speaker for t in blocks.turns} == {""}
+    assert [t.timestamp for t in blocks.turns] == [
+        conv.turn(d).timestamp for d in ("D1:1", "D1:3", "D2:1", "D10:1")
+    ]
+    assert blocks.qas == conv.qas
+    # a turn longer than the limit is a block of its own; every turn is in one block
+    one_each = ev.as_blocks(conv, max_chars=1)
+    assert [t.dia_id for t in one_each.turns] == [t.dia_id for t in conv.turns]
+    with pytest.raises(ValueError, match="max_chars"):
+        ev.as_blocks(conv, max_chars=0)
 
 
 def test_harness_end_to_end_on_baseline(tmp_path: Path) -> None:

@@ -29,7 +29,9 @@ metrics still use it.
 Into a memory. :func:`conversation_inputs` gives one conversation's node
 texts, timestamps, speakers and provenances (one node per turn) for
 ``Memory.add_batch``; search results map back to turns by
-``provenance["dia_id"]``.
+``provenance["dia_id"]``. :func:`as_messages` and :func:`as_blocks` restyle a
+conversation (each turn a burst of short messages; turns packed into long
+observations) with the same questions.
 
 Scoring (pure functions): retrieval, :func:`hits_at_k` and :func:`aggregate`
 (recall@k, all/any-evidence@10); abstention, :func:`auroc`; answers,
@@ -64,6 +66,8 @@ __all__ = [
     "Turn",
     "aggregate",
     "answer_tokens",
+    "as_blocks",
+    "as_messages",
     "auroc",
     "canonical_dia_id",
     "conversation_inputs",
@@ -363,6 +367,96 @@ def conversation_inputs(
     return texts, ts, spk, provs
 
 
+#: Where a text may be cut into messages: after a sentence's end and its
+#: spaces, or at a line break.
+_MESSAGE_CUT = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def as_messages(conv: Conversation, max_chars: int = 160) -> Conversation:
+    """The conversation as a messaging chat: each turn sent as a burst of
+    short messages (its sentences and lines, packed in order into messages
+    of at most ``max_chars`` characters; a longer sentence is one message),
+    every message keeping its turn's dia_id, speaker and time, and a shared
+    photo's caption on the burst's last message. The questions and their
+    evidence are the same, so a message found counts for its turn: a style
+    neither development set has, made from both without changing what is
+    asked (``bench/locomo_retrieval.py --style messages``)."""
+    if max_chars < 1:
+        raise ValueError("max_chars must be >= 1")
+    turns: list[Turn] = []
+    for t in conv.turns:
+        pieces = [p.strip() for p in _MESSAGE_CUT.split(t.text)]
+        messages: list[str] = []
+        for piece in pieces:
+            if not piece:
+                continue
+            if messages and len(messages[-1]) + 1 + len(piece) <= max_chars:
+                messages[-1] = f"{messages[-1]} {piece}"
+            else:
+                messages.append(piece)
+        if not messages:
+            messages = [t.text]
+        for j, text in enumerate(messages):
+            last = j == len(messages) - 1
+            turns.append(
+                Turn(
+                    dia_id=t.dia_id,
+                    speaker=t.speaker,
+                    text=text,
+                    blip_caption=t.blip_caption if last else None,
+                    session=t.session,
+                    index=t.index,
+                    position=len(turns),
+                    session_datetime=t.session_datetime,
+                    session_timestamp=t.session_timestamp,
+                )
+            )
+    return Conversation(conv.sample_id, conv.speaker_a, conv.speaker_b, tuple(turns), conv.qas)
+
+
+def as_blocks(conv: Conversation, max_chars: int = 1200) -> Conversation:
+    """The conversation as a log of long observations: each session's turns
+    packed in order into blocks of at most ``max_chars`` characters (a
+    longer turn is a block of its own), each turn a ``"<speaker>: <text>"``
+    line, a block with no speaker of its own (``speaker == ""``) and the
+    time of its first turn. A block's dia_id lists its turns' ids joined by
+    commas, and :func:`hits_at_k` counts a block found for every turn in it.
+    The questions are the same (``bench/locomo_retrieval.py --style blocks``)."""
+    if max_chars < 1:
+        raise ValueError("max_chars must be >= 1")
+    turns: list[Turn] = []
+    block: list[Turn] = []
+
+    def close() -> None:
+        if block:
+            first = block[0]
+            turns.append(
+                Turn(
+                    dia_id=",".join(t.dia_id for t in block),
+                    speaker="",
+                    text="\n".join(f"{t.speaker}: {t.memory_text}" for t in block),
+                    blip_caption=None,
+                    session=first.session,
+                    index=first.index,
+                    position=len(turns),
+                    session_datetime=first.session_datetime,
+                    session_timestamp=first.session_timestamp,
+                )
+            )
+            block.clear()
+
+    size = 0
+    for t in conv.turns:
+        line = len(t.speaker) + 2 + len(t.memory_text)
+        if block and (t.session != block[0].session or size + 1 + line > max_chars):
+            close()
+            size = 0
+        size = line if not block else size + 1 + line
+        block.append(t)
+    close()
+    return Conversation(conv.sample_id, conv.speaker_a, conv.speaker_b, tuple(turns), conv.qas)
+
+
 # --- retrieval scoring -----------------------------------------------------------------------
 
 
@@ -387,9 +481,10 @@ class Hits:
 
 
 def hits_at_k(retrieved: Sequence[str | None], gold: Iterable[str], k: int) -> Hits:
-    """Gold dia_ids among the first ``k`` retrieved (None: a node without a dia_id)."""
+    """Gold dia_ids among the first ``k`` retrieved (None: a node without a
+    dia_id; ``"D1:3,D1:4"``: a node that holds both turns, see :func:`as_blocks`)."""
     g = set(gold)
-    top = {r for r in retrieved[:k] if r is not None}
+    top = {d for r in retrieved[:k] if r is not None for d in r.split(",")}
     return Hits(len(g & top), len(g))
 
 
