@@ -324,18 +324,11 @@ def test_training_script_trains_on_restyled_conversations(tmp_path: Path) -> Non
     data = [synthetic_conversation(f"chats-{i}", 30 + i) for i in range(2)]
     (tmp_path / "chats.json").write_text(json.dumps(data))
     report = tmp_path / "report.json"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "bench" / "train_controller.py"),
-            *("--data", str(tmp_path / "chats.json"), "--embedder", "hash"),
-            *("--styles", "turns,messages,blocks", "--folds", "2", "--epochs", "20"),
-            *("--report", str(report)),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    data_arg = ("--data", str(tmp_path / "chats.json"))
+    proc = train_script(
+        *data_arg, "--embedder", "hash", "--styles", "turns,messages,blocks",
+        *("--folds", "2", "--epochs", "20", "--report", str(report)),
+    )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     rep = json.loads(report.read_text())
     # each style a data set of its own, with the same questions
@@ -343,17 +336,18 @@ def test_training_script_trains_on_restyled_conversations(tmp_path: Path) -> Non
     assert rep["questions"] == {"chats": 16, "chats+blocks": 16, "chats+messages": 16}
     for row in rep["held_out_full_recall@10"].values():
         assert row["hand"] is not None and 0.0 <= row["hand"] <= 1.0
-    bad = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "bench" / "train_controller.py"),
-            *("--data", str(tmp_path / "chats.json"), "--styles", "turns,pages"),
-        ],
+    bad = train_script(*data_arg, "--styles", "turns,pages")
+    assert bad.returncode == 2 and "unknown style 'pages'" in bad.stderr
+
+
+def train_script(*args: str) -> subprocess.CompletedProcess[str]:
+    """`bench/train_controller.py` run with ``args``, its output captured."""
+    return subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "train_controller.py"), *args],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,
     )
-    assert bad.returncode == 2 and "unknown style 'pages'" in bad.stderr
 
 
 def head_rises_in(head: Head, names: Sequence[str], seed: int = 0) -> bool:

@@ -374,28 +374,35 @@ def test_conversation_inputs() -> None:
 CUT = re.compile(r"[.!?]\s|\n")
 
 
-def test_as_messages_sends_each_turn_as_a_burst() -> None:
-    conv = ev.parse_conversation(
+def one_session(turns: list[dict[str, Any]]) -> ev.Conversation:
+    """`sample`'s conversation with ``turns`` as its one session."""
+    return ev.parse_conversation(
         sample(
             conversation={
                 "speaker_a": "Ann",
                 "speaker_b": "Bob",
                 "session_1_date_time": "1:56 pm on 8 May, 2023",
-                "session_1": [
-                    {
-                        "speaker": "Ann",
-                        "dia_id": "D1:1",
-                        "text": "I adopted a dog. His name is Rex!\nHe is three.",
-                    },
-                    {
-                        "speaker": "Bob",
-                        "dia_id": "D1:2",
-                        "text": "Look at this! A kite.",
-                        "blip_caption": "a photo of a red kite",
-                    },
-                ],
+                "session_1": turns,
             }
         )
+    )
+
+
+def test_as_messages_sends_each_turn_as_a_burst() -> None:
+    conv = one_session(
+        [
+            {
+                "speaker": "Ann",
+                "dia_id": "D1:1",
+                "text": "I adopted a dog. His name is Rex!\nHe is three.",
+            },
+            {
+                "speaker": "Bob",
+                "dia_id": "D1:2",
+                "text": "Look at this! A kite.",
+                "blip_caption": "a photo of a red kite",
+            },
+        ]
     )
     short = ev.as_messages(conv, max_chars=21)
     assert [(t.dia_id, t.text) for t in short.turns] == [
@@ -424,16 +431,7 @@ def test_as_messages_sends_each_turn_as_a_burst() -> None:
 )
 def test_as_messages_keeps_every_word_in_order(texts: list[str], limit: int) -> None:
     turns = [{"speaker": "Ann", "dia_id": f"D1:{i + 1}", "text": t} for i, t in enumerate(texts)]
-    conv = ev.parse_conversation(
-        sample(
-            conversation={
-                "speaker_a": "Ann",
-                "speaker_b": "Bob",
-                "session_1_date_time": "1:56 pm on 8 May, 2023",
-                "session_1": turns,
-            }
-        )
-    )
+    conv = one_session(turns)
     out = ev.as_messages(conv, max_chars=limit)
     for turn in conv.turns:
         burst = [m for m in out.turns if m.dia_id == turn.dia_id]
