@@ -53,9 +53,8 @@ from jevmem.evaluation import (
     ADVERSARIAL,
     ANSWERABLE,
     CATEGORIES,
+    RESTYLES,
     aggregate,
-    as_blocks,
-    as_messages,
     auroc,
     conversation_inputs,
     load_samples,
@@ -271,9 +270,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.limit_conversations is not None:
         samples = samples[: args.limit_conversations]
     convs, report = load_samples(samples)  # the drop report covers the conversations run
-    if args.style != "turns":
-        restyle = as_messages if args.style == "messages" else as_blocks
-        convs = [restyle(c) for c in convs]
+    convs = [RESTYLES[args.style](c) for c in convs]
     emb = make_embedder(args.embedder, args.threads)
     modes: list[str] = args.modes or (
         list(BaselineMemory.modes) if args.backend == "baseline" else list(ALL_MODES)
@@ -574,7 +571,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     ap.add_argument(
         "--style",
-        choices=("turns", "messages", "blocks"),
+        choices=tuple(RESTYLES),
         default="turns",
         help="turns: one node per turn; messages: each turn a burst of short messages "
         "(jevmem.evaluation.as_messages); blocks: a session's turns packed into long "

@@ -75,17 +75,14 @@ from jevmem.controller.types import DecisionRequest, NoulAnswer
 from jevmem.evaluation import (
     ADVERSARIAL,
     ANSWERABLE,
-    as_blocks,
-    as_messages,
+    RESTYLES,
     auroc,
     conversation_inputs,
     hits_at_k,
     load_samples,
+    turn_ids,
 )
 from jevmem.plane.config import ANCHOR_RELEVANCE_WEIGHT
-
-#: The forms a conversation is trained on (``--styles``).
-RESTYLE = {"turns": lambda c: c, "messages": as_messages, "blocks": as_blocks}
 
 Array = npt.NDArray[np.float64]
 #: each question's first row in stacked candidate rows
@@ -166,7 +163,7 @@ def query_rows(built: Built, qa: Any, rec: Recorder) -> QueryRows:
         for i, c in enumerate(cands):
             d = built.dia_of.get(int(c["id"]), "")
             dia.append(d)
-            labels.append(1.0 if any(t in qa.evidence for t in d.split(",")) else 0.0)
+            labels.append(1.0 if any(t in qa.evidence for t in turn_ids(d)) else 0.0)
             anchor.append(is_anchor)
             rel = hand_value(got, f"candidate_{i}_relevance")
             sup = hand_value(got, f"candidate_{i}_support")
@@ -191,7 +188,7 @@ def build_all(args: argparse.Namespace) -> list[Built]:
     for path in args.data:
         convs, _report = load_samples(json.loads(Path(path).read_text()))
         convs = convs[: args.limit_conversations or None]
-        for conv, style in ((RESTYLE[st](c), st) for c in convs for st in args.styles):
+        for conv, style in ((RESTYLES[st](c), st) for c in convs for st in args.styles):
             texts, ts, spk, provs = conversation_inputs(conv)
             store = jevmem.MemoryStore(emb.dim, max_text_bytes=MAX_TEXT_BYTES)
             mem = jevmem.Memory(
@@ -458,7 +455,7 @@ def pool_recall(rows: list[QueryRows], score_of: Any, k: int = 10) -> float | No
         scores = np.asarray(score_of(r))[mask]
         dias = [d for d, m in zip(r.dia, mask, strict=True) if m]
         order = np.lexsort((np.arange(len(scores)), -scores))[:k]
-        got = {t for i in order for t in dias[i].split(",")}
+        got = {t for i in order for t in turn_ids(dias[i])}
         vals.append(sum(1 for g in r.gold if g in got) / len(r.gold))
     return float(np.mean(vals)) if vals else None
 
@@ -750,8 +747,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--version", default="1")
     args = ap.parse_args(argv)
     for style in args.styles:
-        if style not in RESTYLE:
-            ap.error(f"unknown style {style!r}; expected some of {','.join(RESTYLE)}")
+        if style not in RESTYLES:
+            ap.error(f"unknown style {style!r}; expected some of {','.join(RESTYLES)}")
     return args
 
 

@@ -46,8 +46,8 @@ import math
 import re
 import string
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +58,7 @@ __all__ = [
     "ANSWERABLE",
     "CATEGORIES",
     "QA",
+    "RESTYLES",
     "TURN_STEP_S",
     "Conversation",
     "DropReport",
@@ -80,6 +81,7 @@ __all__ = [
     "repair_evidence",
     "session_timestamps",
     "token_f1",
+    "turn_ids",
 ]
 
 CATEGORIES = (1, 2, 3, 4, 5)
@@ -397,20 +399,8 @@ def as_messages(conv: Conversation, max_chars: int = 160) -> Conversation:
         if not messages:
             messages = [t.text]
         for j, text in enumerate(messages):
-            last = j == len(messages) - 1
-            turns.append(
-                Turn(
-                    dia_id=t.dia_id,
-                    speaker=t.speaker,
-                    text=text,
-                    blip_caption=t.blip_caption if last else None,
-                    session=t.session,
-                    index=t.index,
-                    position=len(turns),
-                    session_datetime=t.session_datetime,
-                    session_timestamp=t.session_timestamp,
-                )
-            )
+            caption = t.blip_caption if j == len(messages) - 1 else None
+            turns.append(replace(t, text=text, blip_caption=caption, position=len(turns)))
     return Conversation(conv.sample_id, conv.speaker_a, conv.speaker_b, tuple(turns), conv.qas)
 
 
@@ -429,18 +419,14 @@ def as_blocks(conv: Conversation, max_chars: int = 1200) -> Conversation:
 
     def close() -> None:
         if block:
-            first = block[0]
             turns.append(
-                Turn(
+                replace(
+                    block[0],
                     dia_id=",".join(t.dia_id for t in block),
                     speaker="",
                     text="\n".join(f"{t.speaker}: {t.memory_text}" for t in block),
                     blip_caption=None,
-                    session=first.session,
-                    index=first.index,
                     position=len(turns),
-                    session_datetime=first.session_datetime,
-                    session_timestamp=first.session_timestamp,
                 )
             )
             block.clear()
@@ -455,6 +441,21 @@ def as_blocks(conv: Conversation, max_chars: int = 1200) -> Conversation:
         block.append(t)
     close()
     return Conversation(conv.sample_id, conv.speaker_a, conv.speaker_b, tuple(turns), conv.qas)
+
+
+#: The forms a conversation can take, by name: as released (one node per
+#: turn), :func:`as_messages`, :func:`as_blocks`.
+RESTYLES: dict[str, Callable[[Conversation], Conversation]] = {
+    "turns": lambda conv: conv,
+    "messages": as_messages,
+    "blocks": as_blocks,
+}
+
+
+def turn_ids(dia_id: str) -> list[str]:
+    """The turns a node's dia_id stands for: itself, or each of a block's
+    comma-joined ids (:func:`as_blocks`)."""
+    return dia_id.split(",")
 
 
 # --- retrieval scoring -----------------------------------------------------------------------
@@ -484,7 +485,7 @@ def hits_at_k(retrieved: Sequence[str | None], gold: Iterable[str], k: int) -> H
     """Gold dia_ids among the first ``k`` retrieved (None: a node without a
     dia_id; ``"D1:3,D1:4"``: a node that holds both turns, see :func:`as_blocks`)."""
     g = set(gold)
-    top = {d for r in retrieved[:k] if r is not None for d in r.split(",")}
+    top = {d for r in retrieved[:k] if r is not None for d in turn_ids(r)}
     return Hits(len(g & top), len(g))
 
 
