@@ -48,7 +48,7 @@ import shlex
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +63,7 @@ from jevmem.controller.learned import (
     CONTEXT_FEATURES,
     MATCH_FEATURES,
     OWN_FEATURES,
+    SPEAKERLESS_SIGNALS,
     Head,
     LearnedController,
     SystemOneModel,
@@ -445,6 +446,34 @@ def stack(rows: list[QueryRows]) -> tuple[Array, Array, Array, Array, Starts]:
     return own, ctx, y, np.concatenate(w), starts
 
 
+def with_speakerless(rows: list[QueryRows], on: bool) -> list[QueryRows]:
+    """``rows`` and (``on``) each question again as a memory whose nodes
+    carry no speaker would serve it: the same candidates with the speaker
+    signals of a speakerless node, a data set of its own (``"<name>~speakerless"``,
+    so weighed as much as the original). A memory of observations without
+    speakers (notes, documents, transcript chunks) is a style the heads must
+    rank without leaning on who speaks."""
+    if not on:
+        return rows
+    return rows + [speakerless_copy(r) for r in rows]
+
+
+#: each question's speakerless copy, made once (its matrices are then built
+#: once), by the original's id; the original is kept beside it
+_SPEAKERLESS_COPIES: dict[int, tuple[QueryRows, QueryRows]] = {}
+
+
+def speakerless_copy(r: QueryRows) -> QueryRows:
+    if id(r) not in _SPEAKERLESS_COPIES:
+        copy = replace(
+            r,
+            dataset=f"{r.dataset}~speakerless",
+            rows=[{**row, **SPEAKERLESS_SIGNALS} for row in r.rows],
+        )
+        _SPEAKERLESS_COPIES[id(r)] = (r, copy)
+    return _SPEAKERLESS_COPIES[id(r)][1]
+
+
 def pool_recall(rows: list[QueryRows], score_of: Any, k: int = 10) -> float | None:
     """Recall@k of each question's anchor pool ranked by ``score_of(rows)``."""
     vals = []
@@ -481,21 +510,24 @@ def fold_of(built: list[Built], folds: int) -> dict[tuple[str, str], int]:
     return out
 
 
-_MATRICES: dict[tuple[int, str], Array] = {}
+#: each question's feature matrices, by the rows' id; the rows are kept
+#: beside them, so that no id is reused while its entry stands
+_MATRICES: dict[tuple[int, str], tuple[QueryRows, Array]] = {}
+
+
+def _matrix(r: QueryRows, kind: str, names: Sequence[str]) -> Array:
+    key = (id(r), kind)
+    if key not in _MATRICES:
+        _MATRICES[key] = (r, feature_matrix(r.rows, names))
+    return _MATRICES[key][1]
 
 
 def own_matrix(r: QueryRows) -> Array:
-    key = (id(r), "own")
-    if key not in _MATRICES:
-        _MATRICES[key] = feature_matrix(r.rows, OWN_FEATURES)
-    return _MATRICES[key]
+    return _matrix(r, "own", OWN_FEATURES)
 
 
 def ctx_matrix(r: QueryRows) -> Array:
-    key = (id(r), "ctx")
-    if key not in _MATRICES:
-        _MATRICES[key] = feature_matrix(r.rows, CONTEXT_FEATURES)
-    return _MATRICES[key]
+    return _matrix(r, "ctx", CONTEXT_FEATURES)
 
 
 def learned_score(fit: Fit, r: QueryRows) -> Array:
@@ -587,7 +619,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         train = [r for r in rows if folds[(r.dataset, r.conversation)] != f]
         if not train:
             continue
-        fold_fits[f] = fit_members(*stack(train), **kw)
+        fold_fits[f] = fit_members(*stack(with_speakerless(train, args.speakerless)), **kw)
         log(f"  fold {f}: fitted on {len(train)} questions")
     lodo_fits: dict[str, Fit] = {}
     for d in datasets:
@@ -600,7 +632,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if others:
             # one fit per data file left out, whatever its styles
             if base_of(d) not in lodo_fits:
-                lodo_fits[base_of(d)] = fit_members(*stack(others), **kw)
+                lodo_fits[base_of(d)] = fit_members(
+                    *stack(with_speakerless(others, args.speakerless)), **kw
+                )
             lodo = lodo_fits[base_of(d)]
             held_pool[d]["learned_other_dataset_only"] = pool_recall(
                 test, lambda r, fit=lodo: learned_score(fit, r)
@@ -665,7 +699,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     heads: dict[str, Head] = {}
     scoring_ok = beats(end_to_end) or args.ship_all
     if scoring_ok:
-        final = fit_members(*stack(rows), **kw)
+        final = fit_members(*stack(with_speakerless(rows, args.speakerless)), **kw)
         heads["score.relevance"], heads["score.support"] = final.own, final.ctx
     suff_ok = (beats(abstention) or args.ship_all) and len(set(y)) == 2
     if suff_ok:
@@ -685,6 +719,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "held_out_abstain_auroc": abstention,
         "shipped_heads": sorted(heads),
         "ship_all": args.ship_all,
+        "speakerless": args.speakerless,
         "seconds": time.perf_counter() - t_start,
         "machine": machine(),
         "command": " ".join([".venv/bin/python", *map(shlex.quote, sys.argv)]),
@@ -729,6 +764,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--ship-all",
         action="store_true",
         help="write every head, also those the hand rules beat held out (experiments, tests)",
+    )
+    ap.add_argument(
+        "--speakerless",
+        action="store_true",
+        help="fit the scoring heads also on every question as a memory without speakers serves it",
     )
     ap.add_argument(
         "--monotone",

@@ -24,6 +24,7 @@ from jevmem.controller.learned import (
     CONTEXT_FEATURES,
     MATCH_FEATURES,
     OWN_FEATURES,
+    SPEAKERLESS_SIGNALS,
     Head,
     LearnedController,
     SystemOneModel,
@@ -296,7 +297,7 @@ def test_training_script_runs_on_a_small_synthetic_set(tmp_path: Path, monotone:
             str(out),
             "--report",
             str(report),
-            *(["--monotone", "--ship-all"] if monotone else []),
+            *(["--monotone", "--ship-all", "--speakerless"] if monotone else []),
         ],
         capture_output=True,
         text=True,
@@ -315,9 +316,30 @@ def test_training_script_runs_on_a_small_synthetic_set(tmp_path: Path, monotone:
     assert sorted(model.heads) == rep["shipped_heads"]
     assert model.meta["training"]["held_out_full_recall@10"] == rep["held_out_full_recall@10"]
     assert model.meta["training"]["settings"]["monotone"] is monotone
+    assert model.meta["training"]["speakerless"] is monotone
     if monotone:
         assert rep["shipped_heads"] == ["assess.sufficiency", "score.relevance", "score.support"]
         assert head_rises_in(model.heads["score.relevance"], MATCH_FEATURES)
+
+
+STYLE_COLUMNS = ("length", "speaker_asks", "speaker_length", "speaker_lean")
+
+
+def test_speakerless_signals_are_what_a_node_without_a_speaker_reads() -> None:
+    # the training script's speakerless copies stand for such nodes
+    mem = jevmem.Memory(embedder=HashEmbedder(64))
+    ids = mem.add_batch(["Notes on the Dagster move.", "Is the ETL job done?", "Cello at five."])
+    for row in mem.store.styles(ids).tolist():
+        got = dict(zip(STYLE_COLUMNS, row, strict=True))
+        assert {name: got[name] for name in SPEAKERLESS_SIGNALS} == SPEAKERLESS_SIGNALS
+    # where speakers differ, the one who asks leans up, the other down,
+    # balanced over their turns
+    chat = jevmem.Memory(embedder=HashEmbedder(64))
+    texts = ["How do I move the ETL job?", "Use a sensor.", "Why a sensor?", "It waits."]
+    ids = chat.add_batch(texts, speakers=["user", "assistant", "user", "assistant"])
+    lean = chat.store.styles(ids)[:, STYLE_COLUMNS.index("speaker_lean")]
+    assert lean[0] == lean[2] > 0 > lean[1] == lean[3]
+    assert abs(lean.sum()) < 1e-12
 
 
 def test_training_script_trains_on_restyled_conversations(tmp_path: Path) -> None:

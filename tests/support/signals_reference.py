@@ -118,5 +118,6 @@ def signals(
         "type_semantic": types[:, 1],
         "type_procedural": types[:, 2],
         "type_preference": types[:, 3],
+        "speaker_lean": styles[:, 3],
     }
     return out, p_idx.tolist()

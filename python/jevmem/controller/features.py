@@ -26,6 +26,7 @@ __all__ = [
     "CONTEXT_FEATURES",
     "MATCH_FEATURES",
     "OWN_FEATURES",
+    "SPEAKERLESS_SIGNALS",
     "assessment_features",
     "assessment_row",
     "base_names_of",
@@ -54,9 +55,9 @@ OWN_FEATURES: tuple[str, ...] = (
     "time_match",
     "asks",
     "length",
-    "speaker_asks",
+    "speaker_lean",
     "speaker_length",
-    "asks*speaker_asks",
+    "asks*speaker_lean",
     "length*dense",
     "length*lexical",
     "expanded",
@@ -65,8 +66,19 @@ OWN_FEATURES: tuple[str, ...] = (
     "length*dense_passage",
     "hand_relevance",
     "query_summary*length",
-    "query_summary*speaker_asks",
+    "query_summary*speaker_lean",
 )
+#: The style signals of a node without a speaker (what the store's
+#: ``styles`` gives it: no question share, no lean, a typical length). A
+#: memory of speakerless observations (notes, documents, transcript chunks)
+#: reads so; the training script's ``--speakerless`` copies of each question
+#: put these values in, so that the heads also learn to rank without leaning
+#: on who speaks.
+SPEAKERLESS_SIGNALS: Mapping[str, float] = {
+    "speaker_asks": 0.0,
+    "speaker_lean": 0.0,
+    "speaker_length": 0.5,
+}
 #: The own features that measure how well a candidate matches the query:
 #: the lexical and dense matches, their ranks and shares, the names and
 #: time it agrees on, the hand rule's relevance, and their products with
@@ -97,8 +109,8 @@ CONTEXT_FEATURES: tuple[str, ...] = (
     "episode_support",
     "prev_match",
     "next_match",
-    "prev_match*speaker_asks",
-    "next_match*speaker_asks",
+    "prev_match*speaker_lean",
+    "next_match*speaker_lean",
     "same_session",
     "hand_support",
 )

@@ -19,7 +19,7 @@ use crate::types::NodeId;
 use crate::vector::{DotKernel, VectorIndex};
 
 /// The signal columns `read_signals` returns, in order.
-pub const SIGNAL_COLUMNS: [&str; 16] = [
+pub const SIGNAL_COLUMNS: [&str; 17] = [
     "lexical",
     "dense",
     "dense_passage",
@@ -36,6 +36,7 @@ pub const SIGNAL_COLUMNS: [&str; 16] = [
     "type_semantic",
     "type_procedural",
     "type_preference",
+    "speaker_lean",
 ];
 
 /// What a query fixes for the signals of every node it measures.
@@ -176,7 +177,7 @@ impl MemoryStore {
                 0.0
             };
             let t = &node.types;
-            let [length, speaker_asks, speaker_length] = styles[k];
+            let [length, speaker_asks, speaker_length, speaker_lean] = styles[k];
             rows.push([
                 share_of_best(f64::from(lexical[k]), q.best_lexical),
                 share_of_best(dense, q.best_dense),
@@ -194,6 +195,7 @@ impl MemoryStore {
                 f64::from(t.semantic),
                 f64::from(t.procedural),
                 f64::from(t.preference),
+                speaker_lean,
             ]);
         }
         Ok(NodeSignals { rows, best_passage })
