@@ -48,7 +48,7 @@ import shlex
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +63,7 @@ from jevmem.controller.learned import (
     CONTEXT_FEATURES,
     MATCH_FEATURES,
     OWN_FEATURES,
-    SPEAKERLESS_SIGNALS,
+    SPEAKERLESS,
     Head,
     LearnedController,
     SystemOneModel,
@@ -71,6 +71,7 @@ from jevmem.controller.learned import (
     candidate_rows,
     feature_matrix,
     hand_answers,
+    without_speakers,
 )
 from jevmem.controller.types import DecisionRequest, NoulAnswer
 from jevmem.evaluation import (
@@ -304,6 +305,7 @@ def fit_scoring(
     loss: str = "listwise",
     sharpness: float = 20.0,
     monotone: bool = False,
+    names: tuple[Sequence[str], Sequence[str]] = (OWN_FEATURES, CONTEXT_FEATURES),
 ) -> Fit:
     """Fit s = w sig(f(own)) + (1 - w) sig(g(ctx)) to the labels (Adam).
 
@@ -328,7 +330,7 @@ def fit_scoring(
     sizes_o = [own.shape[1], *([hidden] if hidden else []), 1]
     sizes_c = [ctx.shape[1], *([hidden] if hidden else []), 1]
     params = [_init(rng, sizes_o), _init(rng, sizes_c)]
-    rising = [OWN_FEATURES.index(f) for f in MATCH_FEATURES] if monotone else []
+    rising = [names[0].index(f) for f in MATCH_FEATURES if f in names[0]] if monotone else []
     if rising:
         _keep_rising(params[0], rising)
     flat = [p for layers in params for layer in layers for p in layer]
@@ -376,7 +378,7 @@ def fit_scoring(
     def head(names: Sequence[str], m: Array, s_: Array, layers: list[list[Array]]) -> Head:
         return Head(tuple(names), m, s_, tuple((w.copy(), b.copy()) for w, b in layers))
 
-    return Fit(head(OWN_FEATURES, mo, so, params[0]), head(CONTEXT_FEATURES, mc, sc, params[1]))
+    return Fit(head(names[0], mo, so, params[0]), head(names[1], mc, sc, params[1]))
 
 
 def fit_members(
@@ -429,10 +431,13 @@ def question_weights(rows: list[QueryRows]) -> list[float]:
     return [1.0 / (len(per) * per[r.dataset]) for r in rows]
 
 
-def stack(rows: list[QueryRows]) -> tuple[Array, Array, Array, Array, Starts]:
+def stack(
+    rows: list[QueryRows],
+    names: tuple[Sequence[str], Sequence[str]] = (OWN_FEATURES, CONTEXT_FEATURES),
+) -> tuple[Array, Array, Array, Array, Starts]:
     qw = question_weights(rows)
-    own = np.concatenate([own_matrix(r) for r in rows])
-    ctx = np.concatenate([ctx_matrix(r) for r in rows])
+    own = np.concatenate([matrix(r, names[0]) for r in rows])
+    ctx = np.concatenate([matrix(r, names[1]) for r in rows])
     y = np.concatenate([r.label for r in rows])
     # a question's weight is shared by its candidates, positives and negatives
     # weighed apart (each half) so that a rare gold turn is not drowned
@@ -446,32 +451,8 @@ def stack(rows: list[QueryRows]) -> tuple[Array, Array, Array, Array, Starts]:
     return own, ctx, y, np.concatenate(w), starts
 
 
-def with_speakerless(rows: list[QueryRows], on: bool) -> list[QueryRows]:
-    """``rows`` and (``on``) each question again as a memory whose nodes
-    carry no speaker would serve it: the same candidates with the speaker
-    signals of a speakerless node, a data set of its own (``"<name>~speakerless"``,
-    so weighed as much as the original). A memory of observations without
-    speakers (notes, documents, transcript chunks) is a style the heads must
-    rank without leaning on who speaks."""
-    if not on:
-        return rows
-    return rows + [speakerless_copy(r) for r in rows]
-
-
-#: each question's speakerless copy, made once (its matrices are then built
-#: once), by the original's id; the original is kept beside it
-_SPEAKERLESS_COPIES: dict[int, tuple[QueryRows, QueryRows]] = {}
-
-
-def speakerless_copy(r: QueryRows) -> QueryRows:
-    if id(r) not in _SPEAKERLESS_COPIES:
-        copy = replace(
-            r,
-            dataset=f"{r.dataset}~speakerless",
-            rows=[{**row, **SPEAKERLESS_SIGNALS} for row in r.rows],
-        )
-        _SPEAKERLESS_COPIES[id(r)] = (r, copy)
-    return _SPEAKERLESS_COPIES[id(r)][1]
+#: the features of the heads for candidates without a speaker
+SPEAKERLESS_NAMES = (without_speakers(OWN_FEATURES), without_speakers(CONTEXT_FEATURES))
 
 
 def pool_recall(rows: list[QueryRows], score_of: Any, k: int = 10) -> float | None:
@@ -510,29 +491,20 @@ def fold_of(built: list[Built], folds: int) -> dict[tuple[str, str], int]:
     return out
 
 
-#: each question's feature matrices, by the rows' id; the rows are kept
-#: beside them, so that no id is reused while its entry stands
-_MATRICES: dict[tuple[int, str], tuple[QueryRows, Array]] = {}
+_MATRICES: dict[tuple[int, tuple[str, ...]], Array] = {}
 
 
-def _matrix(r: QueryRows, kind: str, names: Sequence[str]) -> Array:
-    key = (id(r), kind)
+def matrix(r: QueryRows, names: Sequence[str]) -> Array:
+    """A question's rows as the features ``names`` (built once per question and names)."""
+    key = (id(r), tuple(names))
     if key not in _MATRICES:
-        _MATRICES[key] = (r, feature_matrix(r.rows, names))
-    return _MATRICES[key][1]
-
-
-def own_matrix(r: QueryRows) -> Array:
-    return _matrix(r, "own", OWN_FEATURES)
-
-
-def ctx_matrix(r: QueryRows) -> Array:
-    return _matrix(r, "ctx", CONTEXT_FEATURES)
+        _MATRICES[key] = feature_matrix(r.rows, names)
+    return _MATRICES[key]
 
 
 def learned_score(fit: Fit, r: QueryRows) -> Array:
     w = ANCHOR_RELEVANCE_WEIGHT
-    return w * fit.own(own_matrix(r)) + (1 - w) * fit.ctx(ctx_matrix(r))
+    return w * fit.own(matrix(r, fit.own.features)) + (1 - w) * fit.ctx(matrix(r, fit.ctx.features))
 
 
 def mean_recall(ends: list[Any], dataset: str) -> float | None:
@@ -614,12 +586,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         return {"recorded_questions": len(rows), "record_cache": str(args.record_cache)}
     folds = fold_of(built, args.folds)
     fold_fits: dict[int, Fit] = {}
+    speakerless_fits: dict[int, Fit] = {}
     held_pool: dict[str, dict[str, float | None]] = {d: {} for d in datasets}
     for f in range(args.folds):
         train = [r for r in rows if folds[(r.dataset, r.conversation)] != f]
         if not train:
             continue
-        fold_fits[f] = fit_members(*stack(with_speakerless(train, args.speakerless)), **kw)
+        fold_fits[f] = fit_members(*stack(train), **kw)
+        if args.speakerless:
+            speakerless_fits[f] = fit_members(
+                *stack(train, SPEAKERLESS_NAMES), names=SPEAKERLESS_NAMES, **kw
+            )
         log(f"  fold {f}: fitted on {len(train)} questions")
     lodo_fits: dict[str, Fit] = {}
     for d in datasets:
@@ -628,13 +605,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         held_pool[d]["learned_by_conversation"] = pool_recall(
             test, lambda r: learned_score(fold_fits[folds[(r.dataset, r.conversation)]], r)
         )
+        if speakerless_fits:
+            held_pool[d]["speakerless_by_conversation"] = pool_recall(
+                test,
+                lambda r: learned_score(speakerless_fits[folds[(r.dataset, r.conversation)]], r),
+            )
         others = [r for r in rows if base_of(r.dataset) != base_of(d)]
         if others:
             # one fit per data file left out, whatever its styles
             if base_of(d) not in lodo_fits:
-                lodo_fits[base_of(d)] = fit_members(
-                    *stack(with_speakerless(others, args.speakerless)), **kw
-                )
+                lodo_fits[base_of(d)] = fit_members(*stack(others), **kw)
             lodo = lodo_fits[base_of(d)]
             held_pool[d]["learned_other_dataset_only"] = pool_recall(
                 test, lambda r, fit=lodo: learned_score(fit, r)
@@ -699,8 +679,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     heads: dict[str, Head] = {}
     scoring_ok = beats(end_to_end) or args.ship_all
     if scoring_ok:
-        final = fit_members(*stack(with_speakerless(rows, args.speakerless)), **kw)
+        final = fit_members(*stack(rows), **kw)
         heads["score.relevance"], heads["score.support"] = final.own, final.ctx
+    # the speakerless heads with them, where they beat the hand rule's
+    # ranking of the pools held out (the pools a memory with speakers drew)
+    if (
+        scoring_ok
+        and args.speakerless
+        and (beats(held_pool, "speakerless_by_conversation") or args.ship_all)
+    ):
+        final = fit_members(*stack(rows, SPEAKERLESS_NAMES), names=SPEAKERLESS_NAMES, **kw)
+        heads["score.relevance" + SPEAKERLESS] = final.own
+        heads["score.support" + SPEAKERLESS] = final.ctx
     suff_ok = (beats(abstention) or args.ship_all) and len(set(y)) == 2
     if suff_ok:
         heads["assess.sufficiency"] = fit_logistic(
@@ -768,7 +758,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument(
         "--speakerless",
         action="store_true",
-        help="fit the scoring heads also on every question as a memory without speakers serves it",
+        help="also fit heads for candidates without a speaker (the features without speaker signals)",
     )
     ap.add_argument(
         "--monotone",

@@ -24,7 +24,7 @@ from jevmem.controller.learned import (
     CONTEXT_FEATURES,
     MATCH_FEATURES,
     OWN_FEATURES,
-    SPEAKERLESS_SIGNALS,
+    SPEAKERLESS,
     Head,
     LearnedController,
     SystemOneModel,
@@ -34,6 +34,7 @@ from jevmem.controller.learned import (
     candidate_rows,
     feature_matrix,
     hand_answers,
+    without_speakers,
 )
 from jevmem.controller.types import CandidateAnswers, CandidateQuestions, CandidateTable
 from jevmem.embed import HashEmbedder
@@ -51,15 +52,20 @@ def random_head(names: tuple[str, ...], hidden: int, seed: int) -> Head:
     return Head(names, rng.normal(size=len(names)), rng.uniform(0.1, 2, size=len(names)), layers)
 
 
-def random_model(seed: int, hidden: int = 4) -> SystemOneModel:
-    return SystemOneModel(
-        {
-            "score.relevance": random_head(OWN_FEATURES, hidden, seed),
-            "score.support": random_head(CONTEXT_FEATURES, 0, seed + 1),
-            "assess.sufficiency": random_head(ASSESSMENT_FEATURES, 0, seed + 2),
-        },
-        {"version": "test"},
-    )
+def random_model(seed: int, hidden: int = 4, speakerless: bool = False) -> SystemOneModel:
+    heads = {
+        "score.relevance": random_head(OWN_FEATURES, hidden, seed),
+        "score.support": random_head(CONTEXT_FEATURES, 0, seed + 1),
+        "assess.sufficiency": random_head(ASSESSMENT_FEATURES, 0, seed + 2),
+    }
+    if speakerless:
+        heads["score.relevance" + SPEAKERLESS] = random_head(
+            without_speakers(OWN_FEATURES), hidden, seed + 3
+        )
+        heads["score.support" + SPEAKERLESS] = random_head(
+            without_speakers(CONTEXT_FEATURES), 0, seed + 4
+        )
+    return SystemOneModel(heads, {"version": "test"})
 
 
 signal_value = st.one_of(
@@ -68,7 +74,10 @@ signal_value = st.one_of(
     st.integers(-(10**6), 10**6),
 )
 signal_names = st.sampled_from(
-    sorted({n for f in OWN_FEATURES + CONTEXT_FEATURES for n in f.split("*")} | {"novelty"})
+    sorted(
+        {n for f in OWN_FEATURES + CONTEXT_FEATURES for n in f.split("*")}
+        | {"novelty", "has_speaker"}
+    )
 )
 
 
@@ -80,7 +89,7 @@ signal_names = st.sampled_from(
 def test_learned_answers_are_valid_for_any_features(
     cands: list[dict[str, Any]], seed: int, hidden: int
 ) -> None:
-    model = random_model(seed, hidden)
+    model = random_model(seed, hidden, speakerless=seed % 2 == 1)
     ctl = LearnedController(model)
     candidates = [{"id": i, "text": "x", "signals": s} for i, s in enumerate(cands)]
     qs = tuple(q for i in range(len(candidates)) for q in catalogue.scoring_questions(i))
@@ -318,28 +327,16 @@ def test_training_script_runs_on_a_small_synthetic_set(tmp_path: Path, monotone:
     assert model.meta["training"]["settings"]["monotone"] is monotone
     assert model.meta["training"]["speakerless"] is monotone
     if monotone:
-        assert rep["shipped_heads"] == ["assess.sufficiency", "score.relevance", "score.support"]
+        assert rep["shipped_heads"] == [
+            "assess.sufficiency",
+            "score.relevance",
+            "score.relevance.speakerless",
+            "score.support",
+            "score.support.speakerless",
+        ]
+        for row in rep["held_out_pool_recall@10"].values():
+            assert 0.0 <= row["speakerless_by_conversation"] <= 1.0
         assert head_rises_in(model.heads["score.relevance"], MATCH_FEATURES)
-
-
-STYLE_COLUMNS = ("length", "speaker_asks", "speaker_length", "speaker_lean")
-
-
-def test_speakerless_signals_are_what_a_node_without_a_speaker_reads() -> None:
-    # the training script's speakerless copies stand for such nodes
-    mem = jevmem.Memory(embedder=HashEmbedder(64))
-    ids = mem.add_batch(["Notes on the Dagster move.", "Is the ETL job done?", "Cello at five."])
-    for row in mem.store.styles(ids).tolist():
-        got = dict(zip(STYLE_COLUMNS, row, strict=True))
-        assert {name: got[name] for name in SPEAKERLESS_SIGNALS} == SPEAKERLESS_SIGNALS
-    # where speakers differ, the one who asks leans up, the other down,
-    # balanced over their turns
-    chat = jevmem.Memory(embedder=HashEmbedder(64))
-    texts = ["How do I move the ETL job?", "Use a sensor.", "Why a sensor?", "It waits."]
-    ids = chat.add_batch(texts, speakers=["user", "assistant", "user", "assistant"])
-    lean = chat.store.styles(ids)[:, STYLE_COLUMNS.index("speaker_lean")]
-    assert lean[0] == lean[2] > 0 > lean[1] == lean[3]
-    assert abs(lean.sum()) < 1e-12
 
 
 def test_training_script_trains_on_restyled_conversations(tmp_path: Path) -> None:
@@ -552,6 +549,69 @@ def test_rounds_answered_together_equal_each_answered_alone(seed: int) -> None:
             for req, got in zip(requests, together, strict=True):
                 assert _same_answers(got, model.decide([req])[0])
     assert together_rounds > 0
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_candidates_without_a_speaker_get_the_speakerless_heads(seed: int) -> None:
+    # a memory of spoken turns and speakerless notes: each candidate is
+    # answered by the heads for its kind of node, to the bit, together or alone
+    class Recorder(jevmem.LocalController):
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls: list[list[DecisionRequest]] = []
+
+        def decide(self, requests: Any) -> Any:
+            self.calls.append(list(requests))
+            return super().decide(requests)
+
+    rng = np.random.default_rng(seed)
+    words = "cello lisbon milk oat soy release hiking lake coffee garden piano trip".split()
+    recorder = Recorder()
+    m = jevmem.Memory(HashEmbedder(64), controller=recorder)
+    n = 60
+    m.add_batch(
+        [" ".join(rng.choice(words, size=int(rng.integers(3, 12)))) for _ in range(n)],
+        speakers=[["Maya", "Tom", None][int(rng.integers(0, 3))] for _ in range(n)],
+    )
+    recorder.calls.clear()
+    m.search_batch([f"what about the {w}?" for w in words[:6]], k=10)
+    model = random_model(seed, speakerless=True)
+    heads = model.heads
+    mixed = LearnedController(model)
+    spoken = LearnedController(SystemOneModel({k: heads[k] for k in heads if SPEAKERLESS not in k}))
+    unspoken = LearnedController(
+        SystemOneModel(
+            {k.removesuffix(SPEAKERLESS): h for k, h in heads.items() if SPEAKERLESS in k}
+        )
+    )
+    rows = {0.0: 0, 1.0: 0}
+    for requests in recorder.calls:
+        got = mixed.decide(requests)
+        by_spoken, by_unspoken = spoken.decide(requests), unspoken.decide(requests)
+        for i, req in enumerate(requests):
+            assert _same_answers(got[i], mixed.decide([req])[0])
+            if req.purpose != "scoring":
+                assert _same_answers(got[i], by_spoken[i])
+                continue
+            has = req.state["candidates"].columns["has_speaker"]
+            answers, answers_spoken, answers_unspoken = got[i], by_spoken[i], by_unspoken[i]
+            assert isinstance(answers, CandidateAnswers)
+            assert isinstance(answers_spoken, CandidateAnswers)
+            assert isinstance(answers_unspoken, CandidateAnswers)
+            for kind in answers.questions.kinds:
+                for j, flag in enumerate(has.tolist()):
+                    want = (answers_spoken if flag == 1.0 else answers_unspoken).column(kind)[j]
+                    assert answers.column(kind)[j] == want
+                    rows[flag] += 1
+    assert rows[0.0] > 0 and rows[1.0] > 0
+
+
+def test_a_speakerless_head_must_not_read_a_speaker() -> None:
+    head = random_head(("lexical", "speaker_asks"), 0, 0)
+    with pytest.raises(InvalidConfigError, match="reads a speaker signal"):
+        SystemOneModel({"score.relevance" + SPEAKERLESS: head})
+    with pytest.raises(InvalidConfigError, match="cannot answer"):
+        SystemOneModel({"score.novelty" + SPEAKERLESS: head})
 
 
 def _deep_head(names: tuple[str, ...], hidden: tuple[int, ...], seed: int, scale: float) -> Head:

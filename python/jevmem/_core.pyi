@@ -427,8 +427,7 @@ class MemoryStore:
     def styles(
         self, ids: Sequence[int], *, allowed: Allowed | None = None
     ) -> npt.NDArray[np.float64]:
-        """(length, speaker's question share, speaker's length, speaker's lean)
-        per node, an (n, 4) array."""
+        """(length, speaker's question share, speaker's length) per node, an (n, 3) array."""
     def read_signals(
         self,
         text: str,

@@ -95,6 +95,7 @@ def signals(
         for i, node in zip(ids, nodes, strict=True)
     ]
     styles = store.styles(ids, allowed=allowed)
+    has_speaker = [bool(node.provenance.get("speaker", "")) for node in nodes]
     types = np.array([tuple(node.types) for node in nodes], dtype=np.float64).reshape(n, 4)
     lex_rank = {node: r for r, node in enumerate(lexical_ranked)}
     vec_rank = {node: r for r, node in enumerate(vector_ranked)}
@@ -118,6 +119,6 @@ def signals(
         "type_semantic": types[:, 1],
         "type_procedural": types[:, 2],
         "type_preference": types[:, 3],
-        "speaker_lean": styles[:, 3],
+        "has_speaker": np.array([1.0 if sp else 0.0 for sp in has_speaker], dtype=np.float64),
     }
     return out, p_idx.tolist()

@@ -26,7 +26,7 @@ __all__ = [
     "CONTEXT_FEATURES",
     "MATCH_FEATURES",
     "OWN_FEATURES",
-    "SPEAKERLESS_SIGNALS",
+    "SPEAKER_SIGNALS",
     "assessment_features",
     "assessment_row",
     "base_names_of",
@@ -38,6 +38,7 @@ __all__ = [
     "feature_products",
     "hand_answers",
     "scoring_base",
+    "without_speakers",
 ]
 
 #: A candidate's own signals (what ``score.relevance`` is about). A name with
@@ -55,9 +56,9 @@ OWN_FEATURES: tuple[str, ...] = (
     "time_match",
     "asks",
     "length",
-    "speaker_lean",
+    "speaker_asks",
     "speaker_length",
-    "asks*speaker_lean",
+    "asks*speaker_asks",
     "length*dense",
     "length*lexical",
     "expanded",
@@ -66,19 +67,8 @@ OWN_FEATURES: tuple[str, ...] = (
     "length*dense_passage",
     "hand_relevance",
     "query_summary*length",
-    "query_summary*speaker_lean",
+    "query_summary*speaker_asks",
 )
-#: The style signals of a node without a speaker (what the store's
-#: ``styles`` gives it: no question share, no lean, a typical length). A
-#: memory of speakerless observations (notes, documents, transcript chunks)
-#: reads so; the training script's ``--speakerless`` copies of each question
-#: put these values in, so that the heads also learn to rank without leaning
-#: on who speaks.
-SPEAKERLESS_SIGNALS: Mapping[str, float] = {
-    "speaker_asks": 0.0,
-    "speaker_lean": 0.0,
-    "speaker_length": 0.5,
-}
 #: The own features that measure how well a candidate matches the query:
 #: the lexical and dense matches, their ranks and shares, the names and
 #: time it agrees on, the hand rule's relevance, and their products with
@@ -109,11 +99,25 @@ CONTEXT_FEATURES: tuple[str, ...] = (
     "episode_support",
     "prev_match",
     "next_match",
-    "prev_match*speaker_lean",
-    "next_match*speaker_lean",
+    "prev_match*speaker_asks",
+    "next_match*speaker_asks",
     "same_session",
     "hand_support",
 )
+#: The signals that say who speaks a candidate: its speaker's question
+#: share and typical length in the memory. A node without a speaker has
+#: neither (``has_speaker`` 0): the heads for such nodes read the features
+#: without them (`without_speakers`), so that they rank without leaning on
+#: who speaks, as a memory of notes, documents or transcript chunks must.
+SPEAKER_SIGNALS: tuple[str, ...] = ("speaker_asks", "speaker_length")
+
+
+def without_speakers(names: Sequence[str]) -> tuple[str, ...]:
+    """``names`` less every feature that reads a speaker signal (a product
+    with one included)."""
+    return tuple(n for n in names if not set(n.split("*")) & set(SPEAKER_SIGNALS))
+
+
 #: The summary of an assessment's evidence that ``assess.sufficiency`` reads.
 ASSESSMENT_BASE: tuple[str, ...] = (
     "top_score",

@@ -40,7 +40,7 @@ from jevmem.controller.features import (
     CONTEXT_FEATURES,
     MATCH_FEATURES,
     OWN_FEATURES,
-    SPEAKERLESS_SIGNALS,
+    SPEAKER_SIGNALS,
     assessment_features,
     assessment_row,
     base_names_of,
@@ -52,6 +52,7 @@ from jevmem.controller.features import (
     feature_products,
     hand_answers,
     scoring_base,
+    without_speakers,
 )
 from jevmem.controller.local import LocalController, question_index
 from jevmem.controller.types import (
@@ -70,7 +71,8 @@ __all__ = [
     "CONTEXT_FEATURES",
     "MATCH_FEATURES",
     "OWN_FEATURES",
-    "SPEAKERLESS_SIGNALS",
+    "SPEAKERLESS",
+    "SPEAKER_SIGNALS",
     "Head",
     "LearnedController",
     "SystemOneModel",
@@ -80,6 +82,7 @@ __all__ = [
     "candidate_rows",
     "feature_matrix",
     "hand_answers",
+    "without_speakers",
 ]
 
 _T = TypeVar("_T")
@@ -216,6 +219,13 @@ class Head:
             raise InvalidConfigError(f"malformed model head: {exc}") from None
 
 
+#: The suffix of the heads that score candidates without a speaker
+#: (``"score.relevance.speakerless"``): heads fitted on the features
+#: `without_speakers`, so that a memory of speakerless observations is not
+#: ranked as if every node were a speaker who never asks.
+SPEAKERLESS = ".speakerless"
+
+
 @dataclass(frozen=True)
 class SystemOneModel:
     """Heads by question kind, plus what the training run recorded about them."""
@@ -223,13 +233,23 @@ class SystemOneModel:
     heads: Mapping[str, Head]
     meta: Mapping[str, Any] = field(default_factory=dict)
 
-    #: the kinds a head may answer, and the features each reads by default
-    KINDS = ("score.relevance", "score.support", "assess.sufficiency")
+    #: the kinds a head may answer, and the features each reads by default;
+    #: a scoring kind with `SPEAKERLESS` after it answers for the candidates
+    #: without a speaker (``has_speaker`` 0), where the model has one
+    KINDS = (
+        "score.relevance",
+        "score.support",
+        "assess.sufficiency",
+        "score.relevance" + SPEAKERLESS,
+        "score.support" + SPEAKERLESS,
+    )
 
     def __post_init__(self) -> None:
-        for kind in self.heads:
+        for kind, head in self.heads.items():
             if kind not in self.KINDS:
                 raise InvalidConfigError(f"a model head cannot answer {kind!r}")
+            if kind.endswith(SPEAKERLESS) and without_speakers(head.features) != head.features:
+                raise InvalidConfigError(f"the head {kind!r} reads a speaker signal")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -378,11 +398,23 @@ class LearnedController(LocalController):
         heads = self.model.heads
         relevance, support = heads.get("score.relevance"), heads.get("score.support")
         sufficiency = heads.get("assess.sufficiency")
+        speakerless = {
+            kind: head
+            for kind in ("score.relevance", "score.support")
+            if (head := heads.get(kind + SPEAKERLESS)) is not None
+        }
         # scoring rounds held as columns and sufficiency questions, answered
         # together below
         columns: list[tuple[DecisionRequest, CandidateAnswers]] = []
         assessed: list[tuple[MutableMapping[str, Answer], str, dict[str, float]]] = []
+        # the answers of candidates without a speaker, from the hand answers
+        # (read before the heads below replace them), put in at the end
+        overrides: list[tuple[DecisionRequest, MutableMapping[str, Answer], _Override]] = []
         for req, answers in zip(requests, out, strict=True):
+            if req.purpose == "scoring" and speakerless:
+                got = _speakerless_answers(req, answers, speakerless)
+                if got:
+                    overrides.append((req, answers, got))
             if req.purpose == "scoring" and (relevance or support):
                 table = req.state.get("candidates")
                 if (
@@ -402,6 +434,8 @@ class LearnedController(LocalController):
                         assessed.append((answers, q.id, summary))
         if columns:
             _score_rounds(columns, relevance, support)
+        for req, answers, got in overrides:
+            _put_speakerless(req, answers, got)
         if assessed and sufficiency is not None:
             # one row per assessment, read together; the products row by row
             # (as alone: see `_segment_products`)
@@ -453,6 +487,66 @@ class LearnedController(LocalController):
                 i = question_index(q.id)
                 assert i is not None
                 answers[q.id] = NoulAnswer(unit_value(got[i]))
+
+
+#: a round's answers for its candidates without a speaker: per kind, which
+#: candidates and every candidate's value
+_Override = list[tuple[str, npt.NDArray[np.bool_], npt.NDArray[np.float64]]]
+
+
+def _without_speaker(cands: Any) -> npt.NDArray[np.bool_] | None:
+    """Which candidates have no speaker (``has_speaker`` 0); None when the
+    plane gives no such signal (a plug-in plane's candidates read as spoken)."""
+    if type(cands) is CandidateTable:
+        col = cands.columns.get("has_speaker")
+        return None if col is None else np.asarray(col) == 0.0
+    if not cands:
+        return None
+    return np.array([(c.get("signals") or {}).get("has_speaker") == 0 for c in cands], dtype=bool)
+
+
+def _speakerless_answers(
+    req: DecisionRequest, answers: MutableMapping[str, Answer], heads: Mapping[str, Head]
+) -> _Override:
+    """The speakerless heads' answers for a scoring round (its hand answers
+    as features, as the other heads read them), for the kinds it asks; none
+    when every candidate has a speaker."""
+    cands = req.state.get("candidates") or []
+    without = _without_speaker(cands)
+    if without is None or not without.any():
+        return []
+    qs = req.questions
+    wanted = set(qs.kinds) if type(qs) is CandidateQuestions else {q.kind for q in qs}
+    chosen = {kind: head for kind, head in heads.items() if kind in wanted}
+    if not chosen:
+        return []
+    base = scoring_base(tuple(head.features for head in chosen.values()))
+    hand = (
+        _hand_columns(answers)
+        if isinstance(answers, CandidateAnswers)
+        else hand_answers(answers, len(cands))
+    )
+    raw, at = candidate_base_columns(cands, base, hand)
+    return [
+        (kind, without, unit_columns(head(feature_products(raw, at, head.features))))
+        for kind, head in chosen.items()
+    ]
+
+
+def _put_speakerless(
+    req: DecisionRequest, answers: MutableMapping[str, Answer], got: _Override
+) -> None:
+    """Put the speakerless heads' answers in for the candidates without a speaker."""
+    if isinstance(answers, CandidateAnswers):
+        for kind, without, values in got:
+            answers.column(kind)[without] = values[without]
+        return
+    by_kind = {kind: (without, values) for kind, without, values in got}
+    for q in req.questions:
+        hit = by_kind.get(q.kind)
+        i = question_index(q.id) if hit is not None else None
+        if hit is not None and i is not None and hit[0][i]:
+            answers[q.id] = NoulAnswer(unit_value(float(hit[1][i])))
 
 
 def _hand_columns(answers: CandidateAnswers) -> dict[str, npt.NDArray[np.float64]]:

@@ -303,13 +303,12 @@ class MemoryState:
             reply_link=self.config.reply_link,
         )
 
-    def _style(self, node_id: int) -> tuple[float, float, float, float]:
+    def _style(self, node_id: int) -> tuple[float, float, float]:
         """A node's form relative to the memory it is in (`MemoryStore.styles`):
         its length against the memory's mean, its speaker's mean question
-        share, its speaker's typical length against the memory's, and its
-        speaker's lean (share less every speaker's)."""
-        length, speaker_asks, speaker_length, lean = self.store.styles([node_id])[0].tolist()
-        return length, speaker_asks, speaker_length, lean
+        share, its speaker's typical length against the memory's."""
+        length, speaker_asks, speaker_length = self.store.styles([node_id])[0].tolist()
+        return length, speaker_asks, speaker_length
 
     def _context_sides(
         self, node_id: int, allowed: Allowed | None = None

@@ -2,7 +2,8 @@
 //! candidate, in one pass over a batch of nodes: lexical and dense matches
 //! as shares of the query's best, the best passage, list ranks, agreement
 //! with the names the query carries, the time match, the question share,
-//! the node's style in the memory and its type scores.
+//! the node's style in the memory, its type scores and whether it has a
+//! speaker.
 //!
 //! What is decided per query (the best scores, the names the query carries,
 //! the time it asks about) comes in as a `SignalQuery`; the rules here are
@@ -36,7 +37,7 @@ pub const SIGNAL_COLUMNS: [&str; 17] = [
     "type_semantic",
     "type_procedural",
     "type_preference",
-    "speaker_lean",
+    "has_speaker",
 ];
 
 /// What a query fixes for the signals of every node it measures.
@@ -167,9 +168,10 @@ impl MemoryStore {
                 (f64::NAN, 0)
             };
             best_passage.push(at);
+            let speaker = speaker_key(node);
             let entity = if q.named.is_empty() {
                 0.0
-            } else if speaker_key(node).is_some_and(|s| q.named.contains(&s)) {
+            } else if speaker.as_ref().is_some_and(|s| q.named.contains(s)) {
                 1.0
             } else if node.entities.iter().any(|e| q.named.contains(e)) {
                 0.6
@@ -177,7 +179,7 @@ impl MemoryStore {
                 0.0
             };
             let t = &node.types;
-            let [length, speaker_asks, speaker_length, speaker_lean] = styles[k];
+            let [length, speaker_asks, speaker_length] = styles[k];
             rows.push([
                 share_of_best(f64::from(lexical[k]), q.best_lexical),
                 share_of_best(dense, q.best_dense),
@@ -195,7 +197,7 @@ impl MemoryStore {
                 f64::from(t.semantic),
                 f64::from(t.procedural),
                 f64::from(t.preference),
-                speaker_lean,
+                if speaker.is_some() { 1.0 } else { 0.0 },
             ]);
         }
         Ok(NodeSignals { rows, best_passage })
@@ -245,6 +247,7 @@ mod tests {
         let second = 1.0 / (1.0 + 1.0 / 9.0);
         assert_eq!(column(&got, "dense_rank"), vec![second, 1.0, second]);
         assert_eq!(column(&got, "time_match"), vec![1.0, 0.0, 1.0]);
+        assert_eq!(column(&got, "has_speaker"), vec![1.0, 0.0, 1.0]);
         assert_eq!(got.best_passage, vec![0, 0, 0]);
         assert!(s.read_signals(&q, &[a, 9], None, None).is_err());
     }

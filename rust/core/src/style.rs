@@ -68,27 +68,17 @@ impl StyleBasis {
         }
     }
 
-    /// A node's style: its length against the mean (logistic of the log
-    /// ratio: 0.5 is a typical turn; a node not counted reads as typical),
-    /// its speaker's mean question share, its speaker's mean length against
-    /// the memory's (0.5 without a speaker), and its speaker's lean: the
-    /// question share less the share over every speaker's turns, in [-1, 1].
-    ///
-    /// The lean is 0 for a node without a speaker and for every speaker of
-    /// a chat whose speakers ask alike (two friends), so a memory of
-    /// speakerless observations reads as such a chat; only a memory whose
-    /// own speakers differ (a user who asks, an assistant who answers) has
-    /// leaning speakers. The share alone is 0 both for a speaker who never
-    /// asks and for no speaker at all.
-    pub fn style(&self, log_len: Option<f64>, speaker: Option<&str>) -> [f64; 4] {
+    /// A node's style in [0, 1]: its length against the mean (logistic of
+    /// the log ratio: 0.5 is a typical turn; a node not counted reads as
+    /// typical), its speaker's mean question share, and its speaker's mean
+    /// length against the memory's (0.5 without a speaker).
+    pub fn style(&self, log_len: Option<f64>, speaker: Option<&str>) -> [f64; 3] {
         if self.n == 0 {
-            return [0.5, 0.0, 0.5, 0.0];
+            return [0.5, 0.0, 0.5];
         }
         let mean = self.mean();
-        let shared = self.shared_asks();
-        let [asks, length, lean] =
-            speaker.map_or([0.0, 0.5, 0.0], |s| self.speaker_style(s, mean, shared));
-        [logistic(log_len.unwrap_or(mean) - mean), asks, length, lean]
+        let [asks, length] = speaker.map_or([0.0, 0.5], |s| self.speaker_style(s, mean));
+        [logistic(log_len.unwrap_or(mean) - mean), asks, length]
     }
 
     /// The mean log length (counted nodes only: `n` > 0).
@@ -96,36 +86,15 @@ impl StyleBasis {
         self.total / self.n as f64
     }
 
-    /// The question share over every speaker's counted turns (0 without
-    /// any): what a speaker's lean is measured from.
-    fn shared_asks(&self) -> f64 {
-        // summed in key order: the same bits whatever the map's order
-        let mut sums: Vec<(&String, &SpeakerSums)> = self.speakers.iter().collect();
-        sums.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        let (asks, turns) = sums
-            .iter()
-            .fold((0.0, 0.0), |(a, t), (_, s)| (a + s.asks, t + s.turns));
-        if turns > 0.0 {
-            asks / turns
-        } else {
-            0.0
-        }
-    }
-
-    /// What `style` reads of a speaker: its mean question share, its mean
-    /// length against `mean` and its share less `shared` (0, 0.5 and 0 for
-    /// a speaker without sums).
-    fn speaker_style(&self, speaker: &str, mean: f64, shared: f64) -> [f64; 3] {
+    /// What `style` reads of a speaker: its mean question share and its
+    /// mean length against `mean` (0 and 0.5 for a speaker without sums).
+    fn speaker_style(&self, speaker: &str, mean: f64) -> [f64; 2] {
         match self.speakers.get(speaker) {
-            Some(sums) if sums.turns != 0.0 => {
-                let asks = sums.asks / sums.turns;
-                [
-                    asks,
-                    logistic(sums.log_len / sums.turns - mean),
-                    (asks - shared).clamp(-1.0, 1.0),
-                ]
-            }
-            _ => [0.0, 0.5, 0.0],
+            Some(sums) if sums.turns != 0.0 => [
+                sums.asks / sums.turns,
+                logistic(sums.log_len / sums.turns - mean),
+            ],
+            _ => [0.0, 0.5],
         }
     }
 }
@@ -305,7 +274,7 @@ impl MemoryStore {
     /// or with `allowed` against the counted nodes it lets through (`basis`
     /// given: that one, computed earlier by `style_basis`). An id the store
     /// lacks reads as typical with no speaker.
-    pub fn styles(&self, ids: &[NodeId], basis: Option<&StyleBasis>) -> Vec<[f64; 4]> {
+    pub fn styles(&self, ids: &[NodeId], basis: Option<&StyleBasis>) -> Vec<[f64; 3]> {
         let whole;
         let basis = match basis {
             Some(b) => b,
@@ -320,18 +289,16 @@ impl MemoryStore {
         // `basis.style` of each node, its speaker's part worked out once per
         // speaker (a call reads a few speakers many times over)
         let mean = basis.mean();
-        let shared = basis.shared_asks();
-        let mut memo: Vec<Option<[f64; 3]>> = vec![None; self.style.names.len()];
+        let mut memo: Vec<Option<[f64; 2]>> = vec![None; self.style.names.len()];
         ids.iter()
             .map(|&id| match self.style.counted(id) {
                 // the speaker key was lower-cased once, when the node was counted
                 Some((log_len, speaker)) => {
-                    let [asks, length, lean] = speaker.map_or([0.0, 0.5, 0.0], |n| {
-                        *memo[n as usize].get_or_insert_with(|| {
-                            basis.speaker_style(self.style.name(n), mean, shared)
-                        })
+                    let [asks, length] = speaker.map_or([0.0, 0.5], |n| {
+                        *memo[n as usize]
+                            .get_or_insert_with(|| basis.speaker_style(self.style.name(n), mean))
                     });
-                    [logistic(log_len - mean), asks, length, lean]
+                    [logistic(log_len - mean), asks, length]
                 }
                 None => {
                     let speaker = self.get(id).and_then(speaker_key);
@@ -394,7 +361,7 @@ mod tests {
             s.forget_nodes(&gone).unwrap();
             let asked: Vec<NodeId> = asked.into_iter().collect();
             let basis = s.style.basis(&s.question_shares).into_owned();
-            let naive: Vec<[f64; 4]> = asked
+            let naive: Vec<[f64; 3]> = asked
                 .iter()
                 .map(|&id| match s.style.counted(id) {
                     Some((log_len, speaker)) => {
@@ -410,49 +377,6 @@ mod tests {
                     prop_assert_eq!(a.to_bits(), b.to_bits());
                 }
             }
-        }
-
-        /// Speakers' leans, weighted by their turns, balance out (the lean
-        /// is each share less the turn-weighted share of all), so a chat
-        /// whose speakers ask alike has no leaning speaker; a node without
-        /// a speaker never leans.
-        #[test]
-        fn leans_balance_over_the_turns(
-            turns in proptest::collection::vec(
-                (proptest::option::of(0usize..4), 0.0f64..=1.0),
-                1..40,
-            ),
-        ) {
-            let mut s = MemoryStore::new(StoreConfig::new(2)).unwrap();
-            let mut ids = Vec::new();
-            for &(speaker, share) in &turns {
-                let mut n = NewNode::new("a turn", vec![1.0, 0.0]);
-                if let Some(k) = speaker {
-                    n.provenance = vec![("speaker".into(), format!("Person{k}"))];
-                }
-                let id = s.add_node(n).unwrap();
-                s.set_question_shares(&[(id, share)]).unwrap();
-                ids.push(id);
-            }
-            let styles = s.styles(&ids, None);
-            let mut balance = 0.0;
-            for (&(speaker, _), style) in turns.iter().zip(&styles) {
-                match speaker {
-                    Some(_) => balance += style[3],
-                    None => prop_assert_eq!(style[3], 0.0),
-                }
-            }
-            prop_assert!(balance.abs() < 1e-9, "leans sum to {}", balance);
-            // speakers who ask alike do not lean
-            let mut alike = MemoryStore::new(StoreConfig::new(2)).unwrap();
-            for k in 0..turns.len() {
-                let mut n = NewNode::new("a turn", vec![1.0, 0.0]);
-                n.provenance = vec![("speaker".into(), format!("Person{}", k % 2))];
-                let id = alike.add_node(n).unwrap();
-                alike.set_question_shares(&[(id, 0.25)]).unwrap();
-            }
-            let leans: Vec<f64> = alike.styles(&[0, 1], None).iter().map(|r| r[3]).collect();
-            prop_assert!(leans.iter().all(|l| l.abs() < 1e-12), "{:?}", leans);
         }
     }
 }

@@ -1489,11 +1489,10 @@ impl MemoryStore {
         )
     }
 
-    /// Each node's form relative to the memory, as an (n, 4) array: its
-    /// length against the mean (logistic of the log-length difference: 0.5
-    /// is typical), its speaker's mean question share, its speaker's mean
-    /// length against the memory's (0.5 without a speaker) and its speaker's
-    /// lean (the share less every speaker's, in [-1, 1]; 0 without). Over the
+    /// Each node's form relative to the memory, as an (n, 3) array in [0, 1]:
+    /// its length against the mean (logistic of the log-length difference:
+    /// 0.5 is typical), its speaker's mean question share and its speaker's
+    /// mean length against the memory's (0.5 without a speaker). Over the
     /// nodes with a question share (`set_question_shares`); with `allowed`,
     /// over those it lets through.
     #[pyo3(signature = (ids, *, allowed = None))]
@@ -1512,8 +1511,8 @@ impl MemoryStore {
             }
         });
         let flat: Vec<f64> = rows.iter().flatten().copied().collect();
-        numpy::ndarray::Array2::from_shape_vec((rows.len(), 4), flat)
-            .expect("four per row")
+        numpy::ndarray::Array2::from_shape_vec((rows.len(), 3), flat)
+            .expect("three per row")
             .into_pyarray(py)
     }
 

@@ -58,14 +58,14 @@ fn model_style(
     id: NodeId,
     allowed: Option<&[NodeId]>,
     speaker_of: Option<String>,
-) -> [f64; 4] {
+) -> [f64; 3] {
     let counted: Vec<(NodeId, &Turn, f64)> = live
         .iter()
         .filter(|(i, _)| allowed.is_none_or(|a| a.contains(i)))
         .filter_map(|(&i, t)| t.share.map(|s| (i, t, s)))
         .collect();
     if counted.is_empty() {
-        return [0.5, 0.0, 0.5, 0.0];
+        return [0.5, 0.0, 0.5];
     }
     let mut total = 0.0;
     for (_, t, _) in &counted {
@@ -89,23 +89,10 @@ fn model_style(
         }
     }
     if turns == 0.0 {
-        return [length, 0.0, 0.5, 0.0];
+        [length, 0.0, 0.5]
+    } else {
+        [length, asks / turns, logistic(len / turns - mean)]
     }
-    // every speaker's turns and shares, each speaker summed in id order,
-    // then the speakers in key order
-    let mut by_speaker: BTreeMap<String, (f64, f64)> = BTreeMap::new();
-    for (_, t, s) in &counted {
-        if let Some(key) = lower_speaker(t) {
-            let e = by_speaker.entry(key).or_default();
-            e.0 += s;
-            e.1 += 1.0;
-        }
-    }
-    let (all_asks, all_turns) = by_speaker
-        .values()
-        .fold((0.0, 0.0), |(a, n), (sa, sn)| (a + sa, n + sn));
-    let lean = (asks / turns - all_asks / all_turns).clamp(-1.0, 1.0);
-    [length, asks / turns, logistic(len / turns - mean), lean]
 }
 
 #[derive(Clone, Debug)]
@@ -231,12 +218,12 @@ fn a_memory_without_counted_nodes_reads_typical() {
     let id = s
         .add_node(NewNode::new("hello", vec![1.0, 0.0, 0.0, 0.0]))
         .unwrap();
-    assert_eq!(s.styles(&[id, 99], None), vec![[0.5, 0.0, 0.5, 0.0]; 2]);
+    assert_eq!(s.styles(&[id, 99], None), vec![[0.5, 0.0, 0.5]; 2]);
     s.set_question_shares(&[(id, 1.0)]).unwrap();
     // one node: exactly the mean; no speaker
-    assert_eq!(s.styles(&[id], None), vec![[0.5, 0.0, 0.5, 0.0]]);
+    assert_eq!(s.styles(&[id], None), vec![[0.5, 0.0, 0.5]]);
     // an id the store lacks reads as typical
-    assert_eq!(s.styles(&[99], None), vec![[0.5, 0.0, 0.5, 0.0]]);
+    assert_eq!(s.styles(&[99], None), vec![[0.5, 0.0, 0.5]]);
 }
 
 #[test]
