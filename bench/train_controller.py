@@ -144,6 +144,8 @@ class Built:
     memory: Any
     questions: list[Any]
     dia_of: dict[int, str] = field(default_factory=dict)
+    #: built only to judge the heads on (``--judge-styles``), never fitted on
+    judged: bool = False
 
 
 def hand_value(got: dict[str, Any], qid: str) -> float:
@@ -190,7 +192,8 @@ def build_all(args: argparse.Namespace) -> list[Built]:
     for path in args.data:
         convs, _report = load_samples(json.loads(Path(path).read_text()))
         convs = convs[: args.limit_conversations or None]
-        for conv, style in ((RESTYLES[st](c), st) for c in convs for st in args.styles):
+        styles = [*args.styles, *(s for s in args.judge_styles if s not in args.styles)]
+        for conv, style in ((RESTYLES[st](c), st) for c in convs for st in styles):
             texts, ts, spk, provs = conversation_inputs(conv)
             store = jevmem.MemoryStore(emb.dim, max_text_bytes=MAX_TEXT_BYTES)
             mem = jevmem.Memory(
@@ -202,13 +205,50 @@ def build_all(args: argparse.Namespace) -> list[Built]:
                 cache.flush()
             mem.embedder = emb
             name = Path(path).stem + ("" if style == "turns" else f"+{style}")
-            b = Built(name, conv.sample_id, mem, list(conv.qas))
+            b = Built(name, conv.sample_id, mem, list(conv.qas), judged=style not in args.styles)
             b.dia_of = {i: p["dia_id"] for i, p in zip(ids, provs, strict=True)}
             out.append(b)
             log(
                 f"built {b.dataset}/{b.conversation}: {len(ids)} turns in {time.perf_counter() - t0:.1f}s"
             )
     return out
+
+
+def judge(
+    judged: list[Built],
+    folds: dict[tuple[str, str], int],
+    fold_fits: dict[int, Fit],
+    speakerless_fits: dict[int, Fit],
+    k: int,
+) -> dict[str, dict[str, float | None]]:
+    """Full-mode recall@10 on the judged memories (styles the heads are not
+    fitted on), each conversation with the heads fitted without its fold:
+    the hand rules, the scoring heads, and (``--speakerless``) the scoring
+    heads with the speakerless heads answering for nodes without a speaker."""
+    if not judged:
+        return {}
+
+    def heads_for(b: Built, speakerless: bool) -> LearnedController:
+        fit = fold_fits[folds[(b.dataset, b.conversation)]]
+        heads = {"score.relevance": fit.own, "score.support": fit.ctx}
+        if speakerless:
+            bare = speakerless_fits[folds[(b.dataset, b.conversation)]]
+            heads["score.relevance" + SPEAKERLESS] = bare.own
+            heads["score.support" + SPEAKERLESS] = bare.ctx
+        return LearnedController(SystemOneModel(heads))
+
+    ends = {
+        "hand": record(judged, lambda b: jevmem.LocalController(), k)[1],
+        "learned": record(judged, lambda b: heads_for(b, False), k)[1],
+    }
+    if speakerless_fits:
+        ends["learned_speakerless"] = record(judged, lambda b: heads_for(b, True), k)[1]
+    table = {
+        d: {name: mean_recall(e, d) for name, e in ends.items()}
+        for d in sorted({b.dataset for b in judged})
+    }
+    log(f"  full-mode recall@10 held out, judged styles: {table}")
+    return table
 
 
 def record(built: list[Built], controller_for: Any, k: int) -> tuple[list[QueryRows], list[Any]]:
@@ -568,7 +608,9 @@ def recorded(args: argparse.Namespace, built: list[Built]) -> tuple[list[QueryRo
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     t_start = time.perf_counter()
-    built = build_all(args)
+    every = build_all(args)
+    built = [b for b in every if not b.judged]
+    judged = [b for b in every if b.judged]
     datasets = sorted({b.dataset for b in built})
     kw: dict[str, Any] = dict(
         hidden=args.hidden,
@@ -584,7 +626,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     rows, hand_ends = recorded(args, built)
     if args.record_only:
         return {"recorded_questions": len(rows), "record_cache": str(args.record_cache)}
-    folds = fold_of(built, args.folds)
+    folds = fold_of(every, args.folds)
     fold_fits: dict[int, Fit] = {}
     speakerless_fits: dict[int, Fit] = {}
     held_pool: dict[str, dict[str, float | None]] = {d: {} for d in datasets}
@@ -638,6 +680,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         d: {"hand": mean_recall(hand_ends, d), "learned": mean_recall(learned_ends, d)}
         for d in datasets
     }
+    judged_table = judge(judged, folds, fold_fits, speakerless_fits, args.k)
     log(f"  full-mode recall@10 held out: {end_to_end}")
 
     log("stage 3: the sufficiency head")
@@ -681,13 +724,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if scoring_ok:
         final = fit_members(*stack(rows), **kw)
         heads["score.relevance"], heads["score.support"] = final.own, final.ctx
-    # the speakerless heads with them, where they beat the hand rule's
-    # ranking of the pools held out (the pools a memory with speakers drew)
-    if (
-        scoring_ok
-        and args.speakerless
-        and (beats(held_pool, "speakerless_by_conversation") or args.ship_all)
-    ):
+    # the speakerless heads with them, where on every style judged (memories
+    # they were not fitted on) they beat both the hand rules and the other heads
+    speakerless_ok = bool(judged_table) and all(
+        (v.get("learned_speakerless") or 0.0) > max(v["hand"] or 0.0, v["learned"] or 0.0)
+        for v in judged_table.values()
+    )
+    if scoring_ok and args.speakerless and (speakerless_ok or args.ship_all):
         final = fit_members(*stack(rows, SPEAKERLESS_NAMES), names=SPEAKERLESS_NAMES, **kw)
         heads["score.relevance" + SPEAKERLESS] = final.own
         heads["score.support" + SPEAKERLESS] = final.ctx
@@ -707,6 +750,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "held_out_pool_recall@10": held_pool,
         "held_out_full_recall@10": end_to_end,
         "held_out_abstain_auroc": abstention,
+        "held_out_full_recall@10_judged": judged_table,
         "shipped_heads": sorted(heads),
         "ship_all": args.ship_all,
         "speakerless": args.speakerless,
@@ -773,10 +817,18 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "trained on in these restyled forms (jevmem.evaluation.as_messages, as_blocks), "
         "each a data set of its own",
     )
+    ap.add_argument(
+        "--judge-styles",
+        type=lambda v: [x.strip() for x in v.split(",") if x.strip()],
+        default=[],
+        help="comma-separated restyles the heads are judged on, never fitted on: full-mode "
+        "recall@10 held out by conversation (the speakerless heads ship only where they "
+        "win on every one)",
+    )
     ap.add_argument("--k", type=int, default=20)
     ap.add_argument("--version", default="1")
     args = ap.parse_args(argv)
-    for style in args.styles:
+    for style in [*args.styles, *args.judge_styles]:
         if style not in RESTYLES:
             ap.error(f"unknown style {style!r}; expected some of {','.join(RESTYLES)}")
     return args

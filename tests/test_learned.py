@@ -306,7 +306,11 @@ def test_training_script_runs_on_a_small_synthetic_set(tmp_path: Path, monotone:
             str(out),
             "--report",
             str(report),
-            *(["--monotone", "--ship-all", "--speakerless"] if monotone else []),
+            *(
+                ["--monotone", "--ship-all", "--speakerless", "--judge-styles", "blocks"]
+                if monotone
+                else []
+            ),
         ],
         capture_output=True,
         text=True,
@@ -336,7 +340,15 @@ def test_training_script_runs_on_a_small_synthetic_set(tmp_path: Path, monotone:
         ]
         for row in rep["held_out_pool_recall@10"].values():
             assert 0.0 <= row["speakerless_by_conversation"] <= 1.0
+        # judged on blocks, never fitted on them: the three rankings, held out
+        judged = rep["held_out_full_recall@10_judged"]
+        assert set(judged) == {"chats-a+blocks", "chats-b+blocks"}
+        for row in judged.values():
+            assert set(row) == {"hand", "learned", "learned_speakerless"}
+            assert all(0.0 <= v <= 1.0 for v in row.values())
         assert head_rises_in(model.heads["score.relevance"], MATCH_FEATURES)
+    else:
+        assert rep["held_out_full_recall@10_judged"] == {}
 
 
 def test_training_script_trains_on_restyled_conversations(tmp_path: Path) -> None:
