@@ -391,7 +391,7 @@ def test_clipping_a_column_equals_clipping_each_value(values: list[float]) -> No
 
 @given(st.lists(st.floats(allow_nan=True, allow_infinity=True), max_size=40))
 def test_unit_of_a_column_equals_unit_of_each_value(values: list[float]) -> None:
-    from jevmem.controller.learned import unit_columns, unit_value
+    from jevmem.controller.head_answers import unit_columns, unit_value
 
     got = unit_columns(np.array(values, dtype=np.float64)).tolist()
     want = [unit_value(v) for v in values]

@@ -54,11 +54,20 @@ from jevmem.controller.features import (
     scoring_base,
     without_speakers,
 )
+from jevmem.controller.head_answers import (
+    Override,
+    hand_columns,
+    head_values,
+    heads_asked,
+    put_speakerless,
+    speakerless_answers,
+    unit_columns,
+    unit_value,
+)
 from jevmem.controller.local import LocalController, question_index
 from jevmem.controller.types import (
     Answer,
     CandidateAnswers,
-    CandidateQuestions,
     CandidateTable,
     DecisionRequest,
     NoulAnswer,
@@ -409,10 +418,10 @@ class LearnedController(LocalController):
         assessed: list[tuple[MutableMapping[str, Answer], str, dict[str, float]]] = []
         # the answers of candidates without a speaker, from the hand answers
         # (read before the heads below replace them), put in at the end
-        overrides: list[tuple[DecisionRequest, MutableMapping[str, Answer], _Override]] = []
+        overrides: list[tuple[DecisionRequest, MutableMapping[str, Answer], Override]] = []
         for req, answers in zip(requests, out, strict=True):
             if req.purpose == "scoring" and speakerless:
-                got = _speakerless_answers(req, answers, speakerless)
+                got = speakerless_answers(req, answers, speakerless)
                 if got:
                     overrides.append((req, answers, got))
             if req.purpose == "scoring" and (relevance or support):
@@ -435,7 +444,7 @@ class LearnedController(LocalController):
         if columns:
             _score_rounds(columns, relevance, support)
         for req, answers, got in overrides:
-            _put_speakerless(req, answers, got)
+            put_speakerless(req, answers, got)
         if assessed and sufficiency is not None:
             # one row per assessment, read together; the products row by row
             # (as alone: see `_segment_products`)
@@ -454,113 +463,23 @@ class LearnedController(LocalController):
         """A scoring request's relevance and support answers from the heads:
         the candidates' signals are read into columns once for both heads,
         and the answers replaced in one pass over the questions."""
-        cands = req.state.get("candidates") or []
-        # a round's kinds are its template's (no pass over every candidate's questions)
-        qs = req.questions
-        wanted = set(qs.kinds) if type(qs) is CandidateQuestions else {q.kind for q in qs}
-        heads = {
-            kind: head
-            for kind, head in (("score.relevance", relevance), ("score.support", support))
-            if head is not None and kind in wanted
-        }
+        heads = heads_asked(req, {"score.relevance": relevance, "score.support": support})
         if not heads:
             return
-        base = scoring_base(tuple(head.features for head in heads.values()))
+        values = head_values(req, answers, heads)
         if isinstance(answers, CandidateAnswers):
-            # the round as columns: the hand rule's answers are read and the
-            # heads' written a column at a time
-            raw, at = candidate_base_columns(cands, base, _hand_columns(answers))
-            for kind, head in heads.items():
-                answers.column(kind)[:] = unit_columns(
-                    head(feature_products(raw, at, head.features))
-                )
+            # the round as columns: the heads' answers written a column at a time
+            for kind, v in values.items():
+                answers.column(kind)[:] = unit_columns(v)
             return
-        raw, at = candidate_base_columns(cands, base, hand_answers(answers, len(cands)))
-        values = {
-            kind: head(feature_products(raw, at, head.features)).tolist()
-            for kind, head in heads.items()
-        }
+        listed = {kind: v.tolist() for kind, v in values.items()}
         for q in req.questions:
-            got = values.get(q.kind)
+            got = listed.get(q.kind)
             if got is not None:
                 # candidate_{i}_<name>: i indexes the candidates
                 i = question_index(q.id)
                 assert i is not None
                 answers[q.id] = NoulAnswer(unit_value(got[i]))
-
-
-#: a round's answers for its candidates without a speaker: per kind, which
-#: candidates and every candidate's value
-_Override = list[tuple[str, npt.NDArray[np.bool_], npt.NDArray[np.float64]]]
-
-
-def _without_speaker(cands: Any) -> npt.NDArray[np.bool_] | None:
-    """Which candidates have no speaker (``has_speaker`` 0); None when the
-    plane gives no such signal (a plug-in plane's candidates read as spoken)."""
-    if type(cands) is CandidateTable:
-        col = cands.columns.get("has_speaker")
-        return None if col is None else np.asarray(col) == 0.0
-    if not cands:
-        return None
-    return np.array([(c.get("signals") or {}).get("has_speaker") == 0 for c in cands], dtype=bool)
-
-
-def _speakerless_answers(
-    req: DecisionRequest, answers: MutableMapping[str, Answer], heads: Mapping[str, Head]
-) -> _Override:
-    """The speakerless heads' answers for a scoring round (its hand answers
-    as features, as the other heads read them), for the kinds it asks; none
-    when every candidate has a speaker."""
-    cands = req.state.get("candidates") or []
-    without = _without_speaker(cands)
-    if without is None or not without.any():
-        return []
-    qs = req.questions
-    wanted = set(qs.kinds) if type(qs) is CandidateQuestions else {q.kind for q in qs}
-    chosen = {kind: head for kind, head in heads.items() if kind in wanted}
-    if not chosen:
-        return []
-    base = scoring_base(tuple(head.features for head in chosen.values()))
-    hand = (
-        _hand_columns(answers)
-        if isinstance(answers, CandidateAnswers)
-        else hand_answers(answers, len(cands))
-    )
-    raw, at = candidate_base_columns(cands, base, hand)
-    return [
-        (kind, without, unit_columns(head(feature_products(raw, at, head.features))))
-        for kind, head in chosen.items()
-    ]
-
-
-def _put_speakerless(
-    req: DecisionRequest, answers: MutableMapping[str, Answer], got: _Override
-) -> None:
-    """Put the speakerless heads' answers in for the candidates without a speaker."""
-    if isinstance(answers, CandidateAnswers):
-        for kind, without, values in got:
-            answers.column(kind)[without] = values[without]
-        return
-    by_kind = {kind: (without, values) for kind, without, values in got}
-    for q in req.questions:
-        hit = by_kind.get(q.kind)
-        i = question_index(q.id) if hit is not None else None
-        if hit is not None and i is not None and hit[0][i]:
-            answers[q.id] = NoulAnswer(unit_value(float(hit[1][i])))
-
-
-def _hand_columns(answers: CandidateAnswers) -> dict[str, npt.NDArray[np.float64]]:
-    """The hand rule's relevance and support answers of a round held as
-    columns, as feature columns (0 for a kind the round did not ask)."""
-    kinds = answers.questions.kinds
-    return {
-        f"hand_{n}": (
-            answers.column(f"score.{n}").copy()
-            if f"score.{n}" in kinds
-            else np.zeros(answers.questions.n_candidates)
-        )
-        for n in ("relevance", "support")
-    }
 
 
 def _segment_products(
@@ -632,7 +551,7 @@ def _score_rounds_head_by_head(
     sizes = [len(table) for table, _ in members]
     raws = []
     for table, answers in members:
-        raw, at = candidate_base_columns(table, base, _hand_columns(answers))
+        raw, at = candidate_base_columns(table, base, hand_columns(answers))
         raws.append(raw)
     raw = np.concatenate(raws) if len(raws) > 1 else raws[0]
     for kind, head in zip(wanted, heads, strict=True):
@@ -806,17 +725,3 @@ def _cannot_overflow(head: Head) -> bool:
             return False
         bound = 1.0 if i < len(head.layers) - 1 else bound
     return True
-
-
-def unit_columns(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    """`unit_value` of every element (NaN and -inf give 0, +inf 1), in two
-    ufunc calls where comparisons and selections took six; a zero may come
-    out with either sign (numpy's `fmax` does not order -0.0 and +0.0; no
-    head gives a zero)."""
-    out = np.minimum(x, 1.0)
-    # fmax, not maximum: it takes the 0 over a NaN
-    return np.fmax(out, 0.0, out=out)
-
-
-def unit_value(x: float) -> float:
-    return x if 0.0 <= x <= 1.0 else (1.0 if x > 1.0 else 0.0)
