@@ -575,7 +575,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default="turns",
         help="turns: one node per turn; messages: each turn a burst of short messages "
         "(jevmem.evaluation.as_messages); blocks: a session's turns packed into long "
-        "observations (as_blocks): styles neither development set has",
+        "observations (as_blocks); notes: each turn a speakerless note (as_notes); pages: "
+        "blocks of up to 4,000 characters (as_pages): styles neither development set has",
     )
     ap.add_argument(
         "--no-embed-split",

@@ -144,7 +144,11 @@ class Built:
     memory: Any
     questions: list[Any]
     dia_of: dict[int, str] = field(default_factory=dict)
-    #: built only to judge the heads on (``--judge-styles``), never fitted on
+    #: the scoring heads are fitted on it (``--styles``)
+    fitted: bool = True
+    #: the speakerless heads are fitted on it (``--styles`` and ``--speakerless-styles``)
+    speakerless_fitted: bool = True
+    #: the heads are judged on it, held out by conversation (``--judge-styles``)
     judged: bool = False
 
 
@@ -192,7 +196,7 @@ def build_all(args: argparse.Namespace) -> list[Built]:
     for path in args.data:
         convs, _report = load_samples(json.loads(Path(path).read_text()))
         convs = convs[: args.limit_conversations or None]
-        styles = [*args.styles, *(s for s in args.judge_styles if s not in args.styles)]
+        styles = list(dict.fromkeys([*args.styles, *args.speakerless_styles, *args.judge_styles]))
         for conv, style in ((RESTYLES[st](c), st) for c in convs for st in styles):
             texts, ts, spk, provs = conversation_inputs(conv)
             store = jevmem.MemoryStore(emb.dim, max_text_bytes=MAX_TEXT_BYTES)
@@ -205,7 +209,15 @@ def build_all(args: argparse.Namespace) -> list[Built]:
                 cache.flush()
             mem.embedder = emb
             name = Path(path).stem + ("" if style == "turns" else f"+{style}")
-            b = Built(name, conv.sample_id, mem, list(conv.qas), judged=style not in args.styles)
+            b = Built(
+                name,
+                conv.sample_id,
+                mem,
+                list(conv.qas),
+                fitted=style in args.styles,
+                speakerless_fitted=style in args.styles or style in args.speakerless_styles,
+                judged=style in args.judge_styles,
+            )
             b.dia_of = {i: p["dia_id"] for i, p in zip(ids, provs, strict=True)}
             out.append(b)
             log(
@@ -584,7 +596,8 @@ def source_key(args: argparse.Namespace) -> str:
     for path in [*args.data, *sorted(pkg.rglob("*.py")), *sorted(pkg.glob("_core*"))]:
         h.update(str(path.name).encode())
         h.update(Path(path).read_bytes())
-    h.update(repr((args.embedder, args.k, args.limit_conversations, args.styles)).encode())
+    styles = (args.styles, args.speakerless_styles)
+    h.update(repr((args.embedder, args.k, args.limit_conversations, styles)).encode())
     return h.hexdigest()
 
 
@@ -609,7 +622,9 @@ def recorded(args: argparse.Namespace, built: list[Built]) -> tuple[list[QueryRo
 def run(args: argparse.Namespace) -> dict[str, Any]:
     t_start = time.perf_counter()
     every = build_all(args)
-    built = [b for b in every if not b.judged]
+    # recorded: what some heads are fitted on; built: what the scoring heads are
+    recorded_built = [b for b in every if b.fitted or b.speakerless_fitted]
+    built = [b for b in every if b.fitted]
     judged = [b for b in every if b.judged]
     datasets = sorted({b.dataset for b in built})
     kw: dict[str, Any] = dict(
@@ -623,9 +638,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     )
 
     log("stage 1: recording the hand controller's requests")
-    rows, hand_ends = recorded(args, built)
+    every_rows, every_hand_ends = recorded(args, recorded_built)
     if args.record_only:
-        return {"recorded_questions": len(rows), "record_cache": str(args.record_cache)}
+        return {"recorded_questions": len(every_rows), "record_cache": str(args.record_cache)}
+    # the scoring heads' rows, and the speakerless heads' (the same and their own styles)
+    rows = [r for r in every_rows if r.dataset in datasets]
+    hand_ends = [e for e in every_hand_ends if e[0] in datasets]
+    bare_rows = every_rows
     folds = fold_of(every, args.folds)
     fold_fits: dict[int, Fit] = {}
     speakerless_fits: dict[int, Fit] = {}
@@ -636,8 +655,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             continue
         fold_fits[f] = fit_members(*stack(train), **kw)
         if args.speakerless:
+            bare_train = [r for r in bare_rows if folds[(r.dataset, r.conversation)] != f]
             speakerless_fits[f] = fit_members(
-                *stack(train, SPEAKERLESS_NAMES), names=SPEAKERLESS_NAMES, **kw
+                *stack(bare_train, SPEAKERLESS_NAMES), names=SPEAKERLESS_NAMES, **kw
             )
         log(f"  fold {f}: fitted on {len(train)} questions")
     lodo_fits: dict[str, Fit] = {}
@@ -662,6 +682,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 test, lambda r, fit=lodo: learned_score(fit, r)
             )
         log(f"  pool recall@10 {d}: {held_pool[d]}")
+    for d in sorted({r.dataset for r in bare_rows} - set(datasets)):
+        test = [r for r in bare_rows if r.dataset == d]
+        held_pool[d] = {
+            "hand": pool_recall(test, lambda r: r.hand),
+            "speakerless_by_conversation": pool_recall(
+                test,
+                lambda r: learned_score(speakerless_fits[folds[(r.dataset, r.conversation)]], r),
+            ),
+        }
+        log(f"  pool recall@10 {d} (speakerless heads only): {held_pool[d]}")
 
     log("stage 2: end to end with held-out scoring heads")
     _learned_rows, learned_ends = record(
@@ -731,7 +761,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for v in judged_table.values()
     )
     if scoring_ok and args.speakerless and (speakerless_ok or args.ship_all):
-        final = fit_members(*stack(rows, SPEAKERLESS_NAMES), names=SPEAKERLESS_NAMES, **kw)
+        final = fit_members(*stack(bare_rows, SPEAKERLESS_NAMES), names=SPEAKERLESS_NAMES, **kw)
         heads["score.relevance" + SPEAKERLESS] = final.own
         heads["score.support" + SPEAKERLESS] = final.ctx
     suff_ok = (beats(abstention) or args.ship_all) and len(set(y)) == 2
@@ -754,6 +784,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "shipped_heads": sorted(heads),
         "ship_all": args.ship_all,
         "speakerless": args.speakerless,
+        "styles": args.styles,
+        "speakerless_styles": args.speakerless_styles,
+        "judge_styles": args.judge_styles,
         "seconds": time.perf_counter() - t_start,
         "machine": machine(),
         "command": " ".join([".venv/bin/python", *map(shlex.quote, sys.argv)]),
@@ -818,6 +851,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "each a data set of its own",
     )
     ap.add_argument(
+        "--speakerless-styles",
+        type=lambda v: [x.strip() for x in v.split(",") if x.strip()],
+        default=[],
+        help="comma-separated restyles only the speakerless heads are also fitted on (with "
+        "--speakerless): memories whose nodes have no speaker, as those heads serve",
+    )
+    ap.add_argument(
         "--judge-styles",
         type=lambda v: [x.strip() for x in v.split(",") if x.strip()],
         default=[],
@@ -828,9 +868,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--k", type=int, default=20)
     ap.add_argument("--version", default="1")
     args = ap.parse_args(argv)
-    for style in [*args.styles, *args.judge_styles]:
+    for style in [*args.styles, *args.speakerless_styles, *args.judge_styles]:
         if style not in RESTYLES:
             ap.error(f"unknown style {style!r}; expected some of {','.join(RESTYLES)}")
+    if args.speakerless_styles and not args.speakerless:
+        ap.error("--speakerless-styles fits the speakerless heads: add --speakerless")
     return args
 
 

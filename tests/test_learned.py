@@ -307,7 +307,15 @@ def test_training_script_runs_on_a_small_synthetic_set(tmp_path: Path, monotone:
             "--report",
             str(report),
             *(
-                ["--monotone", "--ship-all", "--speakerless", "--judge-styles", "blocks"]
+                [
+                    "--monotone",
+                    "--ship-all",
+                    "--speakerless",
+                    "--speakerless-styles",
+                    "notes",
+                    "--judge-styles",
+                    "blocks",
+                ]
                 if monotone
                 else []
             ),
@@ -320,8 +328,14 @@ def test_training_script_runs_on_a_small_synthetic_set(tmp_path: Path, monotone:
     rep = json.loads(report.read_text())
     assert rep["datasets"] == ["chats-a", "chats-b"]
     assert rep["questions"] == {"chats-a": 16, "chats-b": 16}
+    # the speakerless heads' own style is reported on its own, in the pool only
+    bare = {"chats-a+notes", "chats-b+notes"} if monotone else set()
+    assert set(rep["held_out_pool_recall@10"]) == {"chats-a", "chats-b"} | bare
+    for d in bare:
+        assert set(rep["held_out_pool_recall@10"][d]) == {"hand", "speakerless_by_conversation"}
+    assert rep["speakerless_styles"] == (["notes"] if monotone else [])
     for table in ("held_out_pool_recall@10", "held_out_full_recall@10", "held_out_abstain_auroc"):
-        assert set(rep[table]) == {"chats-a", "chats-b"}
+        assert set(rep[table]) - bare == {"chats-a", "chats-b"}
         for row in rep[table].values():
             for v in row.values():
                 assert v is None or 0.0 <= v <= 1.0
@@ -367,8 +381,10 @@ def test_training_script_trains_on_restyled_conversations(tmp_path: Path) -> Non
     assert rep["questions"] == {"chats": 16, "chats+blocks": 16, "chats+messages": 16}
     for row in rep["held_out_full_recall@10"].values():
         assert row["hand"] is not None and 0.0 <= row["hand"] <= 1.0
-    bad = train_script(*data_arg, "--styles", "turns,pages")
-    assert bad.returncode == 2 and "unknown style 'pages'" in bad.stderr
+    bad = train_script(*data_arg, "--styles", "turns,scrolls")
+    assert bad.returncode == 2 and "unknown style 'scrolls'" in bad.stderr
+    bare = train_script(*data_arg, "--speakerless-styles", "blocks")
+    assert bare.returncode == 2 and "add --speakerless" in bare.stderr
 
 
 def train_script(*args: str) -> subprocess.CompletedProcess[str]:

@@ -471,6 +471,21 @@ def test_as_blocks_packs_a_sessions_turns_into_long_observations() -> None:
         ev.as_blocks(conv, max_chars=0)
 
 
+def test_as_notes_and_as_pages_are_blocks_of_one_turn_and_of_pages() -> None:
+    conv = ev.parse_conversation(sample())
+    notes = ev.as_notes(conv)
+    # one speakerless note per turn, its speaker in its text
+    assert [t.dia_id for t in notes.turns] == [t.dia_id for t in conv.turns]
+    assert {t.speaker for t in notes.turns} == {""}
+    assert notes.turns[0].text == "Ann: I adopted a dog."
+    pages = ev.as_pages(conv)
+    # a session per page here (every session is short); a page never spans two
+    assert [t.dia_id for t in pages.turns] == ["D1:1,D1:2,D1:3", "D2:1,D2:2", "D10:1"]
+    assert pages == ev.as_blocks(conv, max_chars=4000)
+    assert set(ev.RESTYLES) == {"turns", "messages", "blocks", "notes", "pages"}
+    assert ev.RESTYLES["notes"](conv) == notes
+
+
 def test_harness_end_to_end_on_baseline(tmp_path: Path) -> None:
     data = tmp_path / "mini.json"
     data.write_text(json.dumps([sample(), sample(sample_id="conv-y")]))

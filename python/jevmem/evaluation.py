@@ -69,6 +69,8 @@ __all__ = [
     "answer_tokens",
     "as_blocks",
     "as_messages",
+    "as_notes",
+    "as_pages",
     "auroc",
     "canonical_dia_id",
     "conversation_inputs",
@@ -443,12 +445,28 @@ def as_blocks(conv: Conversation, max_chars: int = 1200) -> Conversation:
     return Conversation(conv.sample_id, conv.speaker_a, conv.speaker_b, tuple(turns), conv.qas)
 
 
+def as_notes(conv: Conversation) -> Conversation:
+    """Each turn as a note with no speaker of its own, ``"<speaker>: <text>"``
+    (:func:`as_blocks` with one turn per block): what an agent that stores
+    what it saw as plain text keeps."""
+    return as_blocks(conv, max_chars=1)
+
+
+def as_pages(conv: Conversation) -> Conversation:
+    """A session's turns in pages of up to 4,000 characters (:func:`as_blocks`):
+    a transcript stored in long chunks."""
+    return as_blocks(conv, max_chars=4000)
+
+
 #: The forms a conversation can take, by name: as released (one node per
-#: turn), :func:`as_messages`, :func:`as_blocks`.
+#: turn), :func:`as_messages`, :func:`as_blocks`, :func:`as_notes`,
+#: :func:`as_pages`.
 RESTYLES: dict[str, Callable[[Conversation], Conversation]] = {
     "turns": lambda conv: conv,
     "messages": as_messages,
     "blocks": as_blocks,
+    "notes": as_notes,
+    "pages": as_pages,
 }
 
 
