@@ -64,6 +64,8 @@ from jevmem.controller.learned import (
     MATCH_FEATURES,
     OWN_FEATURES,
     SPEAKERLESS,
+    SPEAKERLESS_CONTEXT_FEATURES,
+    SPEAKERLESS_OWN_FEATURES,
     Head,
     LearnedController,
     SystemOneModel,
@@ -71,7 +73,6 @@ from jevmem.controller.learned import (
     candidate_rows,
     feature_matrix,
     hand_answers,
-    without_speakers,
 )
 from jevmem.controller.types import DecisionRequest, NoulAnswer
 from jevmem.evaluation import (
@@ -504,7 +505,7 @@ def stack(
 
 
 #: the features of the heads for candidates without a speaker
-SPEAKERLESS_NAMES = (without_speakers(OWN_FEATURES), without_speakers(CONTEXT_FEATURES))
+SPEAKERLESS_NAMES = (SPEAKERLESS_OWN_FEATURES, SPEAKERLESS_CONTEXT_FEATURES)
 
 
 def pool_recall(rows: list[QueryRows], score_of: Any, k: int = 10) -> float | None:

@@ -25,6 +25,8 @@ from jevmem.controller.learned import (
     MATCH_FEATURES,
     OWN_FEATURES,
     SPEAKERLESS,
+    SPEAKERLESS_CONTEXT_FEATURES,
+    SPEAKERLESS_OWN_FEATURES,
     Head,
     LearnedController,
     SystemOneModel,
@@ -60,10 +62,10 @@ def random_model(seed: int, hidden: int = 4, speakerless: bool = False) -> Syste
     }
     if speakerless:
         heads["score.relevance" + SPEAKERLESS] = random_head(
-            without_speakers(OWN_FEATURES), hidden, seed + 3
+            SPEAKERLESS_OWN_FEATURES, hidden, seed + 3
         )
         heads["score.support" + SPEAKERLESS] = random_head(
-            without_speakers(CONTEXT_FEATURES), 0, seed + 4
+            SPEAKERLESS_CONTEXT_FEATURES, 0, seed + 4
         )
     return SystemOneModel(heads, {"version": "test"})
 
@@ -640,6 +642,14 @@ def test_a_speakerless_head_must_not_read_a_speaker() -> None:
         SystemOneModel({"score.relevance" + SPEAKERLESS: head})
     with pytest.raises(InvalidConfigError, match="cannot answer"):
         SystemOneModel({"score.novelty" + SPEAKERLESS: head})
+    # the speakerless features: none reads a speaker, and they read how long
+    # the memory's nodes are instead
+    for names, full in (
+        (SPEAKERLESS_OWN_FEATURES, OWN_FEATURES),
+        (SPEAKERLESS_CONTEXT_FEATURES, CONTEXT_FEATURES),
+    ):
+        assert names == (*without_speakers(full), "memory_length")
+        SystemOneModel({"score.relevance" + SPEAKERLESS: random_head(names, 2, 1)})
 
 
 def _deep_head(names: tuple[str, ...], hidden: tuple[int, ...], seed: int, scale: float) -> Head:

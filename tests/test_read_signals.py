@@ -542,3 +542,36 @@ def test_the_mean_embedding_is_numpys_mean(picks: list[int], order: Any) -> None
     for bad in ([], [*chosen, 10_000]):
         with pytest.raises((ValueError, KeyError)):
             m.store.mean_embedding(bad)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    texts=st.lists(
+        st.text(
+            st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"),
+            min_size=1,
+            max_size=300,
+        ).filter(str.strip),
+        min_size=1,
+        max_size=8,
+    ),
+    scoped=st.lists(st.booleans(), min_size=8, max_size=8),
+)
+def test_memory_length_is_the_mean_log_length_on_a_fixed_scale(
+    texts: list[str], scoped: list[bool]
+) -> None:
+    import math
+
+    m = Memory(HashEmbedder(16), LocalController())
+    assert m.store.typical_length() == 0.0  # an empty memory has no length
+    m.add_batch(texts, scopes=[{"user": "u1"} if s else None for s in scoped[: len(texts)]])
+
+    def want(ts: list[str]) -> float:
+        if not ts:
+            return 0.0
+        return min(1.0, sum(math.log1p(len(t)) for t in ts) / len(ts) / 10.0)
+
+    assert m.store.typical_length() == pytest.approx(want(texts), abs=1e-12)
+    inside = [t for t, s in zip(texts, scoped, strict=False) if s]
+    allowed = m.store.select(scope={"user": "u1"})
+    assert m.store.typical_length(allowed=allowed) == pytest.approx(want(inside), abs=1e-12)

@@ -428,6 +428,9 @@ class MemoryStore:
         self, ids: Sequence[int], *, allowed: Allowed | None = None
     ) -> npt.NDArray[np.float64]:
         """(length, speaker's question share, speaker's length) per node, an (n, 3) array."""
+    def typical_length(self, *, allowed: Allowed | None = None) -> float:
+        """The nodes' mean log length over 10, capped at 1 (0 when empty):
+        the ``memory_length`` signal."""
     def read_signals(
         self,
         text: str,

@@ -120,5 +120,6 @@ def signals(
         "type_procedural": types[:, 2],
         "type_preference": types[:, 3],
         "has_speaker": np.array([1.0 if sp else 0.0 for sp in has_speaker], dtype=np.float64),
+        "memory_length": np.full(n, store.typical_length(allowed=allowed)),
     }
     return out, p_idx.tolist()

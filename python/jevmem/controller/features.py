@@ -26,6 +26,8 @@ __all__ = [
     "CONTEXT_FEATURES",
     "MATCH_FEATURES",
     "OWN_FEATURES",
+    "SPEAKERLESS_CONTEXT_FEATURES",
+    "SPEAKERLESS_OWN_FEATURES",
     "SPEAKER_SIGNALS",
     "assessment_features",
     "assessment_row",
@@ -116,6 +118,19 @@ def without_speakers(names: Sequence[str]) -> tuple[str, ...]:
     """``names`` less every feature that reads a speaker signal (a product
     with one included)."""
     return tuple(n for n in names if not set(n.split("*")) & set(SPEAKER_SIGNALS))
+
+
+#: The features of the heads for nodes without a speaker: no speaker signal,
+#: but ``memory_length``, how long the memory's nodes are on a fixed scale
+#: (the same for every candidate). The speaker signals let the other heads
+#: tell a chat of short turns between friends from a log of an assistant's
+#: long answers, which want different weights; a memory without speakers
+#: still shows how long its observations are.
+SPEAKERLESS_OWN_FEATURES: tuple[str, ...] = (*without_speakers(OWN_FEATURES), "memory_length")
+SPEAKERLESS_CONTEXT_FEATURES: tuple[str, ...] = (
+    *without_speakers(CONTEXT_FEATURES),
+    "memory_length",
+)
 
 
 #: The summary of an assessment's evidence that ``assess.sufficiency`` reads.

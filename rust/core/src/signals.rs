@@ -2,8 +2,8 @@
 //! candidate, in one pass over a batch of nodes: lexical and dense matches
 //! as shares of the query's best, the best passage, list ranks, agreement
 //! with the names the query carries, the time match, the question share,
-//! the node's style in the memory, its type scores and whether it has a
-//! speaker.
+//! the node's style in the memory, its type scores, whether it has a
+//! speaker, and how long the memory's nodes are (the same for every node).
 //!
 //! What is decided per query (the best scores, the names the query carries,
 //! the time it asks about) comes in as a `SignalQuery`; the rules here are
@@ -20,7 +20,7 @@ use crate::types::NodeId;
 use crate::vector::{DotKernel, VectorIndex};
 
 /// The signal columns `read_signals` returns, in order.
-pub const SIGNAL_COLUMNS: [&str; 17] = [
+pub const SIGNAL_COLUMNS: [&str; 18] = [
     "lexical",
     "dense",
     "dense_passage",
@@ -38,6 +38,7 @@ pub const SIGNAL_COLUMNS: [&str; 17] = [
     "type_procedural",
     "type_preference",
     "has_speaker",
+    "memory_length",
 ];
 
 /// What a query fixes for the signals of every node it measures.
@@ -154,7 +155,16 @@ impl MemoryStore {
         let unit = VectorIndex::normalize(q.vector);
         let lexical = self.lexical_scores_related(q.text, q.related, ids, allowed);
         let times = self.time_matches(ids, q.time);
-        let styles = self.styles(ids, style_basis);
+        let whole;
+        let basis = match style_basis {
+            Some(b) => b,
+            None => {
+                whole = self.style.basis(&self.question_shares);
+                &*whole
+            }
+        };
+        let styles = self.styles(ids, Some(basis));
+        let memory_length = basis.typical_length();
         let (lex_rank, vec_rank) = (ranks(q.lexical_ranked), ranks(q.vector_ranked));
         let mut rows = Vec::with_capacity(ids.len());
         let mut best_passage = Vec::with_capacity(ids.len());
@@ -198,6 +208,7 @@ impl MemoryStore {
                 f64::from(t.procedural),
                 f64::from(t.preference),
                 if speaker.is_some() { 1.0 } else { 0.0 },
+                memory_length,
             ]);
         }
         Ok(NodeSignals { rows, best_passage })
@@ -250,5 +261,12 @@ mod tests {
         assert_eq!(column(&got, "has_speaker"), vec![1.0, 0.0, 1.0]);
         assert_eq!(got.best_passage, vec![0, 0, 0]);
         assert!(s.read_signals(&q, &[a, 9], None, None).is_err());
+        // no node counted yet (no question shares): the memory has no length
+        assert_eq!(column(&got, "memory_length"), vec![0.0; 3]);
+        s.set_question_shares(&[(a, 0.0), (b, 1.0)]).unwrap();
+        let got = s.read_signals(&q, &[a, b], None, None).unwrap();
+        let mean = ((19f64).ln_1p() + (20f64).ln_1p()) / 2.0;
+        assert_eq!(column(&got, "memory_length"), vec![mean / 10.0; 2]);
+        assert_eq!(s.typical_length(None), mean / 10.0);
     }
 }

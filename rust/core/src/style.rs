@@ -81,6 +81,19 @@ impl StyleBasis {
         [logistic(log_len.unwrap_or(mean) - mean), asks, length]
     }
 
+    /// How long the memory's nodes are, on a scale that does not move with
+    /// the memory: their mean log length over `ln(1 + 22,026)` (= 10),
+    /// capped at 1 (0 with no counted node). A two-line chat reads ~0.4, an
+    /// assistant's log of long answers ~0.7: what a node's own, relative
+    /// length cannot say.
+    pub fn typical_length(&self) -> f64 {
+        if self.n == 0 {
+            0.0
+        } else {
+            (self.mean() / 10.0).clamp(0.0, 1.0)
+        }
+    }
+
     /// The mean log length (counted nodes only: `n` > 0).
     fn mean(&self) -> f64 {
         self.total / self.n as f64
@@ -306,6 +319,14 @@ impl MemoryStore {
                 }
             })
             .collect()
+    }
+
+    /// `StyleBasis::typical_length` of the whole memory, or of `basis`.
+    pub fn typical_length(&self, basis: Option<&StyleBasis>) -> f64 {
+        match basis {
+            Some(b) => b.typical_length(),
+            None => self.style.basis(&self.question_shares).typical_length(),
+        }
     }
 
     /// The style basis of the counted nodes `allowed` lets through.

@@ -1516,6 +1516,21 @@ impl MemoryStore {
             .into_pyarray(py)
     }
 
+    /// How long the memory's nodes are on a fixed scale: their mean log
+    /// length over 10, capped at 1 (0 for an empty memory); with `allowed`,
+    /// of the nodes it lets through (the `memory_length` signal).
+    #[pyo3(signature = (*, allowed = None))]
+    fn typical_length(&self, py: Python<'_>, allowed: Option<PyRef<'_, Allowed>>) -> f64 {
+        let allowed: Option<&Allowed> = allowed.as_deref();
+        self.read(py, |s| match allowed {
+            None => s.typical_length(None),
+            Some(a) => {
+                let basis = a.style_basis.get_or_init(|| s.style_basis(&a.inner));
+                s.typical_length(Some(basis))
+            }
+        })
+    }
+
     /// The read path's signals of `ids` for one query, in one pass: an
     /// (n, len(SIGNAL_COLUMNS)) float64 array in `SIGNAL_COLUMNS` order, and
     /// each node's best passage index. `lexical_ranked` / `vector_ranked`:
