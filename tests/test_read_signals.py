@@ -548,7 +548,7 @@ def test_the_mean_embedding_is_numpys_mean(picks: list[int], order: Any) -> None
 @given(
     texts=st.lists(
         st.text(
-            st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"),
+            st.characters(exclude_categories=("Cn", "Cs"), exclude_characters="\0"),
             min_size=1,
             max_size=300,
         ).filter(str.strip),

@@ -155,15 +155,8 @@ impl MemoryStore {
         let unit = VectorIndex::normalize(q.vector);
         let lexical = self.lexical_scores_related(q.text, q.related, ids, allowed);
         let times = self.time_matches(ids, q.time);
-        let whole;
-        let basis = match style_basis {
-            Some(b) => b,
-            None => {
-                whole = self.style.basis(&self.question_shares);
-                &*whole
-            }
-        };
-        let styles = self.styles(ids, Some(basis));
+        let basis = self.basis_or_whole(style_basis);
+        let styles = self.styles(ids, Some(&basis));
         let memory_length = basis.typical_length();
         let (lex_rank, vec_rank) = (ranks(q.lexical_ranked), ranks(q.vector_ranked));
         let mut rows = Vec::with_capacity(ids.len());

@@ -288,14 +288,7 @@ impl MemoryStore {
     /// given: that one, computed earlier by `style_basis`). An id the store
     /// lacks reads as typical with no speaker.
     pub fn styles(&self, ids: &[NodeId], basis: Option<&StyleBasis>) -> Vec<[f64; 3]> {
-        let whole;
-        let basis = match basis {
-            Some(b) => b,
-            None => {
-                whole = self.style.basis(&self.question_shares);
-                &*whole
-            }
-        };
+        let basis = self.basis_or_whole(basis);
         if basis.n == 0 {
             return vec![basis.style(None, None); ids.len()];
         }
@@ -323,9 +316,14 @@ impl MemoryStore {
 
     /// `StyleBasis::typical_length` of the whole memory, or of `basis`.
     pub fn typical_length(&self, basis: Option<&StyleBasis>) -> f64 {
+        self.basis_or_whole(basis).typical_length()
+    }
+
+    /// `basis`, or the whole memory's when none is given.
+    pub fn basis_or_whole<'a>(&'a self, basis: Option<&'a StyleBasis>) -> Cow<'a, StyleBasis> {
         match basis {
-            Some(b) => b.typical_length(),
-            None => self.style.basis(&self.question_shares).typical_length(),
+            Some(b) => Cow::Borrowed(b),
+            None => self.style.basis(&self.question_shares),
         }
     }
 
