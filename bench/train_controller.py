@@ -798,6 +798,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return report
 
 
+def comma_list(value: str) -> list[str]:
+    """``"a, b,,c"`` -> ``["a", "b", "c"]`` (a style list option)."""
+    return [x.strip() for x in value.split(",") if x.strip()]
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--data", type=Path, action="append", required=True)
@@ -845,7 +850,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     ap.add_argument(
         "--styles",
-        type=lambda v: [x.strip() for x in v.split(",") if x.strip()],
+        type=comma_list,
         default=["turns"],
         help="comma-separated, from turns,messages,blocks: each conversation is also "
         "trained on in these restyled forms (jevmem.evaluation.as_messages, as_blocks), "
@@ -853,14 +858,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     ap.add_argument(
         "--speakerless-styles",
-        type=lambda v: [x.strip() for x in v.split(",") if x.strip()],
+        type=comma_list,
         default=[],
         help="comma-separated restyles only the speakerless heads are also fitted on (with "
         "--speakerless): memories whose nodes have no speaker, as those heads serve",
     )
     ap.add_argument(
         "--judge-styles",
-        type=lambda v: [x.strip() for x in v.split(",") if x.strip()],
+        type=comma_list,
         default=[],
         help="comma-separated restyles the heads are judged on, never fitted on: full-mode "
         "recall@10 held out by conversation (the speakerless heads ship only where they "
