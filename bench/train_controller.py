@@ -639,13 +639,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     )
 
     log("stage 1: recording the hand controller's requests")
-    every_rows, every_hand_ends = recorded(args, recorded_built)
+    # the speakerless heads' rows (their own styles too), and the scoring heads'
+    bare_rows, every_hand_ends = recorded(args, recorded_built)
     if args.record_only:
-        return {"recorded_questions": len(every_rows), "record_cache": str(args.record_cache)}
-    # the scoring heads' rows, and the speakerless heads' (the same and their own styles)
-    rows = [r for r in every_rows if r.dataset in datasets]
+        return {"recorded_questions": len(bare_rows), "record_cache": str(args.record_cache)}
+    rows = [r for r in bare_rows if r.dataset in datasets]
     hand_ends = [e for e in every_hand_ends if e[0] in datasets]
-    bare_rows = every_rows
     folds = fold_of(every, args.folds)
     fold_fits: dict[int, Fit] = {}
     speakerless_fits: dict[int, Fit] = {}
@@ -661,6 +660,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 *stack(bare_train, SPEAKERLESS_NAMES), names=SPEAKERLESS_NAMES, **kw
             )
         log(f"  fold {f}: fitted on {len(train)} questions")
+
+    def speakerless_score(r: QueryRows) -> Array:
+        return learned_score(speakerless_fits[folds[(r.dataset, r.conversation)]], r)
+
     lodo_fits: dict[str, Fit] = {}
     for d in datasets:
         test = [r for r in rows if r.dataset == d]
@@ -669,10 +672,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             test, lambda r: learned_score(fold_fits[folds[(r.dataset, r.conversation)]], r)
         )
         if speakerless_fits:
-            held_pool[d]["speakerless_by_conversation"] = pool_recall(
-                test,
-                lambda r: learned_score(speakerless_fits[folds[(r.dataset, r.conversation)]], r),
-            )
+            held_pool[d]["speakerless_by_conversation"] = pool_recall(test, speakerless_score)
         others = [r for r in rows if base_of(r.dataset) != base_of(d)]
         if others:
             # one fit per data file left out, whatever its styles
@@ -687,10 +687,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         test = [r for r in bare_rows if r.dataset == d]
         held_pool[d] = {
             "hand": pool_recall(test, lambda r: r.hand),
-            "speakerless_by_conversation": pool_recall(
-                test,
-                lambda r: learned_score(speakerless_fits[folds[(r.dataset, r.conversation)]], r),
-            ),
+            "speakerless_by_conversation": pool_recall(test, speakerless_score),
         }
         log(f"  pool recall@10 {d} (speakerless heads only): {held_pool[d]}")
 

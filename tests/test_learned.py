@@ -541,23 +541,29 @@ def _same_answers(a: Any, b: Any) -> bool:
     return dict(a) == dict(b)
 
 
+class CallRecorder:
+    """A controller that keeps every batch of requests it is asked and lets
+    ``inner`` answer them."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.answers_validated = getattr(inner, "answers_validated", False)
+        self.calls: list[list[DecisionRequest]] = []
+
+    def decide(self, requests: Any) -> Any:
+        self.calls.append(list(requests))
+        return self.inner.decide(requests)
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_rounds_answered_together_equal_each_answered_alone(seed: int) -> None:
     # a lockstep batch's scoring rounds share the heads' elementwise steps;
     # each must still get, to the bit, the answers it gets alone
-    class Recorder(LearnedController):
-        def __init__(self) -> None:
-            super().__init__()
-            self.calls: list[list[DecisionRequest]] = []
-
-        def decide(self, requests: Any) -> Any:
-            self.calls.append(list(requests))
-            return super().decide(requests)
-
     rng = np.random.default_rng(seed)
     words = "cello lisbon milk oat soy release hiking lake coffee garden piano trip".split()
     people = ["Maya", "Tom", "Lena"]
-    recorder = Recorder()
+    recorder = CallRecorder(LearnedController())
     m = jevmem.Memory(HashEmbedder(64), controller=recorder)
     n = 80
     m.add_batch(
@@ -585,18 +591,9 @@ def test_rounds_answered_together_equal_each_answered_alone(seed: int) -> None:
 def test_candidates_without_a_speaker_get_the_speakerless_heads(seed: int) -> None:
     # a memory of spoken turns and speakerless notes: each candidate is
     # answered by the heads for its kind of node, to the bit, together or alone
-    class Recorder(jevmem.LocalController):
-        def __init__(self) -> None:
-            super().__init__()
-            self.calls: list[list[DecisionRequest]] = []
-
-        def decide(self, requests: Any) -> Any:
-            self.calls.append(list(requests))
-            return super().decide(requests)
-
     rng = np.random.default_rng(seed)
     words = "cello lisbon milk oat soy release hiking lake coffee garden piano trip".split()
-    recorder = Recorder()
+    recorder = CallRecorder(jevmem.LocalController())
     m = jevmem.Memory(HashEmbedder(64), controller=recorder)
     n = 60
     m.add_batch(
@@ -634,6 +631,34 @@ def test_candidates_without_a_speaker_get_the_speakerless_heads(seed: int) -> No
                     assert answers.column(kind)[j] == want
                     rows[flag] += 1
     assert rows[0.0] > 0 and rows[1.0] > 0
+
+
+def test_a_memory_without_speakers_is_answered_by_the_speakerless_heads_alone() -> None:
+    # every candidate speakerless: the other heads are not run, and the
+    # answers are the speakerless heads', together and alone
+    rng = np.random.default_rng(5)
+    words = "cello lisbon milk oat soy release hiking lake coffee garden piano trip".split()
+    recorder = CallRecorder(jevmem.LocalController())
+    m = jevmem.Memory(HashEmbedder(64), controller=recorder)
+    m.add_batch([" ".join(rng.choice(words, size=int(rng.integers(3, 12)))) for _ in range(40)])
+    recorder.calls.clear()
+    m.search_batch([f"what about the {w}?" for w in words[:5]], k=10)
+    heads = random_model(3, speakerless=True).heads
+    mixed = LearnedController(SystemOneModel(heads))
+    unspoken = LearnedController(
+        SystemOneModel(
+            {k.removesuffix(SPEAKERLESS): h for k, h in heads.items() if SPEAKERLESS in k}
+        )
+    )
+    scored = 0
+    for requests in recorder.calls:
+        got, want = mixed.decide(requests), unspoken.decide(requests)
+        for i, req in enumerate(requests):
+            if req.purpose == "scoring":
+                scored += 1
+                assert _same_answers(got[i], want[i])
+                assert _same_answers(got[i], mixed.decide([req])[0])
+    assert scored > 0
 
 
 def test_a_speakerless_head_must_not_read_a_speaker() -> None:

@@ -423,11 +423,17 @@ class LearnedController(LocalController):
         # the answers of candidates without a speaker, from the hand answers
         # (read before the heads below replace them), put in at the end
         overrides: list[tuple[DecisionRequest, MutableMapping[str, Answer], Override]] = []
+        main = {"score.relevance": relevance, "score.support": support}
         for req, answers in zip(requests, out, strict=True):
             if req.purpose == "scoring" and speakerless:
                 got = speakerless_answers(req, answers, speakerless)
                 if got:
                     overrides.append((req, answers, got))
+                    # no candidate has a speaker and the speakerless heads
+                    # answer every kind the others would: theirs is all of it
+                    whole = {kind for kind, without, _ in got if without.all()}
+                    if set(heads_asked(req, main)) <= whole:
+                        continue
             if req.purpose == "scoring" and (relevance or support):
                 table = req.state.get("candidates")
                 if (

@@ -132,10 +132,7 @@ impl ReadSession {
     ) -> R {
         let allowed = self.allowed.as_ref().map(|a| a.get());
         self.store.get().read(py, |s| {
-            let scope = allowed.map(|a| {
-                let basis = a.style_basis.get_or_init(|| s.style_basis(&a.inner));
-                (&*a.inner, basis)
-            });
+            let scope = allowed.map(|a| (&*a.inner, a.basis(s)));
             f(s, &mut self.state.lock(), scope)
         })
     }

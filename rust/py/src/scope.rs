@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 use jevmem_core::filter::{Allowed as CoreAllowed, Field, Filter, Selection, MAX_FILTER_DEPTH};
+use jevmem_core::store::MemoryStore as CoreStore;
 use jevmem_core::style::StyleBasis;
 use jevmem_core::{Error, MetaValue, NodeId};
 use pyo3::prelude::*;
@@ -274,6 +275,12 @@ impl Allowed {
             inner: Arc::new(inner),
             style_basis: OnceLock::new(),
         }
+    }
+
+    /// The style basis of the nodes it allows in `store`, worked out once.
+    pub(crate) fn basis(&self, store: &CoreStore) -> &StyleBasis {
+        self.style_basis
+            .get_or_init(|| store.style_basis(&self.inner))
     }
 }
 

@@ -1503,13 +1503,7 @@ impl MemoryStore {
         allowed: Option<PyRef<'_, Allowed>>,
     ) -> Bound<'py, PyArray2<f64>> {
         let allowed: Option<&Allowed> = allowed.as_deref();
-        let rows = self.read(py, |s| match allowed {
-            None => s.styles(&ids, None),
-            Some(a) => {
-                let basis = a.style_basis.get_or_init(|| s.style_basis(&a.inner));
-                s.styles(&ids, Some(basis))
-            }
-        });
+        let rows = self.read(py, |s| s.styles(&ids, allowed.map(|a| a.basis(s))));
         let flat: Vec<f64> = rows.iter().flatten().copied().collect();
         numpy::ndarray::Array2::from_shape_vec((rows.len(), 3), flat)
             .expect("three per row")
@@ -1522,13 +1516,7 @@ impl MemoryStore {
     #[pyo3(signature = (*, allowed = None))]
     fn typical_length(&self, py: Python<'_>, allowed: Option<PyRef<'_, Allowed>>) -> f64 {
         let allowed: Option<&Allowed> = allowed.as_deref();
-        self.read(py, |s| match allowed {
-            None => s.typical_length(None),
-            Some(a) => {
-                let basis = a.style_basis.get_or_init(|| s.style_basis(&a.inner));
-                s.typical_length(Some(basis))
-            }
-        })
+        self.read(py, |s| s.typical_length(allowed.map(|a| a.basis(s))))
     }
 
     /// The read path's signals of `ids` for one query, in one pass: an
@@ -1574,12 +1562,9 @@ impl MemoryStore {
             passages: true,
         };
         let got = self
-            .read(py, |s| match allowed {
-                None => s.read_signals(&query, &ids, None, None),
-                Some(a) => {
-                    let basis = a.style_basis.get_or_init(|| s.style_basis(&a.inner));
-                    s.read_signals(&query, &ids, Some(&a.inner), Some(basis))
-                }
+            .read(py, |s| {
+                let scope = allowed.map(|a| &*a.inner);
+                s.read_signals(&query, &ids, scope, allowed.map(|a| a.basis(s)))
             })
             .py()?;
         let width = SIGNAL_COLUMNS.len();
