@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from typing import Any
 
 import numpy as np
@@ -575,3 +576,71 @@ def test_memory_length_is_the_mean_log_length_on_a_fixed_scale(
     inside = [t for t, s in zip(texts, scoped, strict=False) if s]
     allowed = m.store.select(scope={"user": "u1"})
     assert m.store.typical_length(allowed=allowed) == pytest.approx(want(inside), abs=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    turns=st.lists(
+        st.tuples(
+            st.sampled_from(["Ana", "Ben", "cleo"]),
+            st.sampled_from(["1", "2"]),
+            st.lists(
+                st.tuples(
+                    st.text(st.sampled_from("ab c?é."), min_size=1, max_size=40).filter(str.strip),
+                    st.sampled_from([0.0, 0.5, 1.0]),
+                ),
+                min_size=1,
+                max_size=4,
+            ),
+        ),
+        min_size=1,
+        max_size=10,
+    ),
+)
+def test_a_burst_of_messages_reads_as_the_turn_it_makes(
+    turns: list[tuple[str, str, list[tuple[str, float]]]],
+) -> None:
+    """A memory that keeps each turn as a burst of messages (the turn's text
+    in pieces, each with its own question share) reads every speaker as one
+    that keeps the turn whole with the messages' mean share: the speaker
+    columns of `MemoryStore.styles` agree to the bit. Consecutive turns of
+    one speaker in one session are one turn either way."""
+    vec = np.ones(4, dtype=np.float32)
+
+    def build(nodes: list[tuple[str, str, str, float]]) -> tuple[MemoryStore, list[int]]:
+        store = MemoryStore(4)
+        ids = [
+            store.add(text, vec, provenance={"speaker": speaker, "session": session})
+            for speaker, session, text, _ in nodes
+        ]
+        shares = [share for *_, share in nodes]
+        store.set_derived(1, ids, shares, [[] for _ in ids])
+        return store, ids
+
+    whole, whole_ids = build(
+        [
+            (speaker, session, "".join(t for t, _ in msgs), sum(s for _, s in msgs) / len(msgs))
+            for speaker, session, msgs in turns
+        ]
+    )
+    burst, burst_ids = build(
+        [
+            (speaker, session, text, share)
+            for speaker, session, msgs in turns
+            for text, share in msgs
+        ]
+    )
+    # two turns in a row of one speaker in one session are one turn in both
+    # memories, but its share is then a mean over different parts: compare
+    # where every turn stands alone
+    if all(a[:2] != b[:2] for a, b in itertools.pairwise(turns)):
+        first_of_turn = np.cumsum([0] + [len(m) for _, _, m in turns])[:-1]
+        got_whole = whole.styles(whole_ids)[:, 1:]
+        got_burst = burst.styles(burst_ids)[first_of_turn, 1:]
+        np.testing.assert_array_equal(got_whole, got_burst)
+    # every message of a turn reads its speaker alike
+    styles = burst.styles(burst_ids)
+    at = 0
+    for _, _, msgs in turns:
+        np.testing.assert_array_equal(styles[at : at + len(msgs), 1:], styles[[at] * len(msgs), 1:])
+        at += len(msgs)

@@ -427,7 +427,10 @@ class MemoryStore:
     def styles(
         self, ids: Sequence[int], *, allowed: Allowed | None = None
     ) -> npt.NDArray[np.float64]:
-        """(length, speaker's question share, speaker's length) per node, an (n, 3) array."""
+        """(length, speaker's question share, speaker's length) per node, an (n, 3) array:
+        the node's length against the mean node, its speaker's mean question share
+        per turn and mean turn length against the mean turn (a turn: one
+        speaker's consecutive nodes in one session)."""
     def typical_length(self, *, allowed: Allowed | None = None) -> float:
         """The nodes' mean log length over 10, capped at 1 (0 when empty):
         the ``memory_length`` signal."""

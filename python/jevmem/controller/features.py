@@ -107,7 +107,9 @@ CONTEXT_FEATURES: tuple[str, ...] = (
     "hand_support",
 )
 #: The signals that say who speaks a candidate: its speaker's question
-#: share and typical length in the memory. A node without a speaker has
+#: share and typical length per turn in the memory (a turn: the speaker's
+#: consecutive nodes in one session, so a burst of messages reads as the
+#: turn it would be in a chat that stores turns whole). A node without a speaker has
 #: neither (``has_speaker`` 0): the heads for such nodes read the features
 #: without them (`without_speakers`), so that they rank without leaning on
 #: who speaks, as a memory of notes, documents or transcript chunks must.

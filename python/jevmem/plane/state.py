@@ -306,7 +306,8 @@ class MemoryState:
     def _style(self, node_id: int) -> tuple[float, float, float]:
         """A node's form relative to the memory it is in (`MemoryStore.styles`):
         its length against the memory's mean, its speaker's mean question
-        share, its speaker's typical length against the memory's."""
+        share per turn, its speaker's typical turn length against the
+        memory's (a turn: one speaker's consecutive nodes in one session)."""
         length, speaker_asks, speaker_length = self.store.styles([node_id])[0].tolist()
         return length, speaker_asks, speaker_length
 

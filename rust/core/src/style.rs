@@ -4,23 +4,29 @@
 //!
 //! A node counts once its question share is recorded (the caller measures
 //! it when it writes the node; see `context`). Per counted node the store
-//! keeps the log of its text length (`ln(1 + chars)`); over them, the mean
-//! and, per speaker (lower-cased), the turns, the summed question share and
-//! the summed log length. Sums are kept in the order the shares were
-//! recorded and recomputed in id order after a removal, so a memory that
-//! forgot nodes reads exactly as one that never had them (what a load of
-//! its snapshot derives).
+//! keeps its text length in chars, its speaker (lower-cased) and its
+//! episode; over them, the mean log length (`ln(1 + chars)`) of the nodes
+//! and, per speaker, the sums over the speaker's *turns*: runs of
+//! consecutive counted nodes (in id order) of one speaker in one episode.
+//! A turn's length is its nodes' chars together and its question share
+//! their mean, so a speaker reads the same whether a platform stores each
+//! turn whole or as a burst of short messages; in a memory where speakers
+//! alternate every turn is one node. Sums are kept in the order the nodes
+//! were counted and recomputed in id order after a removal, so a memory
+//! that forgot nodes reads exactly as one that never had them (what a load
+//! of its snapshot derives).
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 
 use crate::context::speaker_of;
+use crate::episode::{episode_key, episode_of};
 use crate::filter::Allowed;
 use crate::hashing::ShortKeyMap;
 use crate::store::MemoryStore;
 use crate::types::{Node, NodeId};
 
-/// One speaker's sums over the counted nodes.
+/// One speaker's sums over its closed turns.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct SpeakerSums {
     pub turns: f64,
@@ -28,13 +34,40 @@ pub struct SpeakerSums {
     pub log_len: f64,
 }
 
+/// The last turn counted, still open: the next node extends it when it has
+/// the same speaker and episode. A node without a speaker is a turn of its
+/// own.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpenTurn {
+    pub speaker: Option<String>,
+    pub episode: u64,
+    pub chars: f64,
+    pub asks: f64,
+    pub nodes: f64,
+}
+
+impl OpenTurn {
+    fn log_len(&self) -> f64 {
+        self.chars.ln_1p()
+    }
+
+    /// The turn's question share: the mean of its nodes'.
+    fn share(&self) -> f64 {
+        self.asks / self.nodes
+    }
+}
+
 /// The statistics a node's style is read against: the counted nodes'
-/// number and summed log length, and each speaker's sums.
+/// number and summed log length, the closed turns' number and summed log
+/// length, each speaker's sums over its closed turns, and the open turn.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct StyleBasis {
     pub n: usize,
     pub total: f64,
+    pub turns: usize,
+    pub turn_total: f64,
     pub speakers: HashMap<String, SpeakerSums>,
+    pub open: Option<OpenTurn>,
 }
 
 /// `1 / (1 + e^-x)`, 0 far below (the read path's logistic).
@@ -56,28 +89,65 @@ pub fn speaker_key(node: &Node) -> Option<String> {
     speaker_of(node).map(str::to_lowercase)
 }
 
+/// What the style keeps of a counted node.
+#[derive(Clone, Copy, Debug)]
+struct Counted {
+    chars: f64,
+    log_len: f64,
+    speaker: Option<u32>,
+    episode: u64,
+}
+
 impl StyleBasis {
-    fn count(&mut self, speaker: Option<&str>, log_len: f64, asks: f64) {
+    /// Count one more node, after every node counted so far in id order.
+    fn count(&mut self, speaker: Option<&str>, episode: u64, chars: f64, log_len: f64, asks: f64) {
         self.n += 1;
         self.total += log_len;
-        if let Some(s) = speaker {
-            let sums = self.speakers.entry(s.to_owned()).or_default();
-            sums.turns += 1.0;
-            sums.asks += asks;
-            sums.log_len += log_len;
+        if let (Some(s), Some(open)) = (speaker, self.open.as_mut()) {
+            if open.speaker.as_deref() == Some(s) && open.episode == episode {
+                open.chars += chars;
+                open.asks += asks;
+                open.nodes += 1.0;
+                return;
+            }
+        }
+        self.close_turn();
+        self.open = Some(OpenTurn {
+            speaker: speaker.map(str::to_owned),
+            episode,
+            chars,
+            asks,
+            nodes: 1.0,
+        });
+    }
+
+    /// Add the open turn to the closed sums.
+    fn close_turn(&mut self) {
+        if let Some(open) = self.open.take() {
+            let log_len = open.log_len();
+            self.turns += 1;
+            self.turn_total += log_len;
+            if let Some(s) = open.speaker.as_deref() {
+                let sums = self.speakers.entry(s.to_owned()).or_default();
+                sums.turns += 1.0;
+                sums.asks += open.share();
+                sums.log_len += log_len;
+            }
         }
     }
 
-    /// A node's style in [0, 1]: its length against the mean (logistic of
-    /// the log ratio: 0.5 is a typical turn; a node not counted reads as
-    /// typical), its speaker's mean question share, and its speaker's mean
-    /// length against the memory's (0.5 without a speaker).
+    /// A node's style in [0, 1]: its length against the mean node (logistic
+    /// of the log ratio: 0.5 is a typical node; a node not counted reads as
+    /// typical), its speaker's mean question share per turn, and its
+    /// speaker's mean turn length against the memory's mean turn (0.5
+    /// without a speaker).
     pub fn style(&self, log_len: Option<f64>, speaker: Option<&str>) -> [f64; 3] {
         if self.n == 0 {
             return [0.5, 0.0, 0.5];
         }
         let mean = self.mean();
-        let [asks, length] = speaker.map_or([0.0, 0.5], |s| self.speaker_style(s, mean));
+        let turn_mean = self.turn_mean();
+        let [asks, length] = speaker.map_or([0.0, 0.5], |s| self.speaker_style(s, turn_mean));
         [logistic(log_len.unwrap_or(mean) - mean), asks, length]
     }
 
@@ -94,50 +164,86 @@ impl StyleBasis {
         }
     }
 
-    /// The mean log length (counted nodes only: `n` > 0).
+    /// The mean log length of a node (counted nodes only: `n` > 0).
     fn mean(&self) -> f64 {
         self.total / self.n as f64
     }
 
-    /// What `style` reads of a speaker: its mean question share and its
-    /// mean length against `mean` (0 and 0.5 for a speaker without sums).
-    fn speaker_style(&self, speaker: &str, mean: f64) -> [f64; 2] {
-        match self.speakers.get(speaker) {
+    /// The mean log length of a turn, the open one last (`n` > 0, so there
+    /// is an open turn); with one node per turn, `mean` to the bit.
+    fn turn_mean(&self) -> f64 {
+        match &self.open {
+            Some(open) => (self.turn_total + open.log_len()) / (self.turns + 1) as f64,
+            None => self.turn_total / self.turns.max(1) as f64,
+        }
+    }
+
+    /// A speaker's sums over its turns, the open one included.
+    fn sums_of(&self, speaker: &str) -> Option<SpeakerSums> {
+        let mut sums = self.speakers.get(speaker).copied();
+        if let Some(open) = self
+            .open
+            .as_ref()
+            .filter(|o| o.speaker.as_deref() == Some(speaker))
+        {
+            let s = sums.get_or_insert_with(SpeakerSums::default);
+            s.turns += 1.0;
+            s.asks += open.share();
+            s.log_len += open.log_len();
+        }
+        sums
+    }
+
+    /// What `style` reads of a speaker: its mean question share per turn
+    /// and its mean turn length against `turn_mean` (0 and 0.5 for a
+    /// speaker without turns).
+    fn speaker_style(&self, speaker: &str, turn_mean: f64) -> [f64; 2] {
+        match self.sums_of(speaker) {
             Some(sums) if sums.turns != 0.0 => [
                 sums.asks / sums.turns,
-                logistic(sums.log_len / sums.turns - mean),
+                logistic(sums.log_len / sums.turns - turn_mean),
             ],
             _ => [0.0, 0.5],
         }
     }
+
+    /// The speakers with a counted turn.
+    fn speaker_names(&self) -> impl Iterator<Item = &str> {
+        let open = self.open.as_ref().and_then(|o| o.speaker.as_deref());
+        self.speakers
+            .keys()
+            .map(String::as_str)
+            .chain(open.filter(|s| !self.speakers.contains_key(*s)))
+    }
 }
 
-/// The store's style state: each counted node's log length and speaker
-/// key, and the basis over all of them.
+/// The store's style state: each counted node's length, speaker key and
+/// episode, and the basis over all of them.
 ///
 /// A removal only marks the sums stale (forgetting thousands of nodes must
 /// not rebuild them thousands of times): the store settles them once its
 /// removals are done, and a read of stale sums rebuilds a copy.
 #[derive(Clone, Debug, Default)]
 pub struct StyleTable {
-    /// Each counted node's log length and speaker (its number in `names`).
-    counted: BTreeMap<NodeId, (f64, Option<u32>)>,
+    /// What the style keeps of each counted node, its speaker by number in `names`.
+    counted: BTreeMap<NodeId, Counted>,
     /// Every speaker key counted so far, each once, numbered by position
     /// (a read then finds a node's speaker by number, not by its text).
     /// Never shrinks: a memory has few speakers.
     names: Vec<String>,
     numbers: HashMap<String, u32>,
     basis: StyleBasis,
-    /// Whether a removal left the sums stale, and the speakers it touched.
+    /// Whether a removal, or a node counted again or below the last, left
+    /// the sums stale (a turn may have split or joined: every speaker's
+    /// sums are rebuilt).
     stale: bool,
-    touched: HashSet<u32>,
 }
 
 impl StyleTable {
     /// Count several nodes with their shares (already in `shares`). The sums
     /// come out as if summed in id order, whatever the order given: a node
-    /// counted again, or below one already counted, marks its speaker's sums
-    /// for one rebuild at the end rather than adding to them.
+    /// counted again, or below one already counted, marks the sums for one
+    /// rebuild at the end rather than adding to them.
     pub(crate) fn record_many<'a>(
         &mut self,
         nodes: impl IntoIterator<Item = (&'a Node, f64)>,
@@ -146,15 +252,20 @@ impl StyleTable {
         self.settle(shares);
         let mut last = self.counted.keys().next_back().copied();
         for (node, asks) in nodes {
-            let speaker = speaker_key(node).map(|key| self.number(key));
-            let log_len = log_length(&node.content);
-            let again = self.counted.insert(node.id, (log_len, speaker)).is_some();
+            let chars = node.content.chars().count() as f64;
+            let counted = Counted {
+                chars,
+                log_len: chars.ln_1p(),
+                speaker: speaker_key(node).map(|key| self.number(key)),
+                episode: episode_key(episode_of(node)),
+            };
+            let again = self.counted.insert(node.id, counted).is_some();
             if again || last.is_some_and(|l| node.id < l) {
-                self.touched.extend(speaker);
                 self.stale = true;
-            } else {
-                let name = speaker.map(|n| self.names[n as usize].as_str());
-                self.basis.count(name, log_len, asks);
+            } else if !self.stale {
+                let name = counted.speaker.map(|n| self.names[n as usize].as_str());
+                self.basis
+                    .count(name, counted.episode, chars, counted.log_len, asks);
             }
             last = last.max(Some(node.id));
         }
@@ -180,24 +291,15 @@ impl StyleTable {
     /// Stop counting `id` (nothing when it is not counted); the sums are
     /// stale until `settle`.
     pub(crate) fn forget(&mut self, id: NodeId) {
-        if let Some((_, speaker)) = self.counted.remove(&id) {
+        if self.counted.remove(&id).is_some() {
             self.stale = true;
-            self.touched.extend(speaker);
         }
     }
 
-    /// Rebuild stale sums: the total and the touched speakers' sums, in id
-    /// order (other speakers' sums did not change).
+    /// Rebuild stale sums over every counted node in id order.
     pub(crate) fn settle(&mut self, shares: &ShortKeyMap<NodeId, f64>) {
         if self.stale {
-            let touched = std::mem::take(&mut self.touched);
-            rebuild(
-                &self.counted,
-                &self.names,
-                &mut self.basis,
-                &touched,
-                shares,
-            );
+            self.basis = self.sum(self.counted.keys(), shares);
             self.stale = false;
         }
     }
@@ -205,15 +307,7 @@ impl StyleTable {
     /// The basis over every counted node.
     pub fn basis(&self, shares: &ShortKeyMap<NodeId, f64>) -> Cow<'_, StyleBasis> {
         if self.stale {
-            let mut basis = self.basis.clone();
-            rebuild(
-                &self.counted,
-                &self.names,
-                &mut basis,
-                &self.touched,
-                shares,
-            );
-            Cow::Owned(basis)
+            Cow::Owned(self.sum(self.counted.keys(), shares))
         } else {
             Cow::Borrowed(&self.basis)
         }
@@ -221,11 +315,21 @@ impl StyleTable {
 
     /// The basis over the counted nodes `allowed` lets through, summed in id order.
     pub fn basis_within(&self, allowed: &Allowed, shares: &ShortKeyMap<NodeId, f64>) -> StyleBasis {
+        self.sum(allowed.ids(), shares)
+    }
+
+    /// The basis over the counted nodes among `ids` (ascending).
+    fn sum<'a>(
+        &self,
+        ids: impl IntoIterator<Item = &'a NodeId>,
+        shares: &ShortKeyMap<NodeId, f64>,
+    ) -> StyleBasis {
         let mut basis = StyleBasis::default();
-        for id in allowed.ids() {
-            if let Some(&(log_len, speaker)) = self.counted.get(id) {
+        for id in ids {
+            if let Some(c) = self.counted.get(id) {
                 let asks = shares.get(id).copied().unwrap_or(0.0);
-                basis.count(speaker.map(|n| self.name(n)), log_len, asks);
+                let name = c.speaker.map(|n| self.name(n));
+                basis.count(name, c.episode, c.chars, c.log_len, asks);
             }
         }
         basis
@@ -233,12 +337,12 @@ impl StyleTable {
 
     /// A counted node's log length and speaker number.
     fn counted(&self, id: NodeId) -> Option<(f64, Option<u32>)> {
-        self.counted.get(&id).copied()
+        self.counted.get(&id).map(|c| (c.log_len, c.speaker))
     }
 
     /// Approximate heap bytes.
     pub fn memory_bytes(&self) -> usize {
-        self.counted.len() * 40
+        self.counted.len() * 56
             + self.names.iter().map(|s| 2 * s.len() + 80).sum::<usize>()
             + self
                 .basis
@@ -246,39 +350,6 @@ impl StyleTable {
                 .keys()
                 .map(|s| s.len() + 56)
                 .sum::<usize>()
-    }
-}
-
-fn rebuild(
-    counted: &BTreeMap<NodeId, (f64, Option<u32>)>,
-    names: &[String],
-    basis: &mut StyleBasis,
-    touched: &HashSet<u32>,
-    shares: &ShortKeyMap<NodeId, f64>,
-) {
-    let mut total = 0.0;
-    let mut fresh: HashMap<u32, SpeakerSums> = HashMap::new();
-    for (id, &(log_len, speaker)) in counted {
-        total += log_len;
-        if let Some(s) = speaker.filter(|s| touched.contains(s)) {
-            let sums = fresh.entry(s).or_default();
-            sums.turns += 1.0;
-            sums.asks += shares.get(id).copied().unwrap_or(0.0);
-            sums.log_len += log_len;
-        }
-    }
-    basis.n = counted.len();
-    basis.total = total;
-    for s in touched {
-        let name = &names[*s as usize];
-        match fresh.remove(s) {
-            Some(sums) => {
-                basis.speakers.insert(name.clone(), sums);
-            }
-            None => {
-                basis.speakers.remove(name);
-            }
-        }
     }
 }
 
@@ -295,14 +366,16 @@ impl MemoryStore {
         // `basis.style` of each node, its speaker's part worked out once per
         // speaker (a call reads a few speakers many times over)
         let mean = basis.mean();
+        let turn_mean = basis.turn_mean();
         let mut memo: Vec<Option<[f64; 2]>> = vec![None; self.style.names.len()];
         ids.iter()
             .map(|&id| match self.style.counted(id) {
                 // the speaker key was lower-cased once, when the node was counted
                 Some((log_len, speaker)) => {
                     let [asks, length] = speaker.map_or([0.0, 0.5], |n| {
-                        *memo[n as usize]
-                            .get_or_insert_with(|| basis.speaker_style(self.style.name(n), mean))
+                        *memo[n as usize].get_or_insert_with(|| {
+                            basis.speaker_style(self.style.name(n), turn_mean)
+                        })
                     });
                     [logistic(log_len - mean), asks, length]
                 }
@@ -335,7 +408,7 @@ impl MemoryStore {
     /// The speakers of the counted nodes (lower-cased), sorted.
     pub fn speakers(&self) -> Vec<String> {
         let basis = self.style.basis(&self.question_shares);
-        let mut out: Vec<String> = basis.speakers.keys().cloned().collect();
+        let mut out: Vec<String> = basis.speaker_names().map(str::to_owned).collect();
         out.sort_unstable();
         out
     }

@@ -1,7 +1,8 @@
 //! `style`: each node's length and its speaker's habits relative to the
 //! memory, checked against a model that sums every counted node from
-//! scratch in id order (as the Python read path computed them before they
-//! moved here), through shares set in any batches, removals and scopes.
+//! scratch in id order, a speaker's habits over its turns (runs of one
+//! speaker's consecutive counted nodes in one session), through shares set
+//! in any batches, removals and scopes.
 
 use std::collections::BTreeMap;
 
@@ -19,6 +20,9 @@ const DIM: usize = 4;
 struct Turn {
     text: String,
     speaker: Option<&'static str>,
+    /// The session its provenance names (none: every such node is in one
+    /// episode, having no timestamp either).
+    session: Option<&'static str>,
     /// None: its question share is never recorded (a node written past the
     /// plane's indexing, like a summary).
     share: Option<f64>,
@@ -38,11 +42,13 @@ fn turn() -> impl Strategy<Value = Turn> {
         prop::option::of(prop::sample::select(vec![
             "Ana", "ana", "ÁNA", "Ben", "BEN", "Cleo", "",
         ])),
+        prop::option::of(prop::sample::select(vec!["1", "2"])),
         prop::option::weighted(0.85, prop::sample::select(vec![0.0, 0.25, 0.5, 0.9, 1.0])),
     )
-        .prop_map(|(base, repeat, speaker, share)| Turn {
+        .prop_map(|(base, repeat, speaker, session, share)| Turn {
             text: base.repeat(repeat + 1),
             speaker,
+            session,
             share,
         })
 }
@@ -78,20 +84,38 @@ fn model_style(
         .filter(|t| t.share.is_some())
         .map(|t| (t.text.chars().count() as f64).ln_1p());
     let length = logistic(own.unwrap_or(mean) - mean);
-    let (mut turns, mut asks, mut len) = (0.0, 0.0, 0.0);
-    if let Some(spk) = &speaker_of {
-        for (_, t, s) in &counted {
-            if lower_speaker(t).as_ref() == Some(spk) {
-                turns += 1.0;
-                asks += s;
-                len += (t.text.chars().count() as f64).ln_1p();
+    // turns: (speaker, session, chars, summed share, nodes)
+    type ModelTurn<'a> = (Option<String>, Option<&'a str>, f64, f64, f64);
+    let mut turns: Vec<ModelTurn> = Vec::new();
+    for (_, t, s) in &counted {
+        let chars = t.text.chars().count() as f64;
+        let speaker = lower_speaker(t);
+        match turns.last_mut() {
+            Some(last) if speaker.is_some() && last.0 == speaker && last.1 == t.session => {
+                last.2 += chars;
+                last.3 += s;
+                last.4 += 1.0;
             }
+            _ => turns.push((speaker, t.session, chars, *s, 1.0)),
         }
     }
-    if turns == 0.0 {
+    let mut turn_total = 0.0;
+    for turn in &turns {
+        turn_total += turn.2.ln_1p();
+    }
+    let turn_mean = turn_total / turns.len() as f64;
+    let (mut n, mut asks, mut len) = (0.0, 0.0, 0.0);
+    if let Some(spk) = &speaker_of {
+        for turn in turns.iter().filter(|t| t.0.as_ref() == Some(spk)) {
+            n += 1.0;
+            asks += turn.3 / turn.4;
+            len += turn.2.ln_1p();
+        }
+    }
+    if n == 0.0 {
         [length, 0.0, 0.5]
     } else {
-        [length, asks / turns, logistic(len / turns - mean)]
+        [length, asks / n, logistic(len / n - turn_mean)]
     }
 }
 
@@ -148,6 +172,9 @@ proptest! {
                         let mut n = NewNode::new(t.text.clone(), vec![1.0, 0.5, 0.25, -1.0]);
                         if let Some(spk) = t.speaker {
                             n.provenance.push(("speaker".into(), spk.into()));
+                        }
+                        if let Some(session) = t.session {
+                            n.provenance.push(("session".into(), session.into()));
                         }
                         let id = s.add_node(n).unwrap();
                         if let Some(share) = t.share {
@@ -240,4 +267,53 @@ fn recording_a_share_again_rebuilds_its_speaker() {
     assert_eq!(s.styles(&[ids[0]], None)[0][1], 0.5);
     s.set_question_shares(&[(ids[1], 1.0)]).unwrap();
     assert_eq!(s.styles(&[ids[0]], None)[0][1], 1.0);
+}
+
+/// A memory that stores each turn as a burst of short messages reads its
+/// speakers as one that stores the turns whole: the same question share per
+/// turn and the same length against the memory's mean turn, to the bit;
+/// a new session starts a new turn.
+#[test]
+fn a_burst_of_messages_reads_as_its_turn() {
+    fn store(nodes: &[(&str, &str, &str, f64)]) -> (MemoryStore, Vec<NodeId>) {
+        let mut s = MemoryStore::new(StoreConfig::new(DIM)).unwrap();
+        let mut ids = Vec::new();
+        for &(speaker, session, text, share) in nodes {
+            let mut n = NewNode::new(text, vec![1.0, 0.0, 0.0, 0.0]);
+            n.provenance.push(("speaker".into(), speaker.into()));
+            n.provenance.push(("session".into(), session.into()));
+            let id = s.add_node(n).unwrap();
+            s.set_question_shares(&[(id, share)]).unwrap();
+            ids.push(id);
+        }
+        (s, ids)
+    }
+    let (whole, w) = store(&[
+        ("user", "1", "I moved the jobs to Dagster. How do I backfill?", 0.5),
+        ("assistant", "1", "Use a partitioned asset and launch a backfill from the UI; it runs each partition once.", 0.0),
+        ("user", "2", "Thanks!", 0.0),
+    ]);
+    let (burst, b) = store(&[
+        ("user", "1", "I moved the jobs to Dagster.", 0.0),
+        ("user", "1", " How do I backfill?", 1.0),
+        (
+            "assistant",
+            "1",
+            "Use a partitioned asset and launch a backfill from the UI;",
+            0.0,
+        ),
+        ("assistant", "1", " it runs each partition once.", 0.0),
+        ("user", "2", "Thanks!", 0.0),
+    ]);
+    let speaker_part = |s: &MemoryStore, id: NodeId| {
+        let [_, asks, length] = s.styles(&[id], None)[0];
+        [asks.to_bits(), length.to_bits()]
+    };
+    assert_eq!(speaker_part(&whole, w[0]), speaker_part(&burst, b[1]));
+    assert_eq!(speaker_part(&whole, w[1]), speaker_part(&burst, b[2]));
+    // the user's two turns: one asks half, one not at all
+    assert_eq!(whole.styles(&[w[0]], None)[0][1], 0.25);
+    // the user is the shorter speaker either way
+    assert!(burst.styles(&[b[0]], None)[0][2] < 0.5);
+    assert!(burst.styles(&[b[2]], None)[0][2] > 0.5);
 }
