@@ -271,11 +271,14 @@ impl MemoryStore {
         for &(id, share) in shares {
             self.question_shares.insert(id, share);
         }
-        let graph = &self.graph;
+        let (graph, episodes) = (&self.graph, &self.episode_keys);
         self.style.record_many(
-            shares
-                .iter()
-                .map(|&(id, share)| (graph.get(id).expect("a stored node"), share)),
+            shares.iter().map(|&(id, share)| {
+                let node = graph.get(id).expect("a stored node");
+                // kept from the node's write
+                let episode = episodes.get(&id).copied().unwrap_or(0);
+                (node, episode, share)
+            }),
             &self.question_shares,
         );
     }

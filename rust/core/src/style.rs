@@ -20,7 +20,6 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
 use crate::context::speaker_of;
-use crate::episode::{episode_key, episode_of};
 use crate::filter::Allowed;
 use crate::hashing::ShortKeyMap;
 use crate::store::MemoryStore;
@@ -127,10 +126,12 @@ impl StyleBasis {
             let log_len = open.log_len();
             self.turns += 1;
             self.turn_total += log_len;
-            if let Some(s) = open.speaker.as_deref() {
-                let sums = self.speakers.entry(s.to_owned()).or_default();
+            let share = open.share();
+            if let Some(s) = open.speaker {
+                // the turn's own key moves in: no allocation per turn here
+                let sums = self.speakers.entry(s).or_default();
                 sums.turns += 1.0;
-                sums.asks += open.share();
+                sums.asks += share;
                 sums.log_len += log_len;
             }
         }
@@ -240,24 +241,25 @@ pub struct StyleTable {
 }
 
 impl StyleTable {
-    /// Count several nodes with their shares (already in `shares`). The sums
+    /// Count several nodes with their episode keys and shares (already in
+    /// `shares`). The sums
     /// come out as if summed in id order, whatever the order given: a node
     /// counted again, or below one already counted, marks the sums for one
     /// rebuild at the end rather than adding to them.
     pub(crate) fn record_many<'a>(
         &mut self,
-        nodes: impl IntoIterator<Item = (&'a Node, f64)>,
+        nodes: impl IntoIterator<Item = (&'a Node, u64, f64)>,
         shares: &ShortKeyMap<NodeId, f64>,
     ) {
         self.settle(shares);
         let mut last = self.counted.keys().next_back().copied();
-        for (node, asks) in nodes {
+        for (node, episode, asks) in nodes {
             let chars = node.content.chars().count() as f64;
             let counted = Counted {
                 chars,
                 log_len: chars.ln_1p(),
                 speaker: speaker_key(node).map(|key| self.number(key)),
-                episode: episode_key(episode_of(node)),
+                episode,
             };
             let again = self.counted.insert(node.id, counted).is_some();
             if again || last.is_some_and(|l| node.id < l) {
