@@ -28,7 +28,8 @@ WORDS = [
     "latest", "most", "recent", "recently", "now", "still", "any", "more", "anymore", "up",
     "current", "used", "previously", "formerly", "is", "isn't", "does", "don't", "has",
     "yesterday", "2022", "May", "8", "2023", "and", "so", "but", "chronological", "sequence",
-    "order", "fall", "birthday", "K\u212a", "\u0130s", "\u017fince", "whenever", "_when",
+    "order", "fall", "birthday", "did", "have", "I", "you", "say", "said", "mentioned",
+    "recommend", "brought", "my", "kids", "K\u212a", "\u0130s", "\u017fince", "whenever", "_when",
     "?", ",", "'", "\u00a0", "\n",
 ]  # fmt: skip
 vocab_text = st.lists(st.sampled_from(WORDS), max_size=16).map(" ".join)

@@ -281,6 +281,14 @@ def test_supersedes_answers_are_valid_for_any_input(
         ("What milk did she drink before she switched?", "past"),
         ("Which tool did we use originally?", "past"),
         ("What did Maya switch to?", "neutral"),
+        # what someone said: the statement's own present tense asks for no time
+        ("Which days did I say my kids have their swimming lessons?", "neutral"),
+        ("How many shoe sizes have I mentioned across my messages?", "neutral"),
+        ("What did you recommend for the cache I have?", "neutral"),
+        # explicit present words still do, and a request is not a report
+        ("Which milk did I say I drink now?", "present"),
+        ("What snacks do you recommend for me?", "present"),
+        ("Which plans am I making, and which did I mention to you?", "present"),
     ],
 )
 def test_query_fact_time(query: str, stance: str) -> None:

@@ -218,11 +218,30 @@ class FactTime(NamedTuple):
     until: int | None = None
 
 
-# Say "as things stand": explicit present words and present-tense auxiliaries.
+# Say "as things stand": explicit present words.
 _PRESENT_RE = re.compile(
     r"\b(?:now|nowadays|currently|current|these\s+days|at\s+the\s+moment|at\s+present|"
-    r"presently|right\s+now|today|still|any\s*more|latest|is|are|am|isn't|aren't|does|do|"
-    r"doesn't|don't|has|have|hasn't|haven't)\b",
+    r"presently|right\s+now|today|still|any\s*more|latest)\b",
+    FLAGS,
+)
+# A present tense says it too, unless the query asks what someone said.
+_TENSE_RE = re.compile(
+    r"\b(?:is|are|am|isn't|aren't|does|do|doesn't|don't|has|have|hasn't|haven't)\b", FLAGS
+)
+_SAYING = (
+    r"say|said|mention|mentioned|tell|told|share|shared|note|noted|state|stated|describe|"
+    r"described|list|listed|bring\s+up|brought\s+up|recommend|recommended|suggest|suggested|"
+    r"explain|explained|outline|outlined|propose|proposed|advise|advised"
+)
+_SAID = (
+    r"said|mentioned|told|shared|noted|stated|described|listed|brought\s+up|recommended|"
+    r"suggested|explained|outlined|proposed|advised"
+)
+# Ask what someone said, in a past or perfect tense ("did I say", "have I
+# mentioned", "you recommended"): the statements themselves are wanted.
+_REPORTED_RE = re.compile(
+    rf"\b(?:(?:did|have|has|had)\s+(?:\w+\s+){{1,2}}(?:{_SAYING})"
+    rf"|(?:i|you|we|he|she|they)\s+(?:{_SAID}))\b",
     FLAGS,
 )
 # Point at what held before a change, without naming a time. A plain past
@@ -234,12 +253,22 @@ _PAST_RE = re.compile(
 )
 
 
+def _own_present_tense(q: str) -> bool:
+    # a present-tense auxiliary before any report of what someone said
+    tense = _TENSE_RE.search(q)
+    if tense is None:
+        return False
+    report = _REPORTED_RE.search(q)
+    return report is None or tense.start() < report.start()
+
+
 def query_fact_time(query: str, cues: TimeCues, *, now: int | None = None) -> FactTime:
     """The time a query wants facts to be valid at, from its time cues.
 
     A time the query names wins ("in February 2026": the window); then words
-    that point before a change; then present words or a present tense (at
-    ``now`` when given, else the latest state); otherwise neutral.
+    that point before a change; then present words, or a present tense in a
+    query that does not ask what someone said (at ``now`` when given, else
+    the latest state); otherwise neutral.
     """
     q = query if isinstance(query, str) else ""
     window = cues["constraint"]
@@ -247,6 +276,6 @@ def query_fact_time(query: str, cues: TimeCues, *, now: int | None = None) -> Fa
         return FactTime("dated", window[0], window[1])
     if _PAST_RE.search(q):
         return FactTime("past")
-    if _PRESENT_RE.search(q):
+    if _PRESENT_RE.search(q) or _own_present_tense(q):
         return FactTime("present", now)
     return FactTime("neutral")

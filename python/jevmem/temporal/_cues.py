@@ -112,9 +112,12 @@ def query_fact_time(query: str, cues: TimeCues, *, now: int | None = None) -> Fa
     A time the query names wins ("in February 2026": the window); then words
     that point before a change ("before", "used to", "previously", "at
     first"...; a plain past tense does not: "What did she switch to?" asks for
-    the new value); then present words or a present tense ("now", "currently",
-    "still", "is", "does", "has"...: at ``now`` when given, else the latest
-    state); otherwise neutral. Decided in the core (`jevmem._core.query_fact_time`).
+    the new value); then present words ("now", "currently", "still"...) or a
+    present tense of the query's own ("is", "does", "has"...; not one inside
+    a report it asks about: in "Which days did I say my kids have swimming?"
+    or "How many sizes have I mentioned?" the statements themselves are
+    wanted, whatever changed since), at ``now`` when given, else the latest
+    state; otherwise neutral. Decided in the core (`jevmem._core.query_fact_time`).
     """
     q = query if isinstance(query, str) else ""
     stance, at, until = _core.query_fact_time(q, cues["constraint"], now)

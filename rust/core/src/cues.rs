@@ -88,8 +88,19 @@ const CUES: [(&str, &str, f64, &str); 13] = [
 /// "The last", "the latest": with a first/last cue, the query wants recency.
 const LAST: &str = r"\b(?:last|latest|most\s+recent)\b";
 
-/// Explicit present words and present-tense auxiliaries: "as things stand".
-const PRESENT: &str = r"\b(?:now|nowadays|currently|current|these\s+days|at\s+the\s+moment|at\s+present|presently|right\s+now|today|still|any\s*more|latest|is|are|am|isn't|aren't|does|do|doesn't|don't|has|have|hasn't|haven't)\b";
+/// Explicit present words: "as things stand".
+const PRESENT: &str = r"\b(?:now|nowadays|currently|current|these\s+days|at\s+the\s+moment|at\s+present|presently|right\s+now|today|still|any\s*more|latest)\b";
+
+/// Present-tense auxiliaries: a present tense asks what holds now, unless
+/// the query asks what someone said (`REPORTED`).
+const TENSE: &str = r"\b(?:is|are|am|isn't|aren't|does|do|doesn't|don't|has|have|hasn't|haven't)\b";
+
+/// A question about what someone said or advised, in a past or perfect
+/// tense ("which days did I say my kids have...", "how many sizes have I
+/// mentioned", "what did you recommend"): it asks for the statements
+/// themselves, whatever changed after them, so its present tense ("my kids
+/// have") is the statement's and asks for no time.
+const REPORTED: &str = r"\b(?:(?:did|have|has|had)\s+(?:\w+\s+){1,2}(?:say|said|mention|mentioned|tell|told|share|shared|note|noted|state|stated|describe|described|list|listed|bring\s+up|brought\s+up|recommend|recommended|suggest|suggested|explain|explained|outline|outlined|propose|proposed|advise|advised)|(?:i|you|we|he|she|they)\s+(?:said|mentioned|told|shared|noted|stated|described|listed|brought\s+up|recommended|suggested|explained|outlined|proposed|advised))\b";
 
 /// What points at what held before a change without naming a time (a plain
 /// past tense does not: "What did she switch to?" asks for the new value).
@@ -117,13 +128,15 @@ const REQUEST: &str = r"\b(?:can you|could you|would you|will you|please|help me
 /// answers it is the substance of many turns, not one that matches best.
 const SUMMARY: &str = r"\b(?:summar(?:y|ies|ise|ised|ising|ize|ized|izing)|recap(?:s|ped|ping)?|overview|rundown|round-?up)\b";
 
-/// Where `LAST`, `PRESENT`, `PAST`, `REQUEST` and `SUMMARY` sit in the
-/// scan, after the cues.
+/// Where `LAST`, `PRESENT`, `PAST`, `REQUEST`, `SUMMARY`, `TENSE` and
+/// `REPORTED` sit in the scan, after the cues.
 const LAST_AT: usize = CUES.len();
 const PRESENT_AT: usize = LAST_AT + 1;
 const PAST_AT: usize = LAST_AT + 2;
 const REQUEST_AT: usize = LAST_AT + 3;
 const SUMMARY_AT: usize = LAST_AT + 4;
+const TENSE_AT: usize = LAST_AT + 5;
+const REPORTED_AT: usize = LAST_AT + 6;
 
 struct Patterns {
     cues: Vec<Pattern>,
@@ -132,8 +145,10 @@ struct Patterns {
     past: Pattern,
     request: Pattern,
     summary: Pattern,
+    tense: Pattern,
+    reported: Pattern,
     /// Every pattern's loose form, in one multi-pattern search (cues in
-    /// table order, then `LAST_AT`..=`SUMMARY_AT`): one pass over a query
+    /// table order, then `LAST_AT`..=`REPORTED_AT`): one pass over a query
     /// rules most patterns out, where one search each cost a pass each.
     loose: meta::Regex,
 }
@@ -142,7 +157,7 @@ static PATTERNS: LazyLock<Patterns> = LazyLock::new(|| {
     let all: Vec<&str> = CUES
         .iter()
         .map(|c| c.3)
-        .chain([LAST, PRESENT, PAST, REQUEST, SUMMARY])
+        .chain([LAST, PRESENT, PAST, REQUEST, SUMMARY, TENSE, REPORTED])
         .collect();
     let loose: Vec<String> = all.iter().map(|py| loose_syntax(py)).collect();
     Patterns {
@@ -152,6 +167,8 @@ static PATTERNS: LazyLock<Patterns> = LazyLock::new(|| {
         past: Pattern::new(PAST),
         request: Pattern::new(REQUEST),
         summary: Pattern::new(SUMMARY),
+        tense: Pattern::new(TENSE),
+        reported: Pattern::new(REPORTED),
         loose: meta::Builder::new()
             // every pattern that matches anywhere, as a regex set reports them
             .configure(meta::Config::new().match_kind(MatchKind::All))
@@ -295,9 +312,38 @@ pub fn query_time_cues_scanned(query: &str, now: Option<i64>, scan: &CueScan) ->
     })
 }
 
+/// Whether the query speaks in a present tense of its own: a present-tense
+/// auxiliary before any report of what someone said ("which plans am I
+/// making, and which did I mention": yes; "which days did I say my kids
+/// have", "how many sizes have I mentioned": no, the tense is the report's).
+fn own_present_tense(query: &str, scan: &CueScan) -> bool {
+    let p = &*PATTERNS;
+    if !scan.found(TENSE_AT, &p.tense, query) {
+        return false;
+    }
+    let report = if scan.hits.contains(PatternID::new_unchecked(REPORTED_AT)) {
+        p.reported
+            .exact
+            .find(query)
+            .ok()
+            .flatten()
+            .map(|m| m.start())
+    } else {
+        None
+    };
+    let Some(report) = report else { return true };
+    p.tense
+        .exact
+        .find(query)
+        .ok()
+        .flatten()
+        .is_some_and(|m| m.start() < report)
+}
+
 /// The time a query wants facts to hold at: a time it names (its window);
-/// then words that point before a change; then present words or a present
-/// tense (at `now`, else the latest state); otherwise none.
+/// then words that point before a change; then present words, or a
+/// present tense of the query's own, not of a report it asks about (at
+/// `now`, else the latest state); otherwise none.
 pub fn query_fact_time(query: &str, constraint: Option<(i64, i64)>, now: Option<i64>) -> FactTime {
     query_fact_time_scanned(query, constraint, now, &scan(query))
 }
@@ -316,7 +362,7 @@ pub fn query_fact_time_scanned(
     if scan.found(PAST_AT, &p.past, query) {
         return FactTime::Past;
     }
-    if scan.found(PRESENT_AT, &p.present, query) {
+    if scan.found(PRESENT_AT, &p.present, query) || own_present_tense(query, scan) {
         return FactTime::Present(now);
     }
     FactTime::Neutral
@@ -331,7 +377,7 @@ mod tests {
     fn sources() -> Vec<&'static str> {
         CUES.iter()
             .map(|c| c.3)
-            .chain([LAST, PRESENT, PAST, REQUEST, SUMMARY])
+            .chain([LAST, PRESENT, PAST, REQUEST, SUMMARY, TENSE, REPORTED])
             .collect()
     }
 
@@ -441,5 +487,25 @@ mod tests {
             FactTime::Window(1, 2)
         );
         assert_eq!(query_fact_time("Milk?", None, None), FactTime::Neutral);
+        // a report's own present tense asks for no time; the query's own does
+        for q in [
+            "Which days did I say my kids have swimming?",
+            "How many sizes have I mentioned?",
+            "What did you recommend for the cache I have?",
+            "Which cities has she told you she likes?",
+        ] {
+            assert_eq!(query_fact_time(q, None, None), FactTime::Neutral, "{q}");
+        }
+        for q in [
+            "Which milk did I say I drink now?",
+            "Which plans am I making, and which did I mention?",
+            "What snacks do you recommend?",
+        ] {
+            assert_eq!(
+                query_fact_time(q, None, None),
+                FactTime::Present(None),
+                "{q}"
+            );
+        }
     }
 }
