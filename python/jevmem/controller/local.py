@@ -665,9 +665,9 @@ def validity_adjusted(base: float, sig: Mapping[str, Any]) -> float:
     best match in its chain (``chain_match``, 0 when it did not hold then).
 
     A fact that did not hold then (``superseded`` / ``not_yet_valid``) keeps
-    its own relevance: the memory plane ranks it right below the fact that
-    held (`_QueryRun.rank_below_replacements`), so the history stays next to
-    the answer. Discounting it here as well measured worse on BEAM, where an
+    its own relevance: the memory plane ranks the fact that held in its
+    place when it ranked higher, and it right below (`ReadSession.rank` in
+    the core), so the history stays next to the answer. Discounting it here as well measured worse on BEAM, where an
     update question's gold evidence is both facts (0.15 off: recall@10 down
     0.02 to 0.05 on four question types, BENCHMARKS.md section 7)."""
     return clip_value(max(base, _num(sig, "chain_match", 0.0)))

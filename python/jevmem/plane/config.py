@@ -23,8 +23,8 @@ DAY_S = 86_400
 WINDOW_SCAN = 4096
 #: How many of the best evidence items an assessment looks at.
 ASSESSED_ITEMS = 8
-#: A fact ranked above the one that replaced it (at the query's time) moves
-#: to just below it: this share of its score.
+#: A fact ranked above the one that replaced it (at the query's time) gives
+#: it its place and follows just below: this share of its score.
 REPLACED_BELOW = 0.999
 Summariser = Callable[[Sequence[Node]], str]
 #: ``summariser=`` also takes a System Two (an object with ``complete``),

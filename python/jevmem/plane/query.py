@@ -173,9 +173,9 @@ class QueryRun(QueryFeatures):
     def ranked(self, t: Traversal) -> list[tuple[int, float]]:
         """Everything gathered so far, best first, as (node, score): the
         traversal's transition score decides where to go next; the answer
-        ranks every gathered node on one scale, the one seeds had, with a
-        fact that did not hold at the asked time right below the fact of its
-        chain that did (`ReadSession.rank`). Kept until the traversal next
+        ranks every gathered node on one scale, the one seeds had, with the
+        fact of a chain that held at the asked time in the place of a better
+        ranked one that did not, and that one right below it (`ReadSession.rank`). Kept until the traversal next
         moves (`steps` resets it), as the end of a query asks for it up to
         three times."""
         if self.ranking is None:

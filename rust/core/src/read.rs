@@ -361,8 +361,13 @@ impl ReadSession {
     /// Everything gathered, best first on one scale (ties by id): an
     /// expansion candidate's evidence score, a seed's traversal score
     /// (`found`: the traversal's evidence with its scores). A query about a
-    /// time or tense ranks a fact that did not hold then right below the
-    /// best gathered fact of its chain that did, times `replaced_below`.
+    /// time or tense ranks the best gathered fact of a chain that held then
+    /// where a fact of the chain that did not hold, and ranked above it,
+    /// stood, and that fact right below it (times `replaced_below`): the
+    /// answer comes first and the history stays beside it, in the place the
+    /// better of them earned (pushing the replaced fact down to wherever its
+    /// replacement ranked lost both from the top when the replacement
+    /// matched the query's words worse).
     pub fn rank(
         &self,
         store: &MemoryStore,
@@ -382,18 +387,21 @@ impl ReadSession {
             // in order: a lowered fact may be another's holder
             for (node, holders) in self.facts.replaced() {
                 let Some(&i) = at.get(&node) else { continue };
-                let mut best: Option<f64> = None;
+                let mut best: Option<(usize, f64)> = None;
                 for h in holders {
                     if let Some(&j) = at.get(&h) {
                         let v = ranked[j].1;
-                        if best.is_none_or(|b| v > b) {
-                            best = Some(v);
+                        if best.is_none_or(|(_, b)| v > b) {
+                            best = Some((j, v));
                         }
                     }
                 }
-                if let Some(b) = best {
-                    if ranked[i].1 >= b {
-                        ranked[i].1 = b * replaced_below;
+                if let Some((j, b)) = best {
+                    let old = ranked[i].1;
+                    if old >= b {
+                        // the fact that held takes the replaced one's place
+                        ranked[j].1 = old;
+                        ranked[i].1 = old * replaced_below;
                     }
                 }
             }
@@ -1140,6 +1148,54 @@ mod tests {
         for v in extra[0] {
             assert!((0.0..=1.0).contains(&v), "{v}");
         }
+    }
+
+    #[test]
+    fn the_fact_that_held_takes_the_place_of_the_one_it_replaced() {
+        use crate::facts::Supersedes;
+        use crate::types::EdgeOrigin;
+        let (mut s, ids) = chat();
+        // "more tea" replaced "tea"
+        s.add_supersedes(Supersedes {
+            new: ids[4],
+            old: ids[3],
+            weight: 0.9,
+            origin: EdgeOrigin::Controller,
+        })
+        .unwrap();
+        // the replaced fact outranks two turns that outrank its replacement
+        let found = [
+            (ids[3], 0.9),
+            (ids[0], 0.8),
+            (ids[1], 0.7),
+            (ids[4], 0.2),
+            (ids[2], 0.1),
+        ];
+        let mut neutral = session("tea", vec![1.0, 0.0], TimeQuery::None);
+        neutral.signals(&s, &ids, None, None).unwrap();
+        let order = |r: &[(NodeId, f64)]| r.iter().map(|&(n, _)| n).collect::<Vec<_>>();
+        assert_eq!(
+            order(&neutral.rank(&s, &found, 0.99)),
+            [ids[3], ids[0], ids[1], ids[4], ids[2]]
+        );
+        for fact_time in [FactTime::Present(None), FactTime::Present(Some(10_000))] {
+            let mut present = session("tea", vec![1.0, 0.0], TimeQuery::None);
+            present.query.fact_time = fact_time;
+            present.signals(&s, &ids, None, None).unwrap();
+            let ranked = present.rank(&s, &found, 0.99);
+            // the replacement where the replaced fact stood, the history right after
+            assert_eq!(order(&ranked), [ids[4], ids[3], ids[0], ids[1], ids[2]]);
+            assert_eq!(ranked[0].1, 0.9);
+            assert!((ranked[1].1 - 0.9 * 0.99).abs() < 1e-12);
+        }
+        // before the update was said, the old fact held: nothing moves
+        let mut before = session("tea", vec![1.0, 0.0], TimeQuery::None);
+        before.query.fact_time = FactTime::Present(Some(3_500));
+        before.signals(&s, &ids, None, None).unwrap();
+        assert_eq!(
+            order(&before.rank(&s, &found, 0.99)),
+            [ids[3], ids[0], ids[1], ids[4], ids[2]]
+        );
     }
 
     #[test]

@@ -58,7 +58,8 @@ impl FactChain {
 
 /// One query's record of the facts it measured: which held at its time and
 /// which did not, and for each fact that did not, the facts of its chain that
-/// did (it ranks right below the best of them).
+/// did (the best of them takes its place when it ranked higher, and it
+/// follows right below).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FactState {
     /// chain member -> the facts valid at the query's time whose chain holds it

@@ -493,8 +493,9 @@ impl ReadSession {
 
     /// Everything `traversal` gathered, best first, as (node, score): an
     /// expansion candidate by its evidence score, a seed by the traversal's;
-    /// a fact that did not hold at the query's time right below the best
-    /// gathered fact of its chain that did (times `replaced_below`).
+    /// the best gathered fact of a chain that held at the query's time in
+    /// the place of a better ranked one that did not, which follows right
+    /// below it (times `replaced_below`).
     #[pyo3(signature = (traversal, *, replaced_below))]
     fn rank(
         &self,
