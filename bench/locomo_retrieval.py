@@ -59,6 +59,7 @@ from jevmem.evaluation import (
     conversation_inputs,
     load_samples,
     percentile,
+    update_pairs_linked,
 )
 
 ALL_MODES = ("lexical", "anchors", "traversal", "full", "full_hand")
@@ -303,6 +304,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     write_calls = 0.0
     done_q = 0
     per_question: list[dict[str, Any]] | None = [] if args.per_question else None
+    link_count = 0
+    update_pairs: dict[str, tuple[int, int]] = {}
     for ci, conv in enumerate(convs, 1):
         texts, ts, spk, provs = conversation_inputs(conv, speaker_in_text=args.speaker_in_text)
         if split_timing:
@@ -335,6 +338,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             f"{len(conv.qas)} questions"
         )
         qas = conv.qas[: args.limit_questions or None]
+        if hasattr(mem, "superseded_by"):
+            # the links the build wrote against the changes the questions ask about
+            dia_of = {i: p["dia_id"] for i, p in zip(ids, provs, strict=True)}
+            links = [(dia_of[x.new], dia_of[x.old]) for x in mem.store.supersedes_links()]
+            link_count += len(links)
+            for name, (asked, linked) in update_pairs_linked(links, qas).items():
+                before = update_pairs.get(name, (0, 0))
+                update_pairs[name] = (before[0] + asked, before[1] + linked)
         if qas:
             mark = len(timed.rounds) if timed is not None else 0
             for m in modes:  # warm-up: lazy indexes, caches, the first onnx run
@@ -441,6 +452,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "embed_s": embed_s if split_timing else None,
         "build_s_no_embed": build_no_embed_s if split_timing else None,
         "controller_calls_per_write": write_calls / writes if writes else None,
+        # supersedes links written, and the update questions (BEAM's
+        # knowledge_update, contradiction_resolution) two of whose gold
+        # turns a link joins
+        "supersedes": {
+            "links": link_count,
+            "update_pairs": {
+                name: {"questions": asked, "linked": linked}
+                for name, (asked, linked) in sorted(update_pairs.items())
+            },
+        },
         "dropped": report.as_dict(),
         "dropped_summary": report.summary(),
         "backend": args.backend,
@@ -502,6 +523,19 @@ def markdown(result: dict[str, Any]) -> str:
         f"{fmt(result['build_s_no_embed'], 2)} s; controller calls per write "
         f"{fmt(result['controller_calls_per_write'], 3)}"
     )
+    sup = result.get("supersedes") or {}
+    if sup.get("links") is not None:
+        pairs = sup.get("update_pairs") or {}
+        asked = [p for p in pairs.items() if p[1]["questions"]]
+        lines.append(
+            f"supersedes links {sup['links']} over {result['turns']} nodes"
+            + (
+                "; update questions with two gold turns joined by a link: "
+                + ", ".join(f"{n} {p['linked']}/{p['questions']}" for n, p in asked)
+                if asked
+                else ""
+            )
+        )
     full = result["modes"].get("full")
     if full and full.get("per_conversation"):
         lines.append(

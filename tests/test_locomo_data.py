@@ -486,6 +486,32 @@ def test_as_notes_and_as_pages_are_blocks_of_one_turn_and_of_pages() -> None:
     assert ev.RESTYLES["notes"](conv) == notes
 
 
+def qa_of(ability: str | None, *evidence: str) -> ev.QA:
+    return ev.QA("q", None, 1, evidence, False, evidence, ability)
+
+
+def test_update_pairs_linked_by_hand() -> None:
+    ku, cr = ev.UPDATE_ABILITIES
+    qas = [
+        qa_of(ku, "D1:1", "D3:2"),  # linked old -> new: found
+        qa_of(ku, "D2:5", "D4:1", "D4:2"),  # two of three linked, through a block: found
+        qa_of(ku, "D1:2", "D1:3"),  # no link joins them
+        qa_of(ku, "D1:4"),  # one gold turn: not a change to find
+        qa_of(cr, "D5:1", "D5:2"),  # each gold turn linked, but not to the other
+        qa_of("temporal_reasoning", "D1:1", "D3:2"),  # not an update ability
+        qa_of(None, "D1:1", "D3:2"),
+    ]
+    links = [("D3:2", "D1:1"), ("D4:1,D4:2", "D2:5"), ("D6:1", "D5:1"), ("D5:2", "D2:9")]
+    assert ev.update_pairs_linked(links, qas) == {ku: (3, 2), cr: (1, 0)}
+    # a link either way round counts the same; no links find nothing
+    flipped = [(old, new) for new, old in links]
+    assert ev.update_pairs_linked(flipped, qas) == {ku: (3, 2), cr: (1, 0)}
+    assert ev.update_pairs_linked([], qas) == {ku: (3, 0), cr: (1, 0)}
+    assert ev.update_pairs_linked(links, qas, abilities=("temporal_reasoning",)) == {
+        "temporal_reasoning": (1, 1)
+    }
+
+
 def test_harness_end_to_end_on_baseline(tmp_path: Path) -> None:
     data = tmp_path / "mini.json"
     data.write_text(json.dumps([sample(), sample(sample_id="conv-y")]))

@@ -60,6 +60,7 @@ __all__ = [
     "QA",
     "RESTYLES",
     "TURN_STEP_S",
+    "UPDATE_ABILITIES",
     "Conversation",
     "DropReport",
     "EvidenceIssue",
@@ -84,6 +85,7 @@ __all__ = [
     "session_timestamps",
     "token_f1",
     "turn_ids",
+    "update_pairs_linked",
 ]
 
 CATEGORIES = (1, 2, 3, 4, 5)
@@ -474,6 +476,38 @@ def turn_ids(dia_id: str) -> list[str]:
     """The turns a node's dia_id stands for: itself, or each of a block's
     comma-joined ids (:func:`as_blocks`)."""
     return dia_id.split(",")
+
+
+#: The abilities whose questions ask about a fact that changed (BEAM's
+#: ``beam_type``): their gold turns hold the old statement and the new one.
+UPDATE_ABILITIES = ("knowledge_update", "contradiction_resolution")
+
+
+def update_pairs_linked(
+    links: Iterable[tuple[str, str]],
+    qas: Iterable[QA],
+    abilities: Sequence[str] = UPDATE_ABILITIES,
+) -> dict[str, tuple[int, int]]:
+    """How well a memory's supersedes links find the changes a file's
+    questions ask about: per ability in ``abilities``, (the questions with
+    two or more gold turns, how many of them have two of their gold turns
+    joined by a link, in either direction). ``links`` are (new, old) dia ids
+    of linked nodes, a block's comma-joined (:func:`turn_ids`)."""
+    joined: set[tuple[str, str]] = set()
+    for new, old in links:
+        for a in turn_ids(new):
+            for b in turn_ids(old):
+                if a != b:
+                    joined.add((a, b))
+                    joined.add((b, a))
+    out = {name: (0, 0) for name in abilities}
+    for qa in qas:
+        if qa.ability not in out or len(qa.evidence) < 2:
+            continue
+        asked, linked = out[qa.ability]
+        hit = any((a, b) in joined for a in qa.evidence for b in qa.evidence if a != b)
+        out[qa.ability] = (asked + 1, linked + int(hit))
+    return out
 
 
 # --- retrieval scoring -----------------------------------------------------------------------
