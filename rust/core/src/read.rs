@@ -384,7 +384,8 @@ impl ReadSession {
                 .enumerate()
                 .map(|(i, &(n, _))| (n, i))
                 .collect();
-            // in order: a lowered fact may be another's holder
+            // in order: a fact that held, raised for one replaced fact of
+            // its chain, may be raised again for a later, better ranked one
             for (node, holders) in self.facts.replaced() {
                 let Some(&i) = at.get(&node) else { continue };
                 let mut best: Option<(usize, f64)> = None;
