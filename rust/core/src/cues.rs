@@ -318,26 +318,17 @@ pub fn query_time_cues_scanned(query: &str, now: Option<i64>, scan: &CueScan) ->
 /// have", "how many sizes have I mentioned": no, the tense is the report's).
 fn own_present_tense(query: &str, scan: &CueScan) -> bool {
     let p = &*PATTERNS;
-    if !scan.found(TENSE_AT, &p.tense, query) {
-        return false;
-    }
-    let report = if scan.hits.contains(PatternID::new_unchecked(REPORTED_AT)) {
-        p.reported
-            .exact
-            .find(query)
-            .ok()
+    // the first match of a pattern whose loose form the scan found
+    let first = |at: usize, pattern: &Pattern| {
+        scan.hits
+            .contains(PatternID::new_unchecked(at))
+            .then(|| pattern.exact.find(query).ok().flatten().map(|m| m.start()))
             .flatten()
-            .map(|m| m.start())
-    } else {
-        None
     };
-    let Some(report) = report else { return true };
-    p.tense
-        .exact
-        .find(query)
-        .ok()
-        .flatten()
-        .is_some_and(|m| m.start() < report)
+    let Some(tense) = first(TENSE_AT, &p.tense) else {
+        return false;
+    };
+    first(REPORTED_AT, &p.reported).is_none_or(|report| tense < report)
 }
 
 /// The time a query wants facts to hold at: a time it names (its window);
