@@ -52,6 +52,8 @@ SIGNALS = (
     "chain_match",
     "type_episodic",
     "query_self",
+    "query_summary",
+    "query_answerer",
 )
 
 # what a signal may hold: shares, but also the values a careless plug-in

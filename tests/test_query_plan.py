@@ -38,6 +38,16 @@ SUMMARY = re.compile(
     r"rundown|round-?up)\b",
     re.IGNORECASE,
 )
+#: The rule for a question about what the answerer said, in Python's `re`.
+ANSWERER_SAID = re.compile(
+    r"\b(?:(?:did|have|had)\s+you\s+(?:\w+\s+)?(?:say|mention|tell|share|note|state|describe|"
+    r"list|bring\s+up|recommend|suggest|explain|outline|propose|advise|give|provide)|"
+    r"you\s+(?:\w+\s+)?(?:said|mentioned|told|shared|noted|stated|described|listed|brought\s+up|"
+    r"recommended|suggested|explained|outlined|proposed|advised|gave|provided)|"
+    r"your\s+(?:earlier\s+|previous\s+|last\s+)?(?:advice|recommendations?|suggestions?|"
+    r"answers?|explanations?|tips))\b",
+    re.IGNORECASE,
+)
 
 
 def python_plan(m: Memory, query: str, qvec: Any, k: int, now: int | None) -> dict[str, Any]:
@@ -76,21 +86,24 @@ def python_plan(m: Memory, query: str, qvec: Any, k: int, now: int | None) -> di
         "first_person": speaks_in_first_person(query),
         "request": bool(REQUEST.search(query)),
         "summary": bool(SUMMARY.search(query)),
+        "answerer": bool(ANSWERER_SAID.search(query)),
     }
 
 
 def core_plan(m: Memory, query: str, qvec: Any, k: int, now: int | None) -> dict[str, Any]:
     cfg = m.config
-    _, ids, scores, passages, entities, asked, cues, first, request, summary = ReadSession.plan(
-        m.store,
-        query,
-        qvec,
-        depth=max(cfg.anchor_depth, k),
-        pool=max(cfg.anchor_pool, cfg.anchors, k),
-        kappa=cfg.kappa,
-        now=now,
-        people=sorted(m._speakers),
-        related_words=cfg.related_words,
+    (_, ids, scores, passages, entities, asked, cues, first, request, summary, answerer) = (
+        ReadSession.plan(
+            m.store,
+            query,
+            qvec,
+            depth=max(cfg.anchor_depth, k),
+            pool=max(cfg.anchor_pool, cfg.anchors, k),
+            kappa=cfg.kappa,
+            now=now,
+            people=sorted(m._speakers),
+            related_words=cfg.related_words,
+        )
     )
     return {
         "fused": list(zip(ids, scores, strict=True)),
@@ -101,6 +114,7 @@ def core_plan(m: Memory, query: str, qvec: Any, k: int, now: int | None) -> dict
         "first_person": first,
         "request": request,
         "summary": summary,
+        "answerer": answerer,
     }
 
 
@@ -133,15 +147,20 @@ def test_the_plan_equals_the_python_one_for_every_development_question(path: Pat
 #: Each yes/no rule of the plan: its place in `ReadSession.plan`'s tuple,
 #: its Python twin, and words that make and nearly make it match.
 RULES = {
-    "request": (-2, REQUEST, st.sampled_from(
+    "request": (-3, REQUEST, st.sampled_from(
         ["can", "you", "Can", "YOU", "could", "please", "help", "me", "how", "do", "I", "i",
          "should", "what", "would", "explain", "explained", "walk", "through", "canyou",
          "\u017fhould", "\u212a", "\u00fcnd", "-", "'", "\u00a0", "  "]
     )),
-    "summary": (-1, SUMMARY, st.sampled_from(
+    "summary": (-2, SUMMARY, st.sampled_from(
         ["summary", "Summarize", "SUMMARISE", "summarized", "summer", "recap", "recapped",
          "recapture", "overview", "over", "view", "round-up", "roundup", "round", "up",
          "rundown", "summar", "\u017fummary", "\u212aecap", "-", "'", "\u00a0", "  ", "a", "of"]
+    )),
+    "answerer": (-1, ANSWERER_SAID, st.sampled_from(
+        ["did", "you", "YOU", "have", "had", "what", "recommend", "recommended", "suggest",
+         "suggested", "say", "said", "bring", "up", "brought", "your", "earlier", "advice",
+         "tips", "tip", "advisor", "I", "already", "\u017fay", "\u212a", "-", "'", "\u00a0", "  "]
     )),
 }  # fmt: skip
 

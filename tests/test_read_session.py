@@ -60,6 +60,8 @@ def reference_for(run: QueryRun) -> PoolQuery:
 #: normalises the moved vector in f64, numpy in f32, so they may differ in
 #: the last bits
 DENSE = {"dense", "dense_raw", "dense_passage", "chain_match"}
+#: what kind of query asks: the same for every node (`QueryFeatures.columns`)
+QUERY_COLUMNS = {"query_self", "query_request", "query_summary", "query_answerer"}
 
 
 def assert_same_pool(
@@ -77,7 +79,7 @@ def assert_same_pool(
             np.testing.assert_allclose(got, col, rtol=0, atol=2e-6, err_msg=f"{query}: {name}")
         else:
             np.testing.assert_array_equal(got, col, err_msg=f"{query}: {name}")
-    assert set(sigs) == set(want) | {"query_self", "query_request", "query_summary"}
+    assert set(sigs) == set(want) | QUERY_COLUMNS
     np.testing.assert_allclose(run.qvec, ref.qvec, rtol=0, atol=1e-6)
     assert abs(run.session.best_dense - ref.max_sim) <= 1e-6
     assert abs(run.session.best_passage - ref.max_passage_sim) <= 1e-6
@@ -107,7 +109,7 @@ def assert_same_pool(
         np.testing.assert_allclose(
             round_sigs[name], col, rtol=0, atol=2e-6, err_msg=f"{query}: {name}"
         )
-    assert set(round_sigs) == set(want_sigs) | {"query_self", "query_request", "query_summary"}
+    assert set(round_sigs) == set(want_sigs) | QUERY_COLUMNS
     np.testing.assert_allclose(extra, want_extra, rtol=0, atol=2e-6, err_msg=query)
     assert best.tolist() == [ref.best_passage[i] for i in cands]
     assert run.topical == pytest.approx(ref.topical, abs=2e-6)
@@ -324,3 +326,26 @@ def test_assessments_read_the_evidence_as_the_python_did() -> None:
         keys = [(-score, node) for node, score in ranked]
         assert keys == sorted(keys)
     assert seen >= 40
+
+
+def test_what_kind_of_query_asks_reaches_every_candidate() -> None:
+    """The query's own columns (the same for every node) say what it asks:
+    "what did you recommend" asks what the answerer said (and, by its verb,
+    for advice), "what did I say" and a plain request for advice do not."""
+    m = Memory(HashEmbedder(64), jevmem.LocalController())
+    m.add_batch(
+        ["Which cache should I use for my API?", "I recommend Redis with a short TTL."],
+        speakers=["user", "assistant"],
+    )
+    expect = {
+        "What cache did you recommend for my API?": (1.0, 1.0),
+        "Which cache have you suggested so far?": (1.0, 0.0),
+        "What did I say about my API?": (0.0, 0.0),
+        "Can you recommend a cache?": (0.0, 1.0),
+    }
+    for query, (answerer, request) in expect.items():
+        run = QueryRun(m, query, m.embedder.embed([query])[0], 10, None, "full", 0.0)
+        ids, sigs = run.pool()
+        assert ids, query
+        assert sigs["query_answerer"].tolist() == [answerer] * len(ids), query
+        assert sigs["query_request"].tolist() == [request] * len(ids), query

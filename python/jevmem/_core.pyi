@@ -756,10 +756,12 @@ class ReadSession:
         bool,
         bool,
         bool,
+        bool,
     ]:
         """A session planned in the core: (session, fused ids, fused scores,
         passage hits, named entities, the people among them, the time cues'
-        tuple, first person, asks for help, asks for a summary)."""
+        tuple, first person, asks for help, asks for a summary, asks what the
+        one who answers said before)."""
     def inputs(self) -> dict[str, Any]:
         """What the session started from: lexical_ranked, vector_ranked,
         best_lexical, best_dense, best_passage, named, fact_time (stance, at,

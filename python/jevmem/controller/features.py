@@ -48,6 +48,9 @@ __all__ = [
 #: asks for a summary or an overview, the same for every candidate) enters
 #: only in products: a summary wants the substance of many turns, whose
 #: length and speaker say more then than for a question one turn answers.
+#: So does ``query_answerer`` (the query asks what the one who answers said
+#: before, "what did you recommend"): its answer is a reply, whose speaker
+#: rarely asks, where most questions want what the asker stated.
 OWN_FEATURES: tuple[str, ...] = (
     "lexical",
     "dense",
@@ -70,6 +73,7 @@ OWN_FEATURES: tuple[str, ...] = (
     "hand_relevance",
     "query_summary*length",
     "query_summary*speaker_asks",
+    "query_answerer*speaker_asks",
 )
 #: The own features that measure how well a candidate matches the query:
 #: the lexical and dense matches, their ranks and shares, the names and

@@ -72,6 +72,7 @@ class QueryFeatures:
             first_person,
             asks_for_help,
             asks_for_summary,
+            asks_what_answerer_said,
         ) = ReadSession.plan(
             store,
             query,
@@ -93,6 +94,9 @@ class QueryFeatures:
         # a summary is answered by the substance of many turns, not the one
         # that matches best
         self.query_summary = 1.0 if asks_for_summary else 0.0
+        # "what did you recommend": in an agent's log, the answer is the
+        # answerer's own earlier reply
+        self.query_answerer = 1.0 if asks_what_answerer_said else 0.0
         self.assessed_top: list[int] = []
         #: the evidence the latest assessment request showed
         self.shown: list[int] = []
@@ -124,6 +128,7 @@ class QueryFeatures:
         out["query_self"] = np.full(n, self.query_self)
         out["query_request"] = np.full(n, self.query_request)
         out["query_summary"] = np.full(n, self.query_summary)
+        out["query_answerer"] = np.full(n, self.query_answerer)
         if facts is not None:
             out.update({name: facts[:, j] for j, name in enumerate(FACT_COLUMNS)})
         return out

@@ -128,8 +128,14 @@ const REQUEST: &str = r"\b(?:can you|could you|would you|will you|please|help me
 /// answers it is the substance of many turns, not one that matches best.
 const SUMMARY: &str = r"\b(?:summar(?:y|ies|ise|ised|ising|ize|ized|izing)|recap(?:s|ped|ping)?|overview|rundown|round-?up)\b";
 
-/// Where `LAST`, `PRESENT`, `PAST`, `REQUEST`, `SUMMARY`, `TENSE` and
-/// `REPORTED` sit in the scan, after the cues.
+/// A question about what the one who answers said before, asked of them in
+/// the second person ("what did you recommend", "the options you
+/// suggested", "your earlier advice"): in an agent's log its answer is the
+/// agent's own reply, not the user's turn that asked for it.
+const ANSWERER_SAID: &str = r"\b(?:(?:did|have|had)\s+you\s+(?:\w+\s+)?(?:say|mention|tell|share|note|state|describe|list|bring\s+up|recommend|suggest|explain|outline|propose|advise|give|provide)|you\s+(?:\w+\s+)?(?:said|mentioned|told|shared|noted|stated|described|listed|brought\s+up|recommended|suggested|explained|outlined|proposed|advised|gave|provided)|your\s+(?:earlier\s+|previous\s+|last\s+)?(?:advice|recommendations?|suggestions?|answers?|explanations?|tips))\b";
+
+/// Where `LAST`, `PRESENT`, `PAST`, `REQUEST`, `SUMMARY`, `TENSE`,
+/// `REPORTED` and `ANSWERER_SAID` sit in the scan, after the cues.
 const LAST_AT: usize = CUES.len();
 const PRESENT_AT: usize = LAST_AT + 1;
 const PAST_AT: usize = LAST_AT + 2;
@@ -137,6 +143,7 @@ const REQUEST_AT: usize = LAST_AT + 3;
 const SUMMARY_AT: usize = LAST_AT + 4;
 const TENSE_AT: usize = LAST_AT + 5;
 const REPORTED_AT: usize = LAST_AT + 6;
+const ANSWERER_SAID_AT: usize = LAST_AT + 7;
 
 struct Patterns {
     cues: Vec<Pattern>,
@@ -147,8 +154,9 @@ struct Patterns {
     summary: Pattern,
     tense: Pattern,
     reported: Pattern,
+    answerer_said: Pattern,
     /// Every pattern's loose form, in one multi-pattern search (cues in
-    /// table order, then `LAST_AT`..=`REPORTED_AT`): one pass over a query
+    /// table order, then `LAST_AT`..=`ANSWERER_SAID_AT`): one pass over a query
     /// rules most patterns out, where one search each cost a pass each.
     loose: meta::Regex,
 }
@@ -157,7 +165,16 @@ static PATTERNS: LazyLock<Patterns> = LazyLock::new(|| {
     let all: Vec<&str> = CUES
         .iter()
         .map(|c| c.3)
-        .chain([LAST, PRESENT, PAST, REQUEST, SUMMARY, TENSE, REPORTED])
+        .chain([
+            LAST,
+            PRESENT,
+            PAST,
+            REQUEST,
+            SUMMARY,
+            TENSE,
+            REPORTED,
+            ANSWERER_SAID,
+        ])
         .collect();
     let loose: Vec<String> = all.iter().map(|py| loose_syntax(py)).collect();
     Patterns {
@@ -169,6 +186,7 @@ static PATTERNS: LazyLock<Patterns> = LazyLock::new(|| {
         summary: Pattern::new(SUMMARY),
         tense: Pattern::new(TENSE),
         reported: Pattern::new(REPORTED),
+        answerer_said: Pattern::new(ANSWERER_SAID),
         loose: meta::Builder::new()
             // every pattern that matches anywhere, as a regex set reports them
             .configure(meta::Config::new().match_kind(MatchKind::All))
@@ -219,6 +237,17 @@ pub fn asks_for_summary(query: &str) -> bool {
 /// `asks_for_summary` with the query's scan.
 pub fn asks_for_summary_scanned(query: &str, scan: &CueScan) -> bool {
     scan.found(SUMMARY_AT, &PATTERNS.summary, query)
+}
+
+/// Whether a query asks what the one who answers it said before (see
+/// `ANSWERER_SAID`).
+pub fn asks_what_answerer_said(query: &str) -> bool {
+    asks_what_answerer_said_scanned(query, &scan(query))
+}
+
+/// `asks_what_answerer_said` with the query's scan.
+pub fn asks_what_answerer_said_scanned(query: &str, scan: &CueScan) -> bool {
+    scan.found(ANSWERER_SAID_AT, &PATTERNS.answerer_said, query)
 }
 
 /// Whether a query with these cues asks for a time, so that a turn stating
@@ -368,7 +397,16 @@ mod tests {
     fn sources() -> Vec<&'static str> {
         CUES.iter()
             .map(|c| c.3)
-            .chain([LAST, PRESENT, PAST, REQUEST, SUMMARY, TENSE, REPORTED])
+            .chain([
+                LAST,
+                PRESENT,
+                PAST,
+                REQUEST,
+                SUMMARY,
+                TENSE,
+                REPORTED,
+                ANSWERER_SAID,
+            ])
             .collect()
     }
 

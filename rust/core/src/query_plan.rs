@@ -74,6 +74,9 @@ pub struct QueryPlan {
     pub first_person: bool,
     pub asks_for_help: bool,
     pub asks_for_summary: bool,
+    /// It asks what the one who answers said before ("what did you
+    /// recommend"): see `cues::asks_what_answerer_said`.
+    pub asks_what_answerer_said: bool,
     /// The query's tokens, sorted and distinct.
     pub tokens: Vec<String>,
     /// Its tokens without the asked people's names, the question frame and
@@ -298,6 +301,7 @@ impl MemoryStore {
             first_person: speaks_in_first_person(text),
             asks_for_help: cues::asks_for_help_scanned(text, &scan),
             asks_for_summary: cues::asks_for_summary_scanned(text, &scan),
+            asks_what_answerer_said: cues::asks_what_answerer_said_scanned(text, &scan),
             tokens: tokens.into_iter().collect(),
             content_tokens,
             cues,
@@ -638,6 +642,30 @@ mod tests {
             "a summer overlook",
         ] {
             assert!(!cues::asks_for_summary(q), "{q}");
+        }
+    }
+
+    #[test]
+    fn questions_about_what_the_answerer_said() {
+        for q in [
+            "What approach did you recommend for my resume?",
+            "How did you RECOMMEND managing the retries?",
+            "Which options have you already suggested?",
+            "the movie options you recommended for our evening",
+            "What was your earlier advice on the cache?",
+            "Remind me what you told me about Dagster",
+        ] {
+            assert!(cues::asks_what_answerer_said(q), "{q}");
+        }
+        for q in [
+            "Can you recommend a book?",
+            "What would you suggest I do?",
+            "What did I say about my kids?",
+            "What did Melanie recommend?",
+            "Did you know I moved?",
+            "your advisor said no",
+        ] {
+            assert!(!cues::asks_what_answerer_said(q), "{q}");
         }
     }
 }

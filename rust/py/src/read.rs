@@ -80,6 +80,7 @@ type PlanTuple = (
     bool,
     bool,
     bool,
+    bool,
 );
 
 /// `pool`'s result: the ids, the block's arrays and where the nodes came from.
@@ -222,7 +223,8 @@ impl ReadSession {
     /// the anchors' lexical ranking also reads the rare query words' related
     /// words (`jevmem_core::related`). Returns (session,
     /// fused ids, fused scores, passage hits, named entities, the people
-    /// among them, `query_time_cues`' tuple, first person, asks for help).
+    /// among them, `query_time_cues`' tuple, first person, asks for help,
+    /// asks for a summary, asks what the answerer said).
     /// A vector of the wrong size or a bad `now` raises InvalidInputError.
     #[staticmethod]
     #[pyo3(signature = (store, text, vector, *, depth, pool, kappa, now = None, people = None, allowed = None, related_words = true))]
@@ -286,6 +288,7 @@ impl ReadSession {
             plan.first_person,
             plan.asks_for_help,
             plan.asks_for_summary,
+            plan.asks_what_answerer_said,
         ))
     }
 
