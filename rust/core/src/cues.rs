@@ -144,6 +144,17 @@ const SUMMARY_AT: usize = LAST_AT + 4;
 const TENSE_AT: usize = LAST_AT + 5;
 const REPORTED_AT: usize = LAST_AT + 6;
 const ANSWERER_SAID_AT: usize = LAST_AT + 7;
+/// The patterns at `LAST_AT`.., in scan order.
+const AFTER_CUES: [&str; 8] = [
+    LAST,
+    PRESENT,
+    PAST,
+    REQUEST,
+    SUMMARY,
+    TENSE,
+    REPORTED,
+    ANSWERER_SAID,
+];
 
 struct Patterns {
     cues: Vec<Pattern>,
@@ -162,20 +173,7 @@ struct Patterns {
 }
 
 static PATTERNS: LazyLock<Patterns> = LazyLock::new(|| {
-    let all: Vec<&str> = CUES
-        .iter()
-        .map(|c| c.3)
-        .chain([
-            LAST,
-            PRESENT,
-            PAST,
-            REQUEST,
-            SUMMARY,
-            TENSE,
-            REPORTED,
-            ANSWERER_SAID,
-        ])
-        .collect();
+    let all: Vec<&str> = CUES.iter().map(|c| c.3).chain(AFTER_CUES).collect();
     let loose: Vec<String> = all.iter().map(|py| loose_syntax(py)).collect();
     Patterns {
         cues: CUES.iter().map(|c| Pattern::new(c.3)).collect(),
@@ -395,19 +393,7 @@ mod tests {
 
     /// Every pattern's Python source, in the scan's order.
     fn sources() -> Vec<&'static str> {
-        CUES.iter()
-            .map(|c| c.3)
-            .chain([
-                LAST,
-                PRESENT,
-                PAST,
-                REQUEST,
-                SUMMARY,
-                TENSE,
-                REPORTED,
-                ANSWERER_SAID,
-            ])
-            .collect()
+        CUES.iter().map(|c| c.3).chain(AFTER_CUES).collect()
     }
 
     /// Words of the patterns, near misses, and characters that case
