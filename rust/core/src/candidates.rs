@@ -333,18 +333,16 @@ impl MemoryStore {
         }
         let lexical = self.bm25.score_terms_scoped(&terms, &ids, allowed);
         let max_lexical = lexical.iter().copied().fold(0.0f32, f32::max);
+        let similarities = self.vectors.similarities(embedding, &ids);
         let mut out: Vec<CandidateMatch> = ids
             .iter()
             .zip(&lexical)
             .zip(&shared)
-            .map(|((&other, &lex), &shared)| {
+            .zip(similarities)
+            .map(|(((&other, &lex), &shared), similarity)| {
                 let o = self.graph.get(other).expect("pooled ids are live");
                 let signals = Signals {
-                    vector: self
-                        .vectors
-                        .similarity(embedding, other)
-                        .unwrap_or(0.0)
-                        .max(0.0),
+                    vector: similarity.unwrap_or(0.0).max(0.0),
                     lexical: if max_lexical > 0.0 {
                         lex / max_lexical
                     } else {

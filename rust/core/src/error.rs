@@ -48,9 +48,15 @@ impl Error {
     }
 }
 
+/// Whether a controller or edge score is a finite number in [0, 1].
+#[inline]
+pub fn is_unit(value: f32) -> bool {
+    value.is_finite() && (0.0..=1.0).contains(&value)
+}
+
 /// Check that a controller or edge score is a finite number in [0, 1].
 pub fn check_unit(what: &str, value: f32) -> Result<()> {
-    if value.is_finite() && (0.0..=1.0).contains(&value) {
+    if is_unit(value) {
         Ok(())
     } else {
         Err(Error::InvalidScore {

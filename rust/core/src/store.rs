@@ -1481,6 +1481,16 @@ impl GraphAccess for Restricted<'_> {
         self.store.vectors.similarity(unit_query, node)
     }
 
+    fn similarities(&self, unit_query: &[f32], nodes: &[NodeId], out: &mut Vec<Option<f32>>) {
+        let sims = self.store.vectors.similarities(unit_query, nodes);
+        out.extend(
+            nodes
+                .iter()
+                .zip(sims)
+                .map(|(&n, s)| s.filter(|_| self.allowed.contains(n))),
+        );
+    }
+
     fn timestamp(&self, node: NodeId) -> Option<Timestamp> {
         if !self.allowed.contains(node) {
             return None;
@@ -1501,6 +1511,10 @@ impl GraphAccess for MemoryStore {
 
     fn similarity(&self, unit_query: &[f32], node: NodeId) -> Option<f32> {
         self.vectors.similarity(unit_query, node)
+    }
+
+    fn similarities(&self, unit_query: &[f32], nodes: &[NodeId], out: &mut Vec<Option<f32>>) {
+        out.extend(self.vectors.similarities(unit_query, nodes));
     }
 
     fn timestamp(&self, node: NodeId) -> Option<Timestamp> {

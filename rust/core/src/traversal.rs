@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::budget::{depth_limit, view_budgets};
-use crate::error::{check_unit, Error, Result};
+use crate::error::{check_unit, is_unit, Error, Result};
 use crate::graph::Graph;
 use crate::types::{NodeId, Timestamp, View, SECONDS_PER_DAY};
 
@@ -54,6 +54,12 @@ pub trait GraphAccess {
     fn edges(&self, node: NodeId, view: View, out: &mut Vec<EdgeRef>);
     /// Cosine similarity of a unit query with the node's embedding (None if the node has none).
     fn similarity(&self, unit_query: &[f32], node: NodeId) -> Option<f32>;
+    /// `similarity` of each of `nodes`, in order, appended to `out`: the same
+    /// values. A round's candidates sit far apart in a large memory, so a
+    /// store reads their vectors together rather than one miss at a time.
+    fn similarities(&self, unit_query: &[f32], nodes: &[NodeId], out: &mut Vec<Option<f32>>) {
+        out.extend(nodes.iter().map(|&n| self.similarity(unit_query, n)));
+    }
     fn timestamp(&self, node: NodeId) -> Option<Timestamp>;
 }
 
@@ -297,13 +303,18 @@ pub struct CandidateScores {
 
 impl CandidateScores {
     fn validate(&self, i: usize) -> Result<()> {
-        check_unit(&format!("candidate {i} relevance"), self.relevance)?;
-        check_unit(
-            &format!("candidate {i} relation_usefulness"),
-            self.relation_usefulness,
-        )?;
-        check_unit(&format!("candidate {i} novelty"), self.novelty)?;
-        check_unit(&format!("candidate {i} support"), self.support)
+        for (name, value) in [
+            ("relevance", self.relevance),
+            ("relation_usefulness", self.relation_usefulness),
+            ("novelty", self.novelty),
+            ("support", self.support),
+        ] {
+            // the message is made only for a bad value: a round checks every candidate
+            if !is_unit(value) {
+                check_unit(&format!("candidate {i} {name}"), value)?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -906,14 +917,21 @@ impl Traversal {
             s.validate(i)?;
         }
         self.controller_calls += 1;
-        let query = self.query.as_deref();
+        let mut sims: Vec<Option<f32>> = Vec::with_capacity(self.candidates.len());
+        match self.query.as_deref() {
+            Some(q) => {
+                let nodes: Vec<NodeId> = self.candidates.iter().map(|c| c.node).collect();
+                graph.similarities(q, &nodes, &mut sims);
+            }
+            None => sims.resize(self.candidates.len(), None),
+        }
         let mut ranked: Vec<(f64, usize)> = self
             .candidates
             .iter()
             .zip(scores)
+            .zip(sims)
             .enumerate()
-            .map(|(i, (cand, sc))| {
-                let sim = query.and_then(|q| graph.similarity(q, cand.node));
+            .map(|(i, ((cand, sc), sim))| {
                 let s = combined_score(
                     &self.config,
                     &self.routing,

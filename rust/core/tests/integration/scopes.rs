@@ -10,7 +10,7 @@ use jevmem_core::filter::{Field, Filter, Selection};
 use jevmem_core::ops::NewNode;
 use jevmem_core::store::{MemoryStore, Restricted, StoreConfig};
 use jevmem_core::traversal::{
-    Assessment, CandidateScores, Phase, Routing, Traversal, TraversalConfig,
+    Assessment, CandidateScores, GraphAccess, Phase, Routing, Traversal, TraversalConfig,
 };
 use jevmem_core::{Edge, EdgeOrigin, MetaValue, NodeId, View};
 use proptest::prelude::*;
@@ -181,10 +181,31 @@ proptest! {
             prop_assert!(inside(id), "anchor {}", id);
         }
 
+        // a scoped view's similarities read together are its similarities
+        // one by one: none outside the scope (nor for unknown ids)
+        let view = Restricted { store: &store, allowed: &allowed };
+        let unit = jevmem_core::vector::VectorIndex::normalize(&qv);
+        let every: Vec<NodeId> = (0..n as NodeId + 2).chain((0..n as NodeId).rev()).collect();
+        for access in [&view as &dyn GraphAccess, &store as &dyn GraphAccess] {
+            let mut together = Vec::new();
+            access.similarities(&unit, &every, &mut together);
+            let alone: Vec<Option<f32>> = every.iter().map(|&id| access.similarity(&unit, id)).collect();
+            prop_assert_eq!(
+                together.iter().map(|x| x.map(f32::to_bits)).collect::<Vec<_>>(),
+                alone.iter().map(|x| x.map(f32::to_bits)).collect::<Vec<_>>()
+            );
+        }
+        for (&id, sim) in every.iter().zip({
+            let mut v = Vec::new();
+            view.similarities(&unit, &every, &mut v);
+            v
+        }) {
+            prop_assert!(sim.is_none() || inside(id), "similarity outside the scope: {}", id);
+        }
+
         // the traversal from allowed anchors never reaches another node
         let anchors: Vec<(NodeId, f32)> = want.iter().take(2).map(|&id| (id, 0.9)).collect();
         if !anchors.is_empty() {
-            let view = Restricted { store: &store, allowed: &allowed };
             let config = TraversalConfig { theta_act: 0.0, ..TraversalConfig::default() };
             let routing = Routing { views: [1.0; 4], multi_hop: 1.0, recency: 0.0 };
             let mut t = Traversal::start(
