@@ -616,7 +616,12 @@ impl Traversal {
         // Anchors beyond max_visited are dropped in the given order: the
         // caller ranks them (RRF), so the first ones are the best.
         let seeded = &anchors[..anchors.len().min(config.max_visited as usize)];
-        let visited: IdSet = seeded.iter().map(|a| a.0).collect();
+        // room for every node the traversal may visit: no rehash while it expands
+        let mut visited = IdSet::with_capacity_and_hasher(
+            (config.max_visited as usize).min(1 << 16),
+            Default::default(),
+        );
+        visited.extend(seeded.iter().map(|a| a.0));
         let evidence: Vec<EvidenceItem> = seeded
             .iter()
             .map(|&(node, score)| EvidenceItem {
