@@ -29,6 +29,7 @@ pub mod ops;
 pub mod pair_signals;
 pub mod passages;
 pub mod patterns;
+mod prefetch;
 pub mod query_plan;
 pub mod read;
 pub mod related;

@@ -1474,6 +1474,10 @@ impl GraphAccess for Restricted<'_> {
         out.truncate(kept);
     }
 
+    fn prefetch_edges(&self, nodes: &[NodeId], views: &[View]) {
+        self.store.graph.prefetch_edges(nodes, views);
+    }
+
     fn similarity(&self, unit_query: &[f32], node: NodeId) -> Option<f32> {
         if !self.allowed.contains(node) {
             return None;
@@ -1507,6 +1511,10 @@ impl GraphAccess for MemoryStore {
 
     fn edges(&self, node: NodeId, view: View, out: &mut Vec<EdgeRef>) {
         GraphAccess::edges(&self.graph, node, view, out);
+    }
+
+    fn prefetch_edges(&self, nodes: &[NodeId], views: &[View]) {
+        self.graph.prefetch_edges(nodes, views);
     }
 
     fn similarity(&self, unit_query: &[f32], node: NodeId) -> Option<f32> {

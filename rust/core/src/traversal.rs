@@ -61,6 +61,9 @@ pub trait GraphAccess {
         out.extend(nodes.iter().map(|&n| self.similarity(unit_query, n)));
     }
     fn timestamp(&self, node: NodeId) -> Option<Timestamp>;
+    /// A hint that the edges of `nodes` in `views` are read next (nothing
+    /// by default): a large graph can ask for them together.
+    fn prefetch_edges(&self, _nodes: &[NodeId], _views: &[View]) {}
 }
 
 /// The bare graph: structure and timestamps, no embeddings (z = 0).
@@ -98,6 +101,10 @@ impl GraphAccess for Graph {
 
     fn timestamp(&self, node: NodeId) -> Option<Timestamp> {
         self.get(node).and_then(|n| n.timestamp)
+    }
+
+    fn prefetch_edges(&self, nodes: &[NodeId], views: &[View]) {
+        Graph::prefetch_edges(self, nodes, views);
     }
 }
 
@@ -828,6 +835,7 @@ impl Traversal {
         }
         let max_visited = self.config.max_visited as usize;
         let mut limit = self.limit_reached(max_visited);
+        graph.prefetch_edges(&self.frontier, &self.view_order);
         let mut scratch = std::mem::take(&mut self.scratch);
         'frontier: for fi in 0..self.frontier.len() {
             if limit.is_some() {

@@ -32,6 +32,7 @@ use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
 
 use crate::error::{Error, Result};
 use crate::filter::Allowed;
+use crate::prefetch;
 use crate::types::NodeId;
 
 /// Default `VectorConfig::exact_threshold`.
@@ -801,7 +802,7 @@ impl VectorIndex {
         // rows scattered over a large index each miss the cache: ask for
         // all of them before the first is read, so the misses overlap
         for row in &rows {
-            prefetch_row(row);
+            prefetch::slice(row);
         }
         let mut dots = DotKernel::detect().dots(unit_query, &rows).into_iter();
         found.iter().map(|r| r.and_then(|_| dots.next())).collect()
@@ -1098,26 +1099,6 @@ fn norm(v: &[f32]) -> f64 {
 /// Dot product of two equally long slices, using AVX2+FMA when the CPU has it.
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     DotKernel::detect().dot(a, b)
-}
-
-/// Ask the cache for every line of `row` (a hint: nothing is read, and a
-/// CPU without the instruction does nothing).
-#[inline]
-fn prefetch_row(row: &[f32]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        const LINE: usize = 64 / std::mem::size_of::<f32>();
-        for at in (0..row.len()).step_by(LINE) {
-            // SAFETY: a prefetch never faults, and `at` is inside the row.
-            #[allow(unused_unsafe)]
-            unsafe {
-                _mm_prefetch::<_MM_HINT_T0>(row.as_ptr().add(at).cast::<i8>());
-            }
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = row;
 }
 
 /// Which dot-product body to run; detected once per scan, not per row.
