@@ -17,7 +17,7 @@
 //! of its snapshot derives).
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use crate::context::speaker_of;
 use crate::filter::Allowed;
@@ -95,6 +95,48 @@ struct Counted {
     log_len: f64,
     speaker: Option<u32>,
     episode: u64,
+}
+
+/// The counted nodes by id: a slot per id up to the largest counted.
+#[derive(Clone, Debug, Default)]
+struct CountedTable {
+    slots: Vec<Option<Counted>>,
+}
+
+impl CountedTable {
+    fn get(&self, id: NodeId) -> Option<&Counted> {
+        self.slots.get(usize::try_from(id).ok()?)?.as_ref()
+    }
+
+    /// Count `id` (its earlier entry, if any, comes back).
+    fn insert(&mut self, id: NodeId, counted: Counted) -> Option<Counted> {
+        let i = usize::try_from(id).expect("node ids index memory");
+        if self.slots.len() <= i {
+            self.slots.resize(i + 1, None);
+        }
+        self.slots[i].replace(counted)
+    }
+
+    fn remove(&mut self, id: NodeId) -> Option<Counted> {
+        self.slots.get_mut(usize::try_from(id).ok()?)?.take()
+    }
+
+    /// The counted ids, ascending.
+    fn ids(&self) -> impl Iterator<Item = NodeId> + '_ {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.is_some())
+            .map(|(i, _)| i as NodeId)
+    }
+
+    /// The largest counted id.
+    fn last_id(&self) -> Option<NodeId> {
+        self.slots
+            .iter()
+            .rposition(Option::is_some)
+            .map(|i| i as NodeId)
+    }
 }
 
 impl StyleBasis {
@@ -226,8 +268,11 @@ impl StyleBasis {
 /// removals are done, and a read of stale sums rebuilds a copy.
 #[derive(Clone, Debug, Default)]
 pub struct StyleTable {
-    /// What the style keeps of each counted node, its speaker by number in `names`.
-    counted: BTreeMap<NodeId, Counted>,
+    /// What the style keeps of each counted node, its speaker by number in
+    /// `names`, by id (ids are the insertion sequence, so the table is dense
+    /// and reads in id order; a lookup is one read where a tree of 100k ids
+    /// took several cache misses, for every candidate of every search).
+    counted: CountedTable,
     /// Every speaker key counted so far, each once, numbered by position
     /// (a read then finds a node's speaker by number, not by its text).
     /// Never shrinks: a memory has few speakers.
@@ -252,7 +297,7 @@ impl StyleTable {
         shares: &ShortKeyMap<NodeId, f64>,
     ) {
         self.settle(shares);
-        let mut last = self.counted.keys().next_back().copied();
+        let mut last = self.counted.last_id();
         for (node, episode, asks) in nodes {
             let chars = node.content.chars().count() as f64;
             let counted = Counted {
@@ -293,7 +338,7 @@ impl StyleTable {
     /// Stop counting `id` (nothing when it is not counted); the sums are
     /// stale until `settle`.
     pub(crate) fn forget(&mut self, id: NodeId) {
-        if self.counted.remove(&id).is_some() {
+        if self.counted.remove(id).is_some() {
             self.stale = true;
         }
     }
@@ -301,7 +346,7 @@ impl StyleTable {
     /// Rebuild stale sums over every counted node in id order.
     pub(crate) fn settle(&mut self, shares: &ShortKeyMap<NodeId, f64>) {
         if self.stale {
-            self.basis = self.sum(self.counted.keys(), shares);
+            self.basis = self.sum(self.counted.ids(), shares);
             self.stale = false;
         }
     }
@@ -309,7 +354,7 @@ impl StyleTable {
     /// The basis over every counted node.
     pub fn basis(&self, shares: &ShortKeyMap<NodeId, f64>) -> Cow<'_, StyleBasis> {
         if self.stale {
-            Cow::Owned(self.sum(self.counted.keys(), shares))
+            Cow::Owned(self.sum(self.counted.ids(), shares))
         } else {
             Cow::Borrowed(&self.basis)
         }
@@ -317,19 +362,19 @@ impl StyleTable {
 
     /// The basis over the counted nodes `allowed` lets through, summed in id order.
     pub fn basis_within(&self, allowed: &Allowed, shares: &ShortKeyMap<NodeId, f64>) -> StyleBasis {
-        self.sum(allowed.ids(), shares)
+        self.sum(allowed.ids().iter().copied(), shares)
     }
 
     /// The basis over the counted nodes among `ids` (ascending).
-    fn sum<'a>(
+    fn sum(
         &self,
-        ids: impl IntoIterator<Item = &'a NodeId>,
+        ids: impl IntoIterator<Item = NodeId>,
         shares: &ShortKeyMap<NodeId, f64>,
     ) -> StyleBasis {
         let mut basis = StyleBasis::default();
         for id in ids {
             if let Some(c) = self.counted.get(id) {
-                let asks = shares.get(id).copied().unwrap_or(0.0);
+                let asks = shares.get(&id).copied().unwrap_or(0.0);
                 let name = c.speaker.map(|n| self.name(n));
                 basis.count(name, c.episode, c.chars, c.log_len, asks);
             }
@@ -339,12 +384,12 @@ impl StyleTable {
 
     /// A counted node's log length and speaker number.
     fn counted(&self, id: NodeId) -> Option<(f64, Option<u32>)> {
-        self.counted.get(&id).map(|c| (c.log_len, c.speaker))
+        self.counted.get(id).map(|c| (c.log_len, c.speaker))
     }
 
     /// Approximate heap bytes.
     pub fn memory_bytes(&self) -> usize {
-        self.counted.len() * 56
+        self.counted.slots.capacity() * std::mem::size_of::<Option<Counted>>()
             + self.names.iter().map(|s| 2 * s.len() + 80).sum::<usize>()
             + self
                 .basis
