@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{check_unit, is_unit, Error, Result};
+use crate::error::{check_unit, Error, Result};
 use crate::types::View;
 
 /// Bits of the largest weight kept by the fixed-point conversion. Integer
@@ -129,9 +129,10 @@ pub fn view_budgets(
     gamma: f32,
 ) -> Result<ViewBudgets> {
     for (view, &p) in View::ALL.iter().zip(&probs) {
-        if !is_unit(p) {
-            check_unit(&format!("routing probability of view {}", view.name()), p)?;
-        }
+        check_unit(
+            format_args!("routing probability of view {}", view.name()),
+            p,
+        )?;
     }
     if !(theta_act.is_finite() && (0.0..=1.0).contains(&theta_act)) {
         return Err(Error::config(format!(

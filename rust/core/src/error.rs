@@ -48,15 +48,11 @@ impl Error {
     }
 }
 
-/// Whether a controller or edge score is a finite number in [0, 1].
-#[inline]
-pub fn is_unit(value: f32) -> bool {
-    value.is_finite() && (0.0..=1.0).contains(&value)
-}
-
 /// Check that a controller or edge score is a finite number in [0, 1].
-pub fn check_unit(what: &str, value: f32) -> Result<()> {
-    if is_unit(value) {
+/// `what` is written out only for a bad value: pass `format_args!` where
+/// the name is built, so a round that checks every candidate formats nothing.
+pub fn check_unit(what: impl std::fmt::Display, value: f32) -> Result<()> {
+    if value.is_finite() && (0.0..=1.0).contains(&value) {
         Ok(())
     } else {
         Err(Error::InvalidScore {

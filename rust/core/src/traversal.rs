@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::budget::{depth_limit, view_budgets};
-use crate::error::{check_unit, is_unit, Error, Result};
+use crate::error::{check_unit, Error, Result};
 use crate::graph::Graph;
 use crate::types::{NodeId, Timestamp, View, SECONDS_PER_DAY};
 
@@ -292,9 +292,7 @@ pub struct Routing {
 impl Routing {
     pub fn validate(&self) -> Result<()> {
         for (view, &p) in View::ALL.iter().zip(&self.views) {
-            if !is_unit(p) {
-                check_unit(&format!("routing {}", view.name()), p)?;
-            }
+            check_unit(format_args!("routing {}", view.name()), p)?;
         }
         check_unit("routing multi_hop", self.multi_hop)?;
         check_unit("routing recency", self.recency)
@@ -318,10 +316,7 @@ impl CandidateScores {
             ("novelty", self.novelty),
             ("support", self.support),
         ] {
-            // the message is made only for a bad value: a round checks every candidate
-            if !is_unit(value) {
-                check_unit(&format!("candidate {i} {name}"), value)?;
-            }
+            check_unit(format_args!("candidate {i} {name}"), value)?;
         }
         Ok(())
     }
@@ -597,9 +592,7 @@ impl Traversal {
         }
         let mut seen = IdSet::default();
         for (i, &(node, score)) in anchors.iter().enumerate() {
-            if !is_unit(score) {
-                check_unit(&format!("anchor {i} score"), score)?;
-            }
+            check_unit(format_args!("anchor {i} score"), score)?;
             if !graph.contains(node) {
                 return Err(Error::NodeNotFound(node));
             }
