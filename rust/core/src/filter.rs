@@ -26,6 +26,7 @@ use std::cmp::Ordering;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::idbits::IdBits;
 use crate::types::{MetaValue, Node, NodeId};
 
 /// Most scope pairs on one node or in one search scope.
@@ -385,7 +386,7 @@ impl Selection {
 /// still listed but no index returns it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Allowed {
-    bits: Vec<u64>,
+    bits: IdBits,
     ids: Vec<NodeId>,
 }
 
@@ -393,20 +394,13 @@ impl Allowed {
     /// From ascending, distinct ids.
     pub fn from_sorted(ids: Vec<NodeId>) -> Self {
         debug_assert!(ids.windows(2).all(|w| w[0] < w[1]));
-        let words = ids.last().map_or(0, |&l| (l / 64 + 1) as usize);
-        let mut bits = vec![0u64; words];
-        for &id in &ids {
-            bits[(id / 64) as usize] |= 1 << (id % 64);
-        }
+        let bits = ids.iter().copied().collect();
         Self { bits, ids }
     }
 
     #[inline]
     pub fn contains(&self, id: NodeId) -> bool {
-        usize::try_from(id / 64)
-            .ok()
-            .and_then(|w| self.bits.get(w))
-            .is_some_and(|w| w & (1 << (id % 64)) != 0)
+        self.bits.contains(id)
     }
 
     /// The allowed ids, ascending.

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::hashing::ShortKeyMap;
+use crate::idbits::IdBits;
 use crate::prefetch;
 use crate::types::{Edge, EdgeOrigin, Node, NodeId, TemporalLabel, View};
 
@@ -32,7 +33,7 @@ pub struct Graph {
     /// One bit per id slot, set while its node lives: `contains` reads a
     /// bit (a few KB for 100k nodes, in cache) instead of a node's slot,
     /// which a traversal would miss in cache for every neighbour it checks
-    live_bits: Vec<u64>,
+    live_bits: IdBits,
     live: usize,
     /// adjacency[view][node id]
     adjacency: [Vec<Adjacency>; View::COUNT],
@@ -84,23 +85,7 @@ impl Graph {
     }
 
     pub fn contains(&self, id: NodeId) -> bool {
-        usize::try_from(id).is_ok_and(|i| {
-            self.live_bits
-                .get(i / 64)
-                .is_some_and(|word| (word >> (i % 64)) & 1 == 1)
-        })
-    }
-
-    /// Mark id slot `i` live or not, growing the bits to hold it.
-    fn set_live(&mut self, i: usize, live: bool) {
-        if self.live_bits.len() <= i / 64 {
-            self.live_bits.resize(i / 64 + 1, 0);
-        }
-        if live {
-            self.live_bits[i / 64] |= 1 << (i % 64);
-        } else {
-            self.live_bits[i / 64] &= !(1 << (i % 64));
-        }
+        self.live_bits.contains(id)
     }
 
     pub fn get(&self, id: NodeId) -> Option<&Node> {
@@ -133,7 +118,7 @@ impl Graph {
                 self.next_id()
             )));
         }
-        self.set_live(self.nodes.len(), true);
+        self.live_bits.set(self.next_id(), true);
         self.nodes.push(Some(node));
         for adj in &mut self.adjacency {
             adj.push(Adjacency::default());
@@ -145,7 +130,6 @@ impl Graph {
     /// Append an id slot that stays empty (a node removed before a snapshot),
     /// so ids after it keep their values when a snapshot is loaded.
     pub fn push_removed(&mut self) {
-        self.set_live(self.nodes.len(), false);
         self.nodes.push(None);
         for adj in &mut self.adjacency {
             adj.push(Adjacency::default());
@@ -170,7 +154,7 @@ impl Graph {
             }
         }
         self.live -= 1;
-        self.set_live(idx, false);
+        self.live_bits.set(id, false);
         Ok(self.nodes[idx].take().expect("checked above"))
     }
 
@@ -313,7 +297,7 @@ impl Graph {
     /// Approximate heap bytes held by nodes and edges (not the indexes).
     pub fn memory_bytes(&self) -> usize {
         let mut bytes = self.nodes.capacity() * std::mem::size_of::<Option<Node>>()
-            + self.live_bits.capacity() * std::mem::size_of::<u64>();
+            + self.live_bits.heap_bytes();
         for n in self.nodes() {
             bytes += n.content.capacity();
             bytes += n

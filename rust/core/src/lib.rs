@@ -24,6 +24,7 @@ pub mod fusion;
 pub mod graph;
 pub mod grounding;
 pub mod hashing;
+pub mod idbits;
 pub mod marks;
 pub mod ops;
 pub mod pair_signals;
