@@ -30,7 +30,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::filter::Allowed;
+use crate::prefetch;
 use crate::types::NodeId;
+
+/// How many of a document's (term, count) pairs `score_weighted_scoped`
+/// asks the cache for ahead of reading them (eight lines).
+const PREFETCH_TERMS: usize = 64;
 
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Bm25Params {
@@ -1124,6 +1129,20 @@ impl Bm25Index {
                 weight_by_term[t as usize] = w;
             }
             let table = &weight_by_term[..];
+            // the documents' entries lie far apart in a large index: ask
+            // for every slot, then the start of every term list, before
+            // the first is read, so their cache misses overlap
+            let slot = |doc: NodeId| usize::try_from(doc).ok().and_then(|i| self.docs.get(i));
+            for &doc in docs {
+                if let Some(entry) = slot(doc) {
+                    prefetch::value(entry);
+                }
+            }
+            for &doc in docs {
+                if let Some(Some(entry)) = slot(doc) {
+                    prefetch::slice(&entry.terms[..entry.terms.len().min(PREFETCH_TERMS)]);
+                }
+            }
             let scores: Vec<f32> = docs
                 .iter()
                 .map(|&doc| {
