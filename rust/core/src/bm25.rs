@@ -1149,9 +1149,7 @@ impl Bm25Index {
                     if allowed.is_some_and(|a| !a.contains(doc)) {
                         return 0.0;
                     }
-                    let Some(Some(entry)) =
-                        usize::try_from(doc).ok().and_then(|i| self.docs.get(i))
-                    else {
+                    let Some(Some(entry)) = slot(doc) else {
                         return 0.0;
                     };
                     let part = |w: f32, tf: u32| w * tf_part(tf, entry.len, c1, c2);

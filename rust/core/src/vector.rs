@@ -1282,7 +1282,9 @@ unsafe fn dot_avx2_fma(a: &[f32], b: &[f32]) -> f32 {
 
 /// 16 independent accumulators: float addition is not associative, so the
 /// compiler only vectorizes a reduction that is already written lane-wise.
-/// `FMA` selects `mul_add`, which is a single instruction only where FMA is enabled.
+/// `FMA` selects `mul_add`, which is a single instruction only where FMA is
+/// enabled. The portable kernel; with `FMA`, the reference whose bits
+/// `dot_avx2_fma` and `dot4_avx2_fma` give.
 #[inline(always)]
 fn dot_lanes<const FMA: bool>(a: &[f32], b: &[f32]) -> f32 {
     const LANES: usize = 16;
