@@ -1207,9 +1207,7 @@ impl DotKernel {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn dot4_avx2_fma(a: &[f32], rows: [&[f32]; 4]) -> [f32; 4] {
-    use std::arch::x86_64::{
-        __m256, _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_setzero_ps, _mm256_storeu_ps,
-    };
+    use std::arch::x86_64::{__m256, _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_setzero_ps};
     const LANES: usize = 16;
     let n = a.len();
     assert!(rows.iter().all(|r| r.len() == n));
@@ -1232,15 +1230,28 @@ unsafe fn dot4_avx2_fma(a: &[f32], rows: [&[f32]; 4]) -> [f32; 4] {
     }
     let mut out = [0.0f32; 4];
     for r in 0..4 {
-        let mut acc = [0.0f32; LANES];
-        // SAFETY: `acc` holds sixteen floats, two registers' worth.
-        unsafe {
-            _mm256_storeu_ps(acc.as_mut_ptr(), lo[r]);
-            _mm256_storeu_ps(acc.as_mut_ptr().add(8), hi[r]);
-        }
-        out[r] = finish_lanes(acc, &a[whole..], &rows[r][whole..]);
+        out[r] = finish_registers(lo[r], hi[r], &a[whole..], &rows[r][whole..]);
     }
     out
+}
+
+/// `finish_lanes` of the sixteen lanes held in two 8-wide registers.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn finish_registers(
+    lo: std::arch::x86_64::__m256,
+    hi: std::arch::x86_64::__m256,
+    a_tail: &[f32],
+    b_tail: &[f32],
+) -> f32 {
+    use std::arch::x86_64::_mm256_storeu_ps;
+    let mut acc = [0.0f32; 16];
+    // SAFETY: `acc` holds sixteen floats, two registers' worth.
+    unsafe {
+        _mm256_storeu_ps(acc.as_mut_ptr(), lo);
+        _mm256_storeu_ps(acc.as_mut_ptr().add(8), hi);
+    }
+    finish_lanes(acc, a_tail, b_tail)
 }
 
 /// [`dot_lanes`] with AVX2 and FMA: its sixteen lanes are two 8-wide
@@ -1253,9 +1264,7 @@ unsafe fn dot4_avx2_fma(a: &[f32], rows: [&[f32]; 4]) -> [f32; 4] {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn dot_avx2_fma(a: &[f32], b: &[f32]) -> f32 {
-    use std::arch::x86_64::{
-        _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_setzero_ps, _mm256_storeu_ps,
-    };
+    use std::arch::x86_64::{_mm256_fmadd_ps, _mm256_loadu_ps, _mm256_setzero_ps};
     const LANES: usize = 16;
     let n = a.len().min(b.len());
     let whole = n - n % LANES;
@@ -1271,13 +1280,7 @@ unsafe fn dot_avx2_fma(a: &[f32], b: &[f32]) -> f32 {
         }
         at += LANES;
     }
-    let mut acc = [0.0f32; LANES];
-    // SAFETY: `acc` holds sixteen floats, two registers' worth.
-    unsafe {
-        _mm256_storeu_ps(acc.as_mut_ptr(), lo);
-        _mm256_storeu_ps(acc.as_mut_ptr().add(8), hi);
-    }
-    finish_lanes(acc, &a[whole..n], &b[whole..n])
+    finish_registers(lo, hi, &a[whole..n], &b[whole..n])
 }
 
 /// 16 independent accumulators: float addition is not associative, so the
