@@ -268,12 +268,15 @@ impl MemoryStore {
         let before = |other: NodeId| other < id;
         let embedding = self.vectors.get(id).expect("every node has an embedding");
 
-        let mut pool: BTreeSet<NodeId> = BTreeSet::new();
+        // gathered from every source, then sorted and deduplicated once: the
+        // ascending ids a set would hold (a long text's entities bring
+        // hundreds, and a tree insert each cost more than the sort)
+        let mut pool: Vec<NodeId> = Vec::new();
         for (other, _) in self
             .vectors
             .search_scoped(embedding, cfg.pool, allowed, Some(&before))?
         {
-            pool.insert(other);
+            pool.push(other);
         }
         // The node's own BM25 entry is its text as a query, already counted.
         let terms: Cow<'_, [(u32, u32)]> = match self.bm25.doc_terms(id) {
@@ -290,7 +293,7 @@ impl MemoryStore {
             self.bm25
                 .search_terms_recent(&discovery, cfg.pool, allowed, id, DISCOVERY_WINDOW)
         {
-            pool.insert(other);
+            pool.push(other);
         }
         for e in &node.entities {
             let carriers = self.nodes_with_entity(e);
@@ -318,8 +321,9 @@ impl MemoryStore {
         if pool.is_empty() {
             return Ok(Vec::new());
         }
-
-        let ids: Vec<NodeId> = pool.into_iter().collect();
+        pool.sort_unstable();
+        pool.dedup();
+        let ids = pool;
         // Shared entities counted from the entity index's id lists, not by
         // reading each pooled node's entity strings: a long text's pool holds
         // hundreds of nodes with dozens of entities each, scattered in memory.

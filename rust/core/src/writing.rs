@@ -8,6 +8,7 @@
 
 use crate::derived::DerivedFacts;
 use crate::error::{Error, Result};
+use crate::hashing::ShortKeyMap;
 use crate::ops::NewNode;
 use crate::pair_signals::{provenance_value, NewNodePairs};
 use crate::store::MemoryStore;
@@ -43,15 +44,38 @@ pub struct PairColumns {
     pub same_speaker: Vec<f64>,
     pub older: Vec<f64>,
     pub alias: Vec<f64>,
-    /// The candidate's text, speaker and timestamp (what a controller reads).
-    pub text: Vec<String>,
+    /// The candidate's text as an index into `texts` (`PairColumns::text`
+    /// reads it), its speaker and timestamp (what a controller reads).
+    pub text: Vec<u32>,
     pub speaker: Vec<Option<String>>,
     pub timestamp: Vec<Option<Timestamp>>,
+    /// The distinct candidate texts, in the order first met: a batch
+    /// compares most candidates with several of its new nodes (a BEAM batch
+    /// of 32 long turns: 4.5 pairs per distinct candidate), and each text is
+    /// copied, and handed to Python, once.
+    pub texts: Vec<String>,
+    text_slots: ShortKeyMap<NodeId, u32>,
 }
 
 impl PairColumns {
     pub fn len(&self) -> usize {
         self.row.len()
+    }
+
+    /// Record the next pair's candidate text: `candidate`'s, which is
+    /// `content` (copied the first time the candidate is met).
+    pub fn push_text(&mut self, candidate: NodeId, content: &str) {
+        let texts = &mut self.texts;
+        let slot = *self.text_slots.entry(candidate).or_insert_with(|| {
+            texts.push(content.to_owned());
+            (texts.len() - 1) as u32
+        });
+        self.text.push(slot);
+    }
+
+    /// Pair `k`'s candidate text.
+    pub fn text(&self, k: usize) -> &str {
+        &self.texts[self.text[k] as usize]
     }
 
     pub fn is_empty(&self) -> bool {
@@ -155,7 +179,7 @@ impl MemoryStore {
             pairs.same_speaker.push(pair.same_speaker);
             pairs.older.push(pair.older);
             pairs.alias.push(pair.alias);
-            pairs.text.push(other.content.clone());
+            pairs.push_text(c.id, &other.content);
             // as `node.provenance.get("speaker")` reads it ("" stays "")
             pairs
                 .speaker

@@ -5,7 +5,7 @@ use jevmem_core::types::NodeId;
 use jevmem_core::writing::{LinkedBatch, PairColumns};
 use numpy::{IntoPyArray, PyArray1};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyList, PyString};
 
 /// (ids, pairs, neighbours): the pair columns as a dict of arrays.
 pub type LinkedTuple<'py> = (Vec<NodeId>, Bound<'py, PyDict>, Bound<'py, PyDict>);
@@ -31,8 +31,13 @@ fn columns<'py>(py: Python<'py>, p: PairColumns) -> PyResult<Bound<'py, PyDict>>
         ("older", p.older.into_pyarray(py).into_any()),
         ("alias", p.alias.into_pyarray(py).into_any()),
     ];
+    // one str per distinct candidate, shared by its pairs (so Python hashes
+    // a long text once, whatever the number of pairs that carry it)
+    let distinct: Vec<Bound<'py, PyString>> =
+        p.texts.iter().map(|t| PyString::new(py, t)).collect();
+    let texts = PyList::new(py, p.text.iter().map(|&i| &distinct[i as usize]))?;
     let lists: [(&str, Bound<'py, PyAny>); 3] = [
-        ("text", p.text.into_pyobject(py)?.into_any()),
+        ("text", texts.into_any()),
         ("speaker", p.speaker.into_pyobject(py)?.into_any()),
         ("timestamp", p.timestamp.into_pyobject(py)?.into_any()),
     ];

@@ -101,7 +101,7 @@ fn push(cols: &mut PairColumns, s: &MemoryStore, row: usize, id: NodeId, k: Opti
         cols.same_speaker.push(p.same_speaker);
         cols.older.push(p.older);
         cols.alias.push(p.alias);
-        cols.text.push(other.content.clone());
+        cols.push_text(c.id, &other.content);
         cols.speaker.push(
             other
                 .provenance
@@ -209,6 +209,14 @@ proptest! {
         prop_assert_eq!(&got.ids, &ids);
         prop_assert_eq!(&got.pairs, &pairs);
         prop_assert_eq!(&got.neighbours, &neighbours);
+        // each pair's text is its candidate's, every distinct text sent once
+        for cols in [&got.pairs, &got.neighbours] {
+            for k in 0..cols.len() {
+                prop_assert_eq!(cols.text(k), a.get(cols.candidate[k]).unwrap().content.as_str());
+            }
+            let distinct: std::collections::BTreeSet<_> = cols.candidate.iter().collect();
+            prop_assert_eq!(cols.texts.len(), distinct.len());
+        }
         prop_assert_eq!(a.to_snapshot_bytes().unwrap(), b.to_snapshot_bytes().unwrap());
     }
 
