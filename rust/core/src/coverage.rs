@@ -274,6 +274,23 @@ pub(crate) fn person_marks(sentence: &str) -> (bool, bool) {
     )
 }
 
+/// Whether some word of either list starts with each (lower-case) byte:
+/// most words of a sentence start with one no list word does.
+const PERSON_FIRST_BYTES: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut i = 0;
+    while i < FIRST_PERSON.len() {
+        table[FIRST_PERSON[i].as_bytes()[0] as usize] = true;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < SECOND_PERSON.len() {
+        table[SECOND_PERSON[i].as_bytes()[0] as usize] = true;
+        i += 1;
+    }
+    table
+};
+
 /// `person_marks` of an ASCII sentence, on its bytes in one pass: there a
 /// word character is `[A-Za-z0-9_]` and case folding is ASCII's.
 fn person_marks_ascii(b: &[u8]) -> (bool, bool) {
@@ -291,6 +308,10 @@ fn person_marks_ascii(b: &[u8]) -> (bool, bool) {
         if word && !prev_word {
             // a word's first byte rules most candidates out
             let lower = c.to_ascii_lowercase();
+            if !PERSON_FIRST_BYTES[usize::from(lower)] {
+                prev_word = word;
+                continue;
+            }
             let starts = |w: &&str| w.as_bytes()[0] == lower && at_word(at, w);
             first = first || FIRST_PERSON.iter().any(starts);
             second = second || SECOND_PERSON.iter().any(starts);

@@ -254,56 +254,54 @@ fn is_contraction(key: &str) -> bool {
 /// (`@mel_r`, `#pride`), a word that starts with a letter and may hold
 /// apostrophes, hyphens, `&` and `+`, or a lone `&`.
 fn tokens(text: &str) -> Vec<(usize, usize)> {
-    let chars: Vec<(usize, char)> = text.char_indices().collect();
-    let n = chars.len();
-    let at = |i: usize| if i < n { chars[i].0 } else { text.len() };
-    let mut out = Vec::new();
+    // walked by byte offset, each char decoded where it is read (no table
+    // of every char's offset: a long turn's was most of the scan)
+    let next = |p: usize| text[p..].chars().next().map(|c| (c, p + c.len_utf8()));
+    let mut out = Vec::with_capacity(text.len() / 6);
     let mut i = 0;
-    while i < n {
-        let c = chars[i].1;
+    while let Some((c, after)) = next(i) {
         if c == '@' || c == '#' {
-            if i + 1 < n && is_word(chars[i + 1].1) {
-                // `[@#]\w[\w.-]*\w`, else `[@#]\w`: the greedy run backs off
-                // to its last word character
-                let mut end = i + 2;
-                let mut j = i + 2;
-                while j < n {
-                    let d = chars[j].1;
-                    if is_word(d) {
-                        end = j + 1;
-                    } else if d != '.' && d != '-' {
-                        break;
+            match next(after) {
+                Some((d, word_end)) if is_word(d) => {
+                    // `[@#]\w[\w.-]*\w`, else `[@#]\w`: the greedy run backs
+                    // off to its last word character
+                    let mut end = word_end;
+                    let mut j = word_end;
+                    while let Some((d, after_d)) = next(j) {
+                        if is_word(d) {
+                            end = after_d;
+                        } else if d != '.' && d != '-' {
+                            break;
+                        }
+                        j = after_d;
                     }
-                    j += 1;
+                    out.push((i, end));
+                    i = end;
                 }
-                out.push((at(i), at(end)));
-                i = end;
-            } else {
-                i += 1;
+                _ => i = after,
             }
             continue;
         }
         if pystr::is_word_start(c) {
             // `[^\W\d_](?:[\w'’&+-]*[\w+])?`: the run ends at its last `\w` or `+`
-            let mut end = i + 1;
-            let mut j = i + 1;
-            while j < n {
-                let d = chars[j].1;
+            let mut end = after;
+            let mut j = after;
+            while let Some((d, after_d)) = next(j) {
                 if is_word(d) || d == '+' {
-                    end = j + 1;
+                    end = after_d;
                 } else if !matches!(d, '\'' | '\u{2019}' | '&' | '-') {
                     break;
                 }
-                j += 1;
+                j = after_d;
             }
-            out.push((at(i), at(end)));
+            out.push((i, end));
             i = end;
             continue;
         }
         if c == '&' {
-            out.push((at(i), at(i + 1)));
+            out.push((i, after));
         }
-        i += 1;
+        i = after;
     }
     out
 }
@@ -403,8 +401,9 @@ fn name_of(run: &[&str]) -> Option<String> {
 
 /// The casefolded words of `text` that start in lower case (handles, tags and
 /// `&` never do). One allocation per distinct word: most repeat.
-fn lower_words<'t>(text: &'t str, toks: &[(usize, usize)]) -> HashSet<Cow<'t, str>> {
-    let mut set = HashSet::new();
+fn lower_words<'t>(text: &'t str, toks: &[(usize, usize)]) -> ShortKeySet<Cow<'t, str>> {
+    // a per-call table: the fast hasher (see `hashing`)
+    let mut set = ShortKeySet::default();
     let mut buf = String::new();
     for &(s, e) in toks {
         let w = &text[s..e];
@@ -443,7 +442,7 @@ fn text_entities(text: &str) -> Vec<String> {
     }
     let shouting = n_words >= 3 && n_loud * 2 > n_words;
     // the words seen in lower case, built on first need (most texts never ask)
-    let mut lower_seen: Option<HashSet<Cow<str>>> = None;
+    let mut lower_seen: Option<ShortKeySet<Cow<str>>> = None;
 
     let mut scan = Scan {
         run: Vec::new(),
@@ -571,7 +570,8 @@ pub fn extract_entities(
     }
     provenance_entities(provenance, &mut ids);
     ids.extend(extra.iter().map(|x| normalise(x)));
-    let mut seen = HashSet::with_capacity(ids.len());
+    let mut seen: ShortKeySet<String> =
+        ShortKeySet::with_capacity_and_hasher(ids.len(), Default::default());
     ids.retain(|id| !id.is_empty() && seen.insert(id.clone()));
     ids
 }
@@ -663,6 +663,62 @@ mod tests {
 
     fn ids(text: &str) -> Vec<String> {
         extract_entities(text, None, &[], &[])
+    }
+
+    /// `tokens` as first written: over a table of every char's offset.
+    fn tokens_by_char_table(text: &str) -> Vec<(usize, usize)> {
+        let chars: Vec<(usize, char)> = text.char_indices().collect();
+        let n = chars.len();
+        let at = |i: usize| if i < n { chars[i].0 } else { text.len() };
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < n {
+            let c = chars[i].1;
+            if c == '@' || c == '#' {
+                if i + 1 < n && is_word(chars[i + 1].1) {
+                    // `[@#]\w[\w.-]*\w`, else `[@#]\w`: the greedy run backs off
+                    // to its last word character
+                    let mut end = i + 2;
+                    let mut j = i + 2;
+                    while j < n {
+                        let d = chars[j].1;
+                        if is_word(d) {
+                            end = j + 1;
+                        } else if d != '.' && d != '-' {
+                            break;
+                        }
+                        j += 1;
+                    }
+                    out.push((at(i), at(end)));
+                    i = end;
+                } else {
+                    i += 1;
+                }
+                continue;
+            }
+            if pystr::is_word_start(c) {
+                // `[^\W\d_](?:[\w'’&+-]*[\w+])?`: the run ends at its last `\w` or `+`
+                let mut end = i + 1;
+                let mut j = i + 1;
+                while j < n {
+                    let d = chars[j].1;
+                    if is_word(d) || d == '+' {
+                        end = j + 1;
+                    } else if !matches!(d, '\'' | '\u{2019}' | '&' | '-') {
+                        break;
+                    }
+                    j += 1;
+                }
+                out.push((at(i), at(end)));
+                i = end;
+                continue;
+            }
+            if c == '&' {
+                out.push((at(i), at(i + 1)));
+            }
+            i += 1;
+        }
+        out
     }
 
     fn strings(items: &[&str]) -> Vec<String> {
@@ -882,7 +938,18 @@ mod tests {
         ]
     }
 
+    /// Texts heavy in what the token rule reads: handles, tags, joiners,
+    /// apostrophes (straight and curly), digits and non-ASCII letters.
+    fn token_texts() -> impl Strategy<Value = String> {
+        prop_oneof!["[a-zA-Z0-9@#&+'’._ \\-é\u{0301}ß\u{1F600}]{0,40}", texts(),]
+    }
+
     proptest! {
+        #[test]
+        fn tokens_read_by_offset_are_the_char_table_ones(text in token_texts()) {
+            prop_assert_eq!(tokens(&text), tokens_by_char_table(&text));
+        }
+
         #[test]
         fn ids_are_normal_unique_and_stable(text in texts(), speaker in prop::option::of(names())) {
             let got = extract_entities(&text, speaker.as_deref(), &[], &[]);
