@@ -28,6 +28,7 @@ WORDS = [
     "soy", "instead", "of", "not", "any", "more", "anymore", "because", "so", "also", "since",
     "increased", "by", "went", "yesterday", "last", "monday", "prefer", "preferred", "like",
     "don't", "can't", "stand", "used", "when", "it", "breaks,", "restart", "the", "new",
+    "gave up on", "quit", "rather than", "using", "well-known", "\u2003", "\t",
     "\u0130", "\u0131", "\u017fo", "K\u212a", "caf\u00e9", "na\u0308ive", "x\u00b2", "_so",
     "so_", "-so-", "\u039f\u0394\u039f\u03a3", "\u03a3\u03a3s", "STRASSE", "\u1e9e",
     "'", ".", ",", "!", "?", "\n", "\u00a0", "  ",
@@ -53,8 +54,20 @@ def content_words(text: str) -> frozenset[str]:
 SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
+#: What a change statement says was given up, as `re` read it before the
+#: core did: the word in the group.
+REPLACED_BY_RE = re.compile(
+    r"\b(?:from|instead of|rather than|no longer|replaced|replacing|quit|stopped|"
+    r"gave up(?: on)?)\s+(?:(?:the|a|an|my|our|using|drinking|at|in|with)\s+)?"
+    r"([\w'-]{3,})",
+    re.IGNORECASE,
+)
+
+
 def agree(text: str) -> None:
     assert cues.WORD.word_set(text) == content_words(text), text
+    replaced = [m.group(1) for m in REPLACED_BY_RE.finditer(text)]
+    assert cues.replaced_values(text) == replaced, text
     for most in (0, 3, 24):
         pieces = SENTENCE_SPLIT.split(text, maxsplit=most)[:most]
         for cue in (cues.OWN, cues.NEGATION, cues.WORD):

@@ -431,14 +431,14 @@ def change_statements_reference(new_text: str, old_texts: list[str]) -> list[flo
     """`change_statements` as it read every own sentence of the new text
     (the oracle for reading only those with a change cue or a denial)."""
     from jevmem.controller import local
-    from jevmem.controller.cues import CHANGE, NEGATION, OWN, REPLACED_VALUE, WORD
+    from jevmem.controller.cues import CHANGE, NEGATION, OWN, WORD, replaced_values
 
     own = []
     for sentence in re.split(r"(?<=[.!?])\s+|\n+", new_text)[: local._CHANGE_SENTENCES]:
         # the words as Python strings (`change_statements` keeps them in the core)
         words = WORD.word_set(sentence)
         if OWN.found(sentence) and words:
-            given_up = [WORD.word_set(m.group(1)) for m in REPLACED_VALUE.finditer(sentence)]
+            given_up = [WORD.word_set(v) for v in replaced_values(sentence)]
             own.append((sentence, words, NEGATION.found(sentence), given_up))
     out = []
     for old in old_texts:

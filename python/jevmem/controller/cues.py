@@ -3,8 +3,6 @@ core (`jevmem._core.PatternCounter`), and the word lists they read with."""
 
 from __future__ import annotations
 
-import re
-
 from jevmem._core import PatternCounter, WordSet
 
 __all__ = [
@@ -24,6 +22,7 @@ __all__ = [
     "WORD",
     "Cue",
     "cue_words",
+    "replaced_values",
 ]
 
 #: Every cue pattern of this module, in `re` syntax, by `Cue.index`.
@@ -149,13 +148,13 @@ CHANGE = cue_words(
     r"(?:increased|decreased|dropped|raised|reduced|grew|fell|rose|improved|reached) (?:to|from|by)?",
     r"(?:is|are|am) now", r"(?:my|our|the) new", r"not anymore", r"used to",
 )  # fmt: skip
-# What a change statement says was given up: the words after these name the
-# old value ("switched from oat", "instead of Airflow", "no longer in Paris").
-REPLACED_VALUE = re.compile(
+# What a change statement says was given up: the word after these names the
+# old value ("switched from oat", "instead of Airflow", "no longer in Paris");
+# `replaced_values` reads it off each match.
+REPLACED_VALUE = Cue(
     r"\b(?:from|instead of|rather than|no longer|replaced|replacing|quit|stopped|"
     r"gave up(?: on)?)\s+(?:(?:the|a|an|my|our|using|drinking|at|in|with)\s+)?"
-    r"([\w'-]{3,})",
-    re.IGNORECASE,
+    r"[\w'-]{3,}"
 )
 # (its one class is matched as written: case does not change what \w holds)
 WORD = Cue(r"[\w'-]{3,}")
@@ -172,3 +171,11 @@ FUNCTION_WORDS = frozenset(
 
 
 _COUNTER = PatternCounter(_PATTERNS, skip=sorted(FUNCTION_WORDS))
+
+
+def replaced_values(sentence: str) -> list[str]:
+    """The values ``sentence`` says were given up, in order: each
+    `REPLACED_VALUE` match's last word (the pattern ends in a run of
+    ``[\\w'-]`` after white space, so the match's text after its last white
+    space is that run)."""
+    return [match.split()[-1] for match in REPLACED_VALUE.findall(sentence)]

@@ -29,11 +29,11 @@ from jevmem.controller.cues import (
     PREFERENCE,
     PROCEDURAL,
     RECENT,
-    REPLACED_VALUE,
     SEMANTIC,
     WHY,
     WORD,
     Cue,
+    replaced_values,
 )
 from jevmem.controller.scoring import clip_columns, clip_value, score_columns, score_rounds
 from jevmem.controller.types import (
@@ -87,7 +87,7 @@ def _own_sentences(
         words = _content_words(sentence)
         if not words:
             continue
-        given_up = tuple(_content_words(m.group(1)) for m in REPLACED_VALUE.finditer(sentence))
+        given_up = tuple(_content_words(value) for value in replaced_values(sentence))
         out.append((sentence, cues, words, denies, given_up))
     return tuple(out)
 
