@@ -55,12 +55,11 @@ SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
 #: What a change statement says was given up, as `re` read it before the
-#: core did: the word in the group.
+#: core did: the cue's pattern with its final word as a group.
+_VALUE = r"[\w'-]{3,}"
+assert cues.REPLACED_VALUE.pattern.endswith(_VALUE)
 REPLACED_BY_RE = re.compile(
-    r"\b(?:from|instead of|rather than|no longer|replaced|replacing|quit|stopped|"
-    r"gave up(?: on)?)\s+(?:(?:the|a|an|my|our|using|drinking|at|in|with)\s+)?"
-    r"([\w'-]{3,})",
-    re.IGNORECASE,
+    cues.REPLACED_VALUE.pattern[: -len(_VALUE)] + f"({_VALUE})", re.IGNORECASE
 )
 
 

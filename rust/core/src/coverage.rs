@@ -276,20 +276,18 @@ pub(crate) fn person_marks(sentence: &str) -> (bool, bool) {
 
 /// Whether some word of either list starts with each (lower-case) byte:
 /// most words of a sentence start with one no list word does.
-const PERSON_FIRST_BYTES: [bool; 256] = {
-    let mut table = [false; 256];
+const PERSON_FIRST_BYTES: [bool; 256] =
+    first_bytes(&SECOND_PERSON, first_bytes(&FIRST_PERSON, [false; 256]));
+
+/// `table` with the first byte of each of `words` marked.
+const fn first_bytes(words: &[&str], mut table: [bool; 256]) -> [bool; 256] {
     let mut i = 0;
-    while i < FIRST_PERSON.len() {
-        table[FIRST_PERSON[i].as_bytes()[0] as usize] = true;
-        i += 1;
-    }
-    let mut i = 0;
-    while i < SECOND_PERSON.len() {
-        table[SECOND_PERSON[i].as_bytes()[0] as usize] = true;
+    while i < words.len() {
+        table[words[i].as_bytes()[0] as usize] = true;
         i += 1;
     }
     table
-};
+}
 
 /// `person_marks` of an ASCII sentence, on its bytes in one pass: there a
 /// word character is `[A-Za-z0-9_]` and case folding is ASCII's.
