@@ -11,7 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jevmem import HashEmbedder, LocalController, Memory, MemoryConfig, MemoryStore
+from jevmem import (
+    HashEmbedder,
+    InvalidConfigError,
+    LocalController,
+    Memory,
+    MemoryConfig,
+    MemoryStore,
+)
 from jevmem._core import names_a_speaker, question_share
 from jevmem.controller import catalogue
 from jevmem.plane.query import QueryRun
@@ -644,3 +651,73 @@ def test_a_burst_of_messages_reads_as_the_turn_it_makes(
     for _, _, msgs in turns:
         np.testing.assert_array_equal(styles[at : at + len(msgs), 1:], styles[[at] * len(msgs), 1:])
         at += len(msgs)
+
+
+def _scores(m: Memory, query: str, share: float) -> dict[int, float]:
+    m.config = dataclasses.replace(m.config, other_speaker_share=share)
+    return {e.id: e.score for e in m.search(query, k=50).evidence}
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    said=st.lists(
+        st.tuples(
+            st.sampled_from(["Ana", "Bo", "Cy", None]),
+            st.sampled_from(["plays the cello", "went hiking", "likes coffee", "moved to Lisbon"]),
+        ),
+        min_size=2,
+        max_size=12,
+    ),
+    asked=st.sampled_from([["Ana"], ["Bo"], [], ["Ana", "Bo"]]),
+)
+def test_a_query_about_one_speaker_lowers_what_the_others_said(
+    said: list[tuple[str | None, str]], asked: list[str]
+) -> None:
+    m = memory()
+    speaker: dict[int, str | None] = {}
+    for i, (who, what) in enumerate(said):
+        text = f"{who or 'Someone'} {what}, Ana and Bo said"
+        if who is None:
+            speaker[m.add(text, timestamp=T0 + i)] = None
+        else:
+            (node,) = dialogue(m, [(who, text, T0 + i, "s1")])
+            speaker[node] = who
+    query = f"What did {' and '.join(asked) or 'everyone'} do?"
+    full, half = _scores(m, query, 1.0), _scores(m, query, 0.5)
+    shared = full.keys() & half.keys()
+    assert shared
+    # the rule holds when the query names exactly one person who speaks here
+    speaking = [a for a in asked if a in speaker.values()]
+    one = speaking[0] if len(speaking) == 1 else None
+    for node in shared:
+        who = speaker[node]
+        lowered = one is not None and who is not None and who != one
+        # the same evidence score, halved exactly for what another said
+        assert half[node] == (full[node] * 0.5 if lowered else full[node])
+    with pytest.raises(InvalidConfigError):
+        MemoryConfig(other_speaker_share=1.5)
+
+
+def test_a_ranking_share_outside_the_unit_interval_is_refused() -> None:
+    from jevmem import InvalidInputError
+
+    m = memory()
+    dialogue(m, [("Ana", "Ana plays the cello", T0, "s"), ("Bo", "Bo hikes", T0 + 1, "s")])
+    query = "What does Ana play?"
+    run = QueryRun(m, query, m.embedder.embed([query])[0], 5, None, "full", 0.0)
+    steps = run.steps()
+    first = next(steps)
+    try:  # the anchors scored: the traversal starts
+        steps.send(m._decide(first, "query"))
+    except StopIteration:
+        pass
+    assert run.traversal is not None
+    ranked = run.session.rank(run.traversal, replaced_below=0.999, other_speaker_share=0.5)
+    assert ranked
+    for bad in (1.5, -0.1, float("nan")):
+        with pytest.raises(InvalidInputError, match="other_speaker_share"):
+            run.session.rank(run.traversal, replaced_below=0.999, other_speaker_share=bad)
+    with pytest.raises(InvalidInputError, match="replaced_below"):
+        run.session.rank(run.traversal, replaced_below=2.0)
+    # a refused call changes nothing
+    assert run.session.rank(run.traversal, replaced_below=0.999, other_speaker_share=0.5) == ranked

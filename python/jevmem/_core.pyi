@@ -831,8 +831,12 @@ class ReadSession:
     ) -> None:
         """The controller's relevance of ``ids`` and, for an expansion's
         candidates, their evidence scores."""
-    def rank(self, traversal: Traversal, *, replaced_below: float) -> list[tuple[int, float]]:
-        """Everything gathered, best first, as (node, score)."""
+    def rank(
+        self, traversal: Traversal, *, replaced_below: float, other_speaker_share: float = 1.0
+    ) -> list[tuple[int, float]]:
+        """Everything gathered, best first, as (node, score); when the query
+        asks about one speaker, what others said at ``other_speaker_share``
+        of its score. A share outside [0, 1] raises InvalidInputError."""
     def assess(
         self, top: Sequence[tuple[int, float]], frontier: Sequence[int]
     ) -> tuple[

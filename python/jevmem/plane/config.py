@@ -65,6 +65,12 @@ class MemoryConfig:
     #: share, so a turn that asks what the query asks lifts its reply above
     #: plain neighbours.
     reply_link: float = 1.0
+    #: When a query asks about one of the memory's speakers ("What does
+    #: Melanie play?"), what the other speakers said ranks at this share of
+    #: its score in the answer (1 turns it off): the person asked about
+    #: says most of what answers it, while the turns around theirs earn as
+    #: much support from the same exchange.
+    other_speaker_share: float = 0.85
     #: How many of the best-scored pool nodes seed the traversal.
     anchors: int = 20
     kappa: float = 60.0
@@ -85,7 +91,12 @@ class MemoryConfig:
     index_passages: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("theta_rel", "summary_min_prob", "summary_max_contradiction"):
+        for name in (
+            "theta_rel",
+            "summary_min_prob",
+            "summary_max_contradiction",
+            "other_speaker_share",
+        ):
             v = getattr(self, name)
             if not (isinstance(v, float | int) and 0.0 <= v <= 1.0):
                 raise InvalidConfigError(f"{name} must be in [0, 1], got {v!r}")

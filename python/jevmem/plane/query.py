@@ -175,11 +175,16 @@ class QueryRun(QueryFeatures):
         traversal's transition score decides where to go next; the answer
         ranks every gathered node on one scale, the one seeds had, with the
         fact of a chain that held at the asked time in the place of a better
-        ranked one that did not, and that one right below it (`ReadSession.rank`). Kept until the traversal next
-        moves (`steps` resets it), as the end of a query asks for it up to
-        three times."""
+        ranked one that did not, and that one right below it, and what other
+        speakers said lowered when the query asks about one speaker
+        (`ReadSession.rank`). Kept until the traversal next moves (`steps`
+        resets it), as the end of a query asks for it up to three times."""
         if self.ranking is None:
-            self.ranking = self.session.rank(t, replaced_below=REPLACED_BELOW)
+            self.ranking = self.session.rank(
+                t,
+                replaced_below=REPLACED_BELOW,
+                other_speaker_share=self.m.config.other_speaker_share,
+            )
         return self.ranking
 
     def scoring_request(self, t: Traversal, found: list[Any]) -> DecisionRequest:

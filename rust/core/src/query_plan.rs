@@ -285,6 +285,7 @@ impl MemoryStore {
             best_lexical: lexical.first().map_or(0.0, |&(_, s)| f64::from(s)),
             best_dense,
             best_passage,
+            speaker_asked: one_speaker_named(&asked, people),
             named,
             time: match (cues.constraint, asks_when) {
                 (Some((lo, hi)), _) => TimeQuery::Window(lo, hi),
@@ -345,6 +346,64 @@ impl MemoryStore {
     }
 }
 
+/// The people of `people` (sorted) that `entity` names as
+/// `coverage::is_alias` reads names, in order, found the way
+/// `names_a_speaker` finds one: those its first word is a prefix of are a
+/// range of the sorted list, and those that are a prefix of it are among
+/// its own prefixes.
+pub fn speakers_named<'a>(entity: &str, people: &'a [String]) -> Vec<&'a str> {
+    let first = entity
+        .split(is_space)
+        .find(|w| !w.is_empty())
+        .unwrap_or(entity);
+    let mut out: Vec<&'a str> = Vec::new();
+    if first.is_empty() {
+        return out;
+    }
+    let mut take = |s: &str| {
+        if let Ok(i) = people.binary_search_by(|p| p.as_str().cmp(s)) {
+            out.push(people[i].as_str());
+        }
+    };
+    take(entity);
+    take(first);
+    let first_len = first.chars().count();
+    if first_len >= 3 {
+        // the people whose names start with it (itself counted above)
+        let at = people.partition_point(|p| p.as_str() < first);
+        out.extend(
+            people[at..]
+                .iter()
+                .take_while(|p| p.starts_with(first))
+                .map(String::as_str),
+        );
+        // its own prefixes of three characters or more, shorter than itself
+        for (i, _) in first.char_indices().skip(3) {
+            if let Ok(j) = people.binary_search_by(|p| p.as_str().cmp(&first[..i])) {
+                out.push(people[j].as_str());
+            }
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// The one person of `people` (sorted) that the `asked` names point to
+/// (`speakers_named`), or None when they name nobody or several people.
+pub fn one_speaker_named(asked: &[String], people: &[String]) -> Option<String> {
+    let mut named: Vec<&str> = asked
+        .iter()
+        .flat_map(|e| speakers_named(e, people))
+        .collect();
+    named.sort_unstable();
+    named.dedup();
+    match named[..] {
+        [one] => Some(one.to_owned()),
+        _ => None,
+    }
+}
+
 /// Whether `entity` names one of `people` (sorted) as `coverage::is_alias`
 /// reads names ("mel" names "melanie"), without a scan of every person: the
 /// people its first word is a prefix of are a range of the sorted list, and
@@ -390,6 +449,22 @@ mod tests {
                 names_a_speaker(&entity, &people),
                 people.iter().any(|p| is_alias(&entity, p))
             );
+        }
+
+        /// The people an entity names, read from the sorted list, are
+        /// those `is_alias` finds asking each person in turn.
+        #[test]
+        fn speakers_named_is_is_alias_of_each(
+            entity in "[a-zé ]{0,14}",
+            people in prop::collection::btree_set("[a-zé]{1,9}", 0..6),
+        ) {
+            let people: Vec<String> = people.into_iter().collect();
+            let expected: Vec<&str> = people
+                .iter()
+                .filter(|p| is_alias(&entity, p))
+                .map(String::as_str)
+                .collect();
+            prop_assert_eq!(speakers_named(&entity, &people), expected);
         }
     }
 

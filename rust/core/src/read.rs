@@ -56,8 +56,27 @@ pub struct SessionQuery {
     pub best_passage: f64,
     /// The entities the query names, normalised.
     pub named: Vec<String>,
+    /// The one speaker the query asks about, lower-cased, when its names
+    /// point to exactly one person the memory knows as a speaker
+    /// (`query_plan::one_speaker_named`); the answer's ranking reads it.
+    pub speaker_asked: Option<String>,
     pub time: TimeQuery,
     pub fact_time: FactTime,
+}
+
+/// How the answer's ranking (`ReadSession::rank`) reorders the scores the
+/// evidence earned.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RankConfig {
+    /// A fact ranked above the one that replaced it (at the query's time)
+    /// gives it its place and follows right below, at this share of its score.
+    pub replaced_below: f64,
+    /// When the query asks about one speaker, what someone else said ranks
+    /// at this share of its score (1: as scored): a question about what
+    /// one person did or likes is answered in that person's own words far
+    /// more often than in the other side of the conversation, which the
+    /// support of adjacent turns lifts as much.
+    pub other_speaker_share: f64,
 }
 
 /// A batch of nodes' signals: `SIGNAL_COLUMNS` per row, each node's best
@@ -367,17 +386,31 @@ impl ReadSession {
     /// answer comes first and the history stays beside it, in the place the
     /// better of them earned (pushing the replaced fact down to wherever its
     /// replacement ranked lost both from the top when the replacement
-    /// matched the query's words worse).
+    /// matched the query's words worse). Before that, a query that asks
+    /// about one speaker ranks what other speakers said at
+    /// `other_speaker_share` of its score (`RankConfig`); nodes without a
+    /// speaker keep theirs.
     pub fn rank(
         &self,
         store: &MemoryStore,
         found: &[(NodeId, f64)],
-        replaced_below: f64,
+        cfg: &RankConfig,
     ) -> Vec<(NodeId, f64)> {
+        let replaced_below = cfg.replaced_below;
         let mut ranked: Vec<(NodeId, f64)> = found
             .iter()
             .map(|&(n, s)| (n, self.judged.evidence.get(&n).copied().unwrap_or(s)))
             .collect();
+        if let Some(asked) = &self.query.speaker_asked {
+            if cfg.other_speaker_share != 1.0 {
+                for (n, score) in &mut ranked {
+                    let speaker = store.get(*n).and_then(context::speaker_of);
+                    if speaker.is_some_and(|sp| !context::same_speaker(sp, asked)) {
+                        *score *= cfg.other_speaker_share;
+                    }
+                }
+            }
+        }
         if self.query.fact_time != FactTime::Neutral && !store.facts().is_empty() {
             let at: ShortKeyMap<NodeId, usize> = ranked
                 .iter()
@@ -986,6 +1019,14 @@ mod tests {
     use crate::ops::NewNode;
     use crate::store::StoreConfig;
 
+    /// The default ranking with `replaced_below`, what others said as scored.
+    fn ranked_at(replaced_below: f64) -> RankConfig {
+        RankConfig {
+            replaced_below,
+            other_speaker_share: 1.0,
+        }
+    }
+
     fn session(text: &str, vector: Vec<f32>, time: TimeQuery) -> ReadSession {
         ReadSession::new(SessionQuery {
             text: text.into(),
@@ -997,6 +1038,7 @@ mod tests {
             best_dense: 1.0,
             best_passage: 1.0,
             named: Vec::new(),
+            speaker_asked: None,
             time,
             fact_time: FactTime::Neutral,
         })
@@ -1176,14 +1218,14 @@ mod tests {
         neutral.signals(&s, &ids, None, None).unwrap();
         let order = |r: &[(NodeId, f64)]| r.iter().map(|&(n, _)| n).collect::<Vec<_>>();
         assert_eq!(
-            order(&neutral.rank(&s, &found, 0.99)),
+            order(&neutral.rank(&s, &found, &ranked_at(0.99))),
             [ids[3], ids[0], ids[1], ids[4], ids[2]]
         );
         for fact_time in [FactTime::Present(None), FactTime::Present(Some(10_000))] {
             let mut present = session("tea", vec![1.0, 0.0], TimeQuery::None);
             present.query.fact_time = fact_time;
             present.signals(&s, &ids, None, None).unwrap();
-            let ranked = present.rank(&s, &found, 0.99);
+            let ranked = present.rank(&s, &found, &ranked_at(0.99));
             // the replacement where the replaced fact stood, the history right after
             assert_eq!(order(&ranked), [ids[4], ids[3], ids[0], ids[1], ids[2]]);
             assert_eq!(ranked[0].1, 0.9);
@@ -1194,8 +1236,58 @@ mod tests {
         before.query.fact_time = FactTime::Present(Some(3_500));
         before.signals(&s, &ids, None, None).unwrap();
         assert_eq!(
-            order(&before.rank(&s, &found, 0.99)),
+            order(&before.rank(&s, &found, &ranked_at(0.99))),
             [ids[3], ids[0], ids[1], ids[4], ids[2]]
+        );
+    }
+
+    /// A query about one speaker ranks what the others said at a share of
+    /// its score; a speakerless node, and every node of a query that asks
+    /// about nobody (or several people), keep theirs.
+    #[test]
+    fn rank_lowers_what_others_said_when_one_speaker_is_asked_about() {
+        let mut s = MemoryStore::new(StoreConfig::new(2)).unwrap();
+        let said = [
+            (Some("Ana"), "i play the cello"),
+            (Some("Ben"), "you play so well, ana"),
+            (None, "concert notes"),
+            (Some("ANA"), "and the piano"),
+        ];
+        let ids: Vec<NodeId> = said
+            .iter()
+            .map(|&(who, text)| {
+                let mut n = NewNode::new(text, vec![1.0, 0.0]);
+                if let Some(w) = who {
+                    n.provenance = vec![("speaker".into(), w.into())];
+                }
+                s.add_node(n).unwrap()
+            })
+            .collect();
+        let found = [(ids[0], 0.5), (ids[1], 0.9), (ids[2], 0.6), (ids[3], 0.4)];
+        let cfg = RankConfig {
+            replaced_below: 0.99,
+            other_speaker_share: 0.5,
+        };
+        let mut r = session("what does ana play", vec![1.0, 0.0], TimeQuery::None);
+        let order = |r: &[(NodeId, f64)]| r.iter().map(|&(n, _)| n).collect::<Vec<_>>();
+        assert_eq!(
+            order(&r.rank(&s, &found, &cfg)),
+            [ids[1], ids[2], ids[0], ids[3]]
+        );
+        r.query.speaker_asked = Some("ana".into());
+        let ranked = r.rank(&s, &found, &cfg);
+        assert_eq!(
+            ranked,
+            vec![(ids[2], 0.6), (ids[0], 0.5), (ids[1], 0.45), (ids[3], 0.4)]
+        );
+        // a share of 1 changes nothing
+        let as_scored = RankConfig {
+            other_speaker_share: 1.0,
+            ..cfg
+        };
+        assert_eq!(
+            order(&r.rank(&s, &found, &as_scored)),
+            [ids[1], ids[2], ids[0], ids[3]]
         );
     }
 
@@ -1209,7 +1301,7 @@ mod tests {
             .unwrap();
         // seeds keep the traversal's score; ties by id
         let found = [(ids[0], 0.5), (ids[3], 0.9), (ids[4], 0.1), (ids[1], 0.5)];
-        let ranked = r.rank(&s, &found, 0.99);
+        let ranked = r.rank(&s, &found, &ranked_at(0.99));
         assert_eq!(
             ranked,
             vec![(ids[4], 0.7), (ids[0], 0.5), (ids[1], 0.5), (ids[3], 0.3)]

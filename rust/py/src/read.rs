@@ -6,9 +6,9 @@ use std::collections::HashMap;
 use jevmem_core::context::{self, ContextConfig};
 use jevmem_core::coverage::CoverageQuery;
 use jevmem_core::hashing::ShortKeyMap;
-use jevmem_core::query_plan::PlanConfig as QueryPlanConfig;
+use jevmem_core::query_plan::{one_speaker_named, PlanConfig as QueryPlanConfig};
 use jevmem_core::read::{
-    AssessQuery, PoolPlan, ReadSession as CoreSession, SessionQuery, SignalBlock,
+    AssessQuery, PoolPlan, RankConfig, ReadSession as CoreSession, SessionQuery, SignalBlock,
 };
 use jevmem_core::store::MemoryStore as CoreStore;
 use jevmem_core::style::StyleBasis;
@@ -182,6 +182,10 @@ impl ReadSession {
             .get()
             .read(py, |s| s.vectors().validate(&vector))
             .py()?;
+        let mut people: Vec<String> = people.unwrap_or_default();
+        people.sort();
+        people.dedup();
+        let asked = asked.unwrap_or_default();
         let query = SessionQuery {
             text,
             related: Vec::new(),
@@ -192,6 +196,7 @@ impl ReadSession {
             best_dense,
             best_passage,
             named,
+            speaker_asked: one_speaker_named(&asked, &people),
             time: time_query(window, asks_when),
             fact_time: fact_time(fact_stance, fact_at, fact_until).py()?,
         };
@@ -202,8 +207,8 @@ impl ReadSession {
             tokens,
             coverage: CoverageQuery {
                 content_tokens: content_tokens.into_iter().flatten().collect(),
-                asked: asked.unwrap_or_default(),
-                people: people.into_iter().flatten().collect(),
+                asked,
+                people: people.into_iter().collect(),
             },
         };
         Ok(Self {
@@ -499,15 +504,31 @@ impl ReadSession {
     /// the best gathered fact of a chain that held at the query's time in
     /// the place of a better ranked one that did not, which follows right
     /// below it (times `replaced_below`).
-    #[pyo3(signature = (traversal, *, replaced_below))]
+    #[pyo3(signature = (traversal, *, replaced_below, other_speaker_share = 1.0))]
     fn rank(
         &self,
         py: Python<'_>,
         traversal: PyRef<'_, Traversal>,
         replaced_below: f64,
-    ) -> Vec<(NodeId, f64)> {
+        other_speaker_share: f64,
+    ) -> PyResult<Vec<(NodeId, f64)>> {
+        for (name, v) in [
+            ("replaced_below", replaced_below),
+            ("other_speaker_share", other_speaker_share),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(Error::InvalidInput(format!(
+                    "{name} must be in [0, 1], got {v}"
+                )))
+                .py();
+            }
+        }
         let found = traversal.found();
-        self.with(py, |s, st, _| st.rank(s, &found, replaced_below))
+        let cfg = RankConfig {
+            replaced_below,
+            other_speaker_share,
+        };
+        Ok(self.with(py, |s, st, _| st.rank(s, &found, &cfg)))
     }
 
     /// An assessment's reading of `top` ((node, score), ranked) with the
