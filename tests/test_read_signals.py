@@ -653,9 +653,10 @@ def test_a_burst_of_messages_reads_as_the_turn_it_makes(
         at += len(msgs)
 
 
-def _scores(m: Memory, query: str, share: float) -> dict[int, float]:
+def _scores(m: Memory, query: str, share: float) -> tuple[dict[int, float], Any]:
     m.config = dataclasses.replace(m.config, other_speaker_share=share)
-    return {e.id: e.score for e in m.search(query, k=50).evidence}
+    r = m.search(query, k=50)
+    return {e.id: e.score for e in r.evidence}, r.trace["speaker_asked"]
 
 
 @settings(max_examples=25, deadline=None)
@@ -683,12 +684,13 @@ def test_a_query_about_one_speaker_lowers_what_the_others_said(
             (node,) = dialogue(m, [(who, text, T0 + i, "s1")])
             speaker[node] = who
     query = f"What did {' and '.join(asked) or 'everyone'} do?"
-    full, half = _scores(m, query, 1.0), _scores(m, query, 0.5)
+    (full, asked_full), (half, asked_half) = _scores(m, query, 1.0), _scores(m, query, 0.5)
     shared = full.keys() & half.keys()
     assert shared
     # the rule holds when the query names exactly one person who speaks here
     speaking = [a for a in asked if a in speaker.values()]
     one = speaking[0] if len(speaking) == 1 else None
+    assert asked_full == asked_half == (one.lower() if one else None)
     for node in shared:
         who = speaker[node]
         lowered = one is not None and who is not None and who != one

@@ -868,6 +868,9 @@ class ReadSession:
     @property
     def vector(self) -> npt.NDArray[np.float32]: ...
     @property
+    def speaker_asked(self) -> str | None:
+        """The one speaker the query asks about (lower-cased), or None."""
+    @property
     def best_dense(self) -> float: ...
     @property
     def best_passage(self) -> float: ...

@@ -305,6 +305,8 @@ class QueryRun(QueryFeatures):
                     else "signals"
                 ),
                 "query_entities": self.query_entities,
+                # the one speaker asked about: what others said ranks lower
+                "speaker_asked": self.session.speaker_asked,
                 "anchors": len(self.fused_ids),
                 # where the ranked pool came from: the fused lists, a time
                 # window the query names, the time-order context of the best

@@ -637,7 +637,8 @@ impl ReadSession {
     /// the lexical and vector rankings, the share scales, the entities the
     /// query names, the time facts should hold at as (stance, at, until),
     /// the query's tokens and content tokens (sorted), the people it asks
-    /// about and the people the memory knows.
+    /// about, the one speaker it asks about (or None) and the people the
+    /// memory knows.
     fn inputs<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let out = PyDict::new(py);
         {
@@ -649,6 +650,7 @@ impl ReadSession {
             out.set_item("best_dense", q.best_dense)?;
             out.set_item("best_passage", q.best_passage)?;
             out.set_item("named", q.named.clone())?;
+            out.set_item("speaker_asked", q.speaker_asked.clone())?;
             out.set_item("fact_time", fact_time_tuple(&q.fact_time))?;
         }
         let a = &self.assess_query;
@@ -661,6 +663,14 @@ impl ReadSession {
         out.set_item("asked", a.coverage.asked.clone())?;
         out.set_item("people", people)?;
         Ok(out)
+    }
+
+    /// The one speaker the query asks about (lower-cased), whose words the
+    /// answer's ranking keeps ahead of the others' (`rank`); None when the
+    /// query names nobody who speaks here, or several.
+    #[getter]
+    fn speaker_asked(&self) -> Option<String> {
+        self.state.lock().query.speaker_asked.clone()
     }
 
     /// The scales of the dense shares (the pool's best after its feedback).
