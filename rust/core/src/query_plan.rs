@@ -405,30 +405,9 @@ pub fn one_speaker_named(asked: &[String], people: &[String]) -> Option<String> 
 }
 
 /// Whether `entity` names one of `people` (sorted) as `coverage::is_alias`
-/// reads names ("mel" names "melanie"), without a scan of every person: the
-/// people its first word is a prefix of are a range of the sorted list, and
-/// the ones that are a prefix of it are among its own prefixes.
+/// reads names ("mel" names "melanie"): `speakers_named` finds someone.
 pub fn names_a_speaker(entity: &str, people: &[String]) -> bool {
-    let first = entity
-        .split(is_space)
-        .find(|w| !w.is_empty())
-        .unwrap_or(entity);
-    let known = |s: &str| people.binary_search_by(|p| p.as_str().cmp(s)).is_ok();
-    if known(entity) || known(first) {
-        return true;
-    }
-    if first.chars().count() < 3 {
-        return false;
-    }
-    let at = people.partition_point(|p| p.as_str() < first);
-    if people.get(at).is_some_and(|p| p.starts_with(first)) {
-        return true;
-    }
-    // its own prefixes of three characters or more, shorter than itself
-    first
-        .char_indices()
-        .skip(3)
-        .any(|(i, _)| known(&first[..i]))
+    !speakers_named(entity, people).is_empty()
 }
 
 #[cfg(test)]
