@@ -710,7 +710,7 @@ def test_a_ranking_share_outside_the_unit_interval_is_refused() -> None:
     steps = run.steps()
     first = next(steps)
     try:  # the anchors scored: the traversal starts
-        steps.send(m._decide(first, "query"))
+        steps.send(m.controller.decide(first))
     except StopIteration:
         pass
     assert run.traversal is not None
