@@ -723,3 +723,49 @@ def test_a_ranking_share_outside_the_unit_interval_is_refused() -> None:
         run.session.rank(run.traversal, replaced_below=2.0)
     # a refused call changes nothing
     assert run.session.rank(run.traversal, replaced_below=0.999, other_speaker_share=0.5) == ranked
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    said=st.lists(
+        st.tuples(
+            st.sampled_from(["Ana", "Bo", "Mark", None]),
+            st.sampled_from(["plays the cello", "went hiking", "left a mark in Lisbon", "likes tea"]),
+        ),
+        min_size=2,
+        max_size=12,
+    ),
+    asked=st.sampled_from([["Ana"], ["Bo"], ["Mark"], [], ["Ana", "Bo"]]),
+)
+def test_a_speakers_name_in_lower_case_reads_as_the_name(
+    said: list[tuple[str | None, str]], asked: list[str]
+) -> None:
+    """A query that writes a speaker's name in lower case ("what did ana
+    do") is the capitalised query where the memory's texts write the name
+    capitalised inside a sentence: the same speaker asked about and the same
+    evidence (the test's embedder lower-cases), when everyone the query names
+    speaks here (only speakers' names are read in lower case). The texts
+    write "Mark" only where a sentence opens (which says nothing about a
+    word) and "mark" as a word: in lower case it names nobody."""
+    m = memory()
+    speakers = set()
+    for i, (who, what) in enumerate(said):
+        text = f"{who or 'Someone'} {what}, said Ana to Bo"
+        if who is None:
+            m.add(text, timestamp=T0 + i)
+        else:
+            dialogue(m, [(who, text, T0 + i, "s1")])
+            speakers.add(who)
+    named = " and ".join(asked) or "everyone"
+    upper, lower = (m.search(f"What did {n} do?", k=50) for n in (named, named.lower()))
+    speaking = [a for a in asked if a in speakers]
+    one = speaking[0].lower() if len(speaking) == 1 else None
+    assert upper.trace["speaker_asked"] == one
+    if asked == ["Mark"]:
+        assert lower.trace["speaker_asked"] is None
+        return
+    assert lower.trace["speaker_asked"] == one
+    if set(asked) <= speakers:
+        assert [(e.id, e.score) for e in lower.evidence] == [
+            (e.id, e.score) for e in upper.evidence
+        ]

@@ -1190,6 +1190,15 @@ impl Bm25Index {
         self.docs.get(i)?.as_ref().map(|d| &d.terms[..])
     }
 
+    /// The documents that hold `term`, in id order (empty when none does).
+    pub fn term_docs(&self, term: &str) -> impl DoubleEndedIterator<Item = NodeId> + '_ {
+        self.term_ids
+            .get(term)
+            .map_or(&[][..], |&t| &self.postings[t as usize][..])
+            .iter()
+            .map(|&(d, _)| NodeId::from(d))
+    }
+
     /// The id of a term the index holds (None: no document has it).
     pub fn term_id(&self, term: &str) -> Option<u32> {
         self.term_ids.get(term).copied()

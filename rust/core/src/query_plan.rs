@@ -247,7 +247,7 @@ impl MemoryStore {
         // a text of one passage: its node vector, ranked above already
         let best_passage =
             best_dense.max(passages.first().map_or(0.0, |h| f64::from(h.similarity)));
-        let named = self.known_names(text, allowed);
+        let named = self.known_names(text, allowed, people);
         let asked: Vec<String> = if people.is_empty() {
             named.clone()
         } else {
@@ -315,10 +315,20 @@ impl MemoryStore {
     /// capitalised words may hold several names ("Is Oscar Melanie's pet?"
     /// reads as one, "oscar melanie"), so its shorter runs (up to four
     /// words) count too. A lower-case common word that happens to be an
-    /// entity elsewhere is not a name here.
-    fn known_names(&self, text: &str, allowed: Option<&Allowed>) -> Vec<String> {
+    /// entity elsewhere is not a name here; a lower-case word that names one
+    /// of `people` is, where the memory's texts write it as a name
+    /// (`written_as_name`): people type "what does mel play".
+    fn known_names(&self, text: &str, allowed: Option<&Allowed>, people: &[String]) -> Vec<String> {
         let mut named: BTreeSet<String> =
             extract_entities(text, None, &[], &[]).into_iter().collect();
+        for word in lower_case_words(text) {
+            if !named.contains(word)
+                && names_a_speaker(word, people)
+                && self.written_as_name(word, allowed, &NAME_CASE_EVIDENCE)
+            {
+                named.insert(word.to_owned());
+            }
+        }
         for name in named.clone() {
             let words: Vec<&str> = name.split(is_space).filter(|w| !w.is_empty()).collect();
             if words.len() > 1 {
@@ -344,6 +354,100 @@ impl MemoryStore {
         }
         mentions(text, &known)
     }
+
+    /// Whether the memory's texts write the lower-case ASCII `word` as a
+    /// name: among its occurrences inside a sentence in the latest
+    /// `evidence.texts` (allowed) texts that hold it, some are capitalised
+    /// and at most `evidence.max_lower_share` are not. A word no text holds,
+    /// or a stopword (the index keeps no postings for it), is no name.
+    pub fn written_as_name(
+        &self,
+        word: &str,
+        allowed: Option<&Allowed>,
+        evidence: &NameCaseEvidence,
+    ) -> bool {
+        let Some(term) = self.tokenizer().tokenize(word).into_iter().next() else {
+            return false;
+        };
+        let (mut capitalised, mut lower) = (0usize, 0usize);
+        let holders = self
+            .bm25
+            .term_docs(&term)
+            .rev()
+            .filter(|&id| allowed.is_none_or(|a| a.contains(id)))
+            .take(evidence.texts);
+        for id in holders {
+            if let Some(node) = self.get(id) {
+                let (c, l) = case_of_occurrences(&node.content, word);
+                capitalised += c;
+                lower += l;
+            }
+        }
+        capitalised > 0 && (lower as f64) <= evidence.max_lower_share * (capitalised + lower) as f64
+    }
+}
+
+/// What the memory's texts must show before a lower-case query word that
+/// names a speaker is read as that name (`MemoryStore::written_as_name`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NameCaseEvidence {
+    /// How many of the latest texts holding the word are read.
+    pub texts: usize,
+    /// The largest share of the word's occurrences inside a sentence that
+    /// may be in lower case: "Mel" always capitalised is a name, "user" in
+    /// "the user's settings" is a word.
+    pub max_lower_share: f64,
+}
+
+/// The evidence `known_names` asks for.
+pub const NAME_CASE_EVIDENCE: NameCaseEvidence = NameCaseEvidence {
+    texts: 32,
+    max_lower_share: 0.2,
+};
+
+/// The words of `text` made of ASCII letters that start in lower case
+/// (split at every other character, so "mel's" gives "mel").
+fn lower_case_words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !c.is_ascii_alphabetic())
+        .filter(|w| w.len() >= 2 && w.as_bytes()[0].is_ascii_lowercase())
+}
+
+/// How often the ASCII word `word` (lower case) occurs in `text` as a
+/// whole word inside a sentence: (capitalised, lower case). Occurrences
+/// that open a sentence or the text, or are written all in capitals, say
+/// nothing about the word and are not counted.
+pub fn case_of_occurrences(text: &str, word: &str) -> (usize, usize) {
+    let mut capitalised = 0;
+    let mut lower = 0;
+    if word.is_empty() {
+        return (0, 0);
+    }
+    // ASCII lower-casing keeps every byte offset
+    let folded = text.to_ascii_lowercase();
+    let bytes = text.as_bytes();
+    for (at, _) in folded.match_indices(word) {
+        let end = at + word.len();
+        let before = text[..at].chars().next_back();
+        let after = text[end..].chars().next();
+        if before.is_some_and(char::is_alphanumeric) || after.is_some_and(char::is_alphanumeric) {
+            continue;
+        }
+        let opens_sentence = text[..at]
+            .chars()
+            .rev()
+            .find(|c| !(c.is_whitespace() || "\"'“‘([*-".contains(*c)))
+            .is_none_or(|c| ".!?:;".contains(c));
+        if opens_sentence {
+            continue;
+        }
+        let spelled = &bytes[at..end];
+        if spelled[0].is_ascii_lowercase() {
+            lower += 1;
+        } else if word.len() < 2 || spelled[1..].iter().any(u8::is_ascii_lowercase) {
+            capitalised += 1;
+        }
+    }
+    (capitalised, lower)
 }
 
 /// The people of `people` (sorted) that `entity` names as
@@ -445,6 +549,138 @@ mod tests {
                 .collect();
             prop_assert_eq!(speakers_named(&entity, &people), expected);
         }
+
+        /// `case_of_occurrences` equals reading the text's maximal runs of
+        /// alphanumeric chars one by one: a run that spells the word (ASCII
+        /// case aside) counts unless nothing but spaces and opening marks
+        /// stand between it and the text's start or a sentence's end, or it
+        /// is written in capitals throughout.
+        #[test]
+        fn case_of_occurrences_is_a_scan_of_words(
+            text in "[ .!?,:;'\"(*a-zA-Z0-9é-]{0,60}",
+            word in "[a-z]{1,3}",
+        ) {
+            let chars: Vec<(usize, char)> = text.char_indices().collect();
+            let (mut cap, mut low) = (0, 0);
+            let mut i = 0;
+            while i < chars.len() {
+                if !chars[i].1.is_alphanumeric() {
+                    i += 1;
+                    continue;
+                }
+                let start = i;
+                while i < chars.len() && chars[i].1.is_alphanumeric() {
+                    i += 1;
+                }
+                let run: String = chars[start..i].iter().map(|&(_, c)| c).collect();
+                if !run.eq_ignore_ascii_case(&word) {
+                    continue;
+                }
+                let mut j = start;
+                let mut opens = true;
+                while j > 0 {
+                    j -= 1;
+                    let c = chars[j].1;
+                    if c.is_whitespace() || "\"'“‘([*-".contains(c) {
+                        continue;
+                    }
+                    opens = ".!?:;".contains(c);
+                    break;
+                }
+                if opens {
+                    continue;
+                }
+                let first = run.chars().next().unwrap();
+                if first.is_ascii_lowercase() {
+                    low += 1;
+                } else if run.len() < 2 || run.chars().skip(1).any(|c| c.is_ascii_lowercase()) {
+                    cap += 1;
+                }
+            }
+            prop_assert_eq!(case_of_occurrences(&text, &word), (cap, low));
+        }
+    }
+
+    #[test]
+    fn case_of_occurrences_reads_words_inside_sentences() {
+        // a vocative counts; the sentence's first word and capitals do not
+        assert_eq!(
+            case_of_occurrences("Mel, hi. Thanks, Mel! MEL rocks", "mel"),
+            (1, 0)
+        );
+        assert_eq!(
+            case_of_occurrences("The user's app. User data: the USER", "user"),
+            (0, 1)
+        );
+        assert_eq!(case_of_occurrences("melody and Melanie", "mel"), (0, 0));
+        // quotes and brackets are looked through
+        assert_eq!(case_of_occurrences("ask \"Mel\" now", "mel"), (1, 0));
+        assert_eq!(case_of_occurrences("Done. (Mel) now", "mel"), (0, 0));
+        assert_eq!(case_of_occurrences("ask Mel now", "mel"), (1, 0));
+    }
+
+    /// A query that writes a speaker's name in lower case names them as the
+    /// capitalised query does when the memory writes the name capitalised;
+    /// a word the memory writes in lower case ("user") names nobody, nor
+    /// does a name no text holds.
+    #[test]
+    fn lower_case_names_the_memory_writes_capitalised() {
+        use crate::ops::NewNode;
+        use crate::store::StoreConfig;
+        let mut s = MemoryStore::new(StoreConfig::new(2)).unwrap();
+        for (text, who) in [
+            ("Hey Mel! I started playing the violin.", "Caroline"),
+            ("Thanks Caroline, the violin sounds great.", "Melanie"),
+            ("The user said the app is slow for the user.", "Melanie"),
+            ("I told the user about it, Melanie.", "Caroline"),
+            ("Nice.", "Ana"),
+        ] {
+            let mut n = NewNode::new(text, vec![1.0, 0.5]);
+            n.entities = extract_entities(text, Some(who), &[], &[]);
+            s.add_node(n).unwrap();
+        }
+        let cfg = PlanConfig {
+            depth: 5,
+            pool: 5,
+            kappa: 60.0,
+            expand: ExpandConfig::default(),
+        };
+        let people: Vec<String> = ["ana", "caroline", "melanie", "user"]
+            .map(str::to_owned)
+            .to_vec();
+        let plan = |q: &str| {
+            s.plan_query(q, &[1.0, 0.0], &cfg, None, None, &people)
+                .unwrap()
+        };
+        for (lower, upper) in [
+            ("what does melanie play?", "What does Melanie play?"),
+            ("what did mel's friend play", "What did Mel's friend play"),
+            (
+                "did caroline and melanie play",
+                "Did Caroline and Melanie play",
+            ),
+        ] {
+            let (a, b) = (plan(lower), plan(upper));
+            assert_eq!(a.session.named, b.session.named, "{lower}");
+            assert_eq!(a.asked, b.asked, "{lower}");
+            assert_eq!(a.session.speaker_asked, b.session.speaker_asked, "{lower}");
+            assert_eq!(a.content_tokens, b.content_tokens, "{lower}");
+        }
+        assert_eq!(
+            plan("what does melanie play?")
+                .session
+                .speaker_asked
+                .as_deref(),
+            Some("melanie")
+        );
+        // "user" is written in lower case; "ana" is in no text
+        assert!(!s.written_as_name("user", None, &NAME_CASE_EVIDENCE));
+        assert!(plan("what did the user say").asked.is_empty());
+        assert!(plan("what did ana say").asked.is_empty());
+        assert!(s.written_as_name("melanie", None, &NAME_CASE_EVIDENCE));
+        // outside the allowed nodes the texts show nothing
+        let only_last = Allowed::from_sorted(vec![4]);
+        assert!(!s.written_as_name("melanie", Some(&only_last), &NAME_CASE_EVIDENCE));
     }
 
     #[test]
