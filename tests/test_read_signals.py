@@ -730,7 +730,9 @@ def test_a_ranking_share_outside_the_unit_interval_is_refused() -> None:
     said=st.lists(
         st.tuples(
             st.sampled_from(["Ana", "Bo", "Mark", None]),
-            st.sampled_from(["plays the cello", "went hiking", "left a mark in Lisbon", "likes tea"]),
+            st.sampled_from(
+                ["plays the cello", "went hiking", "left a mark in Lisbon", "likes tea"]
+            ),
         ),
         min_size=2,
         max_size=12,
