@@ -315,17 +315,27 @@ impl MemoryStore {
     /// capitalised words may hold several names ("Is Oscar Melanie's pet?"
     /// reads as one, "oscar melanie"), so its shorter runs (up to four
     /// words) count too. A lower-case common word that happens to be an
-    /// entity elsewhere is not a name here; a lower-case word that names one
-    /// of `people` is, where the memory's texts write it as a name
-    /// (`written_as_name`): people type "what does mel play".
+    /// entity elsewhere is not a name here, but a lower-case word that names
+    /// one of `people`, or an entity the memory knows, is where the memory's
+    /// texts write it as a name (`written_as_name`, `mostly_an_entity`):
+    /// people type "what does mel play" and "how was lisbon".
     fn known_names(&self, text: &str, allowed: Option<&Allowed>, people: &[String]) -> Vec<String> {
         let mut named: BTreeSet<String> =
             extract_entities(text, None, &[], &[]).into_iter().collect();
         for word in lower_case_words(text) {
-            if !named.contains(word)
-                && names_a_speaker(word, people)
-                && self.written_as_name(word, allowed, &NAME_CASE_EVIDENCE)
-            {
+            if named.contains(word) {
+                continue;
+            }
+            // a speaker is an entity of every turn they speak, so only their
+            // texts can say how they are written; any other entity is one
+            // of a text where the extraction found it capitalised
+            let reads_as_name = if names_a_speaker(word, people) {
+                self.written_as_name(word, allowed, &NAME_CASE_EVIDENCE)
+            } else {
+                !self.nodes_with_entity(word).is_empty()
+                    && self.mostly_an_entity(word, allowed, &NAME_CASE_EVIDENCE)
+            };
+            if reads_as_name {
                 named.insert(word.to_owned());
             }
         }
@@ -385,10 +395,45 @@ impl MemoryStore {
         }
         capitalised > 0 && (lower as f64) <= evidence.max_lower_share * (capitalised + lower) as f64
     }
+
+    /// Whether the memory reads the lower-case word `word` as an entity in
+    /// its texts: of the latest `evidence.texts` (allowed) texts holding it,
+    /// at most `evidence.max_lower_share` do not carry it as an entity (the
+    /// extraction found no capitalised mention there). Cheaper than reading
+    /// the texts (`written_as_name`), and right for any entity but a
+    /// speaker, whom every turn they speak carries.
+    pub fn mostly_an_entity(
+        &self,
+        word: &str,
+        allowed: Option<&Allowed>,
+        evidence: &NameCaseEvidence,
+    ) -> bool {
+        let Some(term) = self.tokenizer().tokenize(word).into_iter().next() else {
+            return false;
+        };
+        let (mut carry, mut not) = (0usize, 0usize);
+        let holders = self
+            .bm25
+            .term_docs(&term)
+            .rev()
+            .filter(|&id| allowed.is_none_or(|a| a.contains(id)))
+            .take(evidence.texts);
+        for id in holders {
+            if let Some(node) = self.get(id) {
+                if node.entities.iter().any(|e| e == word) {
+                    carry += 1;
+                } else {
+                    not += 1;
+                }
+            }
+        }
+        carry > 0 && (not as f64) <= evidence.max_lower_share * (carry + not) as f64
+    }
 }
 
-/// What the memory's texts must show before a lower-case query word that
-/// names a speaker is read as that name (`MemoryStore::written_as_name`).
+/// What the memory's texts must show before a lower-case query word is
+/// read as a name it knows (`MemoryStore::written_as_name` for a speaker's,
+/// `MemoryStore::mostly_an_entity` for any other).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct NameCaseEvidence {
     /// How many of the latest texts holding the word are read.
@@ -634,6 +679,9 @@ mod tests {
             ("The user said the app is slow for the user.", "Melanie"),
             ("I told the user about it, Melanie.", "Caroline"),
             ("Nice.", "Ana"),
+            ("We flew to Lisbon and I ate an apple.", "Caroline"),
+            ("Lisbon was sunny; an apple a day, they say.", "Melanie"),
+            ("I like Apple phones, the apple pie too.", "Caroline"),
         ] {
             let mut n = NewNode::new(text, vec![1.0, 0.5]);
             n.entities = extract_entities(text, Some(who), &[], &[]);
@@ -659,6 +707,8 @@ mod tests {
                 "did caroline and melanie play",
                 "Did Caroline and Melanie play",
             ),
+            // a place the texts write as a name, though nobody speaks as it
+            ("did mel like lisbon", "Did Mel like Lisbon"),
         ] {
             let (a, b) = (plan(lower), plan(upper));
             assert_eq!(a.session.named, b.session.named, "{lower}");
@@ -677,6 +727,11 @@ mod tests {
         assert!(!s.written_as_name("user", None, &NAME_CASE_EVIDENCE));
         assert!(plan("what did the user say").asked.is_empty());
         assert!(plan("what did ana say").asked.is_empty());
+        // "apple": an entity in one of the three texts that hold the word
+        assert!(!s.mostly_an_entity("apple", None, &NAME_CASE_EVIDENCE));
+        assert!(s.mostly_an_entity("lisbon", None, &NAME_CASE_EVIDENCE));
+        assert!(plan("did she eat an apple").session.named.is_empty());
+        assert_eq!(plan("did she eat an Apple").session.named, ["apple"]);
         assert!(s.written_as_name("melanie", None, &NAME_CASE_EVIDENCE));
         // outside the allowed nodes the texts show nothing
         let only_last = Allowed::from_sorted(vec![4]);
