@@ -118,6 +118,22 @@ def core_plan(m: Memory, query: str, qvec: Any, k: int, now: int | None) -> dict
     }
 
 
+def without_lower_case_names(
+    core: dict[str, Any], python: dict[str, Any], query: str
+) -> dict[str, Any]:
+    """The core's plan without the names it read from lower-case words (the
+    Python plan read capitals only), after checking that each is a
+    lower-case word of the query or a person such a word names."""
+    lower = {w.lower() for w in re.findall(r"[A-Za-z]+", query) if w[0].islower()}
+    added = [e for e in core["entities"] if e not in python["entities"]]
+    assert all(e in lower or any(is_alias(w, e) for w in lower) for e in added), (query, added)
+    return {
+        **core,
+        "entities": [e for e in core["entities"] if e not in added],
+        "asked": [e for e in core["asked"] if e not in added],
+    }
+
+
 @pytest.mark.parametrize("path", SETS, ids=lambda p: p.stem)
 def test_the_plan_equals_the_python_one_for_every_development_question(path: Path) -> None:
     if not path.exists():
@@ -139,7 +155,8 @@ def test_the_plan_equals_the_python_one_for_every_development_question(path: Pat
         questions = [qa.question for qa in conv.qas]
         for q, qvec in zip(questions, emb.embed(questions), strict=True):
             for now in (None, last):
-                assert core_plan(m, q, qvec, 10, now) == python_plan(m, q, qvec, 10, now), q
+                core, python = core_plan(m, q, qvec, 10, now), python_plan(m, q, qvec, 10, now)
+                assert without_lower_case_names(core, python, q) == python, q
                 checked += 1
     assert checked > 100
 

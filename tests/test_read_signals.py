@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from jevmem import (
@@ -769,3 +769,45 @@ def test_a_speakers_name_in_lower_case_reads_as_the_name(
     assert lower.trace["speaker_asked"] == one
     assert lower.trace["query_entities"] == upper.trace["query_entities"]
     assert [(e.id, e.score) for e in lower.evidence] == [(e.id, e.score) for e in upper.evidence]
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    said=st.lists(
+        st.tuples(
+            st.sampled_from(["Ana", "Bo", "Cy"]),
+            st.sampled_from(["ana", "bo", "cy"]),
+            st.sampled_from(["played the cello", "went hiking", "drank tea with the user"]),
+        ),
+        min_size=2,
+        max_size=12,
+    ),
+    asked=st.sampled_from([["Ana"], ["Bo"], ["User"], [], ["Ana", "Bo"]]),
+)
+@example(said=[("Ana", "bo", "went hiking"), ("Bo", "bo", "went hiking")], asked=["Ana"])
+def test_a_name_in_lower_case_reads_as_the_name_in_texts_typed_without_capitals(
+    said: list[tuple[str, str, str]], asked: list[str]
+) -> None:
+    """In a memory typed without capitals ("hey bo, i went hiking") a
+    speaker spoken to reads as a name in a lower-case query, as in the
+    capitalised one: the same speaker asked about and the same evidence.
+    "user", a word these texts use but never address, names nobody, nor
+    does a speaker nobody speaks to."""
+    m = memory()
+    for i, (who, to, what) in enumerate(said):
+        dialogue(m, [(who, f"hey {to}, i {what}.", T0 + i, "s1")])
+    spoken_to = {to for _, to, _ in said}
+    named = " and ".join(asked) or "everyone"
+    upper, lower = (m.search(f"What did {n} do?", k=50) for n in (named, named.lower()))
+    assert upper.trace["speaker_asked"] in (None, *(a.lower() for a in asked))
+    if asked == ["User"]:
+        assert lower.trace["speaker_asked"] is None
+        assert "user" not in lower.trace["query_entities"]
+    elif all(a.lower() in spoken_to for a in asked):
+        assert lower.trace["speaker_asked"] == upper.trace["speaker_asked"]
+        assert [(e.id, e.score) for e in lower.evidence] == [
+            (e.id, e.score) for e in upper.evidence
+        ]
+    elif len(asked) == 1:
+        # nobody speaks to them: in lower case the texts show no name
+        assert lower.trace["speaker_asked"] is None

@@ -170,7 +170,7 @@ fn greets(before: &[char]) -> bool {
 
 /// A name at `chars[start..end]` used to address someone: "Hey Gina, ...",
 /// "Thanks, Mel!", "..., Caroline!".
-fn is_vocative(chars: &[char], start: usize, end: usize) -> bool {
+pub(crate) fn is_vocative(chars: &[char], start: usize, end: usize) -> bool {
     if !chars
         .get(end)
         .is_some_and(|c| matches!(c, ',' | '!' | '?' | '.'))
@@ -190,6 +190,26 @@ fn is_vocative(chars: &[char], start: usize, end: usize) -> bool {
         stripped -= 1;
     }
     stripped > 0 && before[stripped - 1] == ','
+}
+
+/// Whether the word at bytes `start..end` of `text` addresses someone, as
+/// `is_vocative` reads a name ("hey mel,", "thanks, Mel!"), whatever its
+/// case: read in a window of the text around it, as `is_vocative` reads no
+/// further than `GREETING_REACH` chars back and one forward.
+pub(crate) fn addressed_at(text: &str, start: usize, end: usize) -> bool {
+    let before: Vec<char> = text[..start]
+        .chars()
+        .rev()
+        .take(GREETING_REACH)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    let word = text[start..end].chars().count();
+    let mut chars = before;
+    let at = chars.len();
+    chars.extend(text[start..].chars().take(word + 1));
+    is_vocative(&chars, at, at + word)
 }
 
 /// Capitalised words (`[A-Z][a-z]{2,}` between word boundaries) that do not

@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeSet, HashSet};
 
-use crate::coverage::speaks_in_first_person;
+use crate::coverage::{addressed_at, speaks_in_first_person};
 use crate::cues::{self, TimeCues};
 use crate::derived::TimeQuery;
 use crate::entities::pystr::is_space;
@@ -322,20 +322,34 @@ impl MemoryStore {
     fn known_names(&self, text: &str, allowed: Option<&Allowed>, people: &[String]) -> Vec<String> {
         let mut named: BTreeSet<String> =
             extract_entities(text, None, &[], &[]).into_iter().collect();
+        // speakers a lower-case word names that the memory does not carry
+        // under that word ("mel" in texts typed without capitals)
+        let mut speakers: Vec<String> = Vec::new();
         for word in lower_case_words(text) {
             if named.contains(word) {
                 continue;
             }
             // a speaker is an entity of every turn they speak, so only their
-            // texts can say how they are written; any other entity is one
-            // of a text where the extraction found it capitalised
-            let reads_as_name = if names_a_speaker(word, people) {
-                self.written_as_name(word, allowed, &NAME_CASE_EVIDENCE)
-            } else {
-                !self.nodes_with_entity(word).is_empty()
-                    && self.mostly_an_entity(word, allowed, &NAME_CASE_EVIDENCE)
-            };
-            if reads_as_name {
+            // texts can say how they are written; any other entity must also
+            // be one of most texts that hold it (the extraction found it
+            // capitalised there; the cheaper check first)
+            if names_a_speaker(word, people) {
+                if !self.written_as_name(word, allowed, &NAME_CASE_EVIDENCE) {
+                    continue;
+                }
+                if self.carried(word, allowed) {
+                    named.insert(word.to_owned());
+                } else {
+                    for p in speakers_named(word, people) {
+                        if !speakers.iter().any(|s| s == p) {
+                            speakers.push(p.to_owned());
+                        }
+                    }
+                }
+            } else if self.carried(word, allowed)
+                && self.mostly_an_entity(word, allowed, &NAME_CASE_EVIDENCE)
+                && self.written_as_name(word, allowed, &NAME_CASE_EVIDENCE)
+            {
                 named.insert(word.to_owned());
             }
         }
@@ -351,25 +365,37 @@ impl MemoryStore {
         }
         let known: Vec<String> = named
             .into_iter()
-            .filter(|e| {
-                let carriers = self.nodes_with_entity(e);
-                match allowed {
-                    None => !carriers.is_empty(),
-                    Some(a) => carriers.iter().any(|&id| a.contains(id)),
-                }
-            })
+            .filter(|e| self.carried(e, allowed))
             .collect();
-        if known.is_empty() {
-            return known;
+        let mut out = if known.is_empty() {
+            known
+        } else {
+            mentions(text, &known)
+        };
+        for p in speakers {
+            if !out.contains(&p) && self.carried(&p, allowed) {
+                out.push(p);
+            }
         }
-        mentions(text, &known)
+        out
+    }
+
+    /// Whether some (allowed) node carries the entity `e`.
+    fn carried(&self, e: &str, allowed: Option<&Allowed>) -> bool {
+        let carriers = self.nodes_with_entity(e);
+        match allowed {
+            None => !carriers.is_empty(),
+            Some(a) => carriers.iter().any(|&id| a.contains(id)),
+        }
     }
 
     /// Whether the memory's texts write the lower-case ASCII `word` as a
-    /// name: among its occurrences inside a sentence in the latest
-    /// `evidence.texts` (allowed) texts that hold it, some are capitalised
-    /// and at most `evidence.max_lower_share` are not. A word no text holds,
-    /// or a stopword (the index keeps no postings for it), is no name.
+    /// name: in the latest `evidence.texts` (allowed) texts that hold it,
+    /// some of its occurrences inside a sentence are capitalised and at most
+    /// `evidence.max_lower_share` are not, or at least
+    /// `evidence.min_addressed_share` of them address someone (texts typed
+    /// without capitals). A word no text holds, or a stopword (the index
+    /// keeps no postings for it), is no name.
     pub fn written_as_name(
         &self,
         word: &str,
@@ -379,7 +405,7 @@ impl MemoryStore {
         let Some(term) = self.tokenizer().tokenize(word).into_iter().next() else {
             return false;
         };
-        let (mut capitalised, mut lower) = (0usize, 0usize);
+        let mut uses = WordUses::default();
         let holders = self
             .bm25
             .term_docs(&term)
@@ -388,12 +414,21 @@ impl MemoryStore {
             .take(evidence.texts);
         for id in holders {
             if let Some(node) = self.get(id) {
-                let (c, l) = case_of_occurrences(&node.content, word);
-                capitalised += c;
-                lower += l;
+                let u = case_of_occurrences(&node.content, word);
+                uses.all += u.all;
+                uses.capitalised += u.capitalised;
+                uses.lower += u.lower;
+                uses.addressed += u.addressed;
             }
         }
-        capitalised > 0 && (lower as f64) <= evidence.max_lower_share * (capitalised + lower) as f64
+        let by_case = uses.capitalised > 0
+            && (uses.lower as f64)
+                <= evidence.max_lower_share * (uses.capitalised + uses.lower) as f64;
+        // where the texts are typed without capitals, being spoken to marks
+        // a name: nobody writes "hey user,"
+        let by_address = uses.addressed > 0
+            && uses.addressed as f64 >= evidence.min_addressed_share * uses.all as f64;
+        by_case || by_address
     }
 
     /// Whether the memory reads the lower-case word `word` as an entity in
@@ -442,12 +477,17 @@ pub struct NameCaseEvidence {
     /// may be in lower case: "Mel" always capitalised is a name, "user" in
     /// "the user's settings" is a word.
     pub max_lower_share: f64,
+    /// A speaker's name is also read where at least this share of its
+    /// occurrences address someone ("hey mel,"), in whatever case: in texts
+    /// typed without capitals that is what tells a name from a word.
+    pub min_addressed_share: f64,
 }
 
 /// The evidence `known_names` asks for.
 pub const NAME_CASE_EVIDENCE: NameCaseEvidence = NameCaseEvidence {
     texts: 32,
     max_lower_share: 0.2,
+    min_addressed_share: 0.1,
 };
 
 /// The words of `text` made of ASCII letters that start in lower case
@@ -457,15 +497,32 @@ fn lower_case_words(text: &str) -> impl Iterator<Item = &str> {
         .filter(|w| w.len() >= 2 && w.as_bytes()[0].is_ascii_lowercase())
 }
 
-/// How often the ASCII word `word` (lower case) occurs in `text` as a
-/// whole word inside a sentence: (capitalised, lower case). Occurrences
-/// that open a sentence or the text, or are written all in capitals, say
-/// nothing about the word and are not counted.
-pub fn case_of_occurrences(text: &str, word: &str) -> (usize, usize) {
-    let mut capitalised = 0;
-    let mut lower = 0;
+/// What may stand between a sentence's end and its first word.
+const OPENING_MARKS: &str = "\"'“‘([*-#";
+/// What ends a sentence, as `case_of_occurrences` reads one.
+const SENTENCE_ENDS: &str = ".!?:;\n";
+
+/// How a text writes a word (`case_of_occurrences`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WordUses {
+    /// Whole-word occurrences, in any case and place.
+    pub all: usize,
+    /// Those inside a sentence written capitalised ("Mel", "McDonald").
+    pub capitalised: usize,
+    /// Those inside a sentence written in lower case.
+    pub lower: usize,
+    /// Those that address someone, in any case ("hey mel,", "Thanks, Mel!").
+    pub addressed: usize,
+}
+
+/// How the ASCII word `word` (lower case) occurs in `text` as a whole word.
+/// An occurrence that opens a sentence or the text, or is written all in
+/// capitals, counts as neither capitalised nor lower case: it says nothing
+/// about the word.
+pub fn case_of_occurrences(text: &str, word: &str) -> WordUses {
+    let mut uses = WordUses::default();
     if word.is_empty() {
-        return (0, 0);
+        return uses;
     }
     // ASCII lower-casing keeps every byte offset
     let folded = text.to_ascii_lowercase();
@@ -477,22 +534,27 @@ pub fn case_of_occurrences(text: &str, word: &str) -> (usize, usize) {
         if before.is_some_and(char::is_alphanumeric) || after.is_some_and(char::is_alphanumeric) {
             continue;
         }
+        uses.all += 1;
+        if addressed_at(text, at, end) {
+            uses.addressed += 1;
+        }
+        // a line's start opens a sentence too (a heading, a list's item)
         let opens_sentence = text[..at]
             .chars()
             .rev()
-            .find(|c| !(c.is_whitespace() || "\"'“‘([*-".contains(*c)))
-            .is_none_or(|c| ".!?:;".contains(c));
+            .find(|&c| !(c != '\n' && (c.is_whitespace() || OPENING_MARKS.contains(c))))
+            .is_none_or(|c| SENTENCE_ENDS.contains(c));
         if opens_sentence {
             continue;
         }
-        let spelled = &bytes[at..end];
-        if spelled[0].is_ascii_lowercase() {
-            lower += 1;
-        } else if word.len() < 2 || spelled[1..].iter().any(u8::is_ascii_lowercase) {
-            capitalised += 1;
+        // in capitals ("NYC", "UI") is as good as capitalised
+        if bytes[at].is_ascii_lowercase() {
+            uses.lower += 1;
+        } else {
+            uses.capitalised += 1;
         }
     }
-    (capitalised, lower)
+    uses
 }
 
 /// The people of `people` (sorted) that `entity` names as
@@ -602,11 +664,12 @@ mod tests {
         /// is written in capitals throughout.
         #[test]
         fn case_of_occurrences_is_a_scan_of_words(
-            text in "[ .!?,:;'\"(*a-zA-Z0-9é-]{0,60}",
+            text in "[ .!?,:;'\"(*#\n\ta-zA-Z0-9é-]{0,60}",
             word in "[a-z]{1,3}",
         ) {
             let chars: Vec<(usize, char)> = text.char_indices().collect();
-            let (mut cap, mut low) = (0, 0);
+            let plain: Vec<char> = text.chars().collect();
+            let (mut cap, mut low, mut all, mut addressed) = (0, 0, 0, 0);
             let mut i = 0;
             while i < chars.len() {
                 if !chars[i].1.is_alphanumeric() {
@@ -621,15 +684,19 @@ mod tests {
                 if !run.eq_ignore_ascii_case(&word) {
                     continue;
                 }
+                all += 1;
+                if crate::coverage::is_vocative(&plain, start, i) {
+                    addressed += 1;
+                }
                 let mut j = start;
                 let mut opens = true;
                 while j > 0 {
                     j -= 1;
                     let c = chars[j].1;
-                    if c.is_whitespace() || "\"'“‘([*-".contains(c) {
+                    if c != '\n' && (c.is_whitespace() || "\"'“‘([*-#".contains(c)) {
                         continue;
                     }
-                    opens = ".!?:;".contains(c);
+                    opens = ".!?:;\n".contains(c);
                     break;
                 }
                 if opens {
@@ -638,30 +705,90 @@ mod tests {
                 let first = run.chars().next().unwrap();
                 if first.is_ascii_lowercase() {
                     low += 1;
-                } else if run.len() < 2 || run.chars().skip(1).any(|c| c.is_ascii_lowercase()) {
+                } else {
                     cap += 1;
                 }
             }
-            prop_assert_eq!(case_of_occurrences(&text, &word), (cap, low));
+            let got = case_of_occurrences(&text, &word);
+            prop_assert_eq!(
+                (got.capitalised, got.lower, got.all, got.addressed),
+                (cap, low, all, addressed)
+            );
         }
     }
 
     #[test]
     fn case_of_occurrences_reads_words_inside_sentences() {
-        // a vocative counts; the sentence's first word and capitals do not
+        let uses = |text: &str, word: &str| {
+            let u = case_of_occurrences(text, word);
+            (u.capitalised, u.lower, u.all, u.addressed)
+        };
+        // the sentence's first word and capitals count only as occurrences;
+        // "Mel," opening the text and "Thanks, Mel!" address someone
+        assert_eq!(uses("Mel, hi. Thanks, Mel! MEL rocks", "mel"), (1, 0, 3, 2));
         assert_eq!(
-            case_of_occurrences("Mel, hi. Thanks, Mel! MEL rocks", "mel"),
-            (1, 0)
+            uses("The user's app. User data: the USER", "user"),
+            (1, 1, 3, 0)
         );
+        assert_eq!(uses("melody and Melanie", "mel"), (0, 0, 0, 0));
+        // a line's start opens a sentence: a heading says nothing
         assert_eq!(
-            case_of_occurrences("The user's app. User data: the USER", "user"),
-            (0, 1)
+            uses("## Summary\n**Summary**: the summary", "summary"),
+            (0, 1, 3, 0)
         );
-        assert_eq!(case_of_occurrences("melody and Melanie", "mel"), (0, 0));
         // quotes and brackets are looked through
-        assert_eq!(case_of_occurrences("ask \"Mel\" now", "mel"), (1, 0));
-        assert_eq!(case_of_occurrences("Done. (Mel) now", "mel"), (0, 0));
-        assert_eq!(case_of_occurrences("ask Mel now", "mel"), (1, 0));
+        assert_eq!(uses("ask \"Mel\" now", "mel"), (1, 0, 1, 0));
+        assert_eq!(uses("Done. (Mel) now", "mel"), (0, 0, 1, 0));
+        assert_eq!(uses("ask Mel now", "mel"), (1, 0, 1, 0));
+        // typed without capitals: addressed, in lower case
+        assert_eq!(
+            uses("hey mel, how was it? mel's kids ok", "mel"),
+            (0, 1, 2, 1)
+        );
+        // an address needs punctuation after it: "great user experience" is none
+        assert_eq!(
+            uses("great user experience. Hi user!", "user"),
+            (0, 2, 2, 1)
+        );
+    }
+
+    /// In texts typed without capitals a speaker's name still reads as a
+    /// name where the texts address them ("hey mel,"); a word they use
+    /// without addressing anyone does not.
+    #[test]
+    fn lower_case_names_of_a_memory_typed_in_lower_case() {
+        use crate::ops::NewNode;
+        use crate::store::StoreConfig;
+        let mut s = MemoryStore::new(StoreConfig::new(2)).unwrap();
+        for (text, who) in [
+            ("hey mel, i started playing the violin.", "Caroline"),
+            (
+                "thanks caroline! the user guide says mel's violin is fine",
+                "Melanie",
+            ),
+            ("the user guide was long", "Caroline"),
+        ] {
+            let mut n = NewNode::new(text, vec![1.0, 0.5]);
+            n.entities = extract_entities(text, Some(who), &[], &[]);
+            s.add_node(n).unwrap();
+        }
+        let cfg = PlanConfig {
+            depth: 5,
+            pool: 5,
+            kappa: 60.0,
+            expand: ExpandConfig::default(),
+        };
+        let people: Vec<String> = ["caroline", "melanie", "user"].map(str::to_owned).to_vec();
+        let plan = |q: &str| {
+            s.plan_query(q, &[1.0, 0.0], &cfg, None, None, &people)
+                .unwrap()
+        };
+        assert_eq!(
+            plan("what does mel play").session.speaker_asked.as_deref(),
+            Some("melanie")
+        );
+        assert_eq!(plan("what did caroline start").asked, ["caroline"]);
+        assert!(plan("what did the user guide say").asked.is_empty());
     }
 
     /// A query that writes a speaker's name in lower case names them as the
