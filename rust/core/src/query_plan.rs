@@ -414,7 +414,7 @@ impl MemoryStore {
             .take(evidence.texts);
         for id in holders {
             if let Some(node) = self.get(id) {
-                let u = case_of_occurrences(&node.content, word);
+                let u = case_of_occurrences(head(&node.content, evidence.bytes_per_text), word);
                 uses.all += u.all;
                 uses.capitalised += u.capitalised;
                 uses.lower += u.lower;
@@ -481,6 +481,9 @@ pub struct NameCaseEvidence {
     /// occurrences address someone ("hey mel,"), in whatever case: in texts
     /// typed without capitals that is what tells a name from a word.
     pub min_addressed_share: f64,
+    /// How much of each text is read, in bytes (its head, cut at a space):
+    /// a memory of long documents must not read megabytes for a query word.
+    pub bytes_per_text: usize,
 }
 
 /// The evidence `known_names` asks for.
@@ -488,7 +491,27 @@ pub const NAME_CASE_EVIDENCE: NameCaseEvidence = NameCaseEvidence {
     texts: 32,
     max_lower_share: 0.2,
     min_addressed_share: 0.1,
+    bytes_per_text: 16 * 1024,
 };
+
+/// The first `bytes` bytes of `text` at most, cut at whitespace (so no word
+/// is cut), or the whole text when it is shorter.
+fn head(text: &str, bytes: usize) -> &str {
+    if text.len() <= bytes {
+        return text;
+    }
+    let mut end = bytes;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    if text[end..].starts_with(char::is_whitespace) {
+        return &text[..end];
+    }
+    match text[..end].rfind(char::is_whitespace) {
+        Some(at) => &text[..at],
+        None => "",
+    }
+}
 
 /// The words of `text` made of ASCII letters that start in lower case
 /// (split at every other character, so "mel's" gives "mel").
@@ -715,6 +738,36 @@ mod tests {
                 (cap, low, all, addressed)
             );
         }
+    }
+
+    #[test]
+    fn a_head_is_cut_after_whitespace() {
+        assert_eq!(head("short", 16), "short");
+        assert_eq!(head("one two three", 9), "one two");
+        assert_eq!(head("one two three", 8), "one two");
+        assert_eq!(head("one two three", 7), "one two");
+        assert_eq!(head("one two three", 6), "one");
+        assert_eq!(head("unbroken", 4), "");
+        // a cut inside a char moves back to its start first
+        assert_eq!(head("ab é cd", 4), "ab");
+    }
+
+    /// Only each text's head is read: a name past it gives no evidence.
+    #[test]
+    fn the_evidence_reads_each_texts_head() {
+        use crate::ops::NewNode;
+        use crate::store::StoreConfig;
+        let far = format!(
+            "{}We met Ana there.",
+            "so ".repeat(NAME_CASE_EVIDENCE.bytes_per_text / 3)
+        );
+        let mut s = MemoryStore::new(StoreConfig::new(2)).unwrap();
+        s.add_node(NewNode::new(far.as_str(), vec![1.0, 0.5]))
+            .unwrap();
+        assert!(!s.written_as_name("ana", None, &NAME_CASE_EVIDENCE));
+        s.add_node(NewNode::new("Then we met Ana.", vec![1.0, 0.5]))
+            .unwrap();
+        assert!(s.written_as_name("ana", None, &NAME_CASE_EVIDENCE));
     }
 
     #[test]
