@@ -197,17 +197,15 @@ pub(crate) fn is_vocative(chars: &[char], start: usize, end: usize) -> bool {
 /// case: read in a window of the text around it, as `is_vocative` reads no
 /// further than `GREETING_REACH` chars back and one forward.
 pub(crate) fn addressed_at(text: &str, start: usize, end: usize) -> bool {
-    let before: Vec<char> = text[..start]
-        .chars()
+    // the byte where the last GREETING_REACH chars before the word start
+    let from = text[..start]
+        .char_indices()
         .rev()
-        .take(GREETING_REACH)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect();
-    let word = text[start..end].chars().count();
-    let mut chars = before;
+        .nth(GREETING_REACH - 1)
+        .map_or(0, |(i, _)| i);
+    let mut chars: Vec<char> = text[from..start].chars().collect();
     let at = chars.len();
+    let word = text[start..end].chars().count();
     chars.extend(text[start..].chars().take(word + 1));
     is_vocative(&chars, at, at + word)
 }

@@ -325,8 +325,9 @@ impl MemoryStore {
         // speakers a lower-case word names that the memory does not carry
         // under that word ("mel" in texts typed without capitals)
         let mut speakers: Vec<String> = Vec::new();
+        let mut seen: HashSet<&str> = HashSet::new();
         for word in lower_case_words(text) {
-            if named.contains(word) {
+            if named.contains(word) || !seen.insert(word) {
                 continue;
             }
             // a speaker is an entity of every turn they speak, so only their
@@ -394,8 +395,9 @@ impl MemoryStore {
     /// some of its occurrences inside a sentence are capitalised and at most
     /// `evidence.max_lower_share` are not, or at least
     /// `evidence.min_addressed_share` of them address someone (texts typed
-    /// without capitals). A word no text holds, or a stopword (the index
-    /// keeps no postings for it), is no name.
+    /// without capitals). Each text is read to its first
+    /// `evidence.bytes_per_text` bytes. A word no text holds, or a stopword
+    /// (the index keeps no postings for it), is no name.
     pub fn written_as_name(
         &self,
         word: &str,
@@ -467,8 +469,8 @@ impl MemoryStore {
 }
 
 /// What the memory's texts must show before a lower-case query word is
-/// read as a name it knows (`MemoryStore::written_as_name` for a speaker's,
-/// `MemoryStore::mostly_an_entity` for any other).
+/// read as a name it knows (`MemoryStore::written_as_name`; for an entity
+/// that is not a speaker, `MemoryStore::mostly_an_entity` too).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct NameCaseEvidence {
     /// How many of the latest texts holding the word are read.
@@ -530,7 +532,8 @@ const SENTENCE_ENDS: &str = ".!?:;\n";
 pub struct WordUses {
     /// Whole-word occurrences, in any case and place.
     pub all: usize,
-    /// Those inside a sentence written capitalised ("Mel", "McDonald").
+    /// Those inside a sentence written capitalised or in capitals ("Mel",
+    /// "NYC").
     pub capitalised: usize,
     /// Those inside a sentence written in lower case.
     pub lower: usize,
@@ -539,9 +542,8 @@ pub struct WordUses {
 }
 
 /// How the ASCII word `word` (lower case) occurs in `text` as a whole word.
-/// An occurrence that opens a sentence or the text, or is written all in
-/// capitals, counts as neither capitalised nor lower case: it says nothing
-/// about the word.
+/// An occurrence that opens a sentence, a line or the text counts as
+/// neither capitalised nor lower case: it says nothing about the word.
 pub fn case_of_occurrences(text: &str, word: &str) -> WordUses {
     let mut uses = WordUses::default();
     if word.is_empty() {
