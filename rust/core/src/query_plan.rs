@@ -404,24 +404,13 @@ impl MemoryStore {
         allowed: Option<&Allowed>,
         evidence: &NameCaseEvidence,
     ) -> bool {
-        let Some(term) = self.tokenizer().tokenize(word).into_iter().next() else {
-            return false;
-        };
         let mut uses = WordUses::default();
-        let holders = self
-            .bm25
-            .term_docs(&term)
-            .rev()
-            .filter(|&id| allowed.is_none_or(|a| a.contains(id)))
-            .take(evidence.texts);
-        for id in holders {
-            if let Some(node) = self.get(id) {
-                let u = case_of_occurrences(head(&node.content, evidence.bytes_per_text), word);
-                uses.all += u.all;
-                uses.capitalised += u.capitalised;
-                uses.lower += u.lower;
-                uses.addressed += u.addressed;
-            }
+        for node in self.latest_holders(word, allowed, evidence.texts) {
+            let u = case_of_occurrences(head(&node.content, evidence.bytes_per_text), word);
+            uses.all += u.all;
+            uses.capitalised += u.capitalised;
+            uses.lower += u.lower;
+            uses.addressed += u.addressed;
         }
         let by_case = uses.capitalised > 0
             && (uses.lower as f64)
@@ -445,26 +434,36 @@ impl MemoryStore {
         allowed: Option<&Allowed>,
         evidence: &NameCaseEvidence,
     ) -> bool {
-        let Some(term) = self.tokenizer().tokenize(word).into_iter().next() else {
-            return false;
-        };
         let (mut carry, mut not) = (0usize, 0usize);
-        let holders = self
-            .bm25
-            .term_docs(&term)
-            .rev()
-            .filter(|&id| allowed.is_none_or(|a| a.contains(id)))
-            .take(evidence.texts);
-        for id in holders {
-            if let Some(node) = self.get(id) {
-                if node.entities.iter().any(|e| e == word) {
-                    carry += 1;
-                } else {
-                    not += 1;
-                }
+        for node in self.latest_holders(word, allowed, evidence.texts) {
+            if node.entities.iter().any(|e| e == word) {
+                carry += 1;
+            } else {
+                not += 1;
             }
         }
         carry > 0 && (not as f64) <= evidence.max_lower_share * (carry + not) as f64
+    }
+
+    /// The latest `n` (allowed) nodes whose texts hold `word`'s index term,
+    /// newest first; none for a stopword.
+    fn latest_holders<'a>(
+        &'a self,
+        word: &str,
+        allowed: Option<&'a Allowed>,
+        n: usize,
+    ) -> impl Iterator<Item = &'a crate::types::Node> + 'a {
+        let term = self.tokenizer().tokenize(word).into_iter().next();
+        term.into_iter()
+            .flat_map(move |t| {
+                self.bm25
+                    .term_docs(&t)
+                    .rev()
+                    .filter(|&id| allowed.is_none_or(|a| a.contains(id)))
+                    .take(n)
+                    .collect::<Vec<_>>()
+            })
+            .filter_map(|id| self.get(id))
     }
 }
 
@@ -652,6 +651,30 @@ mod tests {
     use crate::coverage::is_alias;
     use proptest::prelude::*;
 
+    /// A store of `(text, speaker)` turns, each carrying its speaker and
+    /// the entities its text names.
+    fn spoken(turns: &[(&str, &str)]) -> MemoryStore {
+        use crate::ops::NewNode;
+        use crate::store::StoreConfig;
+        let mut s = MemoryStore::new(StoreConfig::new(2)).unwrap();
+        for &(text, who) in turns {
+            let mut n = NewNode::new(text, vec![1.0, 0.5]);
+            n.entities = extract_entities(text, Some(who), &[], &[]);
+            s.add_node(n).unwrap();
+        }
+        s
+    }
+
+    /// A plan that reads five nodes a ranking and keeps `pool`.
+    fn plan_config(pool: usize) -> PlanConfig {
+        PlanConfig {
+            depth: 5,
+            pool,
+            kappa: 60.0,
+            expand: ExpandConfig::default(),
+        }
+    }
+
     proptest! {
         /// The sorted-list reading equals asking `is_alias` of every person.
         #[test]
@@ -812,27 +835,15 @@ mod tests {
     /// without addressing anyone does not.
     #[test]
     fn lower_case_names_of_a_memory_typed_in_lower_case() {
-        use crate::ops::NewNode;
-        use crate::store::StoreConfig;
-        let mut s = MemoryStore::new(StoreConfig::new(2)).unwrap();
-        for (text, who) in [
+        let s = spoken(&[
             ("hey mel, i started playing the violin.", "Caroline"),
             (
                 "thanks caroline! the user guide says mel's violin is fine",
                 "Melanie",
             ),
             ("the user guide was long", "Caroline"),
-        ] {
-            let mut n = NewNode::new(text, vec![1.0, 0.5]);
-            n.entities = extract_entities(text, Some(who), &[], &[]);
-            s.add_node(n).unwrap();
-        }
-        let cfg = PlanConfig {
-            depth: 5,
-            pool: 5,
-            kappa: 60.0,
-            expand: ExpandConfig::default(),
-        };
+        ]);
+        let cfg = plan_config(5);
         let people: Vec<String> = ["caroline", "melanie", "user"].map(str::to_owned).to_vec();
         let plan = |q: &str| {
             s.plan_query(q, &[1.0, 0.0], &cfg, None, None, &people)
@@ -852,10 +863,7 @@ mod tests {
     /// does a name no text holds.
     #[test]
     fn lower_case_names_the_memory_writes_capitalised() {
-        use crate::ops::NewNode;
-        use crate::store::StoreConfig;
-        let mut s = MemoryStore::new(StoreConfig::new(2)).unwrap();
-        for (text, who) in [
+        let s = spoken(&[
             ("Hey Mel! I started playing the violin.", "Caroline"),
             ("Thanks Caroline, the violin sounds great.", "Melanie"),
             ("The user said the app is slow for the user.", "Melanie"),
@@ -864,17 +872,8 @@ mod tests {
             ("We flew to Lisbon and I ate an apple.", "Caroline"),
             ("Lisbon was sunny; an apple a day, they say.", "Melanie"),
             ("I like Apple phones, the apple pie too.", "Caroline"),
-        ] {
-            let mut n = NewNode::new(text, vec![1.0, 0.5]);
-            n.entities = extract_entities(text, Some(who), &[], &[]);
-            s.add_node(n).unwrap();
-        }
-        let cfg = PlanConfig {
-            depth: 5,
-            pool: 5,
-            kappa: 60.0,
-            expand: ExpandConfig::default(),
-        };
+        ]);
+        let cfg = plan_config(5);
         let people: Vec<String> = ["ana", "caroline", "melanie", "user"]
             .map(str::to_owned)
             .to_vec();
@@ -922,23 +921,11 @@ mod tests {
 
     #[test]
     fn a_plan_reads_names_people_and_content() {
-        use crate::ops::NewNode;
-        use crate::store::StoreConfig;
-        let mut s = MemoryStore::new(StoreConfig::new(2)).unwrap();
-        for (text, who) in [
+        let s = spoken(&[
             ("Caroline went to Oregon to paint.", "Caroline"),
             ("Melanie said the desert was lovely.", "Melanie"),
-        ] {
-            let mut n = NewNode::new(text, vec![1.0, 0.5]);
-            n.entities = extract_entities(text, Some(who), &[], &[]);
-            s.add_node(n).unwrap();
-        }
-        let cfg = PlanConfig {
-            depth: 5,
-            pool: 3,
-            kappa: 60.0,
-            expand: ExpandConfig::default(),
-        };
+        ]);
+        let cfg = plan_config(3);
         let people = vec!["caroline".to_owned(), "melanie".to_owned()];
         let q = "What did Caroline say about painting in Oregon?";
         let plan = s
