@@ -21,7 +21,7 @@ use crate::read::SessionQuery;
 use crate::related::{self, ExpandConfig};
 use crate::store::MemoryStore;
 use crate::text::QUERY_TIME_WORDS;
-use crate::types::NodeId;
+use crate::types::{Node, NodeId};
 
 /// Words that frame a question about a conversation rather than carry its
 /// content ("what did she *say* about ..."): not part of what is asked.
@@ -334,24 +334,30 @@ impl MemoryStore {
             // texts can say how they are written; any other entity must also
             // be one of most texts that hold it (the extraction found it
             // capitalised there; the cheaper check first)
-            if names_a_speaker(word, people) {
+            let their_names = speakers_named(word, people);
+            if !their_names.is_empty() {
                 if !self.written_as_name(word, allowed, &NAME_CASE_EVIDENCE) {
                     continue;
                 }
                 if self.carried(word, allowed) {
                     named.insert(word.to_owned());
                 } else {
-                    for p in speakers_named(word, people) {
+                    for p in their_names {
                         if !speakers.iter().any(|s| s == p) {
                             speakers.push(p.to_owned());
                         }
                     }
                 }
-            } else if self.carried(word, allowed)
-                && self.mostly_an_entity(word, allowed, &NAME_CASE_EVIDENCE)
-                && self.written_as_name(word, allowed, &NAME_CASE_EVIDENCE)
-            {
-                named.insert(word.to_owned());
+            } else if self.carried(word, allowed) {
+                // one reading of the holders for both checks
+                let holders: Vec<&Node> = self
+                    .latest_holders(word, allowed, NAME_CASE_EVIDENCE.texts)
+                    .collect();
+                if mostly_carried(&holders, word, &NAME_CASE_EVIDENCE)
+                    && named_in(&holders, word, &NAME_CASE_EVIDENCE)
+                {
+                    named.insert(word.to_owned());
+                }
             }
         }
         for name in named.clone() {
@@ -404,22 +410,8 @@ impl MemoryStore {
         allowed: Option<&Allowed>,
         evidence: &NameCaseEvidence,
     ) -> bool {
-        let mut uses = WordUses::default();
-        for node in self.latest_holders(word, allowed, evidence.texts) {
-            let u = case_of_occurrences(head(&node.content, evidence.bytes_per_text), word);
-            uses.all += u.all;
-            uses.capitalised += u.capitalised;
-            uses.lower += u.lower;
-            uses.addressed += u.addressed;
-        }
-        let by_case = uses.capitalised > 0
-            && (uses.lower as f64)
-                <= evidence.max_lower_share * (uses.capitalised + uses.lower) as f64;
-        // where the texts are typed without capitals, being spoken to marks
-        // a name: nobody writes "hey user,"
-        let by_address = uses.addressed > 0
-            && uses.addressed as f64 >= evidence.min_addressed_share * uses.all as f64;
-        by_case || by_address
+        let holders: Vec<&Node> = self.latest_holders(word, allowed, evidence.texts).collect();
+        named_in(&holders, word, evidence)
     }
 
     /// Whether the memory reads the lower-case word `word` as an entity in
@@ -434,15 +426,8 @@ impl MemoryStore {
         allowed: Option<&Allowed>,
         evidence: &NameCaseEvidence,
     ) -> bool {
-        let (mut carry, mut not) = (0usize, 0usize);
-        for node in self.latest_holders(word, allowed, evidence.texts) {
-            if node.entities.iter().any(|e| e == word) {
-                carry += 1;
-            } else {
-                not += 1;
-            }
-        }
-        carry > 0 && (not as f64) <= evidence.max_lower_share * (carry + not) as f64
+        let holders: Vec<&Node> = self.latest_holders(word, allowed, evidence.texts).collect();
+        mostly_carried(&holders, word, evidence)
     }
 
     /// The latest `n` (allowed) nodes whose texts hold `word`'s index term,
@@ -452,7 +437,7 @@ impl MemoryStore {
         word: &str,
         allowed: Option<&'a Allowed>,
         n: usize,
-    ) -> impl Iterator<Item = &'a crate::types::Node> + 'a {
+    ) -> impl Iterator<Item = &'a Node> + 'a {
         let term = self.tokenizer().tokenize(word).into_iter().next();
         term.into_iter()
             .flat_map(move |t| {
@@ -465,6 +450,35 @@ impl MemoryStore {
             })
             .filter_map(|id| self.get(id))
     }
+}
+
+/// `MemoryStore::written_as_name`'s reading of the texts `holders`.
+fn named_in(holders: &[&Node], word: &str, evidence: &NameCaseEvidence) -> bool {
+    let mut uses = WordUses::default();
+    for node in holders {
+        let u = case_of_occurrences(head(&node.content, evidence.bytes_per_text), word);
+        uses.all += u.all;
+        uses.capitalised += u.capitalised;
+        uses.lower += u.lower;
+        uses.addressed += u.addressed;
+    }
+    let by_case = uses.capitalised > 0
+        && (uses.lower as f64) <= evidence.max_lower_share * (uses.capitalised + uses.lower) as f64;
+    // where the texts are typed without capitals, being spoken to marks a
+    // name: nobody writes "hey user,"
+    let by_address = uses.addressed > 0
+        && uses.addressed as f64 >= evidence.min_addressed_share * uses.all as f64;
+    by_case || by_address
+}
+
+/// `MemoryStore::mostly_an_entity`'s reading of the nodes `holders`.
+fn mostly_carried(holders: &[&Node], word: &str, evidence: &NameCaseEvidence) -> bool {
+    let carry = holders
+        .iter()
+        .filter(|n| n.entities.iter().any(|e| e == word))
+        .count();
+    let not = holders.len() - carry;
+    carry > 0 && (not as f64) <= evidence.max_lower_share * holders.len() as f64
 }
 
 /// What the memory's texts must show before a lower-case query word is
