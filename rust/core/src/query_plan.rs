@@ -536,9 +536,10 @@ fn lower_case_words(text: &str) -> impl Iterator<Item = &str> {
 }
 
 /// What may stand between a sentence's end and its first word.
-const OPENING_MARKS: &str = "\"'“‘([*-#";
-/// What ends a sentence, as `case_of_occurrences` reads one.
-const SENTENCE_ENDS: &str = ".!?:;\n";
+const OPENING_MARKS: &str = "\"'“‘([*-";
+/// What ends a sentence, as `case_of_occurrences` reads one (a Markdown
+/// heading's '#' opens one).
+const SENTENCE_ENDS: &str = ".!?:;\n#";
 
 /// How a text writes a word (`case_of_occurrences`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -755,10 +756,10 @@ mod tests {
                 while j > 0 {
                     j -= 1;
                     let c = chars[j].1;
-                    if c != '\n' && (c.is_whitespace() || "\"'“‘([*-#".contains(c)) {
+                    if c != '\n' && (c.is_whitespace() || "\"'“‘([*-".contains(c)) {
                         continue;
                     }
-                    opens = ".!?:;\n".contains(c);
+                    opens = ".!?:;\n#".contains(c);
                     break;
                 }
                 if opens {
@@ -828,6 +829,8 @@ mod tests {
             uses("## Summary\n**Summary**: the summary", "summary"),
             (0, 1, 3, 0)
         );
+        // a Markdown heading opens a sentence wherever it stands
+        assert_eq!(uses("done ``` ### Summary of it", "summary"), (0, 0, 1, 0));
         // quotes and brackets are looked through
         assert_eq!(uses("ask \"Mel\" now", "mel"), (1, 0, 1, 0));
         assert_eq!(uses("Done. (Mel) now", "mel"), (0, 0, 1, 0));
