@@ -58,6 +58,7 @@ from jevmem.evaluation import (
     auroc,
     conversation_inputs,
     load_samples,
+    merged,
     percentile,
     update_pairs_linked,
 )
@@ -271,6 +272,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.limit_conversations is not None:
         samples = samples[: args.limit_conversations]
     convs, report = load_samples(samples)  # the drop report covers the conversations run
+    if args.merge > 1:
+        convs = merged(convs, args.merge)
     convs = [RESTYLES[args.style](c) for c in convs]
     emb = make_embedder(args.embedder, args.threads)
     modes: list[str] = args.modes or (
@@ -467,6 +470,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "backend": args.backend,
         "speaker_in_text": args.speaker_in_text,
         "style": args.style,
+        "merge": args.merge,
         "embedder": repr(emb),
         "data": str(args.data),
         "conversations": len(convs),
@@ -491,6 +495,7 @@ def markdown(result: dict[str, Any]) -> str:
     lines.append(
         f"backend {result['backend']}, embedder {result['embedder']}, "
         f"speaker in text: {result['speaker_in_text']}, style: {result.get('style', 'turns')}, "
+        f"merged: {result.get('merge', 1)} a memory, "
         f"{result['conversations']} conversations, {result['turns']} turns, "
         f"{result['questions']} questions; {result['machine']}"
     )
@@ -613,6 +618,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "blocks of up to 4,000 characters (as_pages): styles neither development set has",
     )
     ap.add_argument(
+        "--merge",
+        type=int,
+        default=1,
+        metavar="N",
+        help="join each N consecutive conversations into one memory (jevmem.evaluation."
+        "merged; before --style): a log N times as long as the file's, with every "
+        "conversation's questions",
+    )
+    ap.add_argument(
         "--no-embed-split",
         action="store_true",
         help="skip the second build with precomputed embeddings (build_s_no_embed = null)",
@@ -625,6 +639,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "build_s then excludes embedding, queries still embed)",
     )
     args = ap.parse_args(argv)
+    if args.merge < 1:
+        ap.error("--merge must be >= 1")
     for m in args.modes or []:
         if m not in ALL_MODES:
             ap.error(f"unknown mode {m!r}; expected some of {','.join(ALL_MODES)}")

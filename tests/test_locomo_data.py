@@ -486,6 +486,49 @@ def test_as_notes_and_as_pages_are_blocks_of_one_turn_and_of_pages() -> None:
     assert ev.RESTYLES["notes"](conv) == notes
 
 
+def test_merged_joins_conversations_into_one_longer_log() -> None:
+    x = ev.parse_conversation(sample())
+    y = ev.parse_conversation(sample(sample_id="conv-y"))
+    z = ev.parse_conversation(sample(sample_id="conv-z"))
+    two, one = ev.merged([x, y, z], 2)
+    assert (two.sample_id, one.sample_id) == ("conv-x+conv-y", "conv-z")
+    assert one == z  # a group of one is the conversation as it was
+    # y's sessions follow x's (x's last is session 10): ids stay unique
+    assert [t.dia_id for t in two.turns] == [
+        *("D1:1", "D1:2", "D1:3", "D2:1", "D2:2", "D10:1"),
+        *("D11:1", "D11:2", "D11:3", "D12:1", "D12:2", "D20:1"),
+    ]
+    assert [t.session for t in two.turns[6:]] == [11, 11, 11, 12, 12, 20]
+    assert [t.position for t in two.turns] == list(range(12))
+    # texts, speakers and times unchanged; questions renumbered with their turns
+    assert [(t.text, t.speaker, t.timestamp) for t in two.turns] == [
+        (t.text, t.speaker, t.timestamp) for t in (*x.turns, *y.turns)
+    ]
+    assert len(two.qas) == len(x.qas) + len(y.qas)
+    for qa, was, conv in zip(two.qas, (*x.qas, *y.qas), [x] * 5 + [y] * 5, strict=True):
+        assert qa.question == was.question and qa.category == was.category
+        assert [two.turn(e).text for e in qa.evidence] == [conv.turn(e).text for e in was.evidence]
+    assert ev.merged([x, y], 1) == [x, y]
+    with pytest.raises(ValueError, match="per_memory"):
+        ev.merged([x], 0)
+
+
+def test_harness_merges_before_it_restyles(tmp_path: Path) -> None:
+    data = tmp_path / "mini.json"
+    data.write_text(json.dumps([sample(), sample(sample_id="conv-y")]))
+    out = tmp_path / "out.json"
+    argv = ["--data", str(data), "--backend", "baseline", "--embedder", "hash", "--merge", "2"]
+    run = run_bench("locomo_retrieval.py", *argv, "--style", "pages", "--json", str(out))
+    assert run.returncode == 0, run.stderr
+    res = json.loads(out.read_text())
+    assert (res["conversations"], res["merge"], res["turns"], res["questions"]) == (1, 2, 6, 10)
+    # both conversations' gold turns are found in the one memory of six pages
+    assert res["modes"]["anchors"]["overall_1_4"]["recall@20"] == 1.0
+    assert list(res["modes"]["lexical"]["per_conversation"]) == ["conv-x+conv-y"]
+    bad = run_bench("locomo_retrieval.py", *argv[:-1], "0")
+    assert bad.returncode != 0 and "--merge must be >= 1" in bad.stderr
+
+
 def qa_of(ability: str | None, *evidence: str) -> ev.QA:
     return ev.QA("q", None, 1, evidence, False, evidence, ability)
 

@@ -31,7 +31,8 @@ texts, timestamps, speakers and provenances (one node per turn) for
 ``Memory.add_batch``; search results map back to turns by
 ``provenance["dia_id"]``. :func:`as_messages` and :func:`as_blocks` restyle a
 conversation (each turn a burst of short messages; turns packed into long
-observations) with the same questions.
+observations) with the same questions; :func:`merged` joins several
+conversations into one longer log.
 
 Scoring (pure functions): retrieval, :func:`hits_at_k` and :func:`aggregate`
 (recall@k, all/any-evidence@10); abstention, :func:`auroc`; answers,
@@ -79,6 +80,7 @@ __all__ = [
     "judge_verdict",
     "load",
     "load_samples",
+    "merged",
     "parse_conversation",
     "percentile",
     "repair_evidence",
@@ -470,6 +472,51 @@ RESTYLES: dict[str, Callable[[Conversation], Conversation]] = {
     "notes": as_notes,
     "pages": as_pages,
 }
+
+
+def merged(convs: Sequence[Conversation], per_memory: int) -> list[Conversation]:
+    """Consecutive groups of ``per_memory`` conversations, each group one
+    longer log: a memory several times the size of any one development
+    conversation, holding one user's many chats (BEAM) or many people's
+    (LoCoMo). A conversation's sessions follow the previous one's,
+    renumbered so that every dia_id stays unique (``D<session>:<turn>``,
+    the turn part as it was), and its questions' evidence is renumbered with
+    them; texts, speakers and times are unchanged (so the merged log's
+    times interleave where the chats' dates overlap). The group's id joins
+    its conversations' ids with ``+``; a last group may be smaller
+    (``bench/locomo_retrieval.py --merge N``)."""
+    if per_memory < 1:
+        raise ValueError("per_memory must be >= 1")
+    out: list[Conversation] = []
+    for start in range(0, len(convs), per_memory):
+        group = convs[start : start + per_memory]
+        turns: list[Turn] = []
+        qas: list[QA] = []
+        offset = 0
+        for conv in group:
+            renamed: dict[str, str] = {}
+            for t in conv.turns:
+                m = _DIA_ID.fullmatch(t.dia_id)
+                if m is None:  # parse_conversation writes every dia_id in this form
+                    raise ValueError(f"{conv.sample_id}: dia_id {t.dia_id!r} is not D<s>:<t>")
+                new = f"D{int(m.group(1)) + offset}:{int(m.group(2))}"
+                renamed[t.dia_id] = new
+                turns.append(
+                    replace(t, dia_id=new, session=t.session + offset, position=len(turns))
+                )
+            qas.extend(replace(q, evidence=tuple(renamed[e] for e in q.evidence)) for q in conv.qas)
+            offset += max((t.session for t in conv.turns), default=0)
+        first = group[0]
+        out.append(
+            Conversation(
+                "+".join(c.sample_id for c in group),
+                first.speaker_a,
+                first.speaker_b,
+                tuple(turns),
+                tuple(qas),
+            )
+        )
+    return out
 
 
 def turn_ids(dia_id: str) -> list[str]:
