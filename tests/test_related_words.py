@@ -1,5 +1,6 @@
 """Related words: a rare query word also matches the words close to it in
-meaning ("job" for "work"), in the anchors' lexical ranking and in every
+meaning ("job" for "work"), and any query word its other spelling
+("colour" for "color"), in the anchors' lexical ranking and in every
 lexical signal of the search; a common word, a word the table lacks and a
 memory configured without them search the query's own terms only."""
 
@@ -80,6 +81,45 @@ def test_without_related_terms_a_search_is_the_plain_one(query: str) -> None:
         a = on.search(query, 4, mode=mode)
         b = off.search(query, 4, mode=mode)
         assert [(e.id, e.score) for e in a.evidence] == [(e.id, e.score) for e in b.evidence]
+
+
+#: (British, American) spellings of one word
+SPELLINGS = [
+    ("colour", "color"),
+    ("favourite", "favorite"),
+    ("organised", "organized"),
+    ("analyse", "analyze"),
+    ("centre", "center"),
+    ("travelled", "traveled"),
+    ("practise", "practice"),
+    ("catalogue", "catalog"),
+    ("grey", "gray"),
+    ("licence", "license"),
+]
+
+
+@given(
+    st.sampled_from(SPELLINGS),
+    st.booleans(),
+    st.integers(min_value=0, max_value=5),
+)
+@settings(max_examples=40, deadline=None)
+def test_a_word_finds_the_turn_written_in_its_other_spelling(
+    pair: tuple[str, str], british_written: bool, others: int
+) -> None:
+    written, asked = pair if british_written else pair[::-1]
+    m = Memory(HashEmbedder(64))
+    ids = m.add_batch([f"Filler note number {i}." for i in range(others)] + [f"The {written} one."])
+    query = f"Which {asked}?"
+    related = dict(m.store.related_terms(query))
+    # the other spelling at a query term's weight (none where the two share
+    # a stem already: "travelled" and "traveled")
+    assert list(related.values()) in ([1.0], [])
+    assert m.search(query, 3, mode="anchors").evidence[0].id == ids[-1]
+    # the spelling asked, written too: both turns found, each by its own
+    both = m.add(f"Another {asked} one.")
+    got = {e.id for e in m.search(query, 2, mode="anchors").evidence}
+    assert got == {ids[-1], both}
 
 
 def test_related_terms_of_an_empty_store_are_none() -> None:

@@ -361,7 +361,8 @@ class MemoryStore:
         self, query: str, *, allowed: Allowed | None = None
     ) -> list[tuple[str, float]]:
         """The related terms a query's rare words add to a search's lexical
-        match: (term, weight) pairs in term order (a query term weighs 1)."""
+        match, and every query word's other spelling ("colour" for "color",
+        at weight 1): (term, weight) pairs in term order (a query term weighs 1)."""
     def search_vector(
         self, query: VectorLike, k: int = 10, *, allowed: Allowed | None = None
     ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.float32]]: ...

@@ -76,7 +76,9 @@ class MemoryConfig:
     kappa: float = 60.0
     #: The lexical ranking the anchors fuse also reads related words of the
     #: query's rare words ("job" for "work"; a table compiled into the core,
-    #: `jevmem_core::related`); the lexical signals stay the query's own.
+    #: `jevmem_core::related`) and every query word's other spelling,
+    #: British or American, at a query term's weight ("colour" for "color",
+    #: `jevmem_core::spelling`).
     related_words: bool = True
     traversal: TraversalConfig = field(default_factory=TraversalConfig)
     #: Texts longer than this (UTF-8 bytes) are refused; the limit of the

@@ -36,6 +36,7 @@ pub mod read;
 pub mod related;
 pub mod signals;
 pub mod snapshot;
+pub mod spelling;
 pub mod store;
 pub mod style;
 pub mod text;

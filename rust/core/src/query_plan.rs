@@ -19,6 +19,7 @@ use crate::filter::Allowed;
 use crate::fusion::rrf;
 use crate::read::SessionQuery;
 use crate::related::{self, ExpandConfig};
+use crate::spelling;
 use crate::store::MemoryStore;
 use crate::text::QUERY_TIME_WORDS;
 use crate::types::{Node, NodeId};
@@ -86,7 +87,9 @@ pub struct QueryPlan {
 }
 
 impl MemoryStore {
-    /// The related terms a query's rare words add to its lexical match: for
+    /// The related terms a query's words add to its lexical match: each
+    /// word's other spellings (`spelling::variants`, "colour" for "color")
+    /// that the searched nodes hold, at weight 1 (a query term's); and for
     /// each query word that at most
     /// `max_df_share` of the searched nodes hold (or none), its related
     /// words (`related::table`) at least `min_similarity` alike whose terms
@@ -133,6 +136,20 @@ impl MemoryStore {
             let Some(stem) = tokenizer.tokenize(&lower).into_iter().next() else {
                 continue;
             };
+            // its other spellings ("colour" for "color") are the same word:
+            // read at a query term's weight, however common the word
+            for variant in spelling::variants(&lower) {
+                let Some(term) = tokenizer.tokenize(&variant).into_iter().next() else {
+                    continue;
+                };
+                if own.contains(term.as_str()) || term == stem || df(&term) == 0 {
+                    continue;
+                }
+                match out.iter_mut().find(|(t, _)| *t == term) {
+                    Some((_, w)) => *w = w.max(1.0),
+                    None => out.push((term, 1.0)),
+                }
+            }
             if df(&stem) as f64 > cfg.max_df_share * n as f64 {
                 continue;
             }
@@ -1038,6 +1055,60 @@ mod tests {
         assert!(s
             .related_terms(query, &s.query_tokens(query), None, &on)
             .is_empty());
+    }
+
+    /// A query word's other spelling finds the turn written in it, at a
+    /// query term's weight, however many turns hold the word: "practise"
+    /// finds "practice", "favorite color" finds "favourite colour"; a
+    /// spelling no turn holds adds nothing.
+    #[test]
+    fn other_spellings_find_each_other() {
+        use crate::ops::NewNode;
+        use crate::store::StoreConfig;
+        let mut s = MemoryStore::new(StoreConfig::new(2)).unwrap();
+        let practice = s
+            .add_node(NewNode::new("Practice went great today.", vec![0.0, 1.0]))
+            .unwrap();
+        let colour = s
+            .add_node(NewNode::new("My favourite colour is teal.", vec![0.0, 1.0]))
+            .unwrap();
+        for i in 0..4 {
+            // "color" common here: a variant is read however common
+            s.add_node(NewNode::new(
+                format!("The color of wall {i}."),
+                vec![0.0, 1.0],
+            ))
+            .unwrap();
+        }
+        let on = ExpandConfig::default();
+        let cfg = PlanConfig {
+            depth: 5,
+            pool: 5,
+            kappa: 60.0,
+            expand: on,
+        };
+        for (query, want, node) in [
+            ("How long did she practise?", "practic", practice),
+            ("What is her favorite color?", "favourit", colour),
+        ] {
+            let terms = s.query_tokens(query);
+            let related = s.related_terms(query, &terms, None, &on);
+            assert!(
+                related.iter().any(|(t, w)| t == want && *w == 1.0),
+                "{query}: {related:?}"
+            );
+            let plan = s
+                .plan_query(query, &[1.0, 0.0], &cfg, None, None, &[])
+                .unwrap();
+            assert_eq!(plan.session.lexical_ranked[0], node, "{query}");
+        }
+        // "honour" is no turn's: nothing added for it
+        let query = "Did she honor it?";
+        let related = s.related_terms(query, &s.query_tokens(query), None, &on);
+        assert!(
+            related.iter().all(|(t, _)| !t.starts_with("honour")),
+            "{related:?}"
+        );
     }
 
     /// A query that asks only what holds now asks for no time: the turns

@@ -1121,9 +1121,9 @@ impl MemoryStore {
     }
 
     /// The related terms a query's rare words add to the lexical match of a
-    /// search (`jevmem_core::related`, the default settings): (term,
-    /// weight) pairs in term order; a query term weighs 1. Empty when no
-    /// query word is rare here or none of its related words is held.
+    /// search (`jevmem_core::related`, the default settings), and each
+    /// query word's other spelling the memory holds (`jevmem_core::spelling`,
+    /// weight 1): (term, weight) pairs in term order; a query term weighs 1.
     #[pyo3(signature = (query, *, allowed = None))]
     fn related_terms(
         &self,
