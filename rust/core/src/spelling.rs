@@ -182,8 +182,13 @@ pub fn variants(word: &str) -> Vec<String> {
         }
     }
     // centre / center, fibre / fiber, meagre / meager: "t", "b" or "g"
-    // after two letters or more ("acre", "ogre", "genre" keep theirs)
+    // after two letters or more ("acre", "ogre", "genre" keep theirs;
+    // "timbre" and "timber" are two words)
+    let two_words = matches!(word, "timbre" | "timbres" | "timber" | "timbers");
     for (british, american) in [("re", "er"), ("res", "ers")] {
+        if two_words {
+            break;
+        }
         if let Some(stem) = word.strip_suffix(british) {
             let b = stem.as_bytes();
             if b.len() >= 3 && matches!(b[b.len() - 1], b't' | b'b' | b'g') {
@@ -295,6 +300,8 @@ mod tests {
             ("exercising", "exercizing"),
             ("advise", "advize"),
             ("surprize", "surprise"),
+            ("timbre", "timber"),
+            ("timber", "timbre"),
         ] {
             assert!(!has(word, not), "{word} -> {not}: {:?}", variants(word));
         }
