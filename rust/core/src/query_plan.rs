@@ -118,6 +118,26 @@ impl MemoryStore {
                 .term_id(term)
                 .map_or(0, |id| self.bm25.term_df_scoped(id, allowed))
         };
+        // a word's term when it widens the query: the memory holds it, and
+        // it is neither the query's own term nor the word's (`stem`)
+        let widening = |word: &str, stem: &str| {
+            let term = tokenizer.tokenize(word).into_iter().next()?;
+            (!own.contains(term.as_str()) && term != stem && df(&term) > 0).then_some(term)
+        };
+        // a term reached twice keeps its larger weight; true when it is new
+        let keep = |out: &mut Vec<(String, f64)>, term: String, weight: f64| match out
+            .iter_mut()
+            .find(|(t, _)| *t == term)
+        {
+            Some((_, w)) => {
+                *w = w.max(weight);
+                false
+            }
+            None => {
+                out.push((term, weight));
+                true
+            }
+        };
         let mut out: Vec<(String, f64)> = Vec::new();
         let mut seen_words: HashSet<String> = HashSet::new();
         for word in unicode_segmentation::UnicodeSegmentation::unicode_words(text) {
@@ -139,15 +159,8 @@ impl MemoryStore {
             // its other spellings ("colour" for "color") are the same word:
             // read at a query term's weight, however common the word
             for variant in spelling::variants(&lower) {
-                let Some(term) = tokenizer.tokenize(&variant).into_iter().next() else {
-                    continue;
-                };
-                if own.contains(term.as_str()) || term == stem || df(&term) == 0 {
-                    continue;
-                }
-                match out.iter_mut().find(|(t, _)| *t == term) {
-                    Some((_, w)) => *w = w.max(1.0),
-                    None => out.push((term, 1.0)),
+                if let Some(term) = widening(&variant, &stem) {
+                    keep(&mut out, term, 1.0);
                 }
             }
             if df(&stem) as f64 > cfg.max_df_share * n as f64 {
@@ -158,20 +171,8 @@ impl MemoryStore {
                 if taken == cfg.per_word || similarity < cfg.min_similarity {
                     break;
                 }
-                let Some(term) = tokenizer.tokenize(related).into_iter().next() else {
-                    continue;
-                };
-                if own.contains(term.as_str()) || term == stem {
-                    continue;
-                }
-                if df(&term) == 0 {
-                    continue;
-                }
-                let weight = cfg.weight * similarity;
-                match out.iter_mut().find(|(t, _)| *t == term) {
-                    Some((_, w)) => *w = w.max(weight),
-                    None => {
-                        out.push((term, weight));
+                if let Some(term) = widening(related, &stem) {
+                    if keep(&mut out, term, cfg.weight * similarity) {
                         taken += 1;
                     }
                 }

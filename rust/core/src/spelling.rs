@@ -130,6 +130,20 @@ fn is_vowel(b: u8) -> bool {
     matches!(b, b'a' | b'e' | b'i' | b'o' | b'u')
 }
 
+/// `word` with its ending `a` swapped for `b`, or `b` for `a`: the stem
+/// before the ending and the ending that replaces it.
+fn swap_ending<'w>(
+    word: &'w str,
+    a: &'static str,
+    b: &'static str,
+) -> Option<(&'w str, &'static str)> {
+    if let Some(stem) = word.strip_suffix(a) {
+        Some((stem, b))
+    } else {
+        word.strip_suffix(b).map(|stem| (stem, a))
+    }
+}
+
 /// The word's other spellings (`word` lower-case ASCII; none for anything
 /// else), each once, never the word itself.
 pub fn variants(word: &str) -> Vec<String> {
@@ -153,62 +167,42 @@ pub fn variants(word: &str) -> Vec<String> {
     // "hour", "your", "flour" keep theirs), and none of "o", "u" right
     // before it
     for suffix in OUR_SUFFIXES {
-        if let Some(stem) = word
-            .strip_suffix(suffix)
-            .and_then(|w| w.strip_suffix("our"))
-        {
+        let Some(rest) = word.strip_suffix(suffix) else {
+            continue;
+        };
+        if let Some((stem, to)) = swap_ending(rest, "our", "or") {
             if stem.len() >= 3 && !stem.ends_with(['o', 'u']) {
-                add(format!("{stem}or{suffix}"));
-            }
-        } else if let Some(stem) = word.strip_suffix(suffix).and_then(|w| w.strip_suffix("or")) {
-            if stem.len() >= 3 && !stem.ends_with(['o', 'u']) {
-                add(format!("{stem}our{suffix}"));
+                add(format!("{stem}{to}{suffix}"));
             }
         }
     }
     // organise / organize, analyse / analyze: three letters before the
-    // ending ("rise", "wise", "size", "prize" keep theirs)
+    // ending ("rise", "wise", "size", "prize" keep theirs), and not a word
+    // written with -ise everywhere
     for (british, american) in ISE_ENDINGS {
-        if let Some(stem) = word.strip_suffix(british) {
+        if let Some((stem, to)) = swap_ending(word, british, american) {
             let base = format!("{stem}{}se", &british[..1]);
             if stem.len() >= 3 && !ISE_EVERYWHERE.contains(&base.as_str()) {
-                add(format!("{stem}{american}"));
-            }
-        } else if let Some(stem) = word.strip_suffix(american) {
-            let base = format!("{stem}{}se", &british[..1]);
-            if stem.len() >= 3 && !ISE_EVERYWHERE.contains(&base.as_str()) {
-                add(format!("{stem}{british}"));
+                add(format!("{stem}{to}"));
             }
         }
     }
     // centre / center, fibre / fiber, meagre / meager: "t", "b" or "g"
     // after two letters or more ("acre", "ogre", "genre" keep theirs;
     // "timbre" and "timber" are two words)
-    let two_words = matches!(word, "timbre" | "timbres" | "timber" | "timbers");
-    for (british, american) in [("re", "er"), ("res", "ers")] {
-        if two_words {
-            break;
-        }
-        if let Some(stem) = word.strip_suffix(british) {
-            let b = stem.as_bytes();
-            if b.len() >= 3 && matches!(b[b.len() - 1], b't' | b'b' | b'g') {
-                add(format!("{stem}{american}"));
-            }
-        } else if let Some(stem) = word.strip_suffix(american) {
-            let b = stem.as_bytes();
-            if b.len() >= 3 && matches!(b[b.len() - 1], b't' | b'b' | b'g') {
-                add(format!("{stem}{british}"));
+    if !matches!(word, "timbre" | "timbres" | "timber" | "timbers") {
+        for (british, american) in [("re", "er"), ("res", "ers")] {
+            if let Some((stem, to)) = swap_ending(word, british, american) {
+                if stem.len() >= 3 && stem.ends_with(['t', 'b', 'g']) {
+                    add(format!("{stem}{to}"));
+                }
             }
         }
     }
     // catalogue / catalog: four letters before it ("dog", "blog" keep theirs)
-    if let Some(stem) = word.strip_suffix("ogue") {
+    if let Some((stem, to)) = swap_ending(word, "ogue", "og") {
         if stem.len() >= 4 {
-            add(format!("{stem}og"));
-        }
-    } else if let Some(stem) = word.strip_suffix("og") {
-        if stem.len() >= 4 {
-            add(format!("{stem}ogue"));
+            add(format!("{stem}{to}"));
         }
     }
     // travelled / traveled: a vowel before the "l", after three letters or
@@ -217,13 +211,9 @@ pub fn variants(word: &str) -> Vec<String> {
         let Some(rest) = word.strip_suffix(suffix) else {
             continue;
         };
-        if let Some(stem) = rest.strip_suffix("ll") {
+        if let Some((stem, to)) = swap_ending(rest, "ll", "l") {
             if stem.len() >= 3 && is_vowel(stem.as_bytes()[stem.len() - 1]) {
-                add(format!("{stem}l{suffix}"));
-            }
-        } else if let Some(stem) = rest.strip_suffix('l') {
-            if stem.len() >= 3 && is_vowel(stem.as_bytes()[stem.len() - 1]) {
-                add(format!("{stem}ll{suffix}"));
+                add(format!("{stem}{to}{suffix}"));
             }
         }
     }
