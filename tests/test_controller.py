@@ -148,6 +148,45 @@ def test_sufficiency_weighs_evidence_about_someone_else_against() -> None:
     assert sufficiency(0.0, 0.0, score=0.2) < sufficiency(0.0, 0.0, score=0.9)
 
 
+_unit = st.floats(0.0, 1.0)
+
+
+@given(
+    items=st.lists(st.tuples(_unit, _unit, _unit), min_size=1, max_size=6),
+    scores=st.lists(_unit, min_size=6, max_size=6),
+    coverage=_unit,
+)
+def test_missing_is_what_the_best_item_leaves_unsaid_however_it_ranks(
+    items: list[tuple[float, float, float]], scores: list[float], coverage: float
+) -> None:
+    """``assess.missing`` reads the evidence's coverage of the query about
+    whom it asks, not how well the items rank: the same items at any scores
+    give the same answer, 1 less the best item's coverage (or half the
+    query coverage, if larger). An item that states the whole answer leaves
+    nothing missing, so the early stop can hold when it ranks modestly."""
+    aq = catalogue.assessment_questions()
+
+    def missing(with_scores: list[float]) -> float:
+        ev = [
+            {
+                "id": i,
+                "text": "x",
+                "score": score,
+                "signals": {"relevance": rel, "content_coverage": mine, "other_coverage": theirs},
+            }
+            for i, ((rel, mine, theirs), score) in enumerate(zip(items, with_scores, strict=False))
+        ]
+        state = {"evidence": ev, "coverage": coverage, "frontier_best": 0.5}
+        return float(one("assessment", state, aq)["missing"].value)
+
+    got = missing(scores)
+    assert got == missing([1.0] * 6) == missing([0.0] * 6)
+    best = max(mine for _, mine, _ in items)
+    assert got == pytest.approx(min(1.0, max(0.0, 1.0 - max(best, 0.5 * coverage))))
+    if best == 1.0:
+        assert got == 0.0
+
+
 def test_relations_and_choices() -> None:
     qs = catalogue.relation_questions(0, ask_alias=True, ask_temporal=True)
     base = {"observation": {"text": "So we postponed the release because the deploy failed"}}
