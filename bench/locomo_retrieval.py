@@ -61,6 +61,7 @@ from jevmem.evaluation import (
     merged,
     percentile,
     update_pairs_linked,
+    windows,
 )
 
 ALL_MODES = ("lexical", "anchors", "traversal", "full", "full_hand")
@@ -274,6 +275,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     convs, report = load_samples(samples)  # the drop report covers the conversations run
     if args.merge > 1:
         convs = merged(convs, args.merge)
+    if args.window is not None:
+        convs = [w for c in convs for w in windows(c, args.window)]
     convs = [RESTYLES[args.style](c) for c in convs]
     emb = make_embedder(args.embedder, args.threads)
     modes: list[str] = args.modes or (
@@ -336,10 +339,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             raise SystemExit(f"add_batch returned {len(ids)} ids for {len(texts)} texts")
         writes += len(texts)
         write_calls += float(mem.stats().get("controller_calls_write", 0) or 0)
-        log(
-            f"[{ci}/{len(convs)}] {conv.sample_id}: {len(texts)} turns built in {dt:.2f}s; "
-            f"{len(conv.qas)} questions"
-        )
+        # windows: a memory per question, so a line every hundred
+        if args.window is None or ci % 100 == 0 or ci == len(convs):
+            log(
+                f"[{ci}/{len(convs)}] {conv.sample_id}: {len(texts)} turns built in {dt:.2f}s; "
+                f"{len(conv.qas)} questions"
+            )
         qas = conv.qas[: args.limit_questions or None]
         if hasattr(mem, "superseded_by"):
             # the links the build wrote against the changes the questions ask about
@@ -393,7 +398,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     r.suff[qa.category].append(float(suff))
                     mine[1 if qa.category in ANSWERABLE else 2].append(float(suff))
             done_q += 1
-            if qi % 50 == 0 or qi == len(qas):
+            if qi % 50 == 0 or (qi == len(qas) and args.window is None):
                 log(f"    questions {qi}/{len(qas)} (total {done_q}/{n_q})")
 
     out_modes: dict[str, Any] = {}
@@ -471,6 +476,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "speaker_in_text": args.speaker_in_text,
         "style": args.style,
         "merge": args.merge,
+        "window": args.window,
         "embedder": repr(emb),
         "data": str(args.data),
         "conversations": len(convs),
@@ -496,6 +502,7 @@ def markdown(result: dict[str, Any]) -> str:
         f"backend {result['backend']}, embedder {result['embedder']}, "
         f"speaker in text: {result['speaker_in_text']}, style: {result.get('style', 'turns')}, "
         f"merged: {result.get('merge', 1)} a memory, "
+        f"window: {result.get('window') or 'none'}, "
         f"{result['conversations']} conversations, {result['turns']} turns, "
         f"{result['questions']} questions; {result['machine']}"
     )
@@ -627,6 +634,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "conversation's questions",
     )
     ap.add_argument(
+        "--window",
+        type=int,
+        default=None,
+        metavar="N",
+        help="one memory per question: N consecutive turns that hold its evidence "
+        "(jevmem.evaluation.windows; after --merge, before --style): young memories, "
+        "where the development sets' are hundreds of turns long",
+    )
+    ap.add_argument(
         "--no-embed-split",
         action="store_true",
         help="skip the second build with precomputed embeddings (build_s_no_embed = null)",
@@ -641,6 +657,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = ap.parse_args(argv)
     if args.merge < 1:
         ap.error("--merge must be >= 1")
+    if args.window is not None and args.window < 1:
+        ap.error("--window must be >= 1")
     for m in args.modes or []:
         if m not in ALL_MODES:
             ap.error(f"unknown mode {m!r}; expected some of {','.join(ALL_MODES)}")

@@ -28,13 +28,21 @@ Reproducible from the development sets alone (files in the LoCoMo layout):
 4. **Sufficiency head.** ``assess.sufficiency`` is fitted on those
    assessments to tell answerable questions (categories 1-4) from those about
    something never said (5); held-out AUROC per data set, hand vs learned.
+   ``--windows 10,30,100`` adds young memories: per question a window of
+   that many consecutive turns holding its evidence
+   (`jevmem.evaluation.windows`), searched the same way; the head is then
+   fitted on full memories and windows, each half of a data set's weight,
+   and judged on both.
 5. **Ship.** A head is shipped only if it beats the hand rule held out on
    every data set (scoring: end-to-end recall@10; sufficiency: AUROC); its
    final weights are fitted on all conversations. ``--ship-all`` writes every
    head (for experiments and tests).
 
 ``--monotone`` keeps the relevance head non-decreasing in each match signal
-(`jevmem.controller.features.MATCH_FEATURES`).
+(`jevmem.controller.features.MATCH_FEATURES`). ``--scoring-from MODEL``
+keeps MODEL's scoring heads as they are (stages 1-3 skipped; the assessments
+come from searches with those heads, which saw every conversation) and fits
+only the sufficiency head.
 """
 
 from __future__ import annotations
@@ -79,11 +87,13 @@ from jevmem.evaluation import (
     ADVERSARIAL,
     ANSWERABLE,
     RESTYLES,
+    Conversation,
     auroc,
     conversation_inputs,
     hits_at_k,
     load_samples,
     turn_ids,
+    windows,
 )
 from jevmem.plane.config import ANCHOR_RELEVANCE_WEIGHT
 
@@ -151,6 +161,10 @@ class Built:
     speakerless_fitted: bool = True
     #: the heads are judged on it, held out by conversation (``--judge-styles``)
     judged: bool = False
+    #: the conversation it holds, in its style (``--windows`` cuts it), and
+    #: the embedder its nodes were embedded with (an embedding cache, say)
+    source: Conversation | None = None
+    build_embedder: Any = None
 
 
 def hand_value(got: dict[str, Any], qid: str) -> float:
@@ -218,6 +232,8 @@ def build_all(args: argparse.Namespace) -> list[Built]:
                 fitted=style in args.styles,
                 speakerless_fitted=style in args.styles or style in args.speakerless_styles,
                 judged=style in args.judge_styles,
+                source=conv,
+                build_embedder=cache or emb,
             )
             b.dia_of = {i: p["dia_id"] for i, p in zip(ids, provs, strict=True)}
             out.append(b)
@@ -282,6 +298,38 @@ def record(built: list[Built], controller_for: Any, k: int) -> tuple[list[QueryR
             ends.append((b.dataset, b.conversation, qa.category, recall, last))
         b.memory.controller = jevmem.LocalController()
     return rows, ends
+
+
+def record_windows(
+    built: list[Built], sizes: Sequence[int], controller_for: Any, k: int
+) -> list[Any]:
+    """`record`'s ends for young memories: every question of each memory
+    in ``built`` again, in a memory of a window of ``size`` of its turns
+    (`jevmem.evaluation.windows`), for each size; each end carries its size."""
+    ends: list[Any] = []
+    for b in built:
+        assert b.source is not None
+        for size in sizes:
+            for w in windows(b.source, size):
+                texts, ts, spk, provs = conversation_inputs(w)
+                store = jevmem.MemoryStore(b.memory.embedder.dim, max_text_bytes=MAX_TEXT_BYTES)
+                mem = jevmem.Memory(
+                    embedder=b.build_embedder, controller=jevmem.LocalController(), store=store
+                )
+                mem.add_batch(texts, timestamps=ts, speakers=spk, provenances=provs)
+                mem.embedder = b.memory.embedder  # queries embedded as the full memory's
+                (qa,) = w.qas
+                rec = Recorder(controller_for(b))
+                mem.controller = rec
+                res = mem.search(qa.question, k=k, mode="full")
+                found = hits_at_k(
+                    [e.provenance.get("dia_id") for e in res.evidence], qa.evidence, 10
+                )
+                last = rec.assessments[-1] if rec.assessments else None
+                recall = found.recall if qa.evidence else None
+                ends.append((b.dataset, b.conversation, qa.category, recall, last, size))
+        log(f"  windows of {b.dataset}/{b.conversation}: {len(ends)} questions so far")
+    return ends
 
 
 # --- fitting ------------------------------------------------------------------------------------
@@ -567,7 +615,7 @@ def mean_recall(ends: list[Any], dataset: str) -> float | None:
 
 def assess_matrix(ends: list[Any]) -> tuple[Array, Array, list[str], list[float], list[str]]:
     xs, ys, ds, hands, convs = [], [], [], [], []
-    for dataset, conv, cat, _recall, last in ends:
+    for dataset, conv, cat, _recall, last, *_size in ends:
         if last is None:
             continue
         req, got = last
@@ -623,6 +671,8 @@ def recorded(args: argparse.Namespace, built: list[Built]) -> tuple[list[QueryRo
 def run(args: argparse.Namespace) -> dict[str, Any]:
     t_start = time.perf_counter()
     every = build_all(args)
+    if args.scoring_from is not None:
+        return run_sufficiency_only(args, every)
     # recorded: what some heads are fitted on; built: what the scoring heads are
     recorded_built = [b for b in every if b.fitted or b.speakerless_fitted]
     built = [b for b in every if b.fitted]
@@ -692,18 +742,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         log(f"  pool recall@10 {d} (speakerless heads only): {held_pool[d]}")
 
     log("stage 2: end to end with held-out scoring heads")
-    _learned_rows, learned_ends = record(
-        built,
-        lambda b: LearnedController(
-            SystemOneModel(
-                {
-                    "score.relevance": fold_fits[folds[(b.dataset, b.conversation)]].own,
-                    "score.support": fold_fits[folds[(b.dataset, b.conversation)]].ctx,
-                }
-            )
-        ),
-        args.k,
-    )
+
+    def controller_for_ends(b: Built) -> LearnedController:
+        fit = fold_fits[folds[(b.dataset, b.conversation)]]
+        return LearnedController(
+            SystemOneModel({"score.relevance": fit.own, "score.support": fit.ctx})
+        )
+
+    _learned_rows, learned_ends = record(built, controller_for_ends, args.k)
     end_to_end = {
         d: {"hand": mean_recall(hand_ends, d), "learned": mean_recall(learned_ends, d)}
         for d in datasets
@@ -712,40 +758,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     log(f"  full-mode recall@10 held out: {end_to_end}")
 
     log("stage 3: the sufficiency head")
-    x, y, ds, hands, convs = assess_matrix(learned_ends)
-    fold_ids = np.array([folds[(d, c)] for d, c in zip(ds, convs, strict=True)])
-    # abstention questions per data set weigh as much as the answerable ones
-    w = np.ones(len(y))
-    for d in datasets:
-        for label in (0.0, 1.0):
-            m = (np.array(ds) == d) & (y == label)
-            if m.any():
-                w[m] = 1.0 / (2 * len(datasets) * m.sum())
-    held_suff = np.zeros(len(y))
-    for f in range(args.folds):
-        tr, te = fold_ids != f, fold_ids == f
-        if tr.any() and te.any() and len(set(y[tr])) == 2:
-            head = fit_logistic(
-                x[tr], y[tr], w[tr], l2=args.l2, epochs=args.epochs, names=ASSESSMENT_FEATURES
-            )
-            held_suff[te] = head(x[te])
-    abstention: dict[str, dict[str, float | None]] = {}
-    for d in datasets:
-        m = np.array(ds) == d
-        hand_d = [h for h, keep in zip(hands, m, strict=True) if keep]
-        abstention[d] = {
-            "hand": auroc_of(hand_d, list(y[m])),
-            "learned": auroc_of(list(held_suff[m]), list(y[m])),
-        }
-    log(f"  abstention AUROC held out: {abstention}")
-
-    # ship what beats the hand rule held out on every data set
-    def beats(table: dict[str, dict[str, float | None]], key: str = "learned") -> bool:
-        return all(
-            (v.get(key) or 0.0) > (v.get("hand") or 0.0)
-            for v in table.values()
-            if v.get("hand") is not None
-        )
+    window_ends = (
+        record_windows(built, args.windows, controller_for_ends, args.k) if args.windows else []
+    )
+    suff_head, abstention, abstention_windows = fit_sufficiency(
+        args, learned_ends, window_ends, folds, datasets
+    )
 
     heads: dict[str, Head] = {}
     scoring_ok = beats(end_to_end) or args.ship_all
@@ -762,29 +780,50 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         final = fit_members(*stack(bare_rows, SPEAKERLESS_NAMES), names=SPEAKERLESS_NAMES, **kw)
         heads["score.relevance" + SPEAKERLESS] = final.own
         heads["score.support" + SPEAKERLESS] = final.ctx
-    suff_ok = (beats(abstention) or args.ship_all) and len(set(y)) == 2
-    if suff_ok:
-        heads["assess.sufficiency"] = fit_logistic(
-            x, y, w, l2=args.l2, epochs=args.epochs, names=ASSESSMENT_FEATURES
-        )
+    if suff_head is not None:
+        heads["assess.sufficiency"] = suff_head
+    return finish(
+        args,
+        built,
+        heads,
+        t_start,
+        {
+            "candidate_rows": int(sum(len(r.label) for r in rows)),
+            "folds": args.folds,
+            "settings": kw,
+            "held_out_pool_recall@10": held_pool,
+            "held_out_full_recall@10": end_to_end,
+            "held_out_abstain_auroc": abstention,
+            "held_out_abstain_auroc_windows": abstention_windows,
+            "windows": args.windows,
+            "held_out_full_recall@10_judged": judged_table,
+            "speakerless": args.speakerless,
+            "styles": args.styles,
+            "speakerless_styles": args.speakerless_styles,
+            "judge_styles": args.judge_styles,
+        },
+    )
+
+
+def finish(
+    args: argparse.Namespace,
+    built: list[Built],
+    heads: dict[str, Head],
+    t_start: float,
+    fields: dict[str, Any],
+) -> dict[str, Any]:
+    """The run's report (what it was fitted on, ``fields``, what shipped,
+    how it was run), and the model with it as its training record written
+    to ``--out``."""
+    datasets = sorted({b.dataset for b in built})
     report = {
         "datasets": datasets,
         "data_sha256": digest(args.data),
         "conversations": {d: sum(1 for b in built if b.dataset == d) for d in datasets},
         "questions": {d: sum(len(b.questions) for b in built if b.dataset == d) for d in datasets},
-        "candidate_rows": int(sum(len(r.label) for r in rows)),
-        "folds": args.folds,
-        "settings": kw,
-        "held_out_pool_recall@10": held_pool,
-        "held_out_full_recall@10": end_to_end,
-        "held_out_abstain_auroc": abstention,
-        "held_out_full_recall@10_judged": judged_table,
+        **fields,
         "shipped_heads": sorted(heads),
         "ship_all": args.ship_all,
-        "speakerless": args.speakerless,
-        "styles": args.styles,
-        "speakerless_styles": args.speakerless_styles,
-        "judge_styles": args.judge_styles,
         "seconds": time.perf_counter() - t_start,
         "machine": machine(),
         "command": " ".join([".venv/bin/python", *map(shlex.quote, sys.argv)]),
@@ -793,6 +832,132 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         SystemOneModel(heads, {"version": args.version, "training": report}).save(args.out)
         log(f"wrote {args.out} with heads {sorted(heads)}")
     return report
+
+
+def beats(table: dict[str, dict[str, float | None]], key: str = "learned") -> bool:
+    """Whether ``key`` beats the hand rule on every data set of ``table``."""
+    return all(
+        (v.get(key) or 0.0) > (v.get("hand") or 0.0)
+        for v in table.values()
+        if v.get("hand") is not None
+    )
+
+
+Table = dict[str, dict[str, float | None]]
+
+
+def fit_sufficiency(
+    args: argparse.Namespace,
+    ends: list[Any],
+    window_ends: list[Any],
+    folds: dict[tuple[str, str], int],
+    datasets: list[str],
+) -> tuple[Head | None, Table, dict[str, Table]]:
+    """Stage 3: the sufficiency head fitted on the last assessment of each
+    search (full memories, and the windows where given), held out by
+    conversation; the head fitted on all of them when it beats the hand
+    rule held out on every data set (on full memories, and on the windows
+    pooled), else None (``--ship-all``: always). Returns the head, the
+    held-out AUROC per data set on full memories, and per window size (and
+    ``"all"``, the windows pooled) per data set."""
+    x, y, ds, hands, convs = assess_matrix([*ends, *window_ends])
+    n_full = len(assess_matrix(ends)[1])
+    sizes = [0] * n_full + [e[5] for e in window_ends if e[4] is not None]
+    group = np.array(sizes)
+    d_arr = np.array(ds)
+    fold_ids = np.array([folds[(d, c)] for d, c in zip(ds, convs, strict=True)])
+    # each data set weighs the same; within one, full memories half and the
+    # windows half (each size alike), and within each of those the abstention
+    # questions as much as the answerable ones
+    share = (
+        {0: 1.0}
+        if not window_ends
+        else {0: 0.5, **{z: 0.5 / len(args.windows) for z in args.windows}}
+    )
+    w = np.zeros(len(y))
+    for d in datasets:
+        for g, part in share.items():
+            for label in (0.0, 1.0):
+                m = (d_arr == d) & (group == g) & (y == label)
+                if m.any():
+                    w[m] = part / (2 * len(datasets) * m.sum())
+    held = np.zeros(len(y))
+    for f in range(args.folds):
+        tr, te = fold_ids != f, fold_ids == f
+        if tr.any() and te.any() and len(set(y[tr])) == 2:
+            head = fit_logistic(
+                x[tr], y[tr], w[tr], l2=args.l2, epochs=args.epochs, names=ASSESSMENT_FEATURES
+            )
+            held[te] = head(x[te])
+
+    def table(mask: npt.NDArray[np.bool_]) -> Table:
+        out: Table = {}
+        for d in datasets:
+            m = mask & (d_arr == d)
+            if m.any():
+                out[d] = {
+                    "hand": auroc_of([h for h, k in zip(hands, m, strict=True) if k], list(y[m])),
+                    "learned": auroc_of(list(held[m]), list(y[m])),
+                }
+        return out
+
+    full = table(group == 0)
+    log(f"  abstention AUROC held out: {full}")
+    by_size: dict[str, Table] = {}
+    if window_ends:
+        for z in args.windows:
+            by_size[str(z)] = table(group == z)
+        by_size["all"] = table(group > 0)
+        log(f"  abstention AUROC held out, windows: {by_size}")
+    ok = beats(full) and (not window_ends or beats(by_size["all"]))
+    if not ((ok or args.ship_all) and len(set(y)) == 2):
+        return None, full, by_size
+    final = fit_logistic(x, y, w, l2=args.l2, epochs=args.epochs, names=ASSESSMENT_FEATURES)
+    return final, full, by_size
+
+
+def run_sufficiency_only(args: argparse.Namespace, every: list[Built]) -> dict[str, Any]:
+    """``--scoring-from``: the given model's scoring heads kept as they are,
+    the sufficiency head fitted on searches made with them."""
+    t_start = time.perf_counter()
+    given = SystemOneModel.load(args.scoring_from)
+    scoring = {k: h for k, h in given.heads.items() if k.startswith("score.")}
+    built = [b for b in every if b.fitted]
+    datasets = sorted({b.dataset for b in built})
+    folds = fold_of(every, args.folds)
+
+    def controller_for_ends(b: Built) -> LearnedController:
+        return LearnedController(SystemOneModel(scoring))
+
+    log(f"stage 2: searches with the scoring heads of {args.scoring_from}")
+    _rows, ends = record(built, controller_for_ends, args.k)
+    log("stage 3: the sufficiency head")
+    window_ends = (
+        record_windows(built, args.windows, controller_for_ends, args.k) if args.windows else []
+    )
+    head, abstention, abstention_windows = fit_sufficiency(args, ends, window_ends, folds, datasets)
+    heads = dict(scoring)
+    if head is not None:
+        heads["assess.sufficiency"] = head
+    return finish(
+        args,
+        built,
+        heads,
+        t_start,
+        {
+            "folds": args.folds,
+            "settings": {"l2": args.l2, "epochs": args.epochs},
+            "scoring_from": {
+                "path": str(args.scoring_from),
+                "version": given.meta.get("version"),
+                "training": given.meta.get("training"),
+            },
+            "full_recall@10": {d: mean_recall(ends, d) for d in datasets},
+            "held_out_abstain_auroc": abstention,
+            "held_out_abstain_auroc_windows": abstention_windows,
+            "windows": args.windows,
+        },
+    )
 
 
 def comma_list(value: str) -> list[str]:
@@ -868,9 +1033,25 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "recall@10 held out by conversation (the speakerless heads ship only where they "
         "win on every one)",
     )
+    ap.add_argument(
+        "--windows",
+        type=lambda v: [int(x) for x in comma_list(v)],
+        default=[],
+        help="comma-separated sizes: the sufficiency head is also fitted and judged on "
+        "young memories, each question in a window of that many consecutive turns that "
+        "holds its evidence (jevmem.evaluation.windows)",
+    )
+    ap.add_argument(
+        "--scoring-from",
+        type=Path,
+        default=None,
+        help="keep this model file's scoring heads and fit only the sufficiency head",
+    )
     ap.add_argument("--k", type=int, default=20)
     ap.add_argument("--version", default="1")
     args = ap.parse_args(argv)
+    if any(z < 1 for z in args.windows):
+        ap.error("--windows sizes must be >= 1")
     for style in [*args.styles, *args.speakerless_styles, *args.judge_styles]:
         if style not in RESTYLES:
             ap.error(f"unknown style {style!r}; expected some of {','.join(RESTYLES)}")

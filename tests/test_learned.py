@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 import jevmem
 from jevmem.controller import DecisionRequest, NoulAnswer, catalogue, validate_answers
+from jevmem.controller.features import memory_youth
 from jevmem.controller.learned import (
     ASSESSMENT_BASE,
     ASSESSMENT_FEATURES,
@@ -387,6 +388,75 @@ def test_training_script_trains_on_restyled_conversations(tmp_path: Path) -> Non
     assert bad.returncode == 2 and "unknown style 'scrolls'" in bad.stderr
     bare = train_script(*data_arg, "--speakerless-styles", "blocks")
     assert bare.returncode == 2 and "add --speakerless" in bare.stderr
+
+
+def test_training_script_fits_sufficiency_on_windows_keeping_the_scoring_heads(
+    tmp_path: Path,
+) -> None:
+    for name, seed in (("chats-a", 1), ("chats-b", 2)):
+        data = [synthetic_conversation(f"{name}-{i}", seed * 10 + i) for i in range(2)]
+        (tmp_path / f"{name}.json").write_text(json.dumps(data))
+    data_args = ("--data", str(tmp_path / "chats-a.json"), "--data", str(tmp_path / "chats-b.json"))
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    report = tmp_path / "report.json"
+    common = ("--embedder", "hash", "--folds", "2", "--epochs", "30", "--ship-all")
+    proc = train_script(*data_args, *common, "--out", str(first))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = train_script(
+        *data_args, *common, "--scoring-from", str(first), "--windows", "4,9",
+        *("--out", str(second), "--report", str(report)),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rep = json.loads(report.read_text())
+    was, now = SystemOneModel.load(first), SystemOneModel.load(second)
+    # the scoring heads as they were, to the bit; a sufficiency head fitted anew
+    scoring = sorted(k for k in was.heads if k.startswith("score."))
+    assert scoring and sorted(k for k in now.heads if k.startswith("score.")) == scoring
+    for kind in scoring:
+        assert now.heads[kind].to_json() == was.heads[kind].to_json()
+    assert rep["shipped_heads"] == sorted(now.heads) and "assess.sufficiency" in now.heads
+    assert now.heads["assess.sufficiency"].features == ASSESSMENT_FEATURES
+    assert rep["scoring_from"]["path"] == str(first) and rep["windows"] == [4, 9]
+    # judged on full memories and on each window size, held out by conversation
+    windows = rep["held_out_abstain_auroc_windows"]
+    assert set(windows) == {"4", "9", "all"}
+    for table in (rep["held_out_abstain_auroc"], *windows.values()):
+        assert set(table) == {"chats-a", "chats-b"}
+        for row in table.values():
+            assert set(row) == {"hand", "learned"}
+            assert all(v is None or 0.0 <= v <= 1.0 for v in row.values())
+    bad = train_script(*data_args, "--windows", "0,5")
+    assert bad.returncode == 2 and "--windows sizes must be >= 1" in bad.stderr
+
+
+@given(st.floats(-10.0, 1e7), st.floats(0.0, 1e7))
+def test_memory_youth_falls_with_size_and_is_zero_past_a_thousand_nodes(a: float, b: float) -> None:
+    lo, hi = sorted((a, b))
+    assert 0.0 <= memory_youth(hi) <= memory_youth(lo) <= 1.0
+    assert memory_youth(hi) == 0.0 or hi < 999.0
+    assert memory_youth(0.0) == 1.0 and memory_youth(-3.0) == 1.0
+
+
+def test_an_assessment_says_how_many_nodes_the_search_could_read() -> None:
+    rec = CallRecorder(LearnedController(SystemOneModel.shipped()))
+    m = jevmem.Memory(HashEmbedder(64), rec)
+    texts = [f"note {i} about the garden and the roses" for i in range(12)]
+    scopes = [{"user": "ann" if i < 5 else "bo"} for i in range(12)]
+    m.add_batch(texts, scopes=scopes)
+
+    def assessed(**kw: Any) -> list[float]:
+        rec.calls.clear()
+        m.search("what about the roses?", k=3, **kw)
+        states = [r.state for call in rec.calls for r in call if r.purpose == "assessment"]
+        assert states
+        return [s["memory_nodes"] for s in states]
+
+    assert set(assessed()) == {12}
+    assert set(assessed(scope={"user": "ann"})) == {5}
+    # the summary a head reads: the memory's youth at that size
+    got = assessment_features({"evidence": [], "memory_nodes": 5}, 0.5)
+    assert got["memory_youth"] == memory_youth(5.0)
+    assert assessment_features({"evidence": []}, 0.5)["memory_youth"] == 1.0
 
 
 def train_script(*args: str) -> subprocess.CompletedProcess[str]:

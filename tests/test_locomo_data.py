@@ -529,6 +529,86 @@ def test_harness_merges_before_it_restyles(tmp_path: Path) -> None:
     assert bad.returncode != 0 and "--merge must be >= 1" in bad.stderr
 
 
+def generated_conversation(
+    n_turns: int, spans: list[tuple[int, int]], adversarial: int
+) -> ev.Conversation:
+    """A conversation of ``n_turns`` turns whose questions have evidence at
+    the turn indices ``spans`` name (first, last), plus ``adversarial``
+    questions about nothing said and one answerable question without
+    evidence."""
+    turns = tuple(
+        ev.Turn(f"D1:{i + 1}", "Ann" if i % 2 else "Bo", f"turn {i}", None, 1, i, i, "", None)
+        for i in range(n_turns)
+    )
+    qas = [
+        ev.QA(f"q{j}", "a", 4, tuple(turns[k].dia_id for k in sorted({a, b})), False)
+        for j, (a, b) in enumerate(spans)
+    ]
+    qas += [ev.QA(f"adv{j}", None, ev.ADVERSARIAL, (), True) for j in range(adversarial)]
+    qas.append(ev.QA("no evidence", "a", 1, (), False))
+    return ev.Conversation("conv-g", "Ann", "Bo", turns, tuple(qas))
+
+
+@given(
+    st.integers(1, 40).flatmap(
+        lambda n: st.tuples(
+            st.just(n),
+            st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=8),
+            st.integers(0, 3),
+            st.integers(1, 45),
+        )
+    )
+)
+def test_windows_hold_each_questions_evidence(
+    case: tuple[int, list[tuple[int, int]], int, int],
+) -> None:
+    n, spans, adversarial, size = case
+    conv = generated_conversation(n, spans, adversarial)
+    got = ev.windows(conv, size)
+    assert got == ev.windows(conv, size)  # the same windows every time
+    kept = [w.qas[0] for w in got]
+    # in question order: the answerable ones whose evidence fits, every adversarial one
+    want = [
+        qa
+        for qa in conv.qas
+        if qa.category == ev.ADVERSARIAL
+        or (
+            qa.evidence
+            and max(int(e.split(":")[1]) for e in qa.evidence)
+            - min(int(e.split(":")[1]) for e in qa.evidence)
+            < size
+        )
+    ]
+    assert kept == want
+    for w in got:
+        assert len(w.qas) == 1 and w.sample_id == conv.sample_id
+        assert (w.speaker_a, w.speaker_b) == (conv.speaker_a, conv.speaker_b)
+        # consecutive turns of the conversation, as they were
+        first = conv.turns.index(w.turns[0])
+        assert w.turns == conv.turns[first : first + min(size, n)]
+        assert set(w.qas[0].evidence) <= {t.dia_id for t in w.turns}
+    with pytest.raises(ValueError, match="size"):
+        ev.windows(conv, 0)
+
+
+def test_harness_runs_a_memory_per_question_in_windows(tmp_path: Path) -> None:
+    data = tmp_path / "mini.json"
+    data.write_text(json.dumps([sample()]))
+    out = tmp_path / "out.json"
+    argv = ["--data", str(data), "--backend", "baseline", "--embedder", "hash", "--window"]
+    run = run_bench("locomo_retrieval.py", *argv, "2", "--json", str(out))
+    assert run.returncode == 0, run.stderr
+    res = json.loads(out.read_text())
+    conv = ev.parse_conversation(sample())
+    want = ev.windows(conv, 2)
+    # a memory of two turns per question kept; the gold turn is always among them
+    assert (res["window"], res["conversations"], res["questions"]) == (2, len(want), len(want))
+    assert res["turns"] == sum(len(w.turns) for w in want)
+    assert res["modes"]["anchors"]["overall_1_4"]["recall@20"] == 1.0
+    bad = run_bench("locomo_retrieval.py", *argv, "0")
+    assert bad.returncode != 0 and "--window must be >= 1" in bad.stderr
+
+
 def qa_of(ability: str | None, *evidence: str) -> ev.QA:
     return ev.QA("q", None, 1, evidence, False, evidence, ability)
 

@@ -32,7 +32,8 @@ texts, timestamps, speakers and provenances (one node per turn) for
 ``provenance["dia_id"]``. :func:`as_messages` and :func:`as_blocks` restyle a
 conversation (each turn a burst of short messages; turns packed into long
 observations) with the same questions; :func:`merged` joins several
-conversations into one longer log.
+conversations into one longer log, and :func:`windows` cuts a young memory
+out of one for each question.
 
 Scoring (pure functions): retrieval, :func:`hits_at_k` and :func:`aggregate`
 (recall@k, all/any-evidence@10); abstention, :func:`auroc`; answers,
@@ -44,6 +45,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import re
 import string
 from collections import Counter
@@ -88,6 +90,7 @@ __all__ = [
     "token_f1",
     "turn_ids",
     "update_pairs_linked",
+    "windows",
 ]
 
 CATEGORIES = (1, 2, 3, 4, 5)
@@ -516,6 +519,43 @@ def merged(convs: Sequence[Conversation], per_memory: int) -> list[Conversation]
                 tuple(qas),
             )
         )
+    return out
+
+
+def windows(conv: Conversation, size: int) -> list[Conversation]:
+    """Young memories: for each question, the ``size`` consecutive turns of
+    ``conv`` that hold all its evidence, as a conversation of its own with
+    that one question (same id, speakers and turns as they were). Where
+    several windows hold the evidence, one is drawn at random; a question
+    about something never said gets any ``size`` turns. Answerable questions
+    with no evidence, or with evidence spread over more than ``size`` turns,
+    are left out. Drawn from a generator seeded by the conversation's id and
+    ``size``, so every run makes the same windows
+    (``bench/locomo_retrieval.py --window N``, ``bench/train_controller.py
+    --windows``): every memory starts small, and the development sets'
+    memories are all hundreds of turns long."""
+    if size < 1:
+        raise ValueError("size must be >= 1")
+    rng = random.Random(f"{conv.sample_id}/{size}")
+    at = {t.dia_id: i for i, t in enumerate(conv.turns)}
+    n = len(conv.turns)
+    out: list[Conversation] = []
+    for qa in conv.qas:
+        # one draw per question, kept or not, so a window does not depend
+        # on which questions before it were left out
+        u = rng.random()
+        if qa.category == ADVERSARIAL:
+            start = int(u * (max(n - size, 0) + 1))
+        else:
+            held = [at[e] for e in qa.evidence if e in at]
+            if not held:
+                continue
+            lo, hi = max(0, max(held) - size + 1), min(min(held), max(n - size, 0))
+            if hi < lo:
+                continue
+            start = lo + int(u * (hi - lo + 1))
+        turns = conv.turns[start : start + size]
+        out.append(Conversation(conv.sample_id, conv.speaker_a, conv.speaker_b, turns, (qa,)))
     return out
 
 

@@ -39,6 +39,7 @@ __all__ = [
     "feature_matrix",
     "feature_products",
     "hand_answers",
+    "memory_youth",
     "scoring_base",
     "without_speakers",
 ]
@@ -155,13 +156,17 @@ ASSESSMENT_BASE: tuple[str, ...] = (
     "hand_sufficiency",
     "names_speaker",
     "unnamed",
+    "memory_youth",
 )
-#: What ``assess.sufficiency`` reads: the summary, and the summary apart for
+#: What ``assess.sufficiency`` reads: the summary, the summary apart for
 #: queries that name a known speaker (whether the evidence is about that
 #: person is the question) and for those that do not (whether the memory
-#: holds the subject at all is).
+#: holds the subject at all is), and the summary weighed by the memory's
+#: youth (in a young memory the same scores and coverage mean otherwise).
 ASSESSMENT_FEATURES: tuple[str, ...] = ASSESSMENT_BASE + tuple(
-    f"{gate}*{name}" for gate in ("names_speaker", "unnamed") for name in ASSESSMENT_BASE[:12]
+    f"{gate}*{name}"
+    for gate in ("names_speaker", "unnamed", "memory_youth")
+    for name in ASSESSMENT_BASE[:12]
 )
 
 
@@ -358,7 +363,18 @@ def assessment_features(state: Mapping[str, Any], hand_sufficiency: float) -> di
         "hand_sufficiency": _finite(hand_sufficiency),
         "names_speaker": _finite(state.get("names_speaker")),
         "unnamed": 1.0 - _finite(state.get("names_speaker")),
+        "memory_youth": memory_youth(_finite(state.get("memory_nodes"))),
     }
+
+
+def memory_youth(nodes: float) -> float:
+    """How young a memory is, by the nodes a search could read: 1 -
+    log10(1 + n) / 3, at least 0 (10 nodes 0.65, 30 0.50, 100 0.33, 1,000
+    or more 0). A score that says "found" in a memory of thousands says
+    less in one of a dozen turns; a head reads the summary through it. It
+    stays 0 past a thousand nodes, so no memory larger than those a head was
+    fitted on reads as more different from them than the largest did."""
+    return max(0.0, 1.0 - math.log10(1.0 + max(nodes, 0.0)) / 3.0)
 
 
 def assessment_row(

@@ -166,6 +166,11 @@ class QueryRun(QueryFeatures):
                 # whether the evidence is about that person can be checked
                 "names_speaker": 1.0 if self.asked_people and self.speakers else 0.0,
                 "frontier_best": frontier_best,
+                # how many nodes the search could read (a scoped one: its
+                # scope's): what evidence scores mean moves with it
+                "memory_nodes": (
+                    len(self.allowed) if self.allowed is not None else len(self.m.store)
+                ),
             },
             catalogue.assessment_questions(),
         )
