@@ -369,12 +369,13 @@ def assessment_features(state: Mapping[str, Any], hand_sufficiency: float) -> di
 
 def memory_youth(nodes: float) -> float:
     """How young a memory is, by the nodes a search could read: 1 -
-    log10(1 + n) / 3, at least 0 (10 nodes 0.65, 30 0.50, 100 0.33, 1,000
-    or more 0). A score that says "found" in a memory of thousands says
-    less in one of a dozen turns; a head reads the summary through it. It
-    stays 0 past a thousand nodes, so no memory larger than those a head was
-    fitted on reads as more different from them than the largest did."""
-    return max(0.0, 1.0 - math.log10(1.0 + max(nodes, 0.0)) / 3.0)
+    log10(1 + n) / 2.5, at least 0 (10 nodes 0.58, 30 0.40, 100 0.20, 316
+    or more 0). A score that says "found" in a memory of hundreds says less
+    in one of a dozen turns; a head reads the summary through it. It is 0
+    from the size of the memories a head is fitted on whole (a few hundred
+    turns), so no larger memory reads as more different from them than
+    they are from each other."""
+    return max(0.0, 1.0 - math.log10(1.0 + max(nodes, 0.0)) / 2.5)
 
 
 def assessment_row(
