@@ -318,6 +318,8 @@ def test_training_script_runs_on_a_small_synthetic_set(tmp_path: Path, monotone:
                     "notes",
                     "--judge-styles",
                     "blocks",
+                    "--windows",
+                    "6",
                 ]
                 if monotone
                 else []
@@ -364,8 +366,12 @@ def test_training_script_runs_on_a_small_synthetic_set(tmp_path: Path, monotone:
             assert set(row) == {"hand", "learned", "learned_speakerless"}
             assert all(0.0 <= v <= 1.0 for v in row.values())
         assert head_rises_in(model.heads["score.relevance"], MATCH_FEATURES)
+        # the sufficiency head also judged on windows of six turns, held out
+        assert set(rep["held_out_abstain_auroc_windows"]) == {"6", "all"}
+        assert set(rep["held_out_abstain_auroc_windows"]["6"]) == {"chats-a", "chats-b"}
     else:
         assert rep["held_out_full_recall@10_judged"] == {}
+        assert rep["held_out_abstain_auroc_windows"] == {} and rep["windows"] == []
 
 
 def test_training_script_trains_on_restyled_conversations(tmp_path: Path) -> None:
