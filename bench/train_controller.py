@@ -861,8 +861,8 @@ def fit_sufficiency(
     held-out AUROC per data set on full memories, and per window size (and
     ``"all"``, the windows pooled) per data set."""
     x, y, ds, hands, convs = assess_matrix([*ends, *window_ends])
-    n_full = len(assess_matrix(ends)[1])
-    sizes = [0] * n_full + [e[5] for e in window_ends if e[4] is not None]
+    # a search that made no assessment has no row (`assess_matrix`)
+    sizes = [0 for e in ends if e[4] is not None] + [e[5] for e in window_ends if e[4] is not None]
     group = np.array(sizes)
     d_arr = np.array(ds)
     fold_ids = np.array([folds[(d, c)] for d, c in zip(ds, convs, strict=True)])
