@@ -204,6 +204,22 @@ def query_rows(built: Built, qa: Any, rec: Recorder) -> QueryRows:
     )
 
 
+def memory_of(
+    conv: Conversation, build_embedder: Any, query_embedder: Any
+) -> tuple[Any, list[int]]:
+    """A memory of ``conv``'s nodes (one per turn), embedded by
+    ``build_embedder`` (an embedding cache, kept on disk), that embeds
+    queries with ``query_embedder``; and the nodes' ids."""
+    texts, ts, spk, provs = conversation_inputs(conv)
+    store = jevmem.MemoryStore(query_embedder.dim, max_text_bytes=MAX_TEXT_BYTES)
+    mem = jevmem.Memory(embedder=build_embedder, controller=jevmem.LocalController(), store=store)
+    ids = mem.add_batch(texts, timestamps=ts, speakers=spk, provenances=provs)
+    if isinstance(build_embedder, CachedEmbedder):
+        build_embedder.flush()
+    mem.embedder = query_embedder
+    return mem, ids
+
+
 def build_all(args: argparse.Namespace) -> list[Built]:
     emb = make_embedder(args.embedder, args.threads)
     cache = CachedEmbedder(emb, args.embedding_cache) if args.embedding_cache else None
@@ -213,16 +229,8 @@ def build_all(args: argparse.Namespace) -> list[Built]:
         convs = convs[: args.limit_conversations or None]
         styles = list(dict.fromkeys([*args.styles, *args.speakerless_styles, *args.judge_styles]))
         for conv, style in ((RESTYLES[st](c), st) for c in convs for st in styles):
-            texts, ts, spk, provs = conversation_inputs(conv)
-            store = jevmem.MemoryStore(emb.dim, max_text_bytes=MAX_TEXT_BYTES)
-            mem = jevmem.Memory(
-                embedder=cache or emb, controller=jevmem.LocalController(), store=store
-            )
             t0 = time.perf_counter()
-            ids = mem.add_batch(texts, timestamps=ts, speakers=spk, provenances=provs)
-            if cache is not None:
-                cache.flush()
-            mem.embedder = emb
+            mem, ids = memory_of(conv, cache or emb, emb)
             name = Path(path).stem + ("" if style == "turns" else f"+{style}")
             b = Built(
                 name,
@@ -235,7 +243,7 @@ def build_all(args: argparse.Namespace) -> list[Built]:
                 source=conv,
                 build_embedder=cache or emb,
             )
-            b.dia_of = {i: p["dia_id"] for i, p in zip(ids, provs, strict=True)}
+            b.dia_of = {i: t.dia_id for i, t in zip(ids, conv.turns, strict=True)}
             out.append(b)
             log(
                 f"built {b.dataset}/{b.conversation}: {len(ids)} turns in {time.perf_counter() - t0:.1f}s"
@@ -290,14 +298,20 @@ def record(built: list[Built], controller_for: Any, k: int) -> tuple[list[QueryR
         b.memory.controller = rec
         for qa in b.questions:
             rec.clear()
-            res = b.memory.search(qa.question, k=k, mode="full")
+            ends.append(search_end(b, b.memory, qa, rec, k))
             rows.append(query_rows(b, qa, rec))
-            found = hits_at_k([e.provenance.get("dia_id") for e in res.evidence], qa.evidence, 10)
-            recall = found.recall if qa.evidence else None
-            last = rec.assessments[-1] if rec.assessments else None
-            ends.append((b.dataset, b.conversation, qa.category, recall, last))
         b.memory.controller = jevmem.LocalController()
     return rows, ends
+
+
+def search_end(b: Built, memory: Any, qa: Any, rec: Recorder, k: int) -> tuple[Any, ...]:
+    """One question searched in full mode in ``memory`` (its controller
+    ``rec``): (dataset, conversation, category, recall@10, last assessment)."""
+    res = memory.search(qa.question, k=k, mode="full")
+    found = hits_at_k([e.provenance.get("dia_id") for e in res.evidence], qa.evidence, 10)
+    recall = found.recall if qa.evidence else None
+    last = rec.assessments[-1] if rec.assessments else None
+    return (b.dataset, b.conversation, qa.category, recall, last)
 
 
 def record_windows(
@@ -311,23 +325,12 @@ def record_windows(
         assert b.source is not None
         for size in sizes:
             for w in windows(b.source, size):
-                texts, ts, spk, provs = conversation_inputs(w)
-                store = jevmem.MemoryStore(b.memory.embedder.dim, max_text_bytes=MAX_TEXT_BYTES)
-                mem = jevmem.Memory(
-                    embedder=b.build_embedder, controller=jevmem.LocalController(), store=store
-                )
-                mem.add_batch(texts, timestamps=ts, speakers=spk, provenances=provs)
-                mem.embedder = b.memory.embedder  # queries embedded as the full memory's
+                # queries embedded as the full memory's are
+                mem, _ = memory_of(w, b.build_embedder, b.memory.embedder)
                 (qa,) = w.qas
                 rec = Recorder(controller_for(b))
                 mem.controller = rec
-                res = mem.search(qa.question, k=k, mode="full")
-                found = hits_at_k(
-                    [e.provenance.get("dia_id") for e in res.evidence], qa.evidence, 10
-                )
-                last = rec.assessments[-1] if rec.assessments else None
-                recall = found.recall if qa.evidence else None
-                ends.append((b.dataset, b.conversation, qa.category, recall, last, size))
+                ends.append((*search_end(b, mem, qa, rec, k), size))
         log(f"  windows of {b.dataset}/{b.conversation}: {len(ends)} questions so far")
     return ends
 
