@@ -485,6 +485,11 @@ class MemoryStore:
         not stored."""
     def speakers(self) -> list[str]:
         """The speakers of the nodes with a question share, lower-cased, sorted."""
+    def people(self, *, allowed: Allowed | None = None) -> list[str]:
+        """The people the memory knows, lower-cased, sorted: the speakers, and
+        the labels heading speakerless texts as a transcript names its speakers
+        ("Caroline: I ran ..."; at least two texts, half of them in the first or
+        second person). With ``allowed``, of the nodes it lets through."""
     def passages(self, id: int) -> list[Span]:
         """Spans of the node's passage vectors; ``[]`` when its text is one passage."""
     def passage_embedding(self, id: int, index: int) -> npt.NDArray[np.float32]: ...

@@ -162,8 +162,9 @@ class QueryRun(QueryFeatures):
                 "coverage": coverage,
                 "known_terms": known_terms,
                 "covered_terms": covered_terms,
-                # the query names a person the memory knows as a speaker:
-                # whether the evidence is about that person can be checked
+                # the query names a person the memory knows (a speaker, or a
+                # label heading its transcript lines): whether the evidence is
+                # about that person can be checked
                 "names_speaker": 1.0 if self.asked_people and self.speakers else 0.0,
                 "frontier_best": frontier_best,
                 # how many nodes the search could read (a scoped one: its

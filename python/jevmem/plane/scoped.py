@@ -12,15 +12,14 @@ from jevmem.plane.state import MemoryState
 
 class ScopedView:
     """What a scoped or filtered search sees: the allowed nodes (resolved once
-    per search) and the speakers among them. Styles read against the allowed
-    nodes only (`MemoryStore.styles` with them): how a turn reads against the
-    scope it is in, not against other scopes' turns."""
+    per search) and the people among them (`MemoryStore.people`). Styles read
+    against the allowed nodes only (`MemoryStore.styles` with them): how a
+    turn reads against the scope it is in, not against other scopes' turns."""
 
     def __init__(self, memory: MemoryState, allowed: Allowed) -> None:
         self.allowed = allowed
-        spoken = memory.store.provenance_values("speaker", allowed=allowed)
-        self.speakers = {s.lower() for s in spoken if s.lower()}
-        self.speaker_order = sorted(self.speakers)
+        self.speaker_order = memory.store.people(allowed=allowed)
+        self.speakers = set(self.speaker_order)
 
     @staticmethod
     def of(

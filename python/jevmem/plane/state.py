@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import bisect
 import builtins
 import json
 import threading
@@ -66,6 +65,7 @@ class MemoryState:
             raise InvalidConfigError(
                 f"the store has dimension {self.store.dim}, the embedder {self.embedder.dim}"
             )
+        #: the people the memory knows (`MemoryStore.people`), lower-cased
         self._speakers: set[str] = set()
         self._speaker_order: list[str] = []  # the same, sorted: prefix lookups
         self._writes = 0
@@ -119,8 +119,7 @@ class MemoryState:
                 logged=False,
             )
         # every node now has its derived facts, so the core counts its speaker
-        self._speaker_order = store.speakers()
-        self._speakers = set(self._speaker_order)
+        self._note_people()
 
     @staticmethod
     def _derive(
@@ -135,13 +134,12 @@ class MemoryState:
             refs = () if timestamp is None else tuple(ground(text, timestamp))
         return node.id, asks, [ref_tuple(r) for r in refs]
 
-    def _note_speaker(self, speaker: str) -> None:
-        # the speakers a query's names are checked against (the core keeps
-        # every per-node fact)
-        speaker = speaker.lower()
-        if speaker and speaker not in self._speakers:
-            self._speakers.add(speaker)
-            bisect.insort(self._speaker_order, speaker)
+    def _note_people(self) -> None:
+        # the people a query's names are checked against, as the core counts
+        # them (`MemoryStore.people`: the speakers, and the labels heading
+        # speakerless transcript lines); read again after every write
+        self._speaker_order = self.store.people()
+        self._speakers = set(self._speaker_order)
 
     def _time_refs_of(self, node_id: int) -> tuple[TimeRef, ...]:
         """A node's grounded time references, as the core keeps them."""
@@ -242,12 +240,10 @@ class MemoryState:
             self._decisions_rewritten = True  # the log records the whole list
 
     def _forget_python_side(self) -> None:
-        """Undo `_note_speaker` for nodes gone from the store, leaving
-        exactly what indexing the remaining nodes from scratch would give
-        (what `Memory.load` derives): the speakers still counted (the core
-        rebuilt its style sums)."""
-        self._speaker_order = self.store.speakers()
-        self._speakers = set(self._speaker_order)
+        """Leave, for nodes gone from the store, exactly what indexing the
+        remaining nodes from scratch would give (what `Memory.load`
+        derives): the people still counted (the core rebuilt its style sums)."""
+        self._note_people()
 
     def _sync_with_store(self) -> None:
         """Notice nodes removed from the store behind this Memory's back

@@ -336,8 +336,7 @@ class WritingMemory(LifecycleMemory):
             focus_k=self.config.consolidation_neighbours,
         )
         self._writes += n
-        for prov in provs:
-            self._note_speaker(prov.get("speaker", ""))
+        self._note_people()
         relation_requests, pair_index = relation_round(ids, texts, provs, parsed, pairs)
 
         # 3. relation judgment: one call for every pair of the batch

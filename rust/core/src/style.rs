@@ -15,11 +15,19 @@
 //! were counted and recomputed in id order after a removal, so a memory
 //! that forgot nodes reads exactly as one that never had them (what a load
 //! of its snapshot derives).
+//!
+//! A node without a speaker may still say who speaks: a transcript line
+//! ("Caroline: I ran a charity race", "User: how do I ...") heads it with a
+//! label. The style counts, per label, the speakerless texts it heads and
+//! how many of them speak in the first or second person; a label that heads
+//! at least two such texts, at least half of them personal, is one of the
+//! memory's people (`StyleBasis::people`), as a speaker is.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::context::speaker_of;
+use crate::coverage::person_marks;
 use crate::filter::Allowed;
 use crate::hashing::ShortKeyMap;
 use crate::store::MemoryStore;
@@ -67,6 +75,75 @@ pub struct StyleBasis {
     pub turn_total: f64,
     pub speakers: HashMap<String, SpeakerSums>,
     pub open: Option<OpenTurn>,
+    /// Per label heading a speakerless text: the texts it heads and how
+    /// many of them speak in the first or second person.
+    pub labels: HashMap<String, LabelSums>,
+}
+
+/// One label's counts over the speakerless texts it heads.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LabelSums {
+    pub texts: usize,
+    pub personal: usize,
+}
+
+impl LabelSums {
+    /// Whether the label names a person: it heads two texts or more, at
+    /// least half of them in the first or second person (a transcript's
+    /// lines talk; "Note:" and "Status:" lines mostly do not).
+    pub fn is_person(&self) -> bool {
+        self.texts >= 2 && 2 * self.personal >= self.texts
+    }
+}
+
+/// The longest label `text_label` reads, in bytes.
+pub const MAX_LABEL_BYTES: usize = 40;
+
+/// The label heading a text as a transcript line names its speaker,
+/// lower-cased: one to three words before a colon on the first line (the
+/// first word starting with a letter; letters, digits and `'’.-` inside),
+/// at most `MAX_LABEL_BYTES`, the colon followed by white space and more
+/// text. "Caroline: I ran ..." and "Dr. Lee: take ..." have one; "10:30
+/// today", "http://x" and "Ideas:" alone do not.
+pub fn text_label(text: &str) -> Option<String> {
+    let text = text.trim_start();
+    let line_end = text.find('\n').unwrap_or(text.len());
+    let colon = text[..line_end].find(':')?;
+    let (label, rest) = (&text[..colon], &text[colon + 1..]);
+    if label.is_empty() || label.len() > MAX_LABEL_BYTES {
+        return None;
+    }
+    if !rest.starts_with(char::is_whitespace) || rest.trim_start().is_empty() {
+        return None;
+    }
+    let mut words = 0;
+    for word in label.split(' ') {
+        words += 1;
+        let mut chars = word.chars();
+        let first = chars.next()?;
+        let starts = if words == 1 {
+            first.is_alphabetic()
+        } else {
+            first.is_alphanumeric()
+        };
+        if words > 3 || !starts {
+            return None;
+        }
+        if !chars.all(|c| c.is_alphanumeric() || matches!(c, '\'' | '\u{2019}' | '.' | '-')) {
+            return None;
+        }
+    }
+    Some(label.to_lowercase())
+}
+
+/// What the style keeps of a speakerless text's label: the label, and
+/// whether what follows it speaks in the first or second person.
+fn label_of(text: &str) -> Option<(String, bool)> {
+    let label = text_label(text)?;
+    // what follows the first colon (the label's own words are no person mark)
+    let rest = text.split_once(':').map_or("", |(_, r)| r);
+    let (first, second) = person_marks(rest);
+    Some((label, first || second))
 }
 
 /// `1 / (1 + e^-x)`, 0 far below (the read path's logistic).
@@ -95,6 +172,9 @@ struct Counted {
     log_len: f64,
     speaker: Option<u32>,
     episode: u64,
+    /// A speakerless text's label (by number, as speakers are), and
+    /// whether the text is personal.
+    label: Option<(u32, bool)>,
 }
 
 /// The counted nodes by id: a slot per id up to the largest counted.
@@ -141,9 +221,25 @@ impl CountedTable {
 
 impl StyleBasis {
     /// Count one more node, after every node counted so far in id order.
-    fn count(&mut self, speaker: Option<&str>, episode: u64, chars: f64, log_len: f64, asks: f64) {
+    fn count(
+        &mut self,
+        speaker: Option<&str>,
+        label: Option<(&str, bool)>,
+        episode: u64,
+        chars: f64,
+        log_len: f64,
+        asks: f64,
+    ) {
         self.n += 1;
         self.total += log_len;
+        if let Some((label, personal)) = label {
+            let sums = match self.labels.get_mut(label) {
+                Some(sums) => sums,
+                None => self.labels.entry(label.to_owned()).or_default(),
+            };
+            sums.texts += 1;
+            sums.personal += usize::from(personal);
+        }
         if let (Some(s), Some(open)) = (speaker, self.open.as_mut()) {
             if open.speaker.as_deref() == Some(s) && open.episode == episode {
                 open.chars += chars;
@@ -250,6 +346,25 @@ impl StyleBasis {
         }
     }
 
+    /// The people the memory knows, sorted: its speakers with a counted
+    /// turn, and the labels of its speakerless texts that name a person
+    /// (`LabelSums::is_person`).
+    pub fn people(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .speaker_names()
+            .chain(
+                self.labels
+                    .iter()
+                    .filter(|(_, sums)| sums.is_person())
+                    .map(|(label, _)| label.as_str()),
+            )
+            .map(str::to_owned)
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
     /// The speakers with a counted turn.
     fn speaker_names(&self) -> impl Iterator<Item = &str> {
         let open = self.open.as_ref().and_then(|o| o.speaker.as_deref());
@@ -300,19 +415,28 @@ impl StyleTable {
         let mut last = self.counted.last_id();
         for (node, episode, asks) in nodes {
             let chars = node.content.chars().count() as f64;
+            let speaker = speaker_key(node).map(|key| self.number(key));
+            let label = match speaker {
+                Some(_) => None,
+                None => label_of(&node.content).map(|(key, p)| (self.number(key), p)),
+            };
             let counted = Counted {
                 chars,
                 log_len: chars.ln_1p(),
-                speaker: speaker_key(node).map(|key| self.number(key)),
+                speaker,
                 episode,
+                label,
             };
             let again = self.counted.insert(node.id, counted).is_some();
             if again || last.is_some_and(|l| node.id < l) {
                 self.stale = true;
             } else if !self.stale {
                 let name = counted.speaker.map(|n| self.names[n as usize].as_str());
+                let label = counted
+                    .label
+                    .map(|(n, p)| (self.names[n as usize].as_str(), p));
                 self.basis
-                    .count(name, counted.episode, chars, counted.log_len, asks);
+                    .count(name, label, counted.episode, chars, counted.log_len, asks);
             }
             last = last.max(Some(node.id));
         }
@@ -376,7 +500,8 @@ impl StyleTable {
             if let Some(c) = self.counted.get(id) {
                 let asks = shares.get(&id).copied().unwrap_or(0.0);
                 let name = c.speaker.map(|n| self.name(n));
-                basis.count(name, c.episode, c.chars, c.log_len, asks);
+                let label = c.label.map(|(n, p)| (self.name(n), p));
+                basis.count(name, label, c.episode, c.chars, c.log_len, asks);
             }
         }
         basis
@@ -395,6 +520,7 @@ impl StyleTable {
                 .basis
                 .speakers
                 .keys()
+                .chain(self.basis.labels.keys())
                 .map(|s| s.len() + 56)
                 .sum::<usize>()
     }
@@ -459,6 +585,14 @@ impl MemoryStore {
         out.sort_unstable();
         out
     }
+
+    /// The people the memory knows (`StyleBasis::people`: its speakers and
+    /// the labels that name a person at the head of its speakerless texts),
+    /// lower-cased and sorted; with the basis of an allowed set, of the counted nodes it lets
+    /// through (`basis`: `style_basis` of it).
+    pub fn people(&self, basis: Option<&StyleBasis>) -> Vec<String> {
+        self.basis_or_whole(basis).people()
+    }
 }
 
 #[cfg(test)]
@@ -467,6 +601,155 @@ mod tests {
     use crate::ops::NewNode;
     use crate::store::StoreConfig;
     use proptest::prelude::*;
+
+    #[test]
+    fn labels_head_transcript_lines() {
+        let cases = [
+            ("Caroline: I ran a charity race", Some("caroline")),
+            ("  User: how do I read a parquet file?", Some("user")),
+            ("Dr. Lee: take two a day", Some("dr. lee")),
+            ("Mary Ann O'Neil: we met", Some("mary ann o'neil")),
+            ("Assistant:\nHere is the plan", Some("assistant")),
+            ("ÉLODIE: j'arrive", Some("élodie")),
+            ("10:30 we meet", None),
+            ("see http://example.com", None),
+            ("http://example.com: a link", None),
+            ("Ideas:", None),
+            ("Ideas:   ", None),
+            ("Ideas:x", None),
+            ("one two three four: too many words", None),
+            ("a, b: not a label", None),
+            ("no label here\nBob: later line", None),
+            ("", None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(text_label(text).as_deref(), want, "{text:?}");
+        }
+        let long = format!("{}: hello there", "a".repeat(MAX_LABEL_BYTES + 1));
+        assert_eq!(text_label(&long), None);
+        let longest = format!("{}: hello there", "a".repeat(MAX_LABEL_BYTES));
+        assert_eq!(text_label(&longest), Some("a".repeat(MAX_LABEL_BYTES)));
+    }
+
+    #[test]
+    fn people_are_speakers_and_labels_that_talk() {
+        let mut s = MemoryStore::new(StoreConfig::new(2)).unwrap();
+        let texts = [
+            ("Caroline: I went to the group", None),
+            ("Caroline: my kids love it", None),
+            ("Melanie: you should come", None),
+            ("Melanie: it rained all day", None),
+            ("Note: the lease ends in May", None),
+            ("Note: rent is due on the 1st", None),
+            ("Status: I am done", None),
+            ("hello", Some("Jon")),
+            (
+                "Gina: a speaker's text is not read for a label",
+                Some("Jon"),
+            ),
+        ];
+        let mut ids = Vec::new();
+        for (text, speaker) in texts {
+            let mut n = NewNode::new(text, vec![1.0, 0.0]);
+            if let Some(sp) = speaker {
+                n.provenance = vec![("speaker".into(), sp.into())];
+            }
+            ids.push(s.add_node(n).unwrap());
+        }
+        let shares: Vec<(NodeId, f64)> = ids.iter().map(|&i| (i, 0.0)).collect();
+        s.set_question_shares(&shares).unwrap();
+        // "note" heads two texts, neither personal; "status" only one
+        assert_eq!(s.people(None), vec!["caroline", "jon", "melanie"]);
+        assert_eq!(s.speakers(), vec!["jon"]);
+        // half personal is enough
+        let allowed = Allowed::from_sorted(vec![ids[2], ids[3]]);
+        assert_eq!(s.people(Some(&s.style_basis(&allowed))), vec!["melanie"]);
+        let allowed = Allowed::from_sorted(vec![ids[0], ids[2], ids[7]]);
+        assert_eq!(s.people(Some(&s.style_basis(&allowed))), vec!["jon"]);
+        // forgetting one of Melanie's texts leaves her one: no longer a person
+        s.forget_nodes(&[ids[3]]).unwrap();
+        assert_eq!(s.people(None), vec!["caroline", "jon"]);
+    }
+
+    /// `people` counted naively over the nodes `keep` lets through: the
+    /// counted nodes' speakers, and each label heading two or more of the
+    /// speakerless ones, at least half of them personal.
+    fn naive_people(s: &MemoryStore, keep: impl Fn(NodeId) -> bool) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        let mut labels: HashMap<String, (usize, usize)> = HashMap::new();
+        for id in s.style.counted.ids().filter(|&id| keep(id)) {
+            let node = s.get(id).unwrap();
+            match speaker_key(node) {
+                Some(sp) => out.push(sp),
+                None => {
+                    if let Some(label) = text_label(&node.content) {
+                        let rest = node.content.split_once(':').unwrap().1;
+                        let (f, p) = person_marks(rest);
+                        let e = labels.entry(label).or_default();
+                        e.0 += 1;
+                        e.1 += usize::from(f || p);
+                    }
+                }
+            }
+        }
+        out.extend(
+            labels
+                .into_iter()
+                .filter(|(_, (n, p))| *n >= 2 && 2 * p >= *n)
+                .map(|(l, _)| l),
+        );
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    proptest! {
+        /// `people`, of the whole memory and of an allowed set, equals the
+        /// naive count over the nodes still counted, after removals and
+        /// with nodes counted out of order.
+        #[test]
+        fn people_equal_a_naive_count(
+            nodes in proptest::collection::vec(
+                (0usize..4, any::<bool>(), proptest::option::of(0usize..3), any::<bool>()),
+                0..40,
+            ),
+            forget in proptest::collection::vec(any::<bool>(), 40),
+            allow in proptest::collection::vec(any::<bool>(), 40),
+            reversed in any::<bool>(),
+        ) {
+            let labels = ["Ana", "Bo Li", "note", "Ana"];
+            let mut s = MemoryStore::new(StoreConfig::new(2)).unwrap();
+            let mut ids = Vec::new();
+            for &(label, personal, speaker, counted) in &nodes {
+                let said = if personal { "I saw it" } else { "it rained" };
+                let mut n = NewNode::new(format!("{}: {said}", labels[label]), vec![1.0, 0.0]);
+                if let Some(sp) = speaker {
+                    n.provenance = vec![("speaker".into(), format!("P{sp}"))];
+                }
+                let id = s.add_node(n).unwrap();
+                ids.push((id, counted));
+            }
+            let mut shares: Vec<(NodeId, f64)> =
+                ids.iter().filter(|(_, c)| *c).map(|&(i, _)| (i, 0.5)).collect();
+            if reversed {
+                shares.reverse();
+            }
+            for share in &shares {
+                s.set_question_shares(&[*share]).unwrap();
+            }
+            let gone: Vec<NodeId> = ids.iter().zip(&forget).filter(|(_, f)| **f).map(|((i, _), _)| *i).collect();
+            s.forget_nodes(&gone).unwrap();
+            prop_assert_eq!(s.people(None), naive_people(&s, |_| true));
+            let kept: Vec<NodeId> = ids
+                .iter()
+                .zip(&allow)
+                .filter(|((i, _), a)| **a && !gone.contains(i))
+                .map(|((i, _), _)| *i)
+                .collect();
+            let allowed = Allowed::from_sorted(kept.clone());
+            prop_assert_eq!(s.people(Some(&s.style_basis(&allowed))), naive_people(&s, |id| kept.contains(&id)));
+        }
+    }
 
     proptest! {
         /// `styles` (each speaker's part read once per call) gives each
@@ -510,6 +793,17 @@ mod tests {
                 })
                 .collect();
             let got = s.styles(&asked, None);
+            // the people: the survivors' speakers and their texts' labels,
+            // counted from scratch (`text_label` reads none of these texts)
+            let mut people: Vec<String> = s
+                .style
+                .counted
+                .ids()
+                .filter_map(|id| s.get(id).and_then(speaker_key))
+                .collect();
+            people.sort_unstable();
+            people.dedup();
+            prop_assert_eq!(s.people(None), people);
             prop_assert_eq!(got.len(), naive.len());
             for (g, n) in got.iter().zip(&naive) {
                 for (a, b) in g.iter().zip(n) {

@@ -1696,6 +1696,18 @@ impl MemoryStore {
         self.read(py, |s| s.speakers())
     }
 
+    /// The people the memory knows, lower-cased and sorted: the speakers,
+    /// and the labels that head its speakerless texts as a transcript
+    /// names its speakers ("Caroline: I ran ..."), where a label heads two
+    /// texts or more and at least half of them speak in the first or
+    /// second person (`jevmem_core::style::StyleBasis::people`). With
+    /// `allowed`, of the nodes it lets through.
+    #[pyo3(signature = (*, allowed = None))]
+    fn people(&self, py: Python<'_>, allowed: Option<PyRef<'_, Allowed>>) -> Vec<String> {
+        let allowed: Option<&Allowed> = allowed.as_deref();
+        self.read(py, |s| s.people(allowed.map(|a| a.basis(s))))
+    }
+
     /// Cosine similarity of a query vector with each given node (NaN for unknown ids).
     fn similarities<'py>(
         &self,
