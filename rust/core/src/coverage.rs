@@ -24,6 +24,7 @@ use crate::error::Result;
 use crate::filter::Allowed;
 use crate::pair_signals::session_of;
 use crate::store::MemoryStore;
+use crate::style::text_label;
 use crate::text::Tokenizer;
 use crate::types::{NodeId, View};
 
@@ -415,7 +416,9 @@ pub struct CoverageQuery {
     pub content_tokens: ShortKeySet<String>,
     /// The people it asks about (entity ids); empty: it names nobody.
     pub asked: Vec<String>,
-    /// The speakers the memory knows (lower-cased), in the search's scope.
+    /// The people the memory knows (lower-cased: its speakers and the
+    /// labels heading its transcript lines, `MemoryStore::people`), in the
+    /// search's scope.
     pub people: ShortKeySet<String>,
 }
 
@@ -495,6 +498,16 @@ impl<'a> Credits<'a> {
         }
     }
 
+    /// Read what follows as the words of `own` in `text` (a transcript's
+    /// segment): its names are read from `text`, and the second person
+    /// speaks to `addressees`.
+    fn segment(&mut self, text: &'a str, own: String, addressees: ShortKeySet<String>) {
+        self.text = text;
+        self.own = own;
+        self.addressees = Some(addressees);
+        self.by_name = None;
+    }
+
     /// Credit a sentence holding the content tokens `hits`, of `weight`,
     /// in the first and the second person or not (read only when the query
     /// asks about people).
@@ -524,7 +537,7 @@ impl<'a> Credits<'a> {
             let (store, id, allowed) = (self.store, self.id, self.allowed);
             let found = self
                 .addressees
-                .get_or_insert_with(|| store.addressees(id, own, allowed));
+                .get_or_insert_with(|| store.addressees(id, own, &q.people, allowed));
             about.extend(found.iter().map(String::as_str));
         }
         let unmarked = !first && !second;
@@ -560,6 +573,36 @@ impl<'a> Credits<'a> {
     }
 }
 
+/// A speakerless text read as a transcript: where its lines are headed by
+/// the labels of known people ("Caroline: I ran ...", `style::text_label`),
+/// each such line opens a segment that person speaks, up to the next one;
+/// text before the first is spoken by no one known (""). Each segment's
+/// words start after its label's colon. None when no line is so headed.
+pub(crate) fn transcript_segments<'t>(
+    text: &'t str,
+    people: &ShortKeySet<String>,
+) -> Option<Vec<(String, &'t str)>> {
+    let mut out: Vec<(String, &'t str)> = Vec::new();
+    let (mut own, mut from) = (String::new(), 0);
+    let mut found = false;
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        if let Some(label) = text_label(line).filter(|l| people.contains(l)) {
+            out.push((std::mem::take(&mut own), &text[from..at]));
+            // text_label read up to the line's first colon
+            from = at + line.find(':').expect("a label ends at a colon") + 1;
+            own = label;
+            found = true;
+        }
+        at += line.len();
+    }
+    if !found {
+        return None;
+    }
+    out.push((own, &text[from..]));
+    Some(out)
+}
+
 /// A node's speaker as coverage compares it: lower-cased, "" when none.
 fn speaker(store: &MemoryStore, id: NodeId) -> String {
     store
@@ -570,9 +613,15 @@ fn speaker(store: &MemoryStore, id: NodeId) -> String {
 }
 
 impl MemoryStore {
-    /// The speakers of the turns next to `id` in time (its temporal edges,
-    /// the `allowed` ones), other than its own: whom it talks to.
-    fn addressees(&self, id: NodeId, own: &str, allowed: Option<&Allowed>) -> ShortKeySet<String> {
+    /// Who speaks the turns next to `id` in time (its temporal edges, the
+    /// `allowed` ones; `voice`), other than `own`: whom it talks to.
+    fn addressees(
+        &self,
+        id: NodeId,
+        own: &str,
+        people: &ShortKeySet<String>,
+        allowed: Option<&Allowed>,
+    ) -> ShortKeySet<String> {
         let mut out = ShortKeySet::default();
         for e in self.graph().incident_edges(id) {
             if e.view != View::Temporal {
@@ -582,12 +631,71 @@ impl MemoryStore {
             if allowed.is_some_and(|a| !a.contains(other)) {
                 continue;
             }
-            let spk = speaker(self, other);
+            let spk = self.voice(other, people);
             if !spk.is_empty() && spk != own {
                 out.insert(spk);
             }
         }
         out
+    }
+
+    /// Who speaks a node as coverage reads it: its speaker, or for a node
+    /// without one the label heading its text when that names one of
+    /// `people` (lower-cased; "" for neither).
+    fn voice(&self, id: NodeId, people: &ShortKeySet<String>) -> String {
+        let spk = speaker(self, id);
+        if !spk.is_empty() {
+            return spk;
+        }
+        self.get(id)
+            .and_then(|n| text_label(&n.content))
+            .filter(|l| people.contains(l))
+            .unwrap_or_default()
+    }
+
+    /// A speakerless node's content coverage read as a transcript
+    /// (`transcript_segments`): each segment's sentences credited as its
+    /// speaker's turn (the first person is the segment's speaker, the
+    /// second the transcript's other speakers and the node's neighbours'),
+    /// with the names the segment uses; each token keeps its best credit
+    /// over the whole text.
+    fn transcript_coverage(
+        &self,
+        id: NodeId,
+        text: &str,
+        segments: Vec<(String, &str)>,
+        q: &CoverageQuery,
+        allowed: Option<&Allowed>,
+    ) -> (f64, f64) {
+        let around = self.addressees(id, "", &q.people, allowed);
+        let mut credits = Credits::new(self, id, text, q, allowed);
+        let mut hits: Vec<&str> = Vec::new();
+        let firsts = q.first_chars();
+        for (own, body) in &segments {
+            let addressees: ShortKeySet<String> = segments
+                .iter()
+                .map(|(s, _)| s)
+                .chain(&around)
+                .filter(|s| !s.is_empty() && *s != own)
+                .cloned()
+                .collect();
+            credits.segment(body, own.clone(), addressees);
+            for sentence in sentence_spans(body) {
+                hits.clear();
+                self.tokenizer()
+                    .for_each_token_starting(sentence, &firsts, |t| {
+                        if let Some(c) = q.content_tokens.get(t) {
+                            hits.push(c);
+                        }
+                    });
+                if hits.is_empty() {
+                    continue;
+                }
+                let (first, second) = person_marks(sentence);
+                credits.sentence(&hits, sentence_weight(sentence), first, second);
+            }
+        }
+        credits.finish()
     }
 
     /// Each node's content coverage for a query: the share of its content
@@ -637,6 +745,11 @@ impl MemoryStore {
                 if let Some(doc) = doc {
                     if !shares_a_term(doc, &terms) {
                         return (0.0, 0.0);
+                    }
+                }
+                if !q.asked.is_empty() && !q.people.is_empty() && speaker_of(node).is_none() {
+                    if let Some(segments) = transcript_segments(&node.content, &q.people) {
+                        return self.transcript_coverage(id, &node.content, segments, q, allowed);
                     }
                 }
                 match (self.marks.get(id), doc) {
@@ -877,6 +990,29 @@ mod tests {
             prev_word = word;
         }
         false
+    }
+
+    #[test]
+    fn transcripts_split_at_the_lines_people_head() {
+        let people: ShortKeySet<String> = ["ann", "bob"].iter().map(|s| s.to_string()).collect();
+        let text = "Intro line.\nAnn: I went to the park\nand the lake.\n  Bob: you did?\nNote: x";
+        let got = transcript_segments(text, &people).unwrap();
+        let want = [
+            ("", "Intro line.\n"),
+            ("ann", " I went to the park\nand the lake.\n"),
+            ("bob", " you did?\nNote: x"),
+        ];
+        assert_eq!(got.len(), want.len());
+        for ((own, words), (w_own, w_words)) in got.iter().zip(want) {
+            assert_eq!((own.as_str(), *words), (w_own, w_words));
+        }
+        assert_eq!(transcript_segments("no labels\nhere", &people), None);
+        assert_eq!(
+            transcript_segments("Cy: a label, not a person", &people),
+            None
+        );
+        let one = transcript_segments("Bob: hi", &people).unwrap();
+        assert_eq!(one, vec![(String::new(), ""), ("bob".to_string(), " hi")]);
     }
 
     #[test]
