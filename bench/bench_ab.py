@@ -12,7 +12,10 @@ alike. The first pass warms up and is not timed.
 
     .venv/bin/python bench/bench_ab.py --a /tmp/base/python --b python \\
         --data ../shared/data/locomo/locomo10-dev.json --embedding-cache /tmp/embcache \\
-        [--mode full] [--conversations 2] [--passes 6] [--json OUT]
+        [--mode full] [--conversations 2] [--passes 6] [--style notes] [--json OUT]
+
+``--style`` stores the conversations restyled (`jevmem.evaluation.RESTYLES`:
+messages, blocks, notes, pages), with the same questions.
 
 Run it on one core (``taskset -c 0``) with nothing else running there.
 """
@@ -74,6 +77,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mode", default="full")
     ap.add_argument("--conversations", type=int, default=2)
     ap.add_argument("--passes", type=int, default=6, help="passes (the first untimed)")
+    ap.add_argument(
+        "--style",
+        default="turns",
+        choices=("turns", "messages", "blocks", "notes", "pages"),
+        help="store each conversation restyled (jevmem.evaluation.RESTYLES)",
+    )
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
 
@@ -93,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     memories: list[list[Any]] = [[], []]
     questions: list[list[str]] = []
     for conv in convs[: args.conversations]:
+        conv = evaluation.RESTYLES[args.style](conv)
         qs = [qa.question for qa in conv.qas]
         questions.append(qs)
         table = {q: emb.embed([q])[0] for q in qs}
@@ -131,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         "b": str(args.b),
         "data": str(args.data),
         "mode": args.mode,
+        "style": args.style,
         "searches_per_build": len(times[0]),
         "a_p50_ms": a,
         "b_p50_ms": b,

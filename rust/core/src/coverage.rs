@@ -469,6 +469,9 @@ struct Credits<'a> {
     allowed: Option<&'a Allowed>,
     own: String,
     addressees: Option<ShortKeySet<String>>,
+    /// in a transcript: everyone who speaks in or around it (a segment's
+    /// addressees are the others, worked out when a sentence first needs them)
+    voices: Option<&'a ShortKeySet<String>>,
     /// what the names alone decide, once per node (a long text names many)
     by_name: Option<(bool, bool)>,
     // per-node tables (the sums below are exact in any order)
@@ -492,6 +495,7 @@ impl<'a> Credits<'a> {
             allowed,
             own: speaker(store, id),
             addressees: None,
+            voices: None,
             by_name: None,
             credit: ShortKeyMap::default(),
             other: ShortKeyMap::default(),
@@ -500,11 +504,12 @@ impl<'a> Credits<'a> {
 
     /// Read what follows as the words of `own` in `text` (a transcript's
     /// segment): its names are read from `text`, and the second person
-    /// speaks to `addressees`.
-    fn segment(&mut self, text: &'a str, own: String, addressees: ShortKeySet<String>) {
+    /// speaks to the `voices` other than `own`.
+    fn segment(&mut self, text: &'a str, own: &str, voices: &'a ShortKeySet<String>) {
         self.text = text;
-        self.own = own;
-        self.addressees = Some(addressees);
+        own.clone_into(&mut self.own);
+        self.voices = Some(voices);
+        self.addressees = None;
         self.by_name = None;
     }
 
@@ -534,10 +539,11 @@ impl<'a> Credits<'a> {
             about.push(own);
         }
         if second {
-            let (store, id, allowed) = (self.store, self.id, self.allowed);
-            let found = self
-                .addressees
-                .get_or_insert_with(|| store.addressees(id, own, &q.people, allowed));
+            let (store, id, allowed, voices) = (self.store, self.id, self.allowed, self.voices);
+            let found = self.addressees.get_or_insert_with(|| match voices {
+                Some(v) => v.iter().filter(|s| *s != own).cloned().collect(),
+                None => store.addressees(id, own, &q.people, allowed),
+            });
             about.extend(found.iter().map(String::as_str));
         }
         let unmarked = !first && !second;
@@ -667,19 +673,18 @@ impl MemoryStore {
         q: &CoverageQuery,
         allowed: Option<&Allowed>,
     ) -> (f64, f64) {
-        let around = self.addressees(id, "", &q.people, allowed);
+        let mut voices = self.addressees(id, "", &q.people, allowed);
+        voices.extend(
+            segments
+                .iter()
+                .filter(|(s, _)| !s.is_empty())
+                .map(|(s, _)| s.clone()),
+        );
         let mut credits = Credits::new(self, id, text, q, allowed);
         let mut hits: Vec<&str> = Vec::new();
         let firsts = q.first_chars();
         for (own, body) in &segments {
-            let addressees: ShortKeySet<String> = segments
-                .iter()
-                .map(|(s, _)| s)
-                .chain(&around)
-                .filter(|s| !s.is_empty() && *s != own)
-                .cloned()
-                .collect();
-            credits.segment(body, own.clone(), addressees);
+            credits.segment(body, own, &voices);
             for sentence in sentence_spans(body) {
                 hits.clear();
                 self.tokenizer()
