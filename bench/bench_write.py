@@ -17,7 +17,9 @@ alike; the report gives each one's median, B over A, and whether the two
 built the same stores (snapshot bytes, every repeat).
 
     .venv/bin/python bench/bench_write.py --data ../shared/data/beam/beam-100k.json \\
-        [--conversations 2] [--repeat 5] [--a DIR --b DIR] [--json OUT]
+        [--conversations 2] [--repeat 5] [--a DIR --b DIR] [--style notes] [--json OUT]
+
+``--style`` writes the conversations restyled (`jevmem.evaluation.RESTYLES`).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ import jevmem
 from jevmem.controller.local import clear_text_caches
 from jevmem.embed import HashEmbedder
 from jevmem.entities import extract_entities
-from jevmem.evaluation import conversation_inputs, load_samples
+from jevmem.evaluation import RESTYLES, conversation_inputs, load_samples
 from jevmem.temporal import ground
 
 MAX_TEXT_BYTES = 4 * 1024 * 1024
@@ -52,6 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--a", type=Path, default=None, help="directory with build A's jevmem")
     ap.add_argument("--b", type=Path, default=None, help="directory with build B's jevmem")
+    ap.add_argument(
+        "--style", default="turns", choices=sorted(RESTYLES), help="write the turns restyled"
+    )
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
     if (args.a is None) != (args.b is None):
@@ -61,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     convs, _ = load_samples(json.loads(args.data.read_text()))
     inputs = []
     for conv in convs[: args.conversations]:
-        texts, ts, spk, provs = conversation_inputs(conv)
+        texts, ts, spk, provs = conversation_inputs(RESTYLES[args.style](conv))
         inputs.append((texts, ts, spk, provs, emb.embed(texts)))
     nodes = sum(len(i[0]) for i in inputs)
     chars = sum(len(t) for i in inputs for t in i[0])
@@ -112,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     report = {
         "package": str(Path(jevmem.__file__).parent),
         "data": str(args.data),
+        "style": args.style,
         "nodes": nodes,
         "mean_chars_per_node": chars / nodes,
         "repeat": args.repeat,
@@ -147,6 +153,7 @@ def compare_builds(
         "a": str(args.a),
         "b": str(args.b),
         "data": str(args.data),
+        "style": args.style,
         "nodes": nodes,
         "mean_chars_per_node": chars / nodes,
         "repeat": args.repeat,
