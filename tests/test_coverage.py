@@ -150,7 +150,9 @@ def coverage_ref(
 
     text = store.get(node).text
     speaker = store.get(node).provenance.get("speaker", "").lower()
-    segments = transcript_segments(text, people) if asked and people and not speaker else None
+    # a text over the core's TRANSCRIPT_READ_BYTES (16 KiB) is read whole
+    readable = asked and people and not speaker and len(text.encode()) <= 16 * 1024
+    segments = transcript_segments(text, people) if readable else None
     if segments is None:
         named, sentences = ref.text_marks(text, store.tokenize)
         return ref.content_coverage(
@@ -235,6 +237,22 @@ def test_transcripts_are_read_segment_by_segment(
     assert [tuple(r) for r in got.tolist()] == [
         coverage_ref(m, i, content, asked, people) for i in ids
     ]
+
+
+def test_a_long_transcript_is_read_whole() -> None:
+    # over 16 KiB a transcript is read from its write-time marks, whole: a
+    # query's cost stays bounded whatever a pasted log's length
+    lines = ["Caroline: I went camping.", "Mel: you went to the desert?"]
+    short = "\n".join(lines * 10)
+    long = "\n".join(lines * 400)
+    assert len(short) < 16 * 1024 < len(long)
+    m, ids = dialogue([(short, None), (long, None)])
+    people = {"caroline", "mel"}
+    got = m.store.content_coverage(ids, ["camp", "desert"], ["mel"], sorted(people))
+    want = [coverage_ref(m, i, {"camp", "desert"}, ["mel"], people) for i in ids]
+    assert [tuple(r) for r in got.tolist()] == want
+    # the short one read segment by segment, the long one as one text
+    assert want[0] != want[1]
 
 
 @given(st.lists(turn, min_size=1, max_size=6), st.lists(token, max_size=5))

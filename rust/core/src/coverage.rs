@@ -579,6 +579,12 @@ impl<'a> Credits<'a> {
     }
 }
 
+/// The longest speakerless text coverage reads as a transcript, in bytes:
+/// the segments are tokenised again for each query (the write-time marks
+/// do not know them), so a longer one (a pasted log of megabytes) is read
+/// whole from its marks, as before, and a query's cost stays bounded.
+pub const TRANSCRIPT_READ_BYTES: usize = 16 * 1024;
+
 /// A speakerless text read as a transcript: where its lines are headed by
 /// the labels of known people ("Caroline: I ran ...", `style::text_label`),
 /// each such line opens a segment that person speaks, up to the next one;
@@ -752,7 +758,11 @@ impl MemoryStore {
                         return (0.0, 0.0);
                     }
                 }
-                if !q.asked.is_empty() && !q.people.is_empty() && speaker_of(node).is_none() {
+                if !q.asked.is_empty()
+                    && !q.people.is_empty()
+                    && speaker_of(node).is_none()
+                    && node.content.len() <= TRANSCRIPT_READ_BYTES
+                {
                     if let Some(segments) = transcript_segments(&node.content, &q.people) {
                         return self.transcript_coverage(id, &node.content, segments, q, allowed);
                     }
