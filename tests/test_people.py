@@ -118,3 +118,27 @@ def test_people_read_as_a_memory_of_the_remaining_nodes(
         mine = [o for o in kept if o[2] == user]
         got = m.store.people(allowed=allowed) if allowed is not None else m.store.people()
         assert got == _memory_of(mine).store.people()
+
+
+def test_a_note_its_person_says_ranks_as_theirs() -> None:
+    """Asked about one person, what a note headed by someone else's label
+    says ranks at `other_speaker_share` of its score, as another speaker's
+    turn does; that person's own notes keep theirs."""
+    notes = [
+        "Caroline: I play the violin every evening",
+        "Melanie: I play the violin every evening",
+    ]
+
+    def scores(who: str, share: float) -> dict[int, float]:
+        config = jevmem.MemoryConfig(other_speaker_share=share)
+        m = jevmem.Memory(HashEmbedder(64), jevmem.LocalController(), config=config)
+        m.add_batch(notes * 2)  # twice each: both labels are people
+        r = m.search(f"What does {who} play?", k=4)
+        assert r.trace["speaker_asked"] == who.lower()
+        return {e.id: e.score for e in r.evidence}
+
+    for who, own in (("Caroline", (0, 2)), ("Melanie", (1, 3))):
+        plain, shared = scores(who, 1.0), scores(who, 0.5)
+        for i in range(4):
+            want = plain[i] if i in own else 0.5 * plain[i]
+            assert shared[i] == pytest.approx(want), (who, i)

@@ -615,6 +615,27 @@ pub(crate) fn transcript_segments<'t>(
     Some(out)
 }
 
+/// The one person who says a speakerless text, when it is a transcript of
+/// one voice: every line a label of `people` (sorted) heads has the same
+/// label, and the text starts with one (`transcript_segments`). None for a
+/// text of several voices, of none, or over `TRANSCRIPT_READ_BYTES`.
+pub fn single_voice(text: &str, people: &[String]) -> Option<String> {
+    if people.is_empty() || text.len() > TRANSCRIPT_READ_BYTES {
+        return None;
+    }
+    // the text's own labels first: most notes have one line
+    let label = text_label(text)?;
+    people.binary_search(&label).ok()?;
+    for line in text.split_inclusive('\n').skip(1) {
+        if let Some(other) = text_label(line) {
+            if other != label && people.binary_search(&other).is_ok() {
+                return None;
+            }
+        }
+    }
+    Some(label)
+}
+
 /// A node's speaker as coverage compares it: lower-cased, "" when none.
 fn speaker(store: &MemoryStore, id: NodeId) -> String {
     store

@@ -304,6 +304,7 @@ impl MemoryStore {
             best_dense,
             best_passage,
             speaker_asked: one_speaker_named(&asked, people),
+            people: people.to_vec(),
             named,
             time: match (cues.constraint, asks_when) {
                 (Some((lo, hi)), _) => TimeQuery::Window(lo, hi),

@@ -16,7 +16,7 @@ use std::cmp::Ordering;
 use std::collections::HashSet;
 
 use crate::context::{self, ContextConfig};
-use crate::coverage::CoverageQuery;
+use crate::coverage::{single_voice, CoverageQuery};
 use crate::derived::TimeQuery;
 use crate::derived::TimeRef;
 use crate::error::Result;
@@ -60,6 +60,9 @@ pub struct SessionQuery {
     /// point to exactly one person the memory knows as a speaker
     /// (`query_plan::one_speaker_named`); the answer's ranking reads it.
     pub speaker_asked: Option<String>,
+    /// The people the memory knows (lower-cased, sorted; `MemoryStore::people`):
+    /// a speakerless note headed by one of their labels is read as theirs.
+    pub people: Vec<String>,
     pub time: TimeQuery,
     pub fact_time: FactTime,
 }
@@ -388,8 +391,9 @@ impl ReadSession {
     /// replacement ranked lost both from the top when the replacement
     /// matched the query's words worse). Before that, a query that asks
     /// about one speaker ranks what other speakers said at
-    /// `other_speaker_share` of its score (`RankConfig`); nodes without a
-    /// speaker keep theirs.
+    /// `other_speaker_share` of its score (`RankConfig`); a node without a
+    /// speaker is said by the one person whose label heads its lines, if
+    /// one does (`coverage::single_voice`), and otherwise keeps its score.
     pub fn rank(
         &self,
         store: &MemoryStore,
@@ -404,8 +408,13 @@ impl ReadSession {
         if let Some(asked) = &self.query.speaker_asked {
             if cfg.other_speaker_share != 1.0 {
                 for (n, score) in &mut ranked {
-                    let speaker = store.get(*n).and_then(context::speaker_of);
-                    if speaker.is_some_and(|sp| !context::same_speaker(sp, asked)) {
+                    let Some(node) = store.get(*n) else { continue };
+                    let other = match context::speaker_of(node) {
+                        Some(sp) => !context::same_speaker(sp, asked),
+                        None => single_voice(&node.content, &self.query.people)
+                            .is_some_and(|v| !context::same_speaker(&v, asked)),
+                    };
+                    if other {
                         *score *= cfg.other_speaker_share;
                     }
                 }
@@ -1039,6 +1048,7 @@ mod tests {
             best_passage: 1.0,
             named: Vec::new(),
             speaker_asked: None,
+            people: Vec::new(),
             time,
             fact_time: FactTime::Neutral,
         })
@@ -1288,6 +1298,45 @@ mod tests {
         assert_eq!(
             order(&r.rank(&s, &found, &as_scored)),
             [ids[1], ids[2], ids[0], ids[3]]
+        );
+    }
+
+    #[test]
+    fn a_note_one_person_says_ranks_as_theirs() {
+        let mut s = MemoryStore::new(StoreConfig::new(2)).unwrap();
+        let notes = [
+            "Ana: I play the cello",
+            "Ben: I play the drums\nand sing",
+            "Ben: you play so well\nAna: thanks",
+            "Note: the concert is on Friday",
+        ];
+        let ids: Vec<NodeId> = notes
+            .iter()
+            .map(|t| s.add_node(NewNode::new(*t, vec![1.0, 0.0])).unwrap())
+            .collect();
+        let found = [(ids[0], 0.5), (ids[1], 0.9), (ids[2], 0.6), (ids[3], 0.4)];
+        let cfg = RankConfig {
+            replaced_below: 0.99,
+            other_speaker_share: 0.5,
+        };
+        let mut r = session("what does ana play", vec![1.0, 0.0], TimeQuery::None);
+        r.query.speaker_asked = Some("ana".into());
+        // without people no label is a voice: as scored
+        assert_eq!(r.rank(&s, &found, &cfg)[0], (ids[1], 0.9));
+        r.query.people = vec!["ana".into(), "ben".into()];
+        // Ben's note ranks at half; the transcript of two voices and the
+        // note no person heads keep their scores
+        assert_eq!(
+            r.rank(&s, &found, &cfg),
+            vec![(ids[2], 0.6), (ids[0], 0.5), (ids[1], 0.45), (ids[3], 0.4)]
+        );
+        let people = r.query.people.clone();
+        assert_eq!(single_voice(notes[1], &people).as_deref(), Some("ben"));
+        assert_eq!(single_voice(notes[2], &people), None);
+        assert_eq!(single_voice(notes[3], &people), None);
+        assert_eq!(
+            single_voice("  Ana: hi\nNote: x\nAna: bye", &people).as_deref(),
+            Some("ana")
         );
     }
 

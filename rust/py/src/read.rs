@@ -197,6 +197,7 @@ impl ReadSession {
             best_passage,
             named,
             speaker_asked: one_speaker_named(&asked, &people),
+            people: people.clone(),
             time: time_query(window, asks_when),
             fact_time: fact_time(fact_stance, fact_at, fact_until).py()?,
         };
