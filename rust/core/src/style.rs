@@ -24,7 +24,7 @@
 //! memory's people (`StyleBasis::people`), as a speaker is.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::context::speaker_of;
 use crate::coverage::person_marks;
@@ -78,6 +78,9 @@ pub struct StyleBasis {
     /// Per label heading a speakerless text: the texts it heads and how
     /// many of them speak in the first or second person.
     pub labels: HashMap<String, LabelSums>,
+    /// The labels that name a person (`LabelSums::is_person`), kept as the
+    /// sums change: a memory may hold many labels and few people.
+    pub persons: HashSet<String>,
 }
 
 /// One label's counts over the speakerless texts it heads.
@@ -239,6 +242,13 @@ impl StyleBasis {
             };
             sums.texts += 1;
             sums.personal += usize::from(personal);
+            if sums.is_person() {
+                if !self.persons.contains(label) {
+                    self.persons.insert(label.to_owned());
+                }
+            } else {
+                self.persons.remove(label);
+            }
         }
         if let (Some(s), Some(open)) = (speaker, self.open.as_mut()) {
             if open.speaker.as_deref() == Some(s) && open.episode == episode {
@@ -352,12 +362,7 @@ impl StyleBasis {
     pub fn people(&self) -> Vec<String> {
         let mut out: Vec<String> = self
             .speaker_names()
-            .chain(
-                self.labels
-                    .iter()
-                    .filter(|(_, sums)| sums.is_person())
-                    .map(|(label, _)| label.as_str()),
-            )
+            .chain(self.persons.iter().map(String::as_str))
             .map(str::to_owned)
             .collect();
         out.sort_unstable();
@@ -390,9 +395,14 @@ pub struct StyleTable {
     counted: CountedTable,
     /// Every speaker key counted so far, each once, numbered by position
     /// (a read then finds a node's speaker by number, not by its text).
-    /// Never shrinks: a memory has few speakers.
+    /// Never shrinks: a memory has few speakers (and labels are numbered
+    /// apart, below).
     names: Vec<String>,
     numbers: HashMap<String, u32>,
+    /// The labels of speakerless texts, numbered as the speakers are but
+    /// apart from them (a read's memo is sized by the speakers alone).
+    labels: Vec<String>,
+    label_numbers: HashMap<String, u32>,
     basis: StyleBasis,
     /// Whether a removal, or a node counted again or below the last, left
     /// the sums stale (a turn may have split or joined: every speaker's
@@ -418,7 +428,7 @@ impl StyleTable {
             let speaker = speaker_key(node).map(|key| self.number(key));
             let label = match speaker {
                 Some(_) => None,
-                None => label_of(&node.content).map(|(key, p)| (self.number(key), p)),
+                None => label_of(&node.content).map(|(key, p)| (self.label_number(key), p)),
             };
             let counted = Counted {
                 chars,
@@ -434,7 +444,7 @@ impl StyleTable {
                 let name = counted.speaker.map(|n| self.names[n as usize].as_str());
                 let label = counted
                     .label
-                    .map(|(n, p)| (self.names[n as usize].as_str(), p));
+                    .map(|(n, p)| (self.labels[n as usize].as_str(), p));
                 self.basis
                     .count(name, label, counted.episode, chars, counted.log_len, asks);
             }
@@ -451,6 +461,17 @@ impl StyleTable {
         let n = u32::try_from(self.names.len()).expect("fewer than 2^32 speakers");
         self.names.push(key.clone());
         self.numbers.insert(key, n);
+        n
+    }
+
+    /// The number of a label (a new one for a label not seen before).
+    fn label_number(&mut self, key: String) -> u32 {
+        if let Some(&n) = self.label_numbers.get(&key) {
+            return n;
+        }
+        let n = u32::try_from(self.labels.len()).expect("fewer than 2^32 labels");
+        self.labels.push(key.clone());
+        self.label_numbers.insert(key, n);
         n
     }
 
@@ -500,7 +521,7 @@ impl StyleTable {
             if let Some(c) = self.counted.get(id) {
                 let asks = shares.get(&id).copied().unwrap_or(0.0);
                 let name = c.speaker.map(|n| self.name(n));
-                let label = c.label.map(|(n, p)| (self.name(n), p));
+                let label = c.label.map(|(n, p)| (self.labels[n as usize].as_str(), p));
                 basis.count(name, label, c.episode, c.chars, c.log_len, asks);
             }
         }
@@ -515,12 +536,18 @@ impl StyleTable {
     /// Approximate heap bytes.
     pub fn memory_bytes(&self) -> usize {
         self.counted.slots.capacity() * std::mem::size_of::<Option<Counted>>()
-            + self.names.iter().map(|s| 2 * s.len() + 80).sum::<usize>()
+            + self
+                .names
+                .iter()
+                .chain(&self.labels)
+                .map(|s| 2 * s.len() + 80)
+                .sum::<usize>()
             + self
                 .basis
                 .speakers
                 .keys()
                 .chain(self.basis.labels.keys())
+                .chain(&self.basis.persons)
                 .map(|s| s.len() + 56)
                 .sum::<usize>()
     }
