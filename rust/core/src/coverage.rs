@@ -708,24 +708,10 @@ impl MemoryStore {
                 .map(|(s, _)| s.clone()),
         );
         let mut credits = Credits::new(self, id, text, q, allowed);
-        let mut hits: Vec<&str> = Vec::new();
         let firsts = q.first_chars();
         for (own, body) in &segments {
             credits.segment(body, own, &voices);
-            for sentence in sentence_spans(body) {
-                hits.clear();
-                self.tokenizer()
-                    .for_each_token_starting(sentence, &firsts, |t| {
-                        if let Some(c) = q.content_tokens.get(t) {
-                            hits.push(c);
-                        }
-                    });
-                if hits.is_empty() {
-                    continue;
-                }
-                let (first, second) = person_marks(sentence);
-                credits.sentence(&hits, sentence_weight(sentence), first, second);
-            }
+            self.credit_sentences(&mut credits, body, &firsts);
         }
         credits.finish()
     }
@@ -861,12 +847,20 @@ impl MemoryStore {
         allowed: Option<&Allowed>,
     ) -> (f64, f64) {
         let mut credits = Credits::new(self, id, text, q, allowed);
-        let mut hits: Vec<&str> = Vec::new();
-        let firsts = q.first_chars();
+        self.credit_sentences(&mut credits, text, &q.first_chars());
+        credits.finish()
+    }
+
+    /// Credit each sentence of `text` that holds content tokens, read off
+    /// the text (tokenised sentence by sentence; `firsts`: the content
+    /// tokens' first chars).
+    fn credit_sentences<'a>(&self, credits: &mut Credits<'a>, text: &'a str, firsts: &[char]) {
+        let q = credits.q;
+        let mut hits: Vec<&'a str> = Vec::new();
         for sentence in sentence_spans(text) {
             hits.clear();
             self.tokenizer()
-                .for_each_token_starting(sentence, &firsts, |t| {
+                .for_each_token_starting(sentence, firsts, |t| {
                     if let Some(c) = q.content_tokens.get(t) {
                         hits.push(c);
                     }
@@ -881,7 +875,6 @@ impl MemoryStore {
             };
             credits.sentence(&hits, sentence_weight(sentence), first, second);
         }
-        credits.finish()
     }
 
     /// For each pair `(ids[k], others[k])`, whether both nodes name the same

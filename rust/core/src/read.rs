@@ -1252,8 +1252,9 @@ mod tests {
     }
 
     /// A query about one speaker ranks what the others said at a share of
-    /// its score; a speakerless node, and every node of a query that asks
-    /// about nobody (or several people), keep theirs.
+    /// its score; a speakerless node (unless one person's label heads it),
+    /// and every node of a query that asks about nobody (or several
+    /// people), keep theirs.
     #[test]
     fn rank_lowers_what_others_said_when_one_speaker_is_asked_about() {
         let mut s = MemoryStore::new(StoreConfig::new(2)).unwrap();
@@ -1299,28 +1300,19 @@ mod tests {
             order(&r.rank(&s, &found, &as_scored)),
             [ids[1], ids[2], ids[0], ids[3]]
         );
-    }
-
-    #[test]
-    fn a_note_one_person_says_ranks_as_theirs() {
-        let mut s = MemoryStore::new(StoreConfig::new(2)).unwrap();
+        // speakerless notes: one headed by one person's label is theirs
         let notes = [
             "Ana: I play the cello",
             "Ben: I play the drums\nand sing",
             "Ben: you play so well\nAna: thanks",
             "Note: the concert is on Friday",
         ];
+        let mut s = MemoryStore::new(StoreConfig::new(2)).unwrap();
         let ids: Vec<NodeId> = notes
             .iter()
             .map(|t| s.add_node(NewNode::new(*t, vec![1.0, 0.0])).unwrap())
             .collect();
         let found = [(ids[0], 0.5), (ids[1], 0.9), (ids[2], 0.6), (ids[3], 0.4)];
-        let cfg = RankConfig {
-            replaced_below: 0.99,
-            other_speaker_share: 0.5,
-        };
-        let mut r = session("what does ana play", vec![1.0, 0.0], TimeQuery::None);
-        r.query.speaker_asked = Some("ana".into());
         // without people no label is a voice: as scored
         assert_eq!(r.rank(&s, &found, &cfg)[0], (ids[1], 0.9));
         r.query.people = vec!["ana".into(), "ben".into()];

@@ -380,6 +380,18 @@ impl StyleBasis {
     }
 }
 
+/// The number of `key` in a table of names numbered by position (a new
+/// one, at the end, for a key not seen before).
+fn intern(names: &mut Vec<String>, numbers: &mut HashMap<String, u32>, key: String) -> u32 {
+    if let Some(&n) = numbers.get(&key) {
+        return n;
+    }
+    let n = u32::try_from(names.len()).expect("fewer than 2^32 names");
+    names.push(key.clone());
+    numbers.insert(key, n);
+    n
+}
+
 /// The store's style state: each counted node's length, speaker key and
 /// episode, and the basis over all of them.
 ///
@@ -455,24 +467,12 @@ impl StyleTable {
 
     /// The number of a speaker key (a new one for a key not seen before).
     fn number(&mut self, key: String) -> u32 {
-        if let Some(&n) = self.numbers.get(&key) {
-            return n;
-        }
-        let n = u32::try_from(self.names.len()).expect("fewer than 2^32 speakers");
-        self.names.push(key.clone());
-        self.numbers.insert(key, n);
-        n
+        intern(&mut self.names, &mut self.numbers, key)
     }
 
     /// The number of a label (a new one for a label not seen before).
     fn label_number(&mut self, key: String) -> u32 {
-        if let Some(&n) = self.label_numbers.get(&key) {
-            return n;
-        }
-        let n = u32::try_from(self.labels.len()).expect("fewer than 2^32 labels");
-        self.labels.push(key.clone());
-        self.label_numbers.insert(key, n);
-        n
+        intern(&mut self.labels, &mut self.label_numbers, key)
     }
 
     /// A speaker's key by its number.
