@@ -24,7 +24,7 @@ use crate::error::Result;
 use crate::filter::Allowed;
 use crate::pair_signals::session_of;
 use crate::store::MemoryStore;
-use crate::style::text_label;
+use crate::style::{labelled, text_label};
 use crate::text::Tokenizer;
 use crate::types::{NodeId, View};
 
@@ -592,17 +592,16 @@ pub const TRANSCRIPT_READ_BYTES: usize = 16 * 1024;
 /// words start after its label's colon. None when no line is so headed.
 pub(crate) fn transcript_segments<'t>(
     text: &'t str,
-    people: &ShortKeySet<String>,
+    is_person: impl Fn(&str) -> bool,
 ) -> Option<Vec<(String, &'t str)>> {
     let mut out: Vec<(String, &'t str)> = Vec::new();
     let (mut own, mut from) = (String::new(), 0);
     let mut found = false;
     let mut at = 0;
     for line in text.split_inclusive('\n') {
-        if let Some(label) = text_label(line).filter(|l| people.contains(l)) {
+        if let Some((label, words)) = labelled(line).filter(|(l, _)| is_person(l)) {
             out.push((std::mem::take(&mut own), &text[from..at]));
-            // text_label read up to the line's first colon
-            from = at + line.find(':').expect("a label ends at a colon") + 1;
+            from = at + words;
             own = label;
             found = true;
         }
@@ -616,24 +615,18 @@ pub(crate) fn transcript_segments<'t>(
 }
 
 /// The one person who says a speakerless text, when it is a transcript of
-/// one voice: every line a label of `people` (sorted) heads has the same
-/// label, and the text starts with one (`transcript_segments`). None for a
-/// text of several voices, of none, or over `TRANSCRIPT_READ_BYTES`.
+/// one voice: it starts with a line a label of `people` (sorted) heads,
+/// and every such line has the same label (`transcript_segments`). None for
+/// a text of several voices, of none, or over `TRANSCRIPT_READ_BYTES`.
 pub fn single_voice(text: &str, people: &[String]) -> Option<String> {
     if people.is_empty() || text.len() > TRANSCRIPT_READ_BYTES {
         return None;
     }
-    // the text's own labels first: most notes have one line
-    let label = text_label(text)?;
-    people.binary_search(&label).ok()?;
-    for line in text.split_inclusive('\n').skip(1) {
-        if let Some(other) = text_label(line) {
-            if other != label && people.binary_search(&other).is_ok() {
-                return None;
-            }
-        }
-    }
-    Some(label)
+    let is_person = |l: &str| people.binary_search_by(|p| p.as_str().cmp(l)).is_ok();
+    let segments = transcript_segments(text, is_person)?;
+    let ((_, before), spoken) = segments.split_first()?;
+    let voice = &spoken.first()?.0;
+    (before.trim().is_empty() && spoken.iter().all(|(s, _)| s == voice)).then(|| voice.clone())
 }
 
 /// A node's speaker as coverage compares it: lower-cased, "" when none.
@@ -770,7 +763,9 @@ impl MemoryStore {
                     && speaker_of(node).is_none()
                     && node.content.len() <= TRANSCRIPT_READ_BYTES
                 {
-                    if let Some(segments) = transcript_segments(&node.content, &q.people) {
+                    if let Some(segments) =
+                        transcript_segments(&node.content, |l| q.people.contains(l))
+                    {
                         return self.transcript_coverage(id, &node.content, segments, q, allowed);
                     }
                 }
@@ -1024,8 +1019,9 @@ mod tests {
     #[test]
     fn transcripts_split_at_the_lines_people_head() {
         let people: ShortKeySet<String> = ["ann", "bob"].iter().map(|s| s.to_string()).collect();
+        let people = |l: &str| people.contains(l);
         let text = "Intro line.\nAnn: I went to the park\nand the lake.\n  Bob: you did?\nNote: x";
-        let got = transcript_segments(text, &people).unwrap();
+        let got = transcript_segments(text, people).unwrap();
         let want = [
             ("", "Intro line.\n"),
             ("ann", " I went to the park\nand the lake.\n"),
@@ -1035,12 +1031,12 @@ mod tests {
         for ((own, words), (w_own, w_words)) in got.iter().zip(want) {
             assert_eq!((own.as_str(), *words), (w_own, w_words));
         }
-        assert_eq!(transcript_segments("no labels\nhere", &people), None);
+        assert_eq!(transcript_segments("no labels\nhere", people), None);
         assert_eq!(
-            transcript_segments("Cy: a label, not a person", &people),
+            transcript_segments("Cy: a label, not a person", people),
             None
         );
-        let one = transcript_segments("Bob: hi", &people).unwrap();
+        let one = transcript_segments("Bob: hi", people).unwrap();
         assert_eq!(one, vec![(String::new(), ""), ("bob".to_string(), " hi")]);
     }
 

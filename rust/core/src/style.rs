@@ -109,7 +109,14 @@ pub const MAX_LABEL_BYTES: usize = 40;
 /// text. "Caroline: I ran ..." and "Dr. Lee: take ..." have one; "10:30
 /// today", "http://x" and "Ideas:" alone do not.
 pub fn text_label(text: &str) -> Option<String> {
-    let text = text.trim_start();
+    labelled(text).map(|(label, _)| label)
+}
+
+/// `text_label`, with where the words after the label's colon start in
+/// `text` (bytes).
+pub fn labelled(text: &str) -> Option<(String, usize)> {
+    let start = text.len() - text.trim_start().len();
+    let text = &text[start..];
     let line_end = text.find('\n').unwrap_or(text.len());
     let colon = text[..line_end].find(':')?;
     let (label, rest) = (&text[..colon], &text[colon + 1..]);
@@ -136,16 +143,15 @@ pub fn text_label(text: &str) -> Option<String> {
             return None;
         }
     }
-    Some(label.to_lowercase())
+    Some((label.to_lowercase(), start + colon + 1))
 }
 
 /// What the style keeps of a speakerless text's label: the label, and
-/// whether what follows it speaks in the first or second person.
+/// whether what follows it speaks in the first or second person (the
+/// label's own words are no person mark).
 fn label_of(text: &str) -> Option<(String, bool)> {
-    let label = text_label(text)?;
-    // what follows the first colon (the label's own words are no person mark)
-    let rest = text.split_once(':').map_or("", |(_, r)| r);
-    let (first, second) = person_marks(rest);
+    let (label, at) = labelled(text)?;
+    let (first, second) = person_marks(&text[at..]);
     Some((label, first || second))
 }
 
