@@ -54,12 +54,14 @@ from jevmem.evaluation import (
     ANSWERABLE,
     CATEGORIES,
     RESTYLES,
+    UPDATE_ABILITIES,
     aggregate,
     auroc,
     conversation_inputs,
     load_samples,
     merged,
     percentile,
+    update_order,
     update_pairs_linked,
     windows,
 )
@@ -377,6 +379,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                             "mode": m,
                             "retrieved": dia_ids(res)[:kmax],
                             "evidence": list(qa.evidence),
+                            # what abstention reads (None outside the full modes)
+                            "sufficiency": getattr(res, "sufficiency", None),
                         }
                     )
                 mine = r.per_conversation.setdefault(conv.sample_id, ([], [], []))
@@ -433,6 +437,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 **aggregate(rows, KS),
                 "questions": len(rows),
                 "sufficiency_mean": statistics.fmean(sf) if sf else None,
+                # a question about a fact that changed: is the fact that
+                # holds ranked above the one it replaced?
+                **({"update_order": update_order(rows)} if name in UPDATE_ABILITIES else {}),
             }
             for name, (rows, sf) in sorted(r.per_ability.items())
         }
@@ -571,6 +578,19 @@ def markdown(result: dict[str, Any]) -> str:
                     cell = f"suff {fmt(row['sufficiency_mean'])}"
                 cells.append(cell)
             lines.append(f"| {a} | " + " | ".join(cells) + " |")
+        for a in abilities:
+            orders = [
+                d.get("per_ability", {}).get(a, {}).get("update_order")
+                for d in result["modes"].values()
+            ]
+            if any(orders):
+                lines.append(
+                    f"| {a}: newest gold turn above the oldest | "
+                    + " | ".join(
+                        f"{o['newest_first']}/{o['questions']}" if o else "-" for o in orders
+                    )
+                    + " |"
+                )
         lines.append("")
     for kind, r in result.get("controller_round_ms", {}).items():
         lines.append(

@@ -32,6 +32,8 @@ WORDS = [
     "\u0130", "\u0131", "\u017fo", "K\u212a", "caf\u00e9", "na\u0308ive", "x\u00b2", "_so",
     "so_", "-so-", "\u039f\u0394\u039f\u03a3", "\u03a3\u03a3s", "STRASSE", "\u1e9e",
     "'", ".", ",", "!", "?", "\n", "\u00a0", "  ",
+    "$600", "65%", "3", "PM", "p.m.", "4:30", "April", "Apr.", "5th", "2024", "1,200,", "v2.5",
+    "adjusted", "rescheduled", "percent", "\u00a3", "\u0663",
 ]  # fmt: skip
 text = st.one_of(
     st.lists(st.sampled_from(WORDS), max_size=24).map(" ".join),

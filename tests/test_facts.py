@@ -65,6 +65,19 @@ SEQUENCES = {
         "Which city does Maya live in now?",
         "Which city did Maya live in on {date}?",
     ),
+    # a value that changed, said with a verb of adjusting or rescheduling
+    "budget": (
+        "My sneaker budget is $600, I track every pair I buy.",
+        "I adjusted my sneaker budget to $650 after the bonus came in.",
+        "What is Maya's sneaker budget now?",
+        "What was Maya's sneaker budget on {date}?",
+    ),
+    "sync": (
+        "Our weekly sync with Kyle is at 3 PM on Thursdays.",
+        "Kyle and I rescheduled our weekly sync to 4:30 PM on Thursdays.",
+        "When is the weekly sync with Kyle now?",
+        "When was the weekly sync with Kyle on {date}?",
+    ),
 }
 
 

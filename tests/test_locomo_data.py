@@ -635,6 +635,44 @@ def test_update_pairs_linked_by_hand() -> None:
     }
 
 
+def test_update_order_by_hand() -> None:
+    rows = [
+        (["D2:5", "D1:3"], ("D1:3", "D2:5")),  # the newest first, at 1
+        (["D1:3", "D9:9", "D2:5"], ("D2:5", "D1:3")),  # the oldest first
+        (["D1:3,D2:5"], ("D1:3", "D2:5")),  # one block: a tie, the newest at 1
+        (["D1:10", "D1:2"], ("D1:2", "D1:10", "D1:1")),  # D1:1 oldest, not retrieved
+        ([], ("D1:1", "D1:2")),  # neither retrieved: a tie
+        (["D9:9"], ("D1:1",)),  # one gold turn: not counted
+    ]
+    assert ev.update_order(rows) == {
+        "questions": 5,
+        "newest_first": 2,
+        "oldest_first": 1,
+        "newest_at_1": 3,
+    }
+
+
+@given(
+    st.lists(st.sampled_from([f"D{s}:{t}" for s in (1, 2) for t in (1, 2, 10)]), unique=True),
+    st.lists(st.sampled_from([f"D{s}:{t}" for s in (1, 2) for t in (1, 2, 10)]), unique=True),
+)
+def test_update_order_counts_each_question_once_and_reverses(
+    retrieved: list[str], evidence: list[str]
+) -> None:
+    got = ev.update_order([(retrieved, evidence)])
+    counted = len(evidence) >= 2
+    assert got["questions"] == int(counted)
+    assert got["newest_first"] + got["oldest_first"] <= got["questions"]
+    # the retrieved list reversed: what ranked the newest first ranks it last
+    both = set(evidence) <= set(retrieved)
+    back = ev.update_order([(retrieved[::-1], evidence)])
+    if counted and both:
+        assert (back["newest_first"], back["oldest_first"]) == (
+            got["oldest_first"],
+            got["newest_first"],
+        )
+
+
 def test_harness_end_to_end_on_baseline(tmp_path: Path) -> None:
     data = tmp_path / "mini.json"
     data.write_text(json.dumps([sample(), sample(sample_id="conv-y")]))

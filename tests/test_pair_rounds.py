@@ -406,6 +406,9 @@ SENTENCE_PARTS = [
     "I moved to Oslo.", "We now use Dagster!", "my cat", "Really?", "\n", " ",
     "I do not eat meat.", "Our team likes tea.", "I switched from oat to soy milk.",
     "We use Airflow instead of cron", "It is now late.", "We never used Airflow.",
+    "I raised my sneaker budget to $650.", "my budget", "We moved the call to 4:30 PM",
+    "I now have 52 sources in my Zotero library.", "our deadline is now April 5, 2024.",
+    "I bought sneakers for $250", "coverage now at 78%!", "In 2024 I ran 5 km.",
 ]  # fmt: skip
 
 
@@ -431,10 +434,11 @@ def change_statements_reference(new_text: str, old_texts: list[str]) -> list[flo
     """`change_statements` as it read every own sentence of the new text
     (the oracle for reading only those with a change cue or a denial)."""
     from jevmem.controller import local
-    from jevmem.controller.cues import CHANGE, NEGATION, OWN, WORD, replaced_values
+    from jevmem.controller.cues import CHANGE, NEGATION, OWN, VALUE, WORD, replaced_values
 
+    split = re.compile(r"(?<=[.!?])\s+|\n+")
     own = []
-    for sentence in re.split(r"(?<=[.!?])\s+|\n+", new_text)[: local._CHANGE_SENTENCES]:
+    for sentence in split.split(new_text)[: local._CHANGE_SENTENCES]:
         # the words as Python strings (`change_statements` keeps them in the core)
         words = WORD.word_set(sentence)
         if OWN.found(sentence) and words:
@@ -443,6 +447,11 @@ def change_statements_reference(new_text: str, old_texts: list[str]) -> list[flo
     out = []
     for old in old_texts:
         old_words = WORD.word_set(old)
+        stated = [
+            values_reference(s)
+            for s in split.split(old)
+            if re.search(VALUE.pattern, s, re.IGNORECASE)
+        ][: local._VALUE_SENTENCES]
         best = 0.0
         for sentence, words, denies, given_up in own if old_words else []:
             about = len(words & old_words) / len(words)
@@ -453,14 +462,76 @@ def change_statements_reference(new_text: str, old_texts: list[str]) -> list[flo
                 change = max(change, 0.5)
             if any(g & old_words for g in given_up):
                 change = min(1.0, change + 0.3) if change > 0 else 0.0
-            best = max(best, change * min(1.0, about / 0.2))
+            scale = min(1.0, about / 0.2)
+            values = values_reference(sentence)
+            if values:
+                # the share of a value's words around another value of its
+                # kind in the old text, the best over every pair
+                slot = max(
+                    (
+                        len(words_at & other_words) / len(words_at)
+                        for (kind, value), words_at in values.items()
+                        for o in stated
+                        for (other_kind, other), other_words in o.items()
+                        if words_at and other_kind == kind and other != value
+                    ),
+                    default=0.0,
+                )
+                if slot >= local._SLOT_LEAST:
+                    scale = max(scale, min(1.0, slot / local._SLOT_FULL))
+                else:
+                    scale = scale * local._UNMATCHED_VALUE
+            best = max(best, change * scale)
         out.append(best)
+    return out
+
+
+MONTHS = "jan feb mar apr may jun jul aug sep oct nov dec".split()
+
+
+def values_reference(sentence: str) -> dict[tuple[str, str], set[str]]:
+    """The values a sentence states, as `local._values` reads them, with
+    Python's `re` and plain sets: (kind, value) -> the words of the 60
+    characters either side of its first occurrence (the oracle)."""
+    from jevmem.controller.cues import VALUE, WORD
+
+    out: dict[tuple[str, str], set[str]] = {}
+    for m in re.finditer(VALUE.pattern, sentence, re.IGNORECASE):
+        text = m.group(0).lower()
+        plain = text.replace(",", "")
+        number = "".join(c for c in plain if c.isdigit() or c == ".")
+        if re.search(r"[$\u20ac\u00a3]\s*$", sentence[: m.start()]) or text.endswith(
+            ("dollars", "euros", "pounds")
+        ):
+            key = ("money", number)
+        elif text.endswith(("%", "percent")):
+            key = ("percent", number)
+        elif re.search(r"(am|pm|a\.m\.|p\.m\.)$", text) or ":" in text:
+            hour, _, minute = plain.partition(":")
+            h = int("".join(c for c in hour if c.isdigit()) or 0)
+            mins = "".join(c for c in minute if c.isdigit()) or "00"
+            key = ("time", f"{h}:{mins}" + ("pm" if "p" in text else "am" if "a" in text else ""))
+        elif re.search("[a-z]", text):
+            month = next(m for m in MONTHS if re.search(rf"\b{m}", text))
+            day = re.search(r"\d+", text)
+            assert day is not None
+            key = ("date", f"{month} {int(day.group(0))}")
+        elif len(text) == 4 and text[:2] in ("19", "20"):
+            continue  # a year
+        else:
+            key = ("number", plain)
+        if key not in out:
+            around = sentence[max(0, m.start() - 60) : m.end() + 60]
+            out[key] = set(WORD.word_set(re.sub(r"\d+", " ", around)))
     return out
 
 
 OLD_FACTS = [
     "I drink oat milk.", "Our pipelines run on Airflow.", "I live in Oslo.", "We use cron.",
     "My cat is called Tom.", "I do not eat meat.", "I eat meat on Sundays.", "Tea is nice.", "",
+    "My annual sneaker budget is $600.", "I spent 600 dollars on sneakers.",
+    "The call is at 3 PM. It is with Kyle.", "My Zotero library has 45 sources.",
+    "Our deadline is the 1st of April.", "Test coverage reached 65%. I ran 5 km.",
 ]  # fmt: skip
 
 
@@ -474,3 +545,34 @@ def test_change_statements_read_only_sentences_that_can_state_a_change(
     from jevmem.controller.local import change_statements
 
     assert change_statements(new, olds) == change_statements_reference(new, olds)
+
+
+def test_a_changed_value_replaces_the_statement_that_gave_it() -> None:
+    # a change that names a value replaces the earlier statement of a value
+    # of that kind with the same words around it, over a topical neighbour
+    # that gives no such value, gives one about something else, or gives
+    # one far from the words it shares
+    from jevmem.controller import local
+    from jevmem.controller.local import change_statements
+
+    new = "I raised my sneaker budget to $650."
+    olds = [
+        "My annual sneaker budget is $600.",
+        "My sneaker budget was 600 dollars.",  # the same kind, written out
+        "I love sneakers and I plan my sneaker budget every spring.",  # no value
+        "The sneaker budget meeting is at 3 PM.",  # a value of another kind
+        "My annual sneaker budget matters a lot to me, and I think about it "
+        "often when shopping around town; in other news I paid $600 for repairs.",
+        "My sneaker budget is $650.",  # the same value: not the one replaced
+    ]
+    local.clear_text_caches()
+    got = change_statements(new, olds)
+    assert got == change_statements_reference(new, olds)
+    full = 1.0 - math.exp(-1 / 0.6)  # one change cue ("raised ... to")
+    assert got[0] == got[1] == pytest.approx(full)
+    unmatched = local._UNMATCHED_VALUE * full
+    assert got[2] == pytest.approx(unmatched)
+    assert got[3] == got[4] == got[5] == pytest.approx(unmatched)
+    # a change that names no value reads the earlier text as before
+    plain = change_statements("I switched my sneaker brand now.", olds[:1])
+    assert plain == change_statements_reference("I switched my sneaker brand now.", olds[:1])

@@ -89,6 +89,7 @@ __all__ = [
     "session_timestamps",
     "token_f1",
     "turn_ids",
+    "update_order",
     "update_pairs_linked",
     "windows",
 ]
@@ -595,6 +596,40 @@ def update_pairs_linked(
         hit = any((a, b) in joined for a in qa.evidence for b in qa.evidence if a != b)
         out[qa.ability] = (asked + 1, linked + int(hit))
     return out
+
+
+def update_order(
+    rows: Iterable[tuple[Sequence[str | None], Sequence[str]]],
+) -> dict[str, int]:
+    """Whether a search ranks the fact that holds above the one it replaced:
+    over (retrieved dia ids, gold dia ids) rows with two or more gold turns,
+    how many rank the newest gold turn (the last in the conversation) above
+    the oldest, the oldest above the newest, and the newest first. A turn
+    not retrieved ranks below every retrieved one; two in one block tie
+    (neither counts)."""
+    out = {"questions": 0, "newest_first": 0, "oldest_first": 0, "newest_at_1": 0}
+    for retrieved, evidence in rows:
+        if len(evidence) < 2:
+            continue
+        ordered = sorted(evidence, key=_turn_key)
+        rank: dict[str, int] = {}
+        for i, item in enumerate(retrieved):
+            for t in turn_ids(item or ""):
+                rank.setdefault(t, i)
+        absent = len(retrieved) + 1  # below every retrieved item
+        newest = rank.get(ordered[-1], absent)
+        oldest = rank.get(ordered[0], absent)
+        out["questions"] += 1
+        out["newest_first"] += int(newest < oldest)
+        out["oldest_first"] += int(oldest < newest)
+        out["newest_at_1"] += int(newest == 0)
+    return out
+
+
+def _turn_key(dia_id: str) -> tuple[int, int]:
+    """A canonical dia id's place in its conversation: (session, turn)."""
+    m = _DIA_ID.fullmatch(dia_id)
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
 
 
 # --- retrieval scoring -----------------------------------------------------------------------

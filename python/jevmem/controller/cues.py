@@ -18,6 +18,7 @@ __all__ = [
     "RECENT",
     "REPLACED_VALUE",
     "SEMANTIC",
+    "VALUE",
     "WHY",
     "WORD",
     "Cue",
@@ -147,7 +148,28 @@ CHANGE = cue_words(
     r"correction", r"upgraded", r"downgraded", r"migrat(?:ed|ing|e) (?:to|from)",
     r"(?:increased|decreased|dropped|raised|reduced|grew|fell|rose|improved|reached) (?:to|from|by)?",
     r"(?:is|are|am) now", r"(?:my|our|the) new", r"not anymore", r"used to",
+    r"adjust(?:ed|ing)? (?:to|it|the|my|our)", r"extend(?:ed|ing)? (?:to|by|it|the|my|our)",
+    r"reschedul(?:e|ed|ing)", r"postpon(?:e|ed|ing)", r"push(?:ed|ing)? back",
+    r"revis(?:e|ed|ing) (?:to|it|the|my|our)", r"bump(?:ed|ing)? (?:up|to)",
+    r"expand(?:ed|ing)? (?:to|by)", r"moved up",
 )  # fmt: skip
+# A value a sentence states: an amount of money, a percentage, a time of
+# day, a date, a count. A statement that a value changed replaces the
+# earlier statement of a value of the same kind about the same thing.
+_MONTH = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b\.?"
+)
+# (every alternative starts with \b, as the core reads a leading one; an
+# amount of money is a number after a currency sign, read off the text)
+VALUE = Cue(
+    r"\b\d[\d,]*(?:\.\d+)?\s?(?:%|percent\b|dollars\b|euros\b|pounds\b)"
+    r"|\b\d{1,2}(?::\d{2})?\s?(?:am\b|pm\b|a\.m\.|p\.m\.)"
+    r"|\b\d{1,2}:\d{2}\b"
+    rf"|\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?\b"
+    rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}"
+    r"|\b\d[\d,]*(?:\.\d+)?\b"
+)
 # What a change statement says was given up: the word after these names the
 # old value ("switched from oat", "instead of Airflow", "no longer in Paris");
 # `replaced_values` reads it off each match.
