@@ -320,46 +320,77 @@ def _sufficiency_values(head: Head, summaries: Sequence[Mapping[str, float]]) ->
     """The sufficiency head's answers for assessment summaries
     (`assessment_features`), each row as alone: ``unit_value`` of
     ``head(feature_matrix(summaries, head.features), [1] * len(summaries))``, bit
-    for bit. A row's few dozen features are built and standardised as
-    Python floats (the same IEEE operations) where numpy calls on one-row
-    arrays cost more than their arithmetic; only the matrix products and
-    the logistic run in numpy, as `Head.__call__` runs them."""
+    for bit. Each feature (a product of two base values, or one value and 1)
+    is built, standardised and clipped with one array operation each over
+    every feature at once (the same IEEE operations, elementwise, that
+    `feature_matrix` and `Head.__call__` apply); the matrix products and the
+    logistic run as `Head.__call__` runs them."""
     plan = _row_plan(head)
     if plan is None:  # a feature of three factors or more: the general path
         x = feature_matrix(summaries, head.features)
         return [unit_value(v) for v in head(x, [1] * len(summaries)).tolist()]
-    rows = []
-    for summary in summaries:
-        # each base value as `bound_columns` bounds it, then a 1 that a feature of
-        # one factor is multiplied by (exactly itself)
-        base = [_bound_one(summary.get(name) or 0.0) for name in ASSESSMENT_BASE]
-        base.append(1.0)
-        rows.append([min(max((base[i] * base[j] - m) / sd, -8.0), 8.0) for i, j, m, sd in plan])
-    h = np.array(rows, dtype=np.float64).reshape(len(rows), len(plan))
-    values = _logistic(head.standardized_logits(h, [1] * len(rows))).tolist()
+    first, second, mean, scale = plan
+    # each base value as `bound_columns` bounds it, then a 1 that a feature
+    # of one factor is multiplied by (exactly itself)
+    base = np.array(
+        [
+            [*(_bound_one(summary.get(name) or 0.0) for name in ASSESSMENT_BASE), 1.0]
+            for summary in summaries
+        ],
+        dtype=np.float64,
+    ).reshape(len(summaries), len(ASSESSMENT_BASE) + 1)
+    # into a row-major array, as `feature_matrix` gives (the product that
+    # follows rounds by the layout it reads)
+    h = np.multiply(base[:, first], base[:, second], out=np.empty((len(summaries), len(first))))
+    h -= mean
+    h /= scale
+    np.maximum(h, -8.0, out=h)
+    np.minimum(h, 8.0, out=h)
+    values = _logistic(head.standardized_logits(h, [1] * len(summaries))).tolist()
     return [unit_value(v) for v in values]
 
 
 #: `_row_plan`'s answer for each head it was asked about, by the head's id
 #: (the head kept, so an id is not reused while it is here)
-def _row_plan(head: Head) -> list[tuple[int, int, float, float]] | None:
-    """Per feature of a sufficiency head: the places of its two factors in
-    `ASSESSMENT_BASE` (the second past its end for a feature of one factor:
-    the 1 `_sufficiency_values` appends), its mean and its scale; None when
-    a feature has more than two factors (built once per head)."""
+def _row_plan(
+    head: Head,
+) -> (
+    tuple[
+        npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.float64], npt.NDArray[np.float64]
+    ]
+    | None
+):
+    """Per feature of a sufficiency head, as arrays: the places of its two
+    factors in `ASSESSMENT_BASE` (the second past its end for a feature of
+    one factor: the 1 `_sufficiency_values` appends), its mean and its
+    scale; None when a feature has more than two factors (built once per
+    head)."""
 
-    def build() -> list[tuple[int, int, float, float]] | None:
+    def build() -> (
+        tuple[
+            npt.NDArray[np.intp],
+            npt.NDArray[np.intp],
+            npt.NDArray[np.float64],
+            npt.NDArray[np.float64],
+        ]
+        | None
+    ):
         at = {name: i for i, name in enumerate(ASSESSMENT_BASE)}
         one = len(ASSESSMENT_BASE)
-        plan: list[tuple[int, int, float, float]] = []
-        for feature, m, sd in zip(
-            head.features, head.mean.tolist(), head.scale.tolist(), strict=True
-        ):
+        first: list[int] = []
+        second: list[int] = []
+        for feature in head.features:
             parts = [at[p] for p in feature.split("*")]
             if len(parts) > 2:
                 return None
-            plan.append((parts[0], parts[1] if len(parts) == 2 else one, m, sd))
-        return plan
+            first.append(parts[0])
+            second.append(parts[1] if len(parts) == 2 else one)
+        return (
+            np.array(first, dtype=np.intp),
+            np.array(second, dtype=np.intp),
+            np.asarray(head.mean, dtype=np.float64),
+            np.asarray(head.scale, dtype=np.float64),
+        )
 
     return _per_heads("row plan", (head,), build)
 
