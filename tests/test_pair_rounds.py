@@ -493,10 +493,13 @@ def values_reference(sentence: str) -> dict[tuple[str, str], set[str]]:
     """The values a sentence states, as `local._values` reads them, with
     Python's `re` and plain sets: (kind, value) -> the words of the 60
     characters either side of its first occurrence (the oracle)."""
+    from jevmem.controller import local
     from jevmem.controller.cues import VALUE, WORD
 
     out: dict[tuple[str, str], set[str]] = {}
-    for m in re.finditer(VALUE.pattern, sentence, re.IGNORECASE):
+    sentence = sentence[: local._VALUE_SENTENCE_CHARS]
+    found = list(re.finditer(VALUE.pattern, sentence, re.IGNORECASE))[: local._VALUES_READ]
+    for m in found:
         text = m.group(0).lower()
         plain = text.replace(",", "")
         number = "".join(c for c in plain if c.isdigit() or c == ".")
@@ -576,3 +579,26 @@ def test_a_changed_value_replaces_the_statement_that_gave_it() -> None:
     # a change that names no value reads the earlier text as before
     plain = change_statements("I switched my sneaker brand now.", olds[:1])
     assert plain == change_statements_reference("I switched my sneaker brand now.", olds[:1])
+
+
+def test_a_long_sentence_gives_only_its_first_values() -> None:
+    # a pasted table or log is one sentence of thousands of numbers: its
+    # values are read from its first characters only, the first few of them
+    from jevmem.controller import local
+    from jevmem.controller.local import change_statements
+
+    new = "I raised my sneaker budget to $650."
+    statement = "My annual sneaker budget is $600"
+    filler = " ".join(["sneaker row"] * 400)  # no stop: one sentence
+    numbers = " ".join(str(i) for i in range(40))
+    olds = [
+        f"{statement} and {filler}",
+        f"{filler} and {statement}",  # past the characters read
+        f"{numbers} then {statement}",  # past the values read
+    ]
+    local.clear_text_caches()
+    got = change_statements(new, olds)
+    assert got == change_statements_reference(new, olds)
+    full = 1.0 - math.exp(-1 / 0.6)
+    assert got[0] == pytest.approx(full)
+    assert got[1] == got[2] == pytest.approx(local._UNMATCHED_VALUE * full)

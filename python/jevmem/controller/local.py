@@ -107,6 +107,12 @@ _VALUE_SENTENCES = 64
 #: The characters either side of a value read for what it is the value of.
 _VALUE_CONTEXT = 60
 
+#: A sentence's values are read from its first this many characters, at
+#: most this many values (a sentence of a pasted table or log holds
+#: thousands of numbers, and every value read is compared).
+_VALUE_SENTENCE_CHARS = 2048
+_VALUES_READ = 16
+
 #: A value's words and another value's: the share in common from which the
 #: two are one slot (below it: other things), and the share at which that
 #: is certain.
@@ -120,13 +126,16 @@ _UNMATCHED_VALUE = 0.75
 
 
 def _values(sentence: str) -> _Values:
-    """The values a sentence states (`VALUE` matches), by kind, each with
-    the content words within `_VALUE_CONTEXT` characters of it. A year
-    alone ("2024", not "2,024") is no count: it dates something, and dates
-    are compared as dates."""
+    """The values a sentence states (`VALUE` matches, the first
+    `_VALUES_READ` of its first `_VALUE_SENTENCE_CHARS` characters), by
+    kind, each with the content words within `_VALUE_CONTEXT` characters of
+    it. A year alone ("2024", not "2,024") is no count: it dates something,
+    and dates are compared as dates."""
     got: dict[str, dict[str, WordSet]] = {}
     at = 0
-    for match in VALUE.findall(sentence):
+    # (a match cut at the end is read as cut: a number's first digits)
+    sentence = sentence[:_VALUE_SENTENCE_CHARS]
+    for match in VALUE.findall(sentence)[:_VALUES_READ]:
         start = sentence.find(match, at)
         end = start + len(match)
         at = end
