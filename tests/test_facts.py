@@ -302,6 +302,10 @@ def test_supersedes_answers_are_valid_for_any_input(
         ("Which milk did I say I drink now?", "present"),
         ("What snacks do you recommend for me?", "present"),
         ("Which plans am I making, and which did I mention to you?", "present"),
+        # a plan is made on what holds now; what someone said one should do is a report
+        ("What time should I plan to join the sync with Kyle?", "present"),
+        ("When will the webinar take place?", "present"),
+        ("What did you say I should do about the cache?", "neutral"),
     ],
 )
 def test_query_fact_time(query: str, stance: str) -> None:

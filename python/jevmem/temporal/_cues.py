@@ -113,7 +113,8 @@ def query_fact_time(query: str, cues: TimeCues, *, now: int | None = None) -> Fa
     that point before a change ("before", "used to", "previously", "at
     first"...; a plain past tense does not: "What did she switch to?" asks for
     the new value); then present words ("now", "currently", "still"...) or a
-    present tense of the query's own ("is", "does", "has"...; not one inside
+    present tense of the query's own ("is", "does", "has"..., and a plan's
+    "should", "will", "can": a plan is made on what holds now; not one inside
     a report it asks about: in "Which days did I say my kids have swimming?"
     or "How many sizes have I mentioned?" the statements themselves are
     wanted, whatever changed since), at ``now`` when given, else the latest

@@ -91,9 +91,11 @@ const LAST: &str = r"\b(?:last|latest|most\s+recent)\b";
 /// Explicit present words: "as things stand".
 const PRESENT: &str = r"\b(?:now|nowadays|currently|current|these\s+days|at\s+the\s+moment|at\s+present|presently|right\s+now|today|still|any\s*more|latest)\b";
 
-/// Present-tense auxiliaries: a present tense asks what holds now, unless
-/// the query asks what someone said (`REPORTED`).
-const TENSE: &str = r"\b(?:is|are|am|isn't|aren't|does|do|doesn't|don't|has|have|hasn't|haven't)\b";
+/// Present-tense auxiliaries, and the modals of a plan ("what time should I
+/// join", "when will the sync be"): a present tense asks what holds now, and
+/// a plan is made on what holds now, unless the query asks what someone
+/// said (`REPORTED`).
+const TENSE: &str = r"\b(?:is|are|am|isn't|aren't|does|do|doesn't|don't|has|have|hasn't|haven't|should|shall|will|must|can)\b";
 
 /// A question about what someone said or advised, in a past or perfect
 /// tense ("which days did I say my kids have...", "how many sizes have I
