@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jevmem import HashEmbedder, LocalController, Memory, MemoryConfig, MemoryStore
-from jevmem.controller import Choice, ChoiceAnswer, DecisionRequest, NoulAnswer
+from jevmem.controller import Choice, ChoiceAnswer, DecisionRequest, NoulAnswer, changes
 from jevmem.controller import local as local_controller
 from jevmem.errors import InvalidInputError, JevmemError, NodeNotFoundError
 from jevmem.memory import Mode
@@ -216,14 +216,18 @@ def test_forget_empties_text_keyed_caches() -> None:
     gone = conversation(m)
     m.search(QUERIES[1])
     assert local_controller._count.cache_info().currsize > 0
-    assert local_controller._own_sentences.cache_info().currsize > 0
+    assert changes._own_sentences.cache_info().currsize > 0
     m.forget(gone)
     assert local_controller._count.cache_info().currsize == 0
     assert local_controller.cause_cue.cache_info().currsize == 0
-    assert local_controller._denies.cache_info().currsize == 0
     # the per-text and per-sentence reads of a change statement as well
-    assert local_controller._content_words.cache_info().currsize == 0
-    assert local_controller._own_sentences.cache_info().currsize == 0
+    for cached in (
+        changes._denies,
+        changes._content_words,
+        changes._own_sentences,
+        changes._stated_values,
+    ):
+        assert cached.cache_info().currsize == 0
 
 
 def test_forget_many_at_once_matches_the_oracle() -> None:

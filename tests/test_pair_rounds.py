@@ -222,7 +222,8 @@ def relation_reference(new: str, cand: dict[str, Any]) -> list[float]:
     pair's signals one by one before it read columns (the oracle). The
     texts' cue values come from the controller's own text rules, which the
     move to columns did not change (a deliberate white-box read)."""
-    from jevmem.controller.local import cause_cue, change_statements
+    from jevmem.controller.changes import change_statements
+    from jevmem.controller.local import cause_cue
 
     sig = cand["signals"]
 
@@ -416,29 +417,29 @@ SENTENCE_PARTS = [
 def test_own_sentences_read_the_first_sentences_of_the_whole_split(parts: list[str]) -> None:
     # the core stops early; the sentences read are those of splitting the
     # whole text, each the speaker's own with a change cue or a denial
-    from jevmem.controller import local
+    from jevmem.controller import changes
     from jevmem.controller.cues import CHANGE, NEGATION, OWN
 
     text = " ".join(parts)
-    local._own_sentences.cache_clear()
-    got = [s for s, *_ in local._own_sentences(text)]
-    whole = re.split(r"(?<=[.!?])\s+|\n+", text)[: local._CHANGE_SENTENCES]
+    changes._own_sentences.cache_clear()
+    got = [s for s, *_ in changes._own_sentences(text)]
+    whole = re.split(r"(?<=[.!?])\s+|\n+", text)[: changes._CHANGE_SENTENCES]
     assert got == [
         s
         for s in whole
-        if OWN.found(s) and (CHANGE.count(s) or NEGATION.found(s)) and local._content_words(s)
+        if OWN.found(s) and (CHANGE.count(s) or NEGATION.found(s)) and changes._content_words(s)
     ]
 
 
 def change_statements_reference(new_text: str, old_texts: list[str]) -> list[float]:
     """`change_statements` as it read every own sentence of the new text
     (the oracle for reading only those with a change cue or a denial)."""
-    from jevmem.controller import local
+    from jevmem.controller import changes
     from jevmem.controller.cues import CHANGE, NEGATION, OWN, VALUE, WORD, replaced_values
 
     split = re.compile(r"(?<=[.!?])\s+|\n+")
     own = []
-    for sentence in split.split(new_text)[: local._CHANGE_SENTENCES]:
+    for sentence in split.split(new_text)[: changes._CHANGE_SENTENCES]:
         # the words as Python strings (`change_statements` keeps them in the core)
         words = WORD.word_set(sentence)
         if OWN.found(sentence) and words:
@@ -451,7 +452,7 @@ def change_statements_reference(new_text: str, old_texts: list[str]) -> list[flo
             values_reference(s)
             for s in split.split(old)
             if re.search(VALUE.pattern, s, re.IGNORECASE)
-        ][: local._VALUE_SENTENCES]
+        ][: changes._VALUE_SENTENCES]
         best = 0.0
         for sentence, words, denies, given_up in own if old_words else []:
             about = len(words & old_words) / len(words)
@@ -477,10 +478,10 @@ def change_statements_reference(new_text: str, old_texts: list[str]) -> list[flo
                     ),
                     default=0.0,
                 )
-                if slot >= local._SLOT_LEAST:
-                    scale = max(scale, min(1.0, slot / local._SLOT_FULL))
+                if slot >= changes._SLOT_LEAST:
+                    scale = max(scale, min(1.0, slot / changes._SLOT_FULL))
                 else:
-                    scale = scale * local._UNMATCHED_VALUE
+                    scale = scale * changes._UNMATCHED_VALUE
             best = max(best, change * scale)
         out.append(best)
     return out
@@ -490,15 +491,15 @@ MONTHS = "jan feb mar apr may jun jul aug sep oct nov dec".split()
 
 
 def values_reference(sentence: str) -> dict[tuple[str, str], set[str]]:
-    """The values a sentence states, as `local._values` reads them, with
+    """The values a sentence states, as `changes._values` reads them, with
     Python's `re` and plain sets: (kind, value) -> the words of the 60
     characters either side of its first occurrence (the oracle)."""
-    from jevmem.controller import local
+    from jevmem.controller import changes
     from jevmem.controller.cues import VALUE, WORD
 
     out: dict[tuple[str, str], set[str]] = {}
-    sentence = sentence[: local._VALUE_SENTENCE_CHARS]
-    found = list(re.finditer(VALUE.pattern, sentence, re.IGNORECASE))[: local._VALUES_READ]
+    sentence = sentence[: changes._VALUE_SENTENCE_CHARS]
+    found = list(re.finditer(VALUE.pattern, sentence, re.IGNORECASE))[: changes._VALUES_READ]
     for m in found:
         text = m.group(0).lower()
         plain = text.replace(",", "")
@@ -545,7 +546,7 @@ OLD_FACTS = [
 def test_change_statements_read_only_sentences_that_can_state_a_change(
     new: str, olds: list[str]
 ) -> None:
-    from jevmem.controller.local import change_statements
+    from jevmem.controller.changes import change_statements
 
     assert change_statements(new, olds) == change_statements_reference(new, olds)
 
@@ -555,8 +556,8 @@ def test_a_changed_value_replaces_the_statement_that_gave_it() -> None:
     # of that kind with the same words around it, over a topical neighbour
     # that gives no such value, gives one about something else, or gives
     # one far from the words it shares
-    from jevmem.controller import local
-    from jevmem.controller.local import change_statements
+    from jevmem.controller import changes, local
+    from jevmem.controller.changes import change_statements
 
     new = "I raised my sneaker budget to $650."
     olds = [
@@ -573,7 +574,7 @@ def test_a_changed_value_replaces_the_statement_that_gave_it() -> None:
     assert got == change_statements_reference(new, olds)
     full = 1.0 - math.exp(-1 / 0.6)  # one change cue ("raised ... to")
     assert got[0] == got[1] == pytest.approx(full)
-    unmatched = local._UNMATCHED_VALUE * full
+    unmatched = changes._UNMATCHED_VALUE * full
     assert got[2] == pytest.approx(unmatched)
     assert got[3] == got[4] == got[5] == pytest.approx(unmatched)
     # a change that names no value reads the earlier text as before
@@ -584,8 +585,8 @@ def test_a_changed_value_replaces_the_statement_that_gave_it() -> None:
 def test_a_long_sentence_gives_only_its_first_values() -> None:
     # a pasted table or log is one sentence of thousands of numbers: its
     # values are read from its first characters only, the first few of them
-    from jevmem.controller import local
-    from jevmem.controller.local import change_statements
+    from jevmem.controller import changes, local
+    from jevmem.controller.changes import change_statements
 
     new = "I raised my sneaker budget to $650."
     statement = "My annual sneaker budget is $600"
@@ -601,4 +602,4 @@ def test_a_long_sentence_gives_only_its_first_values() -> None:
     assert got == change_statements_reference(new, olds)
     full = 1.0 - math.exp(-1 / 0.6)
     assert got[0] == pytest.approx(full)
-    assert got[1] == got[2] == pytest.approx(local._UNMATCHED_VALUE * full)
+    assert got[1] == got[2] == pytest.approx(changes._UNMATCHED_VALUE * full)

@@ -226,7 +226,9 @@ _PRESENT_RE = re.compile(
 )
 # A present tense says it too, unless the query asks what someone said.
 _TENSE_RE = re.compile(
-    r"\b(?:is|are|am|isn't|aren't|does|do|doesn't|don't|has|have|hasn't|haven't)\b", FLAGS
+    r"\b(?:is|are|am|isn't|aren't|does|do|doesn't|don't|has|have|hasn't|haven't"
+    r"|should|shall|will|must|can)\b",
+    FLAGS,
 )
 _SAYING = (
     r"say|said|mention|mentioned|tell|told|share|shared|note|noted|state|stated|describe|"

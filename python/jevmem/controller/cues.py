@@ -65,7 +65,7 @@ class Cue:
 
     def word_set(self, text: str) -> frozenset[str]:
         """The distinct matches lower-cased, without `FUNCTION_WORDS`, a final
-        "s" dropped from those over three characters (`local._content_words`)."""
+        "s" dropped from those over three characters (`changes._content_words`)."""
         return _COUNTER.word_set(self.index, text, 3)
 
     def words(self, text: str) -> WordSet:

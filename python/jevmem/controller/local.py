@@ -10,7 +10,6 @@ question without changing the memory code.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from functools import lru_cache
 from typing import Any
@@ -18,24 +17,20 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from jevmem._core import WordSet
+from jevmem.controller import changes
 from jevmem.controller.catalogue import REPRESENTATION_OPTIONS, TEMPORAL_LABELS
+from jevmem.controller.changes import change_statements
 from jevmem.controller.cues import (
     CAUSE,
-    CHANGE,
     EPISODIC,
     MULTI,
     NEGATION,
-    OWN,
     PREFERENCE,
     PROCEDURAL,
     RECENT,
     SEMANTIC,
-    VALUE,
     WHY,
-    WORD,
     Cue,
-    replaced_values,
 )
 from jevmem.controller.scoring import clip_columns, clip_value, score_columns, score_rounds
 from jevmem.controller.types import (
@@ -56,223 +51,10 @@ from jevmem.temporal import query_time_cues
 __all__ = ["LocalController", "clear_text_caches", "question_index", "relation_arrays"]
 
 
-#: At most this many sentences of a new text are read for a change statement.
-_CHANGE_SENTENCES = 24
-
-
-@lru_cache(maxsize=16384)
-def _content_words(text: str) -> WordSet:
-    """Lower-cased words that say what a text is about (no function word),
-    plural -s dropped: ``{w[:-1] if w.endswith("s") and len(w) > 3 else w}``
-    over the lower-cased ``WORD`` matches not in `FUNCTION_WORDS`, read and
-    kept in the core (`WORD.word_set` gives them as strings)."""
-    return WORD.words(text)
-
-
-@lru_cache(maxsize=4096)
-def _own_sentences(
-    new_text: str,
-) -> tuple[tuple[str, int, WordSet, bool, tuple[WordSet, ...], _Values], ...]:
-    """The sentences of a text that may state a change of the speaker's own
-    facts: their own ("I", "we", "my", "our"), with content words, and with a
-    change cue or a denial (without either a sentence states no change, so
-    its words are never read). Each comes with its count of change cues, its
-    content words, whether it denies, the words it names as given up and
-    the values it states (`_values`).
-    Read once per new text, whatever the candidates it is compared with."""
-    out = []
-    # the core stops after the sentences read (a long text has thousands)
-    for sentence in OWN.sentences_with(new_text, _CHANGE_SENTENCES):
-        cues = _count(CHANGE, sentence)
-        denies = NEGATION.found(sentence)
-        if not cues and not denies:
-            continue
-        words = _content_words(sentence)
-        if not words:
-            continue
-        given_up = tuple(_content_words(value) for value in replaced_values(sentence))
-        out.append((sentence, cues, words, denies, given_up, _values(sentence)))
-    return tuple(out)
-
-
-#: A sentence's values by kind ("money", "percent", "time", "date",
-#: "number"): each value normalised ("$1,200" and "1200 dollars" are
-#: "1200"; "April 5" and "5th of April" are "apr 5") with the content words
-#: around it, which say what it is the value of.
-_Values = Mapping[str, Mapping[str, WordSet]]
-
-#: At most this many sentences of an earlier text are read for the values it states.
-_VALUE_SENTENCES = 64
-
-#: The characters either side of a value read for what it is the value of.
-_VALUE_CONTEXT = 60
-
-#: A sentence's values are read from its first this many characters, at
-#: most this many values (a sentence of a pasted table or log holds
-#: thousands of numbers, and every value read is compared).
-_VALUE_SENTENCE_CHARS = 2048
-_VALUES_READ = 16
-
-#: A value's words and another value's: the share in common from which the
-#: two are one slot (below it: other things), and the share at which that
-#: is certain.
-_SLOT_LEAST = 0.3
-_SLOT_FULL = 0.5
-
-#: How far a change statement that names a value counts against an earlier
-#: text that states no value of that kind about the same thing: a topical
-#: neighbour, most likely not the statement it replaces.
-_UNMATCHED_VALUE = 0.75
-
-
-def _values(sentence: str) -> _Values:
-    """The values a sentence states (`VALUE` matches, the first
-    `_VALUES_READ` of its first `_VALUE_SENTENCE_CHARS` characters), by
-    kind, each with the content words within `_VALUE_CONTEXT` characters of
-    it. A year alone ("2024", not "2,024") is no count: it dates something,
-    and dates are compared as dates."""
-    got: dict[str, dict[str, WordSet]] = {}
-    at = 0
-    # (a match cut at the end is read as cut: a number's first digits)
-    sentence = sentence[:_VALUE_SENTENCE_CHARS]
-    for match in VALUE.findall(sentence)[:_VALUES_READ]:
-        start = sentence.find(match, at)
-        end = start + len(match)
-        at = end
-        kind, value = _value_of(match.lower(), sentence[:start].rstrip()[-1:] in _CURRENCY)
-        if kind == "number" and len(match) == 4 and match[:2] in ("19", "20"):
-            continue
-        # (its words without digits: the values are compared apart)
-        around = sentence[max(0, start - _VALUE_CONTEXT) : end + _VALUE_CONTEXT]
-        got.setdefault(kind, {}).setdefault(value, _content_words(_DIGITS.sub(" ", around)))
-    return got
-
-
-_CURRENCY = "$\u20ac\u00a3"
-_DIGITS = re.compile(r"\d+")
-
-
-def _value_of(match: str, after_currency: bool) -> tuple[str, str]:
-    """A lower-cased `VALUE` match's kind and normalised value (a number
-    right after a currency sign is an amount of money)."""
-    digits = match.replace(",", "")
-    if after_currency or match.endswith(("dollars", "euros", "pounds")):
-        return "money", "".join(c for c in digits if c.isdigit() or c == ".")
-    if match.endswith(("%", "percent")):
-        return "percent", "".join(c for c in digits if c.isdigit() or c == ".")
-    if match.endswith(("am", "pm", "a.m.", "p.m.")) or ":" in match:
-        hour, _, rest = digits.partition(":")
-        hour = "".join(c for c in hour if c.isdigit())
-        minutes = "".join(c for c in rest if c.isdigit()) or "00"
-        half = "pm" if "p" in match else "am" if "a" in match else ""
-        return "time", f"{int(hour or 0)}:{minutes}{half}"
-    if any(c.isalpha() for c in match):
-        words = match.replace(".", " ").split()
-        month = next(w[:3] for w in words if w[0].isalpha() and w != "of")
-        day = next(int("".join(c for c in w if c.isdigit())) for w in words if w[0].isdigit())
-        return "date", f"{month} {day}"
-    return "number", digits
-
-
-def _value_slot(new: _Values, old: Sequence[_Values]) -> float:
-    """How much an earlier text's statement of a value is the one a change
-    statement's values replace: the largest share of the words around one
-    of the statement's values that are also around another value of the
-    same kind in the earlier text (0 when it states none)."""
-    best = 0.0
-    for old_values in old:
-        for kind, values in new.items():
-            others = old_values.get(kind)
-            if not others:
-                continue
-            for value, words in values.items():
-                if not words:
-                    continue
-                for other, old_words in others.items():
-                    if other != value:
-                        best = max(best, words.shared(old_words) / len(words))
-    return best
-
-
-@lru_cache(maxsize=4096)
-def _stated_values(text: str) -> tuple[_Values, ...]:
-    """The values each sentence of an earlier text states (`_values`), for
-    the sentences that state one: what a change statement that names a
-    value may replace."""
-    out = []
-    for sentence in VALUE.sentences_with(text, _VALUE_SENTENCES):
-        values = _values(sentence)
-        if values:
-            out.append(values)
-    return tuple(out)
-
-
-def change_statements(new_text: str, old_texts: Sequence[str]) -> list[float]:
-    """How clearly the new text states, in one sentence, that something each
-    old text speaks of changed, in [0, 1].
-
-    Sentence by sentence, so a cue word elsewhere in a long text (code, an
-    explanation that says "now let's ...") does not count: the sentence must
-    carry a change cue, be the speaker's own ("I", "we", "my", "our") and be
-    about the old text's subject (a share of its content words occur there).
-    Naming the old value as given up ("from oat", "instead of Airflow")
-    counts extra; a denial where the old text asserted counts half. A
-    sentence that states a value (an amount, a percentage, a time, a date, a
-    count: "raised my budget to $650") counts in full against an old text
-    that states another value of the same kind with the same words around
-    it ("my $600 budget"), and at `_UNMATCHED_VALUE` of the topical measure
-    against one that does not: a long agent's log says much about one
-    topic, and the statement a change replaces is the one that gave the old
-    value.
-    """
-    own = _own_sentences(new_text)
-    if not own:
-        # without a sentence that could state a change there is nothing to
-        # compare (the old texts' words are not read)
-        return [0.0] * len(old_texts)
-    out = []
-    for old_text in old_texts:
-        old_words = _content_words(old_text)
-        best = 0.0
-        for _, cues, words, denies, given_up, values in own if old_words else ():
-            about = words.shared(old_words) / len(words)
-            if about < 0.15:
-                continue
-            change = 1.0 - math.exp(-cues / 0.6)
-            if denies and not _denies(old_text):
-                change = max(change, 0.5)
-            if any(g.shared(old_words) for g in given_up):
-                change = min(1.0, change + 0.3) if change > 0 else 0.0
-            scale = min(1.0, about / 0.2)
-            if values:
-                # a value changed: the statement it replaces gave another
-                # value of that kind, with the same words around it
-                slot = _value_slot(values, _stated_values(old_text))
-                if slot >= _SLOT_LEAST:
-                    scale = max(scale, min(1.0, slot / _SLOT_FULL))
-                else:
-                    scale *= _UNMATCHED_VALUE
-            best = max(best, change * scale)
-        out.append(best)
-    return out
-
-
-@lru_cache(maxsize=4096)
-def _denies(text: str) -> bool:
-    # an earlier text is compared with every later one that finds it
-    return NEGATION.found(text)
-
-
 def clear_text_caches() -> None:
     """Empty the caches keyed by observation texts (see `jevmem.Memory.forget`)."""
-    for cached in (
-        _content_words,
-        _own_sentences,
-        _stated_values,
-        _denies,
-        _count,
-        cause_cue,
-    ):
+    changes.clear_caches()
+    for cached in (_count, cause_cue):
         cached.cache_clear()
 
 
