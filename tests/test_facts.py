@@ -468,3 +468,22 @@ def test_bad_links_raise_and_change_nothing() -> None:
     s.remove(0)
     assert s.supersedes_links() == [] and s.supersedes(1) == []
     assert s.supersedes_count == 0
+
+
+@pytest.mark.parametrize("controller", [HAND, None], ids=["hand", "learned"])
+def test_a_denial_replaces_what_the_same_speaker_asserted(controller: Any) -> None:
+    # "I've never met Kyle" after "I met Kyle": the speaker contradicts
+    # themselves, and the denial is the statement that holds; said about
+    # what someone else asserted it replaces nothing
+    said = "I met Kyle at the sneaker expo in Bridgetown last spring."
+    denied = "I've never met Kyle or been to the sneaker expo in Bridgetown."
+
+    def links(first: str) -> list[tuple[int, int]]:
+        m = Memory(HashEmbedder(256), controller)
+        texts = [FILLER[0], said, FILLER[1], FILLER[2], denied]
+        speakers = ["Maya", first, "Maya", "Maya", "Maya"]
+        m.add_batch(texts, timestamps=[START + i * DAY for i in range(5)], speakers=speakers)
+        return [(x.new, x.old) for x in m.store.supersedes_links()]
+
+    assert links("Maya") == [(4, 1)]
+    assert links("Tom") == []

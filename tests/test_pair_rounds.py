@@ -222,7 +222,7 @@ def relation_reference(new: str, cand: dict[str, Any]) -> list[float]:
     pair's signals one by one before it read columns (the oracle). The
     texts' cue values come from the controller's own text rules, which the
     move to columns did not change (a deliberate white-box read)."""
-    from jevmem.controller.changes import change_statements
+    from jevmem.controller.changes import change_statements, denials
     from jevmem.controller.local import cause_cue
 
     sig = cand["signals"]
@@ -247,7 +247,7 @@ def relation_reference(new: str, cand: dict[str, Any]) -> list[float]:
         "supersedes": _squash(match, 0.4, 10.0)
         * (0.4 + 0.6 * subject)
         * older
-        * (0.1 + 0.9 * change_statements(new, [old])[0]),
+        * (0.1 + 0.9 * max(change_statements(new, [old])[0], denials(new, [old])[0] * speaker)),
         "entity_alias": alias * (0.5 + 0.5 * vec),
     }
     return [_clip(got[name]) for name in PAIR_NOULS]
@@ -410,6 +410,8 @@ SENTENCE_PARTS = [
     "I raised my sneaker budget to $650.", "my budget", "We moved the call to 4:30 PM",
     "I now have 52 sources in my Zotero library.", "our deadline is now April 5, 2024.",
     "I bought sneakers for $250", "coverage now at 78%!", "In 2024 I ran 5 km.",
+    "I've never met Kyle or been to a sneaker expo, can you help?", "I'm not sure about Kyle.",
+    "I won't give up.", "We don't use Airflow for the ETL pipelines",
 ]  # fmt: skip
 
 
@@ -536,7 +538,84 @@ OLD_FACTS = [
     "My annual sneaker budget is $600.", "I spent 600 dollars on sneakers.",
     "The call is at 3 PM. It is with Kyle.", "My Zotero library has 45 sources.",
     "Our deadline is the 1st of April.", "Test coverage reached 65%. I ran 5 km.",
+    "I met Kyle at a sneaker expo in Bridgetown.", "I've never met Kyle, but I like tea.",
+    "Our ETL pipelines run on Airflow.", "I never give up.",
 ]  # fmt: skip
+
+
+def denials_reference(new_text: str, old_texts: list[str]) -> list[float]:
+    """`changes.denials` with Python's `re` and plain sets (the oracle): every
+    own sentence of the new text that holds a denial, its scopes (the words
+    after each denial up to 60 characters or the clause's end), against each
+    old text's words and scopes."""
+    from jevmem.controller import changes
+    from jevmem.controller.cues import DENIAL, NEGATION, OWN, WORD
+
+    split = re.compile(r"(?<=[.!?])\s+|\n+")
+    clause = re.compile(r"[,;:.!?()\n]|\s(?:but|and then|so|because)\s")
+
+    def scopes(text: str) -> list[set[str]]:
+        found = list(re.finditer(DENIAL.pattern, text, re.IGNORECASE))[: changes._DENIALS_READ]
+        return [
+            set(WORD.word_set(clause.split(text[m.end() : m.end() + 60], maxsplit=1)[0]))
+            for m in found
+        ]
+
+    own = []
+    for sentence in split.split(new_text)[: changes._CHANGE_SENTENCES]:
+        words = set(WORD.word_set(sentence))
+        if OWN.found(sentence) and words and NEGATION.found(sentence):
+            own.append((words, [d for d in scopes(sentence) if d]))
+    out = []
+    for old in old_texts:
+        old_words = set(WORD.word_set(old))
+        old_scopes = scopes(old)
+        best = 0.0
+        for words, denied_scopes in own if old_words else []:
+            about = len(words & old_words) / len(words)
+            if about < 0.15 or not denied_scopes:
+                continue
+            if any(d & o for d in denied_scopes for o in old_scopes):
+                continue
+            shares = [len(d & old_words) / len(d) for d in denied_scopes if len(d & old_words) >= 2]
+            denied = max(shares, default=0.0)
+            if denied >= changes._DENIED_LEAST:
+                strength = 0.5 + 0.4 * min(
+                    1.0, (denied - changes._DENIED_LEAST) / changes._DENIED_SPAN
+                )
+                best = max(best, strength * min(1.0, about / 0.2))
+        out.append(best)
+    return out
+
+
+@given(
+    st.lists(st.sampled_from(SENTENCE_PARTS), max_size=30).map(" ".join),
+    st.lists(st.sampled_from(OLD_FACTS), max_size=4),
+)
+def test_denials_follow_the_rule(new: str, olds: list[str]) -> None:
+    from jevmem.controller.changes import denials
+
+    assert denials(new, olds) == denials_reference(new, olds)
+
+
+def test_a_denial_contradicts_what_was_asserted_not_what_was_denied_too() -> None:
+    from jevmem.controller import changes
+
+    new = "I've never met Kyle or been to a sneaker expo, can you help?"
+    olds = [
+        "I met Kyle at a sneaker expo in Bridgetown.",  # asserted: contradicted
+        "I've never met Kyle or seen a sneaker expo.",  # denied too: they agree
+        "Kyle likes tea and the sneaker expo.",  # one denied word ("met") missing
+        "The weather was nice.",  # about something else
+    ]
+    changes.clear_caches()
+    got = changes.denials(new, olds)
+    assert got == denials_reference(new, olds)
+    assert got[0] > 0.5 and got[1] == 0.0 and got[3] == 0.0
+    assert got[2] < got[0]
+    # a hedge denies nothing; a denial of one word ("won't give up") neither
+    assert changes.denials("I'm not sure I met Kyle at the expo.", olds[:1]) == [0.0]
+    assert changes.denials("I met Kyle and I won't give up.", ["I give up on Kyle."]) == [0.0]
 
 
 @given(

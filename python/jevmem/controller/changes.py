@@ -11,9 +11,9 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
 from jevmem._core import WordSet
-from jevmem.controller.cues import CHANGE, NEGATION, OWN, VALUE, WORD, replaced_values
+from jevmem.controller.cues import CHANGE, DENIAL, NEGATION, OWN, VALUE, WORD, replaced_values
 
-__all__ = ["change_statements", "clear_caches"]
+__all__ = ["change_statements", "clear_caches", "denials"]
 
 
 #: At most this many sentences of a new text are read for a change statement.
@@ -217,6 +217,73 @@ def change_statements(new_text: str, old_texts: Sequence[str]) -> list[float]:
     return out
 
 
+#: The characters after a denial read as what it denies.
+_DENIAL_SCOPE = 60
+
+#: At most this many denials of a text are read.
+_DENIALS_READ = 64
+
+#: The share of a denial's words that an earlier text holds from which the
+#: denial contradicts it, and the share past that at which it does in full.
+_DENIED_LEAST = 0.5
+_DENIED_SPAN = 0.3
+
+
+@lru_cache(maxsize=4096)
+def _denial_scopes(text: str) -> tuple[WordSet, ...]:
+    """What a text denies: for each `DENIAL` in it (the first
+    `_DENIALS_READ`), the content words of the `_DENIAL_SCOPE` characters
+    after it, up to the end of its clause (a stop, a comma, "but", "so")."""
+    out = []
+    at = 0
+    for match in DENIAL.findall(text)[:_DENIALS_READ]:
+        at = text.find(match, at) + len(match)
+        # a negation's scope ends with its clause
+        scope = _CLAUSE_END.split(text[at : at + _DENIAL_SCOPE], maxsplit=1)[0]
+        out.append(_content_words(scope))
+    return tuple(out)
+
+
+_CLAUSE_END = re.compile(r"[,;:.!?()\n]|\s(?:but|and then|so|because)\s")
+
+
+def denials(new_text: str, old_texts: Sequence[str]) -> list[float]:
+    """How clearly the new text denies, in one of its own sentences, what
+    each old text asserted, in [0, 0.9] ("I've never met Kyle" after "I met
+    Kyle at an expo"): the sentence is about the old text (as in
+    `change_statements`), a denial in it ("never", "don't", "I'm not"; not a
+    hedge such as "I'm not sure") is followed by words at least
+    `_DENIED_LEAST` of which the old text holds, and no denial of the old
+    text is followed by any of them (then the two deny the same thing and
+    agree). Half a change at that share, up to 0.9 `_DENIED_SPAN` past it.
+    The relation rule counts it only between two texts of one speaker: a
+    person contradicts what they said themselves."""
+    own = _own_sentences(new_text)
+    out = []
+    for old_text in old_texts:
+        old_words = _content_words(old_text)
+        best = 0.0
+        for sentence, _, words, denies, _, _ in own if old_words else ():
+            if not denies:
+                continue
+            about = words.shared(old_words) / len(words)
+            scopes = [d for d in _denial_scopes(sentence) if d]
+            if about < 0.15 or not scopes:
+                continue
+            if any(d.shared(o) for d in scopes for o in _denial_scopes(old_text)):
+                continue
+            # two words at least: "never give up", "won't be easy" deny nothing said
+            denied = max(
+                (d.shared(old_words) / len(d) for d in scopes if d.shared(old_words) >= 2),
+                default=0.0,
+            )
+            if denied >= _DENIED_LEAST:
+                strength = 0.5 + 0.4 * min(1.0, (denied - _DENIED_LEAST) / _DENIED_SPAN)
+                best = max(best, strength * min(1.0, about / 0.2))
+        out.append(best)
+    return out
+
+
 @lru_cache(maxsize=4096)
 def _denies(text: str) -> bool:
     # an earlier text is compared with every later one that finds it
@@ -225,5 +292,5 @@ def _denies(text: str) -> bool:
 
 def clear_caches() -> None:
     """Empty the caches keyed by texts (`local.clear_text_caches` calls this)."""
-    for cached in (_content_words, _own_sentences, _stated_values, _denies):
+    for cached in (_content_words, _own_sentences, _stated_values, _denial_scopes, _denies):
         cached.cache_clear()

@@ -8,6 +8,7 @@ from jevmem._core import PatternCounter, WordSet
 __all__ = [
     "CAUSE",
     "CHANGE",
+    "DENIAL",
     "EPISODIC",
     "FUNCTION_WORDS",
     "MULTI",
@@ -136,6 +137,21 @@ MULTI = cue_words(
 )
 NEGATION = cue_words(
     r"not", r"never", r"no longer", r"don't", r"doesn't", r"didn't", r"isn't", r"wasn't", r"won't"
+)
+# A negation that denies a fact ("I've never met Kyle", "we don't use
+# Airflow", "I'm not vegan"), not one that hedges ("I'm not sure", "I don't
+# know"); what it denies are the words after it. (Every alternative starts
+# with \b, as the core reads a leading one.)
+_HEDGES = (
+    r"(?!\s+(?:sure|certain|know|think|remember|understand|mind|care|worry|see|get|quite"
+    r"|really|too|that|so)\b)"
+)
+DENIAL = Cue(
+    r"\b(?:never|no longer|not any ?more)\b"
+    r"|\b(?:do|does|did|have|has|had|is|are|was|were|ca|wo|could|would|should)n't\b"
+    + _HEDGES
+    + r"|\b(?:am|is|are|was|were|do|does|did|have|has|had|can|could|will|would"
+    r"|i'm|we're|you're|they're|it's|he's|she's|that's)\s+not\b" + _HEDGES
 )
 # Words with which a speaker says a value changed: an update, a switch, a
 # move, a correction (relation.supersedes reads them off the newer text).

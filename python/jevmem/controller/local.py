@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from jevmem.controller import changes
 from jevmem.controller.catalogue import REPRESENTATION_OPTIONS, TEMPORAL_LABELS
-from jevmem.controller.changes import change_statements
+from jevmem.controller.changes import change_statements, denials
 from jevmem.controller.cues import (
     CAUSE,
     EPISODIC,
@@ -435,11 +435,13 @@ def _relation_columns(
     cue_new: list[float] = []
     cue_old: list[float] = []
     change: list[float] = []
+    denied: list[float] = []
     for state, olds in zip(states, texts, strict=True):
         new_text = str(state["observation"]["text"])
         cue_new.extend([cause_cue(new_text)] * len(olds))
         cue_old.extend([cause_cue(t) for t in olds])
         change.extend(change_statements(new_text, olds))
+        denied.extend(denials(new_text, olds))
     vec, ent, tmp, alias = sig["vector"], sig["entity"], sig["temporal"], sig["alias"]
     out = np.empty((len(vec), len(PAIR_NOULS)))
     with np.errstate(all="ignore"):  # NaN and infinities are clipped to 0, as clip_value does
@@ -463,7 +465,8 @@ def _relation_columns(
             "supersedes": on_topic
             * (0.4 + 0.6 * subject)
             * sig["older"]
-            * (0.1 + 0.9 * np.array(change)),
+            # a denial of what the same speaker asserted changes it too
+            * (0.1 + 0.9 * np.maximum(change, np.array(denied) * sig["same_speaker"])),
             "entity_alias": alias * (0.5 + 0.5 * vec),
         }
         for j, name in enumerate(PAIR_NOULS):
