@@ -258,17 +258,21 @@ def denials(new_text: str, old_texts: Sequence[str]) -> list[float]:
     agree). Half a change at that share, up to 0.9 `_DENIED_SPAN` past it.
     The relation rule counts it only between two texts of one speaker: a
     person contradicts what they said themselves."""
-    own = _own_sentences(new_text)
+    # the own sentences that deny something (without one, no old text is read)
+    own = [
+        (words, scopes)
+        for sentence, _, words, denies, _, _ in _own_sentences(new_text)
+        if denies and (scopes := [d for d in _denial_scopes(sentence) if d])
+    ]
+    if not own:
+        return [0.0] * len(old_texts)
     out = []
     for old_text in old_texts:
         old_words = _content_words(old_text)
         best = 0.0
-        for sentence, _, words, denies, _, _ in own if old_words else ():
-            if not denies:
-                continue
+        for words, scopes in own if old_words else ():
             about = words.shared(old_words) / len(words)
-            scopes = [d for d in _denial_scopes(sentence) if d]
-            if about < 0.15 or not scopes:
+            if about < 0.15:
                 continue
             if any(d.shared(o) for d in scopes for o in _denial_scopes(old_text)):
                 continue
