@@ -167,6 +167,14 @@ def _stated_values(text: str) -> tuple[_Values, ...]:
     return tuple(out)
 
 
+def _topical(words: WordSet, old_words: WordSet) -> float:
+    """How much a sentence (its content words) is about an earlier text, as
+    the scale a change it states counts at: 0 where under 0.15 of its words
+    are the earlier text's, full from 0.2."""
+    about = words.shared(old_words) / len(words)
+    return 0.0 if about < 0.15 else min(1.0, about / 0.2)
+
+
 def change_statements(new_text: str, old_texts: Sequence[str]) -> list[float]:
     """How clearly the new text states, in one sentence, that something each
     old text speaks of changed, in [0, 1].
@@ -195,15 +203,14 @@ def change_statements(new_text: str, old_texts: Sequence[str]) -> list[float]:
         old_words = _content_words(old_text)
         best = 0.0
         for _, cues, words, denies, given_up, values in own if old_words else ():
-            about = words.shared(old_words) / len(words)
-            if about < 0.15:
+            scale = _topical(words, old_words)
+            if not scale:
                 continue
             change = 1.0 - math.exp(-cues / 0.6)
             if denies and not _denies(old_text):
                 change = max(change, 0.5)
             if any(g.shared(old_words) for g in given_up):
                 change = min(1.0, change + 0.3) if change > 0 else 0.0
-            scale = min(1.0, about / 0.2)
             if values:
                 # a value changed: the statement it replaces gave another
                 # value of that kind, with the same words around it
@@ -271,8 +278,8 @@ def denials(new_text: str, old_texts: Sequence[str]) -> list[float]:
         old_words = _content_words(old_text)
         best = 0.0
         for words, scopes in own if old_words else ():
-            about = words.shared(old_words) / len(words)
-            if about < 0.15:
+            scale = _topical(words, old_words)
+            if not scale:
                 continue
             if any(d.shared(o) for d in scopes for o in _denial_scopes(old_text)):
                 continue
@@ -283,7 +290,7 @@ def denials(new_text: str, old_texts: Sequence[str]) -> list[float]:
             )
             if denied >= _DENIED_LEAST:
                 strength = 0.5 + 0.4 * min(1.0, (denied - _DENIED_LEAST) / _DENIED_SPAN)
-                best = max(best, strength * min(1.0, about / 0.2))
+                best = max(best, strength * scale)
         out.append(best)
     return out
 
