@@ -12,7 +12,7 @@ import time
 import zipfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -229,6 +229,15 @@ class CachedEmbedder:
 
     def __repr__(self) -> str:
         return repr(self.inner)
+
+    def __getattr__(self, name: str) -> Any:
+        # what a memory's passage planner asks of its embedder (its window,
+        # where its tokens start): a memory built through the cache must cut
+        # long texts into the passages the inner embedder gets, as a user's
+        # memory does (without these it planned by characters)
+        if name in ("max_length", "token_starts"):
+            return getattr(self.inner, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @staticmethod
     def _key(text: str) -> str:

@@ -768,6 +768,30 @@ def test_ab_bench_finds_a_build_equal_to_itself(tmp_path: Path) -> None:
     assert run.returncode != 0
 
 
+def test_a_cached_build_cuts_passages_as_its_embedder_does(tmp_path: Path) -> None:
+    """The benches' embedding cache plans a long text's passages with the
+    inner embedder's window and tokens, as a user's memory does: here the
+    hashing embedder given a window of 8 tokens and word tokens, which
+    record that the build asked for them."""
+    data = tmp_path / "mini.json"
+    data.write_text(json.dumps([sample()]))
+    asked = tmp_path / "asked"
+    before = (
+        "import re, jevmem\n"
+        "def token_starts(self, text):\n"
+        f"    open({str(asked)!r}, 'a').write('x')\n"
+        "    return [m.start() for m in re.finditer(r'\\S+', text)]\n"
+        "jevmem.HashEmbedder.max_length = 8\n"
+        "jevmem.HashEmbedder.token_starts = token_starts\n"
+    )
+    run = run_bench(
+        "bench_batch.py", "--data", str(data), "--embedding-cache", str(tmp_path / "cache"),
+        "--embedder", "hash", "--batch", "2", "--passes", "2", before=before,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert asked.exists() and asked.read_text()
+
+
 def test_serve_bench_measures_one_build_or_two_in_turn(tmp_path: Path) -> None:
     pytest.importorskip("grpc")
     data = tmp_path / "mini.json"
