@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from jevmem import embed as embed_mod
 from jevmem.embed import (
@@ -160,6 +162,61 @@ def test_tokenizer_reproduces_bert_uncased_wordpiece() -> None:
     assert tok.encode("").ids == [101, 102]
     long = tok.encode("word " * 1000).ids
     assert len(long) == 256 and long[0] == 101 and long[-1] == 102
+
+
+_WORDS = st.sampled_from(
+    ["cat", "Café", "naïve", "x" * 120, "中文", "don't", "3.14", "\u0301", "\x1c", "A.B", "!!"]
+)
+_GAPS = st.sampled_from([" ", "  ", "\n", "\t", "\r\n", "", "\u00a0", "\x1c", "\u2003"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(_WORDS | st.text(max_size=12), _GAPS), max_size=120),
+    st.sampled_from([2, 3, 5, 8, 16]),
+)
+def test_window_ids_are_the_whole_texts_window(
+    parts: list[tuple[str, str]], max_length: int
+) -> None:
+    """A long text's window read from its head is the whole text's window:
+    the same ids as tokenising all of it and truncating, whatever the
+    words, spaces, accents, control characters and long words."""
+    _onnx_stack()
+    tok = _window_tokenizer(max_length)
+    text = "".join(w + g for w, g in parts)
+    texts = [text, text[: len(text) // 2], ""]
+    want = [list(e.ids) for e in tok.encode_batch(texts)]
+    assert embed_mod.window_ids(tok, texts, max_length) == want
+
+
+def test_window_ids_on_the_development_texts() -> None:
+    """Every LoCoMo and BEAM development turn (where ../shared has them),
+    at the default model's window: the same ids as the whole text's."""
+    _onnx_stack()
+    root = Path(__file__).resolve().parents[2] / "shared" / "data"
+    files = [root / "locomo" / "locomo10-dev.json", root / "beam" / "beam-100k.json"]
+    if not all(f.is_file() for f in files):
+        pytest.skip("the development sets are not beside this checkout")
+    from jevmem.evaluation import conversation_inputs, load_samples
+
+    max_length = MODELS[DEFAULT_MODEL].max_length
+    tok = _window_tokenizer(max_length)
+    import json
+
+    for f in files:
+        convs, _ = load_samples(json.loads(f.read_text()))
+        texts = [t for c in convs for t in conversation_inputs(c)[0]]
+        want = [list(e.ids) for e in tok.encode_batch(texts)]
+        assert embed_mod.window_ids(tok, texts, max_length) == want
+
+
+_WINDOW_TOKENIZERS: dict[int, Any] = {}
+
+
+def _window_tokenizer(max_length: int) -> Any:
+    if max_length not in _WINDOW_TOKENIZERS:
+        _WINDOW_TOKENIZERS[max_length] = embed_mod.bert_uncased_tokenizer(max_length)
+    return _WINDOW_TOKENIZERS[max_length]
 
 
 def test_onnx_conforms(onnx_default: embed_mod.OnnxEmbedder) -> None:

@@ -274,6 +274,45 @@ def bert_uncased_tokenizer(max_length: int = 256) -> Any:
     return tok
 
 
+#: How many characters of a long text, per token of the window, are
+#: tokenised first (see `window_ids`): a text of ordinary words fills the
+#: window within a few characters a token.
+HEAD_CHARS_PER_TOKEN = 8
+#: Where a head may end: before the whitespace BERT's normaliser keeps (and
+#: reads as a space) or an ASCII punctuation mark, which its pre-tokeniser
+#: always splits off (Python's ``\s`` would also match control characters
+#: the normaliser deletes, joining the words around them).
+_WORD_BREAK = re.compile(r"[ \t\n\r!-/:-@\[-`{-~]")
+
+
+def window_ids(tokenizer: Any, texts: Sequence[str], max_length: int) -> list[list[int]]:
+    """Each text's ids as ``tokenizer`` (`bert_uncased_tokenizer`,
+    truncating to ``max_length``) gives them for the whole text, tokenising
+    only a long text's head where that suffices.
+
+    The tokenizer reads a whole text before it truncates, so a 100 KB
+    observation cost its whole tokenisation for the 126 tokens the window
+    keeps. The head ends before a character the pre-tokeniser splits at
+    (`_WORD_BREAK`) and the normaliser keeps: it works character by
+    character, so the head's tokens are the whole text's first ones. When they fill the window, the
+    window is the same; when not, the whole text is tokenised."""
+    texts = list(texts)
+    budget = HEAD_CHARS_PER_TOKEN * max_length
+    heads = []
+    for t in texts:
+        cut = _WORD_BREAK.search(t, budget) if len(t) > budget else None
+        heads.append(t[: cut.start()] if cut is not None else t)
+    encoded = tokenizer.encode_batch(heads)
+    out = []
+    for text, head, enc in zip(texts, heads, encoded, strict=True):
+        ids = list(enc.ids)
+        if len(head) < len(text) and len(ids) < max_length:
+            # the head did not fill the window: the window reads further
+            ids = list(tokenizer.encode(text).ids)
+        out.append(ids)
+    return out
+
+
 class OnnxEmbedder:
     """A BERT-style sentence encoder on onnxruntime: mean pooling, then L2 normalisation.
 
@@ -392,7 +431,7 @@ class OnnxEmbedder:
 
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
         """Token ids per text, ``[CLS]`` ... ``[SEP]``, truncated to ``max_length``."""
-        return [list(e.ids) for e in self._tokenizer.encode_batch(list(texts))]
+        return window_ids(self._tokenizer, texts, self.max_length)
 
     def token_starts(self, text: str) -> list[int]:
         """Character offsets where each of the text's tokens starts, ascending,
