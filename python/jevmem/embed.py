@@ -294,8 +294,9 @@ def window_ids(tokenizer: Any, texts: Sequence[str], max_length: int) -> list[li
     observation cost its whole tokenisation for the 126 tokens the window
     keeps. The head ends before a character the pre-tokeniser splits at
     (`_WORD_BREAK`) and the normaliser keeps: it works character by
-    character, so the head's tokens are the whole text's first ones. When they fill the window, the
-    window is the same; when not, the whole text is tokenised."""
+    character, so the head's tokens are the whole text's first ones. When
+    they fill the window, the window is the same; when not, the whole text
+    is tokenised."""
     texts = list(texts)
     budget = HEAD_CHARS_PER_TOKEN * max_length
     heads = []
