@@ -68,6 +68,19 @@ class Memory(WritingMemory):
     ) -> SearchResult:
         """Evidence for a query: the top ``k`` memories with provenance and a trace.
 
+        ``now``: the time the query is asked at (unix seconds, a datetime or
+        an ISO string). Relative times in it ("last week", "yesterday") are
+        read against it, and a question about the present ("what milk does
+        she take now") ranks the fact that holds at it first. Without it,
+        only absolute times are read and the present is the latest state.
+
+        ``mode``: ``"full"`` (the default) is the closed loop with the
+        memory's controller. The others are its ablations, for comparison:
+        ``"traversal"`` (anchors and graph expansion scored by signals alone,
+        no controller), ``"anchors"`` (the reciprocal-rank fusion of the BM25
+        and vector rankings) and ``"lexical"`` (BM25 only). Every mode embeds
+        the query.
+
         ``scope`` and ``filter`` restrict the search to some observations, in
         every mode and at every step (the ranked lists, their statistics, the
         time-order context, entity and speaker lookups, supersedes chains and
