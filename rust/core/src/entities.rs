@@ -402,8 +402,9 @@ fn name_of(run: &[&str]) -> Option<String> {
 /// The casefolded words of `text` that start in lower case (handles, tags and
 /// `&` never do). One allocation per distinct word: most repeat.
 fn lower_words<'t>(text: &'t str, toks: &[(usize, usize)]) -> ShortKeySet<Cow<'t, str>> {
-    // a per-call table: the fast hasher (see `hashing`)
-    let mut set = ShortKeySet::default();
+    // a per-call table: the fast hasher (see `hashing`), sized for the
+    // text's words at once (growing it rehashed a long text's table often)
+    let mut set = ShortKeySet::with_capacity_and_hasher(toks.len(), Default::default());
     let mut buf = String::new();
     for &(s, e) in toks {
         let w = &text[s..e];
