@@ -370,6 +370,34 @@ def test_the_core_context_refuses_bad_input_and_changes_nothing() -> None:
     assert store.timeline_window(0, 1000).tolist() == ids
 
 
+def test_a_log_kept_without_times_reads_its_write_order_as_context() -> None:
+    # a chat handed over without its times: the turns written before and
+    # after a turn are its context, as the timeline is for timestamped ones
+    from jevmem import Memory
+    from jevmem.embed import HashEmbedder
+
+    m = Memory(embedder=HashEmbedder(dim=32), controller=LocalController())
+    ask, reply, more = m.add_batch(
+        ["What did you bring to the fair?", "Lemon bars, all gone by noon", "And bread"],
+        speakers=["Jo", "Nate", "Nate"],
+    )
+    timed = m.add("A note with a time", timestamp=500, speaker="Jo")
+    last = m.add("Plum tarts next time", speaker="Nate")
+    store = m.store
+    assert store.temporal_context(reply) == [(ask, 2.0), (more, 1.0), (last, 0.7)]
+    # the timestamped note is on the timeline, not among the untimed turns
+    assert store.temporal_context(more) == [(reply, 1.0), (last, 1.0), (ask, 0.7)]
+    assert store.temporal_context(timed) == []
+    # a forgotten turn is stepped over; a snapshot keeps the order
+    m.forget(more)
+    assert store.temporal_context(reply) == [(ask, 2.0), (last, 1.0)]
+    loaded = Memory(embedder=HashEmbedder(dim=32), store=type(store).from_bytes(store.to_bytes()))
+    assert loaded.store.temporal_context(reply) == [(ask, 2.0), (last, 1.0)]
+    # support reaches the reply through the question it answers
+    got = store.context_matches([reply], [ask], [0.8])
+    assert got[0].tolist() == [1.0, 0.8, 0.0]
+
+
 def test_the_planes_tables_are_what_the_constructor_makes_of_their_parts() -> None:
     # the plane builds its tables without the constructor's checks
     # (`CandidateTable.of_plane`); every table of a search must be one the

@@ -402,7 +402,9 @@ class MemoryStore:
         second_step_decay: float = 0.7,
         reply_link: float = 1.0,
     ) -> list[tuple[int, float]]:
-        """(id, weight) one and two steps before and after in time order, in the episode."""
+        """(id, weight) one and two steps before and after in time order, in
+        the episode (without a timestamp: among the nodes without one, in
+        write order)."""
     def timeline_window(
         self, lo: int, hi: int, *, allowed: Allowed | None = None
     ) -> npt.NDArray[np.uint64]:

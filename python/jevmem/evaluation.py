@@ -75,6 +75,7 @@ __all__ = [
     "as_messages",
     "as_notes",
     "as_pages",
+    "as_untimed",
     "auroc",
     "canonical_dia_id",
     "conversation_inputs",
@@ -466,15 +467,26 @@ def as_pages(conv: Conversation) -> Conversation:
     return as_blocks(conv, max_chars=4000)
 
 
+def as_untimed(conv: Conversation) -> Conversation:
+    """The turns as released, without their times (no session date, so no
+    timestamp): what a framework that keeps a chat's messages but not when
+    they were sent hands a memory. The session number stays in each turn's
+    provenance; a question about when something happened keeps its
+    evidence, though no time in the memory answers it."""
+    turns = tuple(replace(t, session_datetime="", session_timestamp=None) for t in conv.turns)
+    return Conversation(conv.sample_id, conv.speaker_a, conv.speaker_b, turns, conv.qas)
+
+
 #: The forms a conversation can take, by name: as released (one node per
 #: turn), :func:`as_messages`, :func:`as_blocks`, :func:`as_notes`,
-#: :func:`as_pages`.
+#: :func:`as_pages`, :func:`as_untimed`.
 RESTYLES: dict[str, Callable[[Conversation], Conversation]] = {
     "turns": lambda conv: conv,
     "messages": as_messages,
     "blocks": as_blocks,
     "notes": as_notes,
     "pages": as_pages,
+    "untimed": as_untimed,
 }
 
 

@@ -78,10 +78,12 @@ pub fn same_speaker(a: &str, b: &str) -> bool {
 pub trait ContextSource {
     fn node(&self, id: NodeId) -> Option<&Node>;
     /// The two nodes nearest after (`forward`) or before `(ts, id)` on the
-    /// timeline that `allowed` lets through, nearest first.
+    /// timeline that `allowed` lets through, nearest first; for a node
+    /// without a timestamp (`ts` None), the nearest in write order among the
+    /// nodes without one.
     fn nearest_two(
         &self,
-        ts: Timestamp,
+        ts: Option<Timestamp>,
         id: NodeId,
         forward: bool,
         allowed: Option<&Allowed>,
@@ -97,8 +99,9 @@ pub trait ContextSource {
 /// The observations one and two steps before and after `id` on the
 /// timeline (the allowed ones only, when given: the others are stepped over,
 /// as if they were not stored), in its episode, in the order -1, +1, -2, +2,
-/// weighted 1 and `second_step_decay`. Empty for an unknown node or one
-/// without a timestamp.
+/// weighted 1 and `second_step_decay`. A node without a timestamp has the
+/// nodes without one written before and after it (a log kept without its
+/// times is still in order). Empty for an unknown node.
 pub fn neighbours(
     src: &impl ContextSource,
     id: NodeId,
@@ -109,9 +112,7 @@ pub fn neighbours(
     let Some(node) = src.node(id) else {
         return out;
     };
-    let Some(ts) = node.timestamp else {
-        return out;
-    };
+    let ts = node.timestamp;
     let episode = src.episode(id);
     let before = src.nearest_two(ts, id, false, allowed);
     let after = src.nearest_two(ts, id, true, allowed);
@@ -222,15 +223,21 @@ impl ContextSource for MemoryStore {
 
     fn nearest_two(
         &self,
-        _ts: Timestamp,
+        ts: Option<Timestamp>,
         id: NodeId,
         forward: bool,
         allowed: Option<&Allowed>,
     ) -> [Option<NodeId>; 2] {
-        // along the timeline's links, stepping over the nodes not allowed
+        // along the timeline's links (the untimed nodes' own, in write
+        // order), stepping over the nodes not allowed
+        let line = if ts.is_some() {
+            &self.by_time
+        } else {
+            &self.untimed
+        };
         let mut got = [None, None];
         let mut found = 0;
-        let mut at = self.by_time.step(id, forward);
+        let mut at = line.step(id, forward);
         while let Some(n) = at {
             if allowed.is_none_or(|a| a.contains(n)) {
                 got[found] = Some(n);
@@ -239,7 +246,7 @@ impl ContextSource for MemoryStore {
                     break;
                 }
             }
-            at = self.by_time.step(n, forward);
+            at = line.step(n, forward);
         }
         got
     }
@@ -374,11 +381,12 @@ mod tests {
 
     proptest! {
         /// The two nearest allowed nodes each way, read along the
-        /// timeline's links, are the ordered set's, after writes with equal
-        /// timestamps, nodes without one, removals and a snapshot load.
+        /// timeline's links, are the ordered set's (for a node without a
+        /// timestamp, the nodes without one in id order), after writes with
+        /// equal timestamps, nodes without one, removals and a snapshot load.
         #[test]
         fn nearest_two_along_links_equal_the_ordered_set(
-            stamps in proptest::collection::vec(proptest::option::weighted(0.9, 0i64..8), 1..30),
+            stamps in proptest::collection::vec(proptest::option::weighted(0.7, 0i64..8), 1..30),
             gone in proptest::collection::vec(any::<bool>(), 30),
             allowed in proptest::collection::vec(any::<bool>(), 30),
         ) {
@@ -398,6 +406,28 @@ mod tests {
                 ids.iter().copied().filter(|&i| allowed[i as usize]).collect(),
             );
             for store in [&s, &loaded] {
+                // a node without a timestamp: the stored nodes without one,
+                // in write (id) order, whatever the timestamped ones between
+                let untimed: Vec<NodeId> = ids
+                    .iter()
+                    .copied()
+                    .filter(|&i| store.get(i).is_some_and(|n| n.timestamp.is_none()))
+                    .collect();
+                for (k, &id) in untimed.iter().enumerate() {
+                    for a in [None, Some(&scope)] {
+                        let ok = |n: &&NodeId| a.is_none_or(|a| a.contains(**n));
+                        let mut after = untimed[k + 1..].iter().filter(ok).copied();
+                        let mut before = untimed[..k].iter().rev().filter(ok).copied();
+                        prop_assert_eq!(
+                            store.nearest_two(None, id, true, a),
+                            [after.next(), after.next()]
+                        );
+                        prop_assert_eq!(
+                            store.nearest_two(None, id, false, a),
+                            [before.next(), before.next()]
+                        );
+                    }
+                }
                 for &id in &ids {
                     let Some(ts) = store.get(id).and_then(|n| n.timestamp) else { continue };
                     for a in [None, Some(&scope)] {
@@ -409,11 +439,11 @@ mod tests {
                             .filter(ok);
                         let mut before = set.range(..(ts, id)).rev().map(|&(_, n)| n).filter(ok);
                         prop_assert_eq!(
-                            store.nearest_two(ts, id, true, a),
+                            store.nearest_two(Some(ts), id, true, a),
                             [after.next(), after.next()]
                         );
                         prop_assert_eq!(
-                            store.nearest_two(ts, id, false, a),
+                            store.nearest_two(Some(ts), id, false, a),
                             [before.next(), before.next()]
                         );
                     }

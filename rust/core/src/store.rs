@@ -27,6 +27,10 @@ use crate::passages::{hit_order, PassageHit, PassageIndex, Span};
 use crate::style::StyleTable;
 use crate::text::{Tokenizer, TokenizerConfig, QUERY_TIME_WORDS};
 use crate::timeline::Timeline;
+
+/// The key every node without a timestamp has on `MemoryStore::untimed`
+/// (one key: they stand in id order, the order they were written).
+pub(crate) const UNTIMED: Timestamp = 0;
 use crate::traversal::{EdgeRef, GraphAccess};
 use crate::types::{Edge, EdgeOrigin, Node, NodeId, TemporalLabel, Timestamp, TypeScores, View};
 use crate::vector::{SearchExpansion, VectorConfig, VectorIndex};
@@ -113,6 +117,11 @@ pub struct MemoryStore {
     /// normalised entity -> ids carrying it, ascending (ids only grow, so pushes keep order).
     pub(crate) entity_index: HashMap<String, Vec<NodeId>>,
     pub(crate) by_time: Timeline,
+    /// The nodes observed without a timestamp, in write order (all at one
+    /// key, so by id): their time-order context (`context::neighbours`), as
+    /// the timeline is the timestamped nodes'. A chat handed over without
+    /// its times still has an order.
+    pub(crate) untimed: Timeline,
     /// Each node's `context::episode_key`, worked out once at write (the
     /// time-order context of every candidate compares them).
     pub(crate) episode_keys: ShortKeyMap<NodeId, u64>,
@@ -247,6 +256,7 @@ impl MemoryStore {
             tokenizer: Tokenizer::new(config.tokenizer),
             entity_index: HashMap::new(),
             by_time: Timeline::default(),
+            untimed: Timeline::default(),
             episode_keys: ShortKeyMap::default(),
             question_shares: ShortKeyMap::default(),
             time_refs: ShortKeyMap::default(),
@@ -694,8 +704,9 @@ impl MemoryStore {
                 }
             }
         }
-        if let Some(ts) = node.timestamp {
-            self.by_time.insert(ts, id);
+        match node.timestamp {
+            Some(ts) => self.by_time.insert(ts, id),
+            None => self.untimed.insert(UNTIMED, id),
         }
         let episode = episode_key(episode_from(&node.provenance, node.timestamp));
         self.episode_keys.insert(id, episode);
@@ -826,8 +837,9 @@ impl MemoryStore {
                 }
             }
         }
-        if let Some(ts) = node.timestamp {
-            self.by_time.remove(ts, id);
+        match node.timestamp {
+            Some(ts) => self.by_time.remove(ts, id),
+            None => self.untimed.remove(UNTIMED, id),
         }
         self.episode_keys.remove(&id);
         self.question_shares.remove(&id);
@@ -1403,6 +1415,7 @@ impl MemoryStore {
                     .map(|v| v.capacity() * 8 + 48)
                     .sum::<usize>()
                 + self.by_time.memory_bytes()
+                + self.untimed.memory_bytes()
                 + self.question_shares.len() * 24
                 + self.episode_keys.len() * 24
                 + self.derived_bytes()

@@ -1358,6 +1358,8 @@ impl MemoryStore {
     /// +2: weight 1, `second_step_decay` two steps away, and for the turn
     /// right before `1 + reply_link * its question share` when another
     /// speaker said it. With `allowed`, the time order of those nodes alone.
+    /// A node without a timestamp: the nodes without one, in the order they
+    /// were written.
     #[pyo3(signature = (id, *, allowed = None, second_step_decay = 0.7, reply_link = 1.0))]
     fn temporal_context(
         &self,
