@@ -468,3 +468,37 @@ def test_add_linked_bad_input_changes_nothing(over: dict[str, Any]) -> None:
     with pytest.raises((JevmemError, TypeError, ValueError)):
         _linked(m, ["paris trip", "dog at lake"], **over)
     assert m.to_bytes() == before
+
+
+def test_store_writes_refuse_times_no_memory_could_read_back() -> None:
+    # a time outside years 3..9997, or a bool, was stored and left a file
+    # that no Memory could open; refused now, nothing written
+    from jevmem import InvalidInputError, InvalidTypeError
+    from jevmem._validate import MAX_TIMESTAMP, MIN_TIMESTAMP
+
+    store = MemoryStore(4)
+    vec = np.ones(4, np.float32)
+    first = store.add("an observation", vec, timestamp=1_700_000_000)
+    before = bytes(store.to_bytes())
+    cases: list[tuple[Any, type[Exception]]] = [
+        (lambda: store.add("t", vec, timestamp=MAX_TIMESTAMP + 1), InvalidInputError),
+        (lambda: store.add("t", vec, timestamp=MIN_TIMESTAMP - 1), InvalidInputError),
+        (lambda: store.add("t", vec, timestamp=10**15), InvalidInputError),
+        (lambda: store.add("t", vec, timestamp=True), InvalidTypeError),
+        (
+            lambda: store.add_batch(["a", "b"], np.ones((2, 4)), timestamps=[1, MAX_TIMESTAMP + 1]),
+            InvalidInputError,
+        ),
+        (lambda: store.add_batch(["a"], np.ones((1, 4)), timestamps=[False]), InvalidTypeError),
+        (lambda: store.set_valid_from(first, MAX_TIMESTAMP + 1), InvalidInputError),
+        (lambda: store.set_valid_from(first, True), InvalidTypeError),
+    ]
+    for call, error in cases:
+        with pytest.raises(error):
+            call()
+        assert bytes(store.to_bytes()) == before
+    # the ends themselves are times, and what is stored loads again
+    store.add("at the start", vec, timestamp=MIN_TIMESTAMP)
+    store.add("at the end", vec, timestamp=MAX_TIMESTAMP)
+    store.set_valid_from(first, MAX_TIMESTAMP)
+    assert len(MemoryStore.from_bytes(store.to_bytes())) == 3

@@ -204,19 +204,39 @@ impl FactTable {
         self.valid_from.remove(&id);
     }
 
-    /// Everything `id` superseded, transitively, nearest first (breadth
-    /// first, ties by id), starting with `id` itself.
+    /// Everything `id` superseded, transitively, starting with `id` itself,
+    /// newest first: each version before every version it replaced (ties:
+    /// the later written, the larger id, first).
     pub fn history(&self, id: NodeId) -> Vec<NodeId> {
-        let mut out = vec![id];
-        let mut seen: BTreeSet<NodeId> = BTreeSet::from([id]);
+        // every version it replaced, transitively
+        let mut versions: BTreeSet<NodeId> = BTreeSet::from([id]);
         let mut queue = VecDeque::from([id]);
         while let Some(n) = queue.pop_front() {
-            if let Some(olds) = self.predecessors.get(&n) {
-                for &old in olds {
-                    if seen.insert(old) {
-                        out.push(old);
-                        queue.push_back(old);
-                    }
+            for &old in self.predecessors.get(&n).into_iter().flatten() {
+                if versions.insert(old) {
+                    queue.push_back(old);
+                }
+            }
+        }
+        // newest first: a version only after every one of them that
+        // replaced it (a link that skips a version, c -> a beside c -> b ->
+        // a, must not put a before b); of those ready, the later written
+        let mut replaced_by: HashMap<NodeId, usize> = versions
+            .iter()
+            .map(|&v| {
+                let newer = self.successors.get(&v).into_iter().flatten();
+                (v, newer.filter(|n| versions.contains(n)).count())
+            })
+            .collect();
+        let mut ready = std::collections::BinaryHeap::from([id]);
+        let mut out = Vec::with_capacity(versions.len());
+        while let Some(n) = ready.pop() {
+            out.push(n);
+            for &old in self.predecessors.get(&n).into_iter().flatten() {
+                let left = replaced_by.get_mut(&old).expect("a version");
+                *left -= 1;
+                if *left == 0 {
+                    ready.push(old);
                 }
             }
         }
@@ -235,5 +255,64 @@ impl FactTable {
 
     pub fn memory_bytes(&self) -> usize {
         self.links.len() * 64 + self.valid_from.len() * 32
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// `history` holds exactly what a node replaced, transitively (a
+        /// naive walk), starting with the node, and every version comes
+        /// before each version it replaced, whatever links skip versions.
+        #[test]
+        fn history_is_every_replaced_version_newest_first(
+            links in proptest::collection::vec((0u64..12, 0u64..12), 0..40),
+        ) {
+            let mut t = FactTable::new();
+            for (a, b) in links {
+                // newer ids replace older ones: never a cycle
+                let (new, old) = (a.max(b), a.min(b));
+                let link = Supersedes { new, old, weight: 1.0, origin: EdgeOrigin::Rule };
+                if t.validate_link(&link).is_ok() {
+                    t.upsert(&link);
+                }
+            }
+            for id in 0u64..12 {
+                let got = t.history(id);
+                let mut expected = BTreeSet::new();
+                let mut stack = vec![id];
+                while let Some(n) = stack.pop() {
+                    if expected.insert(n) {
+                        stack.extend(t.supersedes(n));
+                    }
+                }
+                prop_assert_eq!(got.first(), Some(&id));
+                prop_assert_eq!(got.iter().copied().collect::<BTreeSet<_>>(), expected);
+                prop_assert_eq!(got.len(), t.history(id).iter().collect::<BTreeSet<_>>().len());
+                let at: HashMap<NodeId, usize> = got.iter().enumerate().map(|(i, &n)| (n, i)).collect();
+                for link in t.links() {
+                    if let (Some(&i), Some(&j)) = (at.get(&link.new), at.get(&link.old)) {
+                        prop_assert!(i < j, "{} replaced {} but comes after it", link.new, link.old);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_link_that_skips_a_version_keeps_the_chain_in_order() {
+        let mut t = FactTable::new();
+        for (new, old) in [(1, 0), (2, 1), (2, 0)] {
+            t.upsert(&Supersedes {
+                new,
+                old,
+                weight: 1.0,
+                origin: EdgeOrigin::Rule,
+            });
+        }
+        assert_eq!(t.history(2), vec![2, 1, 0]);
     }
 }

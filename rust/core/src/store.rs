@@ -414,6 +414,9 @@ impl MemoryStore {
         if node.content.trim().is_empty() {
             return Err(Error::invalid("observation text is empty"));
         }
+        if let Some(ts) = node.timestamp {
+            crate::types::check_timestamp(ts, "timestamp")?;
+        }
         if node.content.len() > self.config.max_content_bytes {
             return Err(Error::invalid(format!(
                 "observation text is {} bytes, the limit is {}",
@@ -486,7 +489,10 @@ impl MemoryStore {
             }
             Op::RemoveNode { id } => self.require(*id).map(|_| ()),
             Op::Supersede(link) => self.validate_supersedes(link),
-            Op::SetValidFrom { id, .. } => self.require(*id).map(|_| ()),
+            Op::SetValidFrom { id, valid_from } => {
+                self.require(*id)?;
+                valid_from.map_or(Ok(()), |t| crate::types::check_timestamp(t, "valid_from"))
+            }
             Op::SetDerived { facts, .. } => self.validate_derived(facts),
         }
     }

@@ -10,6 +10,25 @@ pub type NodeId = u64;
 /// Unix time in whole seconds.
 pub type Timestamp = i64;
 
+/// The earliest observation time a node may have: 0003-01-01T00:00:00Z
+/// (time grounding resolves dates up to a year around a node's time, within
+/// the calendar of years 1 to 9999).
+pub const MIN_TIMESTAMP: Timestamp = -62_072_524_800;
+/// The latest: 9997-12-31T23:59:59Z.
+pub const MAX_TIMESTAMP: Timestamp = 253_339_228_799;
+
+/// Refuse a time outside `MIN_TIMESTAMP..=MAX_TIMESTAMP`: a node observed
+/// then could be stored, but no memory could read it back.
+pub fn check_timestamp(ts: Timestamp, what: &str) -> Result<()> {
+    if (MIN_TIMESTAMP..=MAX_TIMESTAMP).contains(&ts) {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "{what} {ts} is outside years 3 to 9997 UTC ({MIN_TIMESTAMP} to {MAX_TIMESTAMP})"
+        )))
+    }
+}
+
 pub const SECONDS_PER_DAY: f64 = 86_400.0;
 
 /// The four relational views. All of them share the same canonical nodes.

@@ -84,6 +84,28 @@ where
         .map_err(|e| bad_argument(obj.py(), field, e.into()))
 }
 
+/// A timestamp argument (Unix seconds, or None): a bool is refused, though
+/// Python counts it an int (True is never a time).
+pub fn timestamp_arg(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<Option<i64>> {
+    if obj.is_instance_of::<pyo3::types::PyBool>() {
+        return Err(INVALID_TYPE.err(obj.py(), format!("{field}: a bool is not a timestamp")));
+    }
+    extract_arg(obj, field)
+}
+
+/// A list of timestamp arguments (`timestamp_arg` each), or None.
+pub fn timestamps_arg(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<Option<Vec<Option<i64>>>> {
+    let Some(items) = extract_arg::<Option<Vec<Bound<'_, PyAny>>>>(obj, field)? else {
+        return Ok(None);
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, t)| timestamp_arg(t, &format!("{field}[{i}]")))
+        .collect::<PyResult<Vec<_>>>()
+        .map(Some)
+}
+
 /// `?`-friendly conversion for core results.
 pub trait IntoPyResult<T> {
     fn py(self) -> PyResult<T>;

@@ -35,7 +35,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::durable::{DurableHandle, OpenResult};
-use crate::errors::{extract_arg, IntoPyResult};
+use crate::errors::{extract_arg, timestamp_arg, timestamps_arg, IntoPyResult};
 use crate::scope::{
     key_arg, metadata_arg, metadata_dict, scope_arg, selection_arg, Allowed, MetaPy,
 };
@@ -572,7 +572,7 @@ impl MemoryStore {
         let node = NewNode {
             content: extract_arg(text, "text")?,
             timestamp: timestamp
-                .map(|t| extract_arg::<Option<i64>>(t, "timestamp"))
+                .map(|t| timestamp_arg(t, "timestamp"))
                 .transpose()?
                 .flatten(),
             provenance: provenance_arg(
@@ -887,7 +887,13 @@ impl MemoryStore {
     /// Set the time a node's fact became true (its event time) when it is not
     /// the observation time; `None` goes back to the observation time.
     #[pyo3(signature = (id, valid_from))]
-    fn set_valid_from(&self, py: Python<'_>, id: NodeId, valid_from: Option<i64>) -> PyResult<()> {
+    fn set_valid_from(
+        &self,
+        py: Python<'_>,
+        id: NodeId,
+        valid_from: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let valid_from = timestamp_arg(valid_from, "valid_from")?;
         self.mutate(py, |s| s.set_valid_from(id, valid_from))
     }
 
@@ -2222,7 +2228,7 @@ fn batch_nodes(
 ) -> PyResult<Vec<NewNode>> {
     let texts: Vec<String> = extract_arg(texts, "texts")?;
     let timestamps: Option<Vec<Option<i64>>> = timestamps
-        .map(|t| extract_arg::<Option<_>>(t, "timestamps"))
+        .map(|t| timestamps_arg(t, "timestamps"))
         .transpose()?
         .flatten();
     let provenances: Option<Vec<Option<HashMap<String, String>>>> = provenances
