@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -15,14 +16,19 @@ from hypothesis import strategies as st
 
 from jevmem import (
     HashEmbedder,
+    InvalidConfigError,
     InvalidInputError,
     InvalidTypeError,
     JevmemError,
     LocalController,
     Memory,
+    MemoryConfig,
     MemoryStore,
+    NodeNotFoundError,
     SnapshotError,
+    TraversalConfig,
 )
+from jevmem._core import TraversalConfig as CoreTraversalConfig
 from jevmem._validate import MAX_K, MAX_TIMESTAMP, MIN_TIMESTAMP
 
 DIM = 16
@@ -112,6 +118,17 @@ CASES: list[tuple[str, Callable[[Any], Any], type[Exception]]] = [
     ("timestamp list", lambda m: m.add("t", timestamp=[1]), InvalidTypeError),
     ("timestamp garbage", lambda m: m.add("t", timestamp="not a date"), InvalidInputError),
     ("timestamps a str", lambda m: m.add_batch(["t"], timestamps="1"), InvalidTypeError),
+    ("timestamp numpy bool", lambda m: m.add("t", timestamp=np.bool_(True)), InvalidTypeError),
+    # scopes, metadatas and keys: refused as the text column is
+    ("keys a set", lambda m: m.add_batch(["a", "b"], keys={"k1", "k2"}), InvalidTypeError),
+    ("keys a generator", lambda m: m.add_batch(["a"], keys=(k for k in ["k"])), InvalidTypeError),
+    ("keys a str", lambda m: m.add_batch(["a"], keys="k"), InvalidTypeError),
+    ("keys an array", lambda m: m.add_batch(["a"], keys=np.array(["k"])), InvalidTypeError),
+    ("keys wrong length", lambda m: m.add_batch(["a", "b"], keys=["k"]), InvalidInputError),
+    ("scopes an iterator", lambda m: m.add_batch(["a"], scopes=iter([None])), InvalidTypeError),
+    ("scopes a dict", lambda m: m.add_batch(["a"], scopes={"user": "u1"}), InvalidTypeError),
+    ("metadatas an int", lambda m: m.add_batch(["a"], metadatas=5), InvalidTypeError),
+    ("metadatas a set", lambda m: m.add_batch(["a"], metadatas={None}), InvalidTypeError),
     # embeddings
     ("embedding nan", lambda m: m.add("t", embedding=np.full(DIM, np.nan)), InvalidInputError),
     ("embedding inf", lambda m: m.add("t", embedding=np.full(DIM, np.inf)), InvalidInputError),
@@ -191,6 +208,115 @@ def test_accepted_edge_values_are_stored_as_given() -> None:
     assert m.get(b).timestamp == MAX_TIMESTAMP
     assert m.get(b).provenance["turn"] == "3"
     assert len(m.search("calendar", k=MAX_K).evidence) >= 1
+
+
+def test_attribute_columns_are_taken_as_lists_and_tuples() -> None:
+    m = _memory()
+    ids = m.add_batch(["a", "b"], keys=("ka", "kb"), scopes=[None, {"user": "u1"}])
+    assert [m.get(i).key for i in ids] == ["ka", "kb"]
+    assert m.add_batch(["b again"], keys=["kb"], scopes=({"user": "u1"},)) == [ids[1]]
+
+
+# ids that are not a stored node's: what `history` raises for each
+NOT_IDS: list[tuple[Any, type[Exception]]] = [
+    (-1, NodeNotFoundError),
+    (2**64, NodeNotFoundError),
+    (10**9, NodeNotFoundError),  # never added
+    ("0", InvalidInputError),
+    (True, InvalidInputError),
+    (1.5, InvalidInputError),
+    (None, InvalidInputError),
+    (np.array([0]), InvalidInputError),
+]
+ID_READS: list[tuple[str, Callable[[Memory, Any], Any]]] = [
+    ("history", lambda m, i: m.history(i)),
+    ("get", lambda m, i: m.get(i)),
+    ("validity", lambda m, i: m.validity(i)),
+    ("supersedes", lambda m, i: m.supersedes(i)),
+    ("superseded_by", lambda m, i: m.superseded_by(i)),
+    ("neighbors", lambda m, i: m.neighbors(i)),
+    ("neighbors of a view", lambda m, i: m.neighbors(i, "temporal")),
+]
+
+
+@pytest.mark.parametrize(("name", "read"), ID_READS, ids=[r[0] for r in ID_READS])
+def test_id_reads_refuse_what_history_refuses(
+    memory: Memory, name: str, read: Callable[[Memory, Any], Any]
+) -> None:
+    for bad, error in NOT_IDS:
+        with pytest.raises(error) as info:
+            read(memory, bad)
+        assert isinstance(info.value, JevmemError), (name, bad)
+    # a numpy integer is an id (nodes and edges compare by their repr)
+    assert repr(read(memory, np.int64(0))) == repr(read(memory, 0))
+
+
+def test_membership_is_false_for_anything_not_a_stored_id(memory: Memory) -> None:
+    for bad, _ in NOT_IDS:
+        assert bad not in memory
+    assert 0 in memory and np.int64(2) in memory
+    with pytest.raises(InvalidTypeError):
+        memory.neighbors(0, 5)  # type: ignore[arg-type]
+
+
+def test_numpy_integer_timestamps_are_ints() -> None:
+    m = _memory()
+    a = m.add("numpy int", timestamp=np.int64(1_700_000_300))
+    b, c = m.add_batch(["x", "y"], timestamps=[np.int32(1_700_000_400), np.uint64(1_700_000_500)])
+    assert [m.get(i).timestamp for i in (a, b, c)] == [1_700_000_300, 1_700_000_400, 1_700_000_500]
+    plain = m.search("numpy", now=1_700_000_600)
+    assert m.search("numpy", now=np.int64(1_700_000_600)).evidence == plain.evidence
+    with pytest.raises(InvalidInputError):
+        m.add("t", timestamp=np.int64(MAX_TIMESTAMP) + 1)
+
+
+# every one must raise InvalidConfigError as the config is built (called
+# untyped: the wrong types are the point)
+_MC: Any = MemoryConfig
+_TC: Any = TraversalConfig
+BAD_CONFIGS: list[tuple[str, Callable[[], Any]]] = [
+    ("kappa str", lambda: _MC(kappa="60")),
+    ("kappa None", lambda: _MC(kappa=None)),
+    ("traversal None", lambda: _MC(traversal=None)),
+    ("traversal dict", lambda: _MC(traversal={"max_visited": 3})),
+    ("max_text_bytes 2**64", lambda: _MC(max_text_bytes=2**64)),
+    ("max_text_bytes True", lambda: _MC(max_text_bytes=True)),
+    ("theta_rel True", lambda: _MC(theta_rel=True)),
+    ("anchors True", lambda: _MC(anchors=True)),
+    ("anchor_depth 2**70", lambda: _MC(anchor_depth=2**70)),
+    ("consolidation_period True", lambda: _MC(consolidation_period=True)),
+    ("context_seeds False", lambda: _MC(context_seeds=False)),
+    ("reply_link True", lambda: _MC(reply_link=True)),
+    ("index_passages str", lambda: _MC(index_passages="no")),
+    ("max_visited -1", lambda: _TC(max_visited=-1)),
+    ("max_visited 2**70", lambda: _TC(max_visited=2**70)),
+    ("max_visited True", lambda: _TC(max_visited=True)),
+    ("depth_max 1.5", lambda: _TC(depth_max=1.5)),
+    ("lambdas short", lambda: _TC(lambdas=[1.0])),
+    ("lambdas str", lambda: _TC(lambdas="12345")),
+    ("lambdas of str", lambda: _TC(lambdas=["1"] * 5)),
+    ("gamma str", lambda: _TC(gamma="a")),
+    ("gamma True", lambda: _TC(gamma=True)),
+    ("max_wall_s str", lambda: _TC(max_wall_s="5")),
+]
+
+
+@pytest.mark.parametrize(("label", "make"), BAD_CONFIGS, ids=[c[0] for c in BAD_CONFIGS])
+def test_bad_configs_raise_invalid_config_error(label: str, make: Callable[[], Any]) -> None:
+    with pytest.raises(InvalidConfigError):
+        make()
+
+
+def test_good_configs_are_the_core_s_own(tmp_path: Path) -> None:
+    t = _TC(max_visited=np.int64(30), gamma=np.float32(0.5), lambdas=np.ones(5))
+    assert isinstance(t, TraversalConfig) and isinstance(t, CoreTraversalConfig)
+    assert t.as_dict()["max_visited"] == 30 and t.as_dict()["lambdas"] == [1.0] * 5
+    m = Memory(HashEmbedder(DIM), LocalController(), config=MemoryConfig(traversal=t))
+    m.add("Maya plays the cello")
+    assert m.search("who plays the cello?").evidence
+    with pytest.raises(InvalidConfigError):  # a bool is not a count: nothing is created
+        Memory.open(tmp_path / "m", HashEmbedder(DIM), checkpoint_every=True)
+    assert not (tmp_path / "m").exists()
 
 
 VEC = np.ones(DIM, np.float32)

@@ -30,6 +30,7 @@ from jevmem import (
     NodeNotFoundError,
 )
 from jevmem._core import question_share
+from jevmem._validate import MAX_TIMESTAMP, MIN_TIMESTAMP
 from jevmem.plane import derived as derived_module
 from jevmem.plane import state as plane_state
 from jevmem.plane.derived import (
@@ -282,7 +283,8 @@ def test_encoding_round_trips_through_json(
 @given(
     nodes=st.lists(
         st.tuples(
-            st.none() | st.integers(-(2**40), 2**40),
+            # observation times the store takes: years 3 to 9997
+            st.none() | st.integers(MIN_TIMESTAMP, MAX_TIMESTAMP),
             st.floats(0.0, 1.0, allow_nan=False),
             st.lists(time_refs, max_size=3).map(tuple),
         ),

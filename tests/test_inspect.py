@@ -97,6 +97,17 @@ def test_json_round_trips_and_graphml_parses() -> None:
     assert all(e.get("source") in ids and e.get("target") in ids for e in edges)
 
 
+def test_graphml_drops_what_xml_cannot_carry() -> None:
+    m = jevmem.Memory(HashEmbedder(64), controller=LocalController())
+    m.add("price list \ufffe and \uffff end\x01 \U0001f600", speaker="Ma\uffffya")
+    d = inspect.graph_data(m)
+    # a JSON export may hold a lone surrogate (escaped): it must not reach the XML either
+    d = inspect.from_json(inspect.to_json(d).replace("end", "e\\ud800nd"))
+    root = ET.fromstring(inspect.to_graphml(d))
+    data = [x.text for x in root.iter("{http://graphml.graphdrawing.org/xmlns}data")]
+    assert "price list  and  end \U0001f600" in data and "Maya" in data
+
+
 @settings(max_examples=50, deadline=None)
 @given(
     st.lists(

@@ -548,3 +548,66 @@ def test_random_histories_match_a_plain_model(ops: list[tuple[Any, ...]]) -> Non
             got = [(e.id, round(e.score, 9)) for e in m.search(q, 5).evidence]
             want = [(e.id, round(e.score, 9)) for e in fresh.search(q, 5).evidence]
             assert got == want, q
+
+
+class _FailingIn(LocalController):
+    """The hand rules, but one round of the write path fails when armed:
+    by raising, or by answering NaN (which validation refuses)."""
+
+    def __init__(self, purpose: str, how: str) -> None:
+        super().__init__()
+        self.purpose, self.how, self.armed = purpose, how, False
+
+    def decide(self, requests: Sequence[DecisionRequest]) -> list[MutableMapping[str, Any]]:
+        got = super().decide(requests)
+        if self.armed and any(r.purpose == self.purpose for r in requests):
+            if self.how == "raise":
+                raise RuntimeError(f"backend down in the {self.purpose} round")
+            return [{q.id: NoulAnswer(float("nan")) for q in r.questions} for r in requests]
+        return got
+
+
+@pytest.mark.parametrize("how", ["raise", "nan"])
+@pytest.mark.parametrize("purpose", ["typing", "relations", "consolidation"])
+def test_a_write_whose_controller_fails_leaves_what_the_memory_held(
+    purpose: str, how: str, tmp_path: Path
+) -> None:
+    def reads(m: Memory) -> Any:
+        return (
+            len(m),
+            m.matching_ids(),
+            [(n.id, n.text) for n in m.list()[0]],
+            [e.text for e in m.search("milk and cello", k=10, mode="full").evidence],
+            [e.text for e in m.search("milk", k=10, mode="lexical").evidence],
+            [d for d in m.decisions],
+            m.stats()["nodes"],
+        )
+
+    texts = [f"Maya mentioned milk and cello, note {i}" for i in range(19)]
+    m = Memory.open(tmp_path / "m", HashEmbedder(32), controller=_FailingIn(purpose, how))
+    m.add_batch(texts, speakers=["Maya"] * 19)
+    before = reads(m)
+    m.controller.armed = True  # type: ignore[attr-defined]
+    with pytest.raises(Exception, match=r"round|not in \[0, 1\]"):
+        m.add_batch(["Maya switched from oat milk to soy milk", "and sold her cello"])
+    assert reads(m) == before
+    m.controller.armed = False  # type: ignore[attr-defined]
+    new = m.add("Maya plays the cello on Sundays", speaker="Maya")
+    assert new in m and len(m) == 20
+    m.close()
+    reopened = Memory.open(tmp_path / "m", HashEmbedder(32), controller=LocalController())
+    assert sorted(n.text for n in reopened.list()[0]) == sorted(
+        [*texts, "Maya plays the cello on Sundays"]
+    )
+    reopened.close()
+
+
+def test_a_speaker_named_outright_is_the_one_kept() -> None:
+    # it is the one embedded with the text; a provenance naming another
+    # speaker used to be stored instead
+    m = Memory(HashEmbedder(32), controller=LocalController())
+    a = m.add("I moved to Lisbon", speaker="Ann", provenance={"speaker": "Bob", "dia_id": "D1:1"})
+    b = m.add("I moved to Porto", provenance={"speaker": "Bob"})
+    assert dict(m.get(a).provenance) == {"speaker": "Ann", "dia_id": "D1:1"}
+    assert m.get(b).provenance["speaker"] == "Bob"
+    assert "ann" in m.get(a).entities and "bob" not in m.get(a).entities

@@ -131,3 +131,110 @@ def test_memory_writers_and_searchers_together() -> None:
     assert texts == sorted(
         f"writer {t} note {i} about topic {i % 5}" for t in range(6) for i in range(25)
     )
+
+
+def test_searches_never_see_a_node_go_in_the_middle() -> None:
+    # a search reads the store call by call; a forget on another thread
+    # waits for it, so no search fails on a node it found a call earlier
+    from jevmem import HashEmbedder, Memory
+
+    m = Memory(HashEmbedder(DIM))
+    m.add_batch(
+        [f"Maya talked about milk and the snack budget, note {i}" for i in range(60)],
+        timestamps=[1_700_000_000 + 60 * i for i in range(60)],
+    )
+    errors: list[BaseException] = []
+    done = threading.Event()
+    churned = [0]
+
+    def churn() -> None:
+        try:
+            i = 0
+            while not done.is_set() and i < 300:
+                new = m.add(
+                    f"Maya said something about milk again {i}", timestamp=1_700_100_000 + i
+                )
+                m.forget(new)
+                i += 1
+            churned[0] = i
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    def searcher() -> None:
+        try:
+            while not done.is_set():
+                for batch in (False, True):
+                    if batch:
+                        m.search_batch(["what did Maya say about milk?"] * 2, k=10)
+                    else:
+                        m.search("what did Maya say about milk?", k=10)
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=churn)] + [
+        threading.Thread(target=searcher) for _ in range(2)
+    ]
+    for t in threads:
+        t.start()
+    threads[0].join(120)
+    done.set()
+    for t in threads:
+        t.join(120)
+    assert not [t for t in threads if t.is_alive()], "a thread is stuck"
+    assert errors == []
+    assert churned[0] == 300 and len(m) == 60
+
+
+def test_a_forget_from_inside_a_search_is_refused_and_a_search_inside_a_write_passes() -> None:
+    from typing import Any
+
+    from jevmem import HashEmbedder, InvalidInputError, Memory
+    from jevmem.controller import LocalController
+
+    class Forgetful(LocalController):
+        # forgets inside a search's round: it would wait for itself
+        def decide(self, requests: Any) -> Any:
+            if any(r.purpose == "routing" for r in requests):
+                m.forget(victim)
+            return super().decide(requests)
+
+    m = Memory(HashEmbedder(DIM), Forgetful())
+    victim = m.add("a note to keep")
+    try:
+        m.search("note", k=3)
+    except InvalidInputError as e:
+        assert "inside a search" in str(e)
+    else:  # pragma: no cover - the assertion's message
+        raise AssertionError("forget inside a search's round was not refused")
+    assert victim in m
+
+    class Searching(LocalController):
+        # searches inside a write's round while a forget waits for the gate
+        def decide(self, requests: Any) -> Any:
+            if any(r.purpose == "relations" for r in requests) and not searched:
+                searched.append(None)
+                forgetting.start()
+                time_waited = 0.0
+                while not forgetting_started.is_set() and time_waited < 5:
+                    time_waited += 0.01
+                    forgetting_started.wait(0.01)
+                searched[0] = m2.search("note", k=3)
+            return super().decide(requests)
+
+    searched: list[Any] = []
+    forgetting_started = threading.Event()
+    m2 = Memory(HashEmbedder(DIM), Searching())
+    first = m2.add("a first note")
+
+    def forget_first() -> None:
+        forgetting_started.set()
+        m2.forget(first)
+
+    forgetting = threading.Thread(target=forget_first, daemon=True)
+    writer = threading.Thread(target=lambda: m2.add("a second note about the first"), daemon=True)
+    writer.start()
+    writer.join(30)
+    forgetting.join(30)
+    assert not writer.is_alive() and not forgetting.is_alive(), "deadlocked"
+    assert searched and searched[0] is not None
+    assert first not in m2

@@ -482,7 +482,12 @@ def test_as_notes_and_as_pages_are_blocks_of_one_turn_and_of_pages() -> None:
     # a session per page here (every session is short); a page never spans two
     assert [t.dia_id for t in pages.turns] == ["D1:1,D1:2,D1:3", "D2:1,D2:2", "D10:1"]
     assert pages == ev.as_blocks(conv, max_chars=4000)
-    assert set(ev.RESTYLES) == {"turns", "messages", "blocks", "notes", "pages"}
+    assert set(ev.RESTYLES) == {"turns", "messages", "blocks", "notes", "pages", "untimed"}
+    untimed = ev.RESTYLES["untimed"](conv)
+    assert [(t.dia_id, t.speaker, t.text) for t in untimed.turns] == [
+        (t.dia_id, t.speaker, t.text) for t in conv.turns
+    ]
+    assert {t.timestamp for t in untimed.turns} == {None} and untimed.qas == conv.qas
     assert ev.RESTYLES["notes"](conv) == notes
 
 

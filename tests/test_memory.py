@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 from collections.abc import MutableMapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -325,6 +327,28 @@ def test_save_load_round_trip(tmp_path: Any) -> None:
     assert m2.decisions == m.decisions
     q = "what about the cello?"
     assert [e.id for e in m2.search(q, 5).evidence] == [e.id for e in m.search(q, 5).evidence]
+
+
+def test_a_missing_path_is_file_not_found_naming_it(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.jvm"
+    with pytest.raises(FileNotFoundError) as info:
+        Memory.load(missing, HashEmbedder(64))
+    assert (info.value.errno, info.value.filename) == (errno.ENOENT, str(missing))
+    assert str(missing) in str(info.value)
+    m = fresh()
+    m.add("kept")
+    before = m.store.to_bytes()
+    nowhere = tmp_path / "no" / "such" / "x.jvm"
+    with pytest.raises(FileNotFoundError) as info:
+        m.save(nowhere)
+    assert (info.value.errno, info.value.filename) == (errno.ENOENT, str(nowhere))
+    assert m.store.to_bytes() == before and not (tmp_path / "no").exists()
+    with pytest.raises(IsADirectoryError):
+        Memory.load(tmp_path, HashEmbedder(64))
+    (tmp_path / "file").write_text("not a directory")
+    with pytest.raises(NotADirectoryError) as not_dir:
+        Memory.open(tmp_path / "file" / "m", HashEmbedder(64))
+    assert not_dir.value.filename == str(tmp_path / "file" / "m")
 
 
 def test_read_path_node_facts_come_from_the_store(tmp_path: Any) -> None:

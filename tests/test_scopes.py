@@ -512,6 +512,38 @@ def test_bad_attributes_raise_and_change_nothing(bad: dict[str, Any]) -> None:
     assert len(m) == 1
 
 
+EVERYTHING: list[dict[str, Any]] = [
+    {"scope": {}},
+    {"filter": {}},
+    {"filter": {"$and": []}},
+    {"filter": {"$and": [{}, {"$or": [{}]}]}},
+    {"filter": {"$not": {"$or": []}}},
+    {"scope": {}, "filter": {"$and": []}},
+]
+
+
+@pytest.mark.parametrize("kw", EVERYTHING, ids=[str(i) for i in range(len(EVERYTHING))])
+def test_forget_refuses_an_empty_scope_or_filter(kw: dict[str, Any]) -> None:
+    """Refused as a bare forget() is, not read as "everything"."""
+    m, _ = planted()
+    before = m.store.to_bytes()
+    with pytest.raises(InvalidInputError, match="empty scope"):
+        m.forget(**kw)
+    assert m.store.to_bytes() == before
+    # reads still take an empty scope or filter as no restriction
+    assert len(m.search("cello", k=100, mode="lexical", scope={}, filter={}).evidence) > 0
+    assert m.matching_ids(scope={}, filter={}) == m.matching_ids()
+    assert m.forget(filter={"$or": []}) == 0  # matches nothing: nothing to refuse
+    # an empty part beside one that restricts: what that part selects
+    restrictions: list[Any] = [
+        {"scope": {}, "filter": {"topic": "cello lessons"}},
+        {"filter": {}, "scope": {"user": "u1"}},
+    ]
+    for restricting in restrictions:
+        chosen = m.matching_ids(**restricting)
+        assert chosen and m.forget(**restricting) == len(chosen)
+
+
 BAD_FILTERS: list[Any] = [
     "topic=work",
     ["topic"],
@@ -718,3 +750,27 @@ def test_any_input_is_accepted_or_refused_typed(
             call()
         except JevmemError:
             pass
+
+
+def test_an_update_stays_in_its_scope_with_its_metadata() -> None:
+    m = fresh()
+    old = m.add(
+        "I take oat milk in my coffee",
+        speaker="Maya",
+        timestamp=START,
+        scope={"user": "u1"},
+        metadata={"topic": "diet"},
+        key="milk-1",
+    )
+    other = m.add("I take black coffee", speaker="Sam", timestamp=START, scope={"user": "u2"})
+    new = m.update(old, "I switched to soy milk in my coffee", timestamp=START + 86_400)
+    node = m.get(new)
+    assert dict(node.scope) == {"user": "u1"} and dict(node.metadata) == {"topic": "diet"}
+    assert node.key is None and m.get(old).key == "milk-1"  # the old node keeps its key
+    for mode in MODES:
+        u1 = [e.id for e in m.search("what milk now?", scope={"user": "u1"}, mode=mode).evidence]
+        assert sorted(u1) == [old, new], mode
+        u2 = [e.id for e in m.search("what milk now?", scope={"user": "u2"}, mode=mode).evidence]
+        assert set(u2) <= {other}, mode
+    assert m.matching_ids(filter={"topic": "diet"}) == [old, new]
+    assert m.forget(scope={"user": "u1"}) == 2 and m.matching_ids() == [other]

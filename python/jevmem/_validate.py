@@ -126,6 +126,20 @@ def _column(values: Any, field: str, n: int) -> list[Any]:
     return list(got)
 
 
+def attribute_columns(
+    scopes: Any, metadatas: Any, keys: Any, n: int
+) -> tuple[list[Any], list[Any], list[Any]]:
+    """The ``scopes``, ``metadatas`` and ``keys`` columns of ``add_batch``,
+    each ``None`` or a list or tuple of ``n`` entries, as the text column must
+    be (a set would pair keys with texts in hash order; an iterator would be
+    spent). The core checks the entries."""
+    return (
+        _column(scopes, "scopes", n),
+        _column(metadatas, "metadatas", n),
+        _column(keys, "keys", n),
+    )
+
+
 def provenance_arg(value: Any, field: str) -> dict[str, str] | None:
     if value is None:
         return None

@@ -207,9 +207,14 @@ _NODE_JSON_KEYS = ("scope", "metadata", "entities", "types")
 _EDGE_KEYS = (("view", "string"), ("weight", "double"), ("origin", "string"), ("label", "string"))
 
 
+#: What XML 1.0 cannot carry, even escaped: the C0 controls but tab, LF and
+#: CR, the surrogates (a lone one can come in through `from_json`), U+FFFE
+#: and U+FFFF.
+_XML_FORBIDDEN = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
 def _xml_safe(s: str) -> str:
-    # XML 1.0 cannot carry most control characters, even escaped
-    return "".join(c if c in "\t\n\r" or ord(c) >= 0x20 else "\ufffd" for c in s)
+    return _XML_FORBIDDEN.sub("", s)
 
 
 def to_graphml(data: Mapping[str, Any]) -> str:

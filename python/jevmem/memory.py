@@ -191,7 +191,8 @@ class Memory(WritingMemory):
         view: ScopedView | None = None,
         given: npt.NDArray[np.float32] | None = None,
     ) -> list[SearchResult]:
-        with collector_paused():
+        # a forget waits for it (the loop reads nodes a call at a time)
+        with collector_paused(), self._removal_gate.search():
             return self._search_batch_now(queries, k, now_ts, mode, view, given)
 
     def _search_batch_now(

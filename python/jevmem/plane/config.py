@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -32,6 +33,31 @@ Summariser = Callable[[Sequence[Node]], str]
 SummariserLike = Summariser | SystemTwo
 #: A query's read path: yields controller requests, receives their answers.
 Steps = Generator[list[DecisionRequest], Sequence[Mapping[str, Answer]], None]
+
+
+#: The largest integer setting: the core takes counts and limits as 64-bit numbers.
+MAX_SETTING = 2**63 - 1
+
+
+def _real(v: object) -> float:
+    """``v`` as a float, or NaN when it is no number a float holds: a bool
+    is an int to Python but never a setting's number; numbers.Real takes
+    numpy's floats and integers too, and not numpy's bool. NaN then fails
+    every range check."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        return math.nan
+    try:
+        return float(v)
+    except OverflowError:  # an int past a float's range
+        return math.nan
+
+
+def count_setting(name: str, v: object, minimum: int, what: str = "an integer") -> int:
+    """``v`` as an integer setting in ``minimum`` .. `MAX_SETTING`, or
+    InvalidConfigError naming it (a bool is refused)."""
+    if isinstance(v, bool) or not isinstance(v, int) or not minimum <= v <= MAX_SETTING:
+        raise InvalidConfigError(f"{name} must be {what} in {minimum} .. 2**63 - 1, got {v!r:.80}")
+    return v
 
 
 @dataclass(frozen=True)
@@ -98,10 +124,11 @@ class MemoryConfig:
             "summary_min_prob",
             "summary_max_contradiction",
             "other_speaker_share",
+            "second_step_decay",
         ):
             v = getattr(self, name)
-            if not (isinstance(v, float | int) and 0.0 <= v <= 1.0):
-                raise InvalidConfigError(f"{name} must be in [0, 1], got {v!r}")
+            if not 0.0 <= _real(v) <= 1.0:
+                raise InvalidConfigError(f"{name} must be in [0, 1], got {v!r:.80}")
         for name in (
             "consolidation_period",
             "consolidation_neighbours",
@@ -110,45 +137,25 @@ class MemoryConfig:
             "anchors",
             "max_text_bytes",
         ):
-            v = getattr(self, name)
-            if not (isinstance(v, int) and v >= 1):
-                raise InvalidConfigError(f"{name} must be a positive integer, got {v!r}")
-        if not (
-            isinstance(self.feedback_weight, float | int)
-            and math.isfinite(self.feedback_weight)
-            and self.feedback_weight >= 0
-        ):
-            raise InvalidConfigError(
-                f"feedback_weight must be a non-negative number, got {self.feedback_weight!r}"
-            )
-        if not (
-            isinstance(self.second_step_decay, float | int) and 0.0 <= self.second_step_decay <= 1.0
-        ):
-            raise InvalidConfigError(
-                f"second_step_decay must be in [0, 1], got {self.second_step_decay!r}"
-            )
-        if not (
-            isinstance(self.reply_link, float | int)
-            and math.isfinite(self.reply_link)
-            and self.reply_link >= 0
-        ):
-            raise InvalidConfigError(
-                f"reply_link must be a non-negative number, got {self.reply_link!r}"
-            )
+            count_setting(name, getattr(self, name), 1)
         for name in ("context_seeds", "time_window_nodes", "feedback_nodes"):
+            count_setting(name, getattr(self, name), 0)
+        if self.passage_tokens is not None:
+            count_setting("passage_tokens", self.passage_tokens, 4, "None or an integer")
+        for name in ("feedback_weight", "reply_link"):
             v = getattr(self, name)
-            if not (isinstance(v, int) and v >= 0):
-                raise InvalidConfigError(f"{name} must be a non-negative integer, got {v!r}")
-        if self.passage_tokens is not None and not (
-            isinstance(self.passage_tokens, int) and self.passage_tokens >= 4
-        ):
+            if not (math.isfinite(_real(v)) and _real(v) >= 0):
+                raise InvalidConfigError(f"{name} must be a non-negative number, got {v!r:.80}")
+        if not (math.isfinite(_real(self.kappa)) and _real(self.kappa) > 0):
+            raise InvalidConfigError(f"kappa must be a positive number, got {self.kappa!r:.80}")
+        for name in ("related_words", "index_passages"):
+            v = getattr(self, name)
+            if not isinstance(v, bool):
+                raise InvalidConfigError(f"{name} must be a bool, got {v!r:.80}")
+        if not isinstance(self.traversal, TraversalConfig):
             raise InvalidConfigError(
-                f"passage_tokens must be None or an integer >= 4, got {self.passage_tokens!r}"
+                f"traversal must be a jevmem.TraversalConfig, got {type(self.traversal).__name__}"
             )
-        if not isinstance(self.related_words, bool):
-            raise InvalidConfigError(f"related_words must be a bool, got {self.related_words!r}")
-        if not (math.isfinite(self.kappa) and self.kappa > 0):
-            raise InvalidConfigError(f"kappa must be positive, got {self.kappa!r}")
 
     @property
     def traversal_limits(self) -> Mapping[str, object]:

@@ -59,3 +59,40 @@ def scope_and_filter(
         None if scope is None else dict(scope),
         None if filter is None else filter_times(filter),
     )
+
+
+def holds_no_condition(f: Any) -> bool:
+    """Whether a filter matches every observation by its form alone: ``{}``,
+    or one that only combines such (``{"$and": []}``, ``{"$not": {"$or":
+    []}}``). A malformed filter is not: the core refuses it."""
+    return _constant(f, 0) is True
+
+
+def _constant(f: Any, depth: int) -> bool | None:
+    """True when a filter matches everything by its form, False when it
+    matches nothing (``{"$or": []}``), None when that depends on the nodes."""
+    if depth > 64 or not isinstance(f, Mapping):
+        return None  # too deep or malformed: `filter_times` or the core says so
+    parts: list[bool | None] = []
+    for k, v in f.items():
+        if k in ("$and", "$or") and isinstance(v, (list, tuple)):
+            got = [_constant(x, depth + 1) for x in v]
+            parts.append(_all(got) if k == "$and" else _any(got))
+        elif k == "$not":
+            inner = _constant(v, depth + 1)
+            parts.append(None if inner is None else not inner)
+        else:
+            parts.append(None)  # a condition on a field
+    return _all(parts)
+
+
+def _all(parts: list[bool | None]) -> bool | None:
+    if False in parts:
+        return False
+    return True if all(p is True for p in parts) else None
+
+
+def _any(parts: list[bool | None]) -> bool | None:
+    if True in parts:
+        return True
+    return False if all(p is False for p in parts) else None

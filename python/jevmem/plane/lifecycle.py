@@ -3,24 +3,24 @@
 from __future__ import annotations
 
 import json
-import operator
+import os
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, SupportsIndex, TypeVar
+from typing import Any, TypeVar
 
 from jevmem._core import MemoryStore
 from jevmem.controller.types import SystemOne
 from jevmem.embed import Embedder, embedder_from_spec, embedder_spec
 from jevmem.errors import (
     DurabilityError,
-    InvalidConfigError,
     InvalidInputError,
-    NodeNotFoundError,
+    JevmemError,
     SnapshotError,
 )
-from jevmem.plane.config import MemoryConfig, SummariserLike
+from jevmem.plane.config import MemoryConfig, SummariserLike, count_setting
 from jevmem.plane.derived import decode_derived
+from jevmem.plane.filters import holds_no_condition
 from jevmem.plane.state import MemoryState
 from jevmem.plane.text import drop_text_caches
 
@@ -53,6 +53,18 @@ def manifest_embedder(path: Path) -> str | None:
     return name if isinstance(name, str) else None
 
 
+@contextmanager
+def _naming(path: str | os.PathLike[str]) -> Iterator[None]:
+    """The core's I/O errors with the path the caller gave: the core knows
+    the error (a FileNotFoundError, a PermissionError) but not the name."""
+    try:
+        yield
+    except OSError as exc:
+        if isinstance(exc, JevmemError) or exc.errno is None or exc.filename is not None:
+            raise
+        raise type(exc)(exc.errno, exc.strerror, os.fspath(path)) from None
+
+
 class LifecycleMemory(MemoryState):
     """Forgetting, versions of facts, persistence and durable writes."""
 
@@ -60,22 +72,26 @@ class LifecycleMemory(MemoryState):
 
     def validity(self, node_id: int) -> tuple[int | None, int | None]:
         """``(valid_from, valid_to)`` of a node's fact on the world timeline
-        (not when it was recorded); ``valid_to`` is None while it is current."""
-        return self.store.validity(node_id)
+        (not when it was recorded); ``valid_to`` is None while it is current.
+        Ids as in `history`."""
+        return self.store.validity(self._live_id(node_id))
 
     def superseded_by(self, node_id: int) -> list[int]:
-        """The observations that updated, replaced or contradicted this one."""
-        return self.store.superseded_by(node_id)
+        """The observations that updated, replaced or contradicted this one
+        (ids as in `history`)."""
+        return self.store.superseded_by(self._live_id(node_id))
 
     def supersedes(self, node_id: int) -> list[int]:
-        """The observations this one updated, replaced or contradicted."""
-        return self.store.supersedes(node_id)
+        """The observations this one updated, replaced or contradicted (ids
+        as in `history`)."""
+        return self.store.supersedes(self._live_id(node_id))
 
     def history(self, node_id: int) -> list[int]:
         """The versions of a fact up to this node, newest first: this node,
-        then every fact it replaced, transitively, nearest first (after
-        ``b = update(a, ...)``, ``c = update(b, ...)``: ``history(c) == [c, b,
-        a]``). The versions that replaced it are `superseded_by`. A forgotten
+        then every fact it replaced, transitively, each version before every
+        version it replaced (after ``b = update(a, ...)``, ``c = update(b,
+        ...)``: ``history(c) == [c, b, a]``, also where the controller linked
+        c to a directly). The versions that replaced it are `superseded_by`. A forgotten
         version is gone from the chain (see `forget`). Raises
         NodeNotFoundError for an unknown or forgotten id, InvalidInputError
         for one that is not an int."""
@@ -117,6 +133,15 @@ class LifecycleMemory(MemoryState):
         ``ids``: an int or an iterable of ints. An id that is not an int, is
         listed twice, or names no node (never added or already forgotten)
         raises InvalidInputError or NodeNotFoundError, and nothing is removed.
+
+        A selection that restricts nothing (an empty ``scope``, a ``filter``
+        with no condition such as ``{}`` or ``{"$and": []}``, and nothing else)
+        is refused as a bare ``forget()`` is.
+
+        Searches on other threads are not cut short: a forget waits for the
+        searches running to finish and holds new ones back until it is done
+        (`jevmem.plane.removal_gate`). Called from inside a search's own
+        controller round, it raises InvalidInputError.
         """
         self._sync_with_store()
         by_selection = scope is not None or filter is not None
@@ -124,7 +149,19 @@ class LifecycleMemory(MemoryState):
             raise InvalidInputError(
                 "forget needs either ids or a scope/filter (not both, not neither)"
             )
-        with self._write_lock:
+        if (
+            by_selection
+            and (scope is None or (isinstance(scope, Mapping) and not scope))
+            and (filter is None or holds_no_condition(filter))
+        ):
+            # an empty scope, a filter without a condition: everything, most
+            # likely a value the caller forgot to fill in
+            raise InvalidInputError(
+                "forget: an empty scope and a filter with no condition select every "
+                "observation; give ids, or a scope or filter that names what to forget"
+            )
+        # no search runs while nodes go: it reads the store call by call
+        with self._removal_gate.removal(), self._writing():
             live = self.matching_ids(scope, filter) if by_selection else self._live_ids(ids)
             with self._durable_write():  # one log record; gone from disk at the next checkpoint
                 return self._forget_ids(live) if live else 0
@@ -140,45 +177,6 @@ class LifecycleMemory(MemoryState):
         drop_text_caches()
         self._removed_seen = self.store.removed_count
         return len(gone)
-
-    def _live_id(self, raw: object, what: str = "node id") -> int:
-        """``raw`` as the id of a node of this memory (typed errors, no change)."""
-        try:
-            if isinstance(raw, bool) or not isinstance(raw, SupportsIndex):
-                raise TypeError
-            node_id = operator.index(raw)
-        except TypeError:  # (a numpy array has __index__ and refuses it)
-            raise InvalidInputError(f"{what} must be an int, got {type(raw).__name__}") from None
-        if not (0 <= node_id < self.store.next_id and node_id in self.store):
-            raise NodeNotFoundError(f"no node with id {node_id}")
-        return int(node_id)
-
-    def _live_ids(self, ids: object) -> list[int]:
-        """``ids`` (an int or an iterable of them) as distinct live node ids, in order."""
-        if isinstance(ids, str | bytes | bytearray | Mapping):
-            raise InvalidInputError(
-                f"ids must be an int or a sequence of ints, got {type(ids).__name__}"
-            )
-        if not isinstance(ids, bool) and isinstance(ids, SupportsIndex):
-            try:
-                one = operator.index(ids)
-            except TypeError:
-                pass  # an array of ids: iterated below
-            else:
-                return [self._live_id(one)]
-        if not isinstance(ids, Iterable):
-            raise InvalidInputError(
-                f"ids must be an int or a sequence of ints, got {type(ids).__name__}"
-            )
-        out: list[int] = []
-        seen: set[int] = set()
-        for pos, raw in enumerate(ids):
-            node_id = self._live_id(raw, f"ids[{pos}]")
-            if node_id in seen:
-                raise InvalidInputError(f"ids[{pos}]: node {node_id} is listed twice")
-            seen.add(node_id)
-            out.append(node_id)
-        return out
 
     def _with_summaries(self, ids: list[int]) -> list[int]:
         """``ids`` and the live summaries written from any of them (or from
@@ -205,7 +203,7 @@ class LifecycleMemory(MemoryState):
         the memory's own state (embedder, consolidation decisions) inside."""
         self._sync_with_store()
         path = Path(path)
-        with self._write_lock:
+        with self._writing(), _naming(path):
             self.store.save_with_state(path, self._state_bytes())
 
     @classmethod
@@ -225,7 +223,8 @@ class LifecycleMemory(MemoryState):
         forgot more nodes than the default bound (sized from the file, so a
         crafted file cannot claim billions) admits; the refusal names it."""
         path = Path(path)
-        store, raw = MemoryStore.load_with_state(path, max_absent_ids=max_absent_ids)
+        with _naming(path):
+            store, raw = MemoryStore.load_with_state(path, max_absent_ids=max_absent_ids)
         state: dict[str, Any] = {}
         if raw is not None:
             state = decode_state(raw, f"{path}")
@@ -293,24 +292,22 @@ class LifecycleMemory(MemoryState):
         is left and ``memory.store.finish_graph()`` waits for it.
         """
         path = Path(path)
-        if not (isinstance(checkpoint_every, int) and checkpoint_every >= 0):
-            raise InvalidConfigError(
-                f"checkpoint_every must be a non-negative integer, got {checkpoint_every!r}"
-            )
+        count_setting("checkpoint_every", checkpoint_every, 0, "a non-negative integer")
         if embedder is None:
             embedder = embedder_from_spec(manifest_embedder(path) or "default")
         config = config or MemoryConfig()
         initial = json.dumps({"format": 1, "embedder": embedder_spec(embedder)}).encode()
-        store, raw_state, deltas, report = MemoryStore.open(
-            path,
-            embedder.dim,
-            embedder=embedder_spec(embedder),
-            state=initial,
-            durability=durability,
-            salvage=salvage,
-            max_text_bytes=config.max_text_bytes,
-            max_absent_ids=max_absent_ids,
-        )
+        with _naming(path):
+            store, raw_state, deltas, report = MemoryStore.open(
+                path,
+                embedder.dim,
+                embedder=embedder_spec(embedder),
+                state=initial,
+                durability=durability,
+                salvage=salvage,
+                max_text_bytes=config.max_text_bytes,
+                max_absent_ids=max_absent_ids,
+            )
         try:
             state = decode_state(raw_state, f"{path} checkpoint")
             replayed = [decode_state(d, f"{path} log record") for d in deltas]
@@ -346,7 +343,7 @@ class LifecycleMemory(MemoryState):
         """Write a checkpoint of a durable memory now: reopening then replays
         only later writes, and the log it covers is deleted (with it, the
         text of forgotten observations)."""
-        with self._write_lock:
+        with self._writing():
             report = dict(self.store.checkpoint(self._state_bytes()))
             self._checkpoint_seq = int(report["seq"])
             return report
@@ -356,7 +353,7 @@ class LifecycleMemory(MemoryState):
         durable memory; reads still work, writes raise. A no-op in memory."""
         if not self.durable:
             return
-        with self._write_lock:
+        with self._writing():
             if self.store.failure is None and self.store.last_seq != self._checkpoint_seq:
                 self.checkpoint()
             self.store.close()
@@ -404,7 +401,7 @@ class LifecycleMemory(MemoryState):
             yield
             return
         seq: int | None = None
-        with self._write_lock:
+        with self._writing():
             outer = self._write_depth == 0
             if outer:
                 self.store._begin_write()

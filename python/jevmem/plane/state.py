@@ -4,16 +4,23 @@ from __future__ import annotations
 
 import builtins
 import json
+import operator
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, SupportsIndex
 
 from jevmem import answering as _answering
 from jevmem._core import Allowed, MemoryStore, Node, question_share
 from jevmem.controller import default_controller
 from jevmem.controller.types import Answer, DecisionRequest, SystemOne, validate_answers
 from jevmem.embed import Embedder, default_embedder
-from jevmem.errors import InvalidConfigError, InvalidInputError
+from jevmem.errors import (
+    InvalidConfigError,
+    InvalidInputError,
+    InvalidTypeError,
+    NodeNotFoundError,
+)
 from jevmem.passages import PassagePlanner
 from jevmem.plane.config import (
     MemoryConfig,
@@ -22,6 +29,7 @@ from jevmem.plane.config import (
 )
 from jevmem.plane.derived import DERIVED_VERSION, DerivedFacts, RefTuple, ref_of, ref_tuple
 from jevmem.plane.filters import scope_and_filter
+from jevmem.plane.removal_gate import RemovalGate
 from jevmem.plane.search_queue import SearchQueue
 from jevmem.system_two import SystemTwo
 from jevmem.temporal import TimeRef, ground
@@ -71,11 +79,15 @@ class MemoryState:
         self._writes = 0
         # writes change Python-side indexes as well as the store: one at a
         # time, so concurrent writers (and idempotency keys) stay consistent
+        # (taken through `_writing`, which notes the thread holding it)
         self._write_lock = threading.RLock()
+        self._writes_held = threading.local()
         # searches from several threads at once take turns and run together
         # (`jevmem.plane.search_queue`); re-entrant: a controller may search
         self._search_queue = SearchQueue()
         self._search_lock = threading.RLock()
+        # a forget waits for the searches running and holds new ones back
+        self._removal_gate = RemovalGate(lambda: getattr(self._writes_held, "n", 0) > 0)
         self.decisions: list[dict[str, Any]] = []
         self.calls = {"write": 0, "query": 0}
         # Durable memories (Memory.open): one log record per write request
@@ -140,6 +152,18 @@ class MemoryState:
         # speakerless transcript lines); read again after every write
         self._speaker_order = self.store.people()
         self._speakers = set(self._speaker_order)
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """The write lock, noting that this thread holds it (a search from
+        inside a write's round then passes the removal gate)."""
+        with self._write_lock:
+            depth = getattr(self._writes_held, "n", 0)
+            self._writes_held.n = depth + 1
+            try:
+                yield
+            finally:
+                self._writes_held.n = depth
 
     def _time_refs_of(self, node_id: int) -> tuple[TimeRef, ...]:
         """A node's grounded time references, as the core keeps them."""
@@ -223,8 +247,12 @@ class MemoryState:
     def __len__(self) -> int:
         return len(self.store)
 
-    def __contains__(self, node_id: int) -> bool:
-        return node_id in self.store
+    def __contains__(self, node_id: object) -> bool:
+        try:
+            self._live_id(node_id)
+        except (InvalidInputError, NodeNotFoundError):
+            return False  # not an id, or no node of this memory
+        return True
 
     def _drop_decisions(self, gone: Callable[[int], bool]) -> None:
         """Drop the consolidation decisions that name a forgotten node (as
@@ -262,13 +290,57 @@ class MemoryState:
         )
         self._removed_seen = removed
 
+    def _live_id(self, raw: object, what: str = "node id") -> int:
+        """``raw`` as the id of a node of this memory (typed errors, no change)."""
+        try:
+            if isinstance(raw, bool) or not isinstance(raw, SupportsIndex):
+                raise TypeError
+            node_id = operator.index(raw)
+        except TypeError:  # (a numpy array has __index__ and refuses it)
+            raise InvalidInputError(f"{what} must be an int, got {type(raw).__name__}") from None
+        if not (0 <= node_id < self.store.next_id and node_id in self.store):
+            raise NodeNotFoundError(f"no node with id {node_id}")
+        return int(node_id)
+
+    def _live_ids(self, ids: object) -> list[int]:
+        """``ids`` (an int or an iterable of them) as distinct live node ids, in order."""
+        if isinstance(ids, str | bytes | bytearray | Mapping):
+            raise InvalidInputError(
+                f"ids must be an int or a sequence of ints, got {type(ids).__name__}"
+            )
+        if not isinstance(ids, bool) and isinstance(ids, SupportsIndex):
+            try:
+                one = operator.index(ids)
+            except TypeError:
+                pass  # an array of ids: iterated below
+            else:
+                return [self._live_id(one)]
+        if not isinstance(ids, Iterable):
+            raise InvalidInputError(
+                f"ids must be an int or a sequence of ints, got {type(ids).__name__}"
+            )
+        out: list[int] = []
+        seen: set[int] = set()
+        for pos, raw in enumerate(ids):
+            node_id = self._live_id(raw, f"ids[{pos}]")
+            if node_id in seen:
+                raise InvalidInputError(f"ids[{pos}]: node {node_id} is listed twice")
+            seen.add(node_id)
+            out.append(node_id)
+        return out
+
     # ---- reads ----------------------------------------------------------------
 
     def get(self, node_id: int) -> Node:
-        return self.store.get(node_id)
+        """The node with this id. Raises NodeNotFoundError for an unknown or
+        forgotten id, InvalidInputError for one that is not an int."""
+        return self.store.get(self._live_id(node_id))
 
     def neighbors(self, node_id: int, view: str | None = None) -> list[Any]:
-        return self.store.neighbors(node_id, view)  # type: ignore[arg-type]
+        """A node's edges, of every view or of ``view``; ids as in `get`."""
+        if view is not None and not isinstance(view, str):
+            raise InvalidTypeError(f"view must be a str or None, got {type(view).__name__}")
+        return self.store.neighbors(self._live_id(node_id), view)  # type: ignore[arg-type]
 
     def stats(self) -> dict[str, Any]:
         self._sync_with_store()

@@ -14,7 +14,7 @@ from jevmem._core import question_share
 from jevmem.controller import catalogue
 from jevmem.controller.types import PAIR_NOULS, ChoiceAnswer, DecisionRequest, pair_values
 from jevmem.entities import extract_entities_batch
-from jevmem.errors import InvalidInputError, SystemTwoError
+from jevmem.errors import SystemTwoError
 from jevmem.plane.derived import DERIVED_VERSION
 from jevmem.plane.lifecycle import LifecycleMemory
 from jevmem.plane.pairs import relation_round, split_pairs
@@ -95,6 +95,9 @@ class WritingMemory(LifecycleMemory):
         indexed passage by passage (``MemoryConfig.index_passages``); with
         caller-supplied ``embeddings`` only the node vectors are stored.
 
+        A speaker given in ``speakers`` is the observation's, over a
+        "speaker" in its provenance (it is the one embedded with the text).
+
         ``scopes``, ``metadatas`` and ``keys`` are columns like the others
         (see `add`). An observation whose key the memory holds, or that an
         earlier observation of the batch carries, is stored once: its id in
@@ -142,29 +145,18 @@ class WritingMemory(LifecycleMemory):
         # the first six columns come from `_validate.add_batch_args`: checked,
         # one entry per text; the attribute columns are checked here
         n = len(texts)
-
-        def column(name: str, values: Sequence[Any] | None) -> list[Any]:
-            if values is None:
-                return [None] * n
-            if isinstance(values, (str, bytes)):
-                raise InvalidInputError(f"{name} must be a sequence, not one string")
-            if len(values) != n:
-                raise InvalidInputError(f"{name} has {len(values)} entries for {n} texts")
-            return list(values)
-
-        # any Mapping will do; the core reads plain dicts
+        # refused as the text column is (a set of keys would pair them with
+        # the texts in hash order); any Mapping will do, the core reads dicts
+        scope_col, meta_col, key_col = _validate.attribute_columns(scopes, metadatas, keys, n)
         scope_col = [
-            dict(x) if isinstance(x, Mapping) and not isinstance(x, dict) else x
-            for x in column("scopes", scopes)
+            dict(x) if isinstance(x, Mapping) and not isinstance(x, dict) else x for x in scope_col
         ]
         meta_col = [
-            dict(x) if isinstance(x, Mapping) and not isinstance(x, dict) else x
-            for x in column("metadatas", metadatas)
+            dict(x) if isinstance(x, Mapping) and not isinstance(x, dict) else x for x in meta_col
         ]
-        key_col = column("keys", keys)
         # every row is checked, a repeat too: bad input changes nothing
         self.store.check_attributes(n, scopes=scope_col, metadatas=meta_col, keys=key_col)
-        with self._write_lock, collector_paused():
+        with self._writing(), collector_paused():
             if not any(k is not None for k in key_col):
                 return self._add_fresh(
                     texts,
@@ -268,7 +260,9 @@ class WritingMemory(LifecycleMemory):
         for spk, prov in zip(spk_col, prov_col, strict=True):
             p = {str(k): str(v) for k, v in (prov or {}).items()}
             if spk is not None:
-                p.setdefault("speaker", str(spk))
+                # the speaker named outright wins: it is the one embedded
+                # with the text, typed and read for entities
+                p["speaker"] = str(spk)
             provs.append(p)
         ents = extract_entities_batch(texts, spk_col, provs, ent_col)
 
@@ -336,21 +330,31 @@ class WritingMemory(LifecycleMemory):
             focus_k=self.config.consolidation_neighbours,
         )
         self._writes += n
-        self._note_people()
-        relation_requests, pair_index = relation_round(ids, texts, provs, parsed, pairs)
+        try:
+            self._note_people()
+            relation_requests, pair_index = relation_round(ids, texts, provs, parsed, pairs)
 
-        # 3. relation judgment: one call for every pair of the batch
-        answers = self._decide(relation_requests, "write")
-        controller_edges, supersedes = judged_links(pair_index, answers, self.config.theta_rel)
-        if controller_edges:
-            self.store.add_edges(controller_edges)
-        if supersedes:
-            self._record_supersedes(supersedes)
+            # 3. relation judgment: one call for every pair of the batch
+            answers = self._decide(relation_requests, "write")
+            controller_edges, supersedes = judged_links(pair_index, answers, self.config.theta_rel)
+            if controller_edges:
+                self.store.add_edges(controller_edges)
+            if supersedes:
+                self._record_supersedes(supersedes)
 
-        # 4. consolidation every `consolidation_period` successful writes
-        focus = [r for r in range(n) if (done + r + 1) % period == 0]
-        if focus:
-            self._consolidate([ids[r] for r in focus], split_pairs(neighbours, focus))
+            # 4. consolidation every `consolidation_period` successful writes
+            focus = [r for r in range(n) if (done + r + 1) % period == 0]
+            if focus:
+                self._consolidate([ids[r] for r in focus], split_pairs(neighbours, focus))
+        except BaseException:
+            # the controller failed (or returned what validation refuses)
+            # after the nodes went in: take them out, with what came of them,
+            # so a failed write leaves what the memory held (its ids are
+            # not given again)
+            self._writes = done
+            with self._removal_gate.removal(undoing=True):
+                self._forget_ids(ids)
+            raise
         return ids
 
     def _record_supersedes(
@@ -388,7 +392,10 @@ class WritingMemory(LifecycleMemory):
 
         The new node keeps the old one's speaker and provenance unless
         ``speaker`` or ``provenance`` is given (a given provenance without a
-        "speaker" keeps the old speaker). Its timestamp is not inherited: pass
+        "speaker" keeps the old speaker), and always its scope and metadata (a
+        scoped fact's new version is the same tenant's, found by the same
+        scoped searches, lists, filters and forgets); the old node keeps its
+        idempotency key. Its timestamp is not inherited: pass
         the time of the change, so validity can say when the old fact stopped
         holding (without one the old fact is superseded with no end time).
         Updating an older version supersedes exactly that node (the chain
@@ -428,6 +435,10 @@ class WritingMemory(LifecycleMemory):
             provenance=provenance,
             entities=entities,
             embedding=embedding,
+            # a tenant's fact stays the tenant's: the scope searches, lists and
+            # forgets select it by, and the metadata filters read
+            scope=dict(old.scope),
+            metadata=dict(old.metadata),
         )
         # a fresh node supersedes nothing that could lead back to it: no cycle
         self._record_supersedes([(new_id, old_id, 1.0)], origin="rule")

@@ -23,8 +23,8 @@ Timestamps
   Times are ``H:MM[:SS]`` with optional ``am``/``pm``.
 
 Anything else raises :class:`ValueError` naming the input. :func:`to_timestamp`
-also accepts ints, finite floats (floored), ``datetime`` (naive = UTC) and
-``date`` (midnight UTC).
+also accepts ints (numpy integers too; bools are refused), finite floats
+(floored), ``datetime`` (naive = UTC) and ``date`` (midnight UTC).
 
 Grounding
 ---------

@@ -8,6 +8,7 @@ to Unix seconds (UTC); the accepted forms are listed in
 from __future__ import annotations
 
 import math
+import numbers
 import re
 from datetime import date, datetime, timezone
 
@@ -137,12 +138,17 @@ def parse_timestamp(s: str) -> int:
 
 
 def to_timestamp(x: int | float | datetime | date | str) -> int:
-    """Unix seconds (UTC) from an int, a finite float (floored), a ``datetime``
-    (naive means UTC), a ``date`` (midnight UTC) or a string (:func:`parse_timestamp`)."""
+    """Unix seconds (UTC) from an int (a numpy integer too), a finite float
+    (floored), a ``datetime`` (naive means UTC), a ``date`` (midnight UTC) or
+    a string (:func:`parse_timestamp`). A bool is refused."""
     if isinstance(x, bool):
         raise TypeError("a bool is not a timestamp")
     if isinstance(x, int):
         return x
+    # numpy's integer scalars are Integral but not int (its float64 is a
+    # float already); numpy's bool is not Integral, so it stays refused
+    if isinstance(x, numbers.Integral):
+        return int(x)
     if isinstance(x, float):
         if not math.isfinite(x):
             raise ValueError(f"timestamp must be finite, got {x!r}")

@@ -51,7 +51,19 @@ pub fn to_py(err: Error) -> PyErr {
             Error::Snapshot(_) => &SNAPSHOT,
             Error::Index(_) => &VECTOR_INDEX,
             Error::Durability(_) => &DURABILITY,
-            Error::Io(e) => return pyo3::exceptions::PyOSError::new_err(e.to_string()),
+            // with its errno, so Python picks the subclass (FileNotFoundError,
+            // PermissionError, ...) and `errno` reads it
+            Error::Io(e) => {
+                return match e.raw_os_error() {
+                    Some(code) => {
+                        let text = e.to_string();
+                        let suffix = format!(" (os error {code})");
+                        let reason = text.strip_suffix(&suffix).unwrap_or(&text).to_owned();
+                        pyo3::exceptions::PyOSError::new_err((code, reason))
+                    }
+                    None => pyo3::exceptions::PyOSError::new_err(e.to_string()),
+                }
+            }
         };
         class.err(py, msg)
     })
@@ -91,6 +103,26 @@ pub fn timestamp_arg(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<Option<i64
         return Err(INVALID_TYPE.err(obj.py(), format!("{field}: a bool is not a timestamp")));
     }
     extract_arg(obj, field)
+}
+
+/// A setting of a config (None: its default): what Python cannot convert,
+/// or a bool (True is never a count or a number), is `InvalidConfigError`
+/// naming the setting.
+pub fn setting_arg<T>(obj: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<Option<T>>
+where
+    for<'a, 'py> T: FromPyObject<'a, 'py>,
+    for<'a, 'py> <T as FromPyObject<'a, 'py>>::Error: Into<PyErr>,
+{
+    let Some(obj) = obj.filter(|o| !o.is_none()) else {
+        return Ok(None);
+    };
+    let py = obj.py();
+    if obj.is_instance_of::<pyo3::types::PyBool>() {
+        return Err(INVALID_CONFIG.err(py, format!("{name} must be a number, not a bool")));
+    }
+    obj.extract::<T>()
+        .map(Some)
+        .map_err(|e| INVALID_CONFIG.err(py, format!("{name}: {}", e.into().value(py))))
 }
 
 /// A list of timestamp arguments (`timestamp_arg` each), or None.

@@ -19,7 +19,7 @@ use parking_lot::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-use crate::errors::IntoPyResult;
+use crate::errors::{setting_arg, IntoPyResult};
 use crate::store::Shared;
 
 /// Every knob of the read path; the defaults are the paper's values.
@@ -40,28 +40,34 @@ impl TraversalConfig {
         min_admit_score = None
     ))]
     fn new(
-        total_budget: Option<u32>,
-        min_per_view: Option<u32>,
-        gamma: Option<f32>,
-        theta_act: Option<f32>,
-        depth_max: Option<u32>,
-        beam_width: Option<u32>,
-        max_visited: Option<u32>,
-        max_edges: Option<u32>,
-        max_controller_calls: Option<u32>,
-        max_wall_s: Option<f64>,
-        theta_suff: Option<f32>,
-        theta_missing: Option<f32>,
-        theta_contradiction: Option<f32>,
-        theta_useful: Option<f32>,
-        lambdas: Option<[f32; 5]>,
-        recency_weight: Option<f32>,
-        min_admit_score: Option<f32>,
+        total_budget: Option<&Bound<'_, PyAny>>,
+        min_per_view: Option<&Bound<'_, PyAny>>,
+        gamma: Option<&Bound<'_, PyAny>>,
+        theta_act: Option<&Bound<'_, PyAny>>,
+        depth_max: Option<&Bound<'_, PyAny>>,
+        beam_width: Option<&Bound<'_, PyAny>>,
+        max_visited: Option<&Bound<'_, PyAny>>,
+        max_edges: Option<&Bound<'_, PyAny>>,
+        max_controller_calls: Option<&Bound<'_, PyAny>>,
+        max_wall_s: Option<&Bound<'_, PyAny>>,
+        theta_suff: Option<&Bound<'_, PyAny>>,
+        theta_missing: Option<&Bound<'_, PyAny>>,
+        theta_contradiction: Option<&Bound<'_, PyAny>>,
+        theta_useful: Option<&Bound<'_, PyAny>>,
+        lambdas: Option<&Bound<'_, PyAny>>,
+        recency_weight: Option<&Bound<'_, PyAny>>,
+        min_admit_score: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let mut c = CoreConfig::default();
+        // each read as its field's type; a bad one is InvalidConfigError naming it
         macro_rules! set {
-            ($($field:ident),*) => { $( if let Some(v) = $field { c.$field = v; } )* };
+            ($($field:ident),*) => { $(
+                if let Some(v) = setting_arg($field, stringify!($field))? {
+                    c.$field = v;
+                }
+            )* };
         }
+        let max_wall_s: Option<f64> = setting_arg(max_wall_s, "max_wall_s")?;
         set!(
             total_budget,
             min_per_view,
