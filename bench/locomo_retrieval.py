@@ -642,7 +642,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="turns: one node per turn; messages: each turn a burst of short messages "
         "(jevmem.evaluation.as_messages); blocks: a session's turns packed into long "
         "observations (as_blocks); notes: each turn a speakerless note (as_notes); pages: "
-        "blocks of up to 4,000 characters (as_pages): styles neither development set has",
+        "blocks of up to 4,000 characters (as_pages); untimed: the turns without their "
+        "times (as_untimed): styles neither development set has",
     )
     ap.add_argument(
         "--merge",
