@@ -502,3 +502,44 @@ def test_store_writes_refuse_times_no_memory_could_read_back() -> None:
     store.add("at the end", vec, timestamp=MAX_TIMESTAMP)
     store.set_valid_from(first, MAX_TIMESTAMP)
     assert len(MemoryStore.from_bytes(store.to_bytes())) == 3
+
+
+def test_store_calls_refuse_what_is_not_a_node_id_typed() -> None:
+    # an int that names no node is NodeNotFoundError as an unknown id is; a
+    # bool or a non-int InvalidTypeError; `in` is False for all of them
+    from jevmem import InvalidTypeError, NodeNotFoundError
+
+    store = MemoryStore(4)
+    vec = np.ones(4, np.float32)
+    a = store.add("an observation", vec, timestamp=1_700_000_000)
+    b = store.add("another one", vec, timestamp=1_700_000_100)
+    before = bytes(store.to_bytes())
+    cases: list[tuple[Any, type[Exception]]] = [
+        (-1, NodeNotFoundError),
+        (2**64, NodeNotFoundError),
+        (True, InvalidTypeError),
+        ("0", InvalidTypeError),
+        (1.5, InvalidTypeError),
+    ]
+    calls: list[Any] = [
+        lambda x: store.get(x),
+        lambda x: store.history(x),
+        lambda x: store.validity(x),
+        lambda x: store.supersedes(x),
+        lambda x: store.superseded_by(x),
+        lambda x: store.neighbors(x),
+        lambda x: store.remove(x),
+        lambda x: store.forget([a, x]),
+        lambda x: store.set_types(x, (0.1, 0.2, 0.3, 0.4)),
+        lambda x: store.set_valid_from(x, None),
+        lambda x: store.add_supersedes(x, a, 1.0),
+        lambda x: store.add_edge(a, x, "semantic", 0.5),
+        lambda x: store.temporal_context(x),
+    ]
+    for bad, error in cases:
+        for call in calls:
+            with pytest.raises(error):
+                call(bad)
+        assert bad not in store
+        assert bytes(store.to_bytes()) == before
+    assert a in store and b in store and store.history(b) == [b]

@@ -125,6 +125,40 @@ where
         .map_err(|e| INVALID_CONFIG.err(py, format!("{name}: {}", e.into().value(py))))
 }
 
+/// A node id argument of the store's public calls: an int that names no
+/// node (negative, past 64 bits) is `NodeNotFoundError`, as an unknown id
+/// is; a bool or anything else `InvalidTypeError`.
+pub fn node_id_arg(obj: &Bound<'_, PyAny>) -> PyResult<u64> {
+    let py = obj.py();
+    if obj.is_instance_of::<pyo3::types::PyBool>() {
+        return Err(INVALID_TYPE.err(py, "a node id must be an int, not a bool".to_owned()));
+    }
+    match obj.extract::<u64>() {
+        Ok(id) => Ok(id),
+        Err(e) if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(py) => {
+            Err(NODE_NOT_FOUND.err(py, format!("no node with id {obj}")))
+        }
+        Err(e) => Err(INVALID_TYPE.err(py, format!("a node id must be an int: {}", e.value(py)))),
+    }
+}
+
+/// A list of node ids (`node_id_arg` each).
+pub fn node_ids_arg(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
+    if obj.is_instance_of::<pyo3::types::PyString>() {
+        return Err(INVALID_TYPE.err(
+            obj.py(),
+            "node ids must be a list of ints, not a str".to_owned(),
+        ));
+    }
+    let items: Vec<Bound<'_, PyAny>> = obj.extract().map_err(|e: PyErr| {
+        INVALID_TYPE.err(
+            obj.py(),
+            format!("node ids must be a list of ints: {}", e.value(obj.py())),
+        )
+    })?;
+    items.iter().map(node_id_arg).collect()
+}
+
 /// A list of timestamp arguments (`timestamp_arg` each), or None.
 pub fn timestamps_arg(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<Option<Vec<Option<i64>>>> {
     let Some(items) = extract_arg::<Option<Vec<Bound<'_, PyAny>>>>(obj, field)? else {

@@ -35,7 +35,9 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::durable::{DurableHandle, OpenResult};
-use crate::errors::{extract_arg, timestamp_arg, timestamps_arg, IntoPyResult};
+use crate::errors::{
+    extract_arg, node_id_arg, node_ids_arg, timestamp_arg, timestamps_arg, IntoPyResult,
+};
 use crate::scope::{
     key_arg, metadata_arg, metadata_dict, scope_arg, selection_arg, Allowed, MetaPy,
 };
@@ -536,8 +538,12 @@ impl MemoryStore {
         self.read(py, |s| s.len())
     }
 
-    fn __contains__(&self, py: Python<'_>, id: NodeId) -> bool {
-        self.read(py, |s| s.get(id).is_some())
+    /// Whether `id` names a stored node (False for anything that is not an id).
+    fn __contains__(&self, py: Python<'_>, id: &Bound<'_, PyAny>) -> bool {
+        match node_id_arg(id) {
+            Ok(id) => self.read(py, |s| s.get(id).is_some()),
+            Err(_) => false,
+        }
     }
 
     fn __repr__(&self, py: Python<'_>) -> String {
@@ -754,8 +760,8 @@ impl MemoryStore {
     fn add_edge(
         &self,
         py: Python<'_>,
-        src: NodeId,
-        dst: NodeId,
+        #[pyo3(from_py_with = node_id_arg)] src: NodeId,
+        #[pyo3(from_py_with = node_id_arg)] dst: NodeId,
         view: &str,
         weight: f32,
         origin: &str,
@@ -812,19 +818,32 @@ impl MemoryStore {
     }
 
     /// Replace a node's type scores (episodic, semantic, procedural, preference).
-    fn set_types(&self, py: Python<'_>, id: NodeId, types: (f32, f32, f32, f32)) -> PyResult<()> {
+    fn set_types(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = node_id_arg)] id: NodeId,
+        types: (f32, f32, f32, f32),
+    ) -> PyResult<()> {
         self.mutate(py, |s| s.set_types(id, types_arg(Some(types))))
     }
 
     /// Delete a node, its edges and its index entries.
-    fn remove(&self, py: Python<'_>, id: NodeId) -> PyResult<()> {
+    fn remove(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = node_id_arg)] id: NodeId,
+    ) -> PyResult<()> {
         self.mutate(py, |s| s.remove_node(id))
     }
 
     /// Delete many nodes, all or nothing on an unknown or repeated id,
     /// bridging the supersedes chains that ran through them; returns the
     /// bridging links between survivors.
-    fn forget(&self, py: Python<'_>, ids: Vec<NodeId>) -> PyResult<Vec<Supersedes>> {
+    fn forget(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = node_ids_arg)] ids: Vec<NodeId>,
+    ) -> PyResult<Vec<Supersedes>> {
         // through `mutate`, so on a durable store the forget is one log record
         let bridges = self.mutate(py, |s| s.forget_nodes(&ids))?;
         Ok(bridges.iter().map(Supersedes::from).collect())
@@ -836,8 +855,8 @@ impl MemoryStore {
     fn add_supersedes(
         &self,
         py: Python<'_>,
-        new: NodeId,
-        old: NodeId,
+        #[pyo3(from_py_with = node_id_arg)] new: NodeId,
+        #[pyo3(from_py_with = node_id_arg)] old: NodeId,
         weight: f32,
         origin: &str,
     ) -> PyResult<&'static str> {
@@ -890,7 +909,7 @@ impl MemoryStore {
     fn set_valid_from(
         &self,
         py: Python<'_>,
-        id: NodeId,
+        #[pyo3(from_py_with = node_id_arg)] id: NodeId,
         valid_from: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
         let valid_from = timestamp_arg(valid_from, "valid_from")?;
@@ -911,24 +930,40 @@ impl MemoryStore {
     }
 
     /// The nodes `id` supersedes directly, ascending.
-    fn supersedes(&self, py: Python<'_>, id: NodeId) -> PyResult<Vec<NodeId>> {
+    fn supersedes(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = node_id_arg)] id: NodeId,
+    ) -> PyResult<Vec<NodeId>> {
         self.read(py, |s| s.require(id).map(|_| s.facts().supersedes(id)))
             .py()
     }
 
     /// The nodes superseding `id` directly, ascending.
-    fn superseded_by(&self, py: Python<'_>, id: NodeId) -> PyResult<Vec<NodeId>> {
+    fn superseded_by(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = node_id_arg)] id: NodeId,
+    ) -> PyResult<Vec<NodeId>> {
         self.read(py, |s| s.require(id).map(|_| s.facts().superseded_by(id)))
             .py()
     }
 
     /// `(valid_from, valid_to)` on the world timeline; `valid_to` is None while current.
-    fn validity(&self, py: Python<'_>, id: NodeId) -> PyResult<(Option<i64>, Option<i64>)> {
+    fn validity(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = node_id_arg)] id: NodeId,
+    ) -> PyResult<(Option<i64>, Option<i64>)> {
         self.read(py, |s| s.validity(id)).py()
     }
 
     /// `id`, then every fact it superseded, transitively, nearest first.
-    fn history(&self, py: Python<'_>, id: NodeId) -> PyResult<Vec<NodeId>> {
+    fn history(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = node_id_arg)] id: NodeId,
+    ) -> PyResult<Vec<NodeId>> {
         self.read(py, |s| s.history(id)).py()
     }
 
@@ -955,12 +990,20 @@ impl MemoryStore {
     }
 
     /// The node with this id (raises NodeNotFoundError).
-    fn get(&self, py: Python<'_>, id: NodeId) -> PyResult<Node> {
+    fn get(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = node_id_arg)] id: NodeId,
+    ) -> PyResult<Node> {
         self.read(py, |s| s.require(id).map(Node::from)).py()
     }
 
     /// The node's unit-normalised embedding.
-    fn embedding<'py>(&self, py: Python<'py>, id: NodeId) -> PyResult<Bound<'py, PyArray1<f32>>> {
+    fn embedding<'py>(
+        &self,
+        py: Python<'py>,
+        #[pyo3(from_py_with = node_id_arg)] id: NodeId,
+    ) -> PyResult<Bound<'py, PyArray1<f32>>> {
         let v = self.read(py, |s| {
             s.require(id).map(|_| {
                 s.embedding(id)
@@ -984,7 +1027,11 @@ impl MemoryStore {
 
     /// The `[start, end)` character spans of a node's passage vectors, in
     /// order; empty when its text is one passage (the node vector).
-    fn passages(&self, py: Python<'_>, id: NodeId) -> PyResult<Vec<(u64, u64)>> {
+    fn passages(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = node_id_arg)] id: NodeId,
+    ) -> PyResult<Vec<(u64, u64)>> {
         self.read(py, |s| s.passage_spans(id).map(|p| p.to_vec()))
             .py()
     }
@@ -1064,7 +1111,12 @@ impl MemoryStore {
 
     /// Every edge touching `id`, optionally restricted to one view.
     #[pyo3(signature = (id, view = None))]
-    fn neighbors(&self, py: Python<'_>, id: NodeId, view: Option<&str>) -> PyResult<Vec<Edge>> {
+    fn neighbors(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = node_id_arg)] id: NodeId,
+        view: Option<&str>,
+    ) -> PyResult<Vec<Edge>> {
         let view = view.map(View::parse).transpose().py()?;
         self.read(py, |s| {
             s.neighbors(id, view)
@@ -1338,7 +1390,11 @@ impl MemoryStore {
     }
 
     /// A node's grounded time references (see `set_derived`), in the order given.
-    fn time_refs(&self, py: Python<'_>, id: NodeId) -> Vec<TimeRefTuple> {
+    fn time_refs(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = node_id_arg)] id: NodeId,
+    ) -> Vec<TimeRefTuple> {
         self.read(py, |s| s.time_refs(id).iter().map(time_ref_tuple).collect())
     }
 
@@ -1370,7 +1426,7 @@ impl MemoryStore {
     fn temporal_context(
         &self,
         py: Python<'_>,
-        id: NodeId,
+        #[pyo3(from_py_with = node_id_arg)] id: NodeId,
         allowed: Option<PyRef<'_, Allowed>>,
         second_step_decay: f64,
         reply_link: f64,

@@ -77,16 +77,16 @@ fn model_neighbours(
     allowed: Option<&[bool]>,
     cfg: &ContextConfig,
 ) -> Vec<(i8, usize, f64)> {
-    let Some(ts) = turns[id].ts else {
-        return vec![];
-    };
+    // a node without a timestamp: the nodes without one, in write order
     let mut timeline: Vec<(Timestamp, usize)> = turns
         .iter()
         .enumerate()
-        .filter_map(|(i, t)| t.ts.map(|ts| (ts, i)))
+        .filter(|(_, t)| t.ts.is_some() == turns[id].ts.is_some())
+        .map(|(i, t)| (t.ts.unwrap_or(0), i))
         .collect();
     timeline.sort();
-    let pos = timeline.iter().position(|&e| e == (ts, id)).unwrap();
+    let key = (turns[id].ts.unwrap_or(0), id);
+    let pos = timeline.iter().position(|&e| e == key).unwrap();
     let ok = |i: usize| allowed.is_none_or(|a| a[i]);
     let before: Vec<usize> = timeline[..pos]
         .iter()
