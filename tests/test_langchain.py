@@ -5,6 +5,7 @@ chat-message history."""
 from __future__ import annotations
 
 import asyncio
+import calendar
 from typing import Any
 
 import pytest
@@ -136,6 +137,38 @@ def test_chat_history_round_trip_and_clear() -> None:
     assert h.messages == [] and len(m) == nodes_before - len(sent)
     assert [x.content for x in other.messages] == ["an unrelated chat"]
     assert len(m) == len(NOTES) + 1
+
+
+def test_chat_history_reads_and_clears_only_its_own_scope() -> None:
+    """Histories with the same session id but different scopes are different
+    conversations: a scoped list selects every node whose scope holds the
+    pairs asked for, so without an exact-scope check the unscoped history
+    would read, and clear, the user's messages too."""
+    m = _memory()
+    mine = JevmemChatMessageHistory(m, "chat-1", scope={"user": "u1"})
+    anon = JevmemChatMessageHistory(m, "chat-1")
+    team = JevmemChatMessageHistory(m, "chat-1", scope={"user": "u1", "team": "t"})
+    mine.add_user_message("u1: my PIN is 4321")
+    anon.add_user_message("anon: hello")
+    team.add_user_message("team: standup at nine")
+    m.add("a note, not a message", scope={"session": "chat-1"})
+    assert [x.content for x in anon.messages] == ["anon: hello"]
+    assert [x.content for x in mine.messages] == ["u1: my PIN is 4321"]
+    assert [x.content for x in asyncio.run(anon.aget_messages())] == ["anon: hello"]
+    anon.clear()
+    assert anon.messages == []
+    assert [x.content for x in mine.messages] == ["u1: my PIN is 4321"]
+    assert [x.content for x in team.messages] == ["team: standup at nine"]
+    asyncio.run(mine.aclear())
+    assert mine.messages == [] and [x.content for x in team.messages] == ["team: standup at nine"]
+    assert len(m) == len(NOTES) + 2  # the note and the team's message
+
+
+def test_documents_time_has_a_four_digit_year() -> None:
+    m = Memory(HashEmbedder(64), LocalController())
+    m.add("Maya tuned the cello", timestamp=int(calendar.timegm((3, 1, 1, 0, 0, 0))))
+    (doc,) = JevmemRetriever(memory=m, k=1).invoke("cello")
+    assert doc.metadata["time"] == "0003-01-01T00:00:00Z"
 
 
 def test_chat_history_refuses_what_it_cannot_store() -> None:

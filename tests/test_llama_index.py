@@ -6,6 +6,7 @@ order and scores, and the callback events."""
 from __future__ import annotations
 
 import asyncio
+import calendar
 
 import pytest
 from llama_index.core.callbacks import CallbackManager, CBEventType, LlamaDebugHandler
@@ -112,3 +113,16 @@ def test_bad_arguments(memory: Memory) -> None:
     with pytest.raises(InvalidInputError):
         JevmemRetriever(memory, filter={"$bogus": 1}).retrieve("cello")
     assert len(memory) == len(DOC_LINES)
+
+
+def test_node_time_has_a_four_digit_year() -> None:
+    m = Memory(HashEmbedder(64), LocalController())
+    for year in (3, 999, 1000, 9997):
+        m.add(f"cello in year {year}", timestamp=int(calendar.timegm((year, 6, 1, 12, 0, 0))))
+    nodes = JevmemRetriever(m, similarity_top_k=4, mode="lexical").retrieve("cello")
+    assert sorted(n.node.metadata["time"] for n in nodes) == [
+        "0003-06-01T12:00:00Z",
+        "0999-06-01T12:00:00Z",
+        "1000-06-01T12:00:00Z",
+        "9997-06-01T12:00:00Z",
+    ]

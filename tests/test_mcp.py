@@ -10,6 +10,7 @@ it holds.
 
 from __future__ import annotations
 
+import calendar
 import json
 import os
 import signal
@@ -416,3 +417,110 @@ def test_without_the_extra_the_command_says_what_to_install(tmp_path: Path) -> N
     assert p.returncode == 2
     assert "pip install 'jevmem[mcp]'" in p.stderr and "Traceback" not in p.stderr
     assert not (tmp_path / "m").exists()  # nothing was created
+
+
+def _objects(schema: Any) -> list[dict[str, Any]]:
+    """Every object schema with fixed keys (``properties``) in a JSON schema."""
+    found: list[dict[str, Any]] = []
+    if isinstance(schema, dict):
+        if "properties" in schema:
+            found.append(schema)
+        for v in schema.values():
+            found += _objects(v)
+    elif isinstance(schema, list):
+        for v in schema:
+            found += _objects(v)
+    return found
+
+
+def test_unknown_arguments_are_refused_not_ignored() -> None:
+    """A misspelled argument (``Scope``, ``scopes``, ``scop``) must not turn a
+    scoped read or forget into one over every scope: the schemas are closed
+    and a call with an argument the tool does not take is a tool error naming
+    it, which changes nothing."""
+    m = Memory(HashEmbedder(64), LocalController())
+    m.add("u1 secret: my bank PIN is 4321", scope={"user": "u1"})
+    m.add("u2 secret: my passport number is X99", scope={"user": "u2"})
+    m.add("u2 note about cats", scope={"user": "u2"}, metadata={"topic": "pets"})
+    server = build_server({"m": m}, answer=True)  # answer offered: its schema is closed too
+
+    async def main() -> None:
+        async with Client(server) as c:
+            tools = {t.name: t for t in (await c.list_tools()).tools}
+            assert set(tools) == {"remember", "recall", "forget", "list", "answer"}
+            for t in tools.values():
+                assert t.input_schema["additionalProperties"] is False, t.name
+                for obj in _objects(t.input_schema):
+                    assert obj.get("additionalProperties") is False, (t.name, obj)
+            for tool, args, bad in (
+                ("recall", {"query": "secret number", "Scope": {"user": "u1"}}, "Scope"),
+                ("forget", {"filter": {"topic": "pets"}, "scopes": {"user": "u1"}}, "scopes"),
+                ("list", {"scop": {"user": "u1"}}, "scop"),
+                (
+                    "remember",
+                    {"text": "x", "scope": {"user": "u1"}, "metdata": {"a": 1}},
+                    "metdata",
+                ),
+                ("answer", {"query": "PIN?", "Scope": {"user": "u1"}}, "Scope"),
+                ("forget", {"ids": [0], "memory": "m", "dry_run": True}, "dry_run"),
+            ):
+                r = await c.call_tool(tool, args)
+                assert r.is_error, (tool, r.structured_content)
+                assert f"unknown argument '{bad}'" in _text(r), _text(r)
+            # the same calls spelled right do what they say, in scope
+            hit = await _ok(c, "recall", {"query": "secret number", "scope": {"user": "u1"}})
+            assert [e["text"] for e in hit["evidence"]] == ["u1 secret: my bank PIN is 4321"]
+
+    _run(main)
+    assert [(n.id, n.text) for n in m.list()[0]] == [
+        (0, "u1 secret: my bank PIN is 4321"),
+        (1, "u2 secret: my passport number is X99"),
+        (2, "u2 note about cats"),
+    ]
+
+
+def test_memory_spec_name_must_follow_the_rule() -> None:
+    for bad in ("my notes=/tmp/x", "a" * 65 + "=/tmp/x", "=/tmp/x", "-x=/tmp/x", "w/x=/tmp/y"):
+        with pytest.raises(InvalidInputError, match="1-64 letters, digits"):
+            parse_memory_spec(bad)
+    with pytest.raises(InvalidInputError, match="needs a directory"):
+        parse_memory_spec("work=")
+    spec = parse_memory_spec("a" * 64 + "=/tmp/x")
+    assert (spec.name, spec.path) == ("a" * 64, Path("/tmp/x"))
+    with pytest.raises(InvalidInputError, match="1-64 letters, digits"):
+        build_server({"my notes": Memory(HashEmbedder(64), LocalController())})
+
+
+def test_cli_refuses_a_bad_memory_name_and_creates_nothing(tmp_path: Path) -> None:
+    work = tmp_path / "cwd"
+    work.mkdir()
+    p = subprocess.run(
+        [*SERVER, "--memory", f"my notes={tmp_path / 'x'}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=work,
+        stdin=subprocess.DEVNULL,
+    )
+    assert p.returncode == 2, p.stderr
+    assert "jevmem: InvalidInputError" in p.stderr and "1-64 letters" in p.stderr
+    assert "Traceback" not in p.stderr
+    assert list(work.iterdir()) == [] and not (tmp_path / "x").exists()
+
+
+def test_time_is_iso_8601_with_a_four_digit_year() -> None:
+    m = Memory(HashEmbedder(64), LocalController())
+    want = {}
+    for year in (3, 999, 1000, 9997):
+        ts = int(calendar.timegm((year, 1, 2, 3, 4, 5)))
+        want[m.add(f"cello lesson in year {year}", timestamp=ts)] = f"{year:04d}-01-02T03:04:05Z"
+
+    async def main() -> None:
+        async with Client(build_server({"m": m})) as c:
+            items = (await _ok(c, "list", {}))["items"]
+            assert {it["id"]: it["time"] for it in items} == want
+            got = await _ok(c, "recall", {"query": "cello lesson", "k": 4, "mode": "lexical"})
+            assert {e["id"]: e["time"] for e in got["evidence"]} == want
+
+    _run(main)
+    assert want[0] == "0003-01-02T03:04:05Z"

@@ -29,13 +29,17 @@ def memory_lock(memory: Memory) -> threading.Lock:
 
 
 def iso_time(ts: int | None) -> str | None:
-    """Unix seconds as ISO 8601 UTC (``2024-03-01T10:00:00Z``)."""
+    """Unix seconds as ISO 8601 UTC (``2024-03-01T10:00:00Z``). The year has
+    at least four digits (``0003-01-01T00:00:00Z``; ``%Y`` would give ``3``),
+    and a sign before year 0 (ISO 8601's expanded form: ``-0001``)."""
     if ts is None:
         return None
     try:
-        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+        t = time.gmtime(ts)
     except (OverflowError, OSError, ValueError):  # outside what the platform's gmtime takes
         return None
+    year = f"{t.tm_year:04d}" if t.tm_year >= 0 else f"-{-t.tm_year:04d}"
+    return f"{year}-{t.tm_mon:02d}-{t.tm_mday:02d}T{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}Z"
 
 
 def node_dict(node: Node) -> dict[str, Any]:

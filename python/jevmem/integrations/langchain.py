@@ -33,6 +33,7 @@ from langchain_core.messages import BaseMessage, message_to_dict, messages_from_
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field
 
+from jevmem._core import Node
 from jevmem.errors import InvalidInputError
 from jevmem.integrations._common import evidence_dict, memory_lock, short_trace
 from jevmem.memory import Memory
@@ -116,7 +117,10 @@ class JevmemChatMessageHistory(BaseChatMessageHistory):
     ``scope`` pairs given), with the message type as speaker, so it can be
     recalled later like any other observation; ``messages`` returns them in
     the order they were added, exactly as given (tool calls and additional
-    fields included); ``clear`` forgets them (and only them).
+    fields included); ``clear`` forgets them (and only them). A history
+    reads and clears only the messages stored with exactly its scope: one
+    with no ``scope`` does not see those of a history with the same session
+    id and ``scope={"user": "u1"}``.
 
     A message without text (a tool-call-only AI message) is stored with the
     text ``"(no text)"`` so that it can be kept; it round-trips unchanged.
@@ -136,21 +140,32 @@ class JevmemChatMessageHistory(BaseChatMessageHistory):
         self.session_id = session_id
         self.scope = {**(scope or {}), scope_key: session_id}
 
+    def _own(self) -> list[Node]:
+        """This history's message nodes, oldest first: those stored with
+        exactly its scope. A scoped list selects every node whose scope holds
+        the pairs asked for, so a history with scope ``{session: s}`` would
+        also reach the messages of ``{user: u1, session: s}``; those belong to
+        another history and are left out. The caller holds the memory's lock."""
+        own: list[Node] = []
+        cursor: str | None = None
+        while True:
+            nodes, cursor = self.memory.list(
+                self.scope, {_MESSAGE: {"$exists": True}}, 1000, cursor
+            )
+            own.extend(n for n in nodes if dict(n.scope) == self.scope)
+            if cursor is None:
+                return own
+
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
-        out: list[BaseMessage] = []
-        cursor: str | None = None
         with memory_lock(self.memory):
-            while True:
-                nodes, cursor = self.memory.list(
-                    self.scope, {_MESSAGE: {"$exists": True}}, 1000, cursor
-                )
-                for n in nodes:
-                    raw = n.metadata.get(_MESSAGE)
-                    if isinstance(raw, str):
-                        out.extend(messages_from_dict([json.loads(raw)]))
-                if cursor is None:
-                    return out
+            nodes = self._own()
+        out: list[BaseMessage] = []
+        for n in nodes:
+            raw = n.metadata.get(_MESSAGE)
+            if isinstance(raw, str):
+                out.extend(messages_from_dict([json.loads(raw)]))
+        return out
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Store the messages as one batch (on a durable memory: one log record)."""
@@ -180,9 +195,12 @@ class JevmemChatMessageHistory(BaseChatMessageHistory):
         return await asyncio.to_thread(lambda: self.messages)
 
     def clear(self) -> None:
-        """Forget this conversation's messages (other observations stay)."""
+        """Forget this conversation's messages, those stored with exactly its
+        scope (other observations, and histories of a wider scope, stay)."""
         with memory_lock(self.memory):
-            self.memory.forget(scope=self.scope, filter={_MESSAGE: {"$exists": True}})
+            ids = [n.id for n in self._own()]
+            if ids:
+                self.memory.forget(ids)
 
     async def aclear(self) -> None:
         await asyncio.to_thread(self.clear)

@@ -9,7 +9,9 @@ one resource per memory, ``jevmem://memory/NAME/stats``.
 A jevmem error (bad text, a malformed filter, an unknown id) comes back as a
 tool error carrying its message, and the memory is left as it was; so does
 input that does not match a tool's schema, which is checked strictly (no
-string-to-number coercion).
+string-to-number coercion, and an argument the tool does not take is refused
+by name rather than ignored: a misspelled ``scope`` must not widen a read or
+a forget).
 """
 
 from __future__ import annotations
@@ -28,8 +30,19 @@ from typing import Annotated, Any, Literal
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp_types import ToolAnnotations
-from pydantic import BaseModel, Field, StrictBool, StrictFloat, StrictInt, StrictStr
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    model_validator,
+)
 
 from jevmem import __version__
 from jevmem.errors import InvalidInputError, JevmemError
@@ -44,6 +57,16 @@ from jevmem.memory import Memory
 __all__ = ["MemorySpec", "build_server", "can_answer", "parse_http", "parse_memory_spec", "serve"]
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+#: the memory-name rule, as the errors state it
+_NAME_RULE = "1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+
+
+def _check_name(name: str) -> str:
+    """``name`` if it is a valid memory name (see `_NAME_RULE`), else InvalidInputError."""
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise InvalidInputError(f"memory name {name!r:.100} is invalid: use {_NAME_RULE}")
+    return name
+
 
 # ---- input types: every argument strict (a JSON number is not a string) ----
 
@@ -203,9 +226,19 @@ class MemorySpec:
 
 
 def parse_memory_spec(raw: str) -> MemorySpec:
-    """``DIR`` (named after the directory) or ``NAME=DIR``."""
+    """``DIR`` (named after the directory) or ``NAME=DIR``. A spec with ``=``
+    is ``NAME=DIR``: a NAME that breaks the memory-name rule is refused (not
+    read as part of a path), and a directory whose path holds ``=`` is given
+    as ``NAME=DIR``."""
     name, sep, rest = raw.partition("=")
-    if sep and _NAME.match(name) and rest:
+    if sep:
+        if not _NAME.match(name):
+            raise InvalidInputError(
+                f"--memory {raw!r:.200}: the name before '=' is invalid: use {_NAME_RULE} "
+                "(a directory whose path holds '=' is given as NAME=DIR)"
+            )
+        if not rest:
+            raise InvalidInputError(f"--memory {raw!r:.200}: NAME=DIR needs a directory")
         return MemorySpec(name, Path(rest).expanduser())
     path = Path(raw).expanduser()
     base = path.resolve().name or "memory"
@@ -267,8 +300,7 @@ class _Memories:
         if not memories:
             raise InvalidInputError("the MCP server needs at least one memory")
         for name in memories:
-            if not _NAME.match(name):
-                raise InvalidInputError(f"memory name {name!r}: use letters, digits, _ . -")
+            _check_name(name)
         self.by_name = dict(memories)
 
     def pick(self, name: str | None) -> tuple[str, Memory]:
@@ -296,6 +328,41 @@ class _Memories:
             raise ToolError(f"{type(exc).__name__}: {exc}") from exc
 
 
+def _closed_tool(fn: Callable[..., Any], name: str, annotations: ToolAnnotations) -> Tool:
+    """The tool for ``fn`` with a closed input: its schema says
+    ``"additionalProperties": false`` and a call with an argument the tool does
+    not take is refused (a tool error naming it, like any other bad input)
+    instead of being dropped, so that a misspelled ``scope`` cannot turn a
+    scoped read or forget into one over every scope."""
+    tool = Tool.from_function(fn, name=name, annotations=annotations)
+    base = tool.fn_metadata.arg_model
+    known = frozenset(f.alias or n for n, f in base.model_fields.items())
+    takes = ", ".join(sorted(known))
+
+    def refuse_unknown(cls: Any, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            unknown = sorted(str(k) for k in data if k not in known)
+            if unknown:
+                raise ValueError(
+                    f"unknown argument{'s' if len(unknown) > 1 else ''} "
+                    f"{', '.join(map(repr, unknown))}: {name} takes {takes}"
+                )
+        return data
+
+    closed: type[ArgModelBase] = type(
+        base.__name__,
+        (base,),
+        {
+            "__module__": base.__module__,
+            "model_config": ConfigDict(extra="forbid"),
+            "refuse_unknown_arguments": model_validator(mode="before")(refuse_unknown),
+        },
+    )
+    tool.fn_metadata.arg_model = closed
+    tool.parameters = closed.model_json_schema(by_alias=True)
+    return tool
+
+
 def build_server(
     memories: Mapping[str, Memory], *, answer: bool | None = None, name: str = "jevmem"
 ) -> MCPServer:
@@ -303,17 +370,6 @@ def build_server(
     answer tool (None: when every memory can answer, see `can_answer`)."""
     held = _Memories(memories)
     names = sorted(held.by_name)
-    server: MCPServer = MCPServer(
-        name,
-        version=__version__,
-        instructions=(
-            "Long-term memory for an agent. Call remember to store what was said or observed "
-            "(with the speaker, the time and a scope such as the user), recall to find evidence "
-            "for a question before answering it, list to browse, forget to delete. "
-            f"Memories held: {', '.join(names)}."
-        ),
-        log_level="WARNING",
-    )
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
 
     def remember(
@@ -464,31 +520,46 @@ def build_server(
                 next_cursor=nxt,
             )
 
-    server.add_tool(
-        remember,
-        annotations=ToolAnnotations(
-            read_only_hint=False,
-            destructive_hint=False,
-            idempotent_hint=False,
-            open_world_hint=False,
+    tools = [
+        _closed_tool(
+            remember,
+            "remember",
+            ToolAnnotations(
+                read_only_hint=False,
+                destructive_hint=False,
+                idempotent_hint=False,
+                open_world_hint=False,
+            ),
         ),
-    )
-    server.add_tool(recall, annotations=read_only)
-    server.add_tool(
-        forget,
-        annotations=ToolAnnotations(
-            read_only_hint=False,
-            destructive_hint=True,
-            idempotent_hint=False,
-            open_world_hint=False,
+        _closed_tool(recall, "recall", read_only),
+        _closed_tool(
+            forget,
+            "forget",
+            ToolAnnotations(
+                read_only_hint=False,
+                destructive_hint=True,
+                idempotent_hint=False,
+                open_world_hint=False,
+            ),
         ),
-    )
-    server.add_tool(list_, name="list", annotations=read_only)
-
+        _closed_tool(list_, "list", read_only),
+    ]
     offer_answer = answer if answer is not None else all(map(can_answer, held.by_name.values()))
     if offer_answer:
-        server.add_tool(_answer_tool(held), name="answer", annotations=read_only)
+        tools.append(_closed_tool(_answer_tool(held), "answer", read_only))
 
+    server: MCPServer = MCPServer(
+        name,
+        version=__version__,
+        instructions=(
+            "Long-term memory for an agent. Call remember to store what was said or observed "
+            "(with the speaker, the time and a scope such as the user), recall to find evidence "
+            "for a question before answering it, list to browse, forget to delete. "
+            f"Memories held: {', '.join(names)}."
+        ),
+        log_level="WARNING",
+        tools=tools,
+    )
     for mem_name in names:
         _add_stats_resource(server, held, mem_name)
     return server
