@@ -4,6 +4,7 @@ no traceback, and the memory left exactly as it was."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -267,3 +268,173 @@ def test_serve_warns_at_start_when_the_controller_does_not_answer(tmp_path: Path
             pytest.fail(f"serve did not exit after SIGTERM:\n{err[-8000:]}")
     assert "controller 127.0.0.1:1 does not answer" in err and "local controller" in err
     assert "Traceback" not in err
+
+
+# ---- refusals: rows, paths and flags a command must not take --------------------------------
+
+
+def test_ingest_splits_jsonl_at_newlines_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # U+2028, U+2029 and U+0085 may stand raw in a JSON string: not line ends
+    texts = ["Maya\u2028started cello", "para\u2029graph", "next\x85line", "plain"]
+    lines = [json.dumps({"text": t}, ensure_ascii=False) for t in texts]
+    rows = tmp_path / "rows.jsonl"
+    rows.write_bytes("\r\n".join(lines).encode() + b"\r\n")
+    memory = tmp_path / "m.jvm"
+    assert main(["ingest", str(rows), "--memory", str(memory), "--embedder", "hash-32"]) == 0
+    assert "ingested 4 observations" in capsys.readouterr().out
+    assert sorted(n.text for n in jevmem.Memory.load(memory).list()[0]) == sorted(texts)
+    # and a bad row after them is named by its real line
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join([*lines, "", json.dumps({"text": None})]) + "\n", encoding="utf-8")
+    assert main(["ingest", str(bad), "--memory", str(tmp_path / "b.jvm")]) == 2
+    assert f"{bad}:6: text must be a str, got NoneType" in capsys.readouterr().err
+    assert not (tmp_path / "b.jvm").exists()
+
+
+_LOCOMO_TURNS = [{"speaker": "A", "text": "hello", "dia_id": "D1:1"}]
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "needle"),
+    [
+        (
+            "rows.jsonl",
+            json.dumps({"text": None}),
+            "rows.jsonl:1: text must be a str, got NoneType",
+        ),
+        ("rows.jsonl", json.dumps({"text": 42}), "rows.jsonl:1: text must be a str, got int"),
+        (
+            "chat.jsonl",
+            json.dumps({"role": "user", "content": "fine"})
+            + "\n"
+            + json.dumps({"role": "user", "content": [{"type": "text", "text": None}]}),
+            "chat.jsonl:2: content[0].text must be a str, got NoneType",
+        ),
+        (
+            "chat.jsonl",
+            json.dumps({"messages": [{"role": "user", "content": [{"type": "text", "text": 7}]}]}),
+            "chat.jsonl:1: messages[0]: content[0].text must be a str, got int",
+        ),
+        (
+            "chat.jsonl",
+            json.dumps({"role": "bot", "content": [{"type": "text"}]}),
+            'chat.jsonl:1: content[0] is a text part without "text"',
+        ),
+        *(
+            (
+                "loco.json",
+                json.dumps(
+                    [
+                        {
+                            "sample_id": "s1",
+                            "conversation": {
+                                "session_1_date_time": "1:56 pm on 8 May, 2023",
+                                "session_1": [*_LOCOMO_TURNS, {"speaker": "B", "text": bad}],
+                            },
+                        }
+                    ]
+                ),
+                f"loco.json: sample s1 session 1 turn 1: text must be a str, got {kind}",
+            )
+            for bad, kind in [(None, "NoneType"), (42, "int")]
+        ),
+    ],
+)
+def test_non_str_text_is_refused_in_every_format(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, content: str, needle: str
+) -> None:
+    memory = tmp_path / "m.jvm"
+    (tmp_path / "seed.jsonl").write_text('{"text": "already here"}\n')
+    argv = ["--memory", str(memory), "--embedder", "hash-16"]
+    assert main(["ingest", str(tmp_path / "seed.jsonl"), *argv]) == 0
+    before = memory.read_bytes()
+    (tmp_path / name).write_text(content + "\n")
+    assert main(["ingest", str(tmp_path / name), *argv]) == 2
+    assert needle in capsys.readouterr().err
+    assert memory.read_bytes() == before  # nothing written, "None" least of all
+
+
+def test_read_commands_never_make_a_memory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    (folder / "cat.jpg").write_bytes(b"\xff\xd8")
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a memory\n")
+    (tmp_path / "empty").mkdir()
+    for path in (folder, tmp_path / "empty", notes):
+        before = sorted(p.name for p in tmp_path.rglob("*"))
+        with pytest.raises(SystemExit) as done:
+            main(["search", "x", "--memory", str(path), "--embedder", "hash-16"])
+        assert done.value.code == 2 and f"no memory at {path}" in capsys.readouterr().err
+        with pytest.raises(SystemExit) as done:
+            main(["answer", "x", "--memory", str(path), "--model", "m"])
+        assert done.value.code == 2 and f"no memory at {path}" in capsys.readouterr().err
+        assert main(["inspect", str(path), "-o", str(tmp_path / "g.html")]) == 2
+        assert f"no memory here: {path}" in capsys.readouterr().err
+        assert sorted(p.name for p in tmp_path.rglob("*")) == before  # nothing written
+    # a real one of each kind still reads
+    (tmp_path / "r.jsonl").write_text('{"text": "Maya plays the cello"}\n')
+    for memory in (tmp_path / "durable", tmp_path / "m.jvm"):
+        assert main(["ingest", str(tmp_path / "r.jsonl"), "--memory", str(memory)]) == 0
+        assert main(["search", "cello", "--memory", str(memory)]) == 0
+        assert main(["inspect", str(memory), "-o", str(tmp_path / "g.html")]) == 0
+
+
+def test_inspect_never_writes_over_the_memory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "r.jsonl").write_text('{"text": "Maya plays the cello"}\n')
+    snap, durable = tmp_path / "agent.jvm", tmp_path / "agent"
+    for memory in (snap, durable):
+        assert main(["ingest", str(tmp_path / "r.jsonl"), "--memory", str(memory)]) == 0
+    (tmp_path / "link.jvm").symlink_to(snap)
+    manifest = (durable / "MANIFEST").read_bytes()
+    before = snap.read_bytes()
+    for memory, output in [
+        (snap, snap),
+        (snap, tmp_path / "link.jvm"),
+        (tmp_path / "link.jvm", tmp_path / "sub" / ".." / "agent.jvm"),
+        (durable, durable),
+        (durable, durable / "MANIFEST"),
+        (durable, durable / "graph.html"),
+    ]:
+        with pytest.raises(SystemExit) as done:
+            main(["inspect", str(memory), "-o", str(output)])
+        assert done.value.code == 2
+        assert f"--output {output}" in capsys.readouterr().err
+    assert snap.read_bytes() == before and (durable / "MANIFEST").read_bytes() == manifest
+    assert not (durable / "graph.html").exists()
+    # the page is written whole or not at all: a failed write keeps the old file
+    page = tmp_path / "graph.html"
+    page.write_text("the old page")
+
+    def fail(src: str, dst: str) -> None:
+        raise OSError(28, "No space left on device", src)
+
+    monkeypatch.setattr(os, "replace", fail)
+    assert main(["inspect", str(snap), "-o", str(page)]) == 2
+    assert f"No space left on device: {page}" in capsys.readouterr().err
+    assert page.read_text() == "the old page"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+    monkeypatch.undo()
+    assert main(["inspect", str(snap), "-o", str(page)]) == 0
+    assert page.read_text().startswith("<!DOCTYPE html>")
+
+
+def test_flag_errors_exit_2_with_one_line(tmp_path: Path) -> None:
+    (tmp_path / "r.jsonl").write_text('{"text": "Maya plays the cello"}\n')
+    assert main(["ingest", str(tmp_path / "r.jsonl"), "--memory", str(tmp_path / "m.jvm")]) == 0
+    _one_line_error(
+        _run("search", "x", "--memory", "m.jvm", "--scope", "user", cwd=tmp_path),
+        "--scope expects KEY=VALUE",
+    )
+    _one_line_error(
+        _run("ingest", "r.jsonl", "--memory", "m.jvm", "--batch", "0", cwd=tmp_path), "--batch"
+    )
+    _one_line_error(
+        _run("serve", "--port", "0", "--tokens-file", "nope.json", cwd=tmp_path), "nope.json"
+    )

@@ -19,6 +19,7 @@ __all__ = [
     "SharedEmbedders",
     "embedder_named",
     "is_directory_memory",
+    "is_memory",
     "open_memory",
     "save_memory",
     "scope_flags",
@@ -38,6 +39,23 @@ def is_directory_memory(memory: Path) -> bool:
     """A directory (existing, or a new path without the .jvm suffix) is a
     durable memory with a write-ahead log; a .jvm file is an export."""
     return memory.is_dir() or (not memory.exists() and memory.suffix != ".jvm")
+
+
+#: how a file `Memory.save` wrote (or a bare store snapshot) begins
+_SNAPSHOT_MAGICS = (b"JEVMEMCK", b"JEVMEMSS")
+
+
+def is_memory(memory: Path) -> bool:
+    """Whether ``memory`` holds a memory already: a directory with a
+    MANIFEST (what `Memory.open` writes first), or a snapshot file. The read
+    commands (search, answer, inspect) ask this before opening, since
+    opening a directory that is not a memory yet would make it one."""
+    if memory.is_dir():
+        return (memory / "MANIFEST").is_file()
+    if not memory.is_file():
+        return False
+    with memory.open("rb") as f:  # an unreadable file: the OSError names it
+        return f.read(8) in _SNAPSHOT_MAGICS
 
 
 class SharedEmbedders:

@@ -89,11 +89,16 @@ def _chat_text(content: Any, where: str) -> str | None:
         return content if content.strip() else None
     if isinstance(content, list):
         parts = []
-        for part in content:
+        for i, part in enumerate(content):
             if isinstance(part, str):
                 parts.append(part)
             elif isinstance(part, Mapping) and part.get("type") == "text":
-                parts.append(str(part.get("text", "")))
+                if "text" not in part:
+                    raise _bad(where, f'content[{i}] is a text part without "text"')
+                body = part["text"]
+                if not isinstance(body, str):  # as a plain line's "text": never str(None)
+                    raise _bad(where, f"content[{i}].text must be a str, got {type(body).__name__}")
+                parts.append(body)
         joined = "\n".join(p for p in parts if p.strip())
         return joined or None
     raise _bad(
@@ -114,8 +119,16 @@ def _from_chat(message: Mapping[str, Any], where: str) -> dict[str, Any] | None:
     return obj
 
 
+def _lines(text: str) -> Iterator[tuple[int, str]]:
+    """The lines of a JSONL file, numbered from 1: split at "\n" only (a
+    "\r" before it dropped). Not `str.splitlines`, which also splits at
+    U+2028, U+2029, U+0085 and other characters a JSON string may hold raw."""
+    for lineno, line in enumerate(text.split("\n"), 1):
+        yield lineno, line.removesuffix("\r")
+
+
 def _jsonl(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any] | None]]:
-    for lineno, line in enumerate(text.splitlines(), 1):
+    for lineno, line in _lines(text):
         if not line.strip():
             continue
         where = f"{path}:{lineno}"
@@ -166,9 +179,12 @@ def _locomo(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any] | None]
                 where = f"{path}: sample {sid or s} session {n} turn {i}"
                 if not isinstance(turn, dict) or "text" not in turn:
                     raise _bad(where, 'a turn must be an object with "text"')
-                body = str(turn["text"])
-                if turn.get("blip_caption"):
-                    body += f" [image: {turn['blip_caption']}]"
+                body = turn["text"]  # not a str: refused by `_check`, as on a JSONL line
+                caption = turn.get("blip_caption")
+                if caption is not None and not isinstance(caption, str):
+                    raise _bad(where, f"blip_caption must be a str, got {type(caption).__name__}")
+                if caption and isinstance(body, str):
+                    body += f" [image: {caption}]"
                 yield (
                     where,
                     {
@@ -252,7 +268,8 @@ def read_rows(
     ``check_attributes`` is the target store's ``check_attributes`` (scope,
     metadata and key rules live in the core)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        # bytes decoded, not read_text: no newline translation ("\r" stays for `_lines`)
+        text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InvalidInputError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     source = _locomo if text.lstrip().startswith("[") else _jsonl

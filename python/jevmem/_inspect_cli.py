@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +16,12 @@ _SUFFIX_FORMAT = {".html": "html", ".htm": "html", ".json": "json", ".graphml": 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
     from jevmem import inspect
-    from jevmem._cli_support import open_memory, scope_flags
+    from jevmem._cli_support import is_memory, open_memory, scope_flags
 
-    if not args.memory.exists():
+    if not is_memory(args.memory):  # a read: never make a memory of another directory
         raise FileNotFoundError(2, "no memory here", str(args.memory))
+    if args.output != "-":
+        _refuse_the_memory_as_output(Path(args.output), args.memory)
     fmt = args.format or _SUFFIX_FORMAT.get(Path(args.output).suffix.lower(), "html")
     m = open_memory(args.memory, args.embedder)
     try:
@@ -40,12 +44,43 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     if args.output == "-":
         sys.stdout.write(out)
     else:
-        Path(args.output).write_text(out, encoding="utf-8")
+        _write_atomically(Path(args.output), out)
     drawn = f"{len(data['nodes'])} nodes, {len(data['edges'])} edges"
     print(f"wrote {args.output} ({fmt}): {drawn}", file=sys.stderr)
     if data["truncated"]:
         print(f"note: {data['truncated']['note']}", file=sys.stderr)
     return 0
+
+
+def _refuse_the_memory_as_output(output: Path, memory: Path) -> None:
+    """``-o`` naming the memory file itself, or a file inside a durable
+    memory's directory, would overwrite what it reads: refused up front."""
+    out, mem = output.resolve(), memory.resolve()
+    same = out == mem or (output.exists() and os.path.samefile(output, memory))
+    if same or (memory.is_dir() and mem in out.parents):
+        where = "is the memory" if same else "is inside the memory directory"
+        raise SystemExit(f"--output {output} {where} {memory}; name another file")
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """``text`` at ``path`` whole or not at all: a temporary file beside it,
+    then a rename over it (an interrupted run leaves the old file)."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:  # named by the path the user gave, not the temporary one
+        raise type(exc)(exc.errno, exc.strerror, str(path)) from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # as a plain write would make it (mkstemp: 0600)
+        os.replace(tmp, path)
+    except BaseException as exc:
+        Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.errno is not None:  # e.g. -o names a directory
+            raise type(exc)(exc.errno, exc.strerror, str(path)) from None
+        raise
 
 
 def add_command(sub: Any) -> None:

@@ -46,11 +46,11 @@ def add_answer_command(
 
 
 def cmd_answer(args: argparse.Namespace) -> int:
-    from jevmem._cli_support import open_memory, scope_flags
+    from jevmem._cli_support import is_memory, open_memory, scope_flags
     from jevmem.answering import DEFAULT_ABSTAIN_BELOW
     from jevmem.system_two import ChatCompletionsClient
 
-    if not args.memory.exists():
+    if not is_memory(args.memory):  # a read: never make a memory of another directory
         raise SystemExit(f"no memory at {args.memory}; run `jevmem ingest` first")
     key = None
     if args.api_key_env:

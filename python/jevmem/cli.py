@@ -18,7 +18,13 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from jevmem._cli_support import DEFAULT_MEMORY, open_memory, save_memory, scope_flags
+from jevmem._cli_support import (
+    DEFAULT_MEMORY,
+    is_memory,
+    open_memory,
+    save_memory,
+    scope_flags,
+)
 from jevmem.errors import JevmemError
 
 __all__ = ["main"]
@@ -99,7 +105,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    if not args.memory.exists():
+    if not is_memory(args.memory):  # a read: never make a memory of another directory
         raise SystemExit(f"no memory at {args.memory}; run `jevmem ingest` first")
     m = open_memory(args.memory, args.embedder)
     r = m.search(args.query, args.k, now=args.now, scope=scope_flags(args.scope))
@@ -194,6 +200,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f": {exc.filename}" if exc.filename else ""
         print(f"jevmem: {exc.strerror or exc}{where}", file=sys.stderr)
         return 2
+    except SystemExit as exc:
+        # a subcommand's user error (a bad flag value, no memory at a path):
+        # one line and status 2. Still raised, message kept, for callers of
+        # main() that catch it; an int code (argparse's) passes unchanged.
+        if isinstance(exc.code, str):
+            print(f"jevmem: {' '.join(exc.code.splitlines())}", file=sys.stderr)
+            exc.code = 2
+        raise
 
 
 def _version() -> str:
