@@ -215,3 +215,52 @@ def test_a_slow_model_does_not_hold_the_memory(fake: FakeChatServer) -> None:
         assert r.evidence
         t.join()
         assert done.is_set()
+
+
+def test_grpc_answer_errors_are_memory_service_errors(fake: FakeChatServer) -> None:
+    from jevmem.errors import JevmemError
+    from jevmem.remote import MemoryServiceError
+
+    s2 = ChatCompletionsClient(fake.base_url, "fake", max_retries=0)
+    server, _ = serve_memory({"m": memory()}, system_two=s2)
+    with server, MemoryClient(server.address, timeout_s=30) as c:
+        cases: list[tuple[str, dict[str, str], grpc.StatusCode]] = [
+            ("nobody", {}, grpc.StatusCode.NOT_FOUND),
+            ("m", {"mode": "psychic"}, grpc.StatusCode.INVALID_ARGUMENT),
+        ]
+        for name, kw, code in cases:
+            with pytest.raises(MemoryServiceError) as info:
+                c.answer(name, QUESTION, **kw)  # type: ignore[arg-type]
+            assert isinstance(info.value, JevmemError) and isinstance(info.value, grpc.RpcError)
+            assert info.value.code() == code
+
+
+def test_grpc_answer_with_now_equals_the_in_process_answer(fake: FakeChatServer) -> None:
+    import datetime as dt
+
+    def milk() -> Memory:
+        m = Memory(HashEmbedder(64), FixedSufficiency(0.9))
+        m.add_batch(
+            [
+                "I prefer oat milk in my coffee.",
+                "I switched from oat milk to soy milk.",
+                "Maya's cello teacher is Ines.",
+            ],
+            timestamps=[1_700_000_000, 1_700_172_800, 1_700_200_000],
+            speakers=["Maya"] * 3,
+        )
+        return m
+
+    s2 = ChatCompletionsClient(fake.base_url, "fake", backoff_s=0.001)
+    local = milk()
+    query = "what milk does Maya drink now?"
+    server, _ = serve_memory({"m": milk()}, system_two=s2)
+    with server, MemoryClient(server.address, timeout_s=30) as c:
+        firsts = set()
+        for now in (None, 1_700_100_000, "2023-11-15", dt.datetime(2023, 11, 15), 1_800_000_000):
+            want = local.answer(query, 3, system_two=s2, abstain=False, now=now)
+            got = c.answer("m", query, 3, now=now, abstain=False)
+            assert (got.text, got.cited) == (want.text, want.cited), now
+            assert [e.id for e in got.search.evidence] == [e.id for e in want.search.evidence]
+            firsts.add(got.search.evidence[0].id)
+        assert firsts == {0, 1}  # the time asked for changes which fact is current

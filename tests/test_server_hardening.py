@@ -240,3 +240,301 @@ def test_a_busy_memory_does_not_hold_the_threads_other_memories_need() -> None:
     assert "busy" in (refused[0].details() or "")
     answered = [g for g in got if not isinstance(g, grpc.Call)]
     assert 1 <= len(answered) <= 3
+
+
+# ---- refused writes, failing handlers, client encoding ------------------------------
+
+
+def test_a_refused_write_to_a_new_name_creates_nothing() -> None:
+    made: list[str] = []
+
+    def factory(name: str) -> Memory:
+        made.append(name)
+        return _memory()
+
+    server, servicer = serve_memory(opts=ServerOptions(), factory=factory, max_memories=2)
+    with server, MemoryClient(server.address, timeout_s=10) as c:
+        o = c.observation
+        refused: list[Callable[[], object]] = [
+            lambda: c.add("typo1", "hello", timestamp="soonish"),
+            lambda: c.add("typo2", "hello", metadata={"x": float("nan")}),
+            lambda: c.add("typo3", "hello", scope={"user": ""}),
+            lambda: c.add("typo4", "hello", provenance={"src": "a\x00b"}),
+            lambda: c.add("typo5", "nul\x00here"),
+            lambda: c.add_batch("typo6", [o("fine"), o("bad", timestamp="soonish")]),
+            lambda: c.add_batch("typo7", [o("fine"), o("bad", scope={"": "x"})]),
+        ]
+        for call in refused:
+            code, details = _code(call)
+            assert code == grpc.StatusCode.INVALID_ARGUMENT, details
+        # no memory was made, none counts against max_memories
+        assert made == [] and servicer.memories == {}
+        for i in range(1, 8):
+            assert c.health(f"typo{i}").status == mpb.MemoryHealthResponse.UNKNOWN_MEMORY
+        assert c.add("real1", "a real first write") == 0
+        assert c.add_batch("real2", [o("one"), o("two")]) == [0, 1]
+        assert made == ["real1", "real2"]
+        # an existing memory refuses the same rows the same way, unchanged
+        code, _ = _code(lambda: c.add_batch("real1", [o("fine"), o("x", scope={"user": ""})]))
+        assert code == grpc.StatusCode.INVALID_ARGUMENT
+        assert c.stats("real1")["nodes"] == 1
+
+
+def test_a_refused_write_to_a_new_name_makes_no_directory(tmp_path: Path) -> None:
+    def factory(name: str) -> Memory:
+        return Memory.open(tmp_path / name, HashEmbedder(32), LocalController())
+
+    server, servicer = serve_memory(opts=ServerOptions(), factory=factory)
+    try:
+        with server, MemoryClient(server.address, timeout_s=10) as c:
+            code, _ = _code(lambda: c.add("typo", "hello", timestamp="soonish"))
+            assert code == grpc.StatusCode.INVALID_ARGUMENT
+            assert not (tmp_path / "typo").exists()
+            assert c.add("good", "Maya plays cello", timestamp=1_700_000_000) == 0
+            assert (tmp_path / "good" / "MANIFEST").exists()
+    finally:
+        for m in servicer.memories.values():
+            m.close()
+
+
+def test_an_exception_escaping_a_handler_ends_the_call() -> None:
+    # `embedder_named` refuses a bad spec with SystemExit: the call must not
+    # hang to its deadline, for that nor for any other exception
+    def exits(name: str) -> Memory:
+        raise SystemExit(f"unknown embedder for {name}")
+
+    def breaks(name: str) -> Memory:
+        raise RuntimeError("the factory broke")
+
+    for factory, text in ((exits, "unknown embedder for m"), (breaks, "the factory broke")):
+        server, servicer = serve_memory(opts=ServerOptions(), factory=factory)
+        with server, MemoryClient(server.address, timeout_s=20) as c:
+            t0 = time.monotonic()
+            code, details = _code(lambda: c.add("m", "hello"))
+            assert time.monotonic() - t0 < 10
+            assert code == grpc.StatusCode.INTERNAL and text in details
+            assert servicer.memories == {}
+            assert c.health("m").status == mpb.MemoryHealthResponse.UNKNOWN_MEMORY
+
+
+def test_the_client_encodes_what_the_in_process_api_accepts() -> None:
+    import datetime as dt
+
+    from jevmem.errors import InvalidInputError, InvalidTypeError
+
+    served, local = _memory(), _memory()
+    server, _ = serve_memory({"m": served})
+    with server, MemoryClient(server.address, timeout_s=10) as c:
+        times: list[object] = [
+            np.int64(1_700_000_000),
+            np.int32(1_700_000_001),
+            1_700_000_002.9,
+            dt.datetime(2023, 11, 14, 22, 13, 23, tzinfo=dt.timezone.utc),
+            dt.date(2023, 11, 15),
+            "2023-11-16T10:00:00Z",
+        ]
+        for i, ts in enumerate(times):
+            rid = c.add("m", f"remote note {i}", timestamp=ts, entities=("Ines",))
+            lid = local.add(f"local note {i}", timestamp=ts, entities=("Ines",))
+            node = c.get("m", rid)
+            assert node.HasField("timestamp") and node.timestamp == local.get(lid).timestamp
+            assert list(node.entities) == local.get(lid).entities
+        before = served.stats()
+        # refused here as in-process, with the same typed errors, and nothing sent
+        refused: list[tuple[dict[str, Any], type[Exception]]] = [
+            ({"timestamp": True}, InvalidTypeError),
+            ({"timestamp": np.float32(1.5)}, InvalidTypeError),
+            ({"timestamp": float("nan")}, InvalidInputError),
+            ({"timestamp": 10**15}, InvalidInputError),
+            ({"entities": "Ines"}, InvalidTypeError),
+            ({"metadata": {"n": np.int64(3)}}, InvalidInputError),
+            ({"metadata": {"n": np.float32(0.5)}}, InvalidInputError),
+            ({"scope": {"user": 3}}, InvalidInputError),
+        ]
+        for kw, error in refused:
+            with pytest.raises(error):
+                local.add("x", **kw)
+            with pytest.raises(error):
+                c.add("m", "x", **kw)
+        for k in (-1, 0, True, 10**6):
+            with pytest.raises(InvalidInputError):
+                local.search("note", k=k)
+            with pytest.raises(InvalidInputError):
+                c.search("m", "note", k=k)
+            with pytest.raises(InvalidInputError):
+                c.search_batch("m", ["note"], k=k)
+        with pytest.raises(InvalidTypeError):
+            c.search_batch("m", "note")  # a string, not a list of queries
+        with pytest.raises(InvalidTypeError):
+            c.search("m", "note", now=True)
+        assert served.stats() == before
+
+
+def _milk(m: Memory) -> None:
+    m.add_batch(
+        [
+            "I prefer oat milk in my coffee.",
+            "I switched from oat milk to soy milk.",
+            "Maya's cello teacher is Ines.",
+        ],
+        timestamps=[1_700_000_000, 1_700_172_800, 1_700_200_000],
+        speakers=["Maya"] * 3,
+    )
+
+
+def test_remote_now_equals_in_process_now() -> None:
+    import datetime as dt
+
+    from jevmem.errors import InvalidInputError
+    from jevmem.remote import MemoryServiceError
+
+    served, local = _memory(), _memory()
+    _milk(served)
+    _milk(local)
+    query = "what milk does Maya drink now?"
+    server, _ = serve_memory({"m": served})
+    with server, MemoryClient(server.address, timeout_s=10) as c:
+
+        def ids(r: Any) -> list[tuple[int, float]]:
+            return [(e.id, round(e.score, 5)) for e in r.evidence]
+
+        nows: list[object] = [
+            None,
+            1_700_100_000,
+            np.int64(1_700_100_000),
+            1_700_100_000.5,
+            "2023-11-15",
+            dt.datetime(2023, 11, 15, tzinfo=dt.timezone.utc),
+            1_800_000_000,
+        ]
+        tops = set()
+        for now in nows:
+            want = local.search(query, k=3, now=now)
+            got = c.search("m", query, k=3, now=now)
+            assert ids(got) == ids(want), now
+            assert ids(c.search_batch("m", [query, "cello"], k=3, now=now)[0]) == ids(want)
+            tops.add(got.evidence[0].id)
+        assert tops == {0, 1}  # the time asked for changes which fact is current
+        # refused as in-process: a time out of range here, a text the server cannot read there
+        with pytest.raises(InvalidInputError):
+            local.search(query, now=10**15)
+        with pytest.raises(InvalidInputError):
+            c.search("m", query, now=10**15)
+        with pytest.raises(InvalidInputError):
+            local.search(query, now="garbage")
+        with pytest.raises(MemoryServiceError) as info:
+            c.search("m", query, now="garbage")
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "garbage" in info.value.details()
+
+
+# ---- server addresses ----------------------------------------------------------------
+
+
+def test_server_options_are_checked_and_the_bound_address_reported() -> None:
+    import socket
+
+    from jevmem.errors import InvalidConfigError
+
+    for bad in (
+        ServerOptions(port=70000),
+        ServerOptions(port=-1),
+        ServerOptions(max_workers=0),
+    ):
+        with pytest.raises(InvalidConfigError):
+            serve_memory({"m": _memory()}, bad)
+    with pytest.raises(OSError, match="resolve"):
+        serve_memory({"m": _memory()}, ServerOptions(host="nonexistent.invalid"))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        with pytest.raises(OSError, match="in use"):
+            serve_memory({"m": _memory()}, ServerOptions(port=port))
+    hosts = ["127.0.0.1", "localhost"]
+    try:
+        with socket.socket(socket.AF_INET6) as s6:
+            s6.bind(("::1", 0))
+        hosts.append("::1")
+    except OSError:
+        pass  # no IPv6 here
+    for host in hosts:
+        server, _ = serve_memory({"m": _memory()}, ServerOptions(host=host))
+        with server, MemoryClient(server.address, timeout_s=10) as c:
+            assert server.address.rsplit(":", 1)[0] == ("[::1]" if host == "::1" else host)
+            assert c.health("m").status == mpb.MemoryHealthResponse.SERVING
+
+
+# ---- `jevmem serve` refuses bad flags at start --------------------------------------
+
+
+def _serve_refused(*args: str) -> str:
+    p = subprocess.run(
+        [sys.executable, "-m", "jevmem", "serve", "--port", "0", *args],
+        capture_output=True, text=True, timeout=30, cwd=Path(__file__).resolve().parents[1],
+    )  # fmt: skip
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode == 2, p.stderr
+    assert len(lines) == 1 and "Traceback" not in p.stderr, p.stderr
+    assert p.stdout == ""  # never said it was listening
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--embedder", "bogus"], "unknown embedder 'bogus'"),
+        (["--port", "70000"], "port must be an integer from 0 to 65535"),
+        (["--port", "-1"], "port must be an integer from 0 to 65535"),
+        (["--max-workers", "0"], "--max-workers must be at least 1"),
+        (["--host", "nonexistent.invalid"], "cannot resolve host"),
+        (
+            ["--memory", "bad!name=x.jvm", "--fixed"],
+            "'bad!name' is not a valid memory name: use 1-128",
+        ),
+        (["--memory", "_lead"], "'_lead' is not a valid memory name"),
+    ],
+)
+def test_serve_refuses_bad_flags_at_start(args: list[str], says: str) -> None:
+    embedder = [] if "--embedder" in args else ["--embedder", "hash-64"]
+    assert says in _serve_refused(*embedder, *args)
+
+
+def test_serve_refuses_a_bad_durability_or_a_port_in_use_before_opening_anything(
+    tmp_path: Path,
+) -> None:
+    import socket
+
+    data = tmp_path / "data"
+    hash64 = ("--embedder", "hash-64", "--data-dir", str(data))
+    assert "--durability bogus" in _serve_refused(*hash64, "--durability", "bogus")
+    assert not data.exists()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = str(taken.getsockname()[1])
+        assert "in use" in _serve_refused(*hash64, "--port", port)
+    assert not data.exists()
+
+
+def test_serve_skips_data_dir_memories_no_call_could_reach(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import argparse
+
+    from jevmem.remote.cli import add_commands, hosted_memories
+
+    for name in ("good", "bad name"):
+        Memory.open(tmp_path / name, HashEmbedder(32), LocalController()).close()
+    parser = argparse.ArgumentParser()
+    add_commands(parser.add_subparsers())
+    args = parser.parse_args(["serve", "--embedder", "hash-32", "--data-dir", str(tmp_path)])
+    with caplog.at_level("WARNING", logger="jevmem.remote"):
+        memories, _, _ = hosted_memories(args)
+    try:
+        assert sorted(memories) == ["good"]
+        assert "'bad name' is not a valid memory name" in caplog.text
+        assert (tmp_path / "bad name" / "MANIFEST").exists()  # left as it was
+    finally:
+        for m in memories.values():
+            m.close()

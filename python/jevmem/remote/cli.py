@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jevmem.errors import MissingDependencyError
+from jevmem.errors import InvalidConfigError, MissingDependencyError
 
 if TYPE_CHECKING:
     from jevmem.memory import Memory
@@ -46,8 +46,19 @@ def _server_args(p: argparse.ArgumentParser, default_port: int) -> None:
 
 
 def _options(args: argparse.Namespace) -> Any:
-    from jevmem.remote.server import ServerOptions
+    """The server options the flags ask for; a bad one raises InvalidConfigError
+    (one line on stderr, exit status 2) before anything is opened or bound."""
+    from jevmem.remote.server import ServerOptions, check_port
 
+    check_port(args.port)
+    if args.max_workers < 1:
+        raise InvalidConfigError(f"--max-workers must be at least 1, got {args.max_workers}")
+    if args.max_concurrent < 1:
+        raise InvalidConfigError(f"--max-concurrent must be at least 1, got {args.max_concurrent}")
+    if not args.max_message_mb * 1024 * 1024 >= 1024:  # NaN included
+        raise InvalidConfigError(
+            f"--max-message-mb must be at least 1 KiB (0.001), got {args.max_message_mb}"
+        )
     token = None
     if args.token_env:
         token = os.environ.get(args.token_env)
@@ -67,7 +78,9 @@ def _options(args: argparse.Namespace) -> Any:
 
 
 def _announce(what: str, host: str, port: int) -> None:
-    print(f"jevmem {what} listening on {host}:{port}", flush=True)
+    from jevmem.remote.server import host_port
+
+    print(f"jevmem {what} listening on {host_port(host, port)}", flush=True)
 
 
 def _need_grpc(command: str) -> None:
@@ -85,12 +98,13 @@ def _need_grpc(command: str) -> None:
 
 def cmd_serve_controller(args: argparse.Namespace) -> int:
     _need_grpc("serve-controller")
-    from jevmem.remote.server import load_controller, serve_controller
+    from jevmem.remote.server import check_bindable, load_controller, serve_controller
 
     logging.basicConfig(level=logging.INFO, stream=sys.stderr)
     if args.controller_path:
         sys.path.insert(0, str(args.controller_path))
     opts = _options(args)
+    check_bindable(args.host, args.port)
     server = serve_controller(load_controller(args.controller), opts)
     _announce("serve-controller", args.host, server.port)
     server.serve_forever(opts.grace_s)
@@ -135,17 +149,30 @@ def hosted_memories(
     with its own session took 3.2 GB and 53 threads, against 176 MB and 15
     threads shared), and memories only call it, which onnxruntime and the
     hashing embedder allow from several threads at once.
+
+    Checked first, before any memory is opened: ``--durability`` (as the
+    durable store reads it), each ``--memory`` name (the service's name rule:
+    a name no call could reach is refused) and ``--embedder`` (made now, so
+    a bad spec is refused at start); each raises InvalidConfigError. A
+    ``--data-dir`` subdirectory whose name fails the rule is skipped with a
+    warning (left as it is on disk), not hosted.
     """
     from jevmem._cli_support import SharedEmbedders, open_memory
     from jevmem.memory import Memory
+    from jevmem.remote.memory_service import NAME_RULE, valid_memory_name
 
     if args.controller_ca and not args.controller:
         raise SystemExit("--controller-ca needs --controller")
     if args.max_search_batch < 1:
         raise SystemExit(f"--max-search-batch must be at least 1, got {args.max_search_batch}")
+    # checked before anything is opened: a bad one would fail every first write
+    _check_durability(args.durability)
+    specs = [_memory_spec(spec, NAME_RULE, valid_memory_name) for spec in args.memory or []]
     # ONNX threads that spin between runs hold a core the controller rounds of
     # other searches need (BENCHMARKS.md section 33)
     shared = SharedEmbedders(spin=args.embedder_spin)
+    if args.embedder:
+        _check_embedder(shared, args.embedder)
     snapshots: dict[str, Path] = {}
     memories: dict[str, Memory] = {}
     data_dir: Path | None = args.data_dir
@@ -165,13 +192,19 @@ def hosted_memories(
         data_dir.mkdir(parents=True, exist_ok=True)
         # every memory the directory already holds is hosted again
         for sub in sorted(data_dir.iterdir()):
-            if (sub / "MANIFEST").exists():
-                memories[sub.name] = durable(sub)
-    for spec in args.memory or []:
-        name, sep, path = spec.partition("=")
-        if sep and path:
-            snapshots[name] = Path(path)
-            memories[name] = open_memory(Path(path), args.embedder, shared, durability)
+            if not (sub / "MANIFEST").exists():
+                continue
+            if not valid_memory_name(sub.name):
+                # no call could ever reach it: say so, and leave it alone
+                logging.getLogger("jevmem.remote").warning(
+                    "skipping %s: %r is not a valid memory name (%s)", sub, sub.name, NAME_RULE
+                )
+                continue
+            memories[sub.name] = durable(sub)
+    for name, path in specs:
+        if path is not None:
+            snapshots[name] = path
+            memories[name] = open_memory(path, args.embedder, shared, durability)
             remote = _remote_controller(args)
             if remote is not None:
                 memories[name].controller = remote
@@ -191,6 +224,42 @@ def hosted_memories(
         return Memory(shared.get(args.embedder or "default"), controller=_remote_controller(args))
 
     return memories, snapshots, factory
+
+
+def _check_embedder(shared: Any, spec: str) -> None:
+    """Make the ``--embedder`` at start: a bad spec is refused now, not at
+    every first write (where the factory would fail each call)."""
+    try:
+        shared.get(spec)
+    except SystemExit as exc:  # `embedder_named`'s way of refusing
+        raise InvalidConfigError(f"--embedder {spec}: {exc.code}") from None
+    except Exception as exc:  # a model file that is missing or unreadable, say
+        raise InvalidConfigError(f"--embedder {spec}: {type(exc).__name__}: {exc}") from None
+
+
+def _check_durability(mode: str) -> None:
+    """Refuse a ``--durability`` the durable store would refuse, by asking it:
+    a throwaway store opened with that mode in a temporary directory."""
+    import tempfile
+
+    from jevmem._core import MemoryStore
+
+    with tempfile.TemporaryDirectory(prefix="jevmem-durability-") as tmp:
+        try:
+            store = MemoryStore.open(Path(tmp) / "probe", 1, embedder="hash-1", durability=mode)[0]
+        except InvalidConfigError as exc:
+            raise InvalidConfigError(f"--durability {mode}: {exc}") from None
+        store.close()
+
+
+def _memory_spec(spec: str, rule: str, valid: Callable[[str], bool]) -> tuple[str, Path | None]:
+    """``NAME[=PATH]``: its name, checked by the service's own rule, and path."""
+    name, sep, path = spec.partition("=")
+    if not valid(name):
+        raise InvalidConfigError(
+            f"--memory {spec}: {name!r} is not a valid memory name: use {rule}"
+        )
+    return name, Path(path) if sep and path else None
 
 
 def _probe_controller(args: argparse.Namespace, log: logging.Logger, wait_s: float = 2.0) -> None:
@@ -217,8 +286,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from jevmem.remote.memory_service import serve_memory
 
     logging.basicConfig(level=logging.INFO, stream=sys.stderr)
-    memories, snapshots, factory = hosted_memories(args)
+    from jevmem.remote.server import check_bindable
+
+    # every flag is checked, and the address tried, before a memory is opened
     opts = _options(args)
+    check_bindable(args.host, args.port)
+    memories, snapshots, factory = hosted_memories(args)
     if args.tokens_file is not None:
         from jevmem.remote.server import TokenAccess
 

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import grpc
 
+from jevmem import _validate
 from jevmem._proto.jevmem.v1 import memory_pb2 as pb
 from jevmem._proto.jevmem.v1 import memory_pb2_grpc as pb_grpc
-from jevmem.errors import JevmemError
+from jevmem.errors import InvalidInputError, InvalidTypeError, JevmemError
 from jevmem.memory import SearchResult
 from jevmem.remote.memory_convert import meta_to_proto, result_from_proto
 
@@ -72,6 +74,38 @@ class MemoryServiceError(JevmemError, grpc.RpcError, grpc.Call):
         return False
 
 
+@contextmanager
+def _encoding(what: str) -> Iterator[None]:
+    """protobuf's own refusals of a value (a bare TypeError or ValueError) as
+    the typed jevmem errors the in-process call raises."""
+    try:
+        yield
+    except JevmemError:
+        raise
+    except TypeError as exc:
+        raise InvalidTypeError(f"{what}: {exc}") from None
+    except ValueError as exc:
+        raise InvalidInputError(f"{what}: {exc}") from None
+
+
+def _seconds(value: Any, field: str) -> int:
+    """Unix seconds of a time other than text, converted and range-checked as in-process."""
+    ts = _validate.timestamp(value, field)
+    if ts is None:  # never: None is not sent as a time
+        raise InvalidTypeError(f"{field} is None")
+    return ts
+
+
+def _meta(key: str, value: Any) -> pb.MetaValue:
+    """A metadata value: a str, int, float or bool, as `Memory.add` takes them."""
+    if not isinstance(value, str | int | float):  # bool is an int
+        raise InvalidInputError(
+            f"metadata value of {key!r:.40} must be a str, int, float or bool, "
+            f"got {type(value).__name__}"
+        )
+    return meta_to_proto(value)
+
+
 class MemoryClient:
     """A thin client of one server; results come back as :class:`SearchResult`.
 
@@ -121,45 +155,51 @@ class MemoryClient:
     def observation(
         text: str,
         *,
-        timestamp: int | str | None = None,
+        timestamp: Any | None = None,
         speaker: str | None = None,
         provenance: Mapping[str, str] | None = None,
-        entities: Sequence[str] = (),
+        entities: Sequence[str] | None = (),
         scope: Mapping[str, str] | None = None,
         metadata: Mapping[str, str | int | float | bool] | None = None,
         key: str | None = None,
     ) -> pb.Observation:
-        o = pb.Observation(
-            text=text,
-            speaker=speaker or "",
-            provenance=provenance or {},
-            entities=entities,
-            scope=scope or {},
-            metadata={k: meta_to_proto(v) for k, v in (metadata or {}).items()},
-            key=key or "",
-        )
-        if isinstance(timestamp, int):
-            o.unix_seconds = timestamp
-        elif isinstance(timestamp, str):
-            o.time_text = timestamp
+        """One observation as `Memory.add` takes it (the same types, the same
+        refusals: a string for ``entities``, a bool or a NaN timestamp, a
+        numpy value in ``metadata`` raise the same typed errors here, before
+        any call). A timestamp is sent as Unix seconds (an int, a numpy
+        integer, a float, a datetime or a date, converted as in-process) or
+        as its text (a str, which the server parses as `Memory.add` does)."""
+        with _encoding("observation"):
+            o = pb.Observation(
+                text=text,
+                speaker=speaker or "",
+                provenance=provenance or {},
+                entities=[] if entities is None else _validate.sequence(entities, "entities"),
+                scope=scope or {},
+                metadata={k: _meta(k, v) for k, v in (metadata or {}).items()},
+                key=key or "",
+            )
+            if isinstance(timestamp, str):
+                o.time_text = timestamp
+            elif timestamp is not None:
+                o.unix_seconds = _seconds(timestamp, "timestamp")
         return o
 
     def add(self, memory: str, text: str, **kw: Any) -> int:
-        r = self._rpc(
-            "Add",
-            pb.AddRequest(memory=memory, observation=self.observation(text, **kw)),
-            timeout=self.timeout_s,
-            metadata=self.metadata,
-        )
+        """`Memory.add` on the server; ``kw`` as :meth:`observation` takes them."""
+        obs = self.observation(text, **kw)
+        with _encoding("request"):
+            req = pb.AddRequest(memory=memory, observation=obs)
+        r = self._rpc("Add", req, timeout=self.timeout_s, metadata=self.metadata)
         return int(r.id)
 
     def add_batch(self, memory: str, observations: Sequence[pb.Observation]) -> list[int]:
-        r = self._rpc(
-            "AddBatch",
-            pb.AddBatchRequest(memory=memory, observations=observations),
-            timeout=self.timeout_s,
-            metadata=self.metadata,
-        )
+        """`Memory.add_batch` on the server, of :meth:`observation` results."""
+        with _encoding("request"):
+            req = pb.AddBatchRequest(
+                memory=memory, observations=_validate.sequence(observations, "observations")
+            )
+        r = self._rpc("AddBatch", req, timeout=self.timeout_s, metadata=self.metadata)
         return [int(i) for i in r.ids]
 
     @staticmethod
@@ -168,13 +208,26 @@ class MemoryClient:
         mode: str,
         scope: Mapping[str, str] | None = None,
         filter: Mapping[str, Any] | None = None,
+        *,
+        now: Any | None = None,
     ) -> pb.SearchOptions:
-        return pb.SearchOptions(
-            k=k,
-            mode=mode,
-            scope=scope or {},
-            filter_json="" if filter is None else json.dumps(filter),
-        )
+        """Search options as `Memory.search` takes them: ``k`` an int from 1
+        (refused here as in-process: the wire reads 0 as the default 10);
+        ``now`` the query time, as ``now=`` in-process (Unix seconds, a
+        datetime or a date sent as seconds; a str sent as text for the
+        server to parse)."""
+        with _encoding("options"):
+            o = pb.SearchOptions(
+                k=_validate.k_arg(k),
+                mode=mode,
+                scope=scope or {},
+                filter_json="" if filter is None else json.dumps(filter),
+            )
+            if isinstance(now, str):
+                o.now_text = now
+            elif now is not None:
+                o.now_unix_seconds = _seconds(now, "now")
+        return o
 
     def search(
         self,
@@ -182,18 +235,15 @@ class MemoryClient:
         query: str,
         k: int = 10,
         *,
+        now: Any | None = None,
         mode: str = "",
         scope: Mapping[str, str] | None = None,
         filter: Mapping[str, Any] | None = None,
     ) -> SearchResult:
-        r = self._rpc(
-            "Search",
-            pb.SearchRequest(
-                memory=memory, query=query, options=self.options(k, mode, scope, filter)
-            ),
-            timeout=self.timeout_s,
-            metadata=self.metadata,
-        )
+        opts = self.options(k, mode, scope, filter, now=now)
+        with _encoding("request"):
+            req = pb.SearchRequest(memory=memory, query=query, options=opts)
+        r = self._rpc("Search", req, timeout=self.timeout_s, metadata=self.metadata)
         return result_from_proto(r.result)
 
     def search_batch(
@@ -202,18 +252,17 @@ class MemoryClient:
         queries: Sequence[str],
         k: int = 10,
         *,
+        now: Any | None = None,
         mode: str = "",
         scope: Mapping[str, str] | None = None,
         filter: Mapping[str, Any] | None = None,
     ) -> list[SearchResult]:
-        r = self._rpc(
-            "SearchBatch",
-            pb.SearchBatchRequest(
-                memory=memory, queries=queries, options=self.options(k, mode, scope, filter)
-            ),
-            timeout=self.timeout_s,
-            metadata=self.metadata,
-        )
+        opts = self.options(k, mode, scope, filter, now=now)
+        with _encoding("request"):
+            req = pb.SearchBatchRequest(
+                memory=memory, queries=_validate.sequence(queries, "queries"), options=opts
+            )
+        r = self._rpc("SearchBatch", req, timeout=self.timeout_s, metadata=self.metadata)
         return [result_from_proto(x) for x in r.results]
 
     def answer(
@@ -222,6 +271,7 @@ class MemoryClient:
         query: str,
         k: int = 10,
         *,
+        now: Any | None = None,
         mode: str = "",
         scope: Mapping[str, str] | None = None,
         filter: Mapping[str, Any] | None = None,
@@ -231,14 +281,15 @@ class MemoryClient:
     ) -> RemoteAnswer:
         """``Memory.answer`` on the server (its model); ``timeout_s``
         defaults to the client's (an answer waits for the model)."""
-        req = pb.AnswerRequest(
-            memory=memory, query=query, options=self.options(k, mode, scope, filter)
-        )
-        if abstain is not None:
-            req.abstain = abstain
-        if abstain_below is not None:
-            req.abstain_below = abstain_below
-        r = self.stub.Answer(
+        opts = self.options(k, mode, scope, filter, now=now)
+        with _encoding("request"):
+            req = pb.AnswerRequest(memory=memory, query=query, options=opts)
+            if abstain is not None:
+                req.abstain = abstain
+            if abstain_below is not None:
+                req.abstain_below = abstain_below
+        r = self._rpc(
+            "Answer",
             req,
             timeout=self.timeout_s if timeout_s is None else timeout_s,
             metadata=self.metadata,

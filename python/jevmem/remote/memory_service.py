@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import re
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -49,8 +50,8 @@ import grpc
 import numpy as np
 import numpy.typing as npt
 
-from jevmem import answering
-from jevmem._core import DEFAULT_MAX_TEXT_BYTES
+from jevmem import _validate, answering
+from jevmem._core import DEFAULT_MAX_TEXT_BYTES, MemoryStore
 from jevmem._proto.jevmem.v1 import memory_pb2 as pb
 from jevmem._proto.jevmem.v1 import memory_pb2_grpc as pb_grpc
 from jevmem.errors import InvalidConfigError, JevmemError, SystemTwoError, SystemTwoHTTPError
@@ -66,19 +67,29 @@ __all__ = [
     "MAX_REQUEST_BYTES",
     "MAX_TEXT_BYTES",
     "MEMORY_SERVICE",
+    "NAME_RULE",
     "MemoryClient",
     "MemoryServicer",
     "RemoteAnswer",
     "serve_memory",
+    "valid_memory_name",
 ]
 
 MEMORY_SERVICE = "jevmem.v1.MemoryService"
+log = logging.getLogger("jevmem.remote")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+#: The rule every memory name follows (it is also a safe directory name under --data-dir).
+NAME_RULE = "1-128 letters, digits, '.', '_' or '-', starting with a letter or digit"
 MAX_K = 1000
 #: Largest observation text (and query) a call may carry, in UTF-8 bytes.
 MAX_TEXT_BYTES = DEFAULT_MAX_TEXT_BYTES
 #: Largest request, serialised: four observations at the text limit, plus room for metadata.
 MAX_REQUEST_BYTES = 4 * MAX_TEXT_BYTES + (1 << 20)
+
+
+def valid_memory_name(name: str) -> bool:
+    """Whether ``name`` follows :data:`NAME_RULE`, as every call's memory name must."""
+    return isinstance(name, str) and _NAME.fullmatch(name) is not None
 
 
 class _Abort(Exception):
@@ -127,8 +138,6 @@ def _meta_value(v: pb.MetaValue, where: str) -> str | int | float | bool:
 
 
 def _to_ts(now: int | str) -> int | None:
-    from jevmem import _validate
-
     return _validate.timestamp(now, "now")
 
 
@@ -192,10 +201,11 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         system_two: SystemTwo | None = None,
     ) -> None:
         if max_search_batch < 1:
-            raise ValueError(f"max_search_batch must be >= 1, got {max_search_batch}")
+            raise InvalidConfigError(f"max_search_batch must be >= 1, got {max_search_batch}")
         if max_calls_per_memory < 1 or max_text_bytes < 1 or max_request_bytes < 1024:
-            raise ValueError(
-                "max_calls_per_memory and max_text_bytes must be >= 1, max_request_bytes >= 1024"
+            raise InvalidConfigError(
+                "max_calls_per_memory (default: max_workers) and max_text_bytes must be >= 1, "
+                "max_request_bytes >= 1024"
             )
         self.max_calls_per_memory = max_calls_per_memory
         self.max_text_bytes = max_text_bytes
@@ -266,11 +276,8 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         self, name: str, *, create: bool = False
     ) -> tuple[Memory, threading.Lock, _SearchQueue]:
         """The memory called ``name``, its lock and its queue of searches."""
-        if not _NAME.match(name):
-            _bad(
-                f"memory name {name!r:.140} is invalid: use 1-128 letters, digits, '.', '_' or '-', "
-                "starting with a letter or digit"
-            )
+        if not valid_memory_name(name):
+            _bad(f"memory name {name!r:.140} is invalid: use {NAME_RULE}")
         with self._registry:
             m = self._memories.get(name)
             if m is None:
@@ -289,6 +296,33 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
                 queue = self._queues[name] = _SearchQueue(self._max_search_batch)
         return m, lock, queue
 
+    def _check_rows(self, rows: list[dict[str, Any]]) -> None:
+        """Every observation of a write, checked by `Memory.add_batch`'s own
+        rules before the memory is looked up: a refused write to a new name
+        creates nothing (no memory, no directory, no slot of ``max_memories``).
+
+        Run for every write, not only a first one: refusing only writes to
+        names that do not exist would tell a caller without access which do.
+        """
+        _validate.add_batch_args(
+            [r["text"] for r in rows],
+            [r["timestamp"] for r in rows],
+            [r["speaker"] for r in rows],
+            [r["provenance"] for r in rows],
+            [r["entities"] for r in rows],
+            None,
+            dim=1,
+            max_text_bytes=self.max_text_bytes,
+        )
+        # scopes, metadata and keys are the core's to check: a throwaway store
+        # (no nodes, no files) checks them as every memory's own store does
+        MemoryStore(1, max_text_bytes=self.max_text_bytes).check_attributes(
+            len(rows),
+            scopes=[r["scope"] for r in rows],
+            metadatas=[r["metadata"] for r in rows],
+            keys=[r["key"] for r in rows],
+        )
+
     def _run(self, context: grpc.ServicerContext, fn: Callable[[], Any]) -> Any:
         try:
             return fn()
@@ -300,6 +334,12 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{type(exc).__name__}: {exc}")
         except JevmemError as exc:
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"{type(exc).__name__}: {exc}")
+        except BaseException as exc:  # SystemExit included: never leave a call hanging
+            # grpcio answers nothing for an exception its handler lets out
+            # that is not an Exception: the caller would wait to its deadline
+            log.exception("a MemoryService call failed")
+            what = exc.code if isinstance(exc, SystemExit) else exc
+            context.abort(grpc.StatusCode.INTERNAL, f"{type(exc).__name__}: {what}")
 
     # ---- writes -----------------------------------------------------------------
 
@@ -310,6 +350,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
                 _bad("observation is required")
             _check_text(request.observation.text, "observation.text", self.max_text_bytes)
             kw = _obs_kwargs(request.observation, "observation")
+            self._check_rows([kw])
             with self._memory(request.memory, context, create=True) as m:
                 text = kw.pop("text")
                 return pb.AddResponse(id=m.add(text, **kw))
@@ -329,6 +370,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             rows = [
                 _obs_kwargs(o, f"observations[{i}]") for i, o in enumerate(request.observations)
             ]
+            self._check_rows(rows)
             with self._memory(request.memory, context, create=True) as m:
                 ids = m.add_batch(
                     [r["text"] for r in rows],
@@ -360,6 +402,9 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             if which == "now_text"
             else None
         )
+        # read now, before any other work (an Answer would otherwise look for
+        # its model first): refused as in-process, INVALID_ARGUMENT
+        now = None if now is None else _to_ts(now)
         flt = None
         if o.filter_json:
             try:
@@ -518,7 +563,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         self, request: pb.MemoryHealthRequest, context: grpc.ServicerContext
     ) -> pb.MemoryHealthResponse:
         def go() -> pb.MemoryHealthResponse:
-            if not _NAME.match(request.memory):
+            if not valid_memory_name(request.memory):
                 _bad(f"memory name {request.memory!r:.140} is invalid")
             self._authorize(request.memory, context)
             m = self._memories.get(request.memory)

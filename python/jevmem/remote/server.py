@@ -13,11 +13,13 @@ and shuts down gracefully: health turns NOT_SERVING, in-flight calls get
 
 from __future__ import annotations
 
+import errno
 import hmac
 import importlib
 import json
 import logging
 import signal
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -43,6 +45,9 @@ __all__ = [
     "RunningServer",
     "ServerOptions",
     "TokenAccess",
+    "check_bindable",
+    "check_port",
+    "host_port",
     "load_controller",
     "serve_controller",
     "start_server",
@@ -189,7 +194,12 @@ class RunningServer:
     """A started server: its port, its health servicer, and a graceful stop."""
 
     def __init__(
-        self, server: grpc.Server, port: int, health_servicer: Any, services: Sequence[str]
+        self,
+        server: grpc.Server,
+        port: int,
+        health_servicer: Any,
+        services: Sequence[str],
+        host: str = "127.0.0.1",
     ) -> None:
         self.server, self.port, self.health, self.services = (
             server,
@@ -197,11 +207,18 @@ class RunningServer:
             health_servicer,
             tuple(services),
         )
+        #: the host the server was bound to (as given: a name, an IPv4 or IPv6 address)
+        self.host = host
         self._stopped = threading.Event()
 
     @property
     def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        """Where a client on this machine reaches the server: the bound host
+        and port (IPv6 in brackets; a wildcard host as its loopback)."""
+        host = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1", "[::]": "::1"}.get(
+            self.host, self.host
+        )
+        return host_port(host, self.port)
 
     def stop(self, grace_s: float | None = 0.0) -> None:
         """Stop: health NOT_SERVING, refuse new calls, give in-flight ones ``grace_s``."""
@@ -252,14 +269,23 @@ STOP_REPORT_S = 10.0
 def start_server(
     register: Callable[[grpc.Server], Sequence[str]], opts: ServerOptions
 ) -> RunningServer:
-    """Build, bind and start a server; ``register`` adds the services and names them."""
+    """Build, bind and start a server; ``register`` adds the services and names them.
+
+    Bad options raise :class:`~jevmem.errors.InvalidConfigError` (a
+    ``ValueError``) and an address that cannot be bound (a host that does not
+    resolve, a port in use) :class:`OSError`, both before anything is started.
+    """
     receive = opts.max_receive_message_bytes or opts.max_message_bytes
     if (
         opts.max_concurrent_rpcs < 1
         or opts.max_workers < 1
         or min(opts.max_message_bytes, receive) < 1024
     ):
-        raise ValueError("max_concurrent_rpcs and max_workers must be >= 1, messages >= 1 KiB")
+        raise InvalidConfigError(
+            "max_concurrent_rpcs and max_workers must be >= 1, messages >= 1 KiB"
+        )
+    check_port(opts.port)
+    check_bindable(opts.host, opts.port)
     access = TokenAccess.from_options(opts)
     interceptors: list[grpc.ServerInterceptor] = [_BearerAuth(access)] if access else []
     server = grpc.server(
@@ -275,20 +301,65 @@ def start_server(
     services = list(register(server))
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    address = f"{opts.host}:{opts.port}"
-    if opts.tls_cert is not None and opts.tls_key is not None:
-        creds = grpc.ssl_server_credentials([(opts.tls_key, opts.tls_cert)])
-        port = server.add_secure_port(address, creds)
-    elif opts.tls_cert is not None or opts.tls_key is not None:
-        raise ValueError("TLS needs both a certificate and a key")
-    else:
-        port = server.add_insecure_port(address)
+    address = host_port(opts.host, opts.port)
+    try:
+        if opts.tls_cert is not None and opts.tls_key is not None:
+            creds = grpc.ssl_server_credentials([(opts.tls_key, opts.tls_cert)])
+            port = server.add_secure_port(address, creds)
+        elif opts.tls_cert is not None or opts.tls_key is not None:
+            raise InvalidConfigError("TLS needs both a certificate and a key")
+        else:
+            port = server.add_insecure_port(address)
+    except RuntimeError as exc:  # grpcio's "Failed to bind to address ..."
+        raise OSError(f"could not bind {address}: {exc}") from None
     if port == 0:
         raise OSError(f"could not bind {address}")
     server.start()
     for name in [*services, ""]:
         health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    return RunningServer(server, port, health_servicer, services)
+    return RunningServer(server, port, health_servicer, services, host=opts.host)
+
+
+def host_port(host: str, port: int) -> str:
+    """``host:port`` as gRPC reads an address: an IPv6 host in brackets."""
+    if ":" in host and not host.startswith("["):
+        return f"[{host}]:{port}"
+    return f"{host}:{port}"
+
+
+def check_port(port: object) -> int:
+    """A TCP port, 0 (pick a free one) to 65535; anything else is refused
+    (gRPC would wrap 70000 to 4464 and -1 to 65535)."""
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise InvalidConfigError(f"port must be an integer from 0 to 65535, got {port!r}")
+    return port
+
+
+def check_bindable(host: str, port: int) -> None:
+    """Refuse, with one clear :class:`OSError`, a host that does not resolve
+    or a port another socket already listens on, before gRPC tries (its own
+    failure is a bare RuntimeError and a log line)."""
+    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    try:
+        infos = socket.getaddrinfo(
+            bare or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+    except (socket.gaierror, UnicodeError) as exc:
+        raise OSError(f"cannot resolve host {host!r}: {exc}") from None
+    if port == 0:
+        return
+    for family, kind, proto, _, sockaddr in infos:
+        with socket.socket(family, kind, proto) as probe:
+            # as gRPC binds: address reuse on (a port in TIME_WAIT is free), port reuse off
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(sockaddr)
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE:
+                    raise OSError(
+                        exc.errno, f"cannot bind {host_port(host, port)}: the port is in use"
+                    ) from None
+                # anything else (an address family the machine lacks): gRPC decides
 
 
 # ---- the controller service ----------------------------------------------------
