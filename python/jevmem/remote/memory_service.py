@@ -209,6 +209,9 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             )
         self.max_calls_per_memory = max_calls_per_memory
         self.max_text_bytes = max_text_bytes
+        # an empty store (no nodes, no files) that checks every write's
+        # scopes, metadata and keys as each memory's own store does
+        self._attribute_checks = MemoryStore(1, max_text_bytes=max_text_bytes)
         self.max_request_bytes = max_request_bytes
         self._access = access
         self._admission: dict[str, threading.BoundedSemaphore] = {}
@@ -314,9 +317,8 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             dim=1,
             max_text_bytes=self.max_text_bytes,
         )
-        # scopes, metadata and keys are the core's to check: a throwaway store
-        # (no nodes, no files) checks them as every memory's own store does
-        MemoryStore(1, max_text_bytes=self.max_text_bytes).check_attributes(
+        # scopes, metadata and keys are the core's to check
+        self._attribute_checks.check_attributes(
             len(rows),
             scopes=[r["scope"] for r in rows],
             metadatas=[r["metadata"] for r in rows],
