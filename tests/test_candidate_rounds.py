@@ -371,18 +371,24 @@ def test_the_core_context_refuses_bad_input_and_changes_nothing() -> None:
 
 
 def test_a_log_kept_without_times_reads_its_write_order_as_context() -> None:
-    # a chat handed over without its times: the turns written before and
-    # after a turn are its context, as the timeline is for timestamped ones
+    # a chat handed over without its times, its sessions kept: the turns
+    # written before and after a turn in its session are its context, as
+    # the timeline is for timestamped ones
     from jevmem import Memory
     from jevmem.embed import HashEmbedder
 
     m = Memory(embedder=HashEmbedder(dim=32), controller=LocalController())
+    s1 = {"session": "s1"}
     ask, reply, more = m.add_batch(
         ["What did you bring to the fair?", "Lemon bars, all gone by noon", "And bread"],
         speakers=["Jo", "Nate", "Nate"],
+        provenances=[s1, s1, s1],
     )
-    timed = m.add("A note with a time", timestamp=500, speaker="Jo")
-    last = m.add("Plum tarts next time", speaker="Nate")
+    timed = m.add("A note with a time", timestamp=500, speaker="Jo", provenance=s1)
+    last = m.add("Plum tarts next time", speaker="Nate", provenance=s1)
+    # neither a time nor a session: nothing says which notes go together
+    loose = m.add("A loose note", speaker="Jo")
+    assert m.store.temporal_context(loose) == []
     store = m.store
     assert store.temporal_context(reply) == [(ask, 2.0), (more, 1.0), (last, 0.7)]
     # the timestamped note is on the timeline, not among the untimed turns

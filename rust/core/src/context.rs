@@ -101,7 +101,8 @@ pub trait ContextSource {
 /// as if they were not stored), in its episode, in the order -1, +1, -2, +2,
 /// weighted 1 and `second_step_decay`. A node without a timestamp has the
 /// nodes without one written before and after it (a log kept without its
-/// times is still in order). Empty for an unknown node.
+/// times is still in order), when its episode is known (a session); without
+/// either it has none. Empty for an unknown node.
 pub fn neighbours(
     src: &impl ContextSource,
     id: NodeId,
@@ -114,6 +115,12 @@ pub fn neighbours(
     };
     let ts = node.timestamp;
     let episode = src.episode(id);
+    if ts.is_none() && episode == 0 {
+        // neither a time nor a session: nothing says which notes belong
+        // together (measured: a chat's turns without either lost recall
+        // with write-order context, BENCHMARKS.md section 60)
+        return out;
+    }
     let before = src.nearest_two(ts, id, false, allowed);
     let after = src.nearest_two(ts, id, true, allowed);
     for (step, weight) in [(0usize, 1.0), (1, cfg.second_step_decay)] {

@@ -77,7 +77,11 @@ fn model_neighbours(
     allowed: Option<&[bool]>,
     cfg: &ContextConfig,
 ) -> Vec<(i8, usize, f64)> {
-    // a node without a timestamp: the nodes without one, in write order
+    // a node without a timestamp: the nodes without one, in write order,
+    // when it has an episode (a session); else no context
+    if turns[id].ts.is_none() && episode(&turns[id]).is_none() {
+        return vec![];
+    }
     let mut timeline: Vec<(Timestamp, usize)> = turns
         .iter()
         .enumerate()
