@@ -1599,3 +1599,26 @@ def test_only_the_grpc_controllers_own_decide_is_trusted_to_have_checked_its_ans
     custom = Custom.__new__(Custom)
     assert plain.answers_validated is True
     assert custom.answers_validated is False
+
+
+class ExitingLocal(LocalController):
+    name = "exiting"
+
+    def decide(self, requests: Sequence[DecisionRequest]) -> list[MutableMapping[str, Answer]]:
+        raise SystemExit("the controller's backend went away")
+
+
+def test_a_controller_that_exits_ends_the_call_with_internal() -> None:
+    # grpcio answers nothing for an exception that is not an Exception: the
+    # caller would wait to its deadline
+    with serve_controller(ExitingLocal()) as server:
+        msg = requests_to_proto(routing_request())
+        with grpc.insecure_channel(server.address) as ch:
+            stub = cpb_grpc.SystemOneStub(ch)
+            t0 = time.monotonic()
+            with pytest.raises(grpc.RpcError) as got:
+                stub.Decide(msg, timeout=20)
+            assert time.monotonic() - t0 < 10
+            assert isinstance(got.value, grpc.Call)
+            assert got.value.code() == grpc.StatusCode.INTERNAL
+            assert "went away" in (got.value.details() or "")

@@ -403,7 +403,7 @@ class ControllerServicer(pb_grpc.SystemOneServicer):
             answers = self.controller.decide(requests)
         except KeyError as exc:  # the local controller's "no answer for kind ..."
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc.args[0] if exc.args else exc))
-        except Exception as exc:
+        except BaseException as exc:  # SystemExit too: never leave a call hanging
             log.exception("controller %s failed", self.controller_name)
             context.abort(
                 grpc.StatusCode.INTERNAL,
