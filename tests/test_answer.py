@@ -19,6 +19,7 @@ from jevmem import (
     HashEmbedder,
     LocalController,
     Memory,
+    SummaryPrompt,
     SystemTwoSummariser,
 )
 from jevmem.answering import (
@@ -169,6 +170,38 @@ def test_modes_without_an_assessment_always_ask_the_model(fake: FakeChatServer) 
         assert a.cited == (0,)
 
 
+def test_traversal_has_no_assessment_and_asks_the_model(fake: FakeChatServer) -> None:
+    """The traversal ablation's sufficiency (0.0, no controller judgement) is no
+    reason to abstain."""
+    m = memory(sufficiency=0.9)
+    a = m.answer(QUESTION, system_two=s2(fake), mode="traversal")
+    assert a.search.trace["mode"] == "traversal" and a.search.evidence
+    assert a.trace["model_called"] and a.trace["abstained_by"] is None
+    assert not a.abstained and a.cited == (0,)
+    assert len(fake.requests) == 1
+    (b,) = m.answer_batch([QUESTION], system_two=s2(fake), mode="traversal")
+    assert b.trace["model_called"] and len(fake.requests) == 2
+    # no evidence still abstains before the model
+    c = m.answer(QUESTION, system_two=s2(fake), mode="traversal", scope={"user": "nobody"})
+    assert c.abstained and c.trace["abstained_by"] == "no_evidence"
+    assert len(fake.requests) == 2
+
+
+def test_template_fields_are_parsed_not_searched_for(fake: FakeChatServer) -> None:
+    p = AnswerPrompt(
+        "v",
+        "Say {abstain_text!s} {{if}} unsure.",
+        "{{literal}} {evidence:>1}\n{question!s}",
+        abstain_text="Pas de réponse.",
+    )
+    m = memory()
+    m.answer(QUESTION, system_two=s2(fake), prompt=p)
+    sent = fake.requests[-1]["messages"]
+    assert sent[0]["content"] == "Say Pas de réponse. {if} unsure."
+    assert sent[1]["content"].startswith("{literal} [E1]")
+    assert sent[1]["content"].endswith(QUESTION)
+
+
 def test_the_model_may_abstain(fake: FakeChatServer) -> None:
     fake.reply = lambda msgs: "I don't know.\nSOURCES: E1"
     a = memory().answer("What is Caroline's favourite colour?", system_two=s2(fake))
@@ -218,6 +251,20 @@ def test_a_custom_prompt_is_used_and_named(fake: FakeChatServer) -> None:
         ({"evidence_order": "random"}, InvalidConfigError),
         ({"max_tokens": 0}, InvalidConfigError),
         ({"system": 3}, InvalidTypeError),
+        # escaped braces are literal text, not the fields
+        ({"user": "{{evidence}} {{question}}"}, InvalidConfigError),
+        ({"user": "{evidence} {{question}}"}, InvalidConfigError),
+        # attribute or index access, positional and nested fields
+        ({"user": "{evidence.foo} {question}"}, InvalidConfigError),
+        ({"user": "{evidence} {question} {now.x}"}, InvalidConfigError),
+        ({"user": "{evidence} {question[5]}"}, InvalidConfigError),
+        ({"user": "{evidence} {question} {}"}, InvalidConfigError),
+        ({"user": "{evidence:{now}} {question} {evidence}"}, InvalidConfigError),
+        ({"system": "{abstain_text.x}"}, InvalidConfigError),
+        ({"system": "{abstain_text[0]}"}, InvalidConfigError),
+        # an abstention text with nothing to compare would match every reply
+        ({"abstain_text": "?"}, InvalidConfigError),
+        ({"abstain_text": "\u2026 !"}, InvalidConfigError),
     ],
 )
 def test_bad_prompts_are_refused(kw: dict[str, Any], error: type[Exception]) -> None:
@@ -477,6 +524,9 @@ def test_summariser_arguments_are_checked() -> None:
             ChatCompletionsClient("http://127.0.0.1:9/v1", "m"),
             prompt="write a summary",  # type: ignore[arg-type]
         )
+    for user in ("{{sources}}", "{sources.x}", "{sources[0]}"):
+        with pytest.raises(InvalidConfigError):
+            SummaryPrompt("v", "s", user)
 
 
 def test_any_summariser_raising_a_system_two_error_skips_the_summary() -> None:

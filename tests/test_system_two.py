@@ -367,3 +367,101 @@ def test_a_client_that_hangs_up_prints_nothing_but_a_broken_reply_does(
             client(s, max_retries=0).complete(HELLO)
         time.sleep(0.2)
         assert "RuntimeError: a bug in the reply function" in capfd.readouterr().err
+
+
+# ---- servers that close, trickle or nest too deep ----------------------------------
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_server_that_closes_after_each_reply(stream: bool) -> None:
+    """Connection: close after every reply: each reply is read once, not resent."""
+    with FakeChatServer(keep_alive=False) as s:
+        c = client(s, stream=stream, max_retries=3)
+        for _ in range(3):
+            got = c.complete(HELLO)
+            assert got.text == "Maya plays the cello." and got.attempts == 1
+        assert len(s.requests) == 3
+        assert c.stats() == {
+            "calls": 3,
+            "failures": 0,
+            "attempts": 3,
+            "prompt_tokens": 3 * got.prompt_tokens,  # type: ignore[operator]
+            "completion_tokens": 3 * got.completion_tokens,  # type: ignore[operator]
+        }
+
+
+def test_an_http_1_0_server_is_read() -> None:
+    """Python's own http.server answers in HTTP/1.0 and closes after the reply."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    posts: list[bytes] = []
+
+    class Handler(BaseHTTPRequestHandler):  # protocol_version stays "HTTP/1.0"
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            posts.append(self.rfile.read(int(self.headers["Content-Length"])))
+            body = json.dumps({"choices": [{"message": {"content": "Ines."}}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{srv.server_address[1]}/v1"
+        c = ChatCompletionsClient(url, "m", backoff_s=0.001)
+        assert [c.complete(HELLO).attempts for _ in range(2)] == [1, 1]
+        assert len(posts) == 2
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+def test_streamed_replies_on_one_kept_alive_client_are_sent_once(fake: FakeChatServer) -> None:
+    c = client(fake, stream=True, max_retries=0)
+    assert [c.complete(HELLO).text for _ in range(3)] == ["Maya plays the cello."] * 3
+    assert len(fake.requests) == 3
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "stream"),
+    [
+        ("trickle:0.02", False),  # slow status line and headers
+        ("trickle_body:0.05", False),  # blank lines, then the body, a byte at a time
+        ("trickle_body:0.05", True),  # a streamed line that never ends in time
+    ],
+)
+def test_the_timeout_bounds_an_attempt_while_bytes_trickle_in(
+    fake: FakeChatServer, behaviour: str, stream: bool
+) -> None:
+    fake.script(behaviour)
+    t0 = time.perf_counter()
+    with pytest.raises(SystemTwoTimeoutError) as info:
+        client(fake, timeout_s=0.5, max_retries=0, stream=stream).complete(HELLO)
+    assert time.perf_counter() - t0 < 0.5 + 0.4
+    assert info.value.attempts == 1
+    # a trickle that ends in time is a reply
+    fake.script(behaviour.split(":")[0] + ":0.0005")
+    got = client(fake, timeout_s=10, max_retries=0, stream=stream).complete(HELLO)
+    assert got.text == "Maya plays the cello." and got.attempts == 1
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "stream", "error"),
+    [
+        ("nested", False, SystemTwoResponseError),
+        ("nested", True, SystemTwoResponseError),
+        ("nested:500", False, SystemTwoHTTPError),
+        ("nested:400", False, SystemTwoHTTPError),
+    ],
+)
+def test_a_deeply_nested_reply_is_a_typed_error(
+    fake: FakeChatServer, behaviour: str, stream: bool, error: type[Exception]
+) -> None:
+    fake.script(behaviour)
+    with pytest.raises(error):
+        client(fake, max_retries=0, stream=stream).complete(HELLO)

@@ -6,6 +6,8 @@
 2. abstention, by default: no evidence, or ``sufficiency`` below
    ``abstain_below``, returns the prompt's abstention text without calling
    the model (the controller already said the memory does not hold it);
+   modes without an assessment (lexical, anchors, and traversal, whose
+   sufficiency is a neutral placeholder) always ask the model;
 3. an evidence pack written for the model: one block per evidence item,
    with a short id to cite (``E1``, ``E2``...), who said it, when it was
    recorded, the time references in it resolved against that time, and the
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import math
 import re
+import string
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -67,15 +70,39 @@ PACK_VERSION = "pack-1"
 DEFAULT_ABSTAIN_BELOW = 0.2
 
 
-def _check_template(name: str, template: str, fields: Mapping[str, str]) -> None:
+def _norm(text: str) -> str:
+    return " ".join(re.sub(r"[^\w\s]", " ", text.casefold()).split())
+
+
+def _check_template(name: str, template: str, fields: Mapping[str, str]) -> set[str]:
+    """The fields ``template`` really uses (``{{x}}`` is literal text, not a field).
+
+    Only plain ``{field}`` replacement fields among ``fields`` are allowed, with
+    an optional conversion and a literal format spec: attribute or index
+    access (``{evidence.x}``, ``{question[0]}``), positional fields (``{}``,
+    ``{0}``), unknown names and fields nested in a format spec are refused,
+    so a prompt that builds formats every time."""
     if not isinstance(template, str):
         raise InvalidTypeError(f"{name} must be a string")
+    allowed = ", ".join("{" + f + "}" for f in sorted(fields)) or "none"
+    used: set[str] = set()
     try:
+        for _text, fname, spec, _conv in string.Formatter().parse(template):
+            if fname is None:
+                continue
+            if fname not in fields:
+                raise InvalidConfigError(
+                    f"{name}: {{{fname}}} is not a template field (fields: {allowed})"
+                )
+            if spec and ("{" in spec or "}" in spec):
+                raise InvalidConfigError(f"{name}: {{{fname}}} has a field in its format spec")
+            used.add(fname)
         template.format(**fields)
     except (KeyError, IndexError, ValueError) as exc:
         raise InvalidConfigError(
-            f"{name} is not a valid template (fields: {', '.join(sorted(fields))}): {exc!r}"
+            f"{name} is not a valid template (fields: {allowed}): {exc!r}"
         ) from None
+    return used
 
 
 @dataclass(frozen=True)
@@ -105,11 +132,17 @@ class AnswerPrompt:
             raise InvalidConfigError("a prompt needs a non-empty version")
         if not isinstance(self.abstain_text, str) or not self.abstain_text.strip():
             raise InvalidConfigError("abstain_text must be a non-empty string")
+        if not _norm(self.abstain_text):
+            # a reply is an abstention when it starts with this text, compared
+            # without case and punctuation: nothing left would match every reply
+            raise InvalidConfigError(
+                f"abstain_text must contain a letter or digit, got {self.abstain_text!r:.40}"
+            )
         _check_template("system", self.system, {"abstain_text": ""})
-        _check_template("user", self.user, {"evidence": "", "question": "", "now": ""})
-        for needed in ("{evidence}", "{question}"):
-            if needed not in self.user:
-                raise InvalidConfigError(f"the user template must contain {needed}")
+        used = _check_template("user", self.user, {"evidence": "", "question": "", "now": ""})
+        for needed in ("evidence", "question"):
+            if needed not in used:
+                raise InvalidConfigError(f"the user template must contain {{{needed}}}")
         if self.evidence_order not in ("time", "rank"):
             raise InvalidConfigError(
                 f"evidence_order must be 'time' or 'rank', got {self.evidence_order!r}"
@@ -169,8 +202,7 @@ class SummaryPrompt:
         if not isinstance(self.version, str) or not self.version.strip():
             raise InvalidConfigError("a prompt needs a non-empty version")
         _check_template("system", self.system, {})
-        _check_template("user", self.user, {"sources": ""})
-        if "{sources}" not in self.user:
+        if "sources" not in _check_template("user", self.user, {"sources": ""}):
             raise InvalidConfigError("the user template must contain {sources}")
         if not (
             isinstance(self.max_tokens, int)
@@ -291,10 +323,6 @@ _SOURCES_LINE = re.compile(r"^[\s*_#>-]*(?:sources?|citations?|cited)[\s*_]*[:\-
 _LABEL = re.compile(r"\bE(\d{1,6})\b")
 _INLINE = re.compile(r"\s*[\[(]\s*(E\d{1,6}(?:\s*[,;]\s*E\d{1,6})*)\s*[\])]")
 _ANSWER_PREFIX = re.compile(r"^\s*(?:\*\*)?answer(?:\*\*)?\s*:\s*", re.I)
-
-
-def _norm(text: str) -> str:
-    return " ".join(re.sub(r"[^\w\s]", " ", text.casefold()).split())
 
 
 def parse_reply(reply: str, pack: EvidencePack) -> tuple[str, tuple[int, ...], tuple[str, ...]]:
@@ -426,7 +454,8 @@ class PreparedAnswer:
             raise SystemTwoError(f"the model returned {type(done).__name__}, not a Completion")
         q0 = time.perf_counter()
         text, cited, unknown = parse_reply(done.text, self.pack)
-        said_no = _norm(text).startswith(_norm(prompt.abstain_text))
+        refusal = _norm(prompt.abstain_text)
+        said_no = bool(refusal) and _norm(text).startswith(refusal)
         if said_no:
             cited = ()
         trace.update(
@@ -447,6 +476,10 @@ class PreparedAnswer:
         return Answer(res.query, text, cited, said_no, res, trace)
 
 
+#: Search modes whose sufficiency is no judgement: never a reason to abstain.
+_UNJUDGED = frozenset({"traversal"})
+
+
 def prepare(
     result: SearchResult,
     *,
@@ -459,9 +492,13 @@ def prepare(
     prompt = DEFAULT_ANSWER_PROMPT if prompt is None else prompt
     _check_options(abstain, abstain_below, prompt, 1)
     why: str | None = None
+    # the traversal ablation's sufficiency is its neutral answer (signals
+    # only, no controller judgement), not an assessment: like the modes
+    # without one (lexical, anchors), it always asks the model
+    judged = None if result.trace.get("mode") in _UNJUDGED else result.sufficiency
     if abstain and not result.evidence:
         why = "no_evidence"
-    elif abstain and result.sufficiency is not None and result.sufficiency < abstain_below:
+    elif abstain and judged is not None and judged < abstain_below:
         why = "sufficiency"
     trace: dict[str, Any] = {
         "prompt_version": prompt.version,

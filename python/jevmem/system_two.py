@@ -40,6 +40,7 @@ request again cannot fix it. What is left raises a
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -47,9 +48,9 @@ import random
 import socket
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 from urllib.parse import urlsplit
 
 from jevmem.errors import (
@@ -215,7 +216,7 @@ def _error_excerpt(raw: bytes) -> str:
     text = raw.decode("utf-8", "replace")
     try:
         obj = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
         obj = None
     if isinstance(obj, dict):
         err = obj.get("error")
@@ -225,6 +226,67 @@ def _error_excerpt(raw: bytes) -> str:
             text = err
     text = " ".join(text.split())
     return text[:_ERROR_EXCERPT] + ("..." if len(text) > _ERROR_EXCERPT else "")
+
+
+class _DeadlineIO(io.RawIOBase):
+    """A socket's reads, each bounded by what is left of the attempt's deadline.
+
+    http.client reads the status line, the headers and the body through a
+    buffered file over the socket, and that file may call the socket many
+    times for one read (a line, or the rest of a body, arriving a byte at a
+    time): each of those calls gets only the time left before ``deadline``,
+    so bytes that keep trickling in cannot stretch an attempt past it. It
+    reads through the socket's own ``makefile``, so the socket stays open
+    until this file is closed even after http.client has let go of the
+    connection (``Connection: close``), and is never touched after."""
+
+    def __init__(self, sock: socket.socket, deadline: float, timeout_s: float) -> None:
+        super().__init__()
+        self._sock = sock
+        self._io = sock.makefile("rb", buffering=0)
+        self._deadline = deadline
+        self._timeout_s = timeout_s
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int | None:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"the reply took longer than {self._timeout_s:g} s")
+        self._sock.settimeout(left)
+        return self._io.readinto(b)
+
+    def close(self) -> None:
+        if not self.closed:
+            self._io.close()
+        super().close()
+
+
+class _Makefile:
+    """What http.client.HTTPResponse takes as its socket: only ``makefile`` is called."""
+
+    def __init__(self, fp: io.BufferedIOBase) -> None:
+        self._fp = fp
+
+    def makefile(self, mode: str) -> io.BufferedIOBase:
+        return self._fp
+
+
+def _deadline_response(deadline: float, timeout_s: float) -> Callable[..., Any]:
+    """A ``response_class`` for http.client whose reads end at ``deadline``."""
+    import http.client
+
+    def make(
+        sock: socket.socket,
+        debuglevel: int = 0,
+        method: str | None = None,
+        url: str | None = None,
+    ) -> http.client.HTTPResponse:
+        fp = io.BufferedReader(_DeadlineIO(sock, deadline, timeout_s))
+        return http.client.HTTPResponse(cast(Any, _Makefile(fp)), debuglevel, method, url)
+
+    return make
 
 
 def _count(usage: Any, key: str) -> int | None:
@@ -242,7 +304,8 @@ class ChatCompletionsClient:
     'Hi!'
 
     ``timeout_s`` bounds each attempt (connecting, sending and reading the
-    whole reply); ``max_retries`` attempts more follow a retryable failure
+    whole reply, however slowly its bytes arrive: every socket read gets only
+    the time left); ``max_retries`` attempts more follow a retryable failure
     (see the module docstring), the n-th after ``backoff_s * 2**(n-1)``
     seconds, capped at ``max_backoff_s``, of which a random half is jitter
     (``seed`` fixes it). ``temperature`` and ``max_tokens`` go into every
@@ -514,11 +577,16 @@ class ChatCompletionsClient:
         headers = self._request_headers()
         for fresh_try in (False, True):
             conn, reused = self._connection()
-            conn.timeout = self.timeout_s
+            # connecting and sending get the time left; every read of the
+            # reply (status line and headers included) ends at the deadline
+            left = max(deadline - time.monotonic(), 1e-3)
+            conn.timeout = left
+            if conn.sock is not None:
+                conn.sock.settimeout(left)
+            conn.response_class = _deadline_response(deadline, self.timeout_s)  # type: ignore[assignment]
             sent = time.perf_counter()
             try:
                 conn.request("POST", self._path, body=payload, headers=headers)
-                sock = conn.sock
                 resp = conn.getresponse()
             except TimeoutError as exc:
                 self._drop()
@@ -532,7 +600,7 @@ class ChatCompletionsClient:
                 raise _Retry("connection", f"cannot reach {self.base_url}: {exc!r}") from None
             break
         try:
-            return self._read(resp, sock, deadline, sent)
+            return self._read(resp, sent)
         except _Retry:
             self._drop()
             raise
@@ -540,29 +608,19 @@ class ChatCompletionsClient:
             self._drop()
             raise
         finally:
-            if resp.will_close:
+            # closed, or unread bytes (a stream's tail) would start the next reply
+            if resp.will_close or not resp.isclosed():
                 self._drop()
 
-    def _set_timeout(self, sock: socket.socket | None, deadline: float) -> None:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise _Retry("timeout", f"the reply took longer than {self.timeout_s:g} s")
-        if sock is not None:
-            sock.settimeout(left)
-
     def _read(
-        self,
-        resp: http.client.HTTPResponse,
-        sock: socket.socket | None,
-        deadline: float,
-        sent: float,
+        self, resp: http.client.HTTPResponse, sent: float
     ) -> tuple[str, Any, str | None, str | None, float | None]:
         import http.client
 
         status = resp.status
         try:
             if not 200 <= status < 300:
-                raw = self._body(resp, sock, deadline, limit=64 * 1024)
+                raw = self._body(resp, limit=64 * 1024)
                 detail = f"HTTP {status} from {self.base_url}: {_error_excerpt(raw)}"
                 if status == 429 or status >= 500:
                     raise _Retry(
@@ -571,8 +629,8 @@ class ChatCompletionsClient:
                 raise SystemTwoHTTPError(detail, attempts=1, status=status)
             ctype = (resp.getheader("Content-Type") or "").lower()
             if self.stream and "text/event-stream" in ctype:
-                return self._read_stream(resp, sock, deadline, sent)
-            raw = self._body(resp, sock, deadline, limit=MAX_RESPONSE_BYTES)
+                return self._read_stream(resp, sent)
+            raw = self._body(resp, limit=MAX_RESPONSE_BYTES)
         except TimeoutError:
             raise _Retry("timeout", f"the reply took longer than {self.timeout_s:g} s") from None
         except (OSError, http.client.HTTPException) as exc:
@@ -582,21 +640,19 @@ class ChatCompletionsClient:
             return self._parse_events(iter(raw.splitlines(keepends=True)), sent)
         return self._parse_json(raw)
 
-    def _body(
-        self,
-        resp: http.client.HTTPResponse,
-        sock: socket.socket | None,
-        deadline: float,
-        limit: int,
-    ) -> bytes:
+    def _body(self, resp: http.client.HTTPResponse, limit: int) -> bytes:
         chunks: list[bytes] = []
         size = 0
         while True:
-            self._set_timeout(sock, deadline)
-            chunk = resp.read(65536)
+            # read1: at most one socket read at a time, each ending at the
+            # deadline; b"" once the whole body is in (or the peer closed):
+            # a reply fully read is a reply, whether or not the server keeps
+            # the connection, and no socket is touched after it
+            chunk = resp.read1(65536)
             if not chunk:
-                if resp.length:  # read(n) returns short at EOF instead of raising
+                if resp.length:  # read returns short at EOF instead of raising
                     raise _Retry("connection", "the connection closed mid-reply")
+                resp.close()  # read1 leaves a keep-alive reply open at its end
                 break
             size += len(chunk)
             if size > limit:
@@ -609,7 +665,7 @@ class ChatCompletionsClient:
     def _parse_json(self, raw: bytes) -> tuple[str, Any, str | None, str | None, float | None]:
         try:
             obj = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
+        except (UnicodeDecodeError, ValueError, RecursionError):  # RecursionError: nested too deep
             raise SystemTwoResponseError(
                 f"the reply from {self.base_url} is not JSON: {_error_excerpt(raw)!r}"
             ) from None
@@ -633,16 +689,11 @@ class ChatCompletionsClient:
         )
 
     def _read_stream(
-        self,
-        resp: http.client.HTTPResponse,
-        sock: socket.socket | None,
-        deadline: float,
-        sent: float,
+        self, resp: http.client.HTTPResponse, sent: float
     ) -> tuple[str, Any, str | None, str | None, float | None]:
         def lines() -> Iterator[bytes]:
             size = 0
             while True:
-                self._set_timeout(sock, deadline)
                 line = resp.readline(MAX_RESPONSE_BYTES)
                 if not line:
                     return
@@ -673,7 +724,7 @@ class ChatCompletionsClient:
                 return
             try:
                 obj = json.loads(event.decode("utf-8"))
-            except (UnicodeDecodeError, ValueError):
+            except (UnicodeDecodeError, ValueError, RecursionError):
                 raise SystemTwoResponseError(
                     f"a streamed event is not JSON: {_error_excerpt(event)!r}"
                 ) from None

@@ -28,7 +28,17 @@ Behaviours: ``"ok"``; ``"slow:<s>"`` (answer after ``s`` seconds);
 ``"no_choices"`` (200, JSON without choices); ``"close"`` (close the
 connection without answering); ``"truncate"`` (announce a longer body than
 is sent, then close); ``"stall_stream"`` (a streamed reply that stops after
-its first event and closes).
+its first event and closes); ``"nested"`` / ``"nested:<status>"`` (a JSON
+body, or one streamed event, nested 30,000 levels deep, with status 200 or
+``<status>``); ``"trickle:<s>"`` (the whole reply, status line and headers
+included, one byte every ``s`` seconds, then close) and
+``"trickle_body:<s>"`` (the headers at once, then the body, or the stream,
+one byte every ``s`` seconds; a JSON body starts with blank lines, as
+keep-alive proxies send).
+
+``FakeChatServer(keep_alive=False)`` answers every request with
+``Connection: close`` and closes the connection after the reply, as
+HTTP/1.0 servers (Python's own ``http.server``) do.
 
 The default reply (`default_reply`) stands in for a model: for a question
 over numbered notes (``[E1] ...``), it answers with the note sharing the most
@@ -113,9 +123,12 @@ class _QuietServer(ThreadingHTTPServer):
 class FakeChatServer:
     """The server; ``base_url`` ends in ``/v1``. A context manager."""
 
-    def __init__(self, reply: Reply = default_reply, model: str = "fake-model") -> None:
+    def __init__(
+        self, reply: Reply = default_reply, model: str = "fake-model", *, keep_alive: bool = True
+    ) -> None:
         self.reply = reply
         self.model = model
+        self.keep_alive = keep_alive
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self._script: list[str] = []
@@ -130,6 +143,11 @@ class FakeChatServer:
 
             def do_POST(self) -> None:
                 server._handle(self)
+
+            def end_headers(self) -> None:
+                if not server.keep_alive:  # and send_header closes after the reply
+                    self.send_header("Connection", "close")
+                super().end_headers()
 
         self._httpd = _QuietServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
@@ -178,6 +196,12 @@ class FakeChatServer:
         if behaviour.startswith("slow:"):
             time.sleep(float(behaviour.split(":", 1)[1]))
             behaviour = "ok"
+        if behaviour.startswith("nested"):
+            status = int(behaviour.split(":", 1)[1]) if ":" in behaviour else 200
+            deep = b'{"choices": ' + b"[" * 30_000 + b"]" * 30_000 + b"}"
+            if status == 200 and isinstance(body, dict) and body.get("stream"):
+                return self._send_raw(h, 200, b"data: " + deep + b"\n\n", "text/event-stream")
+            return self._send_raw(h, status, deep, "application/json")
         if behaviour == "close":
             h.close_connection = True
             h.connection.close()
@@ -213,25 +237,64 @@ class FakeChatServer:
             "completion_tokens": count_tokens(text),
             "total_tokens": prompt_tokens + count_tokens(text),
         }
+        if behaviour.startswith("trickle"):
+            return self._trickle(h, behaviour, text, usage, body)
         if body.get("stream"):
             return self._stream(h, text, usage, body, stall=behaviour == "stall_stream")
-        return self._send(
-            h,
-            200,
-            {
-                "id": "chatcmpl-fake",
-                "object": "chat.completion",
-                "model": self.model,
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": text},
-                        "finish_reason": "stop",
-                    }
-                ],
-                "usage": usage,
-            },
+        return self._send(h, 200, self._completion(text, usage))
+
+    def _completion(self, text: str, usage: dict[str, int]) -> dict[str, Any]:
+        return {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "model": self.model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": usage,
+        }
+
+    def _trickle(
+        self,
+        h: BaseHTTPRequestHandler,
+        behaviour: str,
+        text: str,
+        usage: dict[str, int],
+        body: dict[str, Any],
+    ) -> None:
+        """The reply written a byte at a time (``trickle:<s>``, ``trickle_body:<s>``)."""
+        kind, _, every = behaviour.partition(":")
+        pause = float(every or 0.05)
+        if body.get("stream"):
+            data = b"".join(
+                f"data: {json.dumps(e)}\n\n".encode()
+                for e in (
+                    {"choices": [{"index": 0, "delta": {"content": text}}]},
+                    {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+                )
+            )
+            head = "Content-Type: text/event-stream\r\n"
+        else:
+            data = b"\n" * 20 + json.dumps(self._completion(text, usage)).encode()
+            head = f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n"
+        head = f"HTTP/1.1 200 OK\r\n{head}X-Fake: trickle\r\nConnection: close\r\n\r\n"
+        h.close_connection = True
+        at_once, dripped = (
+            (b"", head.encode() + data) if kind == "trickle" else (head.encode(), data)
         )
+        try:
+            h.wfile.write(at_once)
+            h.wfile.flush()
+            for i in range(len(dripped)):
+                h.wfile.write(dripped[i : i + 1])
+                h.wfile.flush()
+                time.sleep(pause)
+        except OSError:  # the client gave up
+            pass
 
     def _send(
         self,
