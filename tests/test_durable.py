@@ -144,6 +144,32 @@ def test_a_failed_fsync_makes_the_memory_read_only(tmp_path: Path, failpoints: A
     m.close()
 
 
+def test_a_failed_checkpoint_or_close_is_a_durability_error(
+    tmp_path: Path, failpoints: Any
+) -> None:
+    """A full disk during a checkpoint or close raises DurabilityError (still
+    an OSError with the errno); the memory stays open and reopening recovers."""
+    d = tmp_path / "m"
+    m = _open(d, checkpoint_every=0)
+    m.add("kept")
+    failpoints("checkpoint.write", "enospc")
+    with pytest.raises(DurabilityError) as info:
+        m.checkpoint()
+    assert isinstance(info.value, OSError) and info.value.errno == 28
+    assert isinstance(info.value.__cause__, OSError)
+    m.add("written after the failed checkpoint")
+    with pytest.raises(DurabilityError) as info:
+        m.close()
+    assert info.value.errno == 28
+    failpoints("checkpoint.write", "off")
+    m.close()  # a second close works once the disk has room
+    with pytest.raises(DurabilityError, match="closed"):
+        m.add("after close")
+    m = _open(d)
+    assert _texts(m) == ["kept", "written after the failed checkpoint"]
+    m.close()
+
+
 def test_a_torn_tail_is_cut_and_a_bad_record_mid_log_needs_salvage(tmp_path: Path) -> None:
     d = tmp_path / "m"
     m = _open(d)

@@ -28,9 +28,15 @@ from jevmem.embed import (
     EmbedderUnavailableError,
     HashEmbedder,
     default_embedder,
+    embedder_from_spec,
     vocab_path,
 )
-from jevmem.errors import InvalidConfigError, JevmemError
+from jevmem.errors import (
+    InvalidConfigError,
+    InvalidInputError,
+    InvalidTypeError,
+    JevmemError,
+)
 
 TEXTS = [
     "Caroline: I went to a LGBTQ support group yesterday and it was so powerful.",
@@ -63,9 +69,53 @@ def test_hash_embedder_conforms() -> None:
     assert e.embed([]).shape == (0, 64)
 
 
-def test_hash_embedder_rejects_tiny_dim() -> None:
-    with pytest.raises(ValueError):
-        HashEmbedder(4)
+def test_hash_embedder_rejects_a_bad_dim_with_a_config_error() -> None:
+    for bad in (4, 0, -1, "x", 8.5, None, True):
+        with pytest.raises(InvalidConfigError, match="int >= 8"):
+            HashEmbedder(bad)  # type: ignore[arg-type]
+    assert HashEmbedder(np.int64(16)).dim == 16
+
+
+def test_embedder_from_spec_refuses_malformed_specs() -> None:
+    assert embedder_from_spec("hash").dim == 256
+    assert embedder_from_spec("hash-32").dim == 32
+    for bad in ("hash-0", "hash-4", "hash-", "hashx", "hash-12x", "hash32", "onnxx", "onnx:", ""):
+        with pytest.raises(InvalidConfigError, match="hash-DIM") as info:
+            embedder_from_spec(bad)
+        assert "onnx:MODEL" in str(info.value)
+    with pytest.raises(InvalidConfigError):
+        embedder_from_spec(None)  # type: ignore[arg-type]
+
+
+def _refuses_bad_texts(e: Embedder) -> None:
+    """What both embedders accept and refuse, checked before any work."""
+    name = type(e).__name__
+    with pytest.raises(InvalidTypeError, match=r"pass \[text\]"):
+        e.embed("abc")
+    for bad in ([None], [5], [b"x"], ["ok", None], b"abc", None, 5, {"a": 1}, {"a"}):
+        with pytest.raises(InvalidTypeError, match=name):
+            e.embed(bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="lone surrogate at index 1"):
+        e.embed(["fine", "a\ud800b"])
+    for bad_one in (None, ["a"], b"x"):
+        with pytest.raises(InvalidTypeError, match="embed_one takes one str"):
+            e.embed_one(bad_one)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="lone surrogate"):
+        e.embed_one("\udfff")
+    # a tuple and a generator are embedded as the list is
+    want = e.embed(["alpha beta", "gamma"])
+    np.testing.assert_array_equal(e.embed(("alpha beta", "gamma")), want)
+    gen = (t for t in ["alpha beta", "gamma"])
+    np.testing.assert_array_equal(e.embed(gen), want)  # type: ignore[arg-type]
+
+
+def test_hash_embedder_checks_its_input_types() -> None:
+    e = HashEmbedder(64)
+    _refuses_bad_texts(e)
+    # the values are what they were: a fixed row for one text
+    row = e.embed_one("the quick brown fox")
+    digest = hashlib.sha256(row.tobytes()).hexdigest()[:16]
+    assert digest == "90fd9d373aa79256"
 
 
 def test_protocol_rejects_non_embedders() -> None:
@@ -319,6 +369,7 @@ def test_onnx_spinning_setting(onnx_default: embed_mod.OnnxEmbedder) -> None:
 def test_onnx_rejects_bad_input(onnx_default: embed_mod.OnnxEmbedder) -> None:
     with pytest.raises(TypeError):
         onnx_default.embed("not a list")
+    _refuses_bad_texts(onnx_default)
     with pytest.raises(InvalidConfigError):
         embed_mod.OnnxEmbedder("no-such-model")
 

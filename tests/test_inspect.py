@@ -3,6 +3,7 @@ as headless Chromium renders it (DOM and screenshot)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -10,7 +11,9 @@ import struct
 import subprocess
 import xml.etree.ElementTree as ET
 import zlib
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -23,7 +26,7 @@ from jevmem import inspect
 from jevmem.cli import main
 from jevmem.controller.local import LocalController
 from jevmem.embed import HashEmbedder
-from jevmem.errors import InvalidInputError
+from jevmem.errors import InvalidInputError, InvalidTypeError
 
 NOTES = [
     ("Maya", "I started learning the cello, my teacher is called Ines.", {"user": "maya"}),
@@ -101,11 +104,52 @@ def test_graphml_drops_what_xml_cannot_carry() -> None:
     m = jevmem.Memory(HashEmbedder(64), controller=LocalController())
     m.add("price list \ufffe and \uffff end\x01 \U0001f600", speaker="Ma\uffffya")
     d = inspect.graph_data(m)
-    # a JSON export may hold a lone surrogate (escaped): it must not reach the XML either
-    d = inspect.from_json(inspect.to_json(d).replace("end", "e\\ud800nd"))
+    # a dict built by hand may hold a lone surrogate: it must not reach the XML either
+    d["nodes"][0]["text"] = d["nodes"][0]["text"].replace("end", "e\ud800nd")
     root = ET.fromstring(inspect.to_graphml(d))
     data = [x.text for x in root.iter("{http://graphml.graphdrawing.org/xmlns}data")]
     assert "price list  and  end \U0001f600" in data and "Maya" in data
+
+
+def test_from_json_refuses_what_the_exports_could_not_write() -> None:
+    d = inspect.graph_data(_memory(), query="Why was the release postponed?")
+    good = inspect.to_json(d)
+    assert inspect.from_json(good.encode()) == d
+    # a lone surrogate (escaped in JSON) in a text: the HTML or JSON export could not be UTF-8
+    with pytest.raises(InvalidInputError, match=r"nodes\[0\]\.text has a lone surrogate"):
+        inspect.from_json(good.replace('"text": "', '"text": "\\ud800', 1))
+    bad_cases: dict[str | bytes, str] = {
+        '{"format": "jevmem-graph/1"}': "scope is missing",
+        "[" * 100_000: "nested too deeply",
+        "{oops": "not JSON",
+        "NaN": "not a jevmem-graph/1 export",
+        b"\xff": "not JSON",
+    }
+    for text, message in bad_cases.items():
+        with pytest.raises(InvalidInputError, match=message):
+            inspect.from_json(text)
+    for wrong in (None, 5, ["x"]):
+        with pytest.raises(InvalidTypeError):
+            inspect.from_json(wrong)  # type: ignore[arg-type]
+
+    def broken(change: Callable[[dict[str, Any]], object], message: str) -> None:
+        data = json.loads(good)
+        change(data)
+        with pytest.raises(InvalidInputError, match=message):
+            inspect.from_json(json.dumps(data))
+
+    broken(lambda x: x.pop("nodes"), "nodes is missing")
+    broken(lambda x: x.__setitem__("edges", {}), "edges must be a list, got an object")
+    broken(lambda x: x["nodes"][1].pop("text"), r"nodes\[1\]\.text is missing")
+    broken(lambda x: x["nodes"][0].__setitem__("id", "7"), r"nodes\[0\]\.id must be an int")
+    broken(lambda x: x["nodes"][0].__setitem__("id", True), r"nodes\[0\]\.id must be an int")
+    broken(lambda x: x["nodes"].append(x["nodes"][0]), "is repeated")
+    broken(lambda x: x["nodes"].__setitem__(0, "node"), r"nodes\[0\] must be an object")
+    broken(lambda x: x["edges"][0].__setitem__("dst", 999), r"edges\[0\]\.dst 999 is not one")
+    broken(lambda x: x["query"].pop("evidence"), "query.evidence is missing")
+    broken(lambda x: x["query"]["evidence"][0].pop("rank"), r"query.evidence\[0\]\.rank")
+    broken(lambda x: x["query"].__setitem__("anchors", ["a"]), "query.anchors")
+    broken(lambda x: x["query"].__setitem__("path", [{"src": 1}]), r"query.path\[0\]\.dst")
 
 
 @settings(max_examples=50, deadline=None)

@@ -20,6 +20,7 @@ from support.bench import run_bench
 
 import jevmem
 from jevmem import evaluation as ev
+from jevmem.errors import InvalidInputError
 from jevmem.temporal import parse_timestamp
 
 KNOWN = {"D1:1", "D1:2", "D1:3", "D2:1", "D8:6", "D9:17", "D11:26", "D30:5"}
@@ -222,6 +223,97 @@ def test_load_file(tmp_path: Path) -> None:
     convs, rep = ev.load(p)
     assert [c.sample_id for c in convs] == ["conv-x", "conv-y"]
     assert rep.questions == 10 and rep.dangling == 2
+
+
+def _malformed(change: Any) -> dict[str, Any]:
+    s = sample()
+    change(s)
+    return s
+
+
+MALFORMED = [
+    (lambda s: s.pop("conversation"), "'conv-x' #0: conversation is missing"),
+    (lambda s: s.__setitem__("conversation", []), "conversation must be an object, got list"),
+    (
+        lambda s: s["conversation"]["session_1"][0].pop("dia_id"),
+        r"conversation\.session_1\[0\]\.dia_id is missing",
+    ),
+    (
+        lambda s: s["conversation"]["session_2"].__setitem__(1, "hello"),
+        r"conversation\.session_2\[1\] must be an object, got str",
+    ),
+    (
+        lambda s: s["conversation"].__setitem__("session_1", "hello"),
+        "conversation.session_1 must be a list, got str",
+    ),
+    (
+        lambda s: s["conversation"].__setitem__("session_1", None),
+        "conversation.session_1 must be a list, got null",
+    ),
+    (lambda s: s["qa"][1].pop("question"), r"qa\[1\]\.question is missing"),
+    (lambda s: s["qa"][0].pop("category"), r"qa\[0\]\.category is missing"),
+    (lambda s: s["qa"][0].__setitem__("category", "x"), r"qa\[0\]\.category must be an integer"),
+    (lambda s: s["qa"][0].__setitem__("category", 2.7), r"qa\[0\]\.category must be an integer"),
+    (lambda s: s["qa"][0].__setitem__("evidence", 5), r"qa\[0\]\.evidence must be a list"),
+    (lambda s: s.__setitem__("qa", {"question": "q"}), "qa must be a list, got dict"),
+    (lambda s: s.__setitem__("qa", None), "qa must be a list, got null"),
+    (lambda s: s.__setitem__("qa", ["q?"]), r"qa\[0\] must be an object, got str"),
+]
+
+
+@pytest.mark.parametrize(("change", "message"), MALFORMED)
+def test_a_malformed_sample_is_refused_naming_the_sample_and_field(
+    change: Any, message: str
+) -> None:
+    with pytest.raises(InvalidInputError, match=message):
+        ev.load_samples([_malformed(change)])
+
+
+def test_a_malformed_file_is_refused_and_a_missing_one_is_not_found(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    unnamed = sample(sample_id="")
+    unnamed["qa"][0]["category"] = "four"
+    for text, message in (
+        (b"{oops", "not JSON"),
+        (b"\xff\xfe\xfd", "not JSON"),
+        (b"[" * 100_000, "not JSON"),
+        (b'{"a": 1}', "samples must be a list of objects, got dict"),
+        (b"[[1, 2]]", "sample #0: the sample must be an object, got list"),
+        (json.dumps([sample(), unnamed]).encode(), r"sample #1: qa\[0\]\.category"),
+    ):
+        bad.write_bytes(text)
+        with pytest.raises(InvalidInputError, match=message) as info:
+            ev.load(bad)
+        assert str(bad) in str(info.value)
+    with pytest.raises(FileNotFoundError):
+        ev.load(tmp_path / "missing.json")
+
+
+def test_a_str_evidence_is_one_id_and_integral_categories_are_read() -> None:
+    s = sample()
+    s["qa"][0]["evidence"] = "D1:1"
+    s["qa"][1]["category"] = "2"
+    s["qa"][2]["category"] = 3.0
+    s["qa"][2]["evidence"] = None
+    convs, rep = ev.load_samples([s])
+    qa = convs[0].qas
+    assert qa[0].evidence == ("D1:1",) and qa[0].raw_evidence == ("D1:1",)
+    assert (qa[1].category, qa[2].category, qa[2].evidence) == (2, 3, ())
+    assert rep.unparsable == 1  # only the "D" of "Who?", not the letters of "D1:1"
+
+
+def test_duplicate_dia_ids_are_counted_and_evidence_names_the_first() -> None:
+    s = sample()
+    s["conversation"]["session_2"][1]["dia_id"] = "D1:01"  # D1:1 again, once canonical
+    convs, rep = ev.load_samples([s])
+    conv = convs[0]
+    assert len(conv.turns) == 6  # both turns are kept
+    assert rep.duplicate_dia_id == 1 and rep.counts()["duplicate_dia_id"] == 1
+    (issue,) = [i for i in rep.issues if i.reason == "duplicate_dia_id"]
+    assert (issue.sample_id, issue.raw, issue.result) == ("conv-x", "D1:01", "D1:1")
+    assert conv.turn("D1:1").text == "I adopted a dog."
+    assert "1 turns repeat an earlier turn's dia_id" in rep.summary()
+    assert ev.load_samples([sample()])[1].duplicate_dia_id == 0
 
 
 # --- timestamps -------------------------------------------------------------------------------

@@ -25,10 +25,11 @@ import importlib
 import importlib.metadata
 import itertools
 import logging
+import operator
 import os
 import re
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -37,7 +38,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from jevmem.errors import InvalidConfigError, JevmemError
+from jevmem.errors import InvalidConfigError, InvalidInputError, InvalidTypeError, JevmemError
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -79,13 +80,67 @@ class EmbedderUnavailableError(JevmemError, ImportError):
     """An optional embedding dependency (onnxruntime, tokenizers, a model package) is missing."""
 
 
+def _text_list(texts: Any, who: str) -> list[str]:
+    """``texts`` as a list of str, checked before any work: a list, tuple or
+    other sequence, or an iterator (a generator), of ``str`` that encode as
+    UTF-8. A lone string (a sequence of letters), bytes, a mapping or a set
+    is refused with InvalidTypeError, a non-str item too, and a lone
+    surrogate with InvalidInputError."""
+    if isinstance(texts, str):
+        raise InvalidTypeError(
+            f"{who}.embed takes a list of str, got one str: pass [text] (or use embed_one)"
+        )
+    if isinstance(texts, (bytes, bytearray, memoryview, Mapping, Set)) or not isinstance(
+        texts, Iterable
+    ):
+        raise InvalidTypeError(
+            f"{who}.embed takes a list or tuple of str, got {type(texts).__name__}"
+        )
+    out = list(texts)
+    for i, text in enumerate(out):
+        _check_text(text, f"{who}.embed: text {i}")
+    return out
+
+
+def _check_text(text: Any, where: str) -> None:
+    if not isinstance(text, str):
+        raise InvalidTypeError(f"{where} must be a str, got {type(text).__name__}")
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidInputError(
+                f"{where} contains a lone surrogate at index {exc.start}: not valid Unicode text"
+            ) from None
+
+
+def _one_text(text: Any, who: str) -> list[str]:
+    if not isinstance(text, str):
+        raise InvalidTypeError(
+            f"{who}.embed_one takes one str, got {type(text).__name__}"
+            + (" (use embed for a list)" if isinstance(text, (list, tuple)) else "")
+        )
+    _check_text(text, f"{who}.embed_one: the text")
+    return [text]
+
+
+#: The smallest HashEmbedder dimension.
+MIN_HASH_DIM = 8
+
+
 class HashEmbedder:
     """Signed feature hashing of lowercased word unigrams and bigrams, L2-normalised."""
 
     def __init__(self, dim: int = 256) -> None:
-        if dim < 8:
-            raise ValueError("HashEmbedder needs dim >= 8")
-        self.dim = dim
+        try:
+            width = operator.index(dim) if not isinstance(dim, bool) else None
+        except TypeError:
+            width = None
+        if width is None or width < MIN_HASH_DIM:
+            raise InvalidConfigError(
+                f"HashEmbedder dim must be an int >= {MIN_HASH_DIM}, got {dim!r:.40}"
+            )
+        self.dim = width
 
     def __repr__(self) -> str:
         return f"HashEmbedder(dim={self.dim})"
@@ -95,7 +150,9 @@ class HashEmbedder:
         return words + [f"{a} {b}" for a, b in itertools.pairwise(words)]
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        """One row per text. Texts with no word characters map to a fixed unit vector."""
+        """One row per text. Texts with no word characters map to a fixed unit vector.
+        ``texts``: a list or tuple (or another sequence, or an iterator) of str."""
+        texts = _text_list(texts, "HashEmbedder")
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for row, text in enumerate(texts):
             for feature in self._features(text):
@@ -110,7 +167,7 @@ class HashEmbedder:
         return out
 
     def embed_one(self, text: str) -> npt.NDArray[np.float32]:
-        row: npt.NDArray[np.float32] = self.embed([text])[0]
+        row: npt.NDArray[np.float32] = self.embed(_one_text(text, type(self).__name__))[0]
         return row
 
 
@@ -450,10 +507,9 @@ class OnnxEmbedder:
         ]
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        """One unit row per text, in input order."""
-        if isinstance(texts, str):
-            raise TypeError("embed takes a sequence of strings; use embed_one for one string")
-        ids = self.tokenize(texts)
+        """One unit row per text, in input order. ``texts``: a list or tuple
+        (or another sequence, or an iterator) of str."""
+        ids = self.tokenize(_text_list(texts, "OnnxEmbedder"))
         out = np.empty((len(ids), self.dim), dtype=np.float32)
         order = list(range(len(ids)))
         if self.sort_by_length:
@@ -464,7 +520,7 @@ class OnnxEmbedder:
         return out
 
     def embed_one(self, text: str) -> npt.NDArray[np.float32]:
-        row: npt.NDArray[np.float32] = self.embed([text])[0]
+        row: npt.NDArray[np.float32] = self.embed(_one_text(text, type(self).__name__))[0]
         return row
 
 
@@ -504,18 +560,28 @@ def embedder_from_spec(spec: str, *, spin: bool = True) -> Embedder:
     """Make the embedder :func:`embedder_spec` names (``default`` as well);
     ``spin``: whether an ONNX embedder's threads spin between runs (see
     :class:`OnnxEmbedder`)."""
+    if not isinstance(spec, str):
+        raise InvalidConfigError(f"embedder spec must be a str, got {type(spec).__name__}")
     if spec == "default":
         return default_embedder(spin=spin)
-    if spec.startswith("hash"):
-        _, _, dim = spec.partition("-")
-        if dim and not dim.isdigit():
-            raise InvalidConfigError(f"embedder {spec!r}: hash-DIM needs an integer DIM")
-        return HashEmbedder(int(dim or 256))
-    if spec.startswith("onnx"):
-        _, _, model = spec.partition(":")
-        return OnnxEmbedder(model, spin=spin) if model else OnnxEmbedder(spin=spin)
+    hashed = re.fullmatch(r"hash(?:-([0-9]+))?", spec)
+    if hashed:
+        dim = int(hashed.group(1) or 256)
+        if dim < MIN_HASH_DIM:
+            raise InvalidConfigError(
+                f"embedder {spec!r}: hash-DIM needs an integer DIM >= {MIN_HASH_DIM} "
+                "(accepted: default, hash, hash-DIM, onnx, onnx:MODEL)"
+            )
+        return HashEmbedder(dim)
+    if spec == "onnx":
+        return OnnxEmbedder(spin=spin)
+    if spec.startswith("onnx:") and len(spec) > 5:
+        return OnnxEmbedder(spec[5:], spin=spin)
     if spec.startswith("custom:"):
         raise InvalidConfigError(
             f"this memory was made with the custom embedder {spec[7:]}; pass it as embedder="
         )
-    raise InvalidConfigError(f"unknown embedder {spec!r}: use default, hash[-DIM] or onnx[:MODEL]")
+    raise InvalidConfigError(
+        f"unknown embedder {spec!r:.80}: use default, hash, hash-DIM (DIM >= {MIN_HASH_DIM}), "
+        "onnx or onnx:MODEL"
+    )

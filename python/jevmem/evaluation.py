@@ -24,7 +24,14 @@ to be repaired or was dropped is counted in a :class:`DropReport`, by reason:
 
 Questions are never dropped here: a question left without gold evidence keeps
 ``evidence == ()``; recall metrics skip it (:func:`aggregate`), abstention
-metrics still use it.
+metrics still use it. A ``str`` evidence is one id. Turns repeating an earlier
+turn's dia_id are kept and counted (``duplicate_dia_id``; evidence names the
+first). A malformed file or sample (not JSON; a missing ``conversation``,
+``dia_id``, ``question`` or ``category``; a session or ``qa`` that is not a
+list; a category that is not an integer) raises
+:class:`~jevmem.errors.InvalidInputError` naming the sample and the field; a
+missing file, :class:`FileNotFoundError`. (The loader lives in
+``jevmem._evaluation_load``; import it from here.)
 
 Into a memory. :func:`conversation_inputs` gives one conversation's node
 texts, timestamps, speakers and provenances (one node per turn) for
@@ -43,18 +50,32 @@ LLM judge's CORRECT / WRONG); latencies, :func:`percentile`.
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import re
 import string
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 
-from jevmem.temporal import parse_timestamp
+from jevmem._evaluation_load import (
+    _DIA_ID,
+    ADVERSARIAL,
+    ANSWERABLE,
+    CATEGORIES,
+    QA,
+    TURN_STEP_S,
+    Conversation,
+    DropReport,
+    EvidenceIssue,
+    Turn,
+    canonical_dia_id,
+    load,
+    load_samples,
+    parse_conversation,
+    repair_evidence,
+    session_timestamps,
+)
 
 __all__ = [
     "ADVERSARIAL",
@@ -94,261 +115,6 @@ __all__ = [
     "update_pairs_linked",
     "windows",
 ]
-
-CATEGORIES = (1, 2, 3, 4, 5)
-ANSWERABLE = (1, 2, 3, 4)  # multi-hop, temporal, open-domain, single-hop
-ADVERSARIAL = 5  # asks about something never said: the right answer is to abstain
-TURN_STEP_S = 5  # seconds added per turn index inside a session, to keep turn order
-
-_SESSION = re.compile(r"session_(\d+)")
-_DIA_ID = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)", re.IGNORECASE)
-
-
-def canonical_dia_id(m: re.Match[str]) -> str:
-    """``D<session>:<turn>`` without leading zeros, from a match of the dia_id pattern."""
-    return f"D{int(m.group(1))}:{int(m.group(2))}"
-
-
-@dataclass(frozen=True)
-class Turn:
-    """One dialogue turn. ``session`` is the 1-based session number, ``index`` the
-    0-based position inside the session, ``position`` the 0-based position in
-    the whole conversation."""
-
-    dia_id: str
-    speaker: str
-    text: str
-    blip_caption: str | None
-    session: int
-    index: int
-    position: int
-    session_datetime: str
-    session_timestamp: int | None  # Unix seconds of session_datetime; None if unparsable
-
-    @property
-    def timestamp(self) -> int | None:
-        """The session's time plus :data:`TURN_STEP_S` per turn index (keeps turn order)."""
-        if self.session_timestamp is None:
-            return None
-        return self.session_timestamp + TURN_STEP_S * self.index
-
-    @property
-    def memory_text(self) -> str:
-        """The turn text, with ``" [image: <caption>]"`` appended when the turn shares a photo."""
-        if self.blip_caption:
-            return f"{self.text} [image: {self.blip_caption}]"
-        return self.text
-
-
-@dataclass(frozen=True)
-class QA:
-    question: str
-    answer: str | None  # "answer", else "adversarial_answer", stringified; None if neither
-    category: int
-    evidence: tuple[str, ...]  # canonical dia_ids of existing turns, deduplicated, in order
-    adversarial: bool
-    raw_evidence: tuple[str, ...] = ()  # as released
-    #: the question's finer ability label where the file carries one (BEAM's
-    #: ``beam_type``: knowledge_update, abstention, ...), else None
-    ability: str | None = None
-
-
-@dataclass(frozen=True)
-class Conversation:
-    sample_id: str
-    speaker_a: str
-    speaker_b: str
-    turns: tuple[Turn, ...]
-    qas: tuple[QA, ...]
-
-    def turn(self, dia_id: str) -> Turn:
-        for t in self.turns:
-            if t.dia_id == dia_id:
-                return t
-        raise KeyError(dia_id)
-
-
-@dataclass(frozen=True)
-class EvidenceIssue:
-    sample_id: str
-    question: str
-    raw: str
-    reason: str
-    result: str | None = None  # the repaired id, when there is one
-
-
-@dataclass
-class DropReport:
-    """Counts of every evidence id that was repaired or dropped, by reason."""
-
-    questions: int = 0
-    ids_read: int = 0  # evidence ids after splitting, duplicates and danglers included
-    ids_kept: int = 0
-    repaired: int = 0
-    split: int = 0
-    unparsable: int = 0
-    dangling: int = 0
-    duplicate: int = 0
-    qa_no_evidence: int = 0
-    qa_all_dropped: int = 0
-    session_time_unparsable: int = 0
-    issues: list[EvidenceIssue] = field(default_factory=list)
-
-    def note(self, issue: EvidenceIssue) -> None:
-        setattr(self, issue.reason, getattr(self, issue.reason) + 1)
-        self.issues.append(issue)
-
-    def merge(self, other: DropReport) -> None:
-        for name in self.counts():
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-        self.issues.extend(other.issues)
-
-    def counts(self) -> dict[str, int]:
-        return {k: v for k, v in vars(self).items() if isinstance(v, int)}
-
-    def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = dict(self.counts())
-        out["issues"] = [vars(i) for i in self.issues]
-        return out
-
-    def summary(self) -> str:
-        return (
-            f"evidence ids: {self.ids_read} read over {self.questions} questions, "
-            f"{self.ids_kept} kept; {self.repaired} malformed ids repaired, "
-            f"{self.split} strings holding several ids split; dropped: "
-            f"{self.unparsable} unparsable, {self.dangling} pointing at no turn, "
-            f"{self.duplicate} duplicates; {self.qa_no_evidence} questions released "
-            f"without evidence, {self.qa_all_dropped} left without any after repair"
-        )
-
-
-def repair_evidence(
-    raw_ids: Iterable[object],
-    known: Mapping[str, object] | set[str],
-    *,
-    sample_id: str = "",
-    question: str = "",
-    report: DropReport | None = None,
-) -> tuple[str, ...]:
-    """Canonical, existing, deduplicated dia_ids from a QA's raw evidence list.
-
-    ``known`` holds the conversation's dia_ids. Issues go to ``report`` (one
-    :class:`EvidenceIssue` per repaired or dropped id, one per split string).
-    """
-    rep = report if report is not None else DropReport()
-    out: list[str] = []
-    for item in raw_ids:
-        raw = str(item)
-        found = list(_DIA_ID.finditer(raw))
-        if not found:
-            rep.note(EvidenceIssue(sample_id, question, raw, "unparsable"))
-            continue
-        if len(found) > 1:
-            rep.note(EvidenceIssue(sample_id, question, raw, "split"))
-        for m in found:
-            rep.ids_read += 1
-            dia = canonical_dia_id(m)
-            # one id: the whole string must be canonical; several: each piece must be
-            if dia != (raw.strip() if len(found) == 1 else m.group(0)):
-                rep.note(EvidenceIssue(sample_id, question, raw, "repaired", dia))
-            if dia not in known:
-                rep.note(EvidenceIssue(sample_id, question, raw, "dangling", dia))
-            elif dia in out:
-                rep.note(EvidenceIssue(sample_id, question, raw, "duplicate", dia))
-            else:
-                out.append(dia)
-    rep.ids_kept += len(out)
-    return tuple(out)
-
-
-def session_timestamps(conversation: Mapping[str, Any]) -> dict[int, tuple[str, int | None]]:
-    """Session number -> (date-time string, Unix seconds or None) for every session with turns."""
-    out: dict[int, tuple[str, int | None]] = {}
-    for key in conversation:
-        m = _SESSION.fullmatch(key)
-        if m is None:
-            continue
-        n = int(m.group(1))
-        raw = str(conversation.get(f"{key}_date_time") or "")
-        try:
-            ts: int | None = parse_timestamp(raw)
-        except ValueError:
-            ts = None
-        out[n] = (raw, ts)
-    return dict(sorted(out.items()))
-
-
-def _turn_dia_id(raw: str) -> str:
-    m = _DIA_ID.fullmatch(raw.strip())
-    return canonical_dia_id(m) if m else raw.strip()
-
-
-def parse_conversation(sample: Mapping[str, Any], report: DropReport | None = None) -> Conversation:
-    """One ``locomo10.json`` entry as a :class:`Conversation`; evidence issues go to ``report``."""
-    rep = report if report is not None else DropReport()
-    sample_id = str(sample.get("sample_id", ""))
-    c = sample["conversation"]
-    turns: list[Turn] = []
-    for n, (raw_dt, ts) in session_timestamps(c).items():
-        if ts is None:
-            rep.session_time_unparsable += 1
-        for i, t in enumerate(c[f"session_{n}"]):
-            caption = t.get("blip_caption")
-            turns.append(
-                Turn(
-                    dia_id=_turn_dia_id(str(t["dia_id"])),
-                    speaker=str(t.get("speaker", "")),
-                    text=str(t.get("text", "")),
-                    blip_caption=str(caption) if caption else None,
-                    session=n,
-                    index=i,
-                    position=len(turns),
-                    session_datetime=raw_dt,
-                    session_timestamp=ts,
-                )
-            )
-    known = {t.dia_id for t in turns}
-    qas: list[QA] = []
-    for qa in sample.get("qa", []):
-        question = str(qa["question"])
-        category = int(qa["category"])
-        raw = qa.get("evidence") or []
-        rep.questions += 1
-        evidence = repair_evidence(raw, known, sample_id=sample_id, question=question, report=rep)
-        if not raw:
-            rep.qa_no_evidence += 1
-        elif not evidence:
-            rep.qa_all_dropped += 1
-        answer = qa.get("answer", qa.get("adversarial_answer"))
-        qas.append(
-            QA(
-                question=question,
-                answer=None if answer is None else str(answer),
-                category=category,
-                evidence=evidence,
-                adversarial=category == ADVERSARIAL,
-                raw_evidence=tuple(str(e) for e in raw),
-                ability=None if qa.get("beam_type") is None else str(qa["beam_type"]),
-            )
-        )
-    return Conversation(
-        sample_id=sample_id,
-        speaker_a=str(c.get("speaker_a", "")),
-        speaker_b=str(c.get("speaker_b", "")),
-        turns=tuple(turns),
-        qas=tuple(qas),
-    )
-
-
-def load_samples(samples: Sequence[Mapping[str, Any]]) -> tuple[list[Conversation], DropReport]:
-    report = DropReport()
-    return [parse_conversation(s, report) for s in samples], report
-
-
-def load(path: Path | str) -> tuple[list[Conversation], DropReport]:
-    """Every conversation of a ``locomo10.json``-layout file, and the evidence report."""
-    return load_samples(json.loads(Path(path).read_text()))
-
 
 # --- into a memory ---------------------------------------------------------------------------
 

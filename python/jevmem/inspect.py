@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from jevmem.errors import InvalidInputError
+from jevmem.errors import InvalidInputError, InvalidTypeError
 
 if TYPE_CHECKING:
     from jevmem.memory import Memory
@@ -190,15 +190,169 @@ def to_json(data: Mapping[str, Any]) -> str:
     return json.dumps(data, ensure_ascii=False, indent=1, sort_keys=True)
 
 
-def from_json(text: str) -> dict[str, Any]:
-    """A ``to_json`` export read back; raises `InvalidInputError` for anything else."""
+def from_json(text: str | bytes) -> dict[str, Any]:
+    """A ``to_json`` export read back; raises `InvalidInputError` for anything
+    else: not JSON, nested too deeply, not of this format, a required key
+    missing or of the wrong type (named, e.g. ``nodes[3].text``), an edge
+    between nodes it does not hold, or a string with a lone surrogate (it
+    could not be written out as UTF-8 again)."""
+    if not isinstance(text, (str, bytes, bytearray)):
+        raise InvalidTypeError(f"from_json takes a str, got {type(text).__name__}")
     try:
         data = json.loads(text)
-    except json.JSONDecodeError as exc:
+    except RecursionError:
+        raise InvalidInputError("not a graph export: JSON nested too deeply") from None
+    except ValueError as exc:  # JSONDecodeError, or bytes that are not UTF-8
         raise InvalidInputError(f"not JSON: {exc}") from None
     if not isinstance(data, dict) or data.get("format") != GRAPH_FORMAT:
         raise InvalidInputError(f"not a {GRAPH_FORMAT} export")
+    _check_strings(data)
+    _check_graph(data)
     return data
+
+
+def _check_strings(data: Any) -> None:
+    """Every string (keys too) encodes as UTF-8: no lone surrogate, which a
+    JSON ``\\ud800`` escape can carry. Iterative: any depth ``json`` read."""
+    stack: list[tuple[Any, str]] = [(data, "")]
+    while stack:
+        value, where = stack.pop()
+        if isinstance(value, dict):
+            for k, v in value.items():
+                stack.append((k, f"a key of {where or 'the export'}"))
+                stack.append((v, f"{where}.{k}" if where else k))
+        elif isinstance(value, list):
+            stack.extend((v, f"{where}[{i}]") for i, v in enumerate(value))
+        elif isinstance(value, str) and not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise InvalidInputError(
+                    f"graph export: {ascii(where)[1:-1]} has a lone surrogate at "
+                    f"index {exc.start}: not valid Unicode text"
+                ) from None
+
+
+_INT: tuple[type, ...] = (int,)
+_NUMBER: tuple[type, ...] = (int, float)
+_OPT_STR: tuple[type, ...] = (str, type(None))
+_OPT_NUMBER: tuple[type, ...] = (int, float, type(None))
+_OPT_DICT: tuple[type, ...] = (dict, type(None))
+#: The keys (and their JSON types) of what `graph_data` returns.
+_TOP_KEYS = {
+    "format": (str,),
+    "scope": _OPT_DICT,
+    "stats": (dict,),
+    "nodes": (list,),
+    "edges": (list,),
+    "truncated": _OPT_DICT,
+    "query": _OPT_DICT,
+}
+_NODE_FIELDS = {
+    "id": _INT,
+    "text": (str,),
+    "timestamp": (int, type(None)),
+    "speaker": _OPT_STR,
+    "provenance": (dict,),
+    "entities": (list,),
+    "scope": (dict,),
+    "metadata": (dict,),
+    "type": (str,),
+    "types": (dict,),
+}
+_EDGE_FIELDS = {
+    "src": _INT,
+    "dst": _INT,
+    "view": (str,),
+    "weight": _NUMBER,
+    "origin": _OPT_STR,
+    "label": _OPT_STR,
+}
+_QUERY_FIELDS = {
+    "text": (str,),
+    "k": _INT,
+    "evidence": (list,),
+    "path": (list,),
+    "anchors": (list,),
+    "rounds": (list,),
+    "stop_reason": _OPT_STR,
+    "sufficiency": _OPT_NUMBER,
+    "missing": _OPT_NUMBER,
+    "contradiction": _OPT_NUMBER,
+    "sufficient": (bool,),
+    "thresholds": (dict,),
+    "trace": (dict,),
+}
+_EVIDENCE_FIELDS = {"rank": _INT, "id": _INT, "score": _NUMBER, "via": _OPT_DICT}
+_VIA_FIELDS = {"view": (str,), "src": _INT, "dst": _INT, "from": _INT, "weight": _NUMBER}
+_PATH_FIELDS = {"src": _INT, "dst": _INT, "view": (str,)}
+_TYPE_WORDS = {
+    int: "an int",
+    float: "a number",
+    str: "a str",
+    dict: "an object",
+    list: "a list",
+    bool: "a bool",
+    type(None): "null",
+}
+
+
+def _fields(value: Any, fields: Mapping[str, tuple[type, ...]], where: str) -> dict[str, Any]:
+    """``value`` is an object holding each of ``fields`` with one of its types
+    (a bool is not a number here)."""
+    if not isinstance(value, dict):
+        raise InvalidInputError(f"graph export: {where} must be an object, got {_json_type(value)}")
+    for key, types in fields.items():
+        if key not in value:
+            raise InvalidInputError(f"graph export: {where}.{key} is missing".replace(": .", ": "))
+        v = value[key]
+        if not isinstance(v, types) or (isinstance(v, bool) and bool not in types):
+            want = " or ".join(dict.fromkeys(_TYPE_WORDS[t] for t in types))
+            raise InvalidInputError(
+                f"graph export: {where}.{key} must be {want}, got {_json_type(v)}".replace(
+                    ": .", ": "
+                )
+            )
+    return value
+
+
+def _json_type(v: Any) -> str:
+    return "a bool" if isinstance(v, bool) else _TYPE_WORDS.get(type(v), type(v).__name__)
+
+
+def _check_graph(data: dict[str, Any]) -> None:
+    """The structure `to_graphml` and `to_html` read, as `graph_data` writes it."""
+    _fields(data, _TOP_KEYS, "")
+    ids: set[int] = set()
+    for i, node in enumerate(data["nodes"]):
+        _fields(node, _NODE_FIELDS, f"nodes[{i}]")
+        if node["id"] in ids:
+            raise InvalidInputError(f"graph export: nodes[{i}].id {node['id']} is repeated")
+        ids.add(node["id"])
+        if not all(isinstance(x, str) for x in node["entities"]):
+            raise InvalidInputError(f"graph export: nodes[{i}].entities must be a list of str")
+    for i, edge in enumerate(data["edges"]):
+        _fields(edge, _EDGE_FIELDS, f"edges[{i}]")
+        for end in ("src", "dst"):
+            if edge[end] not in ids:
+                raise InvalidInputError(
+                    f"graph export: edges[{i}].{end} {edge[end]} is not one of the nodes"
+                )
+    q = data["query"]
+    if q is None:
+        return
+    _fields(q, _QUERY_FIELDS, "query")
+    for i, x in enumerate(q["evidence"]):
+        _fields(x, _EVIDENCE_FIELDS, f"query.evidence[{i}]")
+        if x["via"] is not None:
+            _fields(x["via"], _VIA_FIELDS, f"query.evidence[{i}].via")
+    for i, p in enumerate(q["path"]):
+        _fields(p, _PATH_FIELDS, f"query.path[{i}]")
+    if not all(isinstance(a, int) and not isinstance(a, bool) for a in q["anchors"]):
+        raise InvalidInputError("graph export: query.anchors must be a list of node ids (int)")
+    for i, r in enumerate(q["rounds"]):
+        if not isinstance(r, dict):
+            raise InvalidInputError(f"graph export: query.rounds[{i}] must be an object")
 
 
 _GRAPHML_NS = "http://graphml.graphdrawing.org/xmlns"

@@ -65,6 +65,24 @@ def _naming(path: str | os.PathLike[str]) -> Iterator[None]:
         raise type(exc)(exc.errno, exc.strerror, os.fspath(path)) from None
 
 
+@contextmanager
+def _durability(path: str | os.PathLike[str] | None, action: str) -> Iterator[None]:
+    """A durable memory's failed checkpoint or close (a full disk, a failed
+    fsync) as a DurabilityError, still an OSError with the errno, strerror
+    and file name. The memory stays open: every write is still in the log,
+    a later checkpoint or close may succeed, and reopening recovers."""
+    try:
+        yield
+    except OSError as exc:
+        if isinstance(exc, JevmemError):
+            raise
+        if exc.errno is None:
+            raise DurabilityError(f"{action} of {path} failed: {exc}") from exc
+        where = exc.filename if exc.filename is not None else path
+        where = os.fspath(where) if where is not None else None
+        raise DurabilityError(exc.errno, exc.strerror, where) from exc
+
+
 class LifecycleMemory(MemoryState):
     """Forgetting, versions of facts, persistence and durable writes."""
 
@@ -343,7 +361,7 @@ class LifecycleMemory(MemoryState):
         """Write a checkpoint of a durable memory now: reopening then replays
         only later writes, and the log it covers is deleted (with it, the
         text of forgotten observations)."""
-        with self._writing():
+        with self._writing(), _durability(self.store.path, "checkpoint"):
             report = dict(self.store.checkpoint(self._state_bytes()))
             self._checkpoint_seq = int(report["seq"])
             return report
@@ -353,7 +371,7 @@ class LifecycleMemory(MemoryState):
         durable memory; reads still work, writes raise. A no-op in memory."""
         if not self.durable:
             return
-        with self._writing():
+        with self._writing(), _durability(self.store.path, "close"):
             if self.store.failure is None and self.store.last_seq != self._checkpoint_seq:
                 self.checkpoint()
             self.store.close()
