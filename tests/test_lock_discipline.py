@@ -238,3 +238,165 @@ def test_a_forget_from_inside_a_search_is_refused_and_a_search_inside_a_write_pa
     assert not writer.is_alive() and not forgetting.is_alive(), "deadlocked"
     assert searched and searched[0] is not None
     assert first not in m2
+
+
+def test_a_failing_write_and_a_forget_and_a_search_never_deadlock() -> None:
+    # a write whose controller fails takes its nodes back holding the write
+    # lock; a forget on another thread and a search on a third must finish
+    import time
+    from typing import Any
+
+    from jevmem import HashEmbedder, Memory
+    from jevmem.controller import LocalController
+
+    started = threading.Event()
+
+    class FailsOnce(LocalController):
+        def decide(self, requests: Any) -> Any:
+            if armed and any(r.purpose == "relations" for r in requests):
+                armed.clear()
+                started.set()
+                time.sleep(0.3)  # the forget and the search are waiting now
+                raise RuntimeError("controller down")
+            return super().decide(requests)
+
+    armed: list[bool] = []
+    m = Memory(HashEmbedder(DIM), FailsOnce())
+    first = m.add("a first note about apples")
+    m.add("a second note about apples")
+    armed.append(True)
+    done: dict[str, Any] = {}
+
+    def write() -> None:
+        try:
+            m.add("a third note about apples and pears")
+        except RuntimeError as e:
+            done["write"] = e
+
+    def forget() -> None:
+        started.wait(10)
+        done["forget"] = m.forget(first)
+
+    def search() -> None:
+        started.wait(10)
+        done["search"] = m.search("apples", k=3)
+
+    threads = [threading.Thread(target=f, daemon=True) for f in (write, forget, search)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not [t for t in threads if t.is_alive()], "deadlocked"
+    assert isinstance(done["write"], RuntimeError) and done["forget"] == 1
+    assert len(m) == 1 and first not in m
+
+
+def test_a_search_inside_a_write_round_with_a_forget_and_a_queued_search() -> None:
+    # the write's controller searches (it passes the gate) while a forget
+    # waits and another thread's search holds or waits for the queue
+    import time
+    from typing import Any
+
+    from jevmem import HashEmbedder, Memory
+    from jevmem.controller import LocalController
+
+    in_round = threading.Event()
+
+    class Searches(LocalController):
+        def decide(self, requests: Any) -> Any:
+            if armed and threading.current_thread().name == "W":
+                if any(r.purpose == "relations" for r in requests):
+                    armed.clear()
+                    in_round.set()
+                    time.sleep(0.3)
+                    found.append(m.search("apples", k=3))
+            return super().decide(requests)
+
+    armed: list[bool] = []
+    found: list[Any] = []
+    m = Memory(HashEmbedder(DIM), Searches())
+    ids = m.add_batch([f"note {i} about apples" for i in range(10)])
+    armed.append(True)
+    done: dict[str, Any] = {}
+
+    def w() -> None:
+        done["W"] = m.add("a new note about apples and pears")
+
+    def f() -> None:
+        in_round.wait(10)
+        done["F"] = m.forget(ids[0])
+
+    def b() -> None:
+        in_round.wait(10)
+        time.sleep(0.1)
+        done["B"] = m.search("pears", k=3)
+
+    threads = [threading.Thread(target=t, name=t.__name__.upper(), daemon=True) for t in (w, f, b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not [t for t in threads if t.is_alive()], "deadlocked"
+    assert sorted(done) == ["B", "F", "W"] and found and done["F"] == 1
+
+
+def test_writes_from_inside_a_search_round_are_refused() -> None:
+    # a controller that writes while it answers a search could wait for a
+    # writer that waits for that search: refused, the memory unchanged
+    from typing import Any
+
+    from jevmem import HashEmbedder, InvalidInputError, Memory
+    from jevmem.controller import LocalController
+
+    refused: list[str] = []
+
+    class Writes(LocalController):
+        def decide(self, requests: Any) -> Any:
+            if any(r.purpose == "routing" for r in requests):
+                for call in (lambda: m.add("written mid-search"), lambda: m.save("/nonexistent/x")):
+                    try:
+                        call()
+                    except InvalidInputError as e:
+                        refused.append(str(e))
+            return super().decide(requests)
+
+    m = Memory(HashEmbedder(DIM), Writes())
+    m.add("a note about apples")
+    m.search("apples", k=3)
+    assert len(refused) == 2 and all("inside a search" in r for r in refused)
+    assert len(m) == 1
+
+
+def test_list_pages_never_fail_while_another_thread_forgets() -> None:
+    from jevmem import HashEmbedder, Memory
+    from jevmem.controller import LocalController
+
+    m = Memory(HashEmbedder(DIM), LocalController())
+    m.add_batch([f"kept note {i}" for i in range(40)])
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def churn() -> None:
+        try:
+            for i in range(150):
+                m.forget(m.add(f"passing note {i}"))
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+        finally:
+            done.set()
+
+    t = threading.Thread(target=churn, daemon=True)
+    t.start()
+    pages = 0
+    while not done.is_set():
+        try:
+            cursor: str | None = None
+            while True:  # every page of the memory, as a reader pages it
+                _, cursor = m.list(limit=7, cursor=cursor)
+                pages += 1
+                if cursor is None:
+                    break
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+    t.join(60)
+    assert not t.is_alive() and errors == [] and pages > 0 and len(m) == 40

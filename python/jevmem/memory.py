@@ -126,7 +126,11 @@ class Memory(WritingMemory):
         # batch (each gets what it gets alone); a lone search runs at once.
         key = (k, now_ts, mode) if view is None else object()
         me = Pending(query, key, run, vector=vector)
-        return self._search_queue.search(self.embedder.embed, self._search_lock, me)
+        # the removal gate before the queue's run lock: a thread waiting at
+        # the gate must not hold the lock a thread it waits for needs (a
+        # search from inside a write's or a search's round)
+        with self._removal_gate.search():
+            return self._search_queue.search(self.embedder.embed, self._search_lock, me)
 
     def search_batch(
         self,

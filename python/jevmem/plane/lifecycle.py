@@ -178,8 +178,10 @@ class LifecycleMemory(MemoryState):
                 "forget: an empty scope and a filter with no condition select every "
                 "observation; give ids, or a scope or filter that names what to forget"
             )
-        # no search runs while nodes go: it reads the store call by call
-        with self._removal_gate.removal(), self._writing():
+        # no search runs while nodes go: it reads the store call by call.
+        # The write lock first, then the gate: a write that takes back its
+        # nodes (its controller failed) holds the one and waits for the other
+        with self._writing(), self._removal_gate.removal():
             live = self.matching_ids(scope, filter) if by_selection else self._live_ids(ids)
             with self._durable_write():  # one log record; gone from disk at the next checkpoint
                 return self._forget_ids(live) if live else 0

@@ -6,14 +6,21 @@ be there in the next. So a removal (`Memory.forget`) waits for the searches
 running to finish and holds new ones back while it removes; searches pass
 together, and writes that add (`add`, `update`) never wait here.
 
+Lock order: the memory's write lock, then this gate, then the search
+queue's run lock. A removal takes the write lock before the gate (a write
+whose controller failed takes its nodes back holding the write lock), and a
+search passes the gate before it queues for the run lock (a thread the gate
+lets through must never wait for a run lock held by one the gate stops).
+
 A waiting removal goes first: searches that arrive after it wait for it, so
 a steady stream of searches cannot keep it out. A thread already searching
 (a controller or embedder that searches the same memory inside a round)
 passes again at once, and so does one that holds the memory's write lock (a
 controller that searches from inside a write's round): a removal removes
 under that lock, so it cannot run meanwhile, and waiting for it there would
-wait for the writer itself. A removal from inside a search's round is
-refused: it would wait for the search that called it.
+wait for the writer itself. Nothing that takes the write lock (a write, a
+forget, a save) may run from inside a search's round: it could wait for a
+writer that waits for this very search, so it is refused.
 """
 
 from __future__ import annotations
@@ -62,17 +69,14 @@ class RemovalGate:
                     if not self._searches:
                         self._state.notify_all()
 
-    @contextmanager
-    def removal(self, *, undoing: bool = False) -> Iterator[None]:
-        """Held while nodes are removed: no search runs meanwhile.
+    def searching(self) -> bool:
+        """Whether this thread is inside a search (a controller's round)."""
+        return getattr(self._depth, "n", 0) > 0
 
-        ``undoing``: the removal takes back a failed write's nodes; from
-        inside a search (the write was a controller's, in a search's round)
-        it goes ahead at once rather than be refused."""
+    @contextmanager
+    def removal(self) -> Iterator[None]:
+        """Held while nodes are removed: no search runs meanwhile."""
         if getattr(self._depth, "n", 0):
-            if undoing:
-                yield
-                return
             raise InvalidInputError(
                 "forget was called from inside a search of the same memory (a controller's "
                 "or embedder's round); forget after the search returns"

@@ -156,7 +156,14 @@ class MemoryState:
     @contextmanager
     def _writing(self) -> Iterator[None]:
         """The write lock, noting that this thread holds it (a search from
-        inside a write's round then passes the removal gate)."""
+        inside a write's round then passes the removal gate). Refused from
+        inside a search's round (a controller that writes while it answers a
+        search): a writer holding the lock may be waiting for that search."""
+        if self._removal_gate.searching() and not getattr(self._writes_held, "n", 0):
+            raise InvalidInputError(
+                "a write, forget or save was called from inside a search of the same memory "
+                "(a controller's or embedder's round); make it after the search returns"
+            )
         with self._write_lock:
             depth = getattr(self._writes_held, "n", 0)
             self._writes_held.n = depth + 1
@@ -417,8 +424,10 @@ class MemoryState:
             if after >= 1 << 63:
                 raise InvalidInputError(f"cursor {cursor!r} is not one this memory gave out")
         scope_arg, filter_arg = scope_and_filter(scope, filter)
-        ids = self.store.list_ids(scope_arg, filter_arg, limit=limit + 1, after=after)
-        items = [self.store.get(i) for i in ids[:limit]]
+        # two reads of the store: a forget waits for them, as for a search
+        with self._removal_gate.search():
+            ids = self.store.list_ids(scope_arg, filter_arg, limit=limit + 1, after=after)
+            items = [self.store.get(i) for i in ids[:limit]]
         more = len(ids) > limit
         return items, (str(ids[limit - 1]) if more else None)
 

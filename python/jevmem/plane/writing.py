@@ -352,7 +352,7 @@ class WritingMemory(LifecycleMemory):
             # so a failed write leaves what the memory held (its ids are
             # not given again)
             self._writes = done
-            with self._removal_gate.removal(undoing=True):
+            with self._removal_gate.removal():
                 self._forget_ids(ids)
             raise
         return ids
