@@ -543,3 +543,22 @@ def test_store_calls_refuse_what_is_not_a_node_id_typed() -> None:
         assert bad not in store
         assert bytes(store.to_bytes()) == before
     assert a in store and b in store and store.history(b) == [b]
+
+
+def test_store_writes_refuse_embeddings_numpy_cannot_read_typed() -> None:
+    from jevmem import InvalidInputError, InvalidTypeError
+
+    store = MemoryStore(8)
+    store.add("an observation", np.ones(8, np.float32))
+    before = bytes(store.to_bytes())
+    cases: list[tuple[Any, type[Exception]]] = [
+        (lambda: store.add("t", np.ones((1, 8))), InvalidTypeError),  # a matrix, not a vector
+        (lambda: store.add("t", "abcdefgh"), InvalidInputError),
+        (lambda: store.add_batch(["a"], np.ones(8)), InvalidTypeError),  # a vector, not rows
+        (lambda: store.add_batch(["a"], [["x"] * 8]), InvalidInputError),
+        (lambda: store.check_batch(["a"], np.ones((1, 1, 8))), InvalidTypeError),
+    ]
+    for call, error in cases:
+        with pytest.raises(error, match="embedding"):
+            call()
+        assert bytes(store.to_bytes()) == before

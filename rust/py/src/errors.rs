@@ -159,6 +159,23 @@ pub fn node_ids_arg(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
     items.iter().map(node_id_arg).collect()
 }
 
+/// An embedding argument of the store's write calls: what numpy cannot
+/// read as a vector of floats (a wrong shape, a string) refused typed.
+pub fn embedding_arg<'py>(
+    obj: &Bound<'py, PyAny>,
+) -> PyResult<numpy::PyArrayLike1<'py, f32, numpy::AllowTypeChange>> {
+    obj.extract()
+        .map_err(|e: PyErr| bad_argument(obj.py(), "embedding", e))
+}
+
+/// The embeddings of a batch (one row per text), refused as `embedding_arg` refuses.
+pub fn embeddings_arg<'py>(
+    obj: &Bound<'py, PyAny>,
+) -> PyResult<numpy::PyArrayLike2<'py, f32, numpy::AllowTypeChange>> {
+    obj.extract()
+        .map_err(|e: PyErr| bad_argument(obj.py(), "embeddings", e))
+}
+
 /// A list of timestamp arguments (`timestamp_arg` each), or None.
 pub fn timestamps_arg(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<Option<Vec<Option<i64>>>> {
     let Some(items) = extract_arg::<Option<Vec<Bound<'_, PyAny>>>>(obj, field)? else {

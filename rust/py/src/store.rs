@@ -36,7 +36,8 @@ use pyo3::types::PyBytes;
 
 use crate::durable::{DurableHandle, OpenResult};
 use crate::errors::{
-    extract_arg, node_id_arg, node_ids_arg, timestamp_arg, timestamps_arg, IntoPyResult,
+    embedding_arg, embeddings_arg, extract_arg, node_id_arg, node_ids_arg, timestamp_arg,
+    timestamps_arg, IntoPyResult,
 };
 use crate::scope::{
     key_arg, metadata_arg, metadata_dict, scope_arg, selection_arg, Allowed, MetaPy,
@@ -565,7 +566,7 @@ impl MemoryStore {
         &self,
         py: Python<'_>,
         text: &Bound<'_, PyAny>,
-        embedding: PyArrayLike1<'_, f32, AllowTypeChange>,
+        #[pyo3(from_py_with = embedding_arg)] embedding: PyArrayLike1<'_, f32, AllowTypeChange>,
         timestamp: Option<&Bound<'_, PyAny>>,
         provenance: Option<&Bound<'_, PyAny>>,
         entities: Option<&Bound<'_, PyAny>>,
@@ -610,7 +611,7 @@ impl MemoryStore {
         &self,
         py: Python<'_>,
         texts: &Bound<'_, PyAny>,
-        embeddings: PyArrayLike2<'_, f32, AllowTypeChange>,
+        #[pyo3(from_py_with = embeddings_arg)] embeddings: PyArrayLike2<'_, f32, AllowTypeChange>,
         timestamps: Option<&Bound<'_, PyAny>>,
         provenances: Option<&Bound<'_, PyAny>>,
         entities: Option<&Bound<'_, PyAny>>,
@@ -643,7 +644,7 @@ impl MemoryStore {
         &self,
         py: Python<'_>,
         texts: &Bound<'_, PyAny>,
-        embeddings: PyArrayLike2<'_, f32, AllowTypeChange>,
+        #[pyo3(from_py_with = embeddings_arg)] embeddings: PyArrayLike2<'_, f32, AllowTypeChange>,
         timestamps: Option<&Bound<'_, PyAny>>,
         provenances: Option<&Bound<'_, PyAny>>,
         entities: Option<&Bound<'_, PyAny>>,
