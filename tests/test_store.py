@@ -562,3 +562,32 @@ def test_store_writes_refuse_embeddings_numpy_cannot_read_typed() -> None:
         with pytest.raises(error, match="embedding"):
             call()
         assert bytes(store.to_bytes()) == before
+
+
+def test_store_writes_refuse_bad_type_scores_and_passage_spans_typed() -> None:
+    from jevmem import InvalidInputError, InvalidTypeError
+
+    store = MemoryStore(4)
+    store.add("an observation", np.ones(4, np.float32))
+    before = bytes(store.to_bytes())
+    v = np.ones(4, np.float32)
+    rows = np.ones((1, 4), np.float32)
+    cases: list[tuple[Any, type[Exception], str]] = [
+        (lambda: store.add("t u", v, types=(1.0, 0.0, 0.0)), InvalidInputError, "types"),
+        (lambda: store.add("t u", v, types="abcd"), InvalidTypeError, "types"),
+        (lambda: store.add("t u", v, passages=(rows, [(-1, 2)])), InvalidInputError, "passages"),
+        (
+            lambda: store.add_batch(["t u"], rows, types=[(1.0, 0.0, 0.0, 0.0, 0.0)]),
+            InvalidInputError,
+            "types",
+        ),
+        (
+            lambda: store.check_batch(["t u"], rows, passages=[(rows, [(0, -3)])]),
+            InvalidInputError,
+            "passages",
+        ),
+    ]
+    for call, error, field in cases:
+        with pytest.raises(error, match=field):
+            call()
+        assert bytes(store.to_bytes()) == before

@@ -570,8 +570,8 @@ impl MemoryStore {
         timestamp: Option<&Bound<'_, PyAny>>,
         provenance: Option<&Bound<'_, PyAny>>,
         entities: Option<&Bound<'_, PyAny>>,
-        types: Option<(f32, f32, f32, f32)>,
-        passages: Option<PassagesArg<'_>>,
+        types: Option<&Bound<'_, PyAny>>,
+        passages: Option<&Bound<'_, PyAny>>,
         scope: Option<Bound<'_, PyAny>>,
         metadata: Option<Bound<'_, PyAny>>,
         key: Option<Bound<'_, PyAny>>,
@@ -593,9 +593,20 @@ impl MemoryStore {
                 .transpose()?
                 .flatten()
                 .unwrap_or_default(),
-            types: types_arg(types),
+            types: types_arg(
+                types
+                    .map(|t| extract_arg::<Option<TypeTuple>>(t, "types"))
+                    .transpose()?
+                    .flatten(),
+            ),
             embedding: vector_arg(&embedding),
-            passages: passages_arg(passages).py()?,
+            passages: passages_arg(
+                passages
+                    .map(|p| extract_arg::<Option<PassagesArg<'_>>>(p, "passages"))
+                    .transpose()?
+                    .flatten(),
+            )
+            .py()?,
             scope: scope_arg("scope", scope.as_ref())?,
             metadata: metadata_arg("metadata", metadata.as_ref())?,
             key: key_arg("key", key.as_ref())?,
@@ -615,8 +626,8 @@ impl MemoryStore {
         timestamps: Option<&Bound<'_, PyAny>>,
         provenances: Option<&Bound<'_, PyAny>>,
         entities: Option<&Bound<'_, PyAny>>,
-        types: Option<Vec<Option<TypeTuple>>>,
-        passages: Option<Vec<Option<PassagesArg<'_>>>>,
+        types: Option<&Bound<'_, PyAny>>,
+        passages: Option<&Bound<'_, PyAny>>,
         scopes: Option<Vec<Bound<'_, PyAny>>>,
         metadatas: Option<Vec<Bound<'_, PyAny>>>,
         keys: Option<Vec<Bound<'_, PyAny>>>,
@@ -648,8 +659,8 @@ impl MemoryStore {
         timestamps: Option<&Bound<'_, PyAny>>,
         provenances: Option<&Bound<'_, PyAny>>,
         entities: Option<&Bound<'_, PyAny>>,
-        types: Option<Vec<Option<TypeTuple>>>,
-        passages: Option<Vec<Option<PassagesArg<'_>>>>,
+        types: Option<&Bound<'_, PyAny>>,
+        passages: Option<&Bound<'_, PyAny>>,
         scopes: Option<Vec<Bound<'_, PyAny>>>,
         metadatas: Option<Vec<Bound<'_, PyAny>>>,
         keys: Option<Vec<Bound<'_, PyAny>>>,
@@ -687,8 +698,8 @@ impl MemoryStore {
         timestamps: Option<&Bound<'py, PyAny>>,
         provenances: Option<&Bound<'py, PyAny>>,
         entities: Option<&Bound<'py, PyAny>>,
-        types: Option<Vec<Option<TypeTuple>>>,
-        passages: Option<Vec<Option<PassagesArg<'py>>>>,
+        types: Option<&Bound<'py, PyAny>>,
+        passages: Option<&Bound<'py, PyAny>>,
         scopes: Option<Vec<Bound<'py, PyAny>>>,
         metadatas: Option<Vec<Bound<'py, PyAny>>>,
         keys: Option<Vec<Bound<'py, PyAny>>>,
@@ -2273,17 +2284,27 @@ fn parse_attrs(n: usize, attrs: Attrs<'_>) -> PyResult<Vec<AttrRow>> {
 /// Zip `add_batch`'s columns into owned nodes, checking the column lengths.
 /// The text-bearing columns arrive unconverted so a bad one is refused as a
 /// jevmem error naming it (see `extract_arg`).
-fn batch_nodes(
-    texts: &Bound<'_, PyAny>,
-    embeddings: PyArrayLike2<'_, f32, AllowTypeChange>,
-    timestamps: Option<&Bound<'_, PyAny>>,
-    provenances: Option<&Bound<'_, PyAny>>,
-    entities: Option<&Bound<'_, PyAny>>,
-    types: Option<Vec<Option<TypeTuple>>>,
-    passages: Option<Vec<Option<PassagesArg<'_>>>>,
-    attrs: Attrs<'_>,
+fn batch_nodes<'py>(
+    texts: &Bound<'py, PyAny>,
+    embeddings: PyArrayLike2<'py, f32, AllowTypeChange>,
+    timestamps: Option<&Bound<'py, PyAny>>,
+    provenances: Option<&Bound<'py, PyAny>>,
+    entities: Option<&Bound<'py, PyAny>>,
+    types: Option<&Bound<'py, PyAny>>,
+    passages: Option<&Bound<'py, PyAny>>,
+    attrs: Attrs<'py>,
 ) -> PyResult<Vec<NewNode>> {
     let texts: Vec<String> = extract_arg(texts, "texts")?;
+    // a wrong-sized type tuple or a negative span is the caller's input,
+    // refused typed as the other columns are
+    let types: Option<Vec<Option<TypeTuple>>> = types
+        .map(|t| extract_arg::<Option<_>>(t, "types"))
+        .transpose()?
+        .flatten();
+    let passages: Option<Vec<Option<PassagesArg<'py>>>> = passages
+        .map(|p| extract_arg::<Option<_>>(p, "passages"))
+        .transpose()?
+        .flatten();
     let timestamps: Option<Vec<Option<i64>>> = timestamps
         .map(|t| timestamps_arg(t, "timestamps"))
         .transpose()?
