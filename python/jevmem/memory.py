@@ -103,8 +103,9 @@ class Memory(WritingMemory):
           "work"}}`` also matches observations without a topic);
         - the field ``"$timestamp"`` is the observation time (unix seconds,
           or anything `add` accepts as a timestamp: a datetime, an ISO
-          string); an observation without one matches no condition on it
-          but ``{"$exists": False}``.
+          string); an observation without one matches, as for a missing
+          metadata field, only ``{"$exists": False}`` and the negations
+          (``$ne``, ``$nin``, ``$not``).
 
         A malformed scope or filter raises InvalidInputError naming the problem.
 

@@ -407,8 +407,10 @@ class WritingMemory(LifecycleMemory):
         changes nothing.
         """
         self._sync_with_store()
-        old_id = self._live_id(node_id)
-        with self._durable_write():  # the new node and its link: one log record
+        # the write lock over the check, the add and the link: a forget on
+        # another thread cannot take the old node between them
+        with self._writing(), self._durable_write():  # one log record
+            old_id = self._live_id(node_id)
             return self._update(old_id, text, timestamp, speaker, provenance, entities, embedding)
 
     def _update(
@@ -440,8 +442,19 @@ class WritingMemory(LifecycleMemory):
             scope=dict(old.scope),
             metadata=dict(old.metadata),
         )
-        # a fresh node supersedes nothing that could lead back to it: no cycle
-        self._record_supersedes([(new_id, old_id, 1.0)], origin="rule")
+        try:
+            # the add's own controller rounds run on this thread and may
+            # have forgotten the old node (the write lock is re-entrant)
+            self._live_id(old_id)
+            # a fresh node supersedes nothing that could lead back to it: no cycle
+            self._record_supersedes([(new_id, old_id, 1.0)], origin="rule")
+        except BaseException:
+            # the update failed: take the new node back, so the error
+            # changes nothing (as a failed add does)
+            self._writes -= 1
+            with self._removal_gate.removal():
+                self._forget_ids([new_id])
+            raise
         return new_id
 
     def _consolidate(self, focus_ids: list[int], neighbourhoods: list[dict[str, Any]]) -> None:
