@@ -674,6 +674,11 @@ def recorded(args: argparse.Namespace, built: list[Built]) -> tuple[list[QueryRo
 def run(args: argparse.Namespace) -> dict[str, Any]:
     t_start = time.perf_counter()
     every = build_all(args)
+    if not any(b.questions for b in every if b.fitted):
+        raise SystemExit(
+            f"train_controller: no questions to fit on: the data files hold "
+            f"{len({(b.dataset, b.conversation) for b in every})} conversations and none asks one"
+        )
     if args.scoring_from is not None:
         return run_sufficiency_only(args, every)
     # recorded: what some heads are fitted on; built: what the scoring heads are
@@ -713,6 +718,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 *stack(bare_train, SPEAKERLESS_NAMES), names=SPEAKERLESS_NAMES, **kw
             )
         log(f"  fold {f}: fitted on {len(train)} questions")
+    # every conversation is judged by the heads fitted without its fold: a
+    # fold with nothing outside it to fit on cannot be held out
+    unfit = sorted({folds[(b.dataset, b.conversation)] for b in every} - set(fold_fits))
+    if unfit:
+        raise SystemExit(
+            f"train_controller: cannot hold out by conversation: no questions outside "
+            f"fold(s) {unfit} to fit on (--folds {args.folds}; each data file's conversations "
+            "are dealt into the folds in turn): give the data files at least two "
+            "conversations with questions each"
+        )
 
     def speakerless_score(r: QueryRows) -> Array:
         return learned_score(speakerless_fits[folds[(r.dataset, r.conversation)]], r)
@@ -838,12 +853,14 @@ def finish(
 
 
 def beats(table: dict[str, dict[str, float | None]], key: str = "learned") -> bool:
-    """Whether ``key`` beats the hand rule on every data set of ``table``."""
-    return all(
-        (v.get(key) or 0.0) > (v.get("hand") or 0.0)
-        for v in table.values()
-        if v.get("hand") is not None
-    )
+    """Whether ``key`` beats the hand rule on every data set of ``table``
+    that has a hand figure; never when none has one (no answerable question
+    whose evidence a turn carries, or one class only): a head nothing
+    judged is not shipped."""
+    judged = [v for v in table.values() if v.get("hand") is not None]
+    if not judged:
+        log(f"  no data set judged {key!r} against the hand rule (no figures): not shipped")
+    return bool(judged) and all((v.get(key) or 0.0) > (v.get("hand") or 0.0) for v in judged)
 
 
 Table = dict[str, dict[str, float | None]]

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from jevmem._core import FACT_COLUMNS, SIGNAL_COLUMNS
 from jevmem.controller.types import Answer, CandidateTable, NoulAnswer
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "CONTEXT_FEATURES",
     "MATCH_FEATURES",
     "OWN_FEATURES",
+    "SCORING_SIGNALS",
     "SPEAKERLESS_CONTEXT_FEATURES",
     "SPEAKERLESS_OWN_FEATURES",
     "SPEAKER_SIGNALS",
@@ -137,6 +139,23 @@ SPEAKERLESS_OWN_FEATURES: tuple[str, ...] = (*without_speakers(OWN_FEATURES), "m
 SPEAKERLESS_CONTEXT_FEATURES: tuple[str, ...] = (
     *without_speakers(CONTEXT_FEATURES),
     "memory_length",
+)
+
+
+#: What a scoring head may read: the columns the memory plane gives a
+#: scoring round's candidates (the core's signals and validity facts, the
+#: query's kind, the context and expansion columns) and the ones
+#: `candidate_base_columns` adds. Any other name would read as 0 for every
+#: candidate, so `LearnedController` refuses a head that reads one.
+SCORING_SIGNALS: frozenset[str] = frozenset(
+    (
+        *SIGNAL_COLUMNS,
+        *FACT_COLUMNS,
+        *("query_self", "query_request", "query_summary", "query_answerer"),
+        *("support", "prev_match", "next_match", "episode_support", "same_session"),
+        *("edge_weight", "max_evidence_similarity", "novelty"),
+        *("expanded", "hand_relevance", "hand_support"),
+    )
 )
 
 

@@ -40,6 +40,7 @@ from jevmem.controller.features import (
     CONTEXT_FEATURES,
     MATCH_FEATURES,
     OWN_FEATURES,
+    SCORING_SIGNALS,
     SPEAKER_SIGNALS,
     SPEAKERLESS_CONTEXT_FEATURES,
     SPEAKERLESS_OWN_FEATURES,
@@ -128,7 +129,9 @@ class Head:
             width = w.shape[1]
         if width != 1:
             raise InvalidConfigError("a head's last layer must have one output")
-        if not (np.isfinite(self.mean).all() and (self.scale > 0).all()):
+        if not (np.isfinite(self.mean).all() and np.isfinite(self.scale).all()):
+            raise InvalidConfigError("a head's scale must be positive and its mean finite")
+        if not (self.scale > 0).all():
             raise InvalidConfigError("a head's scale must be positive and its mean finite")
 
     def logits(
@@ -228,7 +231,7 @@ class Head:
                     for layer in d["layers"]
                 ),
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
             raise InvalidConfigError(f"malformed model head: {exc}") from None
 
 
@@ -273,6 +276,8 @@ class SystemOneModel:
 
     @staticmethod
     def from_json(d: Mapping[str, Any]) -> SystemOneModel:
+        if not isinstance(d, Mapping) or not isinstance(d.get("meta") or {}, Mapping):
+            raise InvalidConfigError("a model file is a JSON object, with a 'meta' object if any")
         if d.get("format") != MODEL_FORMAT:
             raise InvalidConfigError(
                 f"model format {d.get('format')!r} is not supported (this build reads {MODEL_FORMAT})"
@@ -291,7 +296,7 @@ class SystemOneModel:
     def load(path: str | Path) -> SystemOneModel:
         try:
             data = json.loads(Path(path).read_text())
-        except (OSError, json.JSONDecodeError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:  # JSON, UTF-8, nesting
             raise InvalidConfigError(f"cannot read the model file {path}: {exc}") from None
         return SystemOneModel.from_json(data)
 
@@ -436,6 +441,14 @@ class LearnedController(LocalController):
             raise InvalidConfigError(
                 f"the sufficiency head reads unknown features {sorted(unknown)}"
             )
+        for kind, h in self.model.heads.items():
+            # a name no round carries would read as 0 for every candidate
+            if kind.startswith("score.") and (
+                unknown := {f for f in h.features if not set(f.split("*")) <= SCORING_SIGNALS}
+            ):
+                raise InvalidConfigError(
+                    f"the {kind} head reads unknown features {sorted(unknown)}"
+                )
 
     def decide(self, requests: Sequence[DecisionRequest]) -> list[MutableMapping[str, Answer]]:
         out = super().decide(requests)

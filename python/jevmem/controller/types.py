@@ -563,60 +563,126 @@ def _all_in_unit(values: npt.NDArray[np.float64]) -> bool:
     )
 
 
+def _in_unit(value: object) -> bool:
+    """A number in [0, 1], not NaN. Anything the check cannot read as a
+    number (a string, None, a huge int, an array of several values) is out,
+    never an exception of its own: a controller's answers are not trusted."""
+    try:
+        return bool(math.isfinite(value) and 0.0 <= value <= 1.0)  # type: ignore[arg-type,operator]
+    except (TypeError, ValueError, OverflowError):
+        return False
+
+
+def _shown(value: object) -> str:
+    """A refused value as an error message shows it (a float as Python writes it)."""
+    if isinstance(value, float | np.floating):
+        return repr(float(value))
+    return f"{value!r:.80}"
+
+
+def _first_outside(
+    values: npt.NDArray[Any], asked: npt.NDArray[np.bool_] | None
+) -> tuple[int, int]:
+    """The first cell (row-major, among ``asked``) that is not a number in
+    [0, 1]; read value by value, so an array of any dtype is named."""
+    for k, v in enumerate(values.ravel().tolist()):
+        i, j = divmod(k, values.shape[1])
+        if (asked is None or asked[i, j]) and not _in_unit(v):
+            return i, j
+    raise AssertionError("no cell outside [0, 1]")  # only called when one is
+
+
 def validate_answers(
     requests: Sequence[DecisionRequest], answers: Sequence[Mapping[str, Answer]]
 ) -> None:
     """Reject anything but one finite, in-range answer per question.
 
     Controllers are not trusted: a wrong-shaped, NaN or out-of-range answer
-    raises :class:`ControllerError` before any of it is used.
+    raises :class:`ControllerError` before any of it is used, and so does
+    one of the wrong type (answers that are not a sequence of mappings, a
+    value that is not a number, arrays reshaped after they were built).
     """
-    if len(answers) != len(requests):
-        raise ControllerError(f"expected answers for {len(requests)} requests, got {len(answers)}")
+    try:
+        n_answers = len(answers)
+    except TypeError:
+        # a generator could only be read once, and the memory reads the answers again
+        raise ControllerError(
+            f"decide must return a sequence of answer mappings, got {type(answers).__name__}"
+        ) from None
+    if n_answers != len(requests):
+        raise ControllerError(f"expected answers for {len(requests)} requests, got {n_answers}")
     for r, (req, got) in enumerate(zip(requests, answers, strict=True)):
         if type(got) is CandidateAnswers and (
             got.questions is req.questions or got.questions == req.questions
         ):
             # the whole round at once: every cell is a Noul's value
             values = got.array
-            if values.shape != (got.questions.n_candidates, len(got.questions.template)):
+            shape = (got.questions.n_candidates, len(got.questions.template))
+            if not isinstance(values, np.ndarray) or values.shape != shape:
                 raise ControllerError(
-                    f"request {r} ({req.purpose}): answers of shape {values.shape}"
+                    f"request {r} ({req.purpose}): answers of shape {np.shape(values)}"
                 )
-            if not _all_in_unit(values):
-                ok = np.isfinite(values) & (values >= 0.0) & (values <= 1.0)
-                i, j = (int(x) for x in np.argwhere(~ok)[0])
+            try:
+                in_unit = _all_in_unit(values)
+            except TypeError:  # an object array whose cells do not compare
+                in_unit = False
+            if not in_unit:
+                i, j = _first_outside(values, None)
                 qid = f"candidate_{i}_{got.questions.names[j]}"
-                raise ControllerError(f"{qid}: value {float(values[i, j])!r} is not in [0, 1]")
+                raise ControllerError(f"{qid}: value {_shown(values[i, j])} is not in [0, 1]")
             continue
         if type(got) is PairAnswers and got.questions is req.questions:
+            n_pairs = got.questions.n_pairs
+            shape = (n_pairs, len(PAIR_NOULS))
+            if not isinstance(got.array, np.ndarray) or got.array.shape != shape:
+                raise ControllerError(
+                    f"request {r} ({req.purpose}): answers of shape {np.shape(got.array)}"
+                )
+            if not isinstance(got.temporal, Sequence) or len(got.temporal) != n_pairs:
+                raise ControllerError(
+                    f"request {r} ({req.purpose}): temporal answers for {n_pairs} pairs"
+                )
             asked = got._asked
-            values = got.array[asked]
-            if not _all_in_unit(values):
-                ok = np.isfinite(values) & (values >= 0.0) & (values <= 1.0)
-                i, j = (int(x) for x in np.argwhere(asked)[int(np.argmin(ok))])
+            try:
+                in_unit = _all_in_unit(got.array[asked])
+            except TypeError:
+                in_unit = False
+            if not in_unit:
+                i, j = _first_outside(got.array, asked)
                 qid = f"pair_{i}_{PAIR_NOULS[j]}"
-                raise ControllerError(f"{qid}: value {float(got.array[i, j])!r} is not in [0, 1]")
+                raise ControllerError(f"{qid}: value {_shown(got.array[i, j])} is not in [0, 1]")
             if any(got.questions.temporal):
                 choices = [q for q in req.questions if type(q) is Choice]
                 _validate_choices(choices, got)
             continue
-        ids = {q.id for q in req.questions}
-        if set(got) != ids:
-            missing, extra = sorted(ids - set(got)), sorted(set(got) - ids)
+        try:
+            _validate_mapping(r, req, got)
+        except (TypeError, AttributeError, KeyError, IndexError, ValueError) as exc:
+            # not a mapping of question id to answer (a list, None, a
+            # mapping that fails its own reads)
             raise ControllerError(
-                f"request {r} ({req.purpose}): missing answers {missing[:5]}, unexpected {extra[:5]}"
-            )
-        for q in req.questions:
-            if isinstance(q, Noul):
-                a = got[q.id]
-                if not isinstance(a, NoulAnswer):
-                    raise ControllerError(
-                        f"{q.id}: a Noul needs a NoulAnswer, got {type(a).__name__}"
-                    )
-                if not (math.isfinite(a.value) and 0.0 <= a.value <= 1.0):
-                    raise ControllerError(f"{q.id}: value {a.value!r} is not in [0, 1]")
-        _validate_choices([q for q in req.questions if not isinstance(q, Noul)], got)
+                f"request {r} ({req.purpose}): the answers must be a mapping from question id "
+                f"to answer, got {type(got).__name__} ({type(exc).__name__}: {exc})"
+            ) from None
+
+
+def _validate_mapping(r: int, req: DecisionRequest, got: Mapping[str, Answer]) -> None:
+    """`validate_answers` for a request answered as a plain mapping."""
+    ids = {q.id for q in req.questions}
+    keys = set(got)
+    if keys != ids:
+        missing, extra = sorted(ids - keys), sorted(keys - ids, key=repr)
+        raise ControllerError(
+            f"request {r} ({req.purpose}): missing answers {missing[:5]}, unexpected {extra[:5]}"
+        )
+    for q in req.questions:
+        if isinstance(q, Noul):
+            a = got[q.id]
+            if not isinstance(a, NoulAnswer):
+                raise ControllerError(f"{q.id}: a Noul needs a NoulAnswer, got {type(a).__name__}")
+            if not _in_unit(a.value):
+                raise ControllerError(f"{q.id}: value {_shown(a.value)} is not in [0, 1]")
+    _validate_choices([q for q in req.questions if not isinstance(q, Noul)], got)
 
 
 def _validate_choices(choices: Sequence[Question], got: Mapping[str, Answer]) -> None:
@@ -628,10 +694,14 @@ def _validate_choices(choices: Sequence[Question], got: Mapping[str, Answer]) ->
             raise ControllerError(f"{q.id}: a Choice needs a ChoiceAnswer, got {type(a).__name__}")
         if a.label not in q.options:
             raise ControllerError(f"{q.id}: label {a.label!r} is not one of {q.options}")
-        if set(a.distribution) != set(q.options):
+        try:
+            covered = set(a.distribution) == set(q.options)
+            probs = list(a.distribution.values()) if covered else []
+        except (TypeError, AttributeError):  # not a mapping
+            covered = False
+        if not covered:
             raise ControllerError(f"{q.id}: the distribution must cover exactly {q.options}")
-        probs = list(a.distribution.values())
-        if not all(math.isfinite(p) and 0.0 <= p <= 1.0 for p in probs):
+        if not all(_in_unit(p) for p in probs):
             raise ControllerError(f"{q.id}: probabilities must be in [0, 1]")
         if abs(sum(probs) - 1.0) > 1e-3:
             raise ControllerError(f"{q.id}: probabilities sum to {sum(probs):.4f}, not 1")

@@ -1,0 +1,469 @@
+"""A user's own controller giving wrong answers, bad model files and
+degenerate training data: every case ends in a typed error (or the
+documented fallback), and a memory whose controller failed holds what it
+held before."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jevmem import HashEmbedder, Memory
+from jevmem.controller import (
+    Answer,
+    ChoiceAnswer,
+    ControllerError,
+    DecisionRequest,
+    LocalController,
+    NoulAnswer,
+    catalogue,
+    default_controller,
+    validate_answers,
+)
+from jevmem.controller.features import SCORING_SIGNALS
+from jevmem.controller.learned import LearnedController, SystemOneModel
+from jevmem.controller.types import (
+    CandidateAnswers,
+    CandidateQuestions,
+    CandidateTable,
+    PairAnswers,
+)
+from jevmem.errors import InvalidConfigError
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+from test_learned import synthetic_conversation  # noqa: E402
+
+# ---- validate_answers: wrong types are a ControllerError, never another error --------
+
+
+def _assessment() -> tuple[DecisionRequest, dict[str, Answer]]:
+    qs = tuple(catalogue.assessment_questions())
+    return DecisionRequest("assessment", {}, qs), {q.id: NoulAnswer(0.5) for q in qs}
+
+
+def _with(value: Any) -> Callable[[], tuple[list[DecisionRequest], Any]]:
+    def make() -> tuple[list[DecisionRequest], Any]:
+        req, good = _assessment()
+        return [req], [{**good, "sufficiency": NoulAnswer(value)}]
+
+    return make
+
+
+def _choice(dist: Any, label: Any = "merge") -> Callable[[], tuple[list[DecisionRequest], Any]]:
+    def make() -> tuple[list[DecisionRequest], Any]:
+        q = catalogue.consolidation_questions()[-1]
+        return [DecisionRequest("consolidation", {}, (q,))], [{q.id: ChoiceAnswer(label, dist)}]
+
+    return make
+
+
+def _candidates(change: Callable[[CandidateAnswers], None]) -> Any:
+    def make() -> tuple[list[DecisionRequest], Any]:
+        qs = CandidateQuestions(catalogue.scoring_questions, 3)
+        req = DecisionRequest("scoring", {"candidates": []}, qs)
+        got = CandidateAnswers(qs, np.full((3, len(qs.template)), 0.5))
+        change(got)
+        return [req], [got]
+
+    return make
+
+
+def _pairs(change: Callable[[PairAnswers], None]) -> Any:
+    def make() -> tuple[list[DecisionRequest], Any]:
+        # a relation round as the local controller answers it, from a real write
+        seen: list[tuple[DecisionRequest, Any]] = []
+
+        class Spy:
+            name = "spy"
+
+            def decide(self, requests: Sequence[DecisionRequest]) -> Any:
+                out = LocalController().decide(requests)
+                seen.extend(
+                    (r, a) for r, a in zip(requests, out, strict=True) if r.purpose == "relations"
+                )
+                return out
+
+        m = Memory(HashEmbedder(16), controller=Spy())
+        m.add("Maya takes cello lessons with Ines", speaker="Maya")
+        m.add("Ines moved to Lisbon", speaker="Ines")
+        r, a = seen[-1]
+        assert type(a) is PairAnswers
+        change(a)
+        return [r], [a]
+
+    return make
+
+
+def _set(attr: str, value: Any) -> Callable[[Any], None]:
+    return lambda a: setattr(a, attr, value)
+
+
+def _object_cell(a: Any) -> None:
+    a.array = a.array.astype(object)
+    a.array[0, 0] = "0.5"
+
+
+WRONG: dict[str, Callable[[], tuple[list[DecisionRequest], Any]]] = {
+    "a generator": lambda: ([_assessment()[0]], (x for x in [_assessment()[1]])),
+    "None": lambda: ([_assessment()[0]], None),
+    "a dict of answers by index": lambda: ([_assessment()[0]], {0: _assessment()[1]}),
+    "a list per request": lambda: ([_assessment()[0]], [list(_assessment()[1].values())]),
+    "None per request": lambda: ([_assessment()[0]], [None]),
+    "a string value": _with("0.5"),
+    "a None value": _with(None),
+    "a complex value": _with(0.5j),
+    "an int too large for a float": _with(10**400),
+    "an array of two values": _with(np.array([0.5, 0.5])),
+    "a distribution that is None": _choice(None),
+    "a distribution of strings": _choice(dict.fromkeys(catalogue.REPRESENTATION_OPTIONS, "0.2")),
+    "a distribution as a list": _choice(list(catalogue.REPRESENTATION_OPTIONS)),
+    "candidate cells of strings": _candidates(_object_cell),
+    "candidate answers as a list": _candidates(_set("array", [[0.5] * 4] * 3)),
+    "pair answers reshaped": _pairs(_set("array", np.zeros((1, 1)))),
+    "pair temporal answers cut short": _pairs(_set("temporal", [])),
+    "pair cells of strings": _pairs(_object_cell),
+}
+
+
+@pytest.mark.parametrize("case", sorted(WRONG))
+def test_wrongly_typed_answers_are_a_controller_error(case: str) -> None:
+    requests, answers = WRONG[case]()
+    with pytest.raises(ControllerError):
+        validate_answers(requests, answers)
+
+
+def test_the_first_bad_cell_is_still_named() -> None:
+    requests, answers = _candidates(lambda a: a.array.__setitem__((2, 1), float("nan")))()
+    name = requests[0].questions.names[1]  # type: ignore[attr-defined]
+    with pytest.raises(ControllerError, match=f"candidate_2_{name}: value nan"):
+        validate_answers(requests, answers)
+
+
+# ---- a memory whose controller answers wrongly is left as it was ------------------
+
+
+COUNTERS = {
+    "next_id",
+    "ops_applied",
+    "vector_bytes",
+    "bm25_bytes",
+    "graph_bytes",
+    "controller_calls_write",
+    "controller_calls_query",
+}
+
+
+def snapshot(m: Memory) -> dict[str, Any]:
+    """What a memory holds (counters, byte sizes and spent ids aside: a failed
+    write does not give its ids again)."""
+    items, _ = m.list(limit=1000)
+    return {
+        "stats": sorted((k, v) for k, v in m.stats().items() if k not in COUNTERS),
+        "nodes": [repr(n) for n in items],
+        "edges": [repr(m.neighbors(n.id)) for n in items],
+        "derived": repr(sorted(m.derived_state().items())),
+    }
+
+
+class Wrong:
+    """The default controller, whose answers to a call that holds a request
+    of ``purpose`` are what ``how`` makes of them."""
+
+    name = "wrong"
+
+    def __init__(self) -> None:
+        self.inner = default_controller()
+        self.purpose: str | None = None
+        self.how: Callable[[list[Any]], Any] = lambda out: out
+
+    def decide(self, requests: Sequence[DecisionRequest]) -> Any:
+        out = list(self.inner.decide(requests))
+        return self.how(out) if self.purpose in {r.purpose for r in requests} else out
+
+
+BAD_OUTPUTS: dict[str, Callable[[list[Any]], Any]] = {
+    "generator": lambda out: (x for x in out),
+    "none": lambda out: None,
+    "string value": lambda out: [
+        {**{k: a[k] for k in a}, next(iter(a)): NoulAnswer("0.5")}
+        for a in out  # type: ignore[dict-item]
+    ],
+    "int too large": lambda out: [
+        {**{k: a[k] for k in a}, next(iter(a)): NoulAnswer(10**400)} for a in out
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def seeded() -> tuple[Memory, Wrong]:
+    ctl = Wrong()
+    m = Memory(HashEmbedder(32), controller=ctl)
+    for i, (t, s) in enumerate(
+        [
+            ("Maya takes cello lessons with Ines", "Maya"),
+            ("I take oat milk in my coffee", "Maya"),
+            ("Ines moved to Lisbon last year", "Ines"),
+            ("Lena works at a marine lab", "Lena"),
+        ]
+    ):
+        m.add(t, speaker=s, timestamp=1_700_000_000 + 60 * i)
+    return m, ctl
+
+
+@pytest.mark.parametrize("bad", sorted(BAD_OUTPUTS))
+@pytest.mark.parametrize(
+    ("purpose", "op"),
+    [
+        ("typing", lambda m: m.add("Ines teaches violin too", speaker="Ines")),
+        (
+            "relations",
+            lambda m: m.add_batch(
+                ["I take almond milk now", "Lena moved"], speakers=["Maya", "Lena"]
+            ),
+        ),
+        ("scoring", lambda m: m.search("Who teaches Maya?")),
+        ("assessment", lambda m: m.search_batch(["Where does Lena work?", "What milk?"])),
+    ],
+)
+def test_a_wrongly_typed_answer_fails_the_call_and_changes_nothing(
+    seeded: tuple[Memory, Wrong], bad: str, purpose: str, op: Callable[[Memory], Any]
+) -> None:
+    m, ctl = seeded
+    before = snapshot(m)
+    ctl.purpose, ctl.how = purpose, BAD_OUTPUTS[bad]
+    try:
+        with pytest.raises(ControllerError):
+            op(m)
+    finally:
+        ctl.purpose = None
+    assert snapshot(m) == before
+
+
+# ---- the controller server names a wrongly typed answer --------------------------
+
+
+def test_the_server_refuses_wrongly_typed_answers_as_invalid() -> None:
+    grpc_remote = pytest.importorskip("jevmem.remote")
+    ctl = Wrong()
+    server = grpc_remote.serve_controller(ctl, grpc_remote.ServerOptions(port=0))
+    client = grpc_remote.GrpcController(
+        server.address, use_fallback=False, timeout_s=5.0, breaker_failures=100
+    )
+    try:
+        req, _ = _assessment()
+        for bad in ("generator", "string value", "int too large"):
+            ctl.purpose, ctl.how = "assessment", BAD_OUTPUTS[bad]
+            # INTERNAL with the reason, where an unchecked TypeError was UNKNOWN
+            with pytest.raises(grpc_remote.RemoteControllerError, match="gave invalid answers"):
+                client.decide([req])
+        ctl.purpose = None
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            (got,) = client.decide([req])
+        assert set(got) == {q.id for q in req.questions}
+    finally:
+        client.close()
+        server.stop(0)
+
+
+# ---- model files -----------------------------------------------------------------
+
+
+def _shipped_json() -> dict[str, Any]:
+    return SystemOneModel.shipped().to_json()
+
+
+def _edit(change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    d = _shipped_json()
+    change(d)
+    return d
+
+
+def _relevance(d: dict[str, Any]) -> dict[str, Any]:
+    head: dict[str, Any] = d["heads"]["score.relevance"]
+    return head
+
+
+BAD_MODELS: dict[str, Any] = {
+    "a list": [1, 2],
+    "a string": "model",
+    "meta a list": _edit(lambda d: d.__setitem__("meta", [1, 2])),
+    "meta a string": _edit(lambda d: d.__setitem__("meta", "abc")),
+    "a weight too large for a float": _edit(
+        lambda d: _relevance(d)["layers"][0]["weights"][0].__setitem__(0, 10**400)
+    ),
+    "an infinite scale": _edit(lambda d: _relevance(d)["scale"].__setitem__(0, float("inf"))),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_MODELS))
+def test_malformed_models_are_a_config_error(case: str) -> None:
+    with pytest.raises(InvalidConfigError):
+        SystemOneModel.from_json(BAD_MODELS[case])
+
+
+@pytest.mark.parametrize(
+    "content", [b"\xff\xfe not utf-8", b"[" * 100_000 + b"]" * 100_000], ids=["binary", "deep"]
+)
+def test_unreadable_model_files_are_a_config_error(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "model.json"
+    path.write_bytes(content)
+    with pytest.raises(InvalidConfigError, match="cannot read the model file"):
+        SystemOneModel.load(path)
+
+
+@pytest.mark.parametrize("kind", ["score.relevance", "score.support.speakerless"])
+@pytest.mark.parametrize("feature", ["bogus", "dense*bogus"])
+def test_a_scoring_head_reading_an_unknown_feature_is_refused(kind: str, feature: str) -> None:
+    d = _shipped_json()
+    head = d["heads"][kind]
+    head["features"] = [feature, *head["features"][1:]]
+    model = SystemOneModel.from_json(d)
+    with pytest.raises(InvalidConfigError, match="unknown features"):
+        LearnedController(model)
+    # the shipped model reads only what rounds carry
+    LearnedController(SystemOneModel.from_json(_shipped_json()))
+
+
+def test_every_column_a_scoring_round_carries_is_a_known_signal() -> None:
+    seen: set[str] = set()
+
+    class Columns:
+        name = "columns"
+
+        def __init__(self) -> None:
+            self.inner = default_controller()
+
+        def decide(self, requests: Sequence[DecisionRequest]) -> Any:
+            for r in requests:
+                table = r.state.get("candidates")
+                if r.purpose == "scoring" and isinstance(table, CandidateTable):
+                    seen.update(table.columns)
+            return self.inner.decide(requests)
+
+    m = Memory(HashEmbedder(32), controller=Columns())
+    m.add("I lived in Lisbon until 2021", speaker="Maya", timestamp=1_600_000_000)
+    m.update(0, "I live in Porto now", timestamp=1_700_000_000)
+    m.add("Ines teaches me cello on Mondays", speaker="Maya", timestamp=1_700_000_100)
+    m.add("Where did you say you lived?", speaker="Ines", timestamp=1_700_000_200)
+    for q in ("Where did Maya live in 2020?", "Who teaches Maya?", "Summarise the chat"):
+        m.search(q)
+    assert seen and seen <= SCORING_SIGNALS
+
+
+# ---- learned answers for any features ----------------------------------------------
+
+
+values = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([0.0, 1e308, -1e308])
+)
+
+
+@settings(max_examples=30)
+@given(st.lists(st.lists(values, min_size=4, max_size=4), min_size=1, max_size=5), values)
+def test_learned_answers_lie_in_the_unit_interval_for_any_features(
+    rows: list[list[float]], coverage: float
+) -> None:
+    names = ("dense", "lexical", "support", "speaker_asks")
+    table = CandidateTable(
+        list(range(len(rows))),
+        ["x"] * len(rows),
+        {n: [r[j] for r in rows] for j, n in enumerate(names)},
+    )
+    qs = CandidateQuestions(catalogue.scoring_questions, len(rows))
+    evidence = [{"id": 0, "text": "x", "score": r[0], "signals": dict(zip(names, r, strict=True))} for r in rows]  # fmt: skip
+    requests = [
+        DecisionRequest("scoring", {"query": {}, "candidates": table}, qs),
+        DecisionRequest("scoring", {"query": {}, "candidates": table.as_dicts()}, tuple(qs)),
+        DecisionRequest(
+            "assessment",
+            {"evidence": evidence, "coverage": coverage, "memory_nodes": coverage},
+            tuple(catalogue.assessment_questions()),
+        ),
+    ]
+    answers = LearnedController().decide(requests)
+    validate_answers(requests, answers)
+
+
+# ---- the training script on degenerate data -------------------------------------------
+
+
+def _train(
+    tmp_path: Path, files: Mapping[str, list[dict[str, Any]]]
+) -> subprocess.CompletedProcess[str]:
+    args: list[str] = []
+    for name, convs in files.items():
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(convs))
+        args += ["--data", str(path)]
+    return subprocess.run(
+        [
+            *(sys.executable, str(ROOT / "bench" / "train_controller.py"), *args),
+            *("--embedder", "hash", "--folds", "2", "--epochs", "5"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def _no_questions(c: dict[str, Any]) -> dict[str, Any]:
+    return {**c, "qa": []}
+
+
+@pytest.mark.parametrize(
+    ("files", "message"),
+    [
+        ({"a": [synthetic_conversation("a-0", 1)]}, "cannot hold out by conversation"),
+        (
+            {"a": [synthetic_conversation("a-0", 1)], "b": [synthetic_conversation("b-0", 2)]},
+            "cannot hold out by conversation",
+        ),
+        (
+            {"a": [_no_questions(synthetic_conversation(f"a-{i}", i)) for i in range(2)]},
+            "no questions to fit on",
+        ),
+    ],
+    ids=["one conversation", "one conversation per file", "no questions"],
+)
+def test_training_on_degenerate_data_says_why(
+    tmp_path: Path, files: Mapping[str, list[dict[str, Any]]], message: str
+) -> None:
+    proc = _train(tmp_path, files)
+    assert proc.returncode != 0
+    assert message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def _script() -> Any:
+    """The training script as a module (it imports its neighbours in bench/)."""
+    if str(ROOT / "bench") not in sys.path:
+        sys.path.insert(0, str(ROOT / "bench"))
+    spec = importlib.util.spec_from_file_location(
+        "train_controller", ROOT / "bench" / "train_controller.py"
+    )
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # its dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_a_head_nothing_judged_does_not_beat_the_hand_rule() -> None:
+    beats = _script().beats
+    # only unanswerable questions, or evidence no turn carries: no figures
+    assert not beats({"a": {"hand": None, "learned": None}, "b": {"hand": None, "learned": 0.9}})
+    assert not beats({})
+    assert beats({"a": {"hand": 0.5, "learned": 0.6}, "b": {"hand": None, "learned": None}})
+    assert not beats({"a": {"hand": 0.5, "learned": 0.5}})
