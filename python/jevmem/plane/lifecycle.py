@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import re
+import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,6 +18,7 @@ from jevmem.embed import Embedder, embedder_from_spec, embedder_spec
 from jevmem.errors import (
     DurabilityError,
     InvalidInputError,
+    InvalidTypeError,
     JevmemError,
     SnapshotError,
 )
@@ -41,6 +45,47 @@ def decode_state(raw: bytes, where: str) -> dict[str, Any]:
     return state
 
 
+def _count(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _is_decision(d: object) -> bool:
+    """A consolidation decision as `forget` and `_with_summaries` read it."""
+    if not isinstance(d, dict):
+        return False
+    ids = [d.get("focus"), d.get("summary_id")]
+    nbrs = d.get("neighbours", [])
+    return (
+        all(i is None or _count(i) for i in ids)
+        and isinstance(nbrs, list)
+        and all(_count(i) for i in nbrs)
+    )
+
+
+def check_state(state: Mapping[str, Any], where: str, *, delta: bool = False) -> None:
+    """Refuse a saved state (or a log record's delta) whose fields have the
+    wrong shape: a file whose checksums hold may still be crafted, and a
+    bad field would otherwise surface later as a stray TypeError."""
+    bad: str | None = None
+    fmt = state.get("format", 1)
+    if not delta and (not _count(fmt) or fmt != 1):
+        bad = f"state format {fmt!r:.40} is not supported (this build reads 1)"
+    elif "embedder" in state and not isinstance(state["embedder"], str):
+        bad = "embedder is not a string"
+    elif "writes" in state and not _count(state["writes"]):
+        bad = "writes is not a non-negative integer"
+    elif "calls" in state and not (
+        isinstance(state["calls"], dict) and all(_count(v) for v in state["calls"].values())
+    ):
+        bad = "calls is not a mapping of non-negative integers"
+    for key in ("decisions", "decisions_all"):
+        v = state.get(key, [])
+        if bad is None and not (isinstance(v, list) and all(_is_decision(d) for d in v)):
+            bad = f"{key} is not a list of consolidation decisions"
+    if bad is not None:
+        raise SnapshotError(f"{where}: {bad}")
+
+
 def manifest_embedder(path: Path) -> str | None:
     """The embedder a memory directory names, read before opening it."""
     try:
@@ -59,10 +104,29 @@ def _naming(path: str | os.PathLike[str]) -> Iterator[None]:
     the error (a FileNotFoundError, a PermissionError) but not the name."""
     try:
         yield
+    except SnapshotError as exc:
+        # the core names a file inside a memory's directory, not where it is
+        if os.fspath(path) in str(exc):
+            raise
+        raise SnapshotError(f"{os.fspath(path)}: {exc}") from None
     except OSError as exc:
         if isinstance(exc, JevmemError) or exc.errno is None or exc.filename is not None:
             raise
         raise type(exc)(exc.errno, exc.strerror, os.fspath(path)) from None
+
+
+def _path_arg(path: object, what: str) -> Path:
+    """``path`` as a Path; an empty string is refused (``Path("")`` is the
+    current directory, which `open` would make a memory of)."""
+    if isinstance(path, str | os.PathLike) and not isinstance(path, bytes):
+        if isinstance(path, str) and not path.strip():
+            raise InvalidInputError(f"{what}: the path is empty")
+        return Path(path)
+    raise InvalidTypeError(f"{what}: path must be a str or os.PathLike, got {type(path).__name__}")
+
+
+#: the files of a durable memory's directory (an export over one breaks it)
+_RESERVED = re.compile(r"MANIFEST|LOCK|checkpoint-\d{10}\.jvc|wal-\d{20}\.log")
 
 
 @contextmanager
@@ -222,7 +286,13 @@ class LifecycleMemory(MemoryState):
         """Export the memory to one file (atomic): the store's snapshot with
         the memory's own state (embedder, consolidation decisions) inside."""
         self._sync_with_store()
-        path = Path(path)
+        path = _path_arg(path, "save")
+        if _RESERVED.fullmatch(path.name) and (path.parent / "MANIFEST").exists():
+            # over a durable memory's own file: it would no longer open
+            raise InvalidInputError(
+                f"save: {path} is one of the files of the durable memory in {path.parent}; "
+                "export to another name"
+            )
         with self._writing(), _naming(path):
             self.store.save_with_state(path, self._state_bytes())
 
@@ -242,7 +312,9 @@ class LifecycleMemory(MemoryState):
         how many removed ids the file may claim, for a memory of yours that
         forgot more nodes than the default bound (sized from the file, so a
         crafted file cannot claim billions) admits; the refusal names it."""
-        path = Path(path)
+        path = _path_arg(path, "load")
+        if max_absent_ids is not None:
+            count_setting("max_absent_ids", max_absent_ids, 0, "a non-negative integer")
         with _naming(path):
             store, raw = MemoryStore.load_with_state(path, max_absent_ids=max_absent_ids)
         state: dict[str, Any] = {}
@@ -258,6 +330,7 @@ class LifecycleMemory(MemoryState):
                     state.setdefault("embedder", json.loads(meta_path.read_text()).get("embedder"))
             except (OSError, ValueError) as exc:
                 raise SnapshotError(f"{path}: unreadable side file: {exc}") from None
+        check_state(state, f"{path}")
         if embedder is None and isinstance(state.get("embedder"), str):
             embedder = embedder_from_spec(state["embedder"])
         m = cls(
@@ -311,8 +384,20 @@ class LifecycleMemory(MemoryState):
         thread builds the graph; ``memory.store.pending_graph`` counts what
         is left and ``memory.store.finish_graph()`` waits for it.
         """
-        path = Path(path)
+        path = _path_arg(path, "open")
         count_setting("checkpoint_every", checkpoint_every, 0, "a non-negative integer")
+        if max_absent_ids is not None:
+            count_setting("max_absent_ids", max_absent_ids, 0, "a non-negative integer")
+        if not isinstance(durability, str):
+            raise InvalidTypeError(f"durability must be a str, got {type(durability).__name__}")
+        if not isinstance(salvage, bool):
+            raise InvalidTypeError(f"salvage must be a bool, got {type(salvage).__name__}")
+        if path.exists() and not path.is_dir():
+            raise NotADirectoryError(
+                errno.ENOTDIR,
+                "not a directory (Memory.open takes a memory's directory, Memory.load a saved file)",
+                os.fspath(path),
+            )
         if embedder is None:
             embedder = embedder_from_spec(manifest_embedder(path) or "default")
         config = config or MemoryConfig()
@@ -330,7 +415,10 @@ class LifecycleMemory(MemoryState):
             )
         try:
             state = decode_state(raw_state, f"{path} checkpoint")
+            check_state(state, f"{path} checkpoint")
             replayed = [decode_state(d, f"{path} log record") for d in deltas]
+            for k, d in enumerate(replayed, 1):
+                check_state(d, f"{path} log record {k} after the checkpoint", delta=True)
             # what the checkpoint and the log records derived, before indexing
             derived = decode_derived(state.get("derived"))
             for d in replayed:
@@ -405,6 +493,8 @@ class LifecycleMemory(MemoryState):
 
     def _apply_delta(self, delta: Mapping[str, Any]) -> None:
         self._writes += int(delta.get("writes", 0))
+        for k, n in delta.get("calls", {}).items():
+            self.calls[k] = self.calls.get(k, 0) + int(n)
         if "decisions_all" in delta:  # a forget rewrote the list
             self.decisions = list(delta["decisions_all"])
         self.decisions.extend(delta.get("decisions", []))
@@ -426,6 +516,7 @@ class LifecycleMemory(MemoryState):
             if outer:
                 self.store._begin_write()
                 writes, decided = self._writes, len(self.decisions)
+                calls = self.calls["write"]
             self._write_depth += 1
             try:
                 yield
@@ -437,6 +528,8 @@ class LifecycleMemory(MemoryState):
                     delta: dict[str, Any] = {}
                     if self._writes != writes:
                         delta["writes"] = self._writes - writes
+                    if self.calls["write"] != calls:  # the write path's controller calls
+                        delta["calls"] = {"write": self.calls["write"] - calls}
                     if self._decisions_rewritten:
                         delta["decisions_all"] = self.decisions
                         self._decisions_rewritten = False
@@ -447,8 +540,19 @@ class LifecycleMemory(MemoryState):
                     )
         if seq is not None:
             self.store._wait_durable(seq)
-            if (
-                self._checkpoint_every
-                and (self.store.last_seq or 0) - self._checkpoint_seq >= self._checkpoint_every
-            ):
-                self.checkpoint()
+            last = self.store.last_seq or 0
+            since = max(self._checkpoint_seq, self._checkpoint_failed_seq)
+            if self._checkpoint_every and last - since >= self._checkpoint_every:
+                try:
+                    self.checkpoint()
+                except JevmemError as exc:
+                    # the write is acknowledged (its record is durable): failing
+                    # it now would invite a retry that writes it twice. Try
+                    # again after as many records; close() tries at once.
+                    self._checkpoint_failed_seq = last
+                    warnings.warn(
+                        f"automatic checkpoint failed ({exc}); every write is still in "
+                        "the write-ahead log",
+                        RuntimeWarning,
+                        stacklevel=4,
+                    )

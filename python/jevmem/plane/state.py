@@ -96,6 +96,7 @@ class MemoryState:
         self._decisions_rewritten = False
         self._checkpoint_every = 0
         self._checkpoint_seq = 0
+        self._checkpoint_failed_seq = 0  # an automatic checkpoint failed here
         #: What opening a durable memory found (see Memory.open); None in memory.
         self.recovery: dict[str, Any] | None = None
         self._index_stored(_derived or DerivedFacts())

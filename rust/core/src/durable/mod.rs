@@ -408,6 +408,42 @@ fn lock_dir(dir: &Path) -> Result<File> {
     }
 }
 
+/// Delete what a crash can leave in a memory's directory: checkpoints
+/// other than `current` (a crash between a checkpoint's MANIFEST and its
+/// cleanup keeps the old one) and the temporary files of MANIFEST and
+/// checkpoint writes that never finished (with `own_temporaries` false,
+/// only other processes': this one may be writing one). Both can hold
+/// texts forgotten since, so they go at open (the LOCK held: nothing else
+/// writes here) and after every checkpoint. Best effort, as any cleanup;
+/// returns how many files went.
+fn sweep_leftovers(dir: &Path, current: &str, own_temporaries: bool) -> usize {
+    let own = format!(".tmp-{}-", std::process::id());
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let old_checkpoint = name != current
+            && name.starts_with("checkpoint-")
+            && name.ends_with(".jvc")
+            && name["checkpoint-".len()..name.len() - ".jvc".len()]
+                .bytes()
+                .all(|b| b.is_ascii_digit());
+        let temporary = (name.starts_with(".MANIFEST.tmp-") || name.starts_with(".checkpoint-"))
+            && name.contains(".tmp-")
+            && (own_temporaries || !name.contains(&own));
+        let is_file = entry.file_type().is_ok_and(|t| t.is_file());
+        if (old_checkpoint || temporary) && is_file && std::fs::remove_file(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    if removed > 0 {
+        let _ = fs::sync_dir(dir);
+    }
+    removed
+}
+
 impl Durable {
     /// Open the memory in `dir`, creating it (with `config`, empty, and the
     /// caller's initial `state`) when the directory holds no memory yet.
@@ -475,6 +511,7 @@ impl Durable {
             ));
         }
         let (deltas, report, tail) = replay(dir, &mut store, seq, &options, load)?;
+        sweep_leftovers(dir, &manifest.checkpoint, true);
         store.set_defer_graph(false);
         let mut report = report;
         report.checkpoint_seq = seq;
@@ -755,7 +792,8 @@ impl Durable {
         let mut removed = 0;
         let _ = (|| -> std::io::Result<()> {
             failpoint::hit("checkpoint.cleanup")?;
-            std::fs::remove_file(sh.dir.join(&old.checkpoint))?;
+            // the one before, and any an earlier failed cleanup left
+            sweep_leftovers(&sh.dir, &next.checkpoint, false);
             for (first, path) in wal::list_segments(&sh.dir)? {
                 if first < pending.keep_from {
                     std::fs::remove_file(path)?;
@@ -827,7 +865,12 @@ fn replay(
     let mut torn: Option<(usize, usize, usize)> = None; // (segment, good end, file length)
     'segments: for (i, (_, path)) in live.iter().enumerate() {
         let bytes = std::fs::read(path)?;
-        let scan = wal::scan_segment(&bytes)?;
+        let scan = wal::scan_segment(&bytes).map_err(|e| match e {
+            Error::Snapshot(m) => {
+                Error::Snapshot(format!("write-ahead log {}: {m}", path.display()))
+            }
+            other => other,
+        })?;
         let is_last = i + 1 == live.len();
         for (seq, range) in &scan.records {
             let at = range.start - wal::RECORD_HEADER_LEN;

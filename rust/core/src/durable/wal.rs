@@ -205,15 +205,23 @@ pub fn count_valid_records(bytes: &[u8], from: usize) -> u64 {
 /// Read every good record of one segment, starting at `first_seq`.
 pub fn scan_segment(bytes: &[u8]) -> Result<SegmentScan> {
     if bytes.len() < SEGMENT_HEADER_LEN || &bytes[..8] != SEGMENT_MAGIC {
-        // a segment whose header never reached the disk whole
+        // A segment created by a crash has no bytes past its header (records
+        // follow the header's fsync): a bad header with bytes after it is
+        // damage, and those bytes may be acknowledged records (never read
+        // as a torn tail, which is dropped without a word).
+        let damaged = bytes.len() > SEGMENT_HEADER_LEN;
         return Ok(SegmentScan {
             first_seq: 0,
             records: Vec::new(),
             good_end: 0,
             bad: Some(BadSpot {
                 offset: 0,
-                reason: "segment header missing or torn".into(),
-                good_after: false,
+                reason: if damaged {
+                    "segment header damaged with records after it".into()
+                } else {
+                    "segment header missing or torn".into()
+                },
+                good_after: damaged,
             }),
         });
     }
@@ -388,6 +396,20 @@ mod tests {
         let bad = scan.bad.unwrap();
         assert_eq!(bad.offset, ends[0]);
         assert!(bad.good_after);
+    }
+
+    #[test]
+    fn a_damaged_header_with_records_after_it_is_corruption_not_a_torn_tail() {
+        let (mut bytes, _) = segment(2);
+        bytes[0] ^= 0x01;
+        let bad = scan_segment(&bytes).unwrap().bad.unwrap();
+        assert_eq!(bad.offset, 0);
+        assert!(bad.good_after, "records follow a damaged header: not torn");
+        // a header cut short by a crash while the segment was created is torn
+        for cut in 0..=SEGMENT_HEADER_LEN {
+            let scan = scan_segment(&bytes[..cut]).unwrap();
+            assert!(!scan.bad.unwrap().good_after, "cut at {cut}");
+        }
     }
 
     #[test]
