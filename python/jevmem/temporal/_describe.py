@@ -40,10 +40,13 @@ def _fmt(ts: int, precision: str) -> str:
     return _fmt_day(ts)
 
 
+#: How far the last unit of a fuzzy reference starts before its end: a
+#: weekend is two days (Saturday and Sunday), so the last weekend of "a few
+#: weekends ago" starts two days before the Monday that ends it.
 _FEW_STEP = {
     "few_days": DAY,
     "few_weeks": 7 * DAY,
-    "few_weekends": 7 * DAY,
+    "few_weekends": 2 * DAY,
 }
 
 
