@@ -643,7 +643,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "(jevmem.evaluation.as_messages); blocks: a session's turns packed into long "
         "observations (as_blocks); notes: each turn a speakerless note (as_notes); pages: "
         "blocks of up to 4,000 characters (as_pages); untimed: the turns without their "
-        "times (as_untimed): styles neither development set has",
+        "times (as_untimed); texting: messages lower-cased, without final punctuation, common "
+        "words shortened (as_texting): styles neither development set has",
     )
     ap.add_argument(
         "--merge",

@@ -574,13 +574,32 @@ def test_as_notes_and_as_pages_are_blocks_of_one_turn_and_of_pages() -> None:
     # a session per page here (every session is short); a page never spans two
     assert [t.dia_id for t in pages.turns] == ["D1:1,D1:2,D1:3", "D2:1,D2:2", "D10:1"]
     assert pages == ev.as_blocks(conv, max_chars=4000)
-    assert set(ev.RESTYLES) == {"turns", "messages", "blocks", "notes", "pages", "untimed"}
+    assert set(ev.RESTYLES) == {
+        *("turns", "messages", "blocks", "notes", "pages", "untimed", "texting")
+    }
     untimed = ev.RESTYLES["untimed"](conv)
     assert [(t.dia_id, t.speaker, t.text) for t in untimed.turns] == [
         (t.dia_id, t.speaker, t.text) for t in conv.turns
     ]
     assert {t.timestamp for t in untimed.turns} == {None} and untimed.qas == conv.qas
     assert ev.RESTYLES["notes"](conv) == notes
+
+
+def test_as_texting_restyles_the_turns_and_keeps_the_questions() -> None:
+    assert (
+        ev.texted("Are you coming tomorrow? I'm sure, because it's great - really!")
+        == "r u coming tmrw im sure cuz its great - rly"
+    )
+    # only whole words are shortened; digits and inner punctuation stay
+    assert ev.texted("Youth and yours: 3.5 km at 10:30.") == "youth n yours 3.5 km at 10:30"
+    conv = ev.parse_conversation(sample())
+    texting = ev.RESTYLES["texting"](conv)
+    messages = ev.as_messages(conv)
+    assert [(t.dia_id, t.speaker, t.timestamp) for t in texting.turns] == [
+        (t.dia_id, t.speaker, t.timestamp) for t in messages.turns
+    ]
+    assert [t.text for t in texting.turns] == [ev.texted(t.text) for t in messages.turns]
+    assert texting.qas == conv.qas
 
 
 def test_merged_joins_conversations_into_one_longer_log() -> None:

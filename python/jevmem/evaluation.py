@@ -243,9 +243,56 @@ def as_untimed(conv: Conversation) -> Conversation:
     return Conversation(conv.sample_id, conv.speaker_a, conv.speaker_b, turns, conv.qas)
 
 
+#: Words as people type them in a quick chat (a fixed list, applied to
+#: whole lower-cased words): shortened, or spelt as said.
+_TEXTED = {
+    "you": "u",
+    "your": "ur",
+    "youre": "ur",
+    "are": "r",
+    "because": "cuz",
+    "though": "tho",
+    "tonight": "tonite",
+    "tomorrow": "tmrw",
+    "thanks": "thx",
+    "please": "pls",
+    "probably": "prob",
+    "really": "rly",
+    "okay": "ok",
+    "and": "n",
+    "with": "w",
+}
+_TEXT_WORD = re.compile(r"[a-z]+")
+_TEXT_DROPPED = re.compile(r"['\u2019]|[.!?,;:]+(?=\s|$)")
+
+
+def texted(text: str) -> str:
+    """``text`` as typed in a quick chat: lower case, no apostrophes, no
+    punctuation at the end of a word, common words shortened (`_TEXTED`)."""
+    plain = _TEXT_DROPPED.sub("", text.lower())
+    return _TEXT_WORD.sub(lambda m: _TEXTED.get(m.group(0), m.group(0)), plain)
+
+
+def as_texting(conv: Conversation) -> Conversation:
+    """The conversation as a quick messaging chat: each turn a burst of
+    short messages (:func:`as_messages`), each typed as :func:`texted` says
+    (lower case, no final punctuation, common words shortened), a shared
+    photo's caption too. The questions stay as written (a user asks the
+    agent in full words)."""
+    turns = tuple(
+        replace(
+            t,
+            text=texted(t.text),
+            blip_caption=None if t.blip_caption is None else texted(t.blip_caption),
+        )
+        for t in as_messages(conv).turns
+    )
+    return Conversation(conv.sample_id, conv.speaker_a, conv.speaker_b, turns, conv.qas)
+
+
 #: The forms a conversation can take, by name: as released (one node per
 #: turn), :func:`as_messages`, :func:`as_blocks`, :func:`as_notes`,
-#: :func:`as_pages`, :func:`as_untimed`.
+#: :func:`as_pages`, :func:`as_untimed`, :func:`as_texting`.
 RESTYLES: dict[str, Callable[[Conversation], Conversation]] = {
     "turns": lambda conv: conv,
     "messages": as_messages,
@@ -253,6 +300,7 @@ RESTYLES: dict[str, Callable[[Conversation], Conversation]] = {
     "notes": as_notes,
     "pages": as_pages,
     "untimed": as_untimed,
+    "texting": as_texting,
 }
 
 
