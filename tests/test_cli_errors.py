@@ -438,3 +438,32 @@ def test_flag_errors_exit_2_with_one_line(tmp_path: Path) -> None:
     _one_line_error(
         _run("serve", "--port", "0", "--tokens-file", "nope.json", cwd=tmp_path), "nope.json"
     )
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["ingest", "n.jsonl", "--memory", "", "--embedder", "hash-16"],
+        ["ingest", "n.jsonl", "--memory", "  ", "--embedder", "hash-16"],
+        ["search", "a note", "--memory", ""],
+        ["answer", "a note", "--memory", "", "--model", "m"],
+        # each with a later flag error, so that a missed path stops before serving
+        ["serve", "--data-dir", "", "--port", "0", "--max-search-batch", "0"],
+        ["serve", "--memory", "agent=", "--port", "0", "--max-search-batch", "0"],
+        ["mcp", "--memory", "", "--token-env", "JEVMEM_UNSET"],
+        ["mcp", "--memory", "agent= ", "--token-env", "JEVMEM_UNSET"],
+    ],
+)
+def test_an_empty_memory_path_is_a_usage_error(
+    argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    # `--memory "$UNSET"`: Path("") is ".", which would make the working
+    # directory a durable memory (MANIFEST, LOCK, log) or host memories from it
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "n.jsonl").write_text('{"text": "a note"}\n')
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert "(an unset variable?)" in err and "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["n.jsonl"]

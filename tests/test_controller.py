@@ -272,3 +272,45 @@ def test_consolidation_answers_follow_the_neighbourhood() -> None:
     assert rep_dup.label == "merge" and rep_far.label == "keep_separate"
     assert rep_dup.distribution["merge"] > rep_far.distribution["merge"]
     assert ask([])["redundant"].value == 0.0  # nothing to compare with
+
+
+class _StopsEarly:
+    """A streaming controller that reads only the first request of a round;
+    with ``search_in_write`` its write rounds search the memory first."""
+
+    name = "stops-early"
+
+    def __init__(self) -> None:
+        self.inner = LocalController()
+        self.memory: Any = None
+        self.search_in_write = False
+
+    def decide(self, requests: list[DecisionRequest]) -> list[Mapping[str, Answer]]:
+        if self.search_in_write and self.memory is not None:
+            self.memory.search("Who teaches Maya?")
+        return list(self.inner.decide(requests))
+
+    def decide_stream(
+        self, requests: Any, budget_s: float | None = None
+    ) -> list[Mapping[str, Answer]]:
+        first = [next(iter(requests))]  # stops pulling after one request
+        return list(self.inner.decide(first))
+
+
+def test_a_stream_left_unread_fails_the_round_and_changes_nothing() -> None:
+    from jevmem import HashEmbedder, Memory
+
+    ctl = _StopsEarly()
+    m = Memory(HashEmbedder(32), controller=ctl)
+    for t in ["Maya takes cello with Ines", "Lena works at a marine lab", "Ines moved to Lisbon"]:
+        m.add(t, speaker="Maya")
+    ctl.memory = m
+    before, n_before = m.derived_state(), len(m)
+    with pytest.raises(ControllerError, match=r"answered 1 requests and left some unread"):
+        m.search_batch(["Who teaches Maya?", "Where does Lena work?"])
+    assert m.derived_state() == before and len(m) == n_before
+    # a write whose round searches through the same controller is rolled back
+    ctl.search_in_write = True
+    with pytest.raises(ControllerError, match="left some unread"):
+        m.add("Maya met Ines in Porto", speaker="Maya")
+    assert m.derived_state() == before and len(m) == n_before

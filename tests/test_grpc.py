@@ -1622,3 +1622,44 @@ def test_a_controller_that_exits_ends_the_call_with_internal() -> None:
             assert isinstance(got.value, grpc.Call)
             assert got.value.code() == grpc.StatusCode.INTERNAL
             assert "went away" in (got.value.details() or "")
+
+
+class MisbehavingLocal(LocalController):
+    """Answers of the wrong type, or its own KeyError, as ``fault`` says."""
+
+    name = "misbehaving"
+    fault = "generator"
+
+    def decide(self, requests: Sequence[DecisionRequest]) -> Any:
+        answers = super().decide(requests)
+        if self.fault == "key_error":
+            raise KeyError("its own bug")
+        if self.fault == "generator":
+            return (a for a in answers)
+        # a value float() cannot take
+        return [{qid: NoulAnswer("high") for qid in a} for a in answers]  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("fault", "message"),
+    [
+        ("generator", "gave invalid answers"),
+        ("not_a_number", "gave invalid answers"),
+        ("key_error", "failed: KeyError"),
+    ],
+)
+def test_unvalidated_bad_answers_and_controller_bugs_get_internal(fault: str, message: str) -> None:
+    # only the local controller's "no answer for this kind" blames the caller
+    # (test_bad_requests_get_invalid_argument); the controller's own faults,
+    # and answers the encoding cannot take, are the server's
+    from jevmem.errors import JevmemError, UnknownQuestionKindError
+
+    assert issubclass(UnknownQuestionKindError, KeyError)  # caught as before
+    assert issubclass(UnknownQuestionKindError, JevmemError)
+    controller = MisbehavingLocal()
+    controller.fault = fault
+    with serve_controller(controller, ServerOptions(port=0), validate=False) as server:
+        err = _raw_decide(server.address, requests_to_proto(routing_request()))
+    assert isinstance(err, grpc.Call)
+    assert err.code() == grpc.StatusCode.INTERNAL, err.details()
+    assert message in (err.details() or "")

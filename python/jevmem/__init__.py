@@ -50,6 +50,7 @@ from jevmem.errors import (
     SystemTwoResponseError,
     SystemTwoTimeoutError,
     TraversalStateError,
+    UnknownQuestionKindError,
     VectorIndexError,
 )
 from jevmem.memory import EvidenceItem, Memory, MemoryConfig, SearchResult, Via
@@ -99,6 +100,7 @@ __all__ = [
     "Traversal",
     "TraversalConfig",
     "TraversalStateError",
+    "UnknownQuestionKindError",
     "VectorIndexError",
     "Via",
     "WriteCandidate",

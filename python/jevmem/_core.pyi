@@ -362,7 +362,9 @@ class MemoryStore:
     ) -> list[tuple[str, float]]:
         """The related terms a query's rare words add to a search's lexical
         match, and every query word's other spelling ("colour" for "color",
-        at weight 1): (term, weight) pairs in term order (a query term weighs 1)."""
+        at weight 1): (term, weight) pairs in term order (a query term weighs 1).
+        What the expansion would add, whatever `MemoryConfig.related_words`
+        says: a Memory's searches read that setting, this does not."""
     def search_vector(
         self, query: VectorLike, k: int = 10, *, allowed: Allowed | None = None
     ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.float32]]: ...

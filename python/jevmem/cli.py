@@ -129,6 +129,29 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
+def memory_path(raw: str) -> Path:
+    """A path flag naming a memory (or a directory of them), as argparse's
+    ``type``: an empty or blank value, an unset shell variable most likely,
+    is refused (``Path("")`` is the working directory, which would become a
+    memory)."""
+    if not raw.strip():
+        raise argparse.ArgumentTypeError(
+            f"{raw!r} is empty (an unset variable?); it would name the working directory"
+        )
+    return Path(raw)
+
+
+def memory_spec(raw: str) -> str:
+    """A ``[NAME=]PATH`` flag, as argparse's ``type``: refused when it, or its
+    PATH after ``NAME=``, is empty or blank (see `memory_path`)."""
+    if not raw.strip():
+        raise argparse.ArgumentTypeError(f"{raw!r} is empty (an unset variable?)")
+    _, sep, path = raw.partition("=")
+    if sep and not path.strip():
+        raise argparse.ArgumentTypeError(f"{raw!r} has no path after '=' (an unset variable?)")
+    return raw
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="jevmem", description="A memory engine for LLM agents.")
     ap.add_argument("--version", action="version", version=f"jevmem {_version()}")
@@ -136,7 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--memory",
-        type=Path,
+        type=memory_path,
         default=DEFAULT_MEMORY,
         help="a directory (durable: every write in a write-ahead log) or a .jvm file "
         "(loaded and saved whole); default ./jevmem.jvm",

@@ -25,6 +25,7 @@ __all__ = [
     "SystemTwoResponseError",
     "SystemTwoTimeoutError",
     "TraversalStateError",
+    "UnknownQuestionKindError",
     "VectorIndexError",
 ]
 
@@ -55,6 +56,14 @@ class InvalidConfigError(JevmemError, ValueError):
 
 class NodeNotFoundError(JevmemError, KeyError):
     """No node has this id (it never existed or was removed)."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class UnknownQuestionKindError(JevmemError, KeyError):
+    """The local controller has no answer for a question's kind (a request
+    asked something it does not know, not a fault of the controller)."""
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else ""

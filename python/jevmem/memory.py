@@ -78,8 +78,16 @@ class Memory(WritingMemory):
         memory's controller. The others are its ablations, for comparison:
         ``"traversal"`` (anchors and graph expansion scored by signals alone,
         no controller), ``"anchors"`` (the reciprocal-rank fusion of the BM25
-        and vector rankings) and ``"lexical"`` (BM25 only). Every mode embeds
-        the query.
+        and vector rankings) and ``"lexical"`` (BM25 only: the query's own
+        terms, without the related words and other spellings the fused BM25
+        list adds, see `MemoryConfig.related_words`). Every mode embeds the
+        query.
+
+        ``k`` is more than a cut: above the search's defaults (the traversal's
+        seeds `MemoryConfig.anchors`, the anchor pool ``anchor_pool``, the
+        depth of the ranked lists ``anchor_depth``) it widens them in every
+        mode but ``"lexical"``, so ``search(q, k=101).evidence[:10]`` may
+        differ from ``search(q, k=10).evidence``. Ask for the ``k`` you will read.
 
         ``scope`` and ``filter`` restrict the search to some observations, in
         every mode and at every step (the ranked lists, their statistics, the

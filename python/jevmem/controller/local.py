@@ -46,6 +46,7 @@ from jevmem.controller.types import (
     PairAnswers,
     PairQuestions,
 )
+from jevmem.errors import UnknownQuestionKindError
 from jevmem.temporal import query_time_cues
 
 __all__ = ["LocalController", "clear_text_caches", "question_index", "relation_arrays"]
@@ -181,7 +182,9 @@ class LocalController:
                     continue
                 handler = handlers.get(kind)
                 if handler is None:
-                    raise KeyError(f"the local controller has no answer for question kind {kind!r}")
+                    raise UnknownQuestionKindError(
+                        f"the local controller has no answer for question kind {kind!r}"
+                    )
                 answers[q.id] = handler(req, q, question_index(q.id))
             out.append(answers)
         if scored:

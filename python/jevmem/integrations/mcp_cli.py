@@ -56,6 +56,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 
 def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from jevmem.cli import memory_spec  # refuses an empty path (the working directory)
+
     p = sub.add_parser(
         "mcp",
         help="serve memories to MCP clients (stdio, or streamable HTTP with --http)",
@@ -66,6 +68,7 @@ def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument(
         "--memory",
         action="append",
+        type=memory_spec,
         required=True,
         metavar="[NAME=]DIR",
         help="a directory memory (created when missing); repeatable; named after the "

@@ -13,7 +13,13 @@ from typing import Any, SupportsIndex
 from jevmem import answering as _answering
 from jevmem._core import Allowed, MemoryStore, Node, question_share
 from jevmem.controller import default_controller
-from jevmem.controller.types import Answer, DecisionRequest, SystemOne, validate_answers
+from jevmem.controller.types import (
+    Answer,
+    ControllerError,
+    DecisionRequest,
+    SystemOne,
+    validate_answers,
+)
 from jevmem.embed import Embedder, default_embedder
 from jevmem.errors import (
     InvalidConfigError,
@@ -203,7 +209,15 @@ class MemoryState:
                     asked.append(r)
                     yield r
 
-            answers = self.controller.decide_stream(kept(), budget_s=budget_s)  # type: ignore[attr-defined]
+            stream = kept()
+            answers = self.controller.decide_stream(stream, budget_s=budget_s)  # type: ignore[attr-defined]
+            # a controller that stopped pulling early would leave queries
+            # without answers (their slices come up short): refuse the round
+            pulled = len(asked)
+            if next(stream, None) is not None:
+                raise ControllerError(
+                    f"decide_stream answered {pulled} requests and left some unread"
+                )
             if not asked:
                 return []
         # a controller that checks its own answers (the gRPC one must, to

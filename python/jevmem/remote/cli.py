@@ -331,6 +331,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def add_commands(sub: Any) -> None:
     """Add the two server subcommands to the ``jevmem`` parser."""
+    from jevmem.cli import memory_path, memory_spec  # refuse an empty path (the working dir)
+
     p = sub.add_parser(
         "serve-controller", help="host a System-One controller over gRPC (jevmem.v1.SystemOne)"
     )
@@ -350,6 +352,7 @@ def add_commands(sub: Any) -> None:
     p.add_argument(
         "--memory",
         action="append",
+        type=memory_spec,
         metavar="NAME[=PATH]",
         help="a memory to host (repeatable); PATH a directory: durable (write-ahead log); "
         "PATH a .jvm file: loaded, and saved on shutdown",
@@ -359,7 +362,7 @@ def add_commands(sub: Any) -> None:
     )
     p.add_argument(
         "--data-dir",
-        type=Path,
+        type=memory_path,
         default=None,
         metavar="DIR",
         help="host durable memories, one directory each under DIR: every memory found there, "

@@ -37,7 +37,7 @@ from jevmem._proto.jevmem.v1 import controller_pb2_grpc as pb_grpc
 from jevmem.controller import default_controller
 from jevmem.controller.local import LocalController
 from jevmem.controller.types import ControllerError, SystemOne, validate_answers
-from jevmem.errors import InvalidConfigError, InvalidTypeError
+from jevmem.errors import InvalidConfigError, InvalidTypeError, UnknownQuestionKindError
 from jevmem.remote.convert import BadRequest, answers_to_proto, requests_from_proto
 
 __all__ = [
@@ -401,8 +401,10 @@ class ControllerServicer(pb_grpc.SystemOneServicer):
             return pb.DecideResponse(controller=self.controller_name)
         try:
             answers = self.controller.decide(requests)
-        except KeyError as exc:  # the local controller's "no answer for kind ..."
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc.args[0] if exc.args else exc))
+        except UnknownQuestionKindError as exc:
+            # the request asked what the controller has no answer for: the
+            # caller's fault; any other failure (a KeyError too) is the server's
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         except BaseException as exc:  # SystemExit too: never leave a call hanging
             log.exception("controller %s failed", self.controller_name)
             context.abort(
@@ -415,7 +417,8 @@ class ControllerServicer(pb_grpc.SystemOneServicer):
             # the compact wire form cannot carry a missing, extra or mistyped
             # answer, so encoding checks those even without validation
             return answers_to_proto(requests, answers, self.controller_name)
-        except ControllerError as exc:
+        except (ControllerError, TypeError, ValueError, OverflowError) as exc:
+            # unvalidated answers of the wrong type fail inside the encoding
             context.abort(
                 grpc.StatusCode.INTERNAL,
                 f"controller {self.controller_name} gave invalid answers: {exc}",
