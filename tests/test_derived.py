@@ -365,7 +365,9 @@ def test_decoding_anything_never_raises(raw: Any) -> None:
 #: sha256 of what `ground` and `question_share` return on SAMPLE, by
 #: DERIVED_VERSION. A change to either function changes the digest: bump
 #: DERIVED_VERSION (so snapshots written before derive anew) and record it.
-DIGESTS = {1: "670114956e9c14e91dfdf7bfa5d1d4e2f4d5cc2ff0e36f7cd1c2b2688f6c4890"}
+#: (Version 2: a last sentence without an end mark can ask, "hey how have u
+#: been"; that sample was added with it, so version 1's digest is gone.)
+DIGESTS = {2: "6d6f6113b3468ffbc73b18cdde356c0bba8853cfca09561a9bf7887cd2c14559"}
 SAMPLE = [
     *TEXTS,
     "Let's meet on Tuesday at 3pm.",
@@ -373,6 +375,7 @@ SAMPLE = [
     "Back in 2019 we lived in Porto; two years later we moved.",
     "The deadline is the end of next month?",
     "Last Christmas was cold. This spring has been warm.",
+    "hey how have u been",
 ]
 
 

@@ -57,7 +57,7 @@ def text_marks(
     sentences = [
         Sentence(
             tuple(tokenize(sentence)),
-            0.5 if sentence.rstrip().endswith("?") else 1.0,
+            0.5 if is_question(sentence) else 1.0,
             FIRST_PERSON.search(sentence) is not None,
             SECOND_PERSON.search(sentence) is not None,
         )
@@ -126,9 +126,29 @@ def content_coverage(
     return sum(credit.values()) / n, sum(other.values()) / n
 
 
+_AUX = {"are", "did", "do", "does", "have", "r", "were"}
+_YOU = {"u", "ya", "you"}
+_NOT_AFTER = {"he", "i", "it", "she", "that", "they", "to", "we", "who"}
+
+
+def is_question(sentence: str) -> bool:
+    """Ends in "?", or has no end mark and an auxiliary of state or
+    experience right before "you" (not after "to" or a subject)."""
+    s = sentence.rstrip()
+    if s.endswith("?"):
+        return True
+    if s.endswith((".", "!")):
+        return False
+    words = "".join(c if c.isalnum() or c == "'" else " " for c in s.lower()).split()
+    return any(
+        a in _AUX and b in _YOU and (k == 0 or words[k - 1] not in _NOT_AFTER)
+        for k, (a, b) in enumerate(zip(words, words[1:], strict=False))
+    )
+
+
 def question_share(text: str) -> float:
     """Share of a text's sentences that are questions."""
     sentences = [x for x in SENTENCES.findall(text) if x.strip()]
     if not sentences:
         return 0.0
-    return float(sum(x.rstrip().endswith("?") for x in sentences) / len(sentences))
+    return float(sum(is_question(x) for x in sentences) / len(sentences))

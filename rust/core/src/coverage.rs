@@ -270,11 +270,38 @@ pub(crate) fn sentence_spans(text: &str) -> Vec<&str> {
     out
 }
 
-/// A sentence's weight: 0.5 for a question (it asserts less), else 1. A
-/// sentence ends in its run of `.!?` (it has none only at the text's end,
-/// where it cannot end in "?").
+/// Whether a sentence asks. It ends in "?"; or, without an end mark at
+/// all (only a text's last sentence lacks one: a quick message typed
+/// without punctuation), it asks about the one addressed: an auxiliary of
+/// state or experience right before "you" ("did you", "r u", "have u
+/// been"), not after "to" or a subject ("glad to have u"). A request ("can
+/// you help me with ...") is not counted: it states what the speaker needs.
+pub(crate) fn is_question(sentence: &str) -> bool {
+    let s = sentence.trim_end();
+    if s.ends_with('?') {
+        return true;
+    }
+    if s.ends_with(['.', '!']) {
+        return false;
+    }
+    const AUX: [&str; 7] = ["are", "did", "do", "does", "have", "r", "were"];
+    const YOU: [&str; 3] = ["u", "ya", "you"];
+    const NOT_AFTER: [&str; 9] = ["he", "i", "it", "she", "that", "they", "to", "we", "who"];
+    let lower = s.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
+        .filter(|w| !w.is_empty())
+        .collect();
+    words.windows(2).enumerate().any(|(k, pair)| {
+        AUX.contains(&pair[0])
+            && YOU.contains(&pair[1])
+            && (k == 0 || !NOT_AFTER.contains(&words[k - 1]))
+    })
+}
+
+/// A sentence's weight: 0.5 for a question (it asserts less), else 1.
 fn sentence_weight(sentence: &str) -> f64 {
-    if sentence.ends_with('?') {
+    if is_question(sentence) {
         0.5
     } else {
         1.0
@@ -372,7 +399,7 @@ pub fn question_share(text: &str) -> f64 {
             continue;
         }
         sentences += 1;
-        questions += usize::from(sentence.ends_with('?'));
+        questions += usize::from(is_question(sentence));
     }
     if sentences == 0 {
         0.0
@@ -1038,6 +1065,32 @@ mod tests {
         );
         let one = transcript_segments("Bob: hi", people).unwrap();
         assert_eq!(one, vec![(String::new(), ""), ("bob".to_string(), " hi")]);
+    }
+
+    #[test]
+    fn a_last_sentence_without_an_end_mark_asks_about_the_one_addressed() {
+        for asks in [
+            "did u go",
+            "hey mel how have u been",
+            "r u coming",
+            "what do you think",
+        ] {
+            assert!(is_question(asks), "{asks}");
+            assert_eq!(question_share(asks), 1.0, "{asks}");
+        }
+        for states in [
+            "glad to have u",
+            "can you help me implement this",
+            "i will u know",
+            "did u go.",
+            "Did you go!",
+            "hey mel",
+        ] {
+            assert!(!is_question(states), "{states}");
+        }
+        assert!(is_question("Did you go?"));
+        // only a text's last sentence lacks an end mark
+        assert_eq!(question_share("I went. did u"), 0.5);
     }
 
     #[test]

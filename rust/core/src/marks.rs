@@ -18,7 +18,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::coverage::{person_marks, sentence_spans};
+use crate::coverage::{is_question, person_marks, sentence_spans};
 use crate::error::{Error, Result};
 use crate::hashing::ShortKeyMap;
 use crate::text::Tokenizer;
@@ -403,7 +403,7 @@ impl<'t> SentenceTokens<'t> {
             out.terms.extend_from_slice(&local);
             let (first, second) = person_marks(sentence);
             let mut marks = 0;
-            if sentence.ends_with('?') {
+            if is_question(sentence) {
                 marks |= QUESTION;
             }
             if first {
