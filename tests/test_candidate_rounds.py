@@ -368,6 +368,9 @@ def test_the_core_context_refuses_bad_input_and_changes_nothing() -> None:
     assert got.shape == (2, 3) and got[1].tolist() == [1.0, 0.5, 0.0]
     assert store.timeline_window(150, 100).tolist() == []
     assert store.timeline_window(0, 1000).tolist() == ids
+    # half-open: a window ending where a node sits leaves it out
+    assert store.timeline_window(100, 200).tolist() == ids[:1]
+    assert store.timeline_window(200, 200).tolist() == []
 
 
 def test_a_log_kept_without_times_reads_its_write_order_as_context() -> None:

@@ -558,3 +558,25 @@ def test_week_and_month_boundaries(obs: int) -> None:
     m = one("last month", obs)
     assert datetime.fromtimestamp(m.start, UTC).day == 1
     assert datetime.fromtimestamp(m.end, UTC).day == 1 and m.end <= obs
+
+
+# --------------------------------------------------------------------------- query windows
+
+
+def test_a_dated_query_leaves_out_the_next_midnight() -> None:
+    import random
+
+    import jevmem
+
+    rng = random.Random(0)
+    words = "alpha beta gamma delta epsilon zeta theta kappa lambda sigma omega".split()
+    # enough filler before 2023 that the two notes reach the pool through the window only
+    texts = [" ".join(rng.choice(words) for _ in range(6)) for _ in range(300)]
+    stamps = [ts(2020, 1, 1) + i * DAY for i in range(300)]
+    m = jevmem.Memory(embedder=jevmem.HashEmbedder())
+    m.add_batch(
+        [*texts, "note one", "note two"], timestamps=[*stamps, ts(2023, 5, 8, 12), ts(2023, 5, 9)]
+    )
+    r = m.search("What did I do on 8 May 2023?", k=5)
+    # [8 May, 9 May): a date-only stamp of 9 May is the next day's
+    assert r.trace["pool"]["time_window"] == 1

@@ -410,7 +410,7 @@ class MemoryStore:
     def timeline_window(
         self, lo: int, hi: int, *, allowed: Allowed | None = None
     ) -> npt.NDArray[np.uint64]:
-        """Nodes observed in [lo, hi], in time order."""
+        """Nodes observed in [lo, hi) (half-open), in time order."""
     def time_neighbours_seen(
         self, id: int
     ) -> tuple[tuple[int, int] | None, tuple[int, int] | None] | None: ...

@@ -37,7 +37,8 @@ def time_match(
         spans.append((stamp, stamp))
     best = 0.0
     for start, end in spans:
-        gap = max(0, lo - end, start - hi)
+        # whole seconds: [start, end) holds start..end-1, the window lo..hi-1
+        gap = max(0, lo - max(start, end - 1), start - (hi - 1))
         best = max(best, math.exp(-gap / scale))
     return best
 

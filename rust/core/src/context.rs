@@ -320,20 +320,21 @@ fn scope_within(own: &[(String, String)], other: &[(String, String)]) -> bool {
 }
 
 impl MemoryStore {
-    /// The nodes observed in `[lo, hi]` (inclusive), in time order (ties by
-    /// id); the allowed ones only, when given.
+    /// The nodes observed in `[lo, hi)` (half-open, as every window a query
+    /// names: a day's window ends at the next midnight, which is not in it),
+    /// in time order (ties by id); the allowed ones only, when given.
     pub fn timeline_window(
         &self,
         lo: Timestamp,
         hi: Timestamp,
         allowed: Option<&Allowed>,
     ) -> Vec<NodeId> {
-        if lo > hi {
+        if lo >= hi {
             return Vec::new();
         }
         self.by_time
             .set()
-            .range((lo, NodeId::MIN)..=(hi, NodeId::MAX))
+            .range((lo, NodeId::MIN)..(hi, NodeId::MIN))
             .map(|&(_, n)| n)
             .filter(|&n| allowed.is_none_or(|a| a.contains(n)))
             .collect()

@@ -103,9 +103,10 @@ pub enum TimeQuery {
     /// alone, see `cues::asks_for_a_time`): a hint (0.3) for a node
     /// that states a time.
     AsksWhen,
-    /// A window `[lo, hi]`: 1 when the node was observed in it or refers to a
-    /// time in it, decaying with the distance (scale: its width, at least 3
-    /// days).
+    /// A window `[lo, hi)`: 1 when the node was observed in it or refers to a
+    /// time that overlaps it, decaying with the distance (scale: its width,
+    /// at least 3 days). Half-open: a time at `hi`, or one ending at `lo`,
+    /// is outside.
     Window(Timestamp, Timestamp),
 }
 
@@ -214,8 +215,13 @@ impl MemoryStore {
             TimeQuery::Window(lo, hi) => {
                 let (lo, hi) = (i128::from(lo), i128::from(hi));
                 let scale = (3 * DAY_S).max(hi - lo) as f64;
+                // In whole seconds: `[start, end)` holds start..=end-1 (a bare
+                // instant, start == end, holds start) and the window lo..=hi-1,
+                // so a time that only touches the window is a second away.
                 let fit = |start: Timestamp, end: Timestamp| {
-                    let gap = 0.max(lo - i128::from(end)).max(i128::from(start) - hi);
+                    let (start, end) = (i128::from(start), i128::from(end));
+                    let last = start.max(end - 1);
+                    let gap = 0.max(lo - last).max(start - (hi - 1));
                     (-(gap as f64) / scale).exp()
                 };
                 ids.iter()

@@ -1092,7 +1092,7 @@ mod tests {
     #[test]
     fn pool_orders_sources_and_keeps_each_node_once() {
         let (s, ids) = chat();
-        let mut r = session("cello", vec![1.0, 0.0], TimeQuery::Window(3_000, 4_000));
+        let mut r = session("cello", vec![1.0, 0.0], TimeQuery::Window(3_000, 4_001));
         let pool = r
             .pool(&s, &[ids[2]], &[ids[2], ids[0]], &plan(), None, None)
             .unwrap();
@@ -1106,6 +1106,22 @@ mod tests {
         assert_eq!(unique.len(), pool.ids.len());
         assert_eq!(pool.signals.rows.len(), pool.ids.len());
         assert!(pool.signals.facts.is_none());
+    }
+
+    #[test]
+    fn a_window_leaves_out_the_node_at_its_end() {
+        let (s, ids) = chat();
+        // [3000, 4000): the node observed at 4000 is the next window's
+        let mut r = session("cello", vec![1.0, 0.0], TimeQuery::Window(3_000, 4_000));
+        let pool = r.pool(&s, &[], &[], &plan(), None, None).unwrap();
+        assert_eq!(pool.sources.time_window, 1);
+        assert_eq!(pool.ids[0], ids[3]);
+        let matches = s.time_matches(&ids[3..], TimeQuery::Window(3_000, 4_000));
+        assert_eq!(matches[0], 1.0);
+        assert!(matches[1] < 1.0);
+        // a reference ending where the window begins only touches it
+        let touching = s.time_matches(&ids[2..3], TimeQuery::Window(3_001, 4_000));
+        assert!(touching[0] < 1.0);
     }
 
     #[test]

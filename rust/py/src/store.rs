@@ -1453,7 +1453,7 @@ impl MemoryStore {
         })
     }
 
-    /// The nodes observed in `[lo, hi]` (inclusive), in time order (ties by
+    /// The nodes observed in `[lo, hi)` (half-open), in time order (ties by
     /// id), as an array; the allowed ones only, when given.
     #[pyo3(signature = (lo, hi, *, allowed = None))]
     fn timeline_window<'py>(

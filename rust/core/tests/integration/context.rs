@@ -308,7 +308,7 @@ proptest! {
         for a in [None, Some(&allowed)] {
             let want: Vec<NodeId> = timeline
                 .iter()
-                .filter(|&&(t, i)| lo <= t && t <= hi && a.is_none_or(|_| mask[i]))
+                .filter(|&&(t, i)| lo <= t && t < hi && a.is_none_or(|_| mask[i]))
                 .map(|&(_, i)| i as NodeId)
                 .collect();
             prop_assert_eq!(s.timeline_window(lo, hi, a), want);
