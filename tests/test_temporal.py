@@ -14,6 +14,7 @@ from jevmem.temporal import (
     describe,
     ground,
     parse_timestamp,
+    query_fact_time,
     query_time_cues,
     to_timestamp,
 )
@@ -580,3 +581,17 @@ def test_a_dated_query_leaves_out_the_next_midnight() -> None:
     r = m.search("What did I do on 8 May 2023?", k=5)
     # [8 May, 9 May): a date-only stamp of 9 May is the next day's
     assert r.trace["pool"]["time_window"] == 1
+
+
+@pytest.mark.parametrize(
+    ("query", "stance"),
+    [
+        ("What did I do?", "neutral"),
+        ("What did I have for dinner?", "neutral"),
+        ("Did Anna have a dog?", "neutral"),
+        ("What do I have for dinner?", "present"),
+        ("What did I do, and what do I have?", "present"),
+    ],
+)
+def test_do_and_have_after_did_are_past(query: str, stance: str) -> None:
+    assert query_fact_time(query, query_time_cues(query)).stance == stance

@@ -230,6 +230,9 @@ _TENSE_RE = re.compile(
     r"|should|shall|will|must|can)\b",
     FLAGS,
 )
+# "did"/"didn't" and a subject of a word or two, right before a "do" or
+# "have": the main verb of a past question ("what did I do"), not a present tense.
+_DID_BEFORE_RE = re.compile(r"\bdid(?:n't)?\s+(?:\w+\s+){1,2}$", FLAGS)
 _SAYING = (
     r"say|said|mention|mentioned|tell|told|share|shared|note|noted|state|stated|describe|"
     r"described|list|listed|bring\s+up|brought\s+up|recommend|recommended|suggest|suggested|"
@@ -257,7 +260,14 @@ _PAST_RE = re.compile(
 
 def _own_present_tense(q: str) -> bool:
     # a present-tense auxiliary before any report of what someone said
-    tense = _TENSE_RE.search(q)
+    tense = next(
+        (
+            m
+            for m in _TENSE_RE.finditer(q)
+            if not (m.group().lower() in ("do", "have") and _DID_BEFORE_RE.search(q[: m.start()]))
+        ),
+        None,
+    )
     if tense is None:
         return False
     report = _REPORTED_RE.search(q)

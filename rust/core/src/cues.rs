@@ -97,6 +97,12 @@ const PRESENT: &str = r"\b(?:now|nowadays|currently|current|these\s+days|at\s+th
 /// said (`REPORTED`).
 const TENSE: &str = r"\b(?:is|are|am|isn't|aren't|does|do|doesn't|don't|has|have|hasn't|haven't|should|shall|will|must|can)\b";
 
+/// What comes before a "do" or "have" that is a past question's main verb,
+/// not a present tense ("what did I do", "what didn't Anna have"): "did" or
+/// "didn't" and its subject of one or two words, up to the end of the text
+/// it is run on (the query before the verb).
+const DID_BEFORE: &str = r"\bdid(?:n't)?\s+(?:\w+\s+){1,2}$";
+
 /// A question about what someone said or advised, in a past or perfect
 /// tense ("which days did I say my kids have...", "how many sizes have I
 /// mentioned", "what did you recommend"): it asks for the statements
@@ -168,6 +174,7 @@ struct Patterns {
     tense: Pattern,
     reported: Pattern,
     answerer_said: Pattern,
+    did_before: Pattern,
     /// Every pattern's loose form, in one multi-pattern search (cues in
     /// table order, then `LAST_AT`..=`ANSWERER_SAID_AT`): one pass over a query
     /// rules most patterns out, where one search each cost a pass each.
@@ -187,6 +194,7 @@ static PATTERNS: LazyLock<Patterns> = LazyLock::new(|| {
         tense: Pattern::new(TENSE),
         reported: Pattern::new(REPORTED),
         answerer_said: Pattern::new(ANSWERER_SAID),
+        did_before: Pattern::new(DID_BEFORE),
         loose: meta::Builder::new()
             // every pattern that matches anywhere, as a regex set reports them
             .configure(meta::Config::new().match_kind(MatchKind::All))
@@ -344,7 +352,8 @@ pub fn query_time_cues_scanned(query: &str, now: Option<i64>, scan: &CueScan) ->
 /// Whether the query speaks in a present tense of its own: a present-tense
 /// auxiliary before any report of what someone said ("which plans am I
 /// making, and which did I mention": yes; "which days did I say my kids
-/// have", "how many sizes have I mentioned": no, the tense is the report's).
+/// have", "how many sizes have I mentioned": no, the tense is the report's;
+/// "what did I do": no, the "do" is a past question's verb).
 fn own_present_tense(query: &str, scan: &CueScan) -> bool {
     let p = &*PATTERNS;
     // the first match of a pattern whose loose form the scan found
@@ -354,10 +363,32 @@ fn own_present_tense(query: &str, scan: &CueScan) -> bool {
             .then(|| pattern.exact.find(query).ok().flatten().map(|m| m.start()))
             .flatten()
     };
-    let Some(tense) = first(TENSE_AT, &p.tense) else {
+    if !scan.hits.contains(PatternID::new_unchecked(TENSE_AT)) {
+        return false;
+    }
+    // the first auxiliary that is no past question's verb ("did I do")
+    let tense = p
+        .tense
+        .exact
+        .find_iter(query)
+        .filter_map(|m| m.ok())
+        .find(|m| !past_main_verb(query, m.start(), m.as_str()))
+        .map(|m| m.start());
+    let Some(tense) = tense else {
         return false;
     };
     first(REPORTED_AT, &p.reported).is_none_or(|report| tense < report)
+}
+
+/// Whether the "do" or "have" at `start` is the main verb of a question in
+/// the past ("what did I do", "did you have"): its tense is the "did".
+fn past_main_verb(query: &str, start: usize, word: &str) -> bool {
+    ["do", "have"].iter().any(|w| word.eq_ignore_ascii_case(w))
+        && PATTERNS
+            .did_before
+            .exact
+            .is_match(&query[..start])
+            .unwrap_or(false)
 }
 
 /// The time a query wants facts to hold at: a time it names (its window);
@@ -510,6 +541,10 @@ mod tests {
             "How many sizes have I mentioned?",
             "What did you recommend for the cache I have?",
             "Which cities has she told you she likes?",
+            // "do"/"have" after "did": the question is in the past
+            "What did I do?",
+            "What did I have for dinner?",
+            "What didn't Anna have?",
         ] {
             assert_eq!(query_fact_time(q, None, None), FactTime::Neutral, "{q}");
         }
@@ -517,6 +552,7 @@ mod tests {
             "Which milk did I say I drink now?",
             "Which plans am I making, and which did I mention?",
             "What snacks do you recommend?",
+            "What did I do, and what do I have?",
         ] {
             assert_eq!(
                 query_fact_time(q, None, None),
