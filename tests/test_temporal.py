@@ -595,3 +595,36 @@ def test_a_dated_query_leaves_out_the_next_midnight() -> None:
 )
 def test_do_and_have_after_did_are_past(query: str, stance: str) -> None:
     assert query_fact_time(query, query_time_cues(query)).stance == stance
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "All 3 may attend the party.",
+        "These 2 may help you.",
+        "The 4 march together every year.",
+        "I march 5 miles a day.",
+        "a budget of 2000 dollars",
+        "around 1950 people came",
+        "I walked it in 2000 steps",
+    ],
+)
+def test_counts_next_to_may_march_or_a_year_are_no_dates(text: str) -> None:
+    assert ground(text, OBS) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ("3 May", day(2023, 5, 3)),
+        ("May 3rd, 2023", day(2023, 5, 3)),
+        ("on 3 may we went", day(2023, 5, 3)),
+        ("the march 15 workshop", day(2023, 3, 15)),
+        ("in May 2023", month(2023, 5)),
+        ("in 2000", (ts(2000, 1, 1), ts(2001, 1, 1))),
+        ("in 2019 we moved", (ts(2019, 1, 1), ts(2020, 1, 1))),
+        ("in 2019 is when", (ts(2019, 1, 1), ts(2020, 1, 1))),
+    ],
+)
+def test_true_dates_beside_the_count_rules_still_ground(text: str, want: tuple[int, int]) -> None:
+    assert iv(text) == want

@@ -316,6 +316,26 @@ const UNIT_RE: &str = r"(?P<unit>days?|weeks?|weekends?|months?|years?)";
 const B: &str = r"(?<![\w-])";
 const E: &str = r"(?![\w-])";
 const YEAR: &str = r"(?P<y>(?:19|20)\d\d)";
+/// A plural noun: a number before one counts things ("2000 dollars", "1950
+/// people", "march 5 miles"), it names no year or day. Words ending in "s"
+/// that are no plural ("in 2019 is", "since 2016 has") are left out.
+const PLURAL: &str = r"(?:people|men|women|children|feet|(?!(?:is|as|us|was|has|his|hers|its|this|thus|plus|yes|does|goes|less|unless|across|always|perhaps|sometimes|whereas|besides|towards|afterwards|nowadays|ours|yours|theirs|news)(?![\w-]))\w*s)(?![\w-])";
+/// Words that make the number after them a count ("all 3 may attend",
+/// "the 4 march together"): with the modal "may" or the verb "march" and a
+/// word after it, such a number is no day.
+const QUANTIFIERS: [&str; 11] = [
+    "all", "these", "those", "the", "only", "both", "some", "any", "many", "other", "just",
+];
+
+/// Where a number before "may"/"march" is no day: not after a quantifier,
+/// or not followed by the modal's or verb's next word (Python syntax).
+fn day_before_month_guard() -> String {
+    let not_after: String = QUANTIFIERS
+        .iter()
+        .map(|q| format!(r"(?<!(?<![\w-]){q}\s)"))
+        .collect();
+    format!(r"(?:{not_after}|(?!\d{{1,2}}\s+(?:may|march)\s+(?!\d)\w))")
+}
 
 fn amount_re() -> String {
     format!(
@@ -359,6 +379,7 @@ struct Pattern {
 /// The Python table's patterns, in its order (the order breaks ties).
 fn python_patterns() -> Vec<(String, Kind)> {
     let amount = amount_re();
+    let guard = day_before_month_guard();
     vec![
         (
             format!(
@@ -417,7 +438,7 @@ fn python_patterns() -> Vec<(String, Kind)> {
         ),
         (
             format!(
-                r"{B}(?:(?P<d>\d{{1,2}})(?:st|nd|rd|th)?(?:\s+of)?\s+(?P<mon>{MONTH_RE})|(?P<mon2>{MONTH_RE})\s+(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?(?!\s*:|\d))(?:,?\s+{YEAR})?(?![\w-])"
+                r"{B}(?:{guard}(?P<d>\d{{1,2}})(?:st|nd|rd|th)?(?:\s+of)?\s+(?P<mon>{MONTH_RE})|(?!(?:may|march)\s+\d{{1,2}}\s+{PLURAL})(?P<mon2>{MONTH_RE})\s+(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?(?!\s*:|\d))(?:,?\s+{YEAR})?(?![\w-])"
             ),
             Kind::DayMonth,
         ),
@@ -435,7 +456,7 @@ fn python_patterns() -> Vec<(String, Kind)> {
         ),
         (
             format!(
-                r"{B}(?:in|during|since|of|by|until|till|from|around|circa|before|after|back\s+in|the\s+year)\s+(?P<x>{YEAR})(?![\w-]|\s*(?::|%|am\b|pm\b)|[.,]\d)"
+                r"{B}(?:in|during|since|of|by|until|till|from|around|circa|before|after|back\s+in|the\s+year)\s+(?P<x>{YEAR})(?![\w-]|\s*(?::|%|am\b|pm\b)|[.,]\d|\s+{PLURAL})"
             ),
             Kind::Year,
         ),

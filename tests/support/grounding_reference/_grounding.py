@@ -74,6 +74,34 @@ _B = r"(?<![\w-])"  # left word boundary that also refuses a hyphen
 _E = r"(?![\w-])"
 _REL3 = r"(?P<rel>last|this\s+past|this\s+coming|this|next|the\s+previous|the\s+following|past)"
 _YEAR = r"(?P<y>(?:19|20)\d\d)"
+# A plural noun after a number makes it a count ("2000 dollars", "1950
+# people", "march 5 miles"), not a year or a day; "is", "has" and the like
+# end in "s" but are no plural.
+_PLURAL = (
+    r"(?:people|men|women|children|feet|(?!(?:is|as|us|was|has|his|hers|its|this|thus|plus|yes|"
+    r"does|goes|less|unless|across|always|perhaps|sometimes|whereas|besides|towards|afterwards|"
+    r"nowadays|ours|yours|theirs|news)(?![\w-]))\w*s)(?![\w-])"
+)
+# A number after a quantifier, before the modal "may" or the verb "march"
+# and its next word, is a count ("all 3 may attend"), not a day.
+_QUANTIFIERS = (
+    "all",
+    "these",
+    "those",
+    "the",
+    "only",
+    "both",
+    "some",
+    "any",
+    "many",
+    "other",
+    "just",
+)
+_DAY_GUARD = (
+    "(?:"
+    + "".join(rf"(?<!(?<![\w-]){q}\s)" for q in _QUANTIFIERS)
+    + r"|(?!\d{1,2}\s+(?:may|march)\s+(?!\d)\w))"
+)
 
 _PATTERNS: list[tuple[re.Pattern[str], Resolver]] = [
     (
@@ -161,8 +189,17 @@ _PATTERNS: list[tuple[re.Pattern[str], Resolver]] = [
     ),
     (
         re.compile(
-            _B + r"(?:(?P<d>\d{1,2})(?:st|nd|rd|th)?(?:\s+of)?\s+(?P<mon>" + MONTH_RE + r")"
-            r"|(?P<mon2>" + MONTH_RE + r")\s+(?P<d2>\d{1,2})(?:st|nd|rd|th)?(?!\s*:|\d))"
+            _B
+            + r"(?:"
+            + _DAY_GUARD
+            + r"(?P<d>\d{1,2})(?:st|nd|rd|th)?(?:\s+of)?\s+(?P<mon>"
+            + MONTH_RE
+            + r")"
+            r"|(?!(?:may|march)\s+\d{1,2}\s+"
+            + _PLURAL
+            + r")(?P<mon2>"
+            + MONTH_RE
+            + r")\s+(?P<d2>\d{1,2})(?:st|nd|rd|th)?(?!\s*:|\d))"
             r"(?:,?\s+" + _YEAR + r")?(?![\w-])",
             FLAGS,
         ),
@@ -189,7 +226,11 @@ _PATTERNS: list[tuple[re.Pattern[str], Resolver]] = [
     (
         re.compile(
             _B + r"(?:in|during|since|of|by|until|till|from|around|circa|before|after|back\s+in|"
-            r"the\s+year)\s+(?P<x>" + _YEAR + r")(?![\w-]|\s*(?::|%|am\b|pm\b)|[.,]\d)",
+            r"the\s+year)\s+(?P<x>"
+            + _YEAR
+            + r")(?![\w-]|\s*(?::|%|am\b|pm\b)|[.,]\d|\s+"
+            + _PLURAL
+            + r")",
             FLAGS,
         ),
         resolve_year,
