@@ -628,3 +628,11 @@ def test_counts_next_to_may_march_or_a_year_are_no_dates(text: str) -> None:
 )
 def test_true_dates_beside_the_count_rules_still_ground(text: str, want: tuple[int, int]) -> None:
     assert iv(text) == want
+
+
+def test_amounts_from_a_day_word_shift_that_day() -> None:
+    r = one("a week from today")
+    assert (r.start, r.end, r.precision) == (ts(2023, 5, 15), ts(2023, 5, 22), "week")
+    assert r.text == "a week from today"
+    assert iv("two days from tomorrow") == day(2023, 5, 11)
+    assert iv("3 days from yesterday") == day(2023, 5, 10)

@@ -413,7 +413,7 @@ fn python_patterns() -> Vec<(String, Kind)> {
         ),
         (
             format!(
-                r"{B}(?:(?P<fut>in)\s+)?{amount}\s+{UNIT_RE}(?:\s+(?P<ago>ago|back)|(?P<fromnow>\s+from\s+now))?{E}"
+                r"{B}(?:(?P<fut>in)\s+)?{amount}\s+{UNIT_RE}(?:\s+(?P<ago>ago|back)|(?P<fromnow>\s+from\s+(?:now|(?P<anchor>today|tomorrow|yesterday))))?{E}"
             ),
             Kind::Ago,
         ),
@@ -832,6 +832,12 @@ fn resolve_ago(m: &M, obs: Date) -> Option<Resolved> {
     if hi == 0 || hi > 5000 {
         return None;
     }
+    // "two days from tomorrow": counted from the day the anchor names
+    let obs = match m.g("anchor").map(lower).as_deref() {
+        Some("tomorrow") => obs.add_days(1)?,
+        Some("yesterday") => obs.add_days(-1)?,
+        _ => obs,
+    };
     let (start, end) = if ago.is_none() {
         (
             unit_interval(obs, &unit, lo)?.0,

@@ -156,7 +156,7 @@ _PATTERNS: list[tuple[re.Pattern[str], Resolver]] = [
             + AMOUNT_RE
             + r"\s+"
             + UNIT_RE
-            + r"(?:\s+(?P<ago>ago|back)|(?P<fromnow>\s+from\s+now))?"
+            + r"(?:\s+(?P<ago>ago|back)|(?P<fromnow>\s+from\s+(?:now|(?P<anchor>today|tomorrow|yesterday))))?"
             + _E,
             FLAGS,
         ),

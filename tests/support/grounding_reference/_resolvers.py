@@ -184,6 +184,9 @@ def resolve_ago(m: re.Match[str], obs: date) -> Resolved | None:
     future = ago is None
     if hi == 0 or hi > 5000:
         return None
+    # "two days from tomorrow": counted from the day the anchor names
+    anchor = (m.group("anchor") or "").lower()
+    obs += timedelta(days={"tomorrow": 1, "yesterday": -1}.get(anchor, 0))
     if future:
         a, b = _unit_interval(obs, unit, lo), _unit_interval(obs, unit, hi)
         start, end = a[0], b[1]
