@@ -317,7 +317,8 @@ const B: &str = r"(?<![\w-])";
 const E: &str = r"(?![\w-])";
 const YEAR: &str = r"(?P<y>(?:19|20)\d\d)";
 /// A plural noun: a number before one counts things ("2000 dollars", "1950
-/// people", "march 5 miles"), it names no year or day. Words ending in "s"
+/// people", "march 5 miles"), it names no year or day; after "in", "since"
+/// and the like a year stays one ("In 2019 prices rose"). Words ending in "s"
 /// that are no plural ("in 2019 is", "since 2016 has") are left out.
 const PLURAL: &str = r"(?:people|men|women|children|feet|(?!(?:is|as|us|was|has|his|hers|its|this|thus|plus|yes|does|goes|less|unless|across|always|perhaps|sometimes|whereas|besides|towards|afterwards|nowadays|ours|yours|theirs|news)(?![\w-]))\w*s)(?![\w-])";
 /// Words that make the number after them a count ("all 3 may attend",
@@ -456,7 +457,7 @@ fn python_patterns() -> Vec<(String, Kind)> {
         ),
         (
             format!(
-                r"{B}(?:in|during|since|of|by|until|till|from|around|circa|before|after|back\s+in|the\s+year)\s+(?P<x>{YEAR})(?![\w-]|\s*(?::|%|am\b|pm\b)|[.,]\d|\s+{PLURAL})"
+                r"{B}(?:(?:in|during|since|until|till|before|after|back\s+in|the\s+year)\s+|(?:of|by|from|around|circa)\s+(?!(?:19|20)\d\d\s+{PLURAL}))(?P<x>{YEAR})(?![\w-]|\s*(?::|%|am\b|pm\b)|[.,]\d)"
             ),
             Kind::Year,
         ),

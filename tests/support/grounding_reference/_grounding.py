@@ -225,12 +225,9 @@ _PATTERNS: list[tuple[re.Pattern[str], Resolver]] = [
     ),
     (
         re.compile(
-            _B + r"(?:in|during|since|of|by|until|till|from|around|circa|before|after|back\s+in|"
-            r"the\s+year)\s+(?P<x>"
-            + _YEAR
-            + r")(?![\w-]|\s*(?::|%|am\b|pm\b)|[.,]\d|\s+"
-            + _PLURAL
-            + r")",
+            _B + r"(?:(?:in|during|since|until|till|before|after|back\s+in|the\s+year)\s+"
+            r"|(?:of|by|from|around|circa)\s+(?!(?:19|20)\d\d\s+" + _PLURAL + r"))"
+            r"(?P<x>" + _YEAR + r")(?![\w-]|\s*(?::|%|am\b|pm\b)|[.,]\d)",
             FLAGS,
         ),
         resolve_year,
