@@ -5,6 +5,7 @@ rules. Frozen: change the core, not this."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
@@ -142,7 +143,7 @@ def is_question(sentence: str) -> bool:
     words = "".join(c if c.isalnum() or c == "'" else " " for c in s.lower()).split()
     return any(
         a in _AUX and b in _YOU and (k == 0 or words[k - 1] not in _NOT_AFTER)
-        for k, (a, b) in enumerate(zip(words, words[1:], strict=False))
+        for k, (a, b) in enumerate(itertools.pairwise(words))
     )
 
 
