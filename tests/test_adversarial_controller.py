@@ -146,7 +146,7 @@ def test_wrongly_typed_answers_are_a_controller_error(case: str) -> None:
 
 def test_the_first_bad_cell_is_still_named() -> None:
     requests, answers = _candidates(lambda a: a.array.__setitem__((2, 1), float("nan")))()
-    name = requests[0].questions.names[1]  # type: ignore[attr-defined]
+    name = requests[0].questions.names[1]
     with pytest.raises(ControllerError, match=f"candidate_2_{name}: value nan"):
         validate_answers(requests, answers)
 
@@ -197,8 +197,8 @@ BAD_OUTPUTS: dict[str, Callable[[list[Any]], Any]] = {
     "generator": lambda out: (x for x in out),
     "none": lambda out: None,
     "string value": lambda out: [
-        {**{k: a[k] for k in a}, next(iter(a)): NoulAnswer("0.5")}
-        for a in out  # type: ignore[dict-item]
+        {**{k: a[k] for k in a}, next(iter(a)): NoulAnswer("0.5")}  # type: ignore[arg-type]
+        for a in out
     ],
     "int too large": lambda out: [
         {**{k: a[k] for k in a}, next(iter(a)): NoulAnswer(10**400)} for a in out

@@ -254,6 +254,7 @@ def test_a_crafted_log_delta_is_a_snapshot_error(tmp_path: Path) -> None:
     m = _open(d, checkpoint_every=0)
     m.add("a note")
     last = m.store.last_seq
+    assert last is not None
     m.close()  # checkpoints; the log is one empty segment
     (seg,) = d.glob("wal-*.log")
     delta = json.dumps({"writes": "many"}).encode()
@@ -303,9 +304,9 @@ def test_open_refuses_bad_arguments_with_typed_errors(
         with pytest.raises(InvalidTypeError):
             _open(path)  # type: ignore[arg-type]
     with pytest.raises(InvalidTypeError):
-        _open(tmp_path / "m", durability=None)  # type: ignore[arg-type]
+        _open(tmp_path / "m", durability=None)
     with pytest.raises(InvalidTypeError):
-        _open(tmp_path / "m", salvage="yes")  # type: ignore[arg-type]
+        _open(tmp_path / "m", salvage="yes")
     with pytest.raises(InvalidConfigError):
         _open(tmp_path / "m", max_absent_ids=-1)
     with pytest.raises(InvalidConfigError):

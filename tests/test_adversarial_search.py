@@ -211,7 +211,7 @@ def test_update_keeps_scope_metadata_and_speaker_and_history_is_newest_first() -
         speaker="Maya",
         provenance={"src": "chat"},
         scope={"u": "1"},
-        metadata=md,
+        metadata=md,  # type: ignore[arg-type]
         timestamp=START,
         key="k",
     )
@@ -249,7 +249,7 @@ def test_an_update_whose_old_node_goes_while_it_writes_changes_nothing() -> None
     """`update` raises NodeNotFoundError when its old node is forgotten
     between the check and the link, and leaves no half-made new version."""
     ctl = ForgetsDuringWrite()
-    m = Memory(HashEmbedder(64), ctl)
+    m = Memory(HashEmbedder(64), ctl)  # type: ignore[arg-type]
     ctl.memory = m
     old = m.add("Maya drinks oat milk", timestamp=START)
     other = m.add("a note about the garden", timestamp=START + 1)

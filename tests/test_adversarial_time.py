@@ -671,7 +671,7 @@ def test_out_of_range_observation_times() -> None:
         with pytest.raises(ValueError):
             ground("yesterday", bad)
     with pytest.raises(TypeError):
-        ground("yesterday", True)  # type: ignore[arg-type]
+        ground("yesterday", True)
 
 
 # --------------------------------------------------------------------------- timestamps

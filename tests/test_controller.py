@@ -301,7 +301,7 @@ def test_a_stream_left_unread_fails_the_round_and_changes_nothing() -> None:
     from jevmem import HashEmbedder, Memory
 
     ctl = _StopsEarly()
-    m = Memory(HashEmbedder(32), controller=ctl)
+    m = Memory(HashEmbedder(32), controller=ctl)  # type: ignore[arg-type]
     for t in ["Maya takes cello with Ines", "Lena works at a marine lab", "Ines moved to Lisbon"]:
         m.add(t, speaker="Maya")
     ctl.memory = m

@@ -573,11 +573,11 @@ def test_store_writes_refuse_bad_type_scores_and_passage_spans_typed() -> None:
     v = np.ones(4, np.float32)
     rows = np.ones((1, 4), np.float32)
     cases: list[tuple[Any, type[Exception], str]] = [
-        (lambda: store.add("t u", v, types=(1.0, 0.0, 0.0)), InvalidInputError, "types"),
-        (lambda: store.add("t u", v, types="abcd"), InvalidTypeError, "types"),
+        (lambda: store.add("t u", v, types=(1.0, 0.0, 0.0)), InvalidInputError, "types"),  # type: ignore[arg-type]
+        (lambda: store.add("t u", v, types="abcd"), InvalidTypeError, "types"),  # type: ignore[arg-type]
         (lambda: store.add("t u", v, passages=(rows, [(-1, 2)])), InvalidInputError, "passages"),
         (
-            lambda: store.add_batch(["t u"], rows, types=[(1.0, 0.0, 0.0, 0.0, 0.0)]),
+            lambda: store.add_batch(["t u"], rows, types=[(1.0, 0.0, 0.0, 0.0, 0.0)]),  # type: ignore[list-item]
             InvalidInputError,
             "types",
         ),
