@@ -160,7 +160,19 @@ impl MemoryStore {
 
     /// Take validated facts: each node's replace what it had.
     pub(crate) fn apply_derived(&mut self, version: u32, facts: Vec<DerivedFacts>) {
+        // The sentence marks are read off the text by the same analysis (a
+        // question, a person): facts from another derivation mean the marks
+        // a snapshot kept were made by other rules too, so they are made again.
+        let rules_changed = self.derived_version != 0 && self.derived_version != version;
         self.derived_version = version;
+        if rules_changed {
+            for f in &facts {
+                let marks = self
+                    .get(f.id)
+                    .and_then(|n| self.marks_from_text(f.id, &n.content));
+                self.marks.set(f.id, marks);
+            }
+        }
         let mut shares = Vec::with_capacity(facts.len());
         for f in facts {
             shares.push((f.id, f.question_share));

@@ -560,6 +560,42 @@ mod tests {
         }
     }
 
+    /// Facts of another derivation (a snapshot an older build wrote) have
+    /// their marks made again by today's rules; the same derivation keeps
+    /// what the store holds.
+    #[test]
+    fn marks_are_made_again_with_another_derivation() {
+        use crate::derived::DerivedFacts;
+        use crate::ops::NewNode;
+        use crate::store::{MemoryStore, StoreConfig};
+        let mut s = MemoryStore::new(StoreConfig::new(2)).unwrap();
+        let id = s
+            .add_node(NewNode::new("hey how have u been", vec![1.0, 0.0]))
+            .unwrap();
+        let fresh = s.marks.get(id).cloned().expect("marks");
+        assert_eq!(fresh.sentences[0].1 & QUESTION, QUESTION);
+        let facts = |share| {
+            vec![DerivedFacts {
+                id,
+                question_share: share,
+                time_refs: Vec::new(),
+            }]
+        };
+        s.set_derived(1, facts(0.0)).unwrap();
+        // as an older build kept them: no question
+        let mut stale = fresh.clone();
+        stale.sentences[0].1 &= !QUESTION;
+        s.marks.set(id, Some(stale.clone()));
+        s.set_derived(1, facts(0.0)).unwrap();
+        assert_eq!(s.marks.get(id), Some(&stale), "same derivation: kept");
+        s.set_derived(2, facts(1.0)).unwrap();
+        assert_eq!(
+            s.marks.get(id),
+            Some(&fresh),
+            "another derivation: made again"
+        );
+    }
+
     /// Marks follow their nodes: made on write (pieces for a word spanning
     /// a stop), gone with a forgotten node, the same after a snapshot round
     /// trip.

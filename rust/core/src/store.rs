@@ -813,7 +813,7 @@ impl MemoryStore {
 
     /// The sentence marks of node `id`'s text (its lexical entry already in
     /// the index).
-    fn marks_from_text(&self, id: NodeId, text: &str) -> Option<NodeMarks> {
+    pub(crate) fn marks_from_text(&self, id: NodeId, text: &str) -> Option<NodeMarks> {
         self.bm25
             .doc_terms(id)
             .map(|doc| node_marks(text, &self.tokenizer, doc, |t| self.bm25.term_id(t)))
