@@ -626,6 +626,8 @@ def test_counts_next_to_may_march_or_a_year_are_no_dates(text: str) -> None:
         ("in 2019 is when", (ts(2019, 1, 1), ts(2020, 1, 1))),
         # after "in" a year stays a year, a plural noun or not
         ("In 2019 prices rose", (ts(2019, 1, 1), ts(2020, 1, 1))),
+        # a colon after a year ends a heading, not a clock time
+        ("In 2019: we moved", (ts(2019, 1, 1), ts(2020, 1, 1))),
     ],
 )
 def test_true_dates_beside_the_count_rules_still_ground(text: str, want: tuple[int, int]) -> None:
@@ -638,3 +640,13 @@ def test_amounts_from_a_day_word_shift_that_day() -> None:
     assert r.text == "a week from today"
     assert iv("two days from tomorrow") == day(2023, 5, 11)
     assert iv("3 days from yesterday") == day(2023, 5, 10)
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["What happened between 2019 and 2021?", "what did we build from 2019 to 2021"],
+)
+def test_a_range_of_years_dates_a_query_from_its_start_to_its_end(query: str) -> None:
+    # both ends are years ("and" and "to" only right after the range's start)
+    assert query_time_cues(query)["constraint"] == (ts(2019, 1, 1), ts(2022, 1, 1))
+    assert [r.text for r in ground("bread and 2021 cakes, I and 2021", OBS)] == []

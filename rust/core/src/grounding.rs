@@ -457,7 +457,7 @@ fn python_patterns() -> Vec<(String, Kind)> {
         ),
         (
             format!(
-                r"{B}(?:(?:in|during|since|until|till|before|after|back\s+in|the\s+year)\s+|(?:of|by|from|around|circa)\s+(?!(?:19|20)\d\d\s+{PLURAL}))(?P<x>{YEAR})(?![\w-]|\s*(?::|%|am\b|pm\b)|[.,]\d)"
+                r"{B}(?:(?:in|during|since|until|till|before|after|back\s+in|the\s+year|between|(?<=between\s(?:19|20)\d\d\s)and|(?<=from\s(?:19|20)\d\d\s)(?:to|through))\s+|(?:of|by|from|around|circa)\s+(?!(?:19|20)\d\d\s+{PLURAL}))(?P<x>{YEAR})(?![\w-]|\s*(?::\d|%|am\b|pm\b)|[.,]\d)"
             ),
             Kind::Year,
         ),

@@ -225,9 +225,10 @@ _PATTERNS: list[tuple[re.Pattern[str], Resolver]] = [
     ),
     (
         re.compile(
-            _B + r"(?:(?:in|during|since|until|till|before|after|back\s+in|the\s+year)\s+"
+            _B + r"(?:(?:in|during|since|until|till|before|after|back\s+in|the\s+year|between"
+            r"|(?<=between\s(?:19|20)\d\d\s)and|(?<=from\s(?:19|20)\d\d\s)(?:to|through))\s+"
             r"|(?:of|by|from|around|circa)\s+(?!(?:19|20)\d\d\s+" + _PLURAL + r"))"
-            r"(?P<x>" + _YEAR + r")(?![\w-]|\s*(?::|%|am\b|pm\b)|[.,]\d)",
+            r"(?P<x>" + _YEAR + r")(?![\w-]|\s*(?::\d|%|am\b|pm\b)|[.,]\d)",
             FLAGS,
         ),
         resolve_year,
