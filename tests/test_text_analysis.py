@@ -121,8 +121,19 @@ def test_a_long_text_is_grounded_piece_by_piece_as_before() -> None:
     assert len(text) > 3 * 16_384
     got = ground(text, T0)
     assert tuples(got) == tuples(grounding_ref.ground(text, T0))
-    # a cut may split one expression: at most one lost per cut
-    assert 3 * 900 - len(text) // 8_192 <= len(got) <= 3 * 900
+    # the cuts fall at sentence ends here: no expression is split
+    assert len(got) == 3 * 900
+
+
+def test_a_long_text_without_sentence_ends_splits_no_expression_at_a_cut() -> None:
+    # one run-on "sentence": the cuts fall at spaces, inside expressions
+    text = " ".join(
+        f"we met last Friday and two weeks ago in May 2021 item {i}" for i in range(900)
+    )
+    assert len(text) > 3 * 16_384
+    got = ground(text, T0)
+    assert tuples(got) == tuples(grounding_ref.ground(text, T0))
+    assert len(got) == 3 * 900
 
 
 def test_bad_observation_times_raise_as_before() -> None:

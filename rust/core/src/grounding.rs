@@ -549,6 +549,8 @@ static TRIGGER: LazyLock<Regex> = LazyLock::new(|| compile(TRIGGER_PY));
 
 /// Long texts are grounded in pieces of about this many code points, cut
 /// after a line break (else a space), so the cost stays linear in the length.
+/// How far past its cut a piece is read (longer than any time expression).
+const PIECE_OVERLAP: usize = 64;
 const PIECE: usize = 16_384;
 
 /// The earliest and latest supported observation days (a margin of 400 days
@@ -1179,20 +1181,29 @@ pub fn ground(text: &str, observed_at: i64) -> Result<Vec<GroundedRef>> {
     if chars.len() <= PIECE {
         return ground_piece(text, &chars, obs);
     }
-    let mut refs = Vec::new();
+    // Each piece is read with the start of the next one, so an expression
+    // that straddles a cut is read whole: a piece keeps what starts in it,
+    // and the next drops what starts inside an expression kept before.
+    let mut refs: Vec<GroundedRef> = Vec::new();
     for (a, b) in pieces(&chars) {
-        let piece: String = chars[a..b].iter().collect();
-        for mut r in ground_piece(&piece, &chars[a..b], obs)? {
+        let c = chars.len().min(b + PIECE_OVERLAP);
+        let piece: String = chars[a..c].iter().collect();
+        let kept_end = refs.last().map_or(0, |r| r.span.1);
+        for mut r in ground_piece(&piece, &chars[a..c], obs)? {
             r.span = (r.span.0 + a, r.span.1 + a);
-            refs.push(r);
+            if r.span.0 < b && r.span.0 >= kept_end {
+                refs.push(r);
+            }
         }
     }
     Ok(refs)
 }
 
 /// Consecutive `[start, end)` code point ranges of at most `PIECE` code
-/// points, each cut after the last line break (else space) in its second
-/// half, so that an expression is rarely split.
+/// points, each cut after the last line break in its second half, else the
+/// last sentence's end (a space after ".", "!" or "?"), else the last
+/// space: a time expression spans no line and rarely a sentence, but often
+/// a space ("the day before yesterday", "two weeks ago").
 fn pieces(chars: &[char]) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     let (mut start, n) = (0, chars.len());
@@ -1204,6 +1215,11 @@ fn pieces(chars: &[char]) -> Vec<(usize, usize)> {
             let cut = window
                 .iter()
                 .rposition(|&c| c == '\n')
+                .or_else(|| {
+                    (1..window.len())
+                        .rev()
+                        .find(|&i| window[i] == ' ' && matches!(window[i - 1], '.' | '!' | '?'))
+                })
                 .or_else(|| window.iter().rposition(|&c| c == ' '));
             if let Some(c) = cut {
                 end = half + c + 1;

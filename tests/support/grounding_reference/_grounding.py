@@ -281,6 +281,7 @@ _SINCE_RE = re.compile(r"(?:^|(?<![\w-]))(?:ever\s+)?since\s+$", FLAGS)
 #: line break (else a space), so the work stays linear in the text's length
 #: whatever a pattern costs on one piece.
 _PIECE = 16_384
+_PIECE_OVERLAP = 64  # how far past its cut a piece is read
 
 _MIN_TS = day_start(date(1, 1, 1))
 _MAX_TS = day_start(date(9999, 12, 31))
@@ -324,17 +325,23 @@ def ground(text: str, observed_at: int) -> list[TimeRef]:
         return []
     if len(text) <= _PIECE:
         return _ground_piece(text, obs)
+    # each piece read with the start of the next: it keeps what starts in
+    # it, the next drops what starts inside an expression kept before
     refs: list[TimeRef] = []
     for a, b in _pieces(text):
-        for r in _ground_piece(text[a:b], obs):
-            refs.append(dataclasses.replace(r, span=(r.span[0] + a, r.span[1] + a)))
+        kept_end = refs[-1].span[1] if refs else 0
+        for r in _ground_piece(text[a : b + _PIECE_OVERLAP], obs):
+            r = dataclasses.replace(r, span=(r.span[0] + a, r.span[1] + a))
+            if kept_end <= r.span[0] < b:
+                refs.append(r)
     return refs
 
 
 def _pieces(text: str) -> list[tuple[int, int]]:
     """Consecutive ``[start, end)`` pieces of ``text`` of at most about
-    ``_PIECE`` characters, each cut after a line break (else a space) in its
-    second half, so a time expression is rarely split."""
+    ``_PIECE`` characters, each cut after a line break in its second half,
+    else after a sentence's end, else after a space, so a time expression is
+    rarely split."""
     out = []
     start, n = 0, len(text)
     while start < n:
@@ -342,6 +349,9 @@ def _pieces(text: str) -> list[tuple[int, int]]:
         if end < n:
             half = start + _PIECE // 2
             cut = text.rfind("\n", half, end)
+            if cut < 0:
+                ends = [text.rfind(p + " ", half, end) for p in ".!?"]
+                cut = max(ends) + 1 if max(ends) >= 0 else -1
             if cut < 0:
                 cut = text.rfind(" ", half, end)
             if cut >= 0:
