@@ -334,6 +334,8 @@ def test_save_refuses_the_files_of_a_durable_memory(tmp_path: Path) -> None:
     for target in (ck, d / "MANIFEST", seg, d / "LOCK", d / "checkpoint-0000000099.jvc"):
         with pytest.raises(InvalidInputError, match="durable memory"):
             m.save(target)
+        with pytest.raises(InvalidInputError, match="durable memory"):
+            m.store.save(target)  # the store's own export, in the core
     m.save(d / "export.jvm")  # any other name in the directory is fine
     del m
     gc.collect()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import re
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -123,10 +122,6 @@ def _path_arg(path: object, what: str) -> Path:
             raise InvalidInputError(f"{what}: the path is empty")
         return Path(path)
     raise InvalidTypeError(f"{what}: path must be a str or os.PathLike, got {type(path).__name__}")
-
-
-#: the files of a durable memory's directory (an export over one breaks it)
-_RESERVED = re.compile(r"MANIFEST|LOCK|checkpoint-\d{10}\.jvc|wal-\d{20}\.log")
 
 
 @contextmanager
@@ -287,12 +282,6 @@ class LifecycleMemory(MemoryState):
         the memory's own state (embedder, consolidation decisions) inside."""
         self._sync_with_store()
         path = _path_arg(path, "save")
-        if _RESERVED.fullmatch(path.name) and (path.parent / "MANIFEST").exists():
-            # over a durable memory's own file: it would no longer open
-            raise InvalidInputError(
-                f"save: {path} is one of the files of the durable memory in {path.parent}; "
-                "export to another name"
-            )
         with self._writing(), _naming(path):
             self.store.save_with_state(path, self._state_bytes())
 

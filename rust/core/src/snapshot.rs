@@ -682,6 +682,7 @@ impl MemoryStore {
     /// (never a shared name, never through a planted symlink), fsync,
     /// rename over `path`, fsync the directory.
     pub fn save(&self, path: &Path) -> Result<()> {
+        crate::durable::check_export_path(path)?;
         let bytes = self.to_snapshot_bytes()?;
         crate::durable::fs::atomic_write(
             path,

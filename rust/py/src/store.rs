@@ -2038,6 +2038,7 @@ impl MemoryStore {
     fn save_with_state(&self, py: Python<'_>, path: PathBuf, state: Vec<u8>) -> PyResult<()> {
         let inner = &self.inner;
         py.detach(|| -> Result<(), Error> {
+            jevmem_core::durable::check_export_path(&path)?;
             let snapshot = inner.read().to_snapshot_bytes()?;
             let bytes = jevmem_core::durable::encode_checkpoint(0, &state, &snapshot);
             jevmem_core::durable::fs::atomic_write(

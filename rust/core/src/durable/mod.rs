@@ -391,6 +391,35 @@ fn write_manifest(dir: &Path, m: &Manifest) -> Result<()> {
     Ok(())
 }
 
+/// Refuse an export over one of a durable memory's own files (its
+/// MANIFEST, LOCK, a checkpoint or a log segment, in a directory that holds
+/// a MANIFEST): written there, the memory would no longer open.
+pub fn check_export_path(path: &Path) -> Result<()> {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        return Ok(());
+    };
+    let digits = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_digit());
+    let own = name == MANIFEST
+        || name == LOCK
+        || name
+            .strip_prefix("checkpoint-")
+            .and_then(|r| r.strip_suffix(".jvc"))
+            .is_some_and(|g| digits(g, 10))
+        || name
+            .strip_prefix("wal-")
+            .and_then(|r| r.strip_suffix(".log"))
+            .is_some_and(|s| digits(s, 20));
+    let dir = fs::parent_of(path);
+    if own && dir.join(MANIFEST).exists() {
+        return Err(Error::invalid(format!(
+            "{} is one of the files of the durable memory in {}; export to another name",
+            path.display(),
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
 fn lock_dir(dir: &Path) -> Result<File> {
     let f = std::fs::OpenOptions::new()
         .read(true)
