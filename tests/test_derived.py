@@ -368,7 +368,7 @@ def test_decoding_anything_never_raises(raw: Any) -> None:
 #: (Version 2: a last sentence without an end mark can ask, "hey how have u
 #: been"; version 3: counts are no dates, an amount from a day word shifts
 #: it. Their samples were added with them, so the older digests are gone.)
-DIGESTS = {3: "5dbc13e84a1dc3c218c63c727c77b682c76b5878c0d1fd72a1b85a2d1d4330c8"}
+DIGESTS = {3: "b6ad6e25e29adc8013fe4bdfa29a7d893d3a891f3eb41df7790f69a2458c0713"}
 SAMPLE = [
     *TEXTS,
     "Let's meet on Tuesday at 3pm.",
@@ -380,6 +380,7 @@ SAMPLE = [
     "All 3 may attend; it cost 2000 dollars in 2019. See you a week from today.",
     "In 2019 prices rose; a crowd of 2000 fans came.",
     "In 2019: we moved twice between 2019 and 2021.",
+    "See you on Dec 31, or on Feb 29.",
     # past one piece of 16,384 characters: expressions across its cut
     "we met last Friday and two weeks ago " * 500,
 ]

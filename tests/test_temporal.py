@@ -650,3 +650,19 @@ def test_a_range_of_years_dates_a_query_from_its_start_to_its_end(query: str) ->
     # both ends are years ("and" and "to" only right after the range's start)
     assert query_time_cues(query)["constraint"] == (ts(2019, 1, 1), ts(2022, 1, 1))
     assert [r.text for r in ground("bread and 2021 cakes, I and 2021", OBS)] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "said", "want"),
+    [
+        ("Dec 31", (2023, 7, 1), (2022, 12, 31)),  # 182 days back, not 183 ahead
+        ("on 30 December", (2023, 7, 1), (2023, 12, 30)),  # 182 ahead, 183 back
+        ("Feb 29", (2024, 9, 1), (2024, 2, 29)),  # the leap day nearest
+        ("Feb 29", (2023, 6, 1), (2024, 2, 29)),
+    ],
+)
+def test_a_day_without_a_year_is_the_nearest_that_exists(
+    text: str, said: tuple[int, int, int], want: tuple[int, int, int]
+) -> None:
+    (r,) = ground(text, ts(*said))
+    assert (r.start, r.end) == day(*want)

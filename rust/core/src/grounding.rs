@@ -976,10 +976,18 @@ fn resolve_day_month(m: &M, obs: Date) -> Option<Resolved> {
     let (year, relative) = match m.g("y") {
         Some(y) if !y.is_empty() => (parse_int(y)?, false),
         _ => {
-            if day > 31 {
+            if !(1..=31).contains(&day) {
                 return None;
             }
-            (nearest_year(obs, month, day.min(28))?, true)
+            // the nearest year in which the date exists ("Dec 31" said on 1
+            // July is the one before; "Feb 29" the leap year nearest)
+            let year = (obs.year - 4..=obs.year + 4)
+                .filter_map(|y| {
+                    Date::new(y, month, day).map(|d| ((d.ordinal() - obs.ordinal()).abs(), y))
+                })
+                .min()?
+                .1;
+            (year, true)
         }
     };
     if day < 1 || day > days_in_month(year, month)? {

@@ -262,9 +262,17 @@ def resolve_day_month(m: re.Match[str], obs: date) -> Resolved | None:
     if year_s:
         year, relative = int(year_s), False
     else:
-        if day > 31:
+        if not 1 <= day <= 31:
             return None
-        year, relative = nearest_year(obs, month, min(day, 28)), True
+        # the nearest year in which the date exists (ties: the earlier)
+        years = [
+            (abs(date(y, month, day).toordinal() - obs.toordinal()), y)
+            for y in range(obs.year - 4, obs.year + 5)
+            if 1 <= y <= 9999 and day <= calendar.monthrange(y, month)[1]
+        ]
+        if not years:
+            return None
+        year, relative = min(years)[1], True
     if day < 1 or day > calendar.monthrange(year, month)[1]:
         return None
     s, e = day_iv(date(year, month, day))
