@@ -113,26 +113,22 @@ def test_batches_equal_one_by_one(rows: list[tuple[str, int | None]]) -> None:
     ]
 
 
-def test_a_long_text_is_grounded_piece_by_piece_as_before() -> None:
-    # over one 16,384-character piece, with expressions on both sides of the cuts
-    text = " ".join(
-        f"Line {i}: we met last Friday, two weeks ago, in May 2021." for i in range(900)
-    )
+@pytest.mark.parametrize(
+    "line",
+    [
+        # the cuts fall at sentence ends
+        "Line {i}: we met last Friday, two weeks ago, in May 2021.",
+        # one run-on "sentence": the cuts fall at spaces, inside expressions
+        "we met last Friday and two weeks ago in May 2021 item {i}",
+    ],
+)
+def test_a_long_text_is_grounded_piece_by_piece_as_before(line: str) -> None:
+    # over three 16,384-character pieces, with expressions on both sides of the cuts
+    text = " ".join(line.format(i=i) for i in range(900))
     assert len(text) > 3 * 16_384
     got = ground(text, T0)
     assert tuples(got) == tuples(grounding_ref.ground(text, T0))
-    # the cuts fall at sentence ends here: no expression is split
-    assert len(got) == 3 * 900
-
-
-def test_a_long_text_without_sentence_ends_splits_no_expression_at_a_cut() -> None:
-    # one run-on "sentence": the cuts fall at spaces, inside expressions
-    text = " ".join(
-        f"we met last Friday and two weeks ago in May 2021 item {i}" for i in range(900)
-    )
-    assert len(text) > 3 * 16_384
-    got = ground(text, T0)
-    assert tuples(got) == tuples(grounding_ref.ground(text, T0))
+    # no expression is split at a cut
     assert len(got) == 3 * 900
 
 
