@@ -644,7 +644,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "observations (as_blocks); notes: each turn a speakerless note (as_notes); pages: "
         "blocks of up to 4,000 characters (as_pages); untimed: the turns without their "
         "times (as_untimed); texting: messages lower-cased, without final punctuation, common "
-        "words shortened (as_texting): styles neither development set has",
+        "words shortened (as_texting); stream: each turn with a time of its own and no "
+        "session, as a messaging app exports a chat (as_stream): styles neither development "
+        "set has",
     )
     ap.add_argument(
         "--merge",

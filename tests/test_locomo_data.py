@@ -575,7 +575,7 @@ def test_as_notes_and_as_pages_are_blocks_of_one_turn_and_of_pages() -> None:
     assert [t.dia_id for t in pages.turns] == ["D1:1,D1:2,D1:3", "D2:1,D2:2", "D10:1"]
     assert pages == ev.as_blocks(conv, max_chars=4000)
     assert set(ev.RESTYLES) == {
-        *("turns", "messages", "blocks", "notes", "pages", "untimed", "texting")
+        *("turns", "messages", "blocks", "notes", "pages", "untimed", "texting", "stream")
     }
     untimed = ev.RESTYLES["untimed"](conv)
     assert [(t.dia_id, t.speaker, t.text) for t in untimed.turns] == [
@@ -600,6 +600,59 @@ def test_as_texting_restyles_the_turns_and_keeps_the_questions() -> None:
     ]
     assert [t.text for t in texting.turns] == [ev.texted(t.text) for t in messages.turns]
     assert texting.qas == conv.qas
+
+
+def test_as_stream_gives_each_turn_its_own_time_and_no_session() -> None:
+    conv = ev.parse_conversation(sample())
+    stream = ev.RESTYLES["stream"](conv)
+    # the same turns and questions
+    assert [(t.dia_id, t.speaker, t.memory_text) for t in stream.turns] == [
+        (t.dia_id, t.speaker, t.memory_text) for t in conv.turns
+    ]
+    assert stream.qas == conv.qas
+    # a session's first turn at the session's time, each later one 5 s
+    # plus a quarter second a character (its caption included) after the
+    # one before it, rounded down
+    start: dict[int, int] = {}
+    for t in conv.turns:
+        assert t.session_timestamp is not None
+        start[t.session] = t.session_timestamp
+    assert [t.timestamp for t in stream.turns] == [
+        start[1],
+        start[1] + 16,  # "Look at this! [image: a photo of a red kite]": 44 characters
+        start[1] + 16 + 7,  # "Nice kite.": 10
+        start[2],
+        start[2] + 8,  # "Rex is cute.": 12
+        start[10],
+    ]
+    # at most ten minutes between two turns, however long the second
+    long = ev.parse_conversation(
+        sample(
+            conversation={
+                "speaker_a": "Ann",
+                "speaker_b": "Bob",
+                "session_1_date_time": "11:58 pm on 8 May, 2023",
+                "session_1": [
+                    {"speaker": "Ann", "dia_id": "D1:1", "text": "Hi."},
+                    {"speaker": "Bob", "dia_id": "D1:2", "text": "x" * 10_000},
+                ],
+            }
+        )
+    )
+    first, second = ev.as_stream(long).turns
+    assert second.timestamp - first.timestamp == 600  # type: ignore[operator]
+    # past midnight: another calendar day, as a late session's end is
+    assert (first.timestamp // 86_400) + 1 == second.timestamp // 86_400  # type: ignore[operator]
+    # a memory is told no session; the released turns keep theirs
+    _, ts, _, provs = ev.conversation_inputs(stream)
+    assert ts == [t.timestamp for t in stream.turns]
+    assert all("session" not in p and p["dia_id"] for p in provs)
+    assert [p["session"] for p in ev.conversation_inputs(conv)[3]] == [
+        *("1", "1", "1", "2", "2", "10")
+    ]
+    # untimed turns stay untimed
+    untimed = ev.as_stream(ev.as_untimed(conv))
+    assert {t.timestamp for t in untimed.turns} == {None}
 
 
 def test_merged_joins_conversations_into_one_longer_log() -> None:

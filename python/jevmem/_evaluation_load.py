@@ -53,10 +53,18 @@ class Turn:
     position: int
     session_datetime: str
     session_timestamp: int | None  # Unix seconds of session_datetime; None if unparsable
+    #: the turn's own time where the chat gives each message one (a messaging
+    #: export); `timestamp` reads it before the session's
+    sent_at: int | None = None
+    #: whether a memory is told the turn's session (a messaging export has none)
+    session_known: bool = True
 
     @property
     def timestamp(self) -> int | None:
-        """The session's time plus :data:`TURN_STEP_S` per turn index (keeps turn order)."""
+        """The turn's own time (`sent_at`) where it has one, else the session's
+        time plus :data:`TURN_STEP_S` per turn index (keeps turn order)."""
+        if self.sent_at is not None:
+            return self.sent_at
         if self.session_timestamp is None:
             return None
         return self.session_timestamp + TURN_STEP_S * self.index

@@ -96,6 +96,8 @@ __all__ = [
     "as_messages",
     "as_notes",
     "as_pages",
+    "as_stream",
+    "as_texting",
     "as_untimed",
     "auroc",
     "canonical_dia_id",
@@ -125,7 +127,8 @@ def conversation_inputs(
     """Node texts, timestamps, speakers and provenances for one memory, one node per turn.
 
     Texts are :attr:`Turn.memory_text`, timestamps :attr:`Turn.timestamp`; each
-    provenance is ``{"dia_id", "session", "speaker", "sample_id"}``.
+    provenance is ``{"dia_id", "session", "speaker", "sample_id"}``, without
+    ``session`` for a turn whose session is not known (:func:`as_stream`).
     ``speaker_in_text`` writes ``"<speaker>: <text>"`` (an experiment: the contract is
     the bare turn text, with the speaker passed separately).
     """
@@ -137,7 +140,7 @@ def conversation_inputs(
     provs = [
         {
             "dia_id": t.dia_id,
-            "session": str(t.session),
+            **({"session": str(t.session)} if t.session_known else {}),
             "speaker": t.speaker,
             "sample_id": conv.sample_id,
         }
@@ -290,9 +293,40 @@ def as_texting(conv: Conversation) -> Conversation:
     return Conversation(conv.sample_id, conv.speaker_a, conv.speaker_b, turns, conv.qas)
 
 
+#: A streamed turn is sent this many seconds after the one before it, plus
+#: `_STREAM_S_PER_CHAR` for each of its characters (the time to type it),
+#: at most `_STREAM_MAX_GAP_S` later.
+_STREAM_GAP_S = 5
+_STREAM_S_PER_CHAR = 0.25
+_STREAM_MAX_GAP_S = 600
+
+
+def as_stream(conv: Conversation) -> Conversation:
+    """The conversation as a messaging app exports it: the turns as
+    released, each with a time of its own, and no session. A session's
+    first turn is sent at the session's time and each later one
+    `_STREAM_GAP_S` seconds after the one before it plus the time to type
+    it (`_STREAM_S_PER_CHAR` a character, at most `_STREAM_MAX_GAP_S`
+    seconds in all), so a late session runs past midnight; a memory is told
+    no session number (:func:`conversation_inputs`), so which turns belong
+    together is for it to find. The questions are the same."""
+    turns: list[Turn] = []
+    sent: int | None = None
+    for t in conv.turns:
+        if t.session_timestamp is None:
+            sent = None
+        elif t.index == 0 or sent is None:
+            sent = t.session_timestamp
+        else:
+            gap = _STREAM_GAP_S + _STREAM_S_PER_CHAR * len(t.memory_text)
+            sent += int(min(gap, _STREAM_MAX_GAP_S))
+        turns.append(replace(t, sent_at=sent, session_known=False))
+    return Conversation(conv.sample_id, conv.speaker_a, conv.speaker_b, tuple(turns), conv.qas)
+
+
 #: The forms a conversation can take, by name: as released (one node per
 #: turn), :func:`as_messages`, :func:`as_blocks`, :func:`as_notes`,
-#: :func:`as_pages`, :func:`as_untimed`, :func:`as_texting`.
+#: :func:`as_pages`, :func:`as_untimed`, :func:`as_texting`, :func:`as_stream`.
 RESTYLES: dict[str, Callable[[Conversation], Conversation]] = {
     "turns": lambda conv: conv,
     "messages": as_messages,
@@ -301,6 +335,7 @@ RESTYLES: dict[str, Callable[[Conversation], Conversation]] = {
     "pages": as_pages,
     "untimed": as_untimed,
     "texting": as_texting,
+    "stream": as_stream,
 }
 
 
