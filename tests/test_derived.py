@@ -368,7 +368,7 @@ def test_decoding_anything_never_raises(raw: Any) -> None:
 #: (Version 2: a last sentence without an end mark can ask, "hey how have u
 #: been"; version 3: counts are no dates, an amount from a day word shifts
 #: it. Their samples were added with them, so the older digests are gone.)
-DIGESTS = {3: "b6ad6e25e29adc8013fe4bdfa29a7d893d3a891f3eb41df7790f69a2458c0713"}
+DIGESTS = {4: "2b11d26af6afd331194d24edad14f18771d3509ef8a8c4d613b419ece0c03b3b"}
 SAMPLE = [
     *TEXTS,
     "Let's meet on Tuesday at 3pm.",
@@ -381,6 +381,7 @@ SAMPLE = [
     "In 2019 prices rose; a crowd of 2000 fans came.",
     "In 2019: we moved twice between 2019 and 2021.",
     "See you on Dec 31, or on Feb 29.",
+    "From April to July we travel; the 3 May deadline was between March and May 2023.",
     # past one piece of 16,384 characters: expressions across its cut
     "we met last Friday and two weeks ago " * 500,
 ]

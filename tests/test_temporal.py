@@ -628,6 +628,9 @@ def test_counts_next_to_may_march_or_a_year_are_no_dates(text: str) -> None:
         ("In 2019 prices rose", (ts(2019, 1, 1), ts(2020, 1, 1))),
         # a colon after a year ends a heading, not a clock time
         ("In 2019: we moved", (ts(2019, 1, 1), ts(2020, 1, 1))),
+        # after a quantifier, a month written with its capital stays a day
+        ("the 3 May deadline", day(2023, 5, 3)),
+        ("the 12 March meeting", day(2023, 3, 12)),
     ],
 )
 def test_true_dates_beside_the_count_rules_still_ground(text: str, want: tuple[int, int]) -> None:
@@ -650,6 +653,39 @@ def test_a_range_of_years_dates_a_query_from_its_start_to_its_end(query: str) ->
     # both ends are years ("and" and "to" only right after the range's start)
     assert query_time_cues(query)["constraint"] == (ts(2019, 1, 1), ts(2022, 1, 1))
     assert [r.text for r in ground("bread and 2021 cakes, I and 2021", OBS)] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ("What happened between March and May 2023?", (ts(2023, 3, 1), ts(2023, 6, 1))),
+        # no year: the first month is the nearest one (April 2023 to 8 May 2023)
+        ("We travel from April to July", (ts(2023, 4, 1), ts(2023, 8, 1))),
+        ("Between the months of June and August", (ts(2023, 6, 1), ts(2023, 9, 1))),
+        ("February - March 2024 was busy", (ts(2024, 2, 1), ts(2024, 4, 1))),
+        ("from Sept. 2024 to November", (ts(2024, 9, 1), ts(2024, 12, 1))),
+        # across a new year: one given year sets the other end's
+        ("between Nov 2022 and February", (ts(2022, 11, 1), ts(2023, 3, 1))),
+        ("between May and March 2024", (ts(2023, 5, 1), ts(2024, 4, 1))),
+        ("from October 2022 through January 2023", (ts(2022, 10, 1), ts(2023, 2, 1))),
+    ],
+)
+def test_a_range_of_months_runs_from_its_first_month_to_its_last(
+    text: str, want: tuple[int, int]
+) -> None:
+    (r,) = ground(text, OBS)
+    assert (r.start, r.end, r.precision) == (*want, "month")
+    assert query_time_cues(text, now=OBS)["constraint"] == want
+
+
+def test_what_is_no_range_of_months_is_not_read_as_one() -> None:
+    # without "between" or "from", two months are a range only before a year
+    assert ground("we may - march on", OBS) == []
+    assert [r.text for r in ground("May - June", OBS)] == []
+    # an end before the start is no range
+    assert ground("between May 2024 and March 2023", OBS)[0].text != (
+        "between May 2024 and March 2023"
+    )
 
 
 @pytest.mark.parametrize(

@@ -78,8 +78,17 @@ Supported patterns (``D`` = observation day; precision in brackets):
   month; ``this <Month>`` = in D's year; ``next <Month>`` = the first after D's
   month [month]. ``<Month> [,] [of] <Year>`` = that month [month]. ``early|mid|
   late <Month> [Year]`` = days 1-10 / 11-20 / 21-end [part_of_month].
+* ``between <Month> [Year] and <Month> [Year]``, ``from <Month> [Year]
+  to|through|till|until <Month> [Year]`` and ``<Month> [Year] - <Month> <Year>``
+  (a dash or "to"; without "between" or "from" only before a year) = from the
+  first month's start to the last's end; a year given at one end sets the
+  other's (a range across a new year takes the year before or after), and
+  without either the first month is the one nearest D [month].
 * ``8 May``, ``8th of May``, ``May 8th``, ``May 8`` with an optional ``[,]
-  2023`` = that day; without a year, the occurrence nearest D [day].
+  2023`` = that day; without a year, the occurrence nearest D [day]. A
+  number after a quantifier ("all", "the", "these"...) before "may" or
+  "march" and another word is a count ("all 3 may attend"), unless the month
+  is capitalised ("the 3 May deadline").
   ``2023-05-08`` and ``2023/05/08`` [day].
 * ``in|during|since|of|by|until|till|from|around|circa|before|after|back in|the
   year 2022`` (text = the year) = that calendar year [year]; ``the 90s``,

@@ -154,6 +154,7 @@ fn rstrip_dots(s: &str) -> &str {
 /// `\w` and `\s` on the character itself while Rust's case folding would add
 /// characters (U+0345 folds to a Greek letter). Python's case-insensitive
 /// `i` also matches U+0130 and U+0131, which simple case folding does not.
+/// A scoped `(?-i:...)` group (no `i` inside) stays case-sensitive.
 fn translate(py: &str) -> String {
     translate_with(py, false)
 }
@@ -213,6 +214,12 @@ pub(crate) fn translate_with(py: &str, ascii_boundaries: bool) -> String {
             ']' if in_class => {
                 in_class = false;
                 out.push_str("])");
+            }
+            // a case-sensitive group, as Python's scoped flag reads it
+            '(' if chars[i..].starts_with(&['(', '?', '-', 'i', ':']) => {
+                out.push_str("(?-i:");
+                i += 5;
+                continue;
             }
             '(' if chars[i..].starts_with(&['(', '?', 'P', '<']) => {
                 while chars[i] != '>' {
@@ -335,7 +342,19 @@ fn day_before_month_guard() -> String {
         .iter()
         .map(|q| format!(r"(?<!(?<![\w-]){q}\s)"))
         .collect();
-    format!(r"(?:{not_after}|(?!\d{{1,2}}\s+(?:may|march)\s+(?!\d)\w))")
+    // ... unless the month is written with its capital ("the 3 May deadline")
+    format!(
+        r"(?:{not_after}|(?!\d{{1,2}}\s+(?:may|march)\s+(?!\d)\w)|(?=\d{{1,2}}\s+(?-i:May|March)(?![\w-])))"
+    )
+}
+
+/// A range of months: "between March and May 2023", "from April to July",
+/// "February - March 2024" (without "between" or "from", only before a
+/// year). Python syntax.
+fn month_range_re() -> String {
+    format!(
+        r"(?:(?:between|from)\s+(?:the\s+months?\s+of\s+)?(?P<ma>{MONTH_FULL_RE})(?:,?\s+(?P<ya>(?:19|20)\d\d))?\s+(?:and|to|through|till|until)\s+(?P<mb>{MONTH_FULL_RE})|(?P<ma2>{MONTH_FULL_RE})(?:,?\s+(?P<ya2>(?:19|20)\d\d))?\s*(?:-|\u2013|\u2014|to|through)\s*(?P<mb2>{MONTH_FULL_RE})(?=,?\s+(?:19|20)\d\d(?![\w-])))(?:,?\s+(?P<yb>(?:19|20)\d\d))?(?![\w-]|\s*(?::\d|%)|[.,]\d)"
+    )
 }
 
 fn amount_re() -> String {
@@ -360,6 +379,7 @@ enum Kind {
     Month,
     /// "in <Month>": `resolve_month` on a pattern with an `x` group.
     InMonth,
+    MonthRange,
     Year,
     Decade,
     Season,
@@ -455,6 +475,7 @@ fn python_patterns() -> Vec<(String, Kind)> {
             ),
             Kind::InMonth,
         ),
+        (format!(r"{B}{}", month_range_re()), Kind::MonthRange),
         (
             format!(
                 r"{B}(?:(?:in|during|since|until|till|before|after|back\s+in|the\s+year|between|(?<=between\s(?:19|20)\d\d\s)and|(?<=from\s(?:19|20)\d\d\s)(?:to|through))\s+|(?:of|by|from|around|circa)\s+(?!(?:19|20)\d\d\s+{PLURAL}))(?P<x>{YEAR})(?![\w-]|\s*(?::\d|%|am\b|pm\b)|[.,]\d)"
@@ -916,6 +937,37 @@ fn resolve_window(m: &M, obs: Date) -> Option<Resolved> {
     }
 }
 
+/// From the first month's start to the last's end. A year given on one end
+/// sets the other's (the later month of the two in that year, or the year
+/// after / before it when the range crosses a new year); without either,
+/// the first month is the nearest one.
+fn resolve_month_range(m: &M, obs: Date) -> Option<Resolved> {
+    let first = month_num(m.first(&["ma", "ma2"]).unwrap_or(""))?;
+    let last = month_num(m.g("mb").or_else(|| m.g("mb2")).unwrap_or(""))?;
+    let given = |y: Option<&str>| y.filter(|y| !y.is_empty()).and_then(parse_int);
+    let (start_y, end_y) = (given(m.first(&["ya", "ya2"])), given(m.g("yb")));
+    let wraps = i64::from(last < first);
+    let (start, end) = match (start_y, end_y) {
+        (Some(a), Some(b)) => (a, b),
+        (Some(a), None) => (a, a + wraps),
+        (None, Some(b)) => (b - wraps, b),
+        (None, None) => {
+            let a = nearest_year(obs, first, 15)?;
+            (a, a + wraps)
+        }
+    };
+    if (end, last) < (start, first) {
+        return None;
+    }
+    let relative = start_y.is_none() && end_y.is_none();
+    Some((
+        month_iv(start, first)?.0,
+        month_iv(end, last)?.1,
+        "month",
+        relative,
+    ))
+}
+
 fn resolve_month(m: &M, obs: Date) -> Option<Resolved> {
     let month = month_num(m.first(&["mon", "mon2", "mon3", "x"]).unwrap_or(""))?;
     let (rel, year_s, modifier) = if m.has_x {
@@ -1158,6 +1210,7 @@ fn resolve(kind: Kind, m: &M, obs: Date) -> Option<Resolved> {
         Kind::IsoDay => resolve_iso_day(m, obs),
         Kind::DayMonth => resolve_day_month(m, obs),
         Kind::Month | Kind::InMonth => resolve_month(m, obs),
+        Kind::MonthRange => resolve_month_range(m, obs),
         Kind::Year => resolve_year(m, obs),
         Kind::Decade => resolve_decade(m, obs),
         Kind::Season => resolve_season(m, obs),

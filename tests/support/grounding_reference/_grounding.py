@@ -33,6 +33,7 @@ from ._resolvers import (
     resolve_holiday,
     resolve_iso_day,
     resolve_month,
+    resolve_month_range,
     resolve_other_day,
     resolve_part_of_day,
     resolve_rel_unit,
@@ -97,10 +98,24 @@ _QUANTIFIERS = (
     "other",
     "just",
 )
+# ... unless the month is written with its capital ("the 3 May deadline").
 _DAY_GUARD = (
     "(?:"
     + "".join(rf"(?<!(?<![\w-]){q}\s)" for q in _QUANTIFIERS)
-    + r"|(?!\d{1,2}\s+(?:may|march)\s+(?!\d)\w))"
+    + r"|(?!\d{1,2}\s+(?:may|march)\s+(?!\d)\w)|(?=\d{1,2}\s+(?-i:May|March)(?![\w-])))"
+)
+# A range of months: "between March and May 2023", "from April to July",
+# "February - March 2024" (without "between" or "from", only before a year).
+_MONTH_RANGE = (
+    r"(?:(?:between|from)\s+(?:the\s+months?\s+of\s+)?(?P<ma>" + MONTH_FULL_RE + r")"
+    r"(?:,?\s+(?P<ya>(?:19|20)\d\d))?\s+(?:and|to|through|till|until)\s+(?P<mb>"
+    + MONTH_FULL_RE
+    + r")|(?P<ma2>"
+    + MONTH_FULL_RE
+    + r")(?:,?\s+(?P<ya2>(?:19|20)\d\d))?\s*(?:-|\u2013|\u2014|to|through)\s*(?P<mb2>"
+    + MONTH_FULL_RE
+    + r")(?=,?\s+(?:19|20)\d\d(?![\w-])))"
+    r"(?:,?\s+(?P<yb>(?:19|20)\d\d))?(?![\w-]|\s*(?::\d|%)|[.,]\d)"
 )
 
 _PATTERNS: list[tuple[re.Pattern[str], Resolver]] = [
@@ -223,6 +238,7 @@ _PATTERNS: list[tuple[re.Pattern[str], Resolver]] = [
         ),
         resolve_month,
     ),
+    (re.compile(_B + _MONTH_RANGE, FLAGS), resolve_month_range),
     (
         re.compile(
             _B + r"(?:(?:in|during|since|until|till|before|after|back\s+in|the\s+year|between"

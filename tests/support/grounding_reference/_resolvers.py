@@ -43,6 +43,7 @@ __all__ = [
     "resolve_holiday",
     "resolve_iso_day",
     "resolve_month",
+    "resolve_month_range",
     "resolve_other_day",
     "resolve_part_of_day",
     "resolve_rel_unit",
@@ -253,6 +254,31 @@ def resolve_month(m: re.Match[str], obs: date) -> Resolved | None:
         d0, d1 = {"early": (1, 11), "mid": (11, 21), "late": (21, last + 1)}[mod]
         return s + (d0 - 1) * DAY, s + (d1 - 1) * DAY, "part_of_month", relative
     return s, e, "month", relative
+
+
+def resolve_month_range(m: re.Match[str], obs: date) -> Resolved | None:
+    """From the first month's start to the last's end. A year given on one
+    end sets the other's (the later month of the two in that year, or the
+    year after / before it when the range crosses a new year); without
+    either, the first month is the nearest one."""
+    first = month_num(first_group(m, "ma", "ma2") or "")
+    last = month_num(first_group(m, "mb", "mb2") or "")
+    start_s, end_s = first_group(m, "ya", "ya2"), m.group("yb")
+    wraps = last < first
+    if start_s and end_s:
+        start, end = int(start_s), int(end_s)
+    elif start_s:
+        start = int(start_s)
+        end = start + wraps
+    elif end_s:
+        end = int(end_s)
+        start = end - wraps
+    else:
+        start = nearest_year(obs, first)
+        end = start + wraps
+    if (end, last) < (start, first):
+        return None
+    return month_iv(start, first)[0], month_iv(end, last)[1], "month", not (start_s or end_s)
 
 
 def resolve_day_month(m: re.Match[str], obs: date) -> Resolved | None:
