@@ -422,10 +422,12 @@ def test_remote_now_equals_in_process_now() -> None:
             c.search("m", query, now=10**15)
         with pytest.raises(InvalidInputError):
             local.search(query, now="garbage")
-        with pytest.raises(MemoryServiceError) as info:
+        # (the server reads the text: refused there, with the same type)
+        with pytest.raises(InvalidInputError) as bad:
             c.search("m", query, now="garbage")
-        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-        assert "garbage" in info.value.details()
+        assert isinstance(bad.value, MemoryServiceError)
+        assert bad.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "garbage" in bad.value.details()
 
 
 # ---- server addresses ----------------------------------------------------------------
@@ -538,3 +540,97 @@ def test_serve_skips_data_dir_memories_no_call_could_reach(
     finally:
         for m in memories.values():
             m.close()
+
+
+# ---- refusals raise the in-process error types --------------------------------------
+
+
+def test_a_refused_call_raises_the_type_the_same_call_raises_in_process() -> None:
+    from jevmem.errors import InvalidInputError, NodeNotFoundError
+    from jevmem.remote import MemoryServiceError
+
+    served, local = _memory(), _memory()
+    for m in (served, local):
+        m.add("Lena moved to Lisbon", speaker="Maya", timestamp=1_700_000_000)
+    server, _ = serve_memory({"m": served})
+    calls: list[tuple[Callable[[Any], object], Callable[[Memory], object], type[Exception]]] = [
+        # a time the server parses (the client sends strings as they are)
+        (
+            lambda c: c.add("m", "x", timestamp="not a date"),
+            lambda m: m.add("x", timestamp="not a date"),
+            InvalidInputError,
+        ),
+        (
+            lambda c: c.search("m", "x", filter={"n": {"$bogus": 1}}),
+            lambda m: m.search("x", filter={"n": {"$bogus": 1}}),
+            InvalidInputError,
+        ),
+        (lambda c: c.get("m", 999), lambda m: m.get(999), NodeNotFoundError),
+    ]
+    with server, MemoryClient(server.address, timeout_s=10) as c:
+        before = served.store.to_bytes()
+        for remote, in_process, want in calls:
+            with pytest.raises(want) as mine:
+                in_process(local)
+            with pytest.raises(want) as theirs:
+                remote(c)
+            assert isinstance(theirs.value, MemoryServiceError)
+            assert type(theirs.value).__name__ == f"Remote{type(mine.value).__name__}"
+            # the same error class for every call of a kind
+            with pytest.raises(want) as again:
+                remote(c)
+            assert type(again.value) is type(theirs.value)
+        assert served.store.to_bytes() == before  # nothing written
+        # a refusal that is no error of the memory's own stays the service's
+        with pytest.raises(MemoryServiceError) as info:
+            c.search("no-such-memory", "x")
+        assert type(info.value) is MemoryServiceError
+        assert info.value.code() == grpc.StatusCode.NOT_FOUND
+        assert not isinstance(info.value, KeyError | ValueError)
+
+
+def test_the_client_reads_only_the_error_names_it_knows() -> None:
+    from jevmem.errors import InvalidInputError, NodeNotFoundError
+    from jevmem.remote.memory_client import ERROR_KEY, MemoryServiceError, service_error
+
+    class Refusal(grpc.RpcError, grpc.Call):  # what grpcio raises, made by hand
+        def __init__(self, code: grpc.StatusCode, trailing: tuple[tuple[str, str], ...]) -> None:
+            self._code, self._trailing = code, trailing
+
+        def code(self) -> grpc.StatusCode:
+            return self._code
+
+        def details(self) -> str:
+            return "why"
+
+        def trailing_metadata(self) -> Any:
+            return self._trailing
+
+        def initial_metadata(self) -> Any:
+            return ()
+
+        def is_active(self) -> bool:
+            return False
+
+        def time_remaining(self) -> float:
+            return 0.0
+
+        def cancel(self) -> bool:
+            return False
+
+        def add_callback(self, callback: Any) -> bool:
+            return False
+
+    def kind(code: grpc.StatusCode, *trailing: tuple[str, str]) -> type[Exception]:
+        return type(service_error("Search", "t", Refusal(code, trailing)))
+
+    named = kind(grpc.StatusCode.NOT_FOUND, (ERROR_KEY, "NodeNotFoundError"))
+    assert issubclass(named, NodeNotFoundError) and issubclass(named, MemoryServiceError)
+    # a name that is no error of the memory's refusals, or none: by the code
+    for name in ("SystemExit", "JevmemError", "MemoryServiceError", "__class__", ""):
+        assert kind(grpc.StatusCode.NOT_FOUND, (ERROR_KEY, name)) is MemoryServiceError
+        assert issubclass(
+            kind(grpc.StatusCode.INVALID_ARGUMENT, (ERROR_KEY, name)), InvalidInputError
+        )
+    assert kind(grpc.StatusCode.UNAVAILABLE) is MemoryServiceError
+    assert kind(grpc.StatusCode.INVALID_ARGUMENT).__name__ == "RemoteInvalidInputError"

@@ -7,6 +7,7 @@ where these names have always been imported from.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -14,7 +15,7 @@ from typing import Any
 
 import grpc
 
-from jevmem import _validate
+from jevmem import _validate, errors
 from jevmem._proto.jevmem.v1 import memory_pb2 as pb
 from jevmem._proto.jevmem.v1 import memory_pb2_grpc as pb_grpc
 from jevmem.errors import InvalidInputError, InvalidTypeError, JevmemError
@@ -72,6 +73,55 @@ class MemoryServiceError(JevmemError, grpc.RpcError, grpc.Call):
 
     def add_callback(self, callback: Any) -> bool:
         return False
+
+
+#: The trailing metadata key in which the server names the memory's own
+#: error a call ended with (one of `REMOTE_ERRORS`).
+ERROR_KEY = "jevmem-error"
+
+#: The errors a refused call is raised as, by name, as in-process: the
+#: memory's refusals of what it was given or asked (`jevmem.errors`).
+REMOTE_ERRORS = frozenset(
+    {
+        "InvalidInputError",
+        "InvalidTypeError",
+        "DimensionMismatchError",
+        "InvalidScoreError",
+        "InvalidConfigError",
+        "NodeNotFoundError",
+        "TraversalStateError",
+        "SnapshotError",
+        "DurabilityError",
+    }
+)
+
+
+def service_error(method: str, target: str, error: grpc.RpcError) -> MemoryServiceError:
+    """The `MemoryServiceError` of a refused call, of the type the same call
+    in process raises as well: the error the server names (`ERROR_KEY`), or
+    for another INVALID_ARGUMENT (a request it cannot read) an
+    `InvalidInputError`. ``except jevmem.InvalidInputError`` (or
+    ``ValueError``, ``KeyError`` for a node not found) catches it either way."""
+    named = None
+    if isinstance(error, grpc.Call):
+        for key, value in error.trailing_metadata() or ():
+            if key == ERROR_KEY and value in REMOTE_ERRORS:
+                named = value
+        if named is None and error.code() == grpc.StatusCode.INVALID_ARGUMENT:
+            named = "InvalidInputError"
+    cls = MemoryServiceError if named is None else _typed_service_error(named)
+    return cls(method, target, error)
+
+
+@functools.cache
+def _typed_service_error(name: str) -> type[MemoryServiceError]:
+    """``MemoryServiceError`` that is also the jevmem error ``name``."""
+    typed = getattr(errors, name)
+    return type(
+        f"Remote{name}",
+        (MemoryServiceError, typed),
+        {"__module__": __name__, "__doc__": f"A refused call, as a `{name}`."},
+    )
 
 
 @contextmanager
@@ -149,7 +199,7 @@ class MemoryClient:
         try:
             return getattr(self.stub, method)(request, **kw)
         except grpc.RpcError as exc:
-            raise MemoryServiceError(method, self.target, exc) from None
+            raise service_error(method, self.target, exc) from None
 
     @staticmethod
     def observation(

@@ -50,14 +50,14 @@ import grpc
 import numpy as np
 import numpy.typing as npt
 
-from jevmem import _validate, answering
+from jevmem import _validate, answering, errors
 from jevmem._core import DEFAULT_MAX_TEXT_BYTES, MemoryStore
 from jevmem._proto.jevmem.v1 import memory_pb2 as pb
 from jevmem._proto.jevmem.v1 import memory_pb2_grpc as pb_grpc
 from jevmem.errors import InvalidConfigError, JevmemError, SystemTwoError, SystemTwoHTTPError
 from jevmem.memory import Memory, SearchResult
 from jevmem.plane.search_queue import Pending, SearchQueue
-from jevmem.remote.memory_client import MemoryClient, RemoteAnswer
+from jevmem.remote.memory_client import ERROR_KEY, REMOTE_ERRORS, MemoryClient, RemoteAnswer
 from jevmem.remote.memory_client import MemoryServiceError as MemoryServiceError  # re-export
 from jevmem.remote.memory_convert import meta_to_proto, result_to_proto
 from jevmem.remote.server import RunningServer, ServerOptions, TokenAccess, start_server
@@ -96,6 +96,14 @@ class _Abort(Exception):
     def __init__(self, code: grpc.StatusCode, message: str) -> None:
         super().__init__(message)
         self.code, self.message = code, message
+
+
+def _name_error(context: grpc.ServicerContext, exc: BaseException) -> None:
+    """Name the memory's own error a call ends with in the trailing metadata
+    (`ERROR_KEY`), so `MemoryClient` raises one of that type too."""
+    name = type(exc).__name__
+    if name in REMOTE_ERRORS and type(exc) is getattr(errors, name):
+        context.set_trailing_metadata(((ERROR_KEY, name),))
 
 
 def _bad(message: str) -> NoReturn:
@@ -331,10 +339,13 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         except _Abort as exc:
             context.abort(exc.code, exc.message)
         except KeyError as exc:  # NodeNotFoundError included
+            _name_error(context, exc)
             context.abort(grpc.StatusCode.NOT_FOUND, str(exc.args[0] if exc.args else exc))
         except (ValueError, TypeError) as exc:  # InvalidInputError and friends
+            _name_error(context, exc)
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{type(exc).__name__}: {exc}")
         except JevmemError as exc:
+            _name_error(context, exc)
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"{type(exc).__name__}: {exc}")
         except BaseException as exc:  # SystemExit included: never leave a call hanging
             # grpcio answers nothing for an exception its handler lets out
@@ -530,9 +541,9 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         def go() -> pb.GetResponse:
             with self._memory(request.memory, context) as m:
                 if request.id not in m:
-                    raise _Abort(
-                        grpc.StatusCode.NOT_FOUND,
-                        f"memory {request.memory!r} has no node {request.id}",
+                    # as `Memory.get` raises it (NOT_FOUND, named to the client)
+                    raise errors.NodeNotFoundError(
+                        f"memory {request.memory!r} has no node {request.id}"
                     )
                 n = m.get(request.id)
             node = pb.Node(
