@@ -1634,6 +1634,44 @@ mod tests {
     }
 
     #[test]
+    fn a_range_of_months_runs_from_its_first_month_to_its_last() {
+        let month = |y, m| Date::new(y, m, 1).unwrap().start();
+        let one = |text: &str| {
+            let refs = ground(text, SUNDAY).unwrap();
+            assert_eq!(refs.len(), 1, "{text}");
+            (
+                refs[0].start,
+                refs[0].end,
+                refs[0].precision,
+                refs[0].relative,
+            )
+        };
+        let cases = [
+            ("between March and May 2023", (2023, 3), (2023, 6), false),
+            ("from Nov 2022 to February", (2022, 11), (2023, 3), false),
+            ("between May and March 2024", (2023, 5), (2024, 4), false),
+            ("February \u{2013} March 2024", (2024, 2), (2024, 4), false),
+        ];
+        for (text, (y0, m0), (y1, m1), relative) in cases {
+            let want = (month(y0, m0), month(y1, m1), "month", relative);
+            assert_eq!(one(text), want, "{text}");
+        }
+        // without a year: the first month is the nearest one
+        let (start, end, _, relative) = one("from April to July");
+        assert!(relative);
+        assert_eq!(Date::of_timestamp(start).unwrap().month, 4);
+        assert_eq!(Date::of_timestamp(end).unwrap().month, 8);
+        // two months without "between" or "from" and no year are no range
+        assert!(ground("we may - march on", SUNDAY).unwrap().is_empty());
+        // a capitalised month after a quantifier stays a day
+        assert_eq!(
+            ground("the 3 May deadline", SUNDAY).unwrap()[0].precision,
+            "day"
+        );
+        assert!(ground("all 3 may attend", SUNDAY).unwrap().is_empty());
+    }
+
+    #[test]
     fn spans_count_code_points_and_convert_to_time_refs() {
         let refs = ground("café ☕ — yesterday", SUNDAY).unwrap();
         assert_eq!(refs.len(), 1);
