@@ -595,7 +595,7 @@ impl ReadSession {
     ) -> Vec<[f64; 4]> {
         let (ids, matched) = &self.pool;
         self.topical = ids.iter().copied().zip(matched.iter().copied()).collect();
-        let keys = store.episode_keys(ids);
+        let keys = store.run_episode_keys(ids, allowed);
         let mut by_episode: ShortKeyMap<u64, Vec<f64>> = ShortKeyMap::default();
         for (&ep, &m) in keys.iter().zip(matched) {
             if ep != 0 {
@@ -644,7 +644,7 @@ impl ReadSession {
         let own = self.supporting_match(&block);
         let near =
             context::context_matches(store, ids, &mut self.topical, Some(&own), allowed, cfg);
-        let keys = store.episode_keys(ids);
+        let keys = store.run_episode_keys(ids, allowed);
         let extra = (0..ids.len())
             .map(|k| {
                 [
