@@ -645,8 +645,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "blocks of up to 4,000 characters (as_pages); untimed: the turns without their "
         "times (as_untimed); texting: messages lower-cased, without final punctuation, common "
         "words shortened (as_texting); stream: each turn with a time of its own and no "
-        "session, as a messaging app exports a chat (as_stream): styles neither development "
-        "set has",
+        "session, as a messaging app exports a chat (as_stream); stream_late: the same with "
+        "every session started at 23:55 UTC, so that each runs past midnight: styles neither "
+        "development set has",
     )
     ap.add_argument(
         "--merge",

@@ -575,7 +575,8 @@ def test_as_notes_and_as_pages_are_blocks_of_one_turn_and_of_pages() -> None:
     assert [t.dia_id for t in pages.turns] == ["D1:1,D1:2,D1:3", "D2:1,D2:2", "D10:1"]
     assert pages == ev.as_blocks(conv, max_chars=4000)
     assert set(ev.RESTYLES) == {
-        *("turns", "messages", "blocks", "notes", "pages", "untimed", "texting", "stream")
+        *("turns", "messages", "blocks", "notes", "pages", "untimed", "texting", "stream"),
+        "stream_late",
     }
     untimed = ev.RESTYLES["untimed"](conv)
     assert [(t.dia_id, t.speaker, t.text) for t in untimed.turns] == [
@@ -653,6 +654,14 @@ def test_as_stream_gives_each_turn_its_own_time_and_no_session() -> None:
     # untimed turns stay untimed
     untimed = ev.as_stream(ev.as_untimed(conv))
     assert {t.timestamp for t in untimed.turns} == {None}
+    # late: each session starts at 23:55 UTC of its day, so it runs past midnight
+    late = ev.RESTYLES["stream_late"](conv)
+    assert [t.timestamp - s.timestamp for t, s in zip(late.turns, stream.turns, strict=True)] == [  # type: ignore[operator]
+        start[t.session] % 86_400 * -1 + 86_100 for t in conv.turns
+    ]
+    first, second = ev.RESTYLES["stream_late"](long).turns
+    assert first.timestamp % 86_400 == 86_100  # type: ignore[operator]
+    assert second.timestamp // 86_400 == first.timestamp // 86_400 + 1  # type: ignore[operator]
 
 
 def test_merged_joins_conversations_into_one_longer_log() -> None:

@@ -301,12 +301,13 @@ _STREAM_S_PER_CHAR = 0.25
 _STREAM_MAX_GAP_S = 600
 
 
-def as_stream(conv: Conversation) -> Conversation:
+def as_stream(conv: Conversation, *, start_s: int | None = None) -> Conversation:
     """The conversation as a messaging app exports it: the turns as
     released, each with a time of its own, and no session. A session's
-    first turn is sent at the session's time and each later one
-    `_STREAM_GAP_S` seconds after the one before it plus the time to type
-    it (`_STREAM_S_PER_CHAR` a character, at most `_STREAM_MAX_GAP_S`
+    first turn is sent at the session's time (or, with ``start_s``, that
+    many seconds after the UTC midnight that starts its day) and each later
+    one `_STREAM_GAP_S` seconds after the one before it plus the time to
+    type it (`_STREAM_S_PER_CHAR` a character, at most `_STREAM_MAX_GAP_S`
     seconds in all), so a late session runs past midnight; a memory is told
     no session number (:func:`conversation_inputs`), so which turns belong
     together is for it to find. The questions are the same."""
@@ -317,6 +318,8 @@ def as_stream(conv: Conversation) -> Conversation:
             sent = None
         elif t.index == 0 or sent is None:
             sent = t.session_timestamp
+            if start_s is not None:
+                sent = sent - sent % 86_400 + start_s
         else:
             gap = _STREAM_GAP_S + _STREAM_S_PER_CHAR * len(t.memory_text)
             sent += int(min(gap, _STREAM_MAX_GAP_S))
@@ -326,7 +329,8 @@ def as_stream(conv: Conversation) -> Conversation:
 
 #: The forms a conversation can take, by name: as released (one node per
 #: turn), :func:`as_messages`, :func:`as_blocks`, :func:`as_notes`,
-#: :func:`as_pages`, :func:`as_untimed`, :func:`as_texting`, :func:`as_stream`.
+#: :func:`as_pages`, :func:`as_untimed`, :func:`as_texting`, :func:`as_stream`
+#: (``stream_late``: every session started at 23:55 UTC).
 RESTYLES: dict[str, Callable[[Conversation], Conversation]] = {
     "turns": lambda conv: conv,
     "messages": as_messages,
@@ -336,6 +340,8 @@ RESTYLES: dict[str, Callable[[Conversation], Conversation]] = {
     "untimed": as_untimed,
     "texting": as_texting,
     "stream": as_stream,
+    # every session started at 23:55 UTC: each runs past midnight
+    "stream_late": lambda conv: as_stream(conv, start_s=86_400 - 300),
 }
 
 
