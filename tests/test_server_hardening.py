@@ -621,3 +621,12 @@ def test_the_client_reads_only_the_error_names_it_knows() -> None:
         )
     assert kind(grpc.StatusCode.UNAVAILABLE) is MemoryServiceError
     assert kind(grpc.StatusCode.INVALID_ARGUMENT).__name__ == "RemoteInvalidInputError"
+    # every name the server may send makes an error of both kinds
+    from jevmem import errors
+    from jevmem.remote.memory_client import REMOTE_ERRORS
+
+    for name in REMOTE_ERRORS:
+        refusal = Refusal(grpc.StatusCode.FAILED_PRECONDITION, ((ERROR_KEY, name),))
+        got = service_error("Add", "t", refusal)
+        assert isinstance(got, getattr(errors, name)) and isinstance(got, MemoryServiceError)
+        assert got.code() == grpc.StatusCode.FAILED_PRECONDITION and got.details() == "why"
