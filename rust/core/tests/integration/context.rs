@@ -25,7 +25,15 @@ struct Turn {
 
 fn turn() -> impl Strategy<Value = Turn> {
     (
-        prop::option::weighted(0.9, -2 * DAY..4 * DAY),
+        // half of the times within two hours of a midnight: chats that run
+        // past one, and ones that stop short of it
+        prop::option::weighted(
+            0.9,
+            prop_oneof![
+                -2 * DAY..4 * DAY,
+                (-2i64..4, -7_200i64..7_200).prop_map(|(d, s)| d * DAY + s),
+            ],
+        ),
         prop::option::of(0u8..3),
         prop::option::of(prop::sample::select(vec![
             "Ana", "ana", "Ben", "BEN", "Cleo",
@@ -105,11 +113,26 @@ fn model_neighbours(
         .filter(|&i| ok(i))
         .take(2)
         .collect();
+    // without sessions a chat runs on past midnight: a neighbour without a
+    // session is context while every step to it is at most RUN_GAP_S
+    let run_ts = |t: &Turn| if t.session.is_none() { t.ts } else { None };
+    let runs_on = |side: &[usize], step: usize| {
+        let mut last = run_ts(&turns[id]);
+        side[..step]
+            .iter()
+            .all(|&o| match (last, run_ts(&turns[o])) {
+                (Some(a), Some(b)) if (b - a).abs() <= context::RUN_GAP_S => {
+                    last = Some(b);
+                    true
+                }
+                _ => false,
+            })
+    };
     let mut out = vec![];
     for (step, w) in [(1usize, 1.0), (2, cfg.second_step_decay)] {
         for (sign, side) in [(-1i8, &before), (1, &after)] {
             if let Some(&o) = side.get(step - 1) {
-                if episode(&turns[o]) == episode(&turns[id]) {
+                if episode(&turns[o]) == episode(&turns[id]) || runs_on(side, step) {
                     out.push((sign * step as i8, o, w));
                 }
             }
