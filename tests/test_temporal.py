@@ -689,6 +689,29 @@ def test_what_is_no_range_of_months_is_not_read_as_one() -> None:
 
 
 @pytest.mark.parametrize(
+    ("text", "want", "precision"),
+    [
+        # June 2023 starts on a Thursday: its Saturdays are the 3rd ... 24th
+        ("the first week of June", (ts(2023, 6, 1), ts(2023, 6, 8)), "week"),
+        ("in the 2nd week of June", (ts(2023, 6, 8), ts(2023, 6, 15)), "week"),
+        # the last seven days of the month, not the week before OBS
+        ("What did she do the last week of June?", (ts(2023, 6, 24), ts(2023, 7, 1)), "week"),
+        ("the final week of February, 2024", (ts(2024, 2, 23), ts(2024, 3, 1)), "week"),
+        ("the first weekend in June", (ts(2023, 6, 3), ts(2023, 6, 5)), "weekend"),
+        ("the second weekend of June", (ts(2023, 6, 10), ts(2023, 6, 12)), "weekend"),
+        ("the last weekend of April 2022", (ts(2022, 4, 30), ts(2022, 5, 2)), "weekend"),
+    ],
+)
+def test_an_ordinal_week_or_weekend_of_a_month_is_that_week_or_weekend(
+    text: str, want: tuple[int, int], precision: str
+) -> None:
+    (r,) = ground(text, OBS)
+    assert (r.start, r.end, r.precision) == (*want, precision)
+    assert r.text.lower().endswith(("june", "2024", "2022"))
+    assert query_time_cues(text, now=OBS)["constraint"] == want
+
+
+@pytest.mark.parametrize(
     ("text", "said", "want"),
     [
         ("Dec 31", (2023, 7, 1), (2022, 12, 31)),  # 182 days back, not 183 ahead

@@ -112,6 +112,11 @@ VOCAB = [
     "-",
     "\u2013",
     "all",
+    "first",
+    "second",
+    "third",
+    "fourth",
+    "final",
     "around",
     "circa",
     "back in",
@@ -334,6 +339,39 @@ def synthetic(rng: random.Random) -> str:
     return s
 
 
+def week_of_month(rng: random.Random) -> str:
+    """An ordinal week or weekend of a month, whole or broken, among other words
+    (random tokens rarely line up into one)."""
+    parts = [
+        rng.choice(["", "in ", "since ", "during ", "we met ", "last ", "by "]),
+        rng.choice(["the ", "The ", "", "the  "]),
+        rng.choice(
+            [
+                "first",
+                "1st",
+                "second",
+                "2nd",
+                "third",
+                "3rd",
+                "fourth",
+                "4th",
+                "last",
+                "final",
+                "fifth",
+                "next",
+                "past",
+            ]
+        ),
+        rng.choice([" week", " weekend", " weekends", " weeks", "-week"]),
+        rng.choice([" of ", " in ", " of the ", " on "]),
+        rng.choice(MONTHS),
+        rng.choice(["", "", ",", " of"]),
+        rng.choice(["", " " + number(rng), " 2023", " 2024", " 1999"]),
+        rng.choice(["", ".", " at 5pm", ":30", "%", "s", " and then next week", "-ish"]),
+    ]
+    return recase(rng, "".join(parts))
+
+
 def obs_time(rng: random.Random) -> int:
     r = rng.random()
     if r < 0.8:
@@ -394,6 +432,8 @@ def main() -> None:
     rng = random.Random(20240310)
     for _ in range(6000):
         cases.append(refs_of(synthetic(rng), obs_time(rng)))
+    for _ in range(1500):
+        cases.append(refs_of(week_of_month(rng), obs_time(rng)))
     for i in range(8):
         cases.append(refs_of(long_text(rng, 17_000 + 9_000 * i, i % 2 == 0, i % 4 != 3), SUNDAY))
     for bad in (MIN_OBS - 1, MAX_OBS + 1, -(2**62), 2**62):

@@ -84,6 +84,10 @@ Supported patterns (``D`` = observation day; precision in brackets):
   first month's start to the last's end; a year given at one end sets the
   other's (a range across a new year takes the year before or after), and
   without either the first month is the one nearest D [month].
+* ``[the] first|second|third|fourth|1st|...|last|final week|weekend of|in
+  <Month> [Year]`` = the month's days 1-7, 8-14, 15-21, 22-28 or its last
+  seven [week]; its first to fourth Saturday, or its last, and the Sunday
+  after [weekend]; without a year, the month nearest D.
 * ``8 May``, ``8th of May``, ``May 8th``, ``May 8`` with an optional ``[,]
   2023`` = that day; without a year, the occurrence nearest D [day]. A
   number after a quantifier ("all", "the", "these"...) before "may" or

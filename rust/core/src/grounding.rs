@@ -357,6 +357,14 @@ fn month_range_re() -> String {
     )
 }
 
+/// An ordinal week or weekend of a named month: "the first week of May",
+/// "the last weekend in June 2023". Python syntax.
+fn week_of_month_re() -> String {
+    format!(
+        r"(?:the\s+)?(?P<ord>first|1st|second|2nd|third|3rd|fourth|4th|last|final)\s+(?P<unit>week|weekend)\s+(?:of|in)\s+(?P<mon>{MONTH_FULL_RE})(?:,?\s+(?P<y>(?:19|20)\d\d))?(?![\w-]|\s*(?::\d|%)|[.,]\d)"
+    )
+}
+
 fn amount_re() -> String {
     format!(
         r"(?P<n>\d{{1,3}}|{NUM_WORD_RE}|an?|a\s+couple(?:\s+of)?|a\s+few|couple(?:\s+of)?|few|several)"
@@ -380,6 +388,8 @@ enum Kind {
     /// "in <Month>": `resolve_month` on a pattern with an `x` group.
     InMonth,
     MonthRange,
+    /// "the first week of May", "the last weekend in June".
+    WeekOfMonth,
     Year,
     Decade,
     Season,
@@ -476,6 +486,7 @@ fn python_patterns() -> Vec<(String, Kind)> {
             Kind::InMonth,
         ),
         (format!(r"{B}{}", month_range_re()), Kind::MonthRange),
+        (format!(r"{B}{}", week_of_month_re()), Kind::WeekOfMonth),
         (
             format!(
                 r"{B}(?:(?:in|during|since|until|till|before|after|back\s+in|the\s+year|between|(?<=between\s(?:19|20)\d\d\s)and|(?<=from\s(?:19|20)\d\d\s)(?:to|through))\s+|(?:of|by|from|around|circa)\s+(?!(?:19|20)\d\d\s+{PLURAL}))(?P<x>{YEAR})(?![\w-]|\s*(?::\d|%|am\b|pm\b)|[.,]\d)"
@@ -968,6 +979,41 @@ fn resolve_month_range(m: &M, obs: Date) -> Option<Resolved> {
     ))
 }
 
+/// An ordinal week of a month: its days 1-7, 8-14, 15-21 or 22-28, or its
+/// last seven ("last", "final"); an ordinal weekend: the month's first to
+/// fourth Saturday, or its last, and the Sunday after. Without a year, the
+/// month nearest the observation.
+fn resolve_week_of_month(m: &M, obs: Date) -> Option<Resolved> {
+    let month = month_num(m.g("mon").unwrap_or(""))?;
+    let year_s = m.g("y").filter(|y| !y.is_empty());
+    let year = match year_s {
+        Some(y) => parse_int(y)?,
+        None => nearest_year(obs, month, 15)?,
+    };
+    let days = days_in_month(year, month)?;
+    // 0: the last
+    let nth = match lower(m.g("ord").unwrap_or("")).as_str() {
+        "first" | "1st" => 1,
+        "second" | "2nd" => 2,
+        "third" | "3rd" => 3,
+        "fourth" | "4th" => 4,
+        _ => 0,
+    };
+    if lower(m.g("unit").unwrap_or("")) == "weekend" {
+        let first_saturday = 1 + (5 - Date::new(year, month, 1)?.weekday()).rem_euclid(7);
+        let weeks = if nth > 0 {
+            nth - 1
+        } else {
+            (days - first_saturday) / 7
+        };
+        let start = Date::new(year, month, first_saturday + 7 * weeks)?.start();
+        return Some((start, start + 2 * DAY, "weekend", year_s.is_none()));
+    }
+    let first_day = if nth > 0 { 7 * (nth - 1) + 1 } else { days - 6 };
+    let start = Date::new(year, month, first_day)?.start();
+    Some((start, start + 7 * DAY, "week", year_s.is_none()))
+}
+
 fn resolve_month(m: &M, obs: Date) -> Option<Resolved> {
     let month = month_num(m.first(&["mon", "mon2", "mon3", "x"]).unwrap_or(""))?;
     let (rel, year_s, modifier) = if m.has_x {
@@ -1211,6 +1257,7 @@ fn resolve(kind: Kind, m: &M, obs: Date) -> Option<Resolved> {
         Kind::DayMonth => resolve_day_month(m, obs),
         Kind::Month | Kind::InMonth => resolve_month(m, obs),
         Kind::MonthRange => resolve_month_range(m, obs),
+        Kind::WeekOfMonth => resolve_week_of_month(m, obs),
         Kind::Year => resolve_year(m, obs),
         Kind::Decade => resolve_decade(m, obs),
         Kind::Season => resolve_season(m, obs),
@@ -1669,6 +1716,58 @@ mod tests {
             "day"
         );
         assert!(ground("all 3 may attend", SUNDAY).unwrap().is_empty());
+    }
+
+    #[test]
+    fn an_ordinal_week_or_weekend_of_a_month_is_that_week_or_weekend() {
+        let day = |y, m, d| Date::new(y, m, d).unwrap().start();
+        let cases = [
+            // June 2023 starts on a Thursday: its Saturdays are the 3rd ... 24th
+            ("the first week of June 2023", day(2023, 6, 1), 7, "week"),
+            ("the 3rd week of June 2023", day(2023, 6, 15), 7, "week"),
+            ("the last week of June 2023", day(2023, 6, 24), 7, "week"),
+            (
+                "the final week of February, 2024",
+                day(2024, 2, 23),
+                7,
+                "week",
+            ),
+            (
+                "the first weekend in June 2023",
+                day(2023, 6, 3),
+                2,
+                "weekend",
+            ),
+            (
+                "the fourth weekend of June 2023",
+                day(2023, 6, 24),
+                2,
+                "weekend",
+            ),
+            (
+                "The last weekend of April 2022",
+                day(2022, 4, 30),
+                2,
+                "weekend",
+            ),
+        ];
+        for (text, start, days, precision) in cases {
+            let refs = ground(text, SUNDAY).unwrap();
+            assert_eq!(refs.len(), 1, "{text}");
+            let r = &refs[0];
+            assert_eq!((r.span.0, r.span.1), (0, text.len()), "{text}");
+            assert_eq!(
+                (r.start, r.end, r.precision, r.relative),
+                (start, start + days * DAY, precision, false),
+                "{text}"
+            );
+        }
+        // "last week" of a month is not the week before the observation
+        let refs = ground("in the last week of June", SUNDAY).unwrap();
+        assert_eq!(refs.len(), 1);
+        assert_eq!(refs[0].precision, "week");
+        assert!(refs[0].relative);
+        assert_eq!(Date::of_timestamp(refs[0].start).unwrap().month, 6);
     }
 
     #[test]

@@ -39,6 +39,7 @@ from ._resolvers import (
     resolve_rel_unit,
     resolve_season,
     resolve_simple_day,
+    resolve_week_of_month,
     resolve_weekday,
     resolve_window,
     resolve_year,
@@ -116,6 +117,14 @@ _MONTH_RANGE = (
     + MONTH_FULL_RE
     + r")(?=,?\s+(?:19|20)\d\d(?![\w-])))"
     r"(?:,?\s+(?P<yb>(?:19|20)\d\d))?(?![\w-]|\s*(?::\d|%)|[.,]\d)"
+)
+
+# An ordinal week or weekend of a named month: "the first week of May",
+# "the last weekend in June 2023" (before "last week" and "of May" alone).
+_WEEK_OF_MONTH = (
+    r"(?:the\s+)?(?P<ord>first|1st|second|2nd|third|3rd|fourth|4th|last|final)\s+"
+    r"(?P<unit>week|weekend)\s+(?:of|in)\s+(?P<mon>" + MONTH_FULL_RE + r")"
+    r"(?:,?\s+(?P<y>(?:19|20)\d\d))?(?![\w-]|\s*(?::\d|%)|[.,]\d)"
 )
 
 _PATTERNS: list[tuple[re.Pattern[str], Resolver]] = [
@@ -239,6 +248,7 @@ _PATTERNS: list[tuple[re.Pattern[str], Resolver]] = [
         resolve_month,
     ),
     (re.compile(_B + _MONTH_RANGE, FLAGS), resolve_month_range),
+    (re.compile(_B + _WEEK_OF_MONTH, FLAGS), resolve_week_of_month),
     (
         re.compile(
             _B + r"(?:(?:in|during|since|until|till|before|after|back\s+in|the\s+year|between"
