@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -295,6 +296,115 @@ def test_a_refused_write_to_a_new_name_makes_no_directory(tmp_path: Path) -> Non
     finally:
         for m in servicer.memories.values():
             m.close()
+
+
+class _FailingEmbedder(HashEmbedder):
+    """Fails while ``failing`` is set; ``entered`` is set on each call and
+    ``release``, when given, is waited for before failing."""
+
+    def __init__(self, release: threading.Event | None = None) -> None:
+        super().__init__(32)
+        self.failing = True
+        self.entered = threading.Event()
+        self.release = release
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        self.entered.set()
+        if self.failing:
+            if self.release is not None:
+                self.release.wait(10)
+            raise RuntimeError("the embedder broke")
+        return super().embed(texts)
+
+
+def test_a_failed_first_write_leaves_no_memory_behind() -> None:
+    embedder = _FailingEmbedder()
+    made: list[Memory] = []
+
+    def factory(name: str) -> Memory:
+        made.append(Memory(embedder, controller=LocalController()))
+        return made[-1]
+
+    server, servicer = serve_memory(opts=ServerOptions(), factory=factory, max_memories=1)
+    with server, MemoryClient(server.address, timeout_s=10) as c:
+        o = c.observation
+        for call in (lambda: c.add("m", "hello"), lambda: c.add_batch("m", [o("a"), o("b")])):
+            code, details = _code(call)
+            assert code == grpc.StatusCode.INTERNAL and "the embedder broke" in details
+            # nothing is hosted, and no slot of max_memories is taken
+            assert servicer.memories == {}
+            assert c.health("m").status == mpb.MemoryHealthResponse.UNKNOWN_MEMORY
+        assert len(made) == 2
+        embedder.failing = False
+        assert c.add("m", "hello") == 0
+        assert servicer.memories == {"m": made[2]}
+        # a failed write to a memory that exists changes nothing and keeps it
+        embedder.failing = True
+        code, _ = _code(lambda: c.add("m", "again"))
+        assert code == grpc.StatusCode.INTERNAL
+        assert servicer.memories == {"m": made[2]} and c.stats("m")["nodes"] == 1
+
+
+def test_a_write_waiting_on_a_failed_first_write_makes_the_memory_anew() -> None:
+    release = threading.Event()
+    embedder = _FailingEmbedder(release)
+    made: list[Memory] = []
+
+    def factory(name: str) -> Memory:
+        made.append(Memory(embedder, controller=LocalController()))
+        return made[-1]
+
+    server, servicer = serve_memory(opts=ServerOptions(), factory=factory)
+    with (
+        server,
+        MemoryClient(server.address, timeout_s=20) as first,
+        MemoryClient(server.address, timeout_s=20) as second,
+        ThreadPoolExecutor(2) as pool,
+    ):
+        failing = pool.submit(_code, lambda: first.add("m", "hello"))
+        assert embedder.entered.wait(10)  # the first write holds the new memory
+        # the second write finds that memory and waits for it (or, if it
+        # comes late, finds none): either way it must not write into a
+        # memory that was taken away
+        later = pool.submit(second.add, "m", "world")
+        time.sleep(0.3)
+        embedder.failing = False
+        release.set()
+        code, _ = failing.result(20)
+        assert code == grpc.StatusCode.INTERNAL
+        assert later.result(20) == 0
+        assert len(made) == 2 and servicer.memories == {"m": made[1]}
+        assert [e.text for e in second.search("m", "world", 5).evidence] == ["world"]
+
+
+def test_serve_removes_the_directory_a_failed_first_write_made(tmp_path: Path) -> None:
+    from jevmem.remote.cli import MemoryFactory
+
+    embedder = _FailingEmbedder()
+    (tmp_path / "kept").mkdir()
+    (tmp_path / "kept" / "notes.txt").write_text("the user's own file")
+
+    def make(name: str) -> Memory:
+        return Memory.open(tmp_path / name, embedder, LocalController())
+
+    factory = MemoryFactory(make, tmp_path)
+    server, servicer = serve_memory(opts=ServerOptions(), factory=factory, discard=factory.discard)
+    try:
+        with server, MemoryClient(server.address, timeout_s=10) as c:
+            for name in ("new", "kept"):
+                code, _ = _code(partial(c.add, name, "hello"))
+                assert code == grpc.StatusCode.INTERNAL
+            assert servicer.memories == {}
+            # the directory it made is gone; one that was there stays, as it was
+            assert not (tmp_path / "new").exists()
+            assert (tmp_path / "kept" / "notes.txt").read_text() == "the user's own file"
+            embedder.failing = False
+            assert c.add("new", "Maya plays cello", timestamp=1_700_000_000) == 0
+            assert (tmp_path / "new" / "MANIFEST").exists()
+    finally:
+        for m in servicer.memories.values():
+            m.close()
+    assert len(Memory.open(tmp_path / "new", HashEmbedder(32))) == 1
 
 
 def test_an_exception_escaping_a_handler_ends_the_call() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -137,9 +138,32 @@ def _remote_controller(args: argparse.Namespace) -> Any:
     )
 
 
+class MemoryFactory:
+    """``jevmem serve``'s memories made on first write: called with a name,
+    a new memory (``make``); `discard` undoes that when the first write
+    fails, removing the memory's directory if this factory created it."""
+
+    def __init__(self, make: Callable[[str], Memory], data_dir: Path | None) -> None:
+        self._make = make
+        self._data_dir = data_dir
+        self._new_dirs: set[str] = set()
+
+    def __call__(self, name: str) -> Memory:
+        # (names are checked by the service: safe as directory names)
+        if self._data_dir is not None and not (self._data_dir / name).exists():
+            self._new_dirs.add(name)
+        return self._make(name)
+
+    def discard(self, name: str, memory: Memory) -> None:
+        memory.close()
+        if self._data_dir is not None and name in self._new_dirs:
+            self._new_dirs.discard(name)
+            shutil.rmtree(self._data_dir / name, ignore_errors=True)
+
+
 def hosted_memories(
     args: argparse.Namespace,
-) -> tuple[dict[str, Memory], dict[str, Path], Callable[[str], Memory] | None]:
+) -> tuple[dict[str, Memory], dict[str, Path], MemoryFactory | None]:
     """What ``jevmem serve ARGS`` hosts: its named memories, the snapshots they
     are saved to, and the factory of memories created on first write (None
     with ``--fixed``).
@@ -218,12 +242,12 @@ def hosted_memories(
     if args.fixed:
         return memories, snapshots, None
 
-    def factory(name: str) -> Memory:
-        if data_dir is not None:  # names are checked by the service: safe as directory names
+    def make(name: str) -> Memory:
+        if data_dir is not None:
             return durable(data_dir / name)
         return Memory(shared.get(args.embedder or "default"), controller=_remote_controller(args))
 
-    return memories, snapshots, factory
+    return memories, snapshots, MemoryFactory(make, data_dir)
 
 
 def _check_embedder(shared: Any, spec: str) -> None:
@@ -303,6 +327,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         memories,
         opts,
         factory=factory,
+        discard=None if factory is None else factory.discard,
         max_search_batch=args.max_search_batch,
         max_calls_per_memory=args.max_calls_per_memory,
     )

@@ -193,13 +193,21 @@ class _SearchQueue:
 
 
 class MemoryServicer(pb_grpc.MemoryServiceServicer):
-    """Hosts named memories; ``factory(name)`` makes a new one on first write."""
+    """Hosts named memories; ``factory(name)`` makes a new one on first write.
+
+    A first write that fails after its checks (the embedder or the disk
+    failing, say) leaves no memory behind: the memory made for it, still
+    empty, is taken away again and handed to ``discard(name, memory)``
+    (default: ``memory.close()``), which may also remove what the factory
+    made on disk.
+    """
 
     def __init__(
         self,
         memories: Mapping[str, Memory] | None = None,
         *,
         factory: Callable[[str], Memory] | None = None,
+        discard: Callable[[str, Memory], None] | None = None,
         max_memories: int = 1024,
         max_search_batch: int = 256,
         max_calls_per_memory: int = 16,
@@ -228,6 +236,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         self._locks: dict[str, threading.Lock] = {n: threading.Lock() for n in self._memories}
         self._queues: dict[str, _SearchQueue] = {}
         self._factory = factory
+        self._discard = discard
         self._max = max_memories
         self._registry = threading.Lock()
         #: the model of Answer calls (None: the memory's own, else one from
@@ -242,9 +251,35 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
     def _memory(
         self, name: str, context: grpc.ServicerContext, *, create: bool = False
     ) -> Iterator[Memory]:
-        with self._admitted(name, context, create=create) as (m, lock, _):
-            with lock:
-                yield m
+        """The memory ``name``, under its lock; a call that made it and fails
+        while it is still empty takes it away again (`_unmake`)."""
+        while True:
+            with self._admitted(name, context, create=create) as (m, lock, _, made):
+                with lock:
+                    if self._memories.get(name) is not m:
+                        continue  # taken away after a failed first write: look again
+                    try:
+                        yield m
+                    except BaseException:
+                        if made and len(m) == 0:
+                            self._unmake(name, m)
+                        raise
+                    return
+
+    def _unmake(self, name: str, m: Memory) -> None:
+        """Take away a memory its first write failed on (calls waiting for it
+        look the name up again), and discard it."""
+        with self._registry:
+            if self._memories.get(name) is m:
+                del self._memories[name]
+                self._queues.pop(name, None)
+        try:
+            if self._discard is not None:
+                self._discard(name, m)
+            else:
+                m.close()
+        except Exception:  # the write's own error is the one the caller gets
+            log.exception("discarding memory %r after its first write failed", name)
 
     def _check_request(self, request: Any) -> None:
         """The whole-request size limit, for calls that did not come through a capped server."""
@@ -264,10 +299,11 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
     @contextmanager
     def _admitted(
         self, name: str, context: grpc.ServicerContext, *, create: bool = False
-    ) -> Iterator[tuple[Memory, threading.Lock, _SearchQueue]]:
-        """The memory, its lock and queue, while this call holds one of its admissions."""
+    ) -> Iterator[tuple[Memory, threading.Lock, _SearchQueue, bool]]:
+        """The memory, its lock and queue, and whether this call made it,
+        while this call holds one of its admissions."""
         self._authorize(name, context)
-        m, lock, queue = self._lookup(name, create=create)
+        m, lock, queue, made = self._lookup(name, create=create)
         with self._registry:
             gate = self._admission.get(name)
             if gate is None:
@@ -279,16 +315,18 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
                 "running or waiting, the limit; retry later",
             )
         try:
-            yield m, lock, queue
+            yield m, lock, queue, made
         finally:
             gate.release()
 
     def _lookup(
         self, name: str, *, create: bool = False
-    ) -> tuple[Memory, threading.Lock, _SearchQueue]:
-        """The memory called ``name``, its lock and its queue of searches."""
+    ) -> tuple[Memory, threading.Lock, _SearchQueue, bool]:
+        """The memory called ``name``, its lock, its queue of searches and
+        whether it was made now."""
         if not valid_memory_name(name):
             _bad(f"memory name {name!r:.140} is invalid: use {NAME_RULE}")
+        made = False
         with self._registry:
             m = self._memories.get(name)
             if m is None:
@@ -301,11 +339,12 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
                     )
                 m = self._memories[name] = self._factory(name)
                 self._locks[name] = threading.Lock()
+                made = True
             lock = self._locks[name]
             queue = self._queues.get(name)
             if queue is None:
                 queue = self._queues[name] = _SearchQueue(self._max_search_batch)
-        return m, lock, queue
+        return m, lock, queue, made
 
     def _check_rows(self, rows: list[dict[str, Any]]) -> None:
         """Every observation of a write, checked by `Memory.add_batch`'s own
@@ -444,7 +483,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             if not request.query.strip():
                 _bad("query must be non-empty")
             opts = self._options(request.options)
-            with self._admitted(request.memory, context) as (m, lock, queue):
+            with self._admitted(request.memory, context) as (m, lock, queue, _):
                 r = queue.search(m, lock, request.query, opts, context)
             return pb.SearchResponse(result=result_to_proto(r))
 
@@ -509,7 +548,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             if not 0.0 <= below <= 1.0:  # NaN included
                 _bad(f"abstain_below must be in [0, 1], got {below}")
             # the search takes its turn on the memory; the model call does not hold it
-            with self._admitted(request.memory, context) as (m, lock, queue):
+            with self._admitted(request.memory, context) as (m, lock, queue, _):
                 client = self._answerer(m)
                 r = queue.search(m, lock, request.query, opts, context)
             now_ts = None if opts["now"] is None else _to_ts(opts["now"])
@@ -593,6 +632,7 @@ def serve_memory(
     opts: ServerOptions | None = None,
     *,
     factory: Callable[[str], Memory] | None = None,
+    discard: Callable[[str, Memory], None] | None = None,
     max_memories: int = 1024,
     max_search_batch: int = 256,
     max_calls_per_memory: int | None = None,
@@ -600,7 +640,8 @@ def serve_memory(
     max_request_bytes: int = MAX_REQUEST_BYTES,
     system_two: SystemTwo | None = None,
 ) -> tuple[RunningServer, MemoryServicer]:
-    """Start a ``jevmem.v1.MemoryService``; with a ``factory``, names are created on first write.
+    """Start a ``jevmem.v1.MemoryService``; with a ``factory``, names are created on first write
+    (and handed to ``discard`` when that write fails: see `MemoryServicer`).
 
     Concurrent Search calls on one memory run together, as one
     ``search_batch`` of at most ``max_search_batch`` queries (1: each alone).
@@ -614,6 +655,7 @@ def serve_memory(
     servicer = MemoryServicer(
         memories,
         factory=factory,
+        discard=discard,
         max_memories=max_memories,
         max_search_batch=max_search_batch,
         max_calls_per_memory=max_calls_per_memory or opts.max_workers,
