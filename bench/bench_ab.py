@@ -15,7 +15,8 @@ alike. The first pass warms up and is not timed.
         [--mode full] [--conversations 2] [--passes 6] [--style notes] [--json OUT]
 
 ``--style`` stores the conversations restyled (`jevmem.evaluation.RESTYLES`:
-messages, blocks, notes, pages), with the same questions.
+messages, blocks, notes, pages, stream, stream_late, ...), with the same
+questions.
 
 Run it on one core (``taskset -c 0``) with nothing else running there.
 """
@@ -80,7 +81,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--style",
         default="turns",
-        choices=("turns", "messages", "blocks", "notes", "pages"),
+        # (named here: the builds' own jevmem is imported only once loaded)
+        choices=(
+            "turns",
+            "messages",
+            "blocks",
+            "notes",
+            "pages",
+            "untimed",
+            "texting",
+            "stream",
+            "stream_late",
+        ),
         help="store each conversation restyled (jevmem.evaluation.RESTYLES)",
     )
     ap.add_argument("--json", type=Path, default=None)

@@ -4,9 +4,10 @@
 //! A node's episode is its session, else its calendar day (`episode`). A
 //! chat kept without sessions often runs past midnight (UTC midnight falls
 //! in many people's evening), so for such nodes a neighbour across the
-//! midnight within `RUN_GAP_S` is context too, and the read path groups a
-//! day with the days before it that the chat ran on from
-//! (`MemoryStore::run_episode_keys`): measured, every session of both
+//! midnight within `RUN_GAP_S` is context too, and the read path puts the
+//! turns of such a run in the episode of the day it started, while a later
+//! chat that day keeps its own (`MemoryStore::run_episode_keys`): measured,
+//! every session of both
 //! development sets started at 23:55 UTC lost 0.009-0.010 recall@10 without
 //! this (BENCHMARKS.md section 62).
 //!
@@ -44,6 +45,9 @@ pub const MAX_RUN_DAYS: usize = 7;
 /// How many nodes either side of a midnight a scoped view steps over to
 /// find the ones it sees.
 const RUN_LOOKUP: usize = 256;
+
+/// How many nodes after a midnight a run of a chat is followed through.
+const RUN_WALK: usize = 4_096;
 
 /// The weights of a time-order context.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -116,6 +120,15 @@ pub trait ContextSource {
     }
 }
 
+/// A node's time when it is part of a chat kept without sessions (its
+/// episode is its calendar day); None for a node with a session or no time.
+fn run_time(node: &Node) -> Option<Timestamp> {
+    match episode_of(node) {
+        Episode::Day(_) => node.timestamp,
+        _ => None,
+    }
+}
+
 /// The observations one and two steps before and after `id` on the
 /// timeline (the allowed ones only, when given: the others are stepped over,
 /// as if they were not stored), in its episode, in the order -1, +1, -2, +2,
@@ -147,10 +160,6 @@ pub fn neighbours(
     // that runs past midnight goes on: a neighbour without a session
     // within `RUN_GAP_S` of the node (and of the one between them) is in
     // its context whatever the day.
-    let run_time = |n: &Node| match episode_of(n) {
-        Episode::Day(_) => n.timestamp,
-        _ => None,
-    };
     let own_run = run_time(node);
     let continues = |got: &[Option<NodeId>; 2], step: usize| -> bool {
         let Some(mut last) = own_run else {
@@ -356,60 +365,83 @@ impl MemoryStore {
     }
 
     /// `episode_keys` as the read path groups nodes: a node without a
-    /// session is in its calendar day's episode, joined with the days before
-    /// while its chat runs on past their midnight (the last node before it
-    /// and the first after, both without a session, at most `RUN_GAP_S`
-    /// apart), up to `MAX_RUN_DAYS` days back. Only the nodes `allowed`
-    /// lets through say whether a chat runs on.
+    /// session is in its calendar day's episode, unless the chat it is part
+    /// of ran on from the day before: a run crosses a midnight when the last
+    /// node before it and the first after, both without a session, are at
+    /// most `RUN_GAP_S` apart, and goes on while each next node is without
+    /// a session and at most `RUN_GAP_S` after the one before. A node in
+    /// such a run is in the episode of the day the run started (followed
+    /// up to `MAX_RUN_DAYS` midnights back); a later chat on the same day
+    /// keeps its own day. Only the nodes `allowed` lets through make a run.
     pub fn run_episode_keys(&self, ids: &[NodeId], allowed: Option<&Allowed>) -> Vec<u64> {
-        let mut first_day: ShortKeyMap<Timestamp, Timestamp> = ShortKeyMap::default();
+        let mut runs: ShortKeyMap<Timestamp, Option<MorningRun>> = ShortKeyMap::default();
         ids.iter()
-            .map(|&id| match self.graph.get(id).map(episode_of) {
-                Some(Episode::Day(day)) => {
-                    let start = *first_day.entry(day).or_insert_with(|| {
-                        let mut d = day;
+            .map(|&id| {
+                let Some(node) = self.graph.get(id) else {
+                    return ContextSource::episode(self, id);
+                };
+                match (episode_of(node), node.timestamp) {
+                    (Episode::Day(day), Some(ts)) => {
+                        let (mut day, mut ts) = (day, ts);
                         for _ in 0..MAX_RUN_DAYS {
-                            if !self.runs_past_midnight(d, allowed) {
-                                break;
+                            let run = *runs
+                                .entry(day)
+                                .or_insert_with(|| self.morning_run(day, allowed));
+                            match run {
+                                Some(run) if ts <= run.last => {
+                                    // on in the day before, from its last node
+                                    day -= 1;
+                                    ts = run.before;
+                                }
+                                _ => break,
                             }
-                            d -= 1;
                         }
-                        d
-                    });
-                    episode_key(Episode::Day(start))
+                        episode_key(Episode::Day(day))
+                    }
+                    _ => ContextSource::episode(self, id),
                 }
-                _ => ContextSource::episode(self, id),
             })
             .collect()
     }
 
-    /// Whether a chat without sessions runs on past the midnight that
-    /// starts `day` (see `run_episode_keys`).
-    fn runs_past_midnight(&self, day: Timestamp, allowed: Option<&Allowed>) -> bool {
+    /// The run of a chat without sessions that goes on past the midnight
+    /// starting `day` (see `run_episode_keys`), if one does.
+    fn morning_run(&self, day: Timestamp, allowed: Option<&Allowed>) -> Option<MorningRun> {
         let midnight = day.saturating_mul(DAY_S);
+        let next_midnight = midnight.saturating_add(DAY_S);
         let set = self.by_time.set();
         let seen = |&&(_, n): &&(Timestamp, NodeId)| allowed.is_none_or(|a| a.contains(n));
-        let last = set
+        let sessionless = |n: NodeId| self.graph.get(n).and_then(run_time).is_some();
+        let &(before, a) = set
             .range(..(midnight, NodeId::MIN))
             .rev()
             .take(RUN_LOOKUP)
-            .find(seen);
-        let first = set
-            .range((midnight, NodeId::MIN)..)
-            .take(RUN_LOOKUP)
-            .find(seen);
-        let sessionless = |n: NodeId| {
-            self.graph
-                .get(n)
-                .is_some_and(|node| matches!(episode_of(node), Episode::Day(_)))
-        };
-        match (last, first) {
-            (Some(&(before, a)), Some(&(after, b))) => {
-                after - before <= RUN_GAP_S && sessionless(a) && sessionless(b)
-            }
-            _ => false,
+            .find(seen)?;
+        let mut after = set
+            .range((midnight, NodeId::MIN)..(next_midnight, NodeId::MIN))
+            .take(RUN_WALK)
+            .filter(seen);
+        let &(first, b) = after.next()?;
+        if first - before > RUN_GAP_S || !sessionless(a) || !sessionless(b) {
+            return None;
         }
+        let mut last = first;
+        for &(t, n) in after {
+            if t - last > RUN_GAP_S || !sessionless(n) {
+                break;
+            }
+            last = t;
+        }
+        Some(MorningRun { before, last })
     }
+}
+
+/// A chat without sessions running on past a midnight: the time of its
+/// last node before the midnight, and of its last node that day after it.
+#[derive(Clone, Copy, Debug)]
+struct MorningRun {
+    before: Timestamp,
+    last: Timestamp,
 }
 
 /// Whether every (key, value) of `own` is in `other` (both sorted by key, one value per key).
@@ -630,7 +662,43 @@ mod tests {
         // in 00:10's (the calendar day), not across a silence past midnight
         assert_eq!(near(late), vec![(-1, d), (-2, c)]);
         let keys = s.run_episode_keys(&[a, b, c, d, late], None);
-        assert!(keys.iter().all(|&k| k == keys[0] && k != 0), "{keys:?}");
+        assert!(
+            keys[..4].iter().all(|&k| k == keys[0] && k != 0),
+            "{keys:?}"
+        );
+        // four hours on, after a silence, is the day's own chat, not the run's
+        assert_eq!(keys[4], s.episode_keys(&[late])[0]);
+        assert_ne!(keys[4], keys[0]);
+        // a chat that goes on, a turn every 50 minutes from 23:50, is one
+        // run through the day and past the next midnight into the day after
+        let mut r = MemoryStore::new(StoreConfig::new(2)).unwrap();
+        let run: Vec<NodeId> = (0..40)
+            .map(|k| {
+                let mut n = NewNode::new(format!("turn {k}"), vec![1.0, 0.5]);
+                n.timestamp = Some(midnight - 600 + k * 3_000);
+                r.add_node(n).unwrap()
+            })
+            .collect();
+        let keys = r.run_episode_keys(&run, None);
+        assert!(keys.iter().all(|&k| k == keys[0]), "{keys:?}");
+        assert_eq!(keys[0], r.episode_keys(&run[..1])[0]);
+        // a turn with a session ends a run: one after it is the day's own
+        let mut q = MemoryStore::new(StoreConfig::new(2)).unwrap();
+        let ids: Vec<NodeId> = [(-600, None), (300, None), (600, Some("s")), (900, None)]
+            .into_iter()
+            .map(|(offset, session)| {
+                let mut n = NewNode::new(format!("at {offset}"), vec![1.0, 0.5]);
+                n.timestamp = Some(midnight + offset);
+                if let Some(v) = session {
+                    n.provenance = vec![("session".into(), v.into())];
+                }
+                q.add_node(n).unwrap()
+            })
+            .collect();
+        let keys = q.run_episode_keys(&ids, None);
+        assert_eq!(keys[1], keys[0]);
+        assert_eq!(keys[3], q.episode_keys(&ids[3..])[0]);
+        assert_ne!(keys[3], keys[0]);
         // stored keys stay the calendar days'
         assert_ne!(s.episode_keys(&[b])[0], s.episode_keys(&[c])[0]);
         // a silence of more than RUN_GAP_S at midnight: two episodes

@@ -270,6 +270,93 @@ proptest! {
     }
 }
 
+/// A turn in the two hours either side of one of two midnights, a
+/// quarter of them with a session: chats that run past a midnight, pause,
+/// and start again.
+fn turn_near_a_midnight() -> impl Strategy<Value = Turn> {
+    (
+        (0i64..2, -7_200i64..7_200),
+        prop::option::weighted(0.25, 0u8..2),
+    )
+        .prop_map(|((d, s), session)| Turn {
+            ts: Some(d * DAY + s),
+            session,
+            speaker: None,
+            share: 0.0,
+        })
+}
+
+/// The model of the read path's episodes: the day a node's chat started,
+/// for a node without a session (see `MemoryStore::run_episode_keys`).
+fn model_run_day(turns: &[Turn], id: usize, allowed: Option<&[bool]>) -> i64 {
+    let ts = turns[id].ts.unwrap();
+    let mut timeline: Vec<(Timestamp, usize)> = turns
+        .iter()
+        .enumerate()
+        .filter(|&(i, t)| t.ts.is_some() && allowed.is_none_or(|a| a[i]))
+        .map(|(i, t)| (t.ts.unwrap(), i))
+        .collect();
+    timeline.sort();
+    let free = |i: usize| turns[i].session.is_none();
+    let (mut day, mut at) = (ts.div_euclid(DAY), ts);
+    for _ in 0..context::MAX_RUN_DAYS {
+        let midnight = day * DAY;
+        let before = timeline.iter().rev().find(|e| e.0 < midnight);
+        let mut after = timeline
+            .iter()
+            .filter(|e| midnight <= e.0 && e.0 < midnight + DAY);
+        let (Some(&(t0, a)), Some(&(t1, b))) = (before, after.next()) else {
+            break;
+        };
+        if t1 - t0 > context::RUN_GAP_S || !free(a) || !free(b) {
+            break;
+        }
+        let mut last = t1;
+        for &(t, i) in after {
+            if t - last > context::RUN_GAP_S || !free(i) {
+                break;
+            }
+            last = t;
+        }
+        if at > last {
+            break;
+        }
+        day -= 1;
+        at = t0;
+    }
+    day
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// The read path's episode of a node without a session is the day its
+    /// chat started, as the model follows it; other nodes keep theirs.
+    #[test]
+    fn run_episode_keys_follow_the_model(
+        turns in prop::collection::vec(prop_oneof![1 => turn(), 3 => turn_near_a_midnight()], 1..24),
+        mask in prop::collection::vec(any::<bool>(), 24),
+        scoped in any::<bool>(),
+    ) {
+        let s = store_of(&turns);
+        let mask = &mask[..turns.len()];
+        let allowed = allowed_of(mask);
+        let (a, m) = if scoped { (Some(&allowed), Some(mask)) } else { (None, None) };
+        let ids: Vec<NodeId> = (0..turns.len() as NodeId).collect();
+        let got = s.run_episode_keys(&ids, a);
+        let stored = s.episode_keys(&ids);
+        for (i, t) in turns.iter().enumerate() {
+            let want = match (t.session, t.ts) {
+                (None, Some(_)) => context::episode_key(context::Episode::Day(
+                    model_run_day(&turns, i, m),
+                )),
+                _ => stored[i],
+            };
+            prop_assert_eq!(got[i], want, "node {}", i);
+        }
+    }
+}
+
 #[test]
 fn question_shares_are_checked_all_or_nothing() {
     let turns: Vec<Turn> = (0..3)
