@@ -58,6 +58,7 @@ from jevmem.evaluation import (
     aggregate,
     auroc,
     conversation_inputs,
+    interleaved,
     load_samples,
     merged,
     percentile,
@@ -277,6 +278,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     convs, report = load_samples(samples)  # the drop report covers the conversations run
     if args.merge > 1:
         convs = merged(convs, args.merge)
+    if args.interleave > 1:
+        convs = interleaved(convs, args.interleave)
     if args.window is not None:
         convs = [w for c in convs for w in windows(c, args.window)]
     convs = [RESTYLES[args.style](c) for c in convs]
@@ -483,6 +486,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "speaker_in_text": args.speaker_in_text,
         "style": args.style,
         "merge": args.merge,
+        "interleave": args.interleave,
         "window": args.window,
         "embedder": repr(emb),
         "data": str(args.data),
@@ -509,6 +513,7 @@ def markdown(result: dict[str, Any]) -> str:
         f"backend {result['backend']}, embedder {result['embedder']}, "
         f"speaker in text: {result['speaker_in_text']}, style: {result.get('style', 'turns')}, "
         f"merged: {result.get('merge', 1)} a memory, "
+        f"interleaved: {result.get('interleave', 1)} a memory, "
         f"window: {result.get('window') or 'none'}, "
         f"{result['conversations']} conversations, {result['turns']} turns, "
         f"{result['questions']} questions; {result['machine']}"
@@ -659,6 +664,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "conversation's questions",
     )
     ap.add_argument(
+        "--interleave",
+        type=int,
+        default=1,
+        metavar="N",
+        help="hold each N consecutive conversations as one group chat (jevmem.evaluation."
+        "interleaved; before --style): their k-th sessions as one, their turns taking turns, "
+        "so that the turn before a node is often another pair's",
+    )
+    ap.add_argument(
         "--window",
         type=int,
         default=None,
@@ -682,6 +696,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = ap.parse_args(argv)
     if args.merge < 1:
         ap.error("--merge must be >= 1")
+    if args.interleave < 1:
+        ap.error("--interleave must be >= 1")
+    if args.merge > 1 and args.interleave > 1:
+        ap.error("--merge and --interleave do not go together")
     if args.window is not None and args.window < 1:
         ap.error("--window must be >= 1")
     for m in args.modes or []:

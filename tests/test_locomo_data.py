@@ -691,6 +691,42 @@ def test_merged_joins_conversations_into_one_longer_log() -> None:
         ev.merged([x], 0)
 
 
+def test_interleaved_holds_conversations_as_one_group_chat() -> None:
+    x = ev.parse_conversation(sample())
+    y = ev.merged([ev.parse_conversation(sample(sample_id="conv-y"))] * 2, 2)[0]
+    (group,) = ev.interleaved([x, y], 2)
+    assert group.sample_id == "conv-x|conv-y+conv-y"
+    # session by session, the two take turns; x's 3 turns of session 1 with y's 3
+    assert [t.dia_id for t in group.turns[:6]] == [
+        *("D1:1", "D11:1", "D1:2", "D11:2", "D1:3", "D11:3")
+    ]
+    assert [t.position for t in group.turns] == list(range(len(x.turns) + len(y.turns)))
+    assert len({t.dia_id for t in group.turns}) == len(group.turns)
+    # one session each k, on x's date; y's sessions past x's last follow a day apart
+    x_dates = {t.session: t.session_timestamp for t in x.turns}
+    for t in group.turns:
+        if t.session in x_dates:
+            assert t.session_timestamp == x_dates[t.session]
+    late = sorted({(t.session, t.session_timestamp) for t in group.turns if t.session > 10})
+    assert [ts - x_dates[10] for _, ts in late] == [86_400 * (i + 1) for i in range(len(late))]  # type: ignore[operator]
+    # the turns of a session keep their order in time, and ids their texts and speakers
+    times = [t.timestamp or 0 for t in group.turns if t.session == 1]
+    assert times == sorted(times) and len(set(times)) == len(times) and times[0] > 0
+    by_id = {t.dia_id: (t.text, t.speaker) for t in x.turns}
+    assert all(by_id[t.dia_id] == (t.text, t.speaker) for t in group.turns if t.dia_id in by_id)
+    # every question keeps its gold turns' texts
+    assert len(group.qas) == len(x.qas) + len(y.qas)
+    for qa, was, conv in zip(
+        group.qas, (*x.qas, *y.qas), [x] * len(x.qas) + [y] * len(y.qas), strict=True
+    ):
+        assert [group.turn(e).text for e in qa.evidence] == [
+            conv.turn(e).text for e in was.evidence
+        ]
+    assert ev.interleaved([x, y], 1) == [x, y]
+    with pytest.raises(ValueError, match="per_memory"):
+        ev.interleaved([x], 0)
+
+
 def test_harness_merges_before_it_restyles(tmp_path: Path) -> None:
     data = tmp_path / "mini.json"
     data.write_text(json.dumps([sample(), sample(sample_id="conv-y")]))
@@ -705,6 +741,29 @@ def test_harness_merges_before_it_restyles(tmp_path: Path) -> None:
     assert list(res["modes"]["lexical"]["per_conversation"]) == ["conv-x+conv-y"]
     bad = run_bench("locomo_retrieval.py", *argv[:-1], "0")
     assert bad.returncode != 0 and "--merge must be >= 1" in bad.stderr
+
+
+def test_harness_holds_conversations_as_one_group_chat(tmp_path: Path) -> None:
+    data = tmp_path / "mini.json"
+    data.write_text(json.dumps([sample(), sample(sample_id="conv-y")]))
+    out = tmp_path / "out.json"
+    argv = ["--data", str(data), "--backend", "baseline", "--embedder", "hash"]
+    run = run_bench("locomo_retrieval.py", *argv, "--interleave", "2", "--json", str(out))
+    assert run.returncode == 0, run.stderr
+    res = json.loads(out.read_text())
+    assert (res["conversations"], res["interleave"], res["turns"], res["questions"]) == (
+        1,
+        2,
+        12,
+        10,
+    )
+    assert list(res["modes"]["lexical"]["per_conversation"]) == ["conv-x|conv-y"]
+    for flags, said in (
+        (["--interleave", "0"], "--interleave must be >= 1"),
+        (["--interleave", "2", "--merge", "2"], "do not go together"),
+    ):
+        bad = run_bench("locomo_retrieval.py", *argv, *flags)
+        assert bad.returncode != 0 and said in bad.stderr
 
 
 def generated_conversation(

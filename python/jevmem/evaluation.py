@@ -39,8 +39,9 @@ texts, timestamps, speakers and provenances (one node per turn) for
 ``provenance["dia_id"]``. :func:`as_messages` and :func:`as_blocks` restyle a
 conversation (each turn a burst of short messages; turns packed into long
 observations) with the same questions; :func:`merged` joins several
-conversations into one longer log, and :func:`windows` cuts a young memory
-out of one for each question.
+conversations into one longer log, :func:`interleaved` holds several as one
+group chat, and :func:`windows` cuts a young memory out of one for each
+question.
 
 Scoring (pure functions): retrieval, :func:`hits_at_k` and :func:`aggregate`
 (recall@k, all/any-evidence@10); abstention, :func:`auroc`; answers,
@@ -103,6 +104,7 @@ __all__ = [
     "canonical_dia_id",
     "conversation_inputs",
     "hits_at_k",
+    "interleaved",
     "judge_verdict",
     "load",
     "load_samples",
@@ -381,6 +383,78 @@ def merged(convs: Sequence[Conversation], per_memory: int) -> list[Conversation]
         out.append(
             Conversation(
                 "+".join(c.sample_id for c in group),
+                first.speaker_a,
+                first.speaker_b,
+                tuple(turns),
+                tuple(qas),
+            )
+        )
+    return out
+
+
+def interleaved(convs: Sequence[Conversation], per_memory: int) -> list[Conversation]:
+    """Consecutive groups of ``per_memory`` conversations, each group one
+    group chat: the k-th session of every conversation in the group is held
+    together, as one session on the first conversation's k-th date (a
+    session past the first one's last, a day after the one before it), and
+    their turns take turns (the first conversation's first turn, the
+    second's first turn, ..., then each one's second turn), so that the
+    turn before a node is often another thread's. dia_ids are renumbered as
+    :func:`merged` does, so they stay unique and every question keeps its
+    gold turns; texts and speakers are unchanged. Dates move with the
+    sessions, so a text's dates may no longer fit its new date, and a
+    question's dates its conversation's (``bench/locomo_retrieval.py
+    --interleave N``)."""
+    if per_memory < 1:
+        raise ValueError("per_memory must be >= 1")
+    out: list[Conversation] = []
+    for start in range(0, len(convs), per_memory):
+        group = convs[start : start + per_memory]
+        first = group[0]
+        dates: dict[int, tuple[str, int | None]] = {}
+        for t in first.turns:
+            dates.setdefault(t.session, (t.session_datetime, t.session_timestamp))
+        sessions: dict[int, list[list[Turn]]] = {}
+        qas: list[QA] = []
+        offset = 0
+        for j, conv in enumerate(group):
+            renamed: dict[str, str] = {}
+            for t in conv.turns:
+                m = _DIA_ID.fullmatch(t.dia_id)
+                if m is None:  # parse_conversation writes every dia_id in this form
+                    raise ValueError(f"{conv.sample_id}: dia_id {t.dia_id!r} is not D<s>:<t>")
+                new = f"D{int(m.group(1)) + offset}:{int(m.group(2))}"
+                renamed[t.dia_id] = new
+                threads = sessions.setdefault(t.session, [[] for _ in group])
+                threads[j].append(replace(t, dia_id=new))
+            qas.extend(replace(q, evidence=tuple(renamed[e] for e in q.evidence)) for q in conv.qas)
+            offset += max((t.session for t in conv.turns), default=0)
+        turns: list[Turn] = []
+        last: tuple[str, int | None] = ("", None)
+        for k in sorted(sessions):
+            if k in dates:
+                last = dates[k]
+            elif last[1] is not None:  # a session the first conversation has not
+                last = ("", last[1] + 86_400)
+            threads = sessions[k]
+            index = 0
+            for i in range(max(len(th) for th in threads)):
+                for th in threads:
+                    if i < len(th):
+                        turns.append(
+                            replace(
+                                th[i],
+                                session=k,
+                                index=index,
+                                position=len(turns),
+                                session_datetime=last[0],
+                                session_timestamp=last[1],
+                            )
+                        )
+                        index += 1
+        out.append(
+            Conversation(
+                "|".join(c.sample_id for c in group),
                 first.speaker_a,
                 first.speaker_b,
                 tuple(turns),
