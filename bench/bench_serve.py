@@ -14,6 +14,12 @@ measures them in turn within every round (the order alternating), so that
 the two builds meet the same machine: this machine's speed drifts by tens
 of percent between runs minutes apart.
 
+The report's ``cpu`` gives, per build, the medians of the server's cores
+busy and CPU milliseconds a search (from /proc, Linux) and the client's,
+at one and at N searchers: at C ms of CPU a search (server and client) two
+cores serve at most 2000 / C searches a second, which bounds the ratio
+whatever the GIL does (BENCHMARKS.md section 63).
+
     .venv/bin/python bench/bench_serve.py --data ../shared/data/locomo/locomo10-dev.json \\
         --embedding-cache /tmp/embcache [--threads 4] [--seconds 5] [--rounds 3] \\
         [--embedder default|hash] [--max-search-batch N] [--a DIR --b DIR] [--json OUT]
@@ -28,6 +34,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from _common import CachedEmbedder, finish_report
@@ -43,15 +50,41 @@ from jevmem.remote import MemoryClient
 K = 10
 
 
-def searches_per_second(target: str, questions: list[str], n: int, seconds: float) -> float:
+def searches_per_second(
+    target: str, questions: list[str], n: int, seconds: float, server_pid: int | None = None
+) -> tuple[float, dict[str, float]]:
+    """Searches per second of ``n`` searchers, and where the CPU went: the
+    server's cores busy and CPU milliseconds a search (read from Linux's
+    /proc when ``server_pid`` is given), the client's likewise."""
     clients = [MemoryClient(target, timeout_s=60) for _ in range(n)]
     for c in clients:  # a connection per searcher, open before the clock starts
         c.search("conv", questions[0], K)
     try:
-        return searchers_rate(lambda i, q: clients[i].search("conv", q, K), questions, n, seconds)
+        server0, client0, t0 = process_cpu_s(server_pid), time.process_time(), time.perf_counter()
+        rate = searchers_rate(lambda i, q: clients[i].search("conv", q, K), questions, n, seconds)
+        wall = time.perf_counter() - t0
+        searches = rate * wall
+        cpu = {
+            "client_cores": (time.process_time() - client0) / wall,
+            "client_ms_per_search": (time.process_time() - client0) / searches * 1e3,
+        }
+        server1 = process_cpu_s(server_pid)
+        if server0 is not None and server1 is not None:
+            cpu["server_cores"] = (server1 - server0) / wall
+            cpu["server_ms_per_search"] = (server1 - server0) / searches * 1e3
+        return rate, cpu
     finally:
         for c in clients:
             c.close()
+
+
+def process_cpu_s(pid: int | None) -> float | None:
+    """A process's user + system CPU seconds so far (Linux; None elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError, TypeError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def start_server(flags: list[str], tree: Path | None) -> subprocess.Popen[str]:
@@ -109,16 +142,19 @@ def main(argv: list[str] | None = None) -> int:
             servers[name] = start_server(flags, tree)
         one: dict[str, list[float]] = {name: [] for name in builds}
         many: dict[str, list[float]] = {name: [] for name in builds}
+        cpu: dict[str, dict[str, list[float]]] = {name: {} for name in builds}
         try:
             targets = {name: announced(srv, "serve") for name, srv in servers.items()}
             for r in range(args.rounds):
                 order = list(builds) if r % 2 == 0 else list(builds)[::-1]
-                for name in order:
-                    one[name].append(searches_per_second(targets[name], questions, 1, args.seconds))
-                for name in order:
-                    many[name].append(
-                        searches_per_second(targets[name], questions, args.threads, args.seconds)
-                    )
+                for label, n, rates in (("one", 1, one), ("many", args.threads, many)):
+                    for name in order:
+                        rate, used = searches_per_second(
+                            targets[name], questions, n, args.seconds, servers[name].pid
+                        )
+                        rates[name].append(rate)
+                        for key, value in used.items():
+                            cpu[name].setdefault(f"{label}_{key}", []).append(value)
                 for name in order:
                     print(
                         f"{name or 'served'}: 1 searcher {one[name][-1]:.1f}/s, "
@@ -143,6 +179,9 @@ def main(argv: list[str] | None = None) -> int:
         report[f"{prefix}ratio_of_medians"] = statistics.median(many[name]) / statistics.median(
             one[name]
         )
+        # medians over the rounds; one searcher's CPU a search bounds what
+        # more searchers can reach: the cores over (server + client) ms
+        report[f"{prefix}cpu"] = {k: statistics.median(v) for k, v in cpu[name].items()}
     if args.a is not None:
         report["a"], report["b"] = str(args.a), str(args.b)
         # each round's B over A, measured minutes apart at most

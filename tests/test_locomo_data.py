@@ -10,6 +10,7 @@ import itertools
 import json
 import math
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -1042,6 +1043,10 @@ def test_serve_bench_measures_one_build_or_two_in_turn(tmp_path: Path) -> None:
     res = json.loads(out.read_text())
     assert len(res["one"]) == len(res["many"]) == 1 and min(res["one"] + res["many"]) > 0
     assert res["ratio_of_medians"] > 0
+    cpu = res["cpu"]
+    assert cpu["one_client_ms_per_search"] > 0 and cpu["many_client_cores"] > 0
+    if sys.platform.startswith("linux"):  # the server's CPU is read from /proc
+        assert cpu["one_server_ms_per_search"] > 0 and cpu["many_server_cores"] > 0
     out = tmp_path / "serve_ab.json"
     ab = ["--a", build, "--b", build, "--rounds", "2", "--json", str(out)]
     run = run_bench("bench_serve.py", *common, *ab)
@@ -1049,6 +1054,7 @@ def test_serve_bench_measures_one_build_or_two_in_turn(tmp_path: Path) -> None:
     res = json.loads(out.read_text())
     for build_name in ("a", "b"):
         assert len(res[f"{build_name}_one"]) == len(res[f"{build_name}_many"]) == 2
+        assert res[f"{build_name}_cpu"]["many_client_ms_per_search"] > 0
     assert len(res["b_over_a_many"]) == len(res["b_over_a_one"]) == 2
     assert min(res["b_over_a_many"] + res["b_over_a_one"]) > 0
     run = run_bench("bench_serve.py", *common, "--a", build)
