@@ -347,6 +347,23 @@ RESTYLES: dict[str, Callable[[Conversation], Conversation]] = {
 }
 
 
+def _renumbered(conv: Conversation, offset: int) -> tuple[list[Turn], list[QA]]:
+    """``conv``'s turns with the session part of their dia_ids moved up by
+    ``offset`` (``D<session + offset>:<turn>``), and its questions with their
+    evidence renumbered alike: ids that stay unique among several
+    conversations (:func:`merged`, :func:`interleaved`)."""
+    renamed: dict[str, str] = {}
+    turns: list[Turn] = []
+    for t in conv.turns:
+        m = _DIA_ID.fullmatch(t.dia_id)
+        if m is None:  # parse_conversation writes every dia_id in this form
+            raise ValueError(f"{conv.sample_id}: dia_id {t.dia_id!r} is not D<s>:<t>")
+        renamed[t.dia_id] = f"D{int(m.group(1)) + offset}:{int(m.group(2))}"
+        turns.append(replace(t, dia_id=renamed[t.dia_id]))
+    qas = [replace(q, evidence=tuple(renamed[e] for e in q.evidence)) for q in conv.qas]
+    return turns, qas
+
+
 def merged(convs: Sequence[Conversation], per_memory: int) -> list[Conversation]:
     """Consecutive groups of ``per_memory`` conversations, each group one
     longer log: a memory several times the size of any one development
@@ -367,17 +384,13 @@ def merged(convs: Sequence[Conversation], per_memory: int) -> list[Conversation]
         qas: list[QA] = []
         offset = 0
         for conv in group:
-            renamed: dict[str, str] = {}
-            for t in conv.turns:
-                m = _DIA_ID.fullmatch(t.dia_id)
-                if m is None:  # parse_conversation writes every dia_id in this form
-                    raise ValueError(f"{conv.sample_id}: dia_id {t.dia_id!r} is not D<s>:<t>")
-                new = f"D{int(m.group(1)) + offset}:{int(m.group(2))}"
-                renamed[t.dia_id] = new
-                turns.append(
-                    replace(t, dia_id=new, session=t.session + offset, position=len(turns))
-                )
-            qas.extend(replace(q, evidence=tuple(renamed[e] for e in q.evidence)) for q in conv.qas)
+            renamed, asked = _renumbered(conv, offset)
+            start = len(turns)
+            turns.extend(
+                replace(t, session=t.session + offset, position=start + i)
+                for i, t in enumerate(renamed)
+            )
+            qas.extend(asked)
             offset += max((t.session for t in conv.turns), default=0)
         first = group[0]
         out.append(
@@ -418,16 +431,10 @@ def interleaved(convs: Sequence[Conversation], per_memory: int) -> list[Conversa
         qas: list[QA] = []
         offset = 0
         for j, conv in enumerate(group):
-            renamed: dict[str, str] = {}
-            for t in conv.turns:
-                m = _DIA_ID.fullmatch(t.dia_id)
-                if m is None:  # parse_conversation writes every dia_id in this form
-                    raise ValueError(f"{conv.sample_id}: dia_id {t.dia_id!r} is not D<s>:<t>")
-                new = f"D{int(m.group(1)) + offset}:{int(m.group(2))}"
-                renamed[t.dia_id] = new
-                threads = sessions.setdefault(t.session, [[] for _ in group])
-                threads[j].append(replace(t, dia_id=new))
-            qas.extend(replace(q, evidence=tuple(renamed[e] for e in q.evidence)) for q in conv.qas)
+            renamed, asked = _renumbered(conv, offset)
+            for t in renamed:
+                sessions.setdefault(t.session, [[] for _ in group])[j].append(t)
+            qas.extend(asked)
             offset += max((t.session for t in conv.turns), default=0)
         turns: list[Turn] = []
         last: tuple[str, int | None] = ("", None)

@@ -150,9 +150,13 @@ class MemoryFactory:
 
     def __call__(self, name: str) -> Memory:
         # (names are checked by the service: safe as directory names)
-        if self._data_dir is not None and not (self._data_dir / name).exists():
+        new = self._data_dir is not None and not (self._data_dir / name).exists()
+        memory = self._make(name)
+        if new:
             self._new_dirs.add(name)
-        return self._make(name)
+        else:
+            self._new_dirs.discard(name)
+        return memory
 
     def discard(self, name: str, memory: Memory) -> None:
         memory.close()
