@@ -7,9 +7,8 @@
 //! midnight within `RUN_GAP_S` is context too, and the read path puts the
 //! turns of such a run in the episode of the day it started, while a later
 //! chat that day keeps its own (`MemoryStore::run_episode_keys`): measured,
-//! every session of both
-//! development sets started at 23:55 UTC lost 0.009-0.010 recall@10 without
-//! this (BENCHMARKS.md section 62).
+//! every session of both development sets started at 23:55 UTC lost
+//! 0.009-0.010 recall@10 without this (BENCHMARKS.md sections 62, 63).
 //!
 //! These are the temporal view's rule links, read off the timeline itself
 //! (exact also when observations arrive out of order). The read path weighs
