@@ -711,6 +711,22 @@ def test_an_ordinal_week_or_weekend_of_a_month_is_that_week_or_weekend(
     assert query_time_cues(text, now=OBS)["constraint"] == want
 
 
+def test_since_an_ordinal_week_of_a_month_means_the_one_before() -> None:
+    # said on 8 May 2023: the June before, as "since June" means
+    (r,) = ground("We have trained since the first week of June", OBS)
+    assert (r.start, r.end, r.precision, r.anchor_precision) == (
+        ts(2022, 6, 1),
+        ts(2023, 5, 9),
+        "range",
+        "week",
+    )
+    (r,) = ground("ever since the last weekend of June", OBS)
+    assert r.start == ts(2022, 6, 25)  # the last Saturday of June 2022
+    # a week already past this year, or a year named, stays as it is
+    assert ground("since the first week of May", OBS)[0].start == ts(2023, 5, 1)
+    assert ground("since the first week of June 2023", OBS)[0].start == ts(2023, 6, 1)
+
+
 @pytest.mark.parametrize(
     ("text", "said", "want"),
     [

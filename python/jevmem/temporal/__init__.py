@@ -108,15 +108,16 @@ Supported patterns (``D`` = observation day; precision in brackets):
   Year's Eve/Day, Halloween, Valentine's Day, Independence Day / the Fourth of
   July, Thanksgiving (US, 4th Thursday of November); bare = nearest D [day].
 * ``since <any of the above>`` (or ``ever since``) = from that reference's
-  start to the end of D; a month, day or season without a year that would lie
-  in the future is taken one year earlier [range, with ``anchor_precision``].
+  start to the end of D; a month, day, season or ordinal week of a month
+  without a year that would lie in the future is taken one year earlier
+  [range, with ``anchor_precision``].
 
 Numbers are digits (up to 3) or words (a/an = 1, one ... twenty, thirty ...
 ninety, and compounds such as "twenty-five"). Not supported (deliberately, too
 ambiguous without tense or dialogue state): bare weekdays ("on Friday"), bare
 month names ("May"), numeric dates other than year-first (``5/8/2023``),
-clock times inside text, "recently", "a while ago", ordinal weekdays ("the
-first weekend of August").
+clock times inside text, "recently", "a while ago", ordinal weekdays of a
+month ("the first Monday of August").
 
 Query cues
 ----------

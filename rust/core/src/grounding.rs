@@ -1437,8 +1437,16 @@ fn ground_piece(piece: &str, chars: &[char], obs: Date) -> Result<Vec<GroundedRe
         return Ok(Vec::new());
     }
     let offsets = Offsets::new(piece);
-    // (a, b, resolved) in code points
-    let mut found: Vec<(usize, usize, Resolved)> = Vec::new();
+    // (a, b, resolved, resolved a year before) in code points
+    let mut found: Vec<(usize, usize, Resolved, Option<Resolved>)> = Vec::new();
+    // an ordinal week of a month after "since" is the one before the
+    // observation: resolved as if observed a year earlier
+    let year_before = Date::new(
+        obs.year - 1,
+        obs.month,
+        obs.day
+            .min(days_in_month(obs.year - 1, obs.month).unwrap_or(28)),
+    );
     let grounders = &*PATTERNS;
     let mut live = PatternSet::new(grounders.scan.pattern_len());
     grounders
@@ -1462,7 +1470,16 @@ fn ground_piece(piece: &str, chars: &[char], obs: Date) -> Result<Vec<GroundedRe
                 .filter(|_| pattern.has_x)
                 .or_else(|| caps.get(0))
                 .expect("a match has a group 0");
-            found.push((offsets.cp(span.start()), offsets.cp(span.end()), res));
+            let earlier = match (pattern.kind, year_before) {
+                (Kind::WeekOfMonth, Some(before)) => resolve(pattern.kind, &m, before),
+                _ => None,
+            };
+            found.push((
+                offsets.cp(span.start()),
+                offsets.cp(span.end()),
+                res,
+                earlier,
+            ));
         });
     }
     // stable, like Python's sort: ties keep the table order
@@ -1470,16 +1487,17 @@ fn ground_piece(piece: &str, chars: &[char], obs: Date) -> Result<Vec<GroundedRe
     let today_end = obs.start() + DAY;
     let mut refs = Vec::new();
     let mut taken_end: Option<usize> = None;
-    for (a, b, (start, end, precision, relative)) in found {
+    for (a, b, (start, end, precision, relative), earlier) in found {
         if taken_end.is_some_and(|t| a < t) || start >= end {
             continue;
         }
         taken_end = Some(b);
         if let Some(s) = since_before(chars, a.saturating_sub(16), a) {
-            let (start, end) = if relative && start >= today_end && is_yearly(precision) {
-                year_earlier(start, end, precision)?
-            } else {
-                (start, end)
+            let ahead = relative && start >= today_end;
+            let (start, end) = match earlier {
+                Some((s, e, _, _)) if ahead => (s, e),
+                _ if ahead && is_yearly(precision) => year_earlier(start, end, precision)?,
+                _ => (start, end),
             };
             refs.push(GroundedRef {
                 span: (s, b),
@@ -1762,6 +1780,13 @@ mod tests {
                 "{text}"
             );
         }
+        // after "since", the one before the observation, as a month is
+        let since = ground("since the first week of June", SUNDAY).unwrap();
+        let month = ground("since June", SUNDAY).unwrap();
+        assert_eq!(since.len(), 1);
+        assert_eq!(since[0].start, month[0].start);
+        assert!(since[0].start < SUNDAY);
+        assert_eq!(since[0].anchor_precision, "week");
         // "last week" of a month is not the week before the observation
         let refs = ground("in the last week of June", SUNDAY).unwrap();
         assert_eq!(refs.len(), 1);

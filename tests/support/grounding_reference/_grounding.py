@@ -25,6 +25,7 @@ from ._calendar import (
     day_start,
 )
 from ._resolvers import (
+    Resolved,
     Resolver,
     resolve_ago,
     resolve_anaphoric_unit,
@@ -391,7 +392,14 @@ def _ground_piece(text: str, obs: date) -> list[TimeRef]:
     """`ground` on one piece of text."""
     if _TRIGGER.search(text) is None:
         return []
-    found: list[tuple[int, int, int, int, str, bool]] = []
+    found: list[tuple[int, int, int, int, str, bool, Resolved | None]] = []
+    # an ordinal week of a month after "since" is the one before the
+    # observation: resolved as if observed a year earlier
+    year_before = (
+        date(obs.year - 1, obs.month, min(obs.day, calendar.monthrange(obs.year - 1, obs.month)[1]))
+        if obs.year > 1
+        else None
+    )
     for pattern, resolve in _PATTERNS:
         for m in pattern.finditer(text):
             try:
@@ -402,18 +410,27 @@ def _ground_piece(text: str, obs: date) -> list[TimeRef]:
                 continue
             group = "x" if "x" in pattern.groupindex and m.group("x") is not None else 0
             a, b = m.span(group)
-            found.append((a, b, *res))
+            earlier = None
+            if resolve is resolve_week_of_month and year_before is not None:
+                try:
+                    earlier = resolve(m, year_before)
+                except (ValueError, OverflowError, KeyError):
+                    earlier = None  # a year before the calendar's first
+            found.append((a, b, *res, earlier))
     found.sort(key=lambda f: (f[0], -(f[1] - f[0])))
     refs: list[TimeRef] = []
     taken_end = -1
-    for a, b, start, end, precision, relative in found:
+    for a, b, start, end, precision, relative, earlier in found:
         if a < taken_end or start >= end:
             continue
         taken_end = b
         since = _SINCE_RE.search(text, max(0, a - 16), a)
         if since is not None:
             a = since.start()
-            if relative and start >= day_start(obs) + DAY and precision in _YEARLY:
+            ahead = relative and start >= day_start(obs) + DAY
+            if ahead and earlier is not None:
+                start, end = earlier[0], earlier[1]
+            elif ahead and precision in _YEARLY:
                 start, end = _year_earlier(start, end, precision)
             refs.append(
                 TimeRef(
