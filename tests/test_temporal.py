@@ -700,6 +700,10 @@ def test_what_is_no_range_of_months_is_not_read_as_one() -> None:
         ("the first weekend in June", (ts(2023, 6, 3), ts(2023, 6, 5)), "weekend"),
         ("the second weekend of June", (ts(2023, 6, 10), ts(2023, 6, 12)), "weekend"),
         ("the last weekend of April 2022", (ts(2022, 4, 30), ts(2022, 5, 2)), "weekend"),
+        # an ordinal weekday: that day (August 2023 starts on a Tuesday)
+        ("the first Monday of August", (ts(2023, 8, 7), ts(2023, 8, 8)), "day"),
+        ("the 2nd tuesday in June", (ts(2023, 6, 13), ts(2023, 6, 14)), "day"),
+        ("the last Friday of June", (ts(2023, 6, 30), ts(2023, 7, 1)), "day"),
     ],
 )
 def test_an_ordinal_week_or_weekend_of_a_month_is_that_week_or_weekend(
@@ -707,7 +711,7 @@ def test_an_ordinal_week_or_weekend_of_a_month_is_that_week_or_weekend(
 ) -> None:
     (r,) = ground(text, OBS)
     assert (r.start, r.end, r.precision) == (*want, precision)
-    assert r.text.lower().endswith(("june", "2024", "2022"))
+    assert r.text.lower().endswith(("june", "august", "2024", "2022"))
     assert query_time_cues(text, now=OBS)["constraint"] == want
 
 

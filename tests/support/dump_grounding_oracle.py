@@ -362,7 +362,9 @@ def week_of_month(rng: random.Random) -> str:
                 "past",
             ]
         ),
-        rng.choice([" week", " weekend", " weekends", " weeks", "-week"]),
+        rng.choice(
+            [" week", " weekend", " weekends", " weeks", "-week", " Monday", " friday", " Sun"]
+        ),
         rng.choice([" of ", " in ", " of the ", " on "]),
         rng.choice(MONTHS),
         rng.choice(["", "", ",", " of"]),

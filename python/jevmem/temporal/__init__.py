@@ -84,10 +84,11 @@ Supported patterns (``D`` = observation day; precision in brackets):
   first month's start to the last's end; a year given at one end sets the
   other's (a range across a new year takes the year before or after), and
   without either the first month is the one nearest D [month].
-* ``[the] first|second|third|fourth|1st|...|last|final week|weekend of|in
-  <Month> [Year]`` = the month's days 1-7, 8-14, 15-21, 22-28 or its last
-  seven [week]; its first to fourth Saturday, or its last, and the Sunday
-  after [weekend]; without a year, the month nearest D.
+* ``[the] first|second|third|fourth|1st|...|last|final week|weekend|<Weekday>
+  of|in <Month> [Year]`` = the month's days 1-7, 8-14, 15-21, 22-28 or its
+  last seven [week]; its first to fourth Saturday, or its last, and the
+  Sunday after [weekend]; its first to fourth such weekday, or its last
+  [day]; without a year, the month nearest D.
 * ``8 May``, ``8th of May``, ``May 8th``, ``May 8`` with an optional ``[,]
   2023`` = that day; without a year, the occurrence nearest D [day]. A
   number after a quantifier ("all", "the", "these"...) before "may" or
@@ -108,16 +109,16 @@ Supported patterns (``D`` = observation day; precision in brackets):
   Year's Eve/Day, Halloween, Valentine's Day, Independence Day / the Fourth of
   July, Thanksgiving (US, 4th Thursday of November); bare = nearest D [day].
 * ``since <any of the above>`` (or ``ever since``) = from that reference's
-  start to the end of D; a month, day, season or ordinal week of a month
-  without a year that would lie in the future is taken one year earlier
+  start to the end of D; a month, day, season or ordinal week, weekend or
+  weekday of a month without a year that would lie in the future is taken
+  one year earlier
   [range, with ``anchor_precision``].
 
 Numbers are digits (up to 3) or words (a/an = 1, one ... twenty, thirty ...
 ninety, and compounds such as "twenty-five"). Not supported (deliberately, too
 ambiguous without tense or dialogue state): bare weekdays ("on Friday"), bare
 month names ("May"), numeric dates other than year-first (``5/8/2023``),
-clock times inside text, "recently", "a while ago", ordinal weekdays of a
-month ("the first Monday of August").
+clock times inside text, "recently", "a while ago".
 
 Query cues
 ----------

@@ -357,11 +357,12 @@ fn month_range_re() -> String {
     )
 }
 
-/// An ordinal week or weekend of a named month: "the first week of May",
-/// "the last weekend in June 2023". Python syntax.
+/// An ordinal week, weekend or weekday of a named month: "the first week
+/// of May", "the last weekend in June 2023", "the second Tuesday of March".
+/// Python syntax.
 fn week_of_month_re() -> String {
     format!(
-        r"(?:the\s+)?(?P<ord>first|1st|second|2nd|third|3rd|fourth|4th|last|final)\s+(?P<unit>week|weekend)\s+(?:of|in)\s+(?P<mon>{MONTH_FULL_RE})(?:,?\s+(?P<y>(?:19|20)\d\d))?(?![\w-]|\s*(?::\d|%)|[.,]\d)"
+        r"(?:the\s+)?(?P<ord>first|1st|second|2nd|third|3rd|fourth|4th|last|final)\s+(?P<unit>week|weekend|monday|tuesday|wednesday|thursday|friday|saturday|sunday)\s+(?:of|in)\s+(?P<mon>{MONTH_FULL_RE})(?:,?\s+(?P<y>(?:19|20)\d\d))?(?![\w-]|\s*(?::\d|%)|[.,]\d)"
     )
 }
 
@@ -388,7 +389,8 @@ enum Kind {
     /// "in <Month>": `resolve_month` on a pattern with an `x` group.
     InMonth,
     MonthRange,
-    /// "the first week of May", "the last weekend in June".
+    /// "the first week of May", "the last weekend in June", "the second
+    /// Tuesday of March".
     WeekOfMonth,
     Year,
     Decade,
@@ -981,7 +983,8 @@ fn resolve_month_range(m: &M, obs: Date) -> Option<Resolved> {
 
 /// An ordinal week of a month: its days 1-7, 8-14, 15-21 or 22-28, or its
 /// last seven ("last", "final"); an ordinal weekend: the month's first to
-/// fourth Saturday, or its last, and the Sunday after. Without a year, the
+/// fourth Saturday, or its last, and the Sunday after; an ordinal weekday:
+/// the month's first to fourth such day, or its last. Without a year, the
 /// month nearest the observation.
 fn resolve_week_of_month(m: &M, obs: Date) -> Option<Resolved> {
     let month = month_num(m.g("mon").unwrap_or(""))?;
@@ -999,15 +1002,17 @@ fn resolve_week_of_month(m: &M, obs: Date) -> Option<Resolved> {
         "fourth" | "4th" => 4,
         _ => 0,
     };
-    if lower(m.g("unit").unwrap_or("")) == "weekend" {
-        let first_saturday = 1 + (5 - Date::new(year, month, 1)?.weekday()).rem_euclid(7);
-        let weeks = if nth > 0 {
-            nth - 1
+    let unit = lower(m.g("unit").unwrap_or(""));
+    if unit != "week" {
+        let (weekday, length, precision) = if unit == "weekend" {
+            (5, 2, "weekend")
         } else {
-            (days - first_saturday) / 7
+            (weekday_num(&unit)?, 1, "day")
         };
-        let start = Date::new(year, month, first_saturday + 7 * weeks)?.start();
-        return Some((start, start + 2 * DAY, "weekend", year_s.is_none()));
+        let first = 1 + (weekday - Date::new(year, month, 1)?.weekday()).rem_euclid(7);
+        let weeks = if nth > 0 { nth - 1 } else { (days - first) / 7 };
+        let start = Date::new(year, month, first + 7 * weeks)?.start();
+        return Some((start, start + length * DAY, precision, year_s.is_none()));
     }
     let first_day = if nth > 0 { 7 * (nth - 1) + 1 } else { days - 6 };
     let start = Date::new(year, month, first_day)?.start();
@@ -1767,6 +1772,15 @@ mod tests {
                 day(2022, 4, 30),
                 2,
                 "weekend",
+            ),
+            // August 2023 starts on a Tuesday; November 2023 on a Wednesday
+            ("the first Monday of August 2023", day(2023, 8, 7), 1, "day"),
+            ("the last Friday of June 2023", day(2023, 6, 30), 1, "day"),
+            (
+                "the fourth Thursday of November 2023",
+                day(2023, 11, 23),
+                1,
+                "day",
             ),
         ];
         for (text, start, days, precision) in cases {

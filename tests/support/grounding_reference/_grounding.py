@@ -120,11 +120,13 @@ _MONTH_RANGE = (
     r"(?:,?\s+(?P<yb>(?:19|20)\d\d))?(?![\w-]|\s*(?::\d|%)|[.,]\d)"
 )
 
-# An ordinal week or weekend of a named month: "the first week of May",
-# "the last weekend in June 2023" (before "last week" and "of May" alone).
+# An ordinal week, weekend or weekday of a named month: "the first week of
+# May", "the last weekend in June 2023", "the second Tuesday of March"
+# (before "last week" and "of May" alone).
 _WEEK_OF_MONTH = (
     r"(?:the\s+)?(?P<ord>first|1st|second|2nd|third|3rd|fourth|4th|last|final)\s+"
-    r"(?P<unit>week|weekend)\s+(?:of|in)\s+(?P<mon>" + MONTH_FULL_RE + r")"
+    r"(?P<unit>week|weekend|monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+    r"\s+(?:of|in)\s+(?P<mon>" + MONTH_FULL_RE + r")"
     r"(?:,?\s+(?P<y>(?:19|20)\d\d))?(?![\w-]|\s*(?::\d|%)|[.,]\d)"
 )
 

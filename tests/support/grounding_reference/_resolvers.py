@@ -282,6 +282,7 @@ def resolve_month_range(m: re.Match[str], obs: date) -> Resolved | None:
     return month_iv(start, first)[0], month_iv(end, last)[1], "month", not (start_s or end_s)
 
 
+_WEEKDAY_NAMES = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _ORDINALS = {
     "first": 1,
     "1st": 1,
@@ -297,18 +298,23 @@ _ORDINALS = {
 def resolve_week_of_month(m: re.Match[str], obs: date) -> Resolved | None:
     """An ordinal week of a month: its days 1-7, 8-14, 15-21 or 22-28, or
     its last seven ("last", "final") [week]; an ordinal weekend: the month's
-    first to fourth Saturday, or its last, and the Sunday after [weekend].
-    Without a year, the month nearest the observation."""
+    first to fourth Saturday, or its last, and the Sunday after [weekend];
+    an ordinal weekday: the month's first to fourth such day, or its last
+    [day]. Without a year, the month nearest the observation."""
     month = month_num(m.group("mon"))
     year_s = m.group("y")
     year = int(year_s) if year_s else nearest_year(obs, month)
     days = calendar.monthrange(year, month)[1]
     nth = _ORDINALS.get(m.group("ord").lower(), 0)  # 0: the last
-    if m.group("unit").lower() == "weekend":
-        first_saturday = 1 + (5 - date(year, month, 1).weekday()) % 7
-        saturday = first_saturday + 7 * (nth - 1 if nth else (days - first_saturday) // 7)
-        start = day_start(date(year, month, saturday))
-        return start, start + 2 * DAY, "weekend", not year_s
+    unit = m.group("unit").lower()
+    if unit != "week":
+        weekday, length, precision = (
+            (5, 2, "weekend") if unit == "weekend" else (_WEEKDAY_NAMES.index(unit), 1, "day")
+        )
+        first = 1 + (weekday - date(year, month, 1).weekday()) % 7
+        day = first + 7 * (nth - 1 if nth else (days - first) // 7)
+        start = day_start(date(year, month, day))
+        return start, start + length * DAY, precision, not year_s
     first_day = 7 * (nth - 1) + 1 if nth else days - 6
     start = day_start(date(year, month, first_day))
     return start, start + 7 * DAY, "week", not year_s
