@@ -706,7 +706,7 @@ def test_what_is_no_range_of_months_is_not_read_as_one() -> None:
         ("the last Friday of June", (ts(2023, 6, 30), ts(2023, 7, 1)), "day"),
     ],
 )
-def test_an_ordinal_week_or_weekend_of_a_month_is_that_week_or_weekend(
+def test_an_ordinal_week_weekend_or_weekday_of_a_month_is_that_span(
     text: str, want: tuple[int, int], precision: str
 ) -> None:
     (r,) = ground(text, OBS)

@@ -1742,7 +1742,7 @@ mod tests {
     }
 
     #[test]
-    fn an_ordinal_week_or_weekend_of_a_month_is_that_week_or_weekend() {
+    fn an_ordinal_week_weekend_or_weekday_of_a_month_is_that_span() {
         let day = |y, m, d| Date::new(y, m, d).unwrap().start();
         let cases = [
             // June 2023 starts on a Thursday: its Saturdays are the 3rd ... 24th
