@@ -1392,12 +1392,14 @@ fn is_yearly(precision: &str) -> bool {
 }
 
 /// The same calendar interval one year earlier ("since June" means the past June).
+/// The same day a year earlier (the last of its month when that is shorter).
+fn a_year_before(d: Date) -> Option<Date> {
+    let y = d.year - 1;
+    Date::new(y, d.month, d.day.min(days_in_month(y, d.month)?))
+}
+
 fn year_earlier(start: i64, end: i64, precision: &str) -> Result<(i64, i64)> {
-    let back = |ts: i64| -> Option<i64> {
-        let d = Date::of_timestamp(ts)?;
-        let y = d.year - 1;
-        Some(Date::new(y, d.month, d.day.min(days_in_month(y, d.month)?))?.start())
-    };
+    let back = |ts: i64| Some(a_year_before(Date::of_timestamp(ts)?)?.start());
     // Python raises out of `ground` here; no observation time in range gets here.
     let out_of_range = || Error::invalid("a since-reference left the calendar's range");
     if precision == "day" {
@@ -1446,12 +1448,7 @@ fn ground_piece(piece: &str, chars: &[char], obs: Date) -> Result<Vec<GroundedRe
     let mut found: Vec<(usize, usize, Resolved, Option<Resolved>)> = Vec::new();
     // an ordinal week of a month after "since" is the one before the
     // observation: resolved as if observed a year earlier
-    let year_before = Date::new(
-        obs.year - 1,
-        obs.month,
-        obs.day
-            .min(days_in_month(obs.year - 1, obs.month).unwrap_or(28)),
-    );
+    let year_before = a_year_before(obs);
     let grounders = &*PATTERNS;
     let mut live = PatternSet::new(grounders.scan.pattern_len());
     grounders

@@ -330,14 +330,15 @@ _YEARLY = frozenset({"day", "month", "part_of_month", "season"})
 def _year_earlier(start: int, end: int, precision: str) -> tuple[int, int]:
     """The same calendar interval one year earlier ("since June" means the past June)."""
     a, b = day_of(start), day_of(end)
-
-    def back(d: date) -> date:
-        return date(d.year - 1, d.month, min(d.day, calendar.monthrange(d.year - 1, d.month)[1]))
-
     if precision == "day":
-        s = day_start(back(a))
+        s = day_start(_back(a))
         return s, s + DAY
-    return day_start(back(a)), day_start(back(b))
+    return day_start(_back(a)), day_start(_back(b))
+
+
+def _back(d: date) -> date:
+    """The same day a year earlier (the last of its month when that is shorter)."""
+    return date(d.year - 1, d.month, min(d.day, calendar.monthrange(d.year - 1, d.month)[1]))
 
 
 def ground(text: str, observed_at: int) -> list[TimeRef]:
@@ -397,11 +398,7 @@ def _ground_piece(text: str, obs: date) -> list[TimeRef]:
     found: list[tuple[int, int, int, int, str, bool, Resolved | None]] = []
     # an ordinal week of a month after "since" is the one before the
     # observation: resolved as if observed a year earlier
-    year_before = (
-        date(obs.year - 1, obs.month, min(obs.day, calendar.monthrange(obs.year - 1, obs.month)[1]))
-        if obs.year > 1
-        else None
-    )
+    year_before = _back(obs) if obs.year > 1 else None
     for pattern, resolve in _PATTERNS:
         for m in pattern.finditer(text):
             try:
