@@ -279,7 +279,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.merge > 1:
         convs = merged(convs, args.merge)
     if args.interleave > 1:
-        convs = interleaved(convs, args.interleave)
+        convs = interleaved(convs, args.interleave, threads_apart=args.threads_apart)
     if args.window is not None:
         convs = [w for c in convs for w in windows(c, args.window)]
     convs = [RESTYLES[args.style](c) for c in convs]
@@ -487,6 +487,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "style": args.style,
         "merge": args.merge,
         "interleave": args.interleave,
+        "threads_apart": args.threads_apart,
         "window": args.window,
         "embedder": repr(emb),
         "data": str(args.data),
@@ -513,7 +514,8 @@ def markdown(result: dict[str, Any]) -> str:
         f"backend {result['backend']}, embedder {result['embedder']}, "
         f"speaker in text: {result['speaker_in_text']}, style: {result.get('style', 'turns')}, "
         f"merged: {result.get('merge', 1)} a memory, "
-        f"interleaved: {result.get('interleave', 1)} a memory, "
+        f"interleaved: {result.get('interleave', 1)} a memory"
+        f"{' (threads apart)' if result.get('threads_apart') else ''}, "
         f"window: {result.get('window') or 'none'}, "
         f"{result['conversations']} conversations, {result['turns']} turns, "
         f"{result['questions']} questions; {result['machine']}"
@@ -673,6 +675,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "so that the turn before a node is often another pair's",
     )
     ap.add_argument(
+        "--threads-apart",
+        action="store_true",
+        help="with --interleave: each conversation's turns keep a session of their own "
+        "(a chat app that keeps threads apart), on one timeline",
+    )
+    ap.add_argument(
         "--window",
         type=int,
         default=None,
@@ -698,6 +706,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         ap.error("--merge must be >= 1")
     if args.interleave < 1:
         ap.error("--interleave must be >= 1")
+    if args.threads_apart and args.interleave < 2:
+        ap.error("--threads-apart needs --interleave N (N >= 2)")
     if args.merge > 1 and args.interleave > 1:
         ap.error("--merge and --interleave do not go together")
     if args.window is not None and args.window < 1:

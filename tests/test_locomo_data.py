@@ -728,6 +728,27 @@ def test_interleaved_holds_conversations_as_one_group_chat() -> None:
         ev.interleaved([x], 0)
 
 
+def test_interleaved_threads_apart_keep_their_own_sessions() -> None:
+    x = ev.parse_conversation(sample())
+    y = ev.parse_conversation(sample(sample_id="conv-y"))
+    (shared,) = ev.interleaved([x, y], 2)
+    (apart,) = ev.interleaved([x, y], 2, threads_apart=True)
+    # the same turns in the same order at the same times, the same questions
+    assert [(t.dia_id, t.text, t.speaker, t.timestamp) for t in apart.turns] == [
+        (t.dia_id, t.text, t.speaker, t.timestamp) for t in shared.turns
+    ]
+    assert apart.qas == shared.qas
+    # but each conversation's turns in a session of its own: their dia_id's
+    for t in apart.turns:
+        assert t.session == int(t.dia_id[1:].split(":")[0])
+    assert {t.session for t in apart.turns if t.dia_id.startswith("D1:")} == {1}
+    assert {t.session for t in apart.turns[:6]} == {1, 11}
+    _, _, _, provs = ev.conversation_inputs(apart)
+    assert [p["session"] for p in provs[:4]] == ["1", "11", "1", "11"]
+    _, _, _, provs = ev.conversation_inputs(shared)
+    assert [p["session"] for p in provs[:4]] == ["1", "1", "1", "1"]
+
+
 def test_harness_merges_before_it_restyles(tmp_path: Path) -> None:
     data = tmp_path / "mini.json"
     data.write_text(json.dumps([sample(), sample(sample_id="conv-y")]))

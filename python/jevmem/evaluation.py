@@ -405,7 +405,9 @@ def merged(convs: Sequence[Conversation], per_memory: int) -> list[Conversation]
     return out
 
 
-def interleaved(convs: Sequence[Conversation], per_memory: int) -> list[Conversation]:
+def interleaved(
+    convs: Sequence[Conversation], per_memory: int, *, threads_apart: bool = False
+) -> list[Conversation]:
     """Consecutive groups of ``per_memory`` conversations, each group one
     group chat: the k-th session of every conversation in the group is held
     together, as one session on the first conversation's k-th date (a
@@ -417,7 +419,12 @@ def interleaved(convs: Sequence[Conversation], per_memory: int) -> list[Conversa
     gold turns; texts and speakers are unchanged. Dates move with the
     sessions, so a text's dates may no longer fit its new date, and a
     question's dates its conversation's (``bench/locomo_retrieval.py
-    --interleave N``)."""
+    --interleave N``).
+
+    ``threads_apart``: each conversation's turns keep a session of their own
+    (the session part of their new dia_id), as a chat app that keeps threads
+    (or an agent serving several users at once) tells them apart; the turns
+    still take turns on one timeline (``--threads-apart``)."""
     if per_memory < 1:
         raise ValueError("per_memory must be >= 1")
     out: list[Conversation] = []
@@ -433,7 +440,10 @@ def interleaved(convs: Sequence[Conversation], per_memory: int) -> list[Conversa
         for j, conv in enumerate(group):
             renamed, asked = _renumbered(conv, offset)
             for t in renamed:
-                sessions.setdefault(t.session, [[] for _ in group])[j].append(t)
+                own = t.session + offset if threads_apart else None
+                sessions.setdefault(t.session, [[] for _ in group])[j].append(
+                    t if own is None else replace(t, session=own)
+                )
             qas.extend(asked)
             offset += max((t.session for t in conv.turns), default=0)
         turns: list[Turn] = []
@@ -451,7 +461,7 @@ def interleaved(convs: Sequence[Conversation], per_memory: int) -> list[Conversa
                         turns.append(
                             replace(
                                 th[i],
-                                session=k,
+                                session=th[i].session if threads_apart else k,
                                 index=index,
                                 position=len(turns),
                                 session_datetime=last[0],

@@ -100,19 +100,30 @@ fn model_neighbours(
     let key = (turns[id].ts.unwrap_or(0), id);
     let pos = timeline.iter().position(|&e| e == key).unwrap();
     let ok = |i: usize| allowed.is_none_or(|a| a[i]);
-    let before: Vec<usize> = timeline[..pos]
-        .iter()
-        .rev()
-        .map(|&(_, i)| i)
-        .filter(|&i| ok(i))
-        .take(2)
-        .collect();
-    let after: Vec<usize> = timeline[pos + 1..]
-        .iter()
-        .map(|&(_, i)| i)
-        .filter(|&i| ok(i))
-        .take(2)
-        .collect();
+    // a turn in a session: its session's turns only, after stepping over at
+    // most SESSION_WALK allowed turns of other episodes
+    let own = turns[id].session.map(|_| episode(&turns[id]));
+    let nearest = |side: &mut dyn Iterator<Item = usize>| -> Vec<usize> {
+        let mut got = vec![];
+        let mut stepped = 0;
+        for i in side.filter(|&i| ok(i)) {
+            match &own {
+                Some(e) if episode(&turns[i]) != *e => {
+                    stepped += 1;
+                    if stepped > context::SESSION_WALK {
+                        break;
+                    }
+                }
+                _ => got.push(i),
+            }
+            if got.len() == 2 {
+                break;
+            }
+        }
+        got
+    };
+    let before = nearest(&mut timeline[..pos].iter().rev().map(|&(_, i)| i));
+    let after = nearest(&mut timeline[pos + 1..].iter().map(|&(_, i)| i));
     // without sessions a chat runs on past midnight: a neighbour without a
     // session is context while every step to it is at most RUN_GAP_S
     let run_ts = |t: &Turn| if t.session.is_none() { t.ts } else { None };
@@ -398,12 +409,16 @@ proptest! {
         lo in -5i64..55,
         width in -3i64..30,
         mask in prop::collection::vec(any::<bool>(), 24),
+        sessions in prop::collection::vec(prop::option::of(0u8..3), 24),
     ) {
         let mut s = MemoryStore::new(StoreConfig::new(DIM)).unwrap();
         for (i, ts) in stamps.iter().enumerate() {
             let mut n = NewNode::new(format!("turn {i}"), vec![1.0, i as f32, 0.5, -1.0]);
             n.timestamp = *ts;
             n.scope = scopes[i].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            if let Some(sess) = sessions[i] {
+                n.provenance.push(("session".into(), sess.to_string()));
+            }
             s.add_node(n).unwrap();
         }
         let mut timeline: Vec<(Timestamp, usize)> = stamps
@@ -436,8 +451,19 @@ proptest! {
             let seen = |&&(t, i): &&(Timestamp, usize)| {
                 within(&scopes[id], &scopes[i]).then_some((i as NodeId, t))
             };
-            let prev = timeline[..pos].iter().rev().find_map(|e| seen(&e));
-            let next = timeline[pos + 1..].iter().find_map(|e| seen(&e));
+            // a turn in a session: its session's nearest among the first
+            // SESSION_WALK + 1 it sees, else the nearest it sees
+            let nearest = |side: Vec<(NodeId, Timestamp)>| {
+                let own = sessions[id].and_then(|sess| {
+                    side.iter()
+                        .take(context::SESSION_WALK + 1)
+                        .find(|&&(n, _)| sessions[n as usize] == Some(sess))
+                        .copied()
+                });
+                own.or(side.first().copied())
+            };
+            let prev = nearest(timeline[..pos].iter().rev().filter_map(|e| seen(&e)).collect());
+            let next = nearest(timeline[pos + 1..].iter().filter_map(|e| seen(&e)).collect());
             prop_assert_eq!(got, Some((prev, next)));
         }
     }
