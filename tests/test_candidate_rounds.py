@@ -407,6 +407,48 @@ def test_a_log_kept_without_times_reads_its_write_order_as_context() -> None:
     assert got[0].tolist() == [1.0, 0.8, 0.0]
 
 
+def test_threads_kept_at_once_each_read_their_own_turns_as_context() -> None:
+    # two chats with one agent at the same time, as histories keep them (the
+    # session in the scope) or as a log names them (in the provenance): the
+    # turn before a turn on the timeline is the other chat's, and its context
+    # is its own chat's, on the read path and on the temporal view
+    from jevmem import Memory
+    from jevmem.embed import HashEmbedder
+
+    m = Memory(embedder=HashEmbedder(dim=32), controller=LocalController())
+    a, b = {"session": "a"}, {"session": "b"}
+    texts = ["Where is the key?", "Any news on the lease?", "Under the mat", "Signed today", "Ok"]
+    ids = m.add_batch(
+        texts,
+        timestamps=[1_000 + 10 * i for i in range(5)],
+        speakers=["Jo", "Ann", "Nate", "Bo", "Jo"],
+        scopes=[a, b, a, b, a],
+    )
+    store = m.store
+    # Nate's turn answers Jo's question two turns back: 1 + reply_link
+    assert store.temporal_context(ids[2]) == [(ids[0], 2.0), (ids[4], 1.0)]
+    assert store.temporal_context(ids[3]) == [(ids[1], 2.0)]
+    # (a scoped turn sees only its own scope's turns: none before b's first)
+    assert store.time_neighbours_seen(ids[3]) == ((ids[1], 1_010), None)
+    assert store.time_neighbours_seen(ids[1]) == (None, (ids[3], 1_030))
+    # the same chats named in the provenance
+    p = Memory(embedder=HashEmbedder(dim=32), controller=LocalController())
+    pids = p.add_batch(
+        texts,
+        timestamps=[1_000 + 10 * i for i in range(5)],
+        speakers=["Jo", "Ann", "Nate", "Bo", "Jo"],
+        provenances=[a, b, a, b, a],
+    )
+    assert p.store.temporal_context(pids[2]) == [(pids[0], 2.0), (pids[4], 1.0)]
+    assert p.store.time_neighbours_seen(pids[2]) == ((pids[0], 1_000), (pids[4], 1_040))
+    # a thread's first turn links to the turn before it, whoever's it is
+    assert p.store.time_neighbours_seen(pids[1]) == ((pids[0], 1_000), (pids[3], 1_030))
+    # a note without a session between the turns is stepped over
+    note = p.add("Reminder: water the plants", timestamp=1_025)
+    assert p.store.temporal_context(pids[2]) == [(pids[0], 2.0), (pids[4], 1.0)]
+    assert p.store.temporal_context(note) == []
+
+
 def test_the_planes_tables_are_what_the_constructor_makes_of_their_parts() -> None:
     # the plane builds its tables without the constructor's checks
     # (`CandidateTable.of_plane`); every table of a search must be one the

@@ -406,7 +406,8 @@ class MemoryStore:
     ) -> list[tuple[int, float]]:
         """(id, weight) one and two steps before and after in time order, in
         the episode (without a timestamp: among the nodes without one, in
-        write order)."""
+        write order). A node in a session (its provenance's, else its
+        scope's) reads its session's turns, stepping over other threads'."""
     def timeline_window(
         self, lo: int, hi: int, *, allowed: Allowed | None = None
     ) -> npt.NDArray[np.uint64]:

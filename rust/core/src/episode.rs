@@ -7,10 +7,9 @@ use crate::types::{Node, Timestamp};
 /// Seconds in a day: a node without a session is in its UTC calendar day's episode.
 pub const DAY_S: Timestamp = 86_400;
 
-/// The episode a node belongs to, as a comparable key: the session its
-/// provenance names (`session`, `session_id` or `episode`, in that order of
-/// preference; the last value of a repeated key), else the UTC calendar day
-/// of its timestamp, else none.
+/// The episode a node belongs to, as a comparable key: the session it
+/// names (`session_from`: its provenance's, else its scope's), else the UTC
+/// calendar day of its timestamp, else none.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Episode<'a> {
     Session { key: &'a str, value: &'a str },
@@ -20,15 +19,39 @@ pub enum Episode<'a> {
 
 /// The episode of a stored node.
 pub fn episode_of(node: &Node) -> Episode<'_> {
-    episode_from(&node.provenance, node.timestamp)
+    episode_from(&node.provenance, &node.scope, node.timestamp)
 }
 
-/// `episode_of` a node's provenance and observation time.
-pub fn episode_from(provenance: &[(String, String)], timestamp: Option<Timestamp>) -> Episode<'_> {
-    for key in ["session", "session_id", "episode"] {
-        if let Some((k, v)) = provenance.iter().rev().find(|(k, _)| k == key) {
-            return Episode::Session { key: k, value: v };
-        }
+/// Keys that name a session (or episode), in the order they are looked up.
+pub const SESSION_KEYS: [&str; 3] = ["session", "session_id", "episode"];
+
+/// The session a node names, as (key, value): the first of `SESSION_KEYS`
+/// its provenance carries (the last value of a repeated key), else the first
+/// its scope carries (a chat kept in scope `{"session": id}`, as the
+/// LangChain history keeps one, is that session).
+pub fn session_from<'a>(
+    provenance: &'a [(String, String)],
+    scope: &'a [(String, String)],
+) -> Option<(&'static str, &'a str)> {
+    [provenance, scope].into_iter().find_map(|pairs| {
+        SESSION_KEYS.into_iter().find_map(|key| {
+            pairs
+                .iter()
+                .rev()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| (key, v.as_str()))
+        })
+    })
+}
+
+/// `episode_of` a node's provenance, scope and observation time.
+pub fn episode_from<'a>(
+    provenance: &'a [(String, String)],
+    scope: &'a [(String, String)],
+    timestamp: Option<Timestamp>,
+) -> Episode<'a> {
+    if let Some((key, value)) = session_from(provenance, scope) {
+        return Episode::Session { key, value };
     }
     match timestamp {
         Some(ts) => Episode::Day(ts.div_euclid(DAY_S)),

@@ -6,15 +6,13 @@
 
 use crate::hashing::{ShortKeyMap, ShortKeySet};
 
+use crate::episode::session_from;
 use crate::types::Node;
 
 /// Each node's entity list is read only this far (speaker first, then in
 /// order of appearance): every kept pair is compared, and a long text can
 /// carry thousands of names.
 pub const ALIAS_SCAN: usize = 64;
-
-/// Provenance keys that name a session (or episode), in the order they are looked up.
-const SESSION_KEYS: [&str; 3] = ["session", "session_id", "episode"];
 
 /// The pair signals, each in [0, 1].
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -38,12 +36,9 @@ pub(crate) fn provenance_value<'a>(node: &'a Node, key: &str) -> Option<&'a str>
         .map(|(_, v)| v.as_str())
 }
 
-/// The session (or episode) a node's provenance names, as (key, value): the
-/// first of `session`, `session_id`, `episode` it carries.
+/// The session (or episode) a node names, as (key, value) (`session_from`).
 pub fn session_of(node: &Node) -> Option<(&'static str, &str)> {
-    SESSION_KEYS
-        .iter()
-        .find_map(|&key| provenance_value(node, key).map(|v| (key, v)))
+    session_from(&node.provenance, &node.scope)
 }
 
 /// The signals of candidate `other` for the new node `new`.

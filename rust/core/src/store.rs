@@ -714,7 +714,7 @@ impl MemoryStore {
             Some(ts) => self.by_time.insert(ts, id),
             None => self.untimed.insert(UNTIMED, id),
         }
-        let episode = episode_key(episode_from(&node.provenance, node.timestamp));
+        let episode = episode_key(episode_from(&node.provenance, &node.scope, node.timestamp));
         self.episode_keys.insert(id, episode);
         // validated, so these only sort
         let scope = normalize_scope(node.scope)?;

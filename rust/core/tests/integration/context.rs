@@ -19,6 +19,8 @@ const DAY: Timestamp = 86_400;
 struct Turn {
     ts: Option<Timestamp>,
     session: Option<u8>,
+    /// The session given as the node's scope, not its provenance.
+    in_scope: bool,
     speaker: Option<&'static str>,
     share: f64,
 }
@@ -35,14 +37,16 @@ fn turn() -> impl Strategy<Value = Turn> {
             ],
         ),
         prop::option::of(0u8..3),
+        any::<bool>(),
         prop::option::of(prop::sample::select(vec![
             "Ana", "ana", "Ben", "BEN", "Cleo",
         ])),
         prop::sample::select(vec![0.0, 0.25, 0.5, 1.0]),
     )
-        .prop_map(|(ts, session, speaker, share)| Turn {
+        .prop_map(|(ts, session, in_scope, speaker, share)| Turn {
             ts,
             session,
+            in_scope,
             speaker,
             share,
         })
@@ -53,8 +57,11 @@ fn store_of(turns: &[Turn]) -> MemoryStore {
     for (i, t) in turns.iter().enumerate() {
         let mut n = NewNode::new(format!("turn {i}"), vec![1.0, i as f32, 0.5, -1.0]);
         n.timestamp = t.ts;
-        if let Some(sess) = t.session {
-            n.provenance.push(("session".into(), sess.to_string()));
+        // a session in the scope is the node's session as one in its provenance is
+        match (t.session, t.in_scope) {
+            (Some(sess), true) => n.scope.push(("session".into(), sess.to_string())),
+            (Some(sess), false) => n.provenance.push(("session".into(), sess.to_string())),
+            (None, _) => {}
         }
         if let Some(spk) = t.speaker {
             n.provenance.push(("speaker".into(), spk.into()));
@@ -292,6 +299,7 @@ fn turn_near_a_midnight() -> impl Strategy<Value = Turn> {
         .prop_map(|((d, s), session)| Turn {
             ts: Some(d * DAY + s),
             session,
+            in_scope: false,
             speaker: None,
             share: 0.0,
         })
@@ -374,6 +382,7 @@ fn question_shares_are_checked_all_or_nothing() {
         .map(|i| Turn {
             ts: Some(i * 60),
             session: None,
+            in_scope: false,
             speaker: Some(if i % 2 == 0 { "Ana" } else { "Ben" }),
             share: 0.0,
         })
@@ -453,11 +462,17 @@ proptest! {
             };
             // a turn in a session: its session's nearest among the first
             // SESSION_WALK + 1 it sees, else the nearest it sees
+            // (its provenance's session, else its scope's)
+            let session = |i: usize| {
+                sessions[i].map(|s| s.to_string()).or_else(|| {
+                    scopes[i].iter().find(|(k, _)| *k == "session").map(|(_, v)| v.to_string())
+                })
+            };
             let nearest = |side: Vec<(NodeId, Timestamp)>| {
-                let own = sessions[id].and_then(|sess| {
+                let own = session(id).and_then(|sess| {
                     side.iter()
                         .take(context::SESSION_WALK + 1)
-                        .find(|&&(n, _)| sessions[n as usize] == Some(sess))
+                        .find(|&&(n, _)| session(n as usize).as_ref() == Some(&sess))
                         .copied()
                 });
                 own.or(side.first().copied())
