@@ -314,6 +314,48 @@ def test_forgetting_versions_keeps_validity_sensible() -> None:
     assert_matches_oracle(m)
 
 
+class _FailsToConsolidate(LocalController):
+    """The local controller, down on its consolidation round."""
+
+    def decide(self, requests: Any) -> Any:
+        requests = list(requests)
+        if any(r.purpose == "consolidation" for r in requests):
+            raise JevmemError("controller down")
+        return super().decide(requests)
+
+
+def test_a_facts_start_is_its_own_whatever_links_came_and_went() -> None:
+    # a fact holds from when its text says it began, linked or not; a link
+    # made and taken back (the newer version forgotten, a write whose
+    # controller failed after its relation round) leaves no trace of it
+    said = T0 + 9 * DAY  # Saturday 10 January 2026
+    monday_before = T0 - 3 * DAY  # "last week" starts Monday 29 December
+    m = memory()
+    a = m.add("I moved to Porto last week", speaker="Maya", timestamp=said)
+    assert m.validity(a) == (monday_before, None)
+    b = m.update(a, "I moved to Lisbon", timestamp=said + 3 * DAY)
+    assert m.validity(a) == (monday_before, said + 3 * DAY)
+    m.forget(b)
+    assert m.validity(a) == (monday_before, None)
+    # the relation round links the new statement to the old, then the
+    # consolidation round fails: the write is taken back, and so is the link
+    f = memory(_FailsToConsolidate(), consolidation_period=2)
+    old = f.add("I adjusted the snack budget to $50 last week", speaker="Maya", timestamp=said)
+    before = (f.validity(old), f.store.supersedes_links(), f.derived_state())
+    with pytest.raises(JevmemError, match="controller down"):
+        f.add("I adjusted the snack budget to $75", speaker="Maya", timestamp=said + 3 * DAY)
+    assert (f.validity(old), f.store.supersedes_links(), f.derived_state()) == before
+    assert f.validity(old) == (monday_before, None)
+    # one set by hand wins over the text, and None gives the text back
+    f.store.set_valid_from(old, said)
+    assert f.validity(old) == (said, None)
+    f.store.set_valid_from(old, None)
+    assert f.validity(old) == (monday_before, None)
+    # a node without a time named in its text holds from its observation
+    plain = m.add("I like tea", speaker="Maya", timestamp=said)
+    assert m.validity(plain) == (said, None)
+
+
 # ---- update and history --------------------------------------------------------------
 
 

@@ -320,7 +320,9 @@ class MemoryStore:
     def add_supersedes_batch(self, links: Sequence[tuple[object, ...]]) -> list[Upsert]:
         """Links ``(new, old, weight[, origin])``, all or nothing."""
     def set_valid_from(self, id: int, valid_from: int | None) -> None:
-        """When the node's fact became true, if not its observation time (None: back to it)."""
+        """When the node's fact became true, if not what its text grounds
+        (the start of its first time reference) or else its observation time
+        (None: back to those)."""
     def supersedes_links(self) -> list[Supersedes]:
         """Every link, sorted by (new, old)."""
     @property
@@ -331,7 +333,8 @@ class MemoryStore:
         """The nodes superseding ``id`` directly, ascending."""
     def validity(self, id: int) -> tuple[int | None, int | None]:
         """``(valid_from, valid_to)`` on the world timeline: from the event time
-        (else the timestamp) to the earliest valid_from of a successor
+        (one set, else the start of the first time the text grounds, else the
+        timestamp) to the earliest valid_from of a successor
         (exclusive, never before valid_from); valid_to is None while current."""
     def history(self, id: int) -> list[int]:
         """``id``, then every fact it superseded, transitively, nearest first."""

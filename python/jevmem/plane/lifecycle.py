@@ -149,8 +149,10 @@ class LifecycleMemory(MemoryState):
 
     def validity(self, node_id: int) -> tuple[int | None, int | None]:
         """``(valid_from, valid_to)`` of a node's fact on the world timeline
-        (not when it was recorded); ``valid_to`` is None while it is current.
-        Ids as in `history`."""
+        (not when it was recorded): from when its text says it began (the
+        first time it names, "I moved to Porto last week"; else its
+        timestamp) to when the earliest observation that replaced it began;
+        ``valid_to`` is None while it is current. Ids as in `history`."""
         return self.store.validity(self._live_id(node_id))
 
     def superseded_by(self, node_id: int) -> list[int]:

@@ -19,7 +19,7 @@ from jevmem.plane.derived import DERIVED_VERSION
 from jevmem.plane.lifecycle import LifecycleMemory
 from jevmem.plane.pairs import relation_round, split_pairs
 from jevmem.plane.signals import answer_value
-from jevmem.temporal import event_time, ground_tuples_batch
+from jevmem.temporal import ground_tuples_batch
 
 
 class WritingMemory(LifecycleMemory):
@@ -360,14 +360,10 @@ class WritingMemory(LifecycleMemory):
     def _record_supersedes(
         self, links: list[tuple[int, int, float]], origin: str = "controller"
     ) -> None:
-        """Store supersedes links (new, old, weight) with both ends' event
-        times, so validity is measured on the world timeline: a fact holds
-        from when its text says it began (else its observation time)."""
-        ends = sorted({n for new, old, _ in links for n in (new, old)})
-        for node_id, stamp in zip(ends, self.store.timestamps(ends), strict=True):
-            start = event_time(stamp, self._time_refs_of(node_id))
-            if start != stamp:
-                self.store.set_valid_from(node_id, start)
+        """Store supersedes links (new, old, weight). Validity is measured on
+        the world timeline: the core reads when each fact began from its own
+        grounded times (`MemoryStore.valid_from`), so nothing here outlives
+        the link."""
         self.store.add_supersedes_batch([(new, old, w, origin) for new, old, w in links])
 
     # ---- update: a new version of a fact --------------------------------------

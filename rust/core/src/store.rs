@@ -1050,10 +1050,19 @@ impl MemoryStore {
         &self.facts
     }
 
-    /// When the node's fact became true: its explicit event time, else its timestamp.
+    /// When the node's fact became true: its explicit event time
+    /// (`set_valid_from`), else the start of the first time its text
+    /// grounds ("I switched to soy yesterday": the day before), else its
+    /// timestamp. Read from the node's own facts, whatever its links: a
+    /// link made and taken back (a failed write, a forgotten version)
+    /// leaves nothing behind.
     pub fn valid_from(&self, id: NodeId) -> Result<Option<Timestamp>> {
         let node = self.require(id)?;
-        Ok(self.facts.explicit_valid_from(id).or(node.timestamp))
+        Ok(self
+            .facts
+            .explicit_valid_from(id)
+            .or_else(|| self.time_refs(id).first().map(|r| r.start))
+            .or(node.timestamp))
     }
 
     /// `(valid_from, valid_to)`: `valid_to` is the earliest `valid_from` of

@@ -66,6 +66,53 @@ fn a_chain_of_updates() {
 }
 
 #[test]
+fn a_fact_begins_when_its_text_says_whatever_its_links() {
+    use jevmem_core::derived::{DerivedFacts, TimeRef};
+    // node 1's text grounds a time before its observation ("last week")
+    let mut s = store_with(&[Some(100), Some(1_000), Some(2_000)]);
+    let last_week = TimeRef {
+        text: "last week".into(),
+        start: 400,
+        end: 700,
+        precision: 3,
+        relative: true,
+        span: (0, 9),
+        anchor_precision: None,
+    };
+    let later = TimeRef {
+        start: 900,
+        end: 950,
+        ..last_week.clone()
+    };
+    s.set_derived(
+        1,
+        vec![DerivedFacts {
+            id: 1,
+            question_share: 0.0,
+            time_refs: vec![last_week, later],
+        }],
+    )
+    .unwrap();
+    // unlinked: its first grounded time, not its observation
+    assert_eq!(s.validity(1).unwrap(), (Some(400), None));
+    assert_eq!(s.validity(0).unwrap(), (Some(100), None));
+    // linked and unlinked again: the same start, nothing left behind
+    s.add_supersedes(link(1, 0, 1.0)).unwrap();
+    s.add_supersedes(link(2, 1, 1.0)).unwrap();
+    assert_eq!(s.validity(0).unwrap(), (Some(100), Some(400)));
+    assert_eq!(s.validity(1).unwrap(), (Some(400), Some(2_000)));
+    s.forget_nodes(&[2]).unwrap();
+    assert_eq!(s.validity(1).unwrap(), (Some(400), None));
+    // one set by hand wins; None gives the text's back
+    s.set_valid_from(1, Some(800)).unwrap();
+    assert_eq!(s.validity(0).unwrap(), (Some(100), Some(800)));
+    s.set_valid_from(1, None).unwrap();
+    assert_eq!(s.validity(1).unwrap(), (Some(400), None));
+    let loaded = MemoryStore::from_snapshot_bytes(&s.to_snapshot_bytes().unwrap()).unwrap();
+    assert_eq!(loaded.validity(1).unwrap(), (Some(400), None));
+}
+
+#[test]
 fn bad_links_change_nothing() {
     let mut s = store_with(&[Some(1), Some(2), Some(3)]);
     s.add_supersedes(link(1, 0, 0.7)).unwrap();
