@@ -48,12 +48,6 @@ const RUN_LOOKUP: usize = 256;
 /// How many nodes after a midnight a run of a chat is followed through.
 const RUN_WALK: usize = 4_096;
 
-/// How many turns of other episodes a turn in a session steps over, each
-/// way, to find its own session's nearest turns: sessions kept at once (a
-/// group chat's threads, an agent serving several users) interleave on the
-/// timeline, and the turn before a turn is then often another thread's.
-pub const SESSION_WALK: usize = 64;
-
 /// The weights of a time-order context.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ContextConfig {
@@ -109,16 +103,17 @@ pub trait ContextSource {
     /// The two nodes nearest after (`forward`) or before `(ts, id)` on the
     /// timeline that `allowed` lets through, nearest first; for a node
     /// without a timestamp (`ts` None), the nearest in write order among the
-    /// nodes without one. With `within`, only nodes of that episode (key)
-    /// count, and the walk gives up after stepping over `SESSION_WALK`
-    /// allowed nodes of other episodes.
+    /// nodes without one. With `own_session`, only the nodes of the
+    /// node's own session count, however many others lie between (sessions
+    /// kept at once interleave on the timeline: a group chat's threads, an
+    /// agent's chats with several users).
     fn nearest_two(
         &self,
         ts: Option<Timestamp>,
         id: NodeId,
         forward: bool,
         allowed: Option<&Allowed>,
-        within: Option<u64>,
+        own_session: bool,
     ) -> [Option<NodeId>; 2];
     fn question_share(&self, id: NodeId) -> f64;
     /// The node's `episode_key` (0 for an unknown id). A store keeps them
@@ -140,10 +135,10 @@ fn run_time(node: &Node) -> Option<Timestamp> {
 /// The observations one and two steps before and after `id` on the
 /// timeline (the allowed ones only, when given: the others are stepped over,
 /// as if they were not stored), in its episode, in the order -1, +1, -2, +2,
-/// weighted 1 and `second_step_decay`. A node in a session steps over the
-/// turns of other episodes between it and its session's (at most
-/// `SESSION_WALK` each way): its context is its own thread's, however many
-/// threads run at once. A node without a timestamp has the
+/// weighted 1 and `second_step_decay`. A node in a session reads its
+/// session's nearest turns, stepping over the turns of other episodes
+/// between: its context is its own thread's, however many threads run at
+/// once. A node without a timestamp has the
 /// nodes without one written before and after it (a log kept without its
 /// times is still in order), when its episode is known (a session); without
 /// either it has none. Empty for an unknown node.
@@ -165,9 +160,9 @@ pub fn neighbours(
         // with write-order context, BENCHMARKS.md section 60)
         return out;
     }
-    let within = matches!(episode_of(node), Episode::Session { .. }).then_some(episode);
-    let before = src.nearest_two(ts, id, false, allowed, within);
-    let after = src.nearest_two(ts, id, true, allowed, within);
+    let in_session = matches!(episode_of(node), Episode::Session { .. });
+    let before = src.nearest_two(ts, id, false, allowed, in_session);
+    let after = src.nearest_two(ts, id, true, allowed, in_session);
     // A node without a session is in its calendar day's episode; a chat
     // that runs past midnight goes on: a neighbour without a session
     // within `RUN_GAP_S` of the node (and of the one between them) is in
@@ -301,36 +296,32 @@ impl ContextSource for MemoryStore {
         id: NodeId,
         forward: bool,
         allowed: Option<&Allowed>,
-        within: Option<u64>,
+        own_session: bool,
     ) -> [Option<NodeId>; 2] {
-        // along the timeline's links (the untimed nodes' own, in write
-        // order), stepping over the nodes not allowed and, `within` an
-        // episode, a bounded number of other episodes' nodes
-        let line = if ts.is_some() {
-            &self.by_time
-        } else {
-            &self.untimed
+        // along the links of the node's session's line, or of the timeline
+        // (the untimed nodes' own, in write order), stepping over the nodes
+        // not allowed
+        let step = |n: NodeId| {
+            if own_session {
+                self.sessions.step(n, forward)
+            } else if ts.is_some() {
+                self.by_time.step(n, forward)
+            } else {
+                self.untimed.step(n, forward)
+            }
         };
         let mut got = [None, None];
         let mut found = 0;
-        let mut other_episodes = 0;
-        let mut at = line.step(id, forward);
+        let mut at = step(id);
         while let Some(n) = at {
             if allowed.is_none_or(|a| a.contains(n)) {
-                if within.is_none_or(|e| self.episode(n) == e) {
-                    got[found] = Some(n);
-                    found += 1;
-                    if found == 2 {
-                        break;
-                    }
-                } else {
-                    other_episodes += 1;
-                    if other_episodes > SESSION_WALK {
-                        break;
-                    }
+                got[found] = Some(n);
+                found += 1;
+                if found == 2 {
+                    break;
                 }
             }
-            at = line.step(n, forward);
+            at = step(n);
         }
         got
     }
@@ -499,10 +490,10 @@ impl MemoryStore {
     /// The nodes right before and right after `id` in time order among those
     /// it sees (a scoped node: the nodes whose scope holds its own), with
     /// their timestamps: where the write path links it on the temporal view.
-    /// A node in a session links to its own session's nearest instead, when
-    /// one lies within `SESSION_WALK` seen nodes of other episodes (a
-    /// thread's turns link to each other, not to the turns of the threads
-    /// between them); else to the nearest it sees.
+    /// A node in a session links to its own session's nearest that it
+    /// sees instead, when its session has one that side (a thread's turns
+    /// link to each other, not to the turns of the threads between them);
+    /// else to the nearest it sees.
     /// None for an unknown node or one without a timestamp.
     #[allow(clippy::type_complexity)]
     pub fn time_neighbours_seen(
@@ -516,26 +507,31 @@ impl MemoryStore {
                 .is_some_and(|o| scope_within(&node.scope, &o.scope))
                 .then_some((n, t))
         };
-        let own = matches!(episode_of(node), Episode::Session { .. }).then(|| self.episode(id));
-        let nearest = |side: &mut dyn Iterator<Item = &(Timestamp, NodeId)>| {
-            let mut seen_side = side.filter_map(|e| seen(&e));
-            let first = seen_side.next();
-            let Some(own) = own else {
-                return first;
-            };
-            std::iter::once(first)
-                .flatten()
-                .chain(seen_side.take(SESSION_WALK))
-                .find(|&(n, _)| self.episode(n) == own)
-                .or(first)
+        let in_session = matches!(episode_of(node), Episode::Session { .. });
+        let own = |forward: bool| {
+            let mut at = self.sessions.step(id, forward);
+            while let Some(n) = at {
+                let t = self.get(n)?.timestamp?;
+                if let Some(hit) = seen(&&(t, n)) {
+                    return Some(hit);
+                }
+                at = self.sessions.step(n, forward);
+            }
+            None
         };
-        let prev = nearest(&mut self.by_time.set().range(..(ts, id)).rev());
-        let next = nearest(
-            &mut self
-                .by_time
+        let prev = in_session.then(|| own(false)).flatten().or_else(|| {
+            self.by_time
                 .set()
-                .range((Bound::Excluded((ts, id)), Bound::Unbounded)),
-        );
+                .range(..(ts, id))
+                .rev()
+                .find_map(|e| seen(&e))
+        });
+        let next = in_session.then(|| own(true)).flatten().or_else(|| {
+            self.by_time
+                .set()
+                .range((Bound::Excluded((ts, id)), Bound::Unbounded))
+                .find_map(|e| seen(&e))
+        });
         Some((prev, next))
     }
 }
@@ -566,13 +562,17 @@ mod tests {
             stamps in proptest::collection::vec(proptest::option::weighted(0.7, 0i64..8), 1..30),
             gone in proptest::collection::vec(any::<bool>(), 30),
             allowed in proptest::collection::vec(any::<bool>(), 30),
+            sessions in proptest::collection::vec(proptest::option::of(0u8..3), 30),
         ) {
             use crate::ops::NewNode;
             use crate::store::StoreConfig;
             let mut s = MemoryStore::new(StoreConfig::new(2)).unwrap();
-            for &ts in &stamps {
+            for (i, &ts) in stamps.iter().enumerate() {
                 let mut n = NewNode::new("a turn", vec![1.0, 0.0]);
                 n.timestamp = ts;
+                if let Some(v) = sessions[i] {
+                    n.provenance = vec![("session".into(), v.to_string())];
+                }
                 s.add_node(n).unwrap();
             }
             let ids: Vec<NodeId> = (0..stamps.len() as NodeId).collect();
@@ -596,11 +596,11 @@ mod tests {
                         let mut after = untimed[k + 1..].iter().filter(ok).copied();
                         let mut before = untimed[..k].iter().rev().filter(ok).copied();
                         prop_assert_eq!(
-                            store.nearest_two(None, id, true, a, None),
+                            store.nearest_two(None, id, true, a, false),
                             [after.next(), after.next()]
                         );
                         prop_assert_eq!(
-                            store.nearest_two(None, id, false, a, None),
+                            store.nearest_two(None, id, false, a, false),
                             [before.next(), before.next()]
                         );
                     }
@@ -616,11 +616,41 @@ mod tests {
                             .filter(ok);
                         let mut before = set.range(..(ts, id)).rev().map(|&(_, n)| n).filter(ok);
                         prop_assert_eq!(
-                            store.nearest_two(Some(ts), id, true, a, None),
+                            store.nearest_two(Some(ts), id, true, a, false),
                             [after.next(), after.next()]
                         );
                         prop_assert_eq!(
-                            store.nearest_two(Some(ts), id, false, a, None),
+                            store.nearest_two(Some(ts), id, false, a, false),
+                            [before.next(), before.next()]
+                        );
+                    }
+                }
+                // along a session's own line: its live turns with a time (or
+                // without one) in the timeline's order, whatever lies between
+                for &id in &ids {
+                    let Some(node) = store.get(id) else { continue };
+                    let Some(sess) = sessions[id as usize] else { continue };
+                    let timed = node.timestamp.is_some();
+                    let line: Vec<NodeId> = store
+                        .by_time
+                        .set()
+                        .iter()
+                        .map(|&(_, n)| n)
+                        .filter(|_| timed)
+                        .chain(untimed.iter().copied().filter(|_| !timed))
+                        .filter(|&n| sessions[n as usize] == Some(sess))
+                        .collect();
+                    let k = line.iter().position(|&n| n == id).unwrap();
+                    for a in [None, Some(&scope)] {
+                        let ok = |n: &&NodeId| a.is_none_or(|a| a.contains(**n));
+                        let mut after = line[k + 1..].iter().filter(ok).copied();
+                        let mut before = line[..k].iter().rev().filter(ok).copied();
+                        prop_assert_eq!(
+                            store.nearest_two(node.timestamp, id, true, a, true),
+                            [after.next(), after.next()]
+                        );
+                        prop_assert_eq!(
+                            store.nearest_two(node.timestamp, id, false, a, true),
                             [before.next(), before.next()]
                         );
                     }
@@ -663,53 +693,62 @@ mod tests {
     }
 
     /// Two sessions kept at once: each turn's context is its own session's
-    /// turns, stepping over the other's; past `SESSION_WALK` of them the
-    /// walk gives up.
+    /// turns, stepping over the other's, however many lie between.
     #[test]
     fn a_turn_in_a_session_steps_over_another_sessions_turns() {
         use crate::ops::NewNode;
         use crate::store::StoreConfig;
         let mut s = MemoryStore::new(StoreConfig::new(2)).unwrap();
         let mut at = 1_700_000_000;
-        let mut add = |session: &str| {
-            let mut n = NewNode::new(format!("turn in {session}"), vec![1.0, 0.5]);
+        let mut add = |session: Option<&str>| {
+            let mut n = NewNode::new("a turn", vec![1.0, 0.5]);
             at += 10;
             n.timestamp = Some(at);
-            n.provenance = vec![("session".into(), session.into())];
+            if let Some(v) = session {
+                n.provenance = vec![("session".into(), v.into())];
+            }
             s.add_node(n).unwrap()
         };
-        let a1 = add("a");
-        let b1 = add("b");
-        let a2 = add("a");
-        let b2 = add("b");
-        let a3 = add("a");
-        let between: Vec<NodeId> = (0..SESSION_WALK).map(|_| add("b")).collect();
-        let a4 = add("a");
-        let far: Vec<NodeId> = (0..=SESSION_WALK).map(|_| add("b")).collect();
-        let a5 = add("a");
+        let a1 = add(Some("a"));
+        let b1 = add(Some("b"));
+        let a2 = add(Some("a"));
+        let b2 = add(Some("b"));
+        let a3 = add(Some("a"));
+        let between: Vec<NodeId> = (0..500).map(|_| add(Some("b"))).collect();
+        let note = add(None);
+        let a4 = add(Some("a"));
         let cfg = ContextConfig::default();
-        let near = |id| -> Vec<(i8, NodeId)> {
-            neighbours(&s, id, None, &cfg)
+        let near = |s: &MemoryStore, id| -> Vec<(i8, NodeId)> {
+            neighbours(s, id, None, &cfg)
                 .iter()
                 .map(|n| (n.offset, n.node))
                 .collect()
         };
-        // the walk's bound counts every turn stepped over on one side
-        assert_eq!(near(a2), vec![(-1, a1), (1, a3)]);
-        assert_eq!(near(b2), vec![(-1, b1), (1, between[0]), (2, between[1])]);
-        // SESSION_WALK turns of b between: a4 still finds a3; one more and
-        // a5 finds nothing before it
-        assert_eq!(near(a4), vec![(-1, a3)]);
-        assert!(near(a5).is_empty());
+        assert_eq!(near(&s, a2), vec![(-1, a1), (1, a3), (2, a4)]);
         assert_eq!(
-            near(far[0]),
-            vec![
-                (-1, between[SESSION_WALK - 1]),
-                (1, far[1]),
-                (-2, between[SESSION_WALK - 2]),
-                (2, far[2])
-            ]
+            near(&s, b2),
+            vec![(-1, b1), (1, between[0]), (2, between[1])]
         );
+        // five hundred of b's turns and a note without a session between
+        assert_eq!(near(&s, a4), vec![(-1, a3), (-2, a2)]);
+        // the note without a session reads the timeline as before: the
+        // turns next to it are the sessions', not its episode
+        assert!(near(&s, note).is_empty());
+        // the temporal view links a4 to a3, a thread's first turn to the turn before it
+        assert_eq!(
+            s.time_neighbours_seen(a4).unwrap().0.map(|(n, _)| n),
+            Some(a3)
+        );
+        assert_eq!(
+            s.time_neighbours_seen(b1).unwrap().0.map(|(n, _)| n),
+            Some(a1)
+        );
+        // a turn forgotten is stepped over; a snapshot keeps the lines
+        s.forget_nodes(&[a3]).unwrap();
+        assert_eq!(near(&s, a4), vec![(-1, a2), (-2, a1)]);
+        let loaded = MemoryStore::from_snapshot_bytes(&s.to_snapshot_bytes().unwrap()).unwrap();
+        assert_eq!(near(&loaded, a4), vec![(-1, a2), (-2, a1)]);
+        assert_eq!(near(&loaded, a2), vec![(-1, a1), (1, a4)]);
     }
 
     /// A chat without sessions that runs past midnight keeps its context

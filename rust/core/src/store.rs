@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::bm25::{Bm25Index, Bm25Params, LexicalSnapshot};
 use crate::candidates::CandidateConfig;
 use crate::derived::TimeRef;
-use crate::episode::{episode_from, episode_key};
+use crate::episode::{episode_from, episode_key, Episode};
 use crate::error::{Error, Result};
 use crate::facts::{FactTable, Supersedes};
 use crate::filter::{
@@ -26,7 +26,7 @@ use crate::ops::{NewNode, Op};
 use crate::passages::{hit_order, PassageHit, PassageIndex, Span};
 use crate::style::StyleTable;
 use crate::text::{Tokenizer, TokenizerConfig, QUERY_TIME_WORDS};
-use crate::timeline::Timeline;
+use crate::timeline::{SessionLines, Timeline};
 
 /// The key every node without a timestamp has on `MemoryStore::untimed`
 /// (one key: they stand in id order, the order they were written).
@@ -122,6 +122,10 @@ pub struct MemoryStore {
     /// the timeline is the timestamped nodes'. A chat handed over without
     /// its times still has an order.
     pub(crate) untimed: Timeline,
+    /// The nodes that name a session, on their session's own line: the
+    /// time-order context of a turn in a session is its session's turns
+    /// (`context::neighbours`), whatever other threads lie between.
+    pub(crate) sessions: SessionLines,
     /// Each node's `context::episode_key`, worked out once at write (the
     /// time-order context of every candidate compares them).
     pub(crate) episode_keys: ShortKeyMap<NodeId, u64>,
@@ -257,6 +261,7 @@ impl MemoryStore {
             entity_index: HashMap::new(),
             by_time: Timeline::default(),
             untimed: Timeline::default(),
+            sessions: SessionLines::default(),
             episode_keys: ShortKeyMap::default(),
             question_shares: ShortKeyMap::default(),
             time_refs: ShortKeyMap::default(),
@@ -714,8 +719,14 @@ impl MemoryStore {
             Some(ts) => self.by_time.insert(ts, id),
             None => self.untimed.insert(UNTIMED, id),
         }
-        let episode = episode_key(episode_from(&node.provenance, &node.scope, node.timestamp));
-        self.episode_keys.insert(id, episode);
+        let episode = episode_from(&node.provenance, &node.scope, node.timestamp);
+        let key = episode_key(episode);
+        if matches!(episode, Episode::Session { .. }) {
+            let ts = node.timestamp;
+            self.sessions
+                .insert((key, ts.is_some()), ts.unwrap_or(UNTIMED), id);
+        }
+        self.episode_keys.insert(id, key);
         // validated, so these only sort
         let scope = normalize_scope(node.scope)?;
         let metadata = normalize_metadata(node.metadata)?;
@@ -847,7 +858,12 @@ impl MemoryStore {
             Some(ts) => self.by_time.remove(ts, id),
             None => self.untimed.remove(UNTIMED, id),
         }
-        self.episode_keys.remove(&id);
+        if let Some(key) = self.episode_keys.remove(&id) {
+            // (a node on no session's line: nothing to take off)
+            let ts = node.timestamp;
+            self.sessions
+                .remove((key, ts.is_some()), ts.unwrap_or(UNTIMED), id);
+        }
         self.question_shares.remove(&id);
         self.time_refs.remove(&id);
         self.style.forget(id);
@@ -1431,6 +1447,7 @@ impl MemoryStore {
                     .sum::<usize>()
                 + self.by_time.memory_bytes()
                 + self.untimed.memory_bytes()
+                + self.sessions.memory_bytes()
                 + self.question_shares.len() * 24
                 + self.episode_keys.len() * 24
                 + self.derived_bytes()

@@ -107,27 +107,14 @@ fn model_neighbours(
     let key = (turns[id].ts.unwrap_or(0), id);
     let pos = timeline.iter().position(|&e| e == key).unwrap();
     let ok = |i: usize| allowed.is_none_or(|a| a[i]);
-    // a turn in a session: its session's turns only, after stepping over at
-    // most SESSION_WALK allowed turns of other episodes
+    // a turn in a session: its session's turns only, however many of other
+    // episodes lie between
     let own = turns[id].session.map(|_| episode(&turns[id]));
     let nearest = |side: &mut dyn Iterator<Item = usize>| -> Vec<usize> {
-        let mut got = vec![];
-        let mut stepped = 0;
-        for i in side.filter(|&i| ok(i)) {
-            match &own {
-                Some(e) if episode(&turns[i]) != *e => {
-                    stepped += 1;
-                    if stepped > context::SESSION_WALK {
-                        break;
-                    }
-                }
-                _ => got.push(i),
-            }
-            if got.len() == 2 {
-                break;
-            }
-        }
-        got
+        side.filter(|&i| ok(i))
+            .filter(|&i| own.as_ref().is_none_or(|e| episode(&turns[i]) == *e))
+            .take(2)
+            .collect()
     };
     let before = nearest(&mut timeline[..pos].iter().rev().map(|&(_, i)| i));
     let after = nearest(&mut timeline[pos + 1..].iter().map(|&(_, i)| i));
@@ -460,8 +447,8 @@ proptest! {
             let seen = |&&(t, i): &&(Timestamp, usize)| {
                 within(&scopes[id], &scopes[i]).then_some((i as NodeId, t))
             };
-            // a turn in a session: its session's nearest among the first
-            // SESSION_WALK + 1 it sees, else the nearest it sees
+            // a turn in a session: its session's nearest it sees, else the
+            // nearest it sees
             // (its provenance's session, else its scope's)
             let session = |i: usize| {
                 sessions[i].map(|s| s.to_string()).or_else(|| {
@@ -471,7 +458,6 @@ proptest! {
             let nearest = |side: Vec<(NodeId, Timestamp)>| {
                 let own = session(id).and_then(|sess| {
                     side.iter()
-                        .take(context::SESSION_WALK + 1)
                         .find(|&&(n, _)| session(n as usize).as_ref() == Some(&sess))
                         .copied()
                 });
