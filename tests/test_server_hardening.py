@@ -260,7 +260,10 @@ def test_a_refused_write_to_a_new_name_creates_nothing() -> None:
             lambda: c.add("typo1", "hello", timestamp="soonish"),
             lambda: c.add("typo2", "hello", metadata={"x": float("nan")}),
             lambda: c.add("typo3", "hello", scope={"user": ""}),
-            lambda: c.add("typo4", "hello", provenance={"src": "a\x00b"}),
+            # (the client refuses this one itself, as in-process: sent as built)
+            lambda: c.add_batch(
+                "typo4", [mpb.Observation(text="hello", provenance={"src": "a\x00b"})]
+            ),
             lambda: c.add("typo5", "nul\x00here"),
             lambda: c.add_batch("typo6", [o("fine"), o("bad", timestamp="soonish")]),
             lambda: c.add_batch("typo7", [o("fine"), o("bad", scope={"": "x"})]),
@@ -740,3 +743,68 @@ def test_the_client_reads_only_the_error_names_it_knows() -> None:
         got = service_error("Add", "t", refusal)
         assert isinstance(got, getattr(errors, name)) and isinstance(got, MemoryServiceError)
         assert got.code() == grpc.StatusCode.FAILED_PRECONDITION and got.details() == "why"
+
+
+# ---- the client refuses and converts as in-process -------------------------------------
+
+
+def test_the_client_takes_values_as_memory_add_and_search_do() -> None:
+    # the wire reads "" as no value and JSON writes any key as a string: the
+    # client checks and converts first, so a call refused in-process is
+    # refused with the same error, and one taken is stored the same way
+    from datetime import date, datetime, timezone
+
+    import numpy as np
+
+    from jevmem.errors import InvalidInputError, InvalidTypeError, NodeNotFoundError
+
+    twin = _memory()
+    server, _ = serve_memory(opts=ServerOptions(), factory=lambda name: _memory())
+    with server, MemoryClient(server.address, timeout_s=10) as c:
+        t0 = 1_700_000_000
+        for kw in (
+            {"speaker": "", "provenance": {"speaker": "Al"}},
+            {"provenance": {"turn": 3, "score": 0.5}},
+        ):
+            assert c.add("m", "I play the cello", timestamp=t0, **kw) == twin.add(
+                "I play the cello", timestamp=t0, **kw
+            )
+        got = [dict(c.get("m", i).provenance) for i in (0, 1)]
+        assert got == [twin.get(0).provenance, twin.get(1).provenance]
+        assert got == [{"speaker": ""}, {"turn": "3", "score": "0.5"}]
+        refused: list[tuple[type[Exception], Callable[[], object], Callable[[], object]]] = [
+            (InvalidInputError, lambda: c.add("m", "x", key=""), lambda: twin.add("x", key="")),
+            (InvalidTypeError, lambda: c.add("m", None), lambda: twin.add(None)),  # type: ignore[arg-type]
+            (
+                InvalidTypeError,
+                lambda: c.add("m", "x", provenance="x"),
+                lambda: twin.add("x", provenance="x"),  # type: ignore[arg-type]
+            ),
+            (
+                InvalidInputError,
+                lambda: c.add("m", "x", metadata=["topic"]),
+                lambda: twin.add("x", metadata=["topic"]),  # type: ignore[arg-type]
+            ),
+            (InvalidTypeError, lambda: c.search("m", None), lambda: twin.search(None)),  # type: ignore[arg-type]
+            (
+                InvalidInputError,
+                lambda: c.search("m", "cello", filter={1: 1}),  # type: ignore[dict-item]
+                lambda: twin.search("cello", filter={1: 1}),  # type: ignore[dict-item]
+            ),
+            (NodeNotFoundError, lambda: c.get("m", -1), lambda: twin.get(-1)),
+            (NodeNotFoundError, lambda: c.get("m", 2**64), lambda: twin.get(2**64)),
+            (InvalidInputError, lambda: c.get("m", "0"), lambda: twin.get("0")),  # type: ignore[arg-type]
+            (InvalidInputError, lambda: c.get("m", True), lambda: twin.get(True)),
+        ]
+        for error, remote, local in refused:
+            with pytest.raises(error):
+                remote()
+            with pytest.raises(error):
+                local()
+        assert c.stats("m")["nodes"] == twin.stats()["nodes"] == 2
+        # times in a filter go as Unix seconds, as in-process
+        for bound in (datetime(2020, 1, 1, tzinfo=timezone.utc), date(2020, 1, 1), np.int64(t0)):
+            f = {"$timestamp": {"$gte": bound}}
+            assert [e.id for e in c.search("m", "cello", filter=f).evidence] == [
+                e.id for e in twin.search("cello", filter=f).evidence
+            ]

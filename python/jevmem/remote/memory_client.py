@@ -9,17 +9,19 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import operator
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, SupportsIndex
 
 import grpc
 
 from jevmem import _validate, errors
 from jevmem._proto.jevmem.v1 import memory_pb2 as pb
 from jevmem._proto.jevmem.v1 import memory_pb2_grpc as pb_grpc
-from jevmem.errors import InvalidInputError, InvalidTypeError, JevmemError
+from jevmem.errors import InvalidInputError, InvalidTypeError, JevmemError, NodeNotFoundError
 from jevmem.memory import SearchResult
+from jevmem.plane.filters import filter_times
 from jevmem.remote.memory_convert import meta_to_proto, result_from_proto
 
 __all__ = ["MemoryClient", "MemoryServiceError", "RemoteAnswer"]
@@ -156,6 +158,29 @@ def _meta(key: str, value: Any) -> pb.MetaValue:
     return meta_to_proto(value)
 
 
+def _str(value: Any, field: str) -> str:
+    """A str argument, refused as in-process when it is not one (the wire
+    would send None as "")."""
+    if not isinstance(value, str):
+        raise InvalidTypeError(f"{field} must be a str, got {type(value).__name__}")
+    return value
+
+
+def _filter_keys(f: Any, depth: int = 0) -> None:
+    """Refuse a filter key that is not a str, as the core does in-process
+    (JSON would write ``{1: ...}`` as ``{"1": ...}``, another field)."""
+    if depth > 64:
+        raise InvalidInputError("filter nests too deep")
+    if isinstance(f, Mapping):
+        for k, v in f.items():
+            if not isinstance(k, str):
+                raise InvalidInputError(f"filter key must be a string, got {type(k).__name__}")
+            _filter_keys(v, depth + 1)
+    elif isinstance(f, list | tuple):
+        for x in f:
+            _filter_keys(x, depth + 1)
+
+
 class MemoryClient:
     """A thin client of one server; results come back as :class:`SearchResult`.
 
@@ -218,12 +243,23 @@ class MemoryClient:
         numpy value in ``metadata`` raise the same typed errors here, before
         any call). A timestamp is sent as Unix seconds (an int, a numpy
         integer, a float, a datetime or a date, converted as in-process) or
-        as its text (a str, which the server parses as `Memory.add` does)."""
+        as its text (a str, which the server parses as `Memory.add` does).
+        The wire reads an empty string as no value: an empty speaker travels
+        in the provenance, where `Memory.add` keeps it, and an empty key is
+        refused here, as in-process."""
+        _str(text, "text")
+        prov = _validate.provenance_arg(provenance, "provenance") or {}
+        if speaker is not None and _str(speaker, "speaker") == "":
+            prov["speaker"] = ""
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise InvalidInputError(f"metadata must be a dict, got {type(metadata).__name__}")
+        if key is not None and _str(key, "key") == "":
+            raise InvalidInputError("idempotency key must be non-empty")
         with _encoding("observation"):
             o = pb.Observation(
                 text=text,
                 speaker=speaker or "",
-                provenance=provenance or {},
+                provenance=prov,
                 entities=[] if entities is None else _validate.sequence(entities, "entities"),
                 scope=scope or {},
                 metadata={k: _meta(k, v) for k, v in (metadata or {}).items()},
@@ -265,7 +301,11 @@ class MemoryClient:
         (refused here as in-process: the wire reads 0 as the default 10);
         ``now`` the query time, as ``now=`` in-process (Unix seconds, a
         datetime or a date sent as seconds; a str sent as text for the
-        server to parse)."""
+        server to parse). A filter's ``$timestamp`` bounds go as Unix
+        seconds, converted as in-process (a datetime, a date, a numpy int)."""
+        if filter is not None:
+            _filter_keys(filter)
+            filter = filter_times(filter)
         with _encoding("options"):
             o = pb.SearchOptions(
                 k=_validate.k_arg(k),
@@ -290,6 +330,7 @@ class MemoryClient:
         scope: Mapping[str, str] | None = None,
         filter: Mapping[str, Any] | None = None,
     ) -> SearchResult:
+        _str(query, "query")
         opts = self.options(k, mode, scope, filter, now=now)
         with _encoding("request"):
             req = pb.SearchRequest(memory=memory, query=query, options=opts)
@@ -307,11 +348,12 @@ class MemoryClient:
         scope: Mapping[str, str] | None = None,
         filter: Mapping[str, Any] | None = None,
     ) -> list[SearchResult]:
+        got = _validate.sequence(queries, "queries")
+        for i, q in enumerate(got):
+            _str(q, f"queries[{i}]")
         opts = self.options(k, mode, scope, filter, now=now)
         with _encoding("request"):
-            req = pb.SearchBatchRequest(
-                memory=memory, queries=_validate.sequence(queries, "queries"), options=opts
-            )
+            req = pb.SearchBatchRequest(memory=memory, queries=got, options=opts)
         r = self._rpc("SearchBatch", req, timeout=self.timeout_s, metadata=self.metadata)
         return [result_from_proto(x) for x in r.results]
 
@@ -331,6 +373,7 @@ class MemoryClient:
     ) -> RemoteAnswer:
         """``Memory.answer`` on the server (its model); ``timeout_s``
         defaults to the client's (an answer waits for the model)."""
+        _str(query, "query")
         opts = self.options(k, mode, scope, filter, now=now)
         with _encoding("request"):
             req = pb.AnswerRequest(memory=memory, query=query, options=opts)
@@ -353,12 +396,21 @@ class MemoryClient:
         )
 
     def get(self, memory: str, node_id: int) -> pb.Node:
-        r: pb.GetResponse = self._rpc(
-            "Get",
-            pb.GetRequest(memory=memory, id=node_id),
-            timeout=self.timeout_s,
-            metadata=self.metadata,
-        )
+        """`Memory.get` on the server; an id that is not an int, or that no
+        node can have, is refused here with the in-process error."""
+        try:
+            if isinstance(node_id, bool) or not isinstance(node_id, SupportsIndex):
+                raise TypeError
+            wanted = operator.index(node_id)
+        except TypeError:
+            raise InvalidInputError(
+                f"node id must be an int, got {type(node_id).__name__}"
+            ) from None
+        if not 0 <= wanted < 2**64:
+            raise NodeNotFoundError(f"no node with id {wanted}")
+        with _encoding("request"):
+            req = pb.GetRequest(memory=memory, id=wanted)
+        r: pb.GetResponse = self._rpc("Get", req, timeout=self.timeout_s, metadata=self.metadata)
         return r.node
 
     def stats(self, memory: str) -> dict[str, Any]:
