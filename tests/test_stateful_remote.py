@@ -37,6 +37,7 @@ from __future__ import annotations
 import gc
 import json
 import math
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -969,7 +970,8 @@ def test_memory_service_behaves_like_the_in_process_memory(chat: FakeChatServer)
     run_state_machine_as_test(
         RemoteMachine,
         settings=settings(
-            max_examples=40,
+            # a longer hunt: JEVMEM_STATEFUL_EXAMPLES=500 pytest tests/test_stateful_remote.py
+            max_examples=int(os.environ.get("JEVMEM_STATEFUL_EXAMPLES", "40")),
             stateful_step_count=25,
             deadline=None,
             database=None,  # nothing written into the checkout
