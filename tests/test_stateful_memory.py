@@ -36,6 +36,7 @@ from hypothesis.stateful import (
     precondition,
     rule,
 )
+from support.stateful import CONFIG, DIM, MAX_TS, MODES, SESSIONS, T0, ts_ints
 
 import jevmem
 from jevmem import (
@@ -45,13 +46,9 @@ from jevmem import (
     JevmemError,
     LocalController,
     Memory,
-    MemoryConfig,
     NodeNotFoundError,
 )
 from jevmem.memory import Mode
-
-DIM = 64
-MAX_TS = 253_339_228_799
 
 SUBJECTS = ("Maya", "Ines", "Bob", "Sam")
 PHRASES = (
@@ -87,12 +84,9 @@ QUERIES = (
     "lab Porto",
     "coffee",
 )
-MODES = ("lexical", "anchors", "traversal", "full")
 USERS = ("u1", "u2")
-SESSIONS = ("s1", "s2")
 TOPICS = ("work", "home", "music")
 KEYS = ("k1", "k2", "k3")
-T0 = 1_600_000_000
 
 
 class Flaky:
@@ -111,10 +105,6 @@ class Flaky:
         return self.inner.decide(requests, **kw)
 
 
-#: consolidation every 5 writes (not 20), so short runs reach it
-CONFIG = MemoryConfig(consolidation_period=5)
-
-
 def new_memory() -> Memory:
     return Memory(HashEmbedder(DIM), Flaky(), config=CONFIG)
 
@@ -122,7 +112,6 @@ def new_memory() -> Memory:
 # ---- strategies -----------------------------------------------------------------
 
 texts = st.sampled_from(TEXTS)
-ts_ints = st.integers(min_value=T0, max_value=T0 + 400 * 86_400)
 
 
 def _ts_forms(t: int) -> st.SearchStrategy[Any]:

@@ -57,6 +57,7 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
+from support.stateful import CONFIG, DIM, MAX_TS, MODES, SESSIONS, T0, ts_ints
 
 from jevmem import (
     ChatCompletionsClient,
@@ -65,19 +66,12 @@ from jevmem import (
     JevmemError,
     LocalController,
     Memory,
-    MemoryConfig,
 )
 from jevmem._proto.jevmem.v1 import memory_pb2 as mpb
 from jevmem.memory import Mode
 from jevmem.remote import MemoryClient, MemoryServiceError, ServerOptions, serve_memory
 from jevmem.remote.memory_service import MAX_K
 from jevmem.testing import FakeChatServer
-
-DIM = 64
-MAX_TS = 253_339_228_799
-T0 = 1_600_000_000
-#: consolidation every 5 writes (not 20), so short runs reach it
-CONFIG = MemoryConfig(consolidation_period=5)
 
 
 def new_memory() -> Memory:
@@ -119,14 +113,11 @@ QUERIES = (
     "when did Sam start the cello",
     "what happened last week?",
 )
-MODES = ("lexical", "anchors", "traversal", "full")
 USERS = ("u1", "u2", "ü3")
-SESSIONS = ("s1", "s2")
 TOPICS = ("work", "home", "música", "")
 KEYS = ("k1", "k2", "é🎻")
 
 texts = st.sampled_from(TEXTS)
-ts_ints = st.integers(min_value=T0, max_value=T0 + 400 * 86_400)
 
 
 def _ts_forms(t: int) -> st.SearchStrategy[Any]:
