@@ -106,7 +106,7 @@ class JevmemRetriever(BaseRetriever):
 
 
 #: metadata fields the history writes on each message's observation
-_MESSAGE = "lc_message"  # the message as LangChain's dict form (JSON), for an exact round trip
+_MESSAGE = "lc_message"  # the message as LangChain's dict form (JSON; its content left out when it is the text), for an exact round trip
 _TYPE = "lc_type"  # human, ai, system, tool...
 
 
@@ -124,6 +124,10 @@ class JevmemChatMessageHistory(BaseChatMessageHistory):
 
     A message without text (a tool-call-only AI message) is stored with the
     text ``"(no text)"`` so that it can be kept; it round-trips unchanged.
+    A message's text is its observation's, of any length the memory takes;
+    its other fields (tool calls, additional kwargs) are kept in one
+    metadata value, so together they must fit its 4,096 bytes (a longer
+    message is refused, with its whole batch).
     """
 
     def __init__(
@@ -152,7 +156,13 @@ class JevmemChatMessageHistory(BaseChatMessageHistory):
             nodes, cursor = self.memory.list(
                 self.scope, {_MESSAGE: {"$exists": True}}, 1000, cursor
             )
-            own.extend(n for n in nodes if dict(n.scope) == self.scope)
+            # a message is what this history wrote: its form as a JSON str
+            # (another note of the scope with that key is not one, and stays)
+            own.extend(
+                n
+                for n in nodes
+                if dict(n.scope) == self.scope and isinstance(n.metadata.get(_MESSAGE), str)
+            )
             if cursor is None:
                 return own
 
@@ -162,9 +172,12 @@ class JevmemChatMessageHistory(BaseChatMessageHistory):
             nodes = self._own()
         out: list[BaseMessage] = []
         for n in nodes:
-            raw = n.metadata.get(_MESSAGE)
-            if isinstance(raw, str):
-                out.extend(messages_from_dict([json.loads(raw)]))
+            form = json.loads(str(n.metadata[_MESSAGE]))  # a str: `_own` keeps no other
+            data = form.get("data")
+            if isinstance(data, dict) and "content" not in data:
+                # kept once, as the observation's text (see add_messages)
+                form["data"] = {**data, "content": n.text}
+            out.extend(messages_from_dict([form]))
         return out
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
@@ -173,9 +186,17 @@ class JevmemChatMessageHistory(BaseChatMessageHistory):
         for m in messages:
             if not isinstance(m, BaseMessage):
                 raise InvalidInputError(f"expected a LangChain message, got {type(m).__name__}")
-            texts.append(m.text.strip() or "(no text)")
+            # (as written, spaces and all: then it is the content, kept once)
+            text = m.text if m.text.strip() else "(no text)"
+            form = message_to_dict(m)
+            data = form.get("data")
+            if isinstance(data, dict) and data.get("content") == text:
+                # the text is the observation's own: not kept a second time in
+                # the metadata, whose values are short (a long reply fits)
+                form = {**form, "data": {k: v for k, v in data.items() if k != "content"}}
+            texts.append(text)
             speakers.append(m.type)
-            metadatas.append({_MESSAGE: json.dumps(message_to_dict(m)), _TYPE: m.type})
+            metadatas.append({_MESSAGE: json.dumps(form), _TYPE: m.type})
         if not texts:
             return
         now = int(time.time())  # observation time: "what did I say yesterday" can be recalled
