@@ -447,7 +447,9 @@ def build_server(
             Field(
                 description=(
                     "The time the question is asked (unix seconds or ISO 8601), for "
-                    '"recently" and "last week"; default: now.'
+                    '"recently" and "last week", and the present that a question about '
+                    "what holds now is read at. Without it only absolute times are read, "
+                    "and the present is the latest state."
                 )
             ),
         ] = None,
