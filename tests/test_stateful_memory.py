@@ -347,11 +347,10 @@ def bridged(links: set[tuple[int, int]], gone: set[int]) -> set[tuple[int, int]]
 def event_time_of(node: dict[str, Any]) -> int | None:
     """When a node's fact began: the first time its text names, grounded at
     its observation time; else that observation time."""
-    from jevmem.temporal import ground
+    from jevmem.temporal import event_time, ground
 
     ts = node["timestamp"]
-    refs = ground(node["text"], ts) if ts is not None else []
-    return refs[0].start if refs else ts
+    return event_time(ts, ground(node["text"], ts) if ts is not None else [])
 
 
 def bad_add_kwargs() -> list[tuple[str, dict[str, Any]]]:

@@ -105,8 +105,10 @@ class JevmemRetriever(BaseRetriever):
         return await asyncio.to_thread(self._search, query, kwargs)
 
 
-#: metadata fields the history writes on each message's observation
-_MESSAGE = "lc_message"  # the message as LangChain's dict form (JSON; its content left out when it is the text), for an exact round trip
+# metadata fields the history writes on each message's observation:
+#: the message as LangChain's dict form (JSON), for an exact round trip; its
+#: content is left out where it is the observation's text
+_MESSAGE = "lc_message"
 _TYPE = "lc_type"  # human, ai, system, tool...
 
 
