@@ -4,6 +4,7 @@ model call, citations, token accounting, approved summaries."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator, MutableMapping, Sequence
 from typing import Any
@@ -542,3 +543,23 @@ def test_any_summariser_raising_a_system_two_error_skips_the_summary() -> None:
 
     with pytest.raises(RuntimeError):  # not ours to swallow
         twenty_notes(Memory(HashEmbedder(64), Approving(), summariser=other))
+
+
+@pytest.mark.parametrize(
+    ("abstain_text", "reply", "abstained"),
+    [
+        ("No.", "November 12, 2026.\nSOURCES: E1", False),
+        ("No.", "No.\nSOURCES: E1", True),
+        ("No.", "no", True),
+        ("I don't know.", "I don't knowingly have it, but it was on 7 May 2023. [E1]", False),
+        ("I don't know.", "I don't know. The notes never say.", True),
+    ],
+)
+def test_an_abstention_is_the_reply_s_first_whole_words(
+    fake: FakeChatServer, abstain_text: str, reply: str, abstained: bool
+) -> None:
+    fake.reply = lambda msgs: reply
+    prompt = dataclasses.replace(DEFAULT_ANSWER_PROMPT, abstain_text=abstain_text)
+    a = memory().answer(QUESTION, system_two=s2(fake), prompt=prompt, abstain=False)
+    assert a.abstained is abstained
+    assert a.trace["abstained_by"] == ("model" if abstained else None)

@@ -467,3 +467,57 @@ def test_an_empty_memory_path_is_a_usage_error(
     err = capsys.readouterr().err
     assert "(an unset variable?)" in err and "Traceback" not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["n.jsonl"]
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "needle"),
+    [
+        (
+            "s.json",
+            '[{"conversation": {"session_1": 5}}]',
+            "sample 0 session 1: a session is a list",
+        ),
+        ("n.json", '[{"conversation": {"session_1": null}}]', "a session is a list of turns"),
+        ("c.json", '[{"conversation": "session_1"}]', '"conversation" must be an object'),
+        ("l.json", '[{"conversation": ["session_1"]}]', '"conversation" must be an object'),
+        (
+            "deep.jsonl",
+            '{"text": "x", "n": ' + "[" * 100_000 + "]" * 100_000 + "}",
+            "deep.jsonl:1: not JSON this program reads",
+        ),
+        ("deep.json", "[" * 100_000 + "]" * 100_000, "deep.json: not JSON this program reads"),
+        ("big.jsonl", '{"text": "x", "n": ' + "9" * 5000 + "}", "big.jsonl:1: not JSON"),
+        ("part.jsonl", '{"role": "user", "content": ["hi", 5]}', "content[1] must be a str or"),
+    ],
+)
+def test_files_of_the_wrong_shape_are_one_line_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, content: str, needle: str
+) -> None:
+    (tmp_path / name).write_text(content + "\n")
+    memory = tmp_path / "m.jvm"
+    assert (
+        main(["ingest", str(tmp_path / name), "--memory", str(memory), "--embedder", "hash-16"])
+        == 2
+    )
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err, err
+    assert not memory.exists()
+
+
+def test_a_failed_ingest_into_a_new_directory_leaves_no_memory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "bad.jsonl").write_text('{"text": "ok"}\n{"text": \n')
+    memory = tmp_path / "mem"
+    argv = ["--memory", str(memory), "--embedder", "hash-16"]
+    assert main(["ingest", str(tmp_path / "bad.jsonl"), *argv]) == 2
+    assert not memory.exists()  # not made, so no embedder pinned by a failed run
+    with pytest.raises(SystemExit) as done:
+        main(["search", "x", *argv])
+    assert done.value.code == 2 and f"no memory at {memory}" in capsys.readouterr().err
+    # a directory that held a memory before keeps it
+    (tmp_path / "good.jsonl").write_text('{"text": "Maya plays the cello"}\n')
+    assert main(["ingest", str(tmp_path / "good.jsonl"), *argv]) == 0
+    assert main(["ingest", str(tmp_path / "bad.jsonl"), *argv]) == 2
+    with jevmem.Memory.open(memory) as m:
+        assert [n.text for n in m.list()[0]] == ["Maya plays the cello"]

@@ -327,3 +327,21 @@ def test_chromium_shows_the_cut_and_the_stop_rule(tmp_path: Path) -> None:
     assert stop is not None
     want = "sufficient (early-stop rule met)" if d["query"]["sufficient"] else "rule not met: "
     assert f"stop: {d['query']['stop_reason']}" in stop.group(1) and want in stop.group(1)
+
+
+def test_graphml_keeps_carriage_returns() -> None:
+    m = jevmem.Memory(HashEmbedder(16), controller=LocalController())
+    m.add("line one\r\nline two\rline three")
+    root = ET.fromstring(inspect.to_graphml(inspect.graph_data(m)))
+    data = [x.text for x in root.iter("{http://graphml.graphdrawing.org/xmlns}data")]
+    assert "line one\r\nline two\rline three" in data
+
+
+def test_the_page_names_a_memory_whose_file_name_is_not_utf8(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / os.fsdecode(b"notes-\xff.jvm")
+    _memory().save(path)
+    out = tmp_path / "page.html"
+    assert main(["inspect", str(path), "-o", str(out)]) == 0
+    assert "jevmem: notes-\ufffd.jvm" in out.read_text(encoding="utf-8")

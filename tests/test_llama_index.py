@@ -126,3 +126,11 @@ def test_node_time_has_a_four_digit_year() -> None:
         "1000-06-01T12:00:00Z",
         "9997-06-01T12:00:00Z",
     ]
+
+
+def test_what_a_node_lacks_is_not_shown_to_the_model() -> None:
+    m = Memory(HashEmbedder(64), LocalController())
+    m.add("the build server disk is full again")
+    (top,) = JevmemRetriever(m, similarity_top_k=1).retrieve("build server disk")
+    llm_text = top.node.get_content(metadata_mode=MetadataMode.LLM)
+    assert "None" not in llm_text and llm_text.endswith("the build server disk is full again")

@@ -465,3 +465,89 @@ def test_a_deeply_nested_reply_is_a_typed_error(
     fake.script(behaviour)
     with pytest.raises(error):
         client(fake, max_retries=0, stream=stream).complete(HELLO)
+
+
+def _scripted_server(replies: list[tuple[int, str, bytes]]) -> tuple[object, str]:
+    """A loopback HTTP/1.0 server answering each POST with the next (status,
+    content type, body) of ``replies``; returns it and its base URL."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    queue = list(replies)
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            status, ctype, body = queue.pop(0)
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv, f"http://127.0.0.1:{srv.server_address[1]}/v1"
+
+
+@pytest.mark.parametrize("page_bytes", [1_000, 70_000, 2_000_000])
+def test_a_5xx_with_a_large_error_page_is_retried_as_any_5xx(page_bytes: int) -> None:
+    """A proxy's error page can be large: the status decides, the page is
+    read in part for the message."""
+    ok = json.dumps({"choices": [{"message": {"content": "hi"}}]}).encode()
+    page = b"<html>" + b"x" * page_bytes + b"</html>"
+    srv, url = _scripted_server([(503, "text/html", page), (200, "application/json", ok)])
+    try:
+        got = ChatCompletionsClient(url, "m", backoff_s=0.001).complete(HELLO)
+        assert (got.text, got.attempts) == ("hi", 2)
+    finally:
+        srv.shutdown()  # type: ignore[attr-defined]
+        srv.server_close()  # type: ignore[attr-defined]
+    srv, url = _scripted_server([(503, "text/html", page)] * 2)
+    try:
+        with pytest.raises(SystemTwoHTTPError) as err:
+            ChatCompletionsClient(url, "m", backoff_s=0.001, max_retries=1).complete(HELLO)
+        assert err.value.status == 503
+    finally:
+        srv.shutdown()  # type: ignore[attr-defined]
+        srv.server_close()  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    "event",
+    [{"choices": 5}, {"choices": "abc"}, {"choices": [{"index": [0], "delta": {"content": "x"}}]}],
+)
+def test_a_streamed_event_of_the_wrong_shape_is_a_counted_response_error(event: object) -> None:
+    body = f"data: {json.dumps(event)}\n\ndata: [DONE]\n\n".encode()
+    srv, url = _scripted_server([(200, "text/event-stream", body)])
+    try:
+        c = ChatCompletionsClient(url, "m", backoff_s=0.001, stream=True)
+        with pytest.raises(SystemTwoResponseError):
+            c.complete(HELLO)
+        assert c.stats()["calls"] == 1 and c.stats()["failures"] == 1
+    finally:
+        srv.shutdown()  # type: ignore[attr-defined]
+        srv.server_close()  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"base_url": "http://127.0.0.1:99999/v1"},
+        {"base_url": "http://[::1/v1"},
+        {"base_url": "http://127.0.0.1:9/v\u00fc1"},
+        {"base_url": "http://127.0.0.1:9/v 1"},
+        {"api_key": "abc\ndef"},
+        {"api_key": "cl\u00e9"},
+        {"headers": {"X-Note": "a\r\nInjected: 1"}},
+        {"headers": {"Bad:Name": "v"}},
+    ],
+)
+def test_settings_no_request_can_carry_are_refused_when_the_client_is_made(
+    kw: dict[str, object],
+) -> None:
+    args: dict[str, object] = {"base_url": "http://127.0.0.1:9/v1", "model": "m", **kw}
+    with pytest.raises(InvalidConfigError):
+        ChatCompletionsClient(**args)  # type: ignore[arg-type]

@@ -92,7 +92,11 @@ def _chat_text(content: Any, where: str) -> str | None:
         for i, part in enumerate(content):
             if isinstance(part, str):
                 parts.append(part)
-            elif isinstance(part, Mapping) and part.get("type") == "text":
+            elif not isinstance(part, Mapping):
+                raise _bad(
+                    where, f"content[{i}] must be a str or a part object, got {type(part).__name__}"
+                )
+            elif part.get("type") == "text":
                 if "text" not in part:
                     raise _bad(where, f'content[{i}] is a text part without "text"')
                 body = part["text"]
@@ -127,15 +131,26 @@ def _lines(text: str) -> Iterator[tuple[int, str]]:
         yield lineno, line.removesuffix("\r")
 
 
+def _parse(text: str, where: str, *, whole_file: bool = False) -> Any:
+    """``json.loads``, every way it fails as one error naming where (a
+    whole file's syntax error also names its line)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        at = f"{where}:{exc.lineno}" if whole_file else where
+        raise _bad(at, f"not JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise _bad(where, "not JSON this program reads (nested too deep)") from None
+    except ValueError as exc:  # a number past Python's int digit limit, say
+        raise _bad(where, f"not JSON this program reads ({exc})") from None
+
+
 def _jsonl(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any] | None]]:
     for lineno, line in _lines(text):
         if not line.strip():
             continue
         where = f"{path}:{lineno}"
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise _bad(where, f"not JSON ({exc.msg} at column {exc.colno})") from None
+        obj = _parse(line, where)
         if isinstance(obj, str):
             obj = {"text": obj}
         if not isinstance(obj, dict):
@@ -161,10 +176,7 @@ def _jsonl(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any] | None]]
 
 
 def _locomo(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any] | None]]:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise _bad(f"{path}:{exc.lineno}", f"not JSON ({exc.msg} at column {exc.colno})") from None
+    data = _parse(text, str(path), whole_file=True)
     if not isinstance(data, list):
         raise _bad(str(path), "a LoCoMo file is a JSON array of samples")
     for s, sample in enumerate(data):
@@ -172,10 +184,15 @@ def _locomo(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any] | None]
             raise _bad(f"{path}: sample {s}", "a sample must be an object")
         conv = sample.get("conversation", {})
         sid = str(sample.get("sample_id", ""))
+        if not isinstance(conv, dict):
+            raise _bad(f"{path}: sample {sid or s}", '"conversation" must be an object')
         n = 1
         while f"session_{n}" in conv:
             when = conv.get(f"session_{n}_date_time")
-            for i, turn in enumerate(conv[f"session_{n}"]):
+            turns = conv[f"session_{n}"]
+            if not isinstance(turns, list):
+                raise _bad(f"{path}: sample {sid or s} session {n}", "a session is a list of turns")
+            for i, turn in enumerate(turns):
                 where = f"{path}: sample {sid or s} session {n} turn {i}"
                 if not isinstance(turn, dict) or "text" not in turn:
                     raise _bad(where, 'a turn must be an object with "text"')

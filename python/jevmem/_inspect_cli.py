@@ -40,7 +40,9 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     elif fmt == "graphml":
         out = inspect.to_graphml(data)
     else:
-        out = inspect.to_html(data, title=f"jevmem: {args.memory.name}")
+        # (a file name need not be UTF-8: its undecodable bytes shown as U+FFFD)
+        name = os.fsencode(args.memory.name).decode("utf-8", "replace")
+        out = inspect.to_html(data, title=f"jevmem: {name}")
     if args.output == "-":
         sys.stdout.write(out)
     else:

@@ -455,7 +455,10 @@ class PreparedAnswer:
         q0 = time.perf_counter()
         text, cited, unknown = parse_reply(done.text, self.pack)
         refusal = _norm(prompt.abstain_text)
-        said_no = bool(refusal) and _norm(text).startswith(refusal)
+        said = _norm(text)
+        # the reply starts with the abstention's words, whole words: "No."
+        # is not the start of "November 12"
+        said_no = bool(refusal) and (said == refusal or said.startswith(refusal + " "))
         if said_no:
             cited = ()
         trace.update(

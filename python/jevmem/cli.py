@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import sys
 import time
 from collections.abc import Sequence
@@ -48,6 +50,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         raise FileNotFoundError(2, "no such file", str(path))
     if args.batch < 1:
         raise SystemExit(f"--batch must be at least 1, got {args.batch}")
+    created = not os.path.lexists(args.memory)
     m = open_memory(args.memory, args.embedder)
     try:
         # every row is checked before the first write: a bad one writes nothing
@@ -59,6 +62,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         )
     except BaseException:
         m.close()
+        if created and args.memory.is_dir():
+            # a durable memory this run made (and wrote nothing to) goes
+            # again: the path is as it was
+            shutil.rmtree(args.memory)
         raise
     rows = got.rows
     before = len(m)

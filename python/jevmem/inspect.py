@@ -417,7 +417,10 @@ def to_graphml(data: Mapping[str, Any]) -> str:
         if q:
             put(el, "e_on_path", (e["src"], e["dst"], e["view"]) in path)
     ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode")
+    body = ET.tostring(root, encoding="unicode")
+    # a raw carriage return reads back as a line feed (XML normalises line
+    # ends); ElementTree writes it raw, so it goes as a character reference
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + body.replace("\r", "&#13;")
 
 
 def _asset(name: str) -> str:

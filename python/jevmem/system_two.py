@@ -51,7 +51,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from jevmem.errors import (
     InvalidConfigError,
@@ -296,6 +296,30 @@ def _count(usage: Any, key: str) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
 
 
+def _url_parts(base: str) -> tuple[SplitResult, str, int | None]:
+    """``base`` split, with its host and port, or InvalidConfigError: an http(s)
+    URL with a host, a port in range and a path a request line can carry."""
+    try:
+        parts = urlsplit(base)
+        port = parts.port
+    except ValueError as exc:  # a bad port or an unclosed IPv6 bracket
+        raise InvalidConfigError(f"base_url is not a URL ({exc}): {base!r:.80}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidConfigError(f"base_url must be an http:// or https:// URL, got {base!r:.80}")
+    rest = parts.path + parts.query
+    if not rest.isascii() or any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in rest):
+        raise InvalidConfigError(
+            f"base_url's path must be ASCII without spaces (percent-encode it), got {base!r:.80}"
+        )
+    return parts, parts.hostname, port
+
+
+def _header_safe(value: str) -> bool:
+    """Whether an HTTP header can carry ``value`` as it is: ASCII without
+    control characters (a tab is allowed)."""
+    return value.isascii() and not any((ord(c) < 32 and c != "\t") or ord(c) == 127 for c in value)
+
+
 class ChatCompletionsClient:
     """:class:`SystemTwo` over an OpenAI-compatible ``/chat/completions`` endpoint.
 
@@ -341,10 +365,10 @@ class ChatCompletionsClient:
         key = api_key if api_key is not None else _env(ENV_API_KEY)
         if not isinstance(base, str):
             raise InvalidTypeError(f"base_url must be a string, got {type(base).__name__}")
-        parts = urlsplit(base.strip())
-        if parts.scheme not in ("http", "https") or not parts.hostname:
+        parts, host, port = _url_parts(base.strip())
+        if key is not None and isinstance(key, str) and not _header_safe(key):
             raise InvalidConfigError(
-                f"base_url must be an http:// or https:// URL, got {base!r:.80}"
+                "api_key holds characters an HTTP header cannot carry (non-ASCII or control)"
             )
         if not isinstance(chosen, str) or not chosen.strip():
             raise InvalidConfigError(
@@ -394,9 +418,12 @@ class ChatCompletionsClient:
         self.max_tokens = max_tokens
         self.extra_body = dict(extra_body or {})
         self._headers = {str(k): str(v) for k, v in (headers or {}).items()}
+        for name, value in self._headers.items():
+            if not (name and _header_safe(name) and _header_safe(value)) or ":" in name:
+                raise InvalidConfigError(f"headers: {name!r:.40} cannot be sent as an HTTP header")
         self._https = parts.scheme == "https"
-        self._host = parts.hostname
-        self._port = parts.port
+        self._host = host
+        self._port = port
         self._path = parts.path.rstrip("/") + "/chat/completions"
         if parts.query:  # Azure's ?api-version=...
             self._path += "?" + parts.query
@@ -620,7 +647,9 @@ class ChatCompletionsClient:
         status = resp.status
         try:
             if not 200 <= status < 300:
-                raw = self._body(resp, limit=64 * 1024)
+                # an error page read in part: its start is all the message
+                # quotes (a proxy's page may be large; the status decides)
+                raw = self._body(resp, limit=64 * 1024, cut=True)
                 detail = f"HTTP {status} from {self.base_url}: {_error_excerpt(raw)}"
                 if status == 429 or status >= 500:
                     raise _Retry(
@@ -640,7 +669,10 @@ class ChatCompletionsClient:
             return self._parse_events(iter(raw.splitlines(keepends=True)), sent)
         return self._parse_json(raw)
 
-    def _body(self, resp: http.client.HTTPResponse, limit: int) -> bytes:
+    def _body(self, resp: http.client.HTTPResponse, limit: int, cut: bool = False) -> bytes:
+        """The reply's body, at most ``limit`` bytes: a longer one is refused,
+        or with ``cut`` its first ``limit`` bytes (the rest left unread: the
+        connection is dropped after it)."""
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -655,6 +687,9 @@ class ChatCompletionsClient:
                 resp.close()  # read1 leaves a keep-alive reply open at its end
                 break
             size += len(chunk)
+            if size > limit and cut:
+                chunks.append(chunk[: len(chunk) - (size - limit)])
+                break
             if size > limit:
                 raise SystemTwoResponseError(
                     f"the reply from {self.base_url} is larger than {limit} bytes"
@@ -736,8 +771,14 @@ class ChatCompletionsClient:
                 model = obj["model"]
             if isinstance(obj.get("usage"), dict):
                 usage = obj["usage"]
-            for ch in obj.get("choices") or ():
-                if not isinstance(ch, dict) or ch.get("index", 0) != 0:
+            choices = obj.get("choices")
+            if choices is not None and not isinstance(choices, list):
+                raise SystemTwoResponseError("a streamed event's choices are not a list")
+            for ch in choices or ():
+                index = ch.get("index", 0) if isinstance(ch, dict) else None
+                if not isinstance(index, int) or isinstance(index, bool):
+                    raise SystemTwoResponseError("a streamed choice has no integer index")
+                if index != 0:  # another of n choices: only the first is read
                     continue
                 delta = ch.get("delta")
                 piece = delta.get("content") if isinstance(delta, dict) else None

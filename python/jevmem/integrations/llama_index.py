@@ -81,7 +81,8 @@ class JevmemRetriever(BaseRetriever):
             score = item.pop("score")
             node_id = item.pop("id")
             metadata = {"jevmem_id": node_id, **item}
-            hidden = [k for k in metadata if k not in _FOR_THE_MODEL]
+            # (a speaker or time the node lacks is not shown as "None")
+            hidden = [k for k, v in metadata.items() if k not in _FOR_THE_MODEL or v is None]
             node = TextNode(
                 id_=f"jevmem:{node_id}",
                 text=text,
