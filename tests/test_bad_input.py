@@ -489,3 +489,15 @@ def test_crafted_snapshots_raise_snapshot_error_quickly() -> None:
             MemoryStore.from_bytes(_reseal(bytes(mutated)))
         except SnapshotError:
             pass
+
+
+def test_an_int_too_long_to_write_out_is_a_typed_error_and_changes_nothing() -> None:
+    m = _memory()
+    before = m.store.to_bytes()
+    with pytest.raises(InvalidInputError):
+        m.add("note about tea", provenance={"n": 10**5000})  # type: ignore[dict-item]
+    with pytest.raises(InvalidInputError):
+        m.update(0, "note about tea", provenance={"n": -(10**5000)})  # type: ignore[dict-item]
+    assert m.store.to_bytes() == before
+    kept = m.add("note", provenance={"n": 10**20})  # type: ignore[dict-item]
+    assert m.get(kept).provenance["n"] == str(10**20)

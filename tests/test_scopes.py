@@ -774,3 +774,22 @@ def test_an_update_stays_in_its_scope_with_its_metadata() -> None:
         assert set(u2) <= {other}, mode
     assert m.matching_ids(filter={"topic": "diet"}) == [old, new]
     assert m.forget(scope={"user": "u1"}) == 2 and m.matching_ids() == [other]
+
+
+def test_a_float_timestamp_filters_as_add_stores_it() -> None:
+    """A float is floored by `add`; a filter on that same float finds it."""
+    m = fresh()
+    t = 1_700_000_000.75
+    i = m.add("Maya plays the cello", timestamp=t)
+    at = dt.datetime.fromtimestamp(t, dt.timezone.utc)
+    for f in (
+        {"$timestamp": t},
+        {"$timestamp": {"$gte": t}},
+        {"$timestamp": {"$lte": t}},
+        {"$timestamp": {"$in": [t]}},
+        {"$timestamp": {"$gte": at}},
+    ):
+        assert [e.id for e in m.search("cello", filter=f).evidence] == [i], f
+    assert m.search("cello", filter={"$timestamp": {"$gt": t}}).evidence == []
+    with pytest.raises(InvalidInputError):
+        m.search("cello", filter={"$timestamp": float("nan")})

@@ -745,3 +745,17 @@ def test_a_day_without_a_year_is_the_nearest_that_exists(
 ) -> None:
     (r,) = ground(text, ts(*said))
     assert (r.start, r.end) == day(*want)
+
+
+@pytest.mark.parametrize(
+    ("text", "resolved"),
+    [
+        ("from June to August 2023", "June 2023 to August 2023"),
+        ("May 2023 - July 2023", "May 2023 to July 2023"),
+        ("between November and February", "November 2023 to February 2024"),
+        ("in June 2023", "June 2023"),
+    ],
+)
+def test_a_run_of_months_is_described_by_both_ends(text: str, resolved: str) -> None:
+    (ref,) = ground(text, ts(2024, 3, 1, 12))
+    assert describe(ref) == resolved

@@ -161,7 +161,13 @@ def provenance_arg(value: Any, field: str) -> dict[str, str] | None:
             )
         if isinstance(v, float) and not math.isfinite(v):
             raise InvalidInputError(f"{field}[{key!r:.40}] must be finite, got {v!r}")
-        out[key] = text(str(v), f"{field}[{key!r:.40}]", MAX_FIELD_BYTES, allow_empty=True)
+        try:
+            as_text = str(v)
+        except ValueError:  # an int past Python's int-to-str digit limit
+            raise InvalidInputError(
+                f"{field}[{key!r:.40}] is an int too long to write out as text"
+            ) from None
+        out[key] = text(as_text, f"{field}[{key!r:.40}]", MAX_FIELD_BYTES, allow_empty=True)
     return out
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,8 +20,11 @@ def filter_times(f: Any, depth: int = 0) -> dict[str, Any]:
         raise InvalidInputError(f"filter must be a dict, got {type(f).__name__}")
 
     def unix(x: Any) -> Any:
+        if isinstance(x, float) and math.isfinite(x):
+            # floored as `add` stores it: a float names the second it falls in
+            return math.floor(x)
         if isinstance(x, (bool, int, float)):
-            return x
+            return x  # the core refuses a bool or a non-finite float
         try:
             return to_timestamp(x)
         except (TypeError, ValueError, OverflowError) as exc:

@@ -77,4 +77,10 @@ def describe(ref: TimeRef) -> str:
         else:
             last = ref.end - DAY
         return f"between {_fmt(ref.start, p)} and {_fmt(last, p)}"
-    return _fmt(ref.start, p)
+    first = _fmt(ref.start, p)
+    if p in ("month", "year"):
+        # a run of months or years ("from June to August 2023"): both ends
+        final = _fmt(ref.end - DAY, p)
+        if final != first:
+            return f"{first} to {final}"
+    return first
