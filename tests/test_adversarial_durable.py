@@ -201,6 +201,82 @@ def test_a_damaged_segment_header_is_refused_not_dropped(tmp_path: Path) -> None
     m.close()
 
 
+@pytest.mark.parametrize("byte", range(16, 24))
+def test_a_segment_header_naming_another_first_record_is_refused_not_dropped(
+    tmp_path: Path, byte: int
+) -> None:
+    """One flipped bit in the header's first record number made every record
+    after it look out of sequence: read as a torn tail, dropped without a
+    word, and the file cut to its header."""
+    d = tmp_path / "m"
+    m = _open(d, checkpoint_every=0)
+    m.add_batch([f"acknowledged note {i}" for i in range(5)])
+    del m
+    gc.collect()
+    (seg,) = d.glob("wal-*.log")
+    damaged = bytearray(seg.read_bytes())
+    damaged[byte] ^= 0x01
+    seg.write_bytes(bytes(damaged))
+    with pytest.raises(SnapshotError, match="first"):
+        _open(d)
+    assert seg.read_bytes() == bytes(damaged)  # refused without touching it
+    m = _open(d, salvage=True)
+    assert _texts(m) == [] and m.recovery is not None
+    (copy,) = d.glob(f"salvaged-*/{seg.name}")
+    assert copy.read_bytes() == bytes(damaged)
+    m.close()
+
+
+def test_two_salvages_keep_both_their_drops(tmp_path: Path) -> None:
+    """Both salvages of one second wrote to salvaged-<seconds>/: the second
+    overwrote the first's copy of the segment."""
+    d = tmp_path / "m"
+    kept: list[bytes] = []
+    for round_ in range(2):
+        m = _open(d, checkpoint_every=0, **({"salvage": True} if round_ else {}))
+        for i in range(4):
+            m.add(f"round {round_} note {i}")  # a record each
+        del m
+        gc.collect()
+        seg = sorted(d.glob("wal-*.log"))[-1]
+        damaged = bytearray(seg.read_bytes())
+        starts, at = [], 24  # the records' starts: a 24-byte header, then length-prefixed
+        while at + 16 <= len(damaged):
+            starts.append(at)
+            at += 16 + struct.unpack_from("<I", damaged, at)[0]
+        damaged[starts[-2] + 20] ^= 0xFF  # a record with a good one after it: damage
+        seg.write_bytes(bytes(damaged))
+        kept.append(bytes(damaged))
+    m = _open(d, salvage=True)
+    m.close()
+    copies = [p.read_bytes() for p in d.glob("salvaged-*/*")]
+    assert len(list(d.glob("salvaged-*"))) == 2 and len(copies) == 2
+    # each salvage's copy is the tail of the segment it cut: both rounds kept
+    rounds = {i for c in copies for i, whole in enumerate(kept) if whole.endswith(c)}
+    assert rounds == {0, 1}
+
+
+def test_a_request_larger_than_one_log_record_is_refused_before_it_applies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch past the log's record limit went into the memory, was refused
+    by the log, and left the memory ahead of it: the next open failed."""
+    import jevmem.plane.writing as writing
+
+    d = tmp_path / "m"
+    m = _open(d, checkpoint_every=0)
+    m.add("before")
+    monkeypatch.setattr(writing, "MAX_LOG_RECORD_BYTES", 16 * 1024)
+    with pytest.raises(InvalidInputError, match="smaller batches"):
+        m.add_batch(["x" * 2000] * 5)
+    assert len(m) == 1
+    m.add_batch(["after one", "after two"])  # still takes writes
+    m.close()
+    m = _open(d)
+    assert _texts(m) == ["before", "after one", "after two"]
+    m.close()
+
+
 def _crc32c(data: bytes) -> int:
     crc = 0xFFFFFFFF
     for b in data:

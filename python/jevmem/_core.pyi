@@ -10,6 +10,8 @@ import numpy.typing as npt
 __version__: str
 #: The default ``max_text_bytes``: 4 MiB.
 DEFAULT_MAX_TEXT_BYTES: int
+#: The largest write-ahead log record (1 GiB): one durable write request at most.
+MAX_LOG_RECORD_BYTES: int
 TIME_PRECISIONS: list[str]
 SIGNAL_COLUMNS: list[str]
 #: the validity columns of `ReadSession.signals`, in order

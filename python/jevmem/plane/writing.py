@@ -10,16 +10,35 @@ import numpy.typing as npt
 
 from jevmem import _validate
 from jevmem._collector import collector_paused
-from jevmem._core import question_share
+from jevmem._core import MAX_LOG_RECORD_BYTES, question_share
 from jevmem.controller import catalogue
 from jevmem.controller.types import PAIR_NOULS, ChoiceAnswer, DecisionRequest, pair_values
 from jevmem.entities import extract_entities_batch
-from jevmem.errors import SystemTwoError
+from jevmem.errors import InvalidInputError, SystemTwoError
 from jevmem.plane.derived import DERIVED_VERSION
 from jevmem.plane.lifecycle import LifecycleMemory
 from jevmem.plane.pairs import relation_round, split_pairs
 from jevmem.plane.signals import answer_value
 from jevmem.temporal import ground_tuples_batch
+
+
+def _fits_one_log_record(
+    texts: Sequence[str],
+    vectors: npt.NDArray[np.float32],
+    passage_vecs: Sequence[npt.NDArray[np.float32] | None],
+) -> None:
+    """Refuse, before anything is applied, a write request a durable
+    memory's log could not hold as one record: its texts and vectors past
+    half of `MAX_LOG_RECORD_BYTES` (the rest of a record, its links and
+    facts, is far smaller than they are)."""
+    size = sum(len(t.encode("utf-8")) for t in texts) + vectors.nbytes
+    size += sum(pv.nbytes for pv in passage_vecs if pv is not None)
+    if size > MAX_LOG_RECORD_BYTES // 2:
+        raise InvalidInputError(
+            f"{len(texts)} observations of {size} bytes (texts and vectors) in one request; a "
+            f"durable memory logs at most {MAX_LOG_RECORD_BYTES // 2} a request: write them in "
+            "smaller batches"
+        )
 
 
 class WritingMemory(LifecycleMemory):
@@ -269,6 +288,8 @@ class WritingMemory(LifecycleMemory):
         passages: list[tuple[npt.NDArray[np.float32], list[tuple[int, int]]] | None] = [
             None if pv is None else (pv, sp) for pv, sp in zip(passage_vecs, spans, strict=True)
         ]
+        if self.store.durable:
+            _fits_one_log_record(texts, vectors, passage_vecs)
         # Validate the whole batch before anything is asked or written.
         self.store.check_batch(
             list(texts),

@@ -40,6 +40,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "DEFAULT_MAX_TEXT_BYTES",
         jevmem_core::store::DEFAULT_MAX_CONTENT_BYTES,
     )?;
+    // the largest write-ahead log record: one durable write request at most
+    m.add(
+        "MAX_LOG_RECORD_BYTES",
+        jevmem_core::durable::wal::MAX_RECORD_BYTES,
+    )?;
     // the precisions a grounded time reference may carry (what the store keeps)
     m.add("TIME_PRECISIONS", jevmem_core::derived::PRECISIONS.to_vec())?;
     // the columns of `MemoryStore.read_signals`, in order

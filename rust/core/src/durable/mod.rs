@@ -36,6 +36,7 @@ pub mod fs;
 pub mod wal;
 
 use std::fs::File;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -690,7 +691,11 @@ impl Durable {
         sh.check()?;
         let payload = wal::encode_payload(op_count, ops, delta);
         if payload.len() > wal::MAX_RECORD_BYTES {
-            return Err(Error::invalid(format!(
+            // the ops are applied already: a request the log cannot hold
+            // leaves the memory ahead of its log, so it takes no more writes
+            // (reopening recovers what the log holds). The plane refuses
+            // such a request before it applies anything; this is the guard.
+            return Err(sh.fail(format!(
                 "one request's log record would be {} bytes, the limit is {}",
                 payload.len(),
                 wal::MAX_RECORD_BYTES
@@ -892,9 +897,9 @@ fn replay(
     let mut expected = from_seq + 1;
     let mut cut: Option<(usize, usize, String)> = None; // bad data from here on
     let mut torn: Option<(usize, usize, usize)> = None; // (segment, good end, file length)
-    'segments: for (i, (_, path)) in live.iter().enumerate() {
+    'segments: for (i, (named_first, path)) in live.iter().enumerate() {
         let bytes = std::fs::read(path)?;
-        let scan = wal::scan_segment(&bytes).map_err(|e| match e {
+        let scan = wal::scan_named_segment(&bytes, *named_first).map_err(|e| match e {
             Error::Snapshot(m) => {
                 Error::Snapshot(format!("write-ahead log {}: {m}", path.display()))
             }
@@ -1009,24 +1014,23 @@ fn replay(
         report.dropped_records = count_records_from(&live, seg, offset);
         report.dropped_bytes = dropped_bytes;
         report.dropped_reason = Some(format!("{where_}: {reason}"));
-        // Nothing is destroyed: the dropped bytes move to a side directory.
-        let aside = dir.join(format!(
-            "salvaged-{}",
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_secs())
-                .unwrap_or(0)
-        ));
-        std::fs::create_dir_all(&aside)?;
+        // Nothing is destroyed: the dropped bytes move to a side directory
+        // of their own (a second salvage never writes over a first's), made
+        // durable before the log is cut.
+        let aside = new_aside_dir(dir)?;
         let bytes = std::fs::read(&live[seg].1)?;
         if let Some(name) = live[seg].1.file_name() {
-            std::fs::write(aside.join(name), &bytes[offset.min(bytes.len())..])?;
+            let mut copy = fs::create_new(&aside.join(name))?;
+            copy.write_all(&bytes[offset.min(bytes.len())..])?;
+            copy.sync_all()?;
         }
         for (_, path) in &live[seg + 1..] {
             if let Some(name) = path.file_name() {
                 std::fs::rename(path, aside.join(name))?;
             }
         }
+        fs::sync_dir(&aside)?;
+        fs::sync_dir(dir)?;
         if offset < wal::SEGMENT_HEADER_LEN {
             std::fs::remove_file(&live[seg].1)?;
             fs::sync_dir(dir)?;
@@ -1067,6 +1071,27 @@ fn replay(
         }
     };
     Ok((deltas, report, tail))
+}
+
+/// A new, empty `salvaged-<unix seconds>[-<n>]` directory in `dir`.
+fn new_aside_dir(dir: &Path) -> Result<PathBuf> {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    for n in 0u32.. {
+        let name = if n == 0 {
+            format!("salvaged-{secs}")
+        } else {
+            format!("salvaged-{secs}-{n}")
+        };
+        match std::fs::create_dir(dir.join(&name)) {
+            Ok(()) => return Ok(dir.join(name)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    unreachable!("some name is free")
 }
 
 /// Apply every entry's ops in order, consecutive `AddNode`s as one batch.

@@ -262,6 +262,32 @@ pub fn scan_segment(bytes: &[u8]) -> Result<SegmentScan> {
     })
 }
 
+/// [`scan_segment`] of the segment whose name says its first record is
+/// `named_first`: a header that says otherwise is damaged (one flipped bit
+/// there would make every record after it look out of sequence, and be
+/// dropped as a torn tail), read as a bad header is.
+pub fn scan_named_segment(bytes: &[u8], named_first: u64) -> Result<SegmentScan> {
+    let scan = scan_segment(bytes)?;
+    let header_bad = scan.bad.as_ref().is_some_and(|b| b.offset == 0);
+    if header_bad || scan.first_seq == named_first {
+        return Ok(scan);
+    }
+    let damaged = bytes.len() > SEGMENT_HEADER_LEN;
+    Ok(SegmentScan {
+        first_seq: named_first,
+        records: Vec::new(),
+        good_end: 0,
+        bad: Some(BadSpot {
+            offset: 0,
+            reason: format!(
+                "segment header names record {} as its first, its file name {named_first}",
+                scan.first_seq
+            ),
+            good_after: damaged,
+        }),
+    })
+}
+
 /// List the segments in a directory, ascending by first sequence number.
 pub fn list_segments(dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
     let mut out = Vec::new();
@@ -410,6 +436,35 @@ mod tests {
             let scan = scan_segment(&bytes[..cut]).unwrap();
             assert!(!scan.bad.unwrap().good_after, "cut at {cut}");
         }
+    }
+
+    #[test]
+    fn a_header_whose_first_record_is_not_its_name_s_is_damaged() {
+        let (bytes, _) = segment(3);
+        assert_eq!(scan_named_segment(&bytes, 0).unwrap().records.len(), 3);
+        for byte in 16..24 {
+            for bit in 0..8 {
+                let mut flipped = bytes.clone();
+                flipped[byte] ^= 1 << bit;
+                let scan = scan_named_segment(&flipped, 0).unwrap();
+                let bad = scan.bad.expect("damage is reported");
+                assert_eq!((bad.offset, scan.records.len()), (0, 0));
+                assert!(
+                    bad.good_after,
+                    "records follow: corruption, never a torn tail"
+                );
+            }
+        }
+        // a header alone (a crash right after the segment was made) is torn
+        let mut alone = segment_header(0).to_vec();
+        alone[16] ^= 1;
+        assert!(
+            !scan_named_segment(&alone, 0)
+                .unwrap()
+                .bad
+                .unwrap()
+                .good_after
+        );
     }
 
     #[test]
