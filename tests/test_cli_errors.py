@@ -521,3 +521,23 @@ def test_a_failed_ingest_into_a_new_directory_leaves_no_memory(
     assert main(["ingest", str(tmp_path / "bad.jsonl"), *argv]) == 2
     with jevmem.Memory.open(memory) as m:
         assert [n.text for n in m.list()[0]] == ["Maya plays the cello"]
+
+
+def test_search_prints_a_stored_escape_sequence_as_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A stored text could clear the screen or retitle the terminal when
+    printed raw; JSON and the memory keep it as written."""
+    rows = tmp_path / "r.jsonl"
+    rows.write_text(
+        json.dumps({"text": "cello \x1b[2J\x1b]0;owned\x07 lessons", "speaker": "M\x9bx"})
+    )
+    memory = tmp_path / "m.jvm"
+    assert main(["ingest", str(rows), "--memory", str(memory), "--embedder", "hash-16"]) == 0
+    capsys.readouterr()
+    assert main(["search", "cello lessons", "--memory", str(memory)]) == 0
+    out = capsys.readouterr().out
+    assert not any(c in out for c in "\x1b\x07\x9b"), out
+    assert "cello \\x1b[2J\\x1b]0;owned\\x07 lessons" in out and "M\\x9bx" in out
+    m = jevmem.Memory.load(memory)
+    assert m.get(0).text == "cello \x1b[2J\x1b]0;owned\x07 lessons"

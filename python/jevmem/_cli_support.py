@@ -6,6 +6,7 @@ cycle."""
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -110,3 +111,16 @@ def scope_flags(pairs: Sequence[str] | None) -> dict[str, str] | None:
             raise SystemExit(f"--scope expects KEY=VALUE, got {p!r}")
         out[k] = v
     return out
+
+
+#: What a terminal would act on rather than show: C0 controls but tab and
+#: line feed, DEL, C1 controls (an escape sequence in a stored text or a
+#: model's reply could move the cursor, retitle the window, hide lines).
+_TERMINAL_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` to print on a terminal: each control character it could act
+    on written out as its escape (``\\x1b``); the text itself is unchanged
+    in the memory and in JSON output."""
+    return _TERMINAL_CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)

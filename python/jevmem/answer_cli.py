@@ -46,7 +46,7 @@ def add_answer_command(
 
 
 def cmd_answer(args: argparse.Namespace) -> int:
-    from jevmem._cli_support import is_memory, open_memory, scope_flags
+    from jevmem._cli_support import is_memory, open_memory, scope_flags, terminal_safe
     from jevmem.answering import DEFAULT_ABSTAIN_BELOW
     from jevmem.system_two import ChatCompletionsClient
 
@@ -96,13 +96,15 @@ def cmd_answer(args: argparse.Namespace) -> int:
         }
         print(json.dumps(out, indent=2, default=str))
         return 0
-    print(a.text)
+    print(terminal_safe(a.text))
     for e in a.cited_evidence:
         when = (
             "" if e.timestamp is None else time.strftime("%Y-%m-%d %H:%M", time.gmtime(e.timestamp))
         )
         who = e.provenance.get("speaker", "")
-        print(f"  [{e.id}] {when} {who + ': ' if who else ''}{e.text}")
+        print(
+            f"  [{e.id}] {when} {terminal_safe(f'{who}: ' if who else '')}{terminal_safe(e.text)}"
+        )
     suff = "n/a" if a.search.sufficiency is None else f"{a.search.sufficiency:.2f}"
     if not t["model_called"]:
         why = (
@@ -113,8 +115,13 @@ def cmd_answer(args: argparse.Namespace) -> int:
         print(f"abstained ({why}): the model was not called")
     else:
         print(
-            f"{t['completion']['model']}: {t['prompt_tokens']} prompt + "
-            f"{t['completion_tokens']} completion tokens, {t['generate_s']:.2f} s; "
+            f"{terminal_safe(str(t['completion']['model']))}: {_tokens(t['prompt_tokens'])} prompt + "
+            f"{_tokens(t['completion_tokens'])} completion tokens, {t['generate_s']:.2f} s; "
             f"{len(a.search.evidence)} evidence items, sufficiency {suff}"
         )
     return 0
+
+
+def _tokens(n: int | None) -> str:
+    """A token count, or "?" where the server reported none."""
+    return "?" if n is None else str(n)

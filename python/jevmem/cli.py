@@ -26,6 +26,7 @@ from jevmem._cli_support import (
     open_memory,
     save_memory,
     scope_flags,
+    terminal_safe,
 )
 from jevmem.errors import JevmemError
 
@@ -122,8 +123,9 @@ def cmd_search(args: argparse.Namespace) -> int:
         )
         how = "anchor" if e.via is None else f"{e.via.view} edge from {e.via.from_node}"
         who = e.provenance.get("speaker", "")
-        print(f"{rank:2d}. [{e.score:.3f}] {when} {who + ': ' if who else ''}{e.text}")
-        print(f"      id {e.id} via {how}; provenance {e.provenance}")
+        said = terminal_safe(f"{who + ': ' if who else ''}{e.text}")
+        print(f"{rank:2d}. [{e.score:.3f}] {when} {said}")
+        print(f"      id {e.id} via {how}; provenance {terminal_safe(str(e.provenance))}")
         if e.passage != (0, len(e.text)):
             print(f"      best passage: characters {e.passage[0]}-{e.passage[1]} of {len(e.text)}")
         for ref in e.time_refs:
