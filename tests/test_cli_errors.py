@@ -541,3 +541,15 @@ def test_search_prints_a_stored_escape_sequence_as_text(
     assert "cello \\x1b[2J\\x1b]0;owned\\x07 lessons" in out and "M\\x9bx" in out
     m = jevmem.Memory.load(memory)
     assert m.get(0).text == "cello \x1b[2J\x1b]0;owned\x07 lessons"
+
+
+def test_a_jvm_suffix_in_any_case_names_an_export(tmp_path: Path) -> None:
+    (tmp_path / "r.jsonl").write_text('{"text": "Maya plays the cello"}\n')
+    memory = tmp_path / "notes.JVM"
+    assert (
+        main(
+            ["ingest", str(tmp_path / "r.jsonl"), "--memory", str(memory), "--embedder", "hash-16"]
+        )
+        == 0
+    )
+    assert memory.is_file() and jevmem.Memory.load(memory).get(0).text == "Maya plays the cello"

@@ -591,3 +591,20 @@ def test_store_writes_refuse_bad_type_scores_and_passage_spans_typed() -> None:
         with pytest.raises(error, match=field):
             call()
         assert bytes(store.to_bytes()) == before
+
+
+def test_a_word_is_found_however_it_is_composed() -> None:
+    """'café' typed composed or decomposed (as macOS sends it), a ligature or
+    full-width letters: one BM25 term."""
+    import jevmem
+
+    m = jevmem.Memory(jevmem.HashEmbedder(32), jevmem.LocalController())
+    decomposed = m.add("we met at the cafe\u0301 with Zoe\u0308")
+    composed = m.add("the r\u00e9sum\u00e9 is on the desk")
+    for query, want in (
+        ("caf\u00e9 Zo\u00eb", decomposed),
+        ("cafe\u0301", decomposed),
+        ("re\u0301sume\u0301", composed),
+        ("\uff52\u00e9sum\u00e9", composed),
+    ):
+        assert [e.id for e in m.search(query, k=1, mode="lexical").evidence] == [want], query

@@ -38,8 +38,8 @@ def embedder_named(name: str, *, spin: bool = True) -> Embedder:
 
 def is_directory_memory(memory: Path) -> bool:
     """A directory (existing, or a new path without the .jvm suffix) is a
-    durable memory with a write-ahead log; a .jvm file is an export."""
-    return memory.is_dir() or (not memory.exists() and memory.suffix != ".jvm")
+    durable memory with a write-ahead log; a .jvm file (any case) is an export."""
+    return memory.is_dir() or (not memory.exists() and memory.suffix.lower() != ".jvm")
 
 
 #: how a file `Memory.save` wrote (or a bare store snapshot) begins

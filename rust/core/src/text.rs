@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock};
 
 use rust_stemmers::{Algorithm, Stemmer};
+use unicode_normalization::UnicodeNormalization;
 use unicode_segmentation::UnicodeSegmentation;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -201,8 +202,11 @@ fn normalize_word_into(word: &str, out: &mut String) {
         out.push_str(word);
         out.make_ascii_lowercase();
     } else {
-        // the whole word at once: a final sigma lower-cases by its context
-        out.push_str(&word.to_lowercase().replace('\u{2019}', "'"));
+        // compatibility-composed first (one term for "cafe\u{301}" and
+        // "caf\u{e9}", "\u{fb01}le" and "file"), then the whole word at once:
+        // a final sigma lower-cases by its context
+        let composed: String = word.nfkc().collect();
+        out.push_str(&composed.to_lowercase().replace('\u{2019}', "'"));
     }
     if out.len() > 2 && out.ends_with("'s") {
         out.truncate(out.len() - 2);
@@ -608,6 +612,23 @@ mod tests {
         assert_eq!(
             toks(&t, "In 2023 she ran 3.5 km, 42 times"),
             ["2023", "ran", "3.5", "km", "42", "times"]
+        );
+    }
+
+    #[test]
+    fn one_term_however_a_word_is_composed() {
+        let t = plain();
+        // decomposed (e + combining acute), composed, a ligature, full width
+        assert_eq!(toks(&t, "cafe\u{301} Zoe\u{308}"), ["café", "zoë"]);
+        assert_eq!(toks(&t, "caf\u{e9} Zo\u{eb}"), ["café", "zoë"]);
+        assert_eq!(
+            toks(&t, "\u{fb01}le \u{ff23}\u{ff25}\u{ff2c}\u{ff2c}\u{ff2f}"),
+            ["file", "cello"]
+        );
+        let stemmed = Tokenizer::default();
+        assert_eq!(
+            stemmed.tokenize("re\u{301}sume\u{301}s"),
+            stemmed.tokenize("r\u{e9}sum\u{e9}s")
         );
     }
 
