@@ -368,9 +368,10 @@ def test_decoding_anything_never_raises(raw: Any) -> None:
 #: (Version 2: a last sentence without an end mark can ask, "hey how have u
 #: been"; version 3: counts are no dates, an amount from a day word shifts
 #: it; version 4: ranges of months; version 5: ordinal weeks, weekends and
-#: weekdays of a month. Their samples were added with them, so the older
-#: digests are gone.)
-DIGESTS = {5: "0614b9baa6fb6ec045329d69e4e1d8b7e58a4b9d283997eb6e6a0363e5dd774f"}
+#: weekdays of a month; version 6: since a holiday, years 1000-1899 in
+#: written dates, since a leap day. Their samples were added with them, so
+#: the older digests are gone.)
+DIGESTS = {6: "e3a8c323ce4e49085933d49df6dfdd6905548974b51aa6bed6d26ab268f3b2e4"}
 SAMPLE = [
     *TEXTS,
     "Let's meet on Tuesday at 3pm.",
@@ -386,8 +387,12 @@ SAMPLE = [
     "From April to July we travel; the 3 May deadline was between March and May 2023.",
     "The last week of June we moved; the first weekend in July 2023 we rested; "
     "since the first week of June it rains; the last Friday of May we met.",
+    "Vegan since the fourth of July, and ever since Christmas; I love Christmas.",
+    "Lincoln was born on February 12, 1809; on May 5, 1500 people came.",
     # past one piece of 16,384 characters: expressions across its cut
     "we met last Friday and two weeks ago " * 500,
+    # observed on 14 March 2026, when the nearest Feb 29 (2028) lies ahead
+    "We have counted leap days since Feb 29.",
 ]
 
 

@@ -759,3 +759,121 @@ def test_a_day_without_a_year_is_the_nearest_that_exists(
 def test_a_run_of_months_is_described_by_both_ends(text: str, resolved: str) -> None:
     (ref,) = ground(text, ts(2024, 3, 1, 12))
     assert describe(ref) == resolved
+
+
+# Friday 1 March 2024, noon
+FRI = ts(2024, 3, 1, 12)
+
+
+@pytest.mark.parametrize(
+    ("text", "said", "want", "span"),
+    [
+        ("I've been vegan since Christmas", (2024, 3, 1), (2023, 12, 25), "since Christmas"),
+        ("since last Christmas", (2024, 3, 1), (2023, 12, 25), "since last Christmas"),
+        # the coming one lies ahead: last year's
+        ("since the fourth of July", (2024, 3, 1), (2023, 7, 4), "since the fourth of July"),
+        ("ever since Halloween", (2024, 3, 1), (2023, 10, 31), "ever since Halloween"),
+        ("since Christmas 2020", (2024, 3, 1), (2020, 12, 25), "since Christmas 2020"),
+        # last November's fourth Thursday, not the 28th a year before the coming one
+        ("since Thanksgiving", (2024, 10, 1), (2023, 11, 23), "since Thanksgiving"),
+        ("since New Year's Day", (2024, 12, 20), (2024, 1, 1), "since New Year's Day"),
+    ],
+)
+def test_since_a_holiday_is_a_range_from_the_last_one(
+    text: str, said: tuple[int, int, int], want: tuple[int, int, int], span: str
+) -> None:
+    now, end = ts(*said, 12), ts(*said) + DAY
+    (r,) = ground(text, now)
+    assert (r.text, r.start, r.end, r.precision, r.anchor_precision) == (
+        span,
+        ts(*want),
+        end,
+        "range",
+        "day",
+    )
+    assert query_time_cues(f"What have I cooked {span}?", now=now)["constraint"] == (ts(*want), end)
+
+
+def test_a_holiday_needs_a_qualifier_and_its_preposition_is_no_part_of_it() -> None:
+    assert ground("I love Christmas", FRI) == []
+    assert ground("Christmas was fun", FRI) == []
+    (r,) = ground("We met on Halloween", FRI)
+    assert (r.text, r.span, (r.start, r.end), r.precision) == (
+        "Halloween",
+        (10, 19),
+        day(2023, 10, 31),
+        "day",
+    )
+    (r,) = ground("during the Fourth of July", FRI)
+    assert (r.text, (r.start, r.end)) == ("the Fourth of July", day(2024, 7, 4))
+
+
+@pytest.mark.parametrize(
+    ("text", "want", "span", "precision"),
+    [
+        ("Lincoln was born on February 12, 1809.", day(1809, 2, 12), "February 12, 1809", "day"),
+        ("The ship sank on 8 May 1850", day(1850, 5, 8), "8 May 1850", "day"),
+        ("in May 1850", month(1850, 5), "May 1850", "month"),
+        ("early May 1066", (ts(1066, 5, 1), ts(1066, 5, 11)), "early May 1066", "part_of_month"),
+        (
+            "the first week of May 1850",
+            (ts(1850, 5, 1), ts(1850, 5, 8)),
+            "the first week of May 1850",
+            "week",
+        ),
+        (
+            "between March and May 1850",
+            (ts(1850, 3, 1), ts(1850, 6, 1)),
+            "between March and May 1850",
+            "month",
+        ),
+        # a year before 1900 followed by a plural noun is a count
+        ("on May 5, 1500 people came", day(2023, 5, 5), "May 5", "day"),
+        # a year from 1900 on stays one ("by August 2024 requires a plan")
+        ("by August 2024 requires a plan", month(2024, 8), "August 2024", "month"),
+    ],
+)
+def test_a_written_date_keeps_a_year_from_1000_on(
+    text: str, want: tuple[int, int], span: str, precision: str
+) -> None:
+    (r,) = ground(text, OBS)
+    assert (r.text, (r.start, r.end), r.precision) == (span, want, precision)
+    assert r.relative == (span == "May 5")
+    assert describe(r)
+
+
+def test_a_bare_year_before_1900_is_still_no_year() -> None:
+    assert ground("in 1850", OBS) == []
+    (r,) = ground("since May 8, 1850", FRI)
+    assert (r.start, r.end, r.precision) == (ts(1850, 5, 8), ts(2024, 3, 2), "range")
+
+
+@pytest.mark.parametrize(
+    ("text", "said", "want"),
+    [
+        # ahead: the latest such day before the observation, never a Feb 28
+        ("since Feb 29", (2100, 3, 1), (2096, 2, 29)),
+        ("since Feb 29", (1900, 3, 1), (1896, 2, 29)),
+        ("since Feb 29", (2023, 3, 5), (2020, 2, 29)),
+        ("since February 29th", (2104, 1, 15), (2096, 2, 29)),
+        # behind: as it is
+        ("since Feb 29", (2024, 3, 1), (2024, 2, 29)),
+        ("since May 8", (2100, 3, 1), (2099, 5, 8)),
+    ],
+)
+def test_since_a_day_starts_on_or_before_the_observation(
+    text: str, said: tuple[int, int, int], want: tuple[int, int, int]
+) -> None:
+    (r,) = ground(text, ts(*said))
+    assert (r.start, r.end, r.precision, r.anchor_precision) == (
+        ts(*want),
+        ts(*said) + DAY,
+        "range",
+        "day",
+    )
+
+
+def test_a_leap_day_without_a_year_is_the_nearest() -> None:
+    # 2100 is no leap year: 29 Feb 2104 is 1,460 days after 1 March 2100, 29 Feb 2096 1,461 before
+    (r,) = ground("Feb 29", ts(2100, 3, 1))
+    assert (r.start, r.end) == day(2104, 2, 29)

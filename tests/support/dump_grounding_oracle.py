@@ -374,6 +374,141 @@ def week_of_month(rng: random.Random) -> str:
     return recase(rng, "".join(parts))
 
 
+HOLIDAYS = [
+    "christmas",
+    "Christmas Eve",
+    "christmas day",
+    "xmas",
+    "New Year's Eve",
+    "new years day",
+    "new year\u2019s day",
+    "Halloween",
+    "valentine's day",
+    "Valentines Day",
+    "independence day",
+    "the fourth of July",
+    "The Fourth of July",
+    "thanksgiving",
+]
+
+
+def holiday_phrase(rng: random.Random) -> str:
+    """A holiday after since, on or another preposition, after last/this/next,
+    or alone, with or without a year (of any century), among other words."""
+    parts = [
+        rng.choice(["", "", "I love ", "we met ", "it was ", "ever ", "and ", "the day "]),
+        rng.choice(
+            [
+                "",
+                "since ",
+                "ever since ",
+                "Since\n",
+                "on ",
+                "at ",
+                "for ",
+                "over ",
+                "during ",
+                "until ",
+                "till ",
+                "before ",
+                "after ",
+                "in ",
+                "by ",
+                "since  ",
+            ]
+        ),
+        rng.choice(["", "", "last ", "this ", "next ", "the ", "last  "]),
+        rng.choice(HOLIDAYS),
+        rng.choice(["", "", " " + number(rng), " 2023", ", 2019", " 1850", " 2150", ",2024"]),
+        rng.choice(
+            ["", ".", "!", " with friends", " 2 days", "s", "-ish", ":30", " and since Christmas"]
+        ),
+    ]
+    return recase(rng, "".join(parts))
+
+
+def written_date(rng: random.Random) -> str:
+    """A written day, month, part of a month, ordinal week or range of months
+    with a year of any century (or a count before a plural noun in its
+    place), or a day without a year, Feb 29 among them, after since or on."""
+    year = rng.choice(
+        [
+            str(rng.randint(1000, 2099)),
+            str(rng.randint(1000, 1899)),
+            str(rng.randint(0, 999)),
+            str(rng.randint(2100, 9999)),
+            "1809",
+            "1850",
+            "1500",
+            "0999",
+            "1000",
+            "2099",
+            number(rng),
+        ]
+    )
+    sep = rng.choice([" ", ", ", ",", " of ", "  "])
+    month = rng.choice(MONTHS)
+    day = rng.choice([str(rng.randint(1, 31)), "29", "28", "1st", "12th", "2nd", "31"])
+    r = rng.random()
+    if r < 0.25:
+        core = f"{month} {day}{sep}{year}"
+    elif r < 0.4:
+        core = f"{day} {rng.choice(['', 'of '])}{month}{sep}{year}"
+    elif r < 0.55:
+        core = f"{rng.choice(['', '', 'early ', 'mid-', 'late '])}{month}{sep}{year}"
+    elif r < 0.65:
+        ordinal = rng.choice(["first", "2nd", "last", "third"])
+        unit = rng.choice(["week", "weekend", "Friday"])
+        core = f"the {ordinal} {unit} {rng.choice(['of', 'in'])} {month}{sep}{year}"
+    elif r < 0.75:
+        other = rng.choice(MONTHS)
+        core = rng.choice(
+            [
+                f"between {month} and {other}{sep}{year}",
+                f"from {month}{sep}{year} to {other}",
+                f"{month} - {other}{sep}{year}",
+                f"{month} {year} \u2013 {other} {year}",
+            ]
+        )
+    else:
+        core = rng.choice(
+            ["feb 29", "February 29th", "29 Feb", "the 29th of February", f"{month} {day}"]
+        )
+    parts = [
+        rng.choice(["", "", "since ", "ever since ", "on ", "born on ", "in ", "by ", "from "]),
+        core,
+        rng.choice(
+            [
+                "",
+                "",
+                " people came",
+                " years",
+                " dollars",
+                " is",
+                ".",
+                " km",
+                ":30",
+                "%",
+                "-ish",
+                "s",
+                " miles away",
+                " it was",
+            ]
+        ),
+    ]
+    return recase(rng, "".join(parts))
+
+
+def leap_obs(rng: random.Random) -> int:
+    """An observation time around a century year, where leap days are 8 years apart."""
+    if rng.random() < 0.5:
+        return obs_time(rng)
+    century = rng.choice([1900, 2000, 2100, 2200, 2300, 9900])
+    a = int(datetime(century - 5, 1, 1, tzinfo=timezone.utc).timestamp())
+    b = int(datetime(century + 6, 1, 1, tzinfo=timezone.utc).timestamp())
+    return rng.randint(a, b)
+
+
 def obs_time(rng: random.Random) -> int:
     r = rng.random()
     if r < 0.8:
@@ -436,6 +571,12 @@ def main() -> None:
         cases.append(refs_of(synthetic(rng), obs_time(rng)))
     for _ in range(1500):
         cases.append(refs_of(week_of_month(rng), obs_time(rng)))
+    # a generator of its own, so the cases above and below stay as they were
+    dates = random.Random(20240229)
+    for _ in range(1500):
+        cases.append(refs_of(holiday_phrase(dates), obs_time(dates)))
+    for _ in range(1500):
+        cases.append(refs_of(written_date(dates), leap_obs(dates)))
     for i in range(8):
         cases.append(refs_of(long_text(rng, 17_000 + 9_000 * i, i % 2 == 0, i % 4 != 3), SUNDAY))
     for bad in (MIN_OBS - 1, MAX_OBS + 1, -(2**62), 2**62):

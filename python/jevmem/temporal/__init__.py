@@ -95,6 +95,10 @@ Supported patterns (``D`` = observation day; precision in brackets):
   "march" and another word is a count ("all 3 may attend"), unless the month
   is capitalised ("the 3 May deadline").
   ``2023-05-08`` and ``2023/05/08`` [day].
+* The year of a written date (a day, ``<Month> <Year>``, ``early|mid|late
+  <Month> <Year>``, a range of months, an ordinal week of a month) is any of
+  1000-2099 ("February 12, 1809"); one before 1900 followed by a plural noun
+  is a count ("on May 5, 1500 people came" is May 5).
 * ``in|during|since|of|by|until|till|from|around|circa|before|after|back in|the
   year 2022`` (text = the year) = that calendar year [year]; ``the 90s``,
   ``the 1990s`` [decade].
@@ -105,13 +109,15 @@ Supported patterns (``D`` = observation day; precision in brackets):
   after D; ``summer 2022``, ``the summer of 2022``; ``in|during|over the
   summer`` = the occurrence nearest D [season].
 * Holidays, only with last/this/next, a year, or after
-  on/at/for/over/during/since/until/before/after: Christmas (Eve/Day), New
-  Year's Eve/Day, Halloween, Valentine's Day, Independence Day / the Fourth of
-  July, Thanksgiving (US, 4th Thursday of November); bare = nearest D [day].
+  on/at/for/over/during/since/until/before/after (text = the holiday, without
+  the preposition): Christmas (Eve/Day), New Year's Eve/Day, Halloween,
+  Valentine's Day, Independence Day / the Fourth of July, Thanksgiving (US,
+  4th Thursday of November); bare = nearest D [day].
 * ``since <any of the above>`` (or ``ever since``) = from that reference's
-  start to the end of D; a month, day, season or ordinal week, weekend or
-  weekday of a month without a year that would lie in the future is taken
-  one year earlier
+  start to the end of D; a month, season or ordinal week, weekend or weekday
+  of a month without a year that would lie in the future is taken one year
+  earlier, a day or holiday without a year its latest occurrence on or
+  before D ("since Feb 29" the last leap year's, none before year 4)
   [range, with ``anchor_precision``].
 
 Numbers are digits (up to 3) or words (a/an = 1, one ... twenty, thirty ...

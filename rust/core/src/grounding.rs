@@ -335,6 +335,19 @@ const QUANTIFIERS: [&str; 11] = [
     "all", "these", "those", "the", "only", "both", "some", "any", "many", "other", "just",
 ];
 
+/// A year after a written date ("8 May 1850", "May 2024", "the first week
+/// of May 1850"), in a group named `name`: 1000 to 2099; one before 1900
+/// followed by a plural noun is a count ("on May 5, 1500 people came"; "by
+/// August 2024 requires" keeps its year). Python syntax.
+fn date_year(name: &str) -> String {
+    format!(r"(?P<{name}>{})", date_year_re())
+}
+
+/// [`date_year`] without its group.
+fn date_year_re() -> String {
+    format!(r"(?:(?:19|20)\d\d|1[0-8]\d\d(?!\s+{PLURAL}))")
+}
+
 /// Where a number before "may"/"march" is no day: not after a quantifier,
 /// or not followed by the modal's or verb's next word (Python syntax).
 fn day_before_month_guard() -> String {
@@ -352,8 +365,10 @@ fn day_before_month_guard() -> String {
 /// "February - March 2024" (without "between" or "from", only before a
 /// year). Python syntax.
 fn month_range_re() -> String {
+    let (ya, ya2, yb) = (date_year("ya"), date_year("ya2"), date_year("yb"));
+    let any_y = date_year_re();
     format!(
-        r"(?:(?:between|from)\s+(?:the\s+months?\s+of\s+)?(?P<ma>{MONTH_FULL_RE})(?:,?\s+(?P<ya>(?:19|20)\d\d))?\s+(?:and|to|through|till|until)\s+(?P<mb>{MONTH_FULL_RE})|(?P<ma2>{MONTH_FULL_RE})(?:,?\s+(?P<ya2>(?:19|20)\d\d))?\s*(?:-|\u2013|\u2014|to|through)\s*(?P<mb2>{MONTH_FULL_RE})(?=,?\s+(?:19|20)\d\d(?![\w-])))(?:,?\s+(?P<yb>(?:19|20)\d\d))?(?![\w-]|\s*(?::\d|%)|[.,]\d)"
+        r"(?:(?:between|from)\s+(?:the\s+months?\s+of\s+)?(?P<ma>{MONTH_FULL_RE})(?:,?\s+{ya})?\s+(?:and|to|through|till|until)\s+(?P<mb>{MONTH_FULL_RE})|(?P<ma2>{MONTH_FULL_RE})(?:,?\s+{ya2})?\s*(?:-|\u2013|\u2014|to|through)\s*(?P<mb2>{MONTH_FULL_RE})(?=,?\s+{any_y}(?![\w-])))(?:,?\s+{yb})?(?![\w-]|\s*(?::\d|%)|[.,]\d)"
     )
 }
 
@@ -361,8 +376,9 @@ fn month_range_re() -> String {
 /// of May", "the last weekend in June 2023", "the second Tuesday of March".
 /// Python syntax.
 fn week_of_month_re() -> String {
+    let y = date_year("y");
     format!(
-        r"(?:the\s+)?(?P<ord>first|1st|second|2nd|third|3rd|fourth|4th|last|final)\s+(?P<unit>week|weekend|monday|tuesday|wednesday|thursday|friday|saturday|sunday)\s+(?:of|in)\s+(?P<mon>{MONTH_FULL_RE})(?:,?\s+(?P<y>(?:19|20)\d\d))?(?![\w-]|\s*(?::\d|%)|[.,]\d)"
+        r"(?:the\s+)?(?P<ord>first|1st|second|2nd|third|3rd|fourth|4th|last|final)\s+(?P<unit>week|weekend|monday|tuesday|wednesday|thursday|friday|saturday|sunday)\s+(?:of|in)\s+(?P<mon>{MONTH_FULL_RE})(?:,?\s+{y})?(?![\w-]|\s*(?::\d|%)|[.,]\d)"
     )
 }
 
@@ -413,6 +429,7 @@ struct Pattern {
 fn python_patterns() -> Vec<(String, Kind)> {
     let amount = amount_re();
     let guard = day_before_month_guard();
+    let (date_y, date_y2) = (date_year("y"), date_year("y2"));
     vec![
         (
             format!(
@@ -471,13 +488,13 @@ fn python_patterns() -> Vec<(String, Kind)> {
         ),
         (
             format!(
-                r"{B}(?:{guard}(?P<d>\d{{1,2}})(?:st|nd|rd|th)?(?:\s+of)?\s+(?P<mon>{MONTH_RE})|(?!(?:may|march)\s+\d{{1,2}}\s+{PLURAL})(?P<mon2>{MONTH_RE})\s+(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?(?!\s*:|\d))(?:,?\s+{YEAR})?(?![\w-])"
+                r"{B}(?:{guard}(?P<d>\d{{1,2}})(?:st|nd|rd|th)?(?:\s+of)?\s+(?P<mon>{MONTH_RE})|(?!(?:may|march)\s+\d{{1,2}}\s+{PLURAL})(?P<mon2>{MONTH_RE})\s+(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?(?!\s*:|\d))(?:,?\s+{date_y})?(?![\w-])"
             ),
             Kind::DayMonth,
         ),
         (
             format!(
-                r"{B}(?:(?P<mod>early|mid|late)[-\s]+(?:in\s+)?(?P<mon>{MONTH_RE})(?:,?\s+(?:of\s+)?{YEAR})?|(?P<mon2>{MONTH_RE})(?:,?\s+(?:of\s+)?(?P<y2>(?:19|20)\d\d))|(?P<rel>last|this|next)\s+(?P<mon3>{MONTH_FULL_RE})){E}"
+                r"{B}(?:(?P<mod>early|mid|late)[-\s]+(?:in\s+)?(?P<mon>{MONTH_RE})(?:,?\s+(?:of\s+)?{date_y})?|(?P<mon2>{MONTH_RE})(?:,?\s+(?:of\s+)?{date_y2})|(?P<rel>last|this|next)\s+(?P<mon3>{MONTH_FULL_RE})){E}"
             ),
             Kind::Month,
         ),
@@ -507,7 +524,7 @@ fn python_patterns() -> Vec<(String, Kind)> {
         ),
         (
             format!(
-                r"{B}(?:(?:(?P<rel>last|this|next)\s+|(?:on|at|for|over|during|since|until|till|before|after)\s+)?(?P<hol>christmas\s+eve|christmas\s+day|christmas|xmas|new\s+year['\u2019]?s\s+eve|new\s+year['\u2019]?s\s+day|halloween|valentine['\u2019]?s\s+day|independence\s+day|the\s+fourth\s+of\s+july|thanksgiving)(?:,?\s+{YEAR})?){E}"
+                r"{B}(?:(?:on|at|for|over|during|since|until|till|before|after)\s+)?(?P<x>(?:(?P<rel>last|this|next)\s+)?(?P<hol>christmas\s+eve|christmas\s+day|christmas|xmas|new\s+year['\u2019]?s\s+eve|new\s+year['\u2019]?s\s+day|halloween|valentine['\u2019]?s\s+day|independence\s+day|the\s+fourth\s+of\s+july|thanksgiving)(?:,?\s+{YEAR})?){E}"
             ),
             Kind::Holiday,
         ),
@@ -1248,6 +1265,26 @@ fn resolve_holiday(m: &M, obs: Date) -> Option<Resolved> {
     Some((s, e, "day", true))
 }
 
+/// A holiday without a year at its latest on or before the observation
+/// day: where "since <holiday>" starts when the nearest one lies ahead
+/// ("since Christmas" said in December is last year's; "since Thanksgiving"
+/// said in October last November's fourth Thursday, not the same date a
+/// year before).
+fn holiday_before(m: &M, obs: Date) -> Option<Resolved> {
+    if m.g("y").is_some_and(|y| !y.is_empty()) {
+        return None;
+    }
+    let name = squash(&lower(m.g("hol")?).replace('\u{2019}', "'"));
+    let last_year = holiday_date(&name, obs.year - 1)?;
+    let this_year = holiday_date(&name, obs.year)?;
+    let d = [last_year, this_year]
+        .into_iter()
+        .filter(|c| *c <= obs)
+        .max()?;
+    let (s, e) = day_iv(d);
+    Some((s, e, "day", true))
+}
+
 fn resolve(kind: Kind, m: &M, obs: Date) -> Option<Resolved> {
     match kind {
         Kind::SimpleDay => resolve_simple_day(m, obs),
@@ -1391,25 +1428,32 @@ fn is_yearly(precision: &str) -> bool {
     matches!(precision, "day" | "month" | "part_of_month" | "season")
 }
 
-/// The same calendar interval one year earlier ("since June" means the past June).
 /// The same day a year earlier (the last of its month when that is shorter).
 fn a_year_before(d: Date) -> Option<Date> {
     let y = d.year - 1;
     Date::new(y, d.month, d.day.min(days_in_month(y, d.month)?))
 }
 
-fn year_earlier(start: i64, end: i64, precision: &str) -> Result<(i64, i64)> {
+/// The same calendar interval one year earlier ("since June" means the past
+/// June); a day: the latest with its month and day on or before the observation
+/// (for Feb 29 the last leap year's, never a Feb 28), `None` where the
+/// calendar has none.
+fn year_earlier(start: i64, end: i64, precision: &str, obs: Date) -> Result<Option<(i64, i64)>> {
     let back = |ts: i64| Some(a_year_before(Date::of_timestamp(ts)?)?.start());
     // Python raises out of `ground` here; no observation time in range gets here.
     let out_of_range = || Error::invalid("a since-reference left the calendar's range");
     if precision == "day" {
-        let s = back(start).ok_or_else(out_of_range)?;
-        return Ok((s, s + DAY));
+        let a = Date::of_timestamp(start).ok_or_else(out_of_range)?;
+        let latest = (obs.year.saturating_sub(8).max(1)..=obs.year)
+            .rev()
+            .filter_map(|y| Date::new(y, a.month, a.day))
+            .find(|d| *d <= obs);
+        return Ok(latest.map(day_iv));
     }
-    Ok((
+    Ok(Some((
         back(start).ok_or_else(out_of_range)?,
         back(end).ok_or_else(out_of_range)?,
-    ))
+    )))
 }
 
 /// Maps byte offsets of a piece to code point offsets.
@@ -1447,7 +1491,8 @@ fn ground_piece(piece: &str, chars: &[char], obs: Date) -> Result<Vec<GroundedRe
     // (a, b, resolved, resolved a year before) in code points
     let mut found: Vec<(usize, usize, Resolved, Option<Resolved>)> = Vec::new();
     // an ordinal week of a month after "since" is the one before the
-    // observation: resolved as if observed a year earlier
+    // observation: resolved as if observed a year earlier; a holiday the
+    // latest on or before the observation day
     let year_before = a_year_before(obs);
     let grounders = &*PATTERNS;
     let mut live = PatternSet::new(grounders.scan.pattern_len());
@@ -1474,6 +1519,7 @@ fn ground_piece(piece: &str, chars: &[char], obs: Date) -> Result<Vec<GroundedRe
                 .expect("a match has a group 0");
             let earlier = match (pattern.kind, year_before) {
                 (Kind::WeekOfMonth, Some(before)) => resolve(pattern.kind, &m, before),
+                (Kind::Holiday, _) => holiday_before(&m, obs),
                 _ => None,
             };
             found.push((
@@ -1498,7 +1544,13 @@ fn ground_piece(piece: &str, chars: &[char], obs: Date) -> Result<Vec<GroundedRe
             let ahead = relative && start >= today_end;
             let (start, end) = match earlier {
                 Some((s, e, _, _)) if ahead => (s, e),
-                _ if ahead && is_yearly(precision) => year_earlier(start, end, precision)?,
+                _ if ahead && is_yearly(precision) => {
+                    match year_earlier(start, end, precision, obs)? {
+                        Some(shifted) => shifted,
+                        // no such day before D in the calendar (Feb 29 in years 1-3)
+                        None => continue,
+                    }
+                }
                 _ => (start, end),
             };
             refs.push(GroundedRef {
@@ -1672,8 +1724,26 @@ mod tests {
             "Next Christmas, on Halloween, Thanksgiving 2023, I love Christmas.",
             &[
                 (0, 14, 1735084800, 1735171200, "day", true, ""),
-                (16, 28, 1698710400, 1698796800, "day", true, ""),
+                (19, 28, 1698710400, 1698796800, "day", true, ""),
                 (30, 47, 1700697600, 1700784000, "day", false, ""),
+            ],
+        ),
+        (
+            "since_holiday",
+            "Since Christmas, ever since the fourth of July, on May 5, 1500 people came.",
+            &[
+                (0, 15, 1703462400, 1710115200, "range", true, "day"),
+                (17, 46, 1688428800, 1710115200, "range", true, "day"),
+                (51, 56, 1714867200, 1714953600, "day", true, ""),
+            ],
+        ),
+        (
+            "old_year",
+            "Lincoln was born on February 12, 1809; the ship sank on 8 May 1850, in May 1850.",
+            &[
+                (20, 37, -5077036800, -5076950400, "day", false, ""),
+                (56, 66, -3775852800, -3775766400, "day", false, ""),
+                (71, 79, -3776457600, -3773779200, "month", false, ""),
             ],
         ),
     ];
@@ -1804,6 +1874,127 @@ mod tests {
         assert_eq!(refs[0].precision, "week");
         assert!(refs[0].relative);
         assert_eq!(Date::of_timestamp(refs[0].start).unwrap().month, 6);
+    }
+
+    #[test]
+    fn since_a_holiday_or_a_day_starts_on_or_before_the_observation() {
+        let at = |y, m, d| Date::new(y, m, d).unwrap().start();
+        let friday = at(2024, 3, 1) + 12 * 3600;
+        let one = |text: &str, obs: i64| {
+            let refs = ground(text, obs).unwrap();
+            assert_eq!(refs.len(), 1, "{text}");
+            let r = &refs[0];
+            (
+                r.text.clone(),
+                r.start,
+                r.end,
+                r.precision,
+                r.anchor_precision,
+            )
+        };
+        let cases = [
+            // a holiday after "since" is a range; one ahead is last year's
+            ("since Christmas", friday, at(2023, 12, 25), at(2024, 3, 2)),
+            (
+                "since the fourth of July",
+                friday,
+                at(2023, 7, 4),
+                at(2024, 3, 2),
+            ),
+            (
+                "ever since Halloween",
+                friday,
+                at(2023, 10, 31),
+                at(2024, 3, 2),
+            ),
+            // last November's fourth Thursday, not 28 November 2023
+            (
+                "since Thanksgiving",
+                at(2024, 10, 1),
+                at(2023, 11, 23),
+                at(2024, 10, 2),
+            ),
+            // a leap day ahead: the last leap year's, never a Feb 28
+            (
+                "since Feb 29",
+                at(2100, 3, 1),
+                at(2096, 2, 29),
+                at(2100, 3, 2),
+            ),
+            (
+                "since Feb 29",
+                at(2023, 3, 5),
+                at(2020, 2, 29),
+                at(2023, 3, 6),
+            ),
+            (
+                "since May 8",
+                at(2100, 3, 1),
+                at(2099, 5, 8),
+                at(2100, 3, 2),
+            ),
+        ];
+        for (text, obs, start, end) in cases {
+            let got = one(text, obs);
+            assert_eq!(
+                got,
+                (text.to_string(), start, end, "range", "day"),
+                "{text}"
+            );
+        }
+        // a preposition is left out of the text; a holiday alone is generic
+        assert_eq!(one("on Halloween", friday).0, "Halloween");
+        assert!(ground("I love Christmas", friday).unwrap().is_empty());
+        // no leap day before year 4: no range
+        assert!(ground("since Feb 29", at(3, 3, 1)).unwrap().is_empty());
+        // a day without a year stays the nearest one
+        assert_eq!(one("Feb 29", at(2100, 3, 1)).1, at(2104, 2, 29));
+    }
+
+    #[test]
+    fn a_written_date_keeps_a_year_from_1000_on() {
+        let at = |y, m, d| Date::new(y, m, d).unwrap().start();
+        let one = |text: &str| {
+            let refs = ground(text, SUNDAY).unwrap();
+            assert_eq!(refs.len(), 1, "{text}");
+            let r = &refs[0];
+            (r.text.clone(), r.start, r.end, r.precision, r.relative)
+        };
+        let cases = [
+            ("February 12, 1809", at(1809, 2, 12), at(1809, 2, 13), "day"),
+            ("8 May 1850", at(1850, 5, 8), at(1850, 5, 9), "day"),
+            ("May 1850", at(1850, 5, 1), at(1850, 6, 1), "month"),
+            (
+                "early May 1066",
+                at(1066, 5, 1),
+                at(1066, 5, 11),
+                "part_of_month",
+            ),
+            (
+                "the first week of May 1850",
+                at(1850, 5, 1),
+                at(1850, 5, 8),
+                "week",
+            ),
+            (
+                "between March and May 1850",
+                at(1850, 3, 1),
+                at(1850, 6, 1),
+                "month",
+            ),
+        ];
+        for (text, start, end, precision) in cases {
+            let want = (text.to_string(), start, end, precision, false);
+            assert_eq!(one(text), want, "{text}");
+        }
+        // a number before a plural noun is a count, not the year
+        let (text, _, _, _, relative) = one("on May 5, 1500 people came");
+        assert_eq!((text.as_str(), relative), ("May 5", true));
+        // ... a year from 1900 on stays one, as before ("by August 2024 requires")
+        let (text, _, _, _, relative) = one("on May 5, 2000 people came");
+        assert_eq!((text.as_str(), relative), ("May 5, 2000", false));
+        // a bare year stays 1900-2099
+        assert!(ground("in 1850", SUNDAY).unwrap().is_empty());
     }
 
     #[test]

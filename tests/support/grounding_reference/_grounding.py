@@ -32,6 +32,7 @@ from ._resolvers import (
     resolve_day_month,
     resolve_decade,
     resolve_holiday,
+    resolve_holiday_before,
     resolve_iso_day,
     resolve_month,
     resolve_month_range,
@@ -85,6 +86,18 @@ _PLURAL = (
     r"does|goes|less|unless|across|always|perhaps|sometimes|whereas|besides|towards|afterwards|"
     r"nowadays|ours|yours|theirs|news)(?![\w-]))\w*s)(?![\w-])"
 )
+
+
+# A year after a written date ("8 May 1850", "May 2024", "the first week of
+# May 1850"): 1000 to 2099; one before 1900 followed by a plural noun is a
+# count ("on May 5, 1500 people came"; "by August 2024 requires" keeps its year).
+_DATE_YEAR = r"(?:(?:19|20)\d\d|1[0-8]\d\d(?!\s+" + _PLURAL + r"))"
+
+
+def _date_year(name: str) -> str:
+    return r"(?P<" + name + r">" + _DATE_YEAR + r")"
+
+
 # A number after a quantifier, before the modal "may" or the verb "march"
 # and its next word, is a count ("all 3 may attend"), not a day.
 _QUANTIFIERS = (
@@ -110,14 +123,20 @@ _DAY_GUARD = (
 # "February - March 2024" (without "between" or "from", only before a year).
 _MONTH_RANGE = (
     r"(?:(?:between|from)\s+(?:the\s+months?\s+of\s+)?(?P<ma>" + MONTH_FULL_RE + r")"
-    r"(?:,?\s+(?P<ya>(?:19|20)\d\d))?\s+(?:and|to|through|till|until)\s+(?P<mb>"
+    r"(?:,?\s+"
+    + _date_year("ya")
+    + r")?\s+(?:and|to|through|till|until)\s+(?P<mb>"
     + MONTH_FULL_RE
     + r")|(?P<ma2>"
     + MONTH_FULL_RE
-    + r")(?:,?\s+(?P<ya2>(?:19|20)\d\d))?\s*(?:-|\u2013|\u2014|to|through)\s*(?P<mb2>"
+    + r")(?:,?\s+"
+    + _date_year("ya2")
+    + r")?\s*(?:-|\u2013|\u2014|to|through)\s*(?P<mb2>"
     + MONTH_FULL_RE
-    + r")(?=,?\s+(?:19|20)\d\d(?![\w-])))"
-    r"(?:,?\s+(?P<yb>(?:19|20)\d\d))?(?![\w-]|\s*(?::\d|%)|[.,]\d)"
+    + r")(?=,?\s+"
+    + _DATE_YEAR
+    + r"(?![\w-])))"
+    r"(?:,?\s+" + _date_year("yb") + r")?(?![\w-]|\s*(?::\d|%)|[.,]\d)"
 )
 
 # An ordinal week, weekend or weekday of a named month: "the first week of
@@ -127,8 +146,21 @@ _WEEK_OF_MONTH = (
     r"(?:the\s+)?(?P<ord>first|1st|second|2nd|third|3rd|fourth|4th|last|final)\s+"
     r"(?P<unit>week|weekend|monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
     r"\s+(?:of|in)\s+(?P<mon>" + MONTH_FULL_RE + r")"
-    r"(?:,?\s+(?P<y>(?:19|20)\d\d))?(?![\w-]|\s*(?::\d|%)|[.,]\d)"
+    r"(?:,?\s+" + _date_year("y") + r")?(?![\w-]|\s*(?::\d|%)|[.,]\d)"
 )
+
+
+def _holiday_qualified(m: re.Match[str]) -> bool:
+    """A holiday is grounded only with a qualifier or a year ("I love Christmas" is generic)."""
+    first_word = m.group(0).lower().split()[0]
+    return first_word != m.group("hol").lower().split()[0] or m.group("y") is not None
+
+
+def _resolve_qualified_holiday(m: re.Match[str], obs: date) -> Resolved | None:
+    """A holiday with a preposition before it, last/this/next or a year (the
+    preposition is left out of the reference's text, as a season's is)."""
+    return resolve_holiday(m, obs) if _holiday_qualified(m) else None
+
 
 _PATTERNS: list[tuple[re.Pattern[str], Resolver]] = [
     (
@@ -227,7 +259,7 @@ _PATTERNS: list[tuple[re.Pattern[str], Resolver]] = [
             + r")(?P<mon2>"
             + MONTH_RE
             + r")\s+(?P<d2>\d{1,2})(?:st|nd|rd|th)?(?!\s*:|\d))"
-            r"(?:,?\s+" + _YEAR + r")?(?![\w-])",
+            r"(?:,?\s+" + _date_year("y") + r")?(?![\w-])",
             FLAGS,
         ),
         resolve_day_month,
@@ -235,8 +267,8 @@ _PATTERNS: list[tuple[re.Pattern[str], Resolver]] = [
     (
         re.compile(
             _B + r"(?:(?P<mod>early|mid|late)[-\s]+(?:in\s+)?(?P<mon>" + MONTH_RE + r")"
-            r"(?:,?\s+(?:of\s+)?" + _YEAR + r")?"
-            r"|(?P<mon2>" + MONTH_RE + r")(?:,?\s+(?:of\s+)?(?P<y2>(?:19|20)\d\d))"
+            r"(?:,?\s+(?:of\s+)?" + _date_year("y") + r")?"
+            r"|(?P<mon2>" + MONTH_RE + r")(?:,?\s+(?:of\s+)?" + _date_year("y2") + r")"
             r"|(?P<rel>last|this|next)\s+(?P<mon3>" + MONTH_FULL_RE + r"))" + _E,
             FLAGS,
         ),
@@ -280,22 +312,16 @@ _PATTERNS: list[tuple[re.Pattern[str], Resolver]] = [
     ),
     (
         re.compile(
-            _B + r"(?:(?:(?P<rel>last|this|next)\s+|(?:on|at|for|over|during|since|"
-            r"until|till|before|after)\s+)?(?P<hol>christmas\s+eve|christmas\s+day|christmas|"
-            r"xmas|new\s+year['\u2019]?s\s+eve|new\s+year['\u2019]?s\s+day|halloween|"
+            _B + r"(?:(?:on|at|for|over|during|since|until|till|before|after)\s+)?"
+            r"(?P<x>(?:(?P<rel>last|this|next)\s+)?(?P<hol>christmas\s+eve|christmas\s+day|"
+            r"christmas|xmas|new\s+year['\u2019]?s\s+eve|new\s+year['\u2019]?s\s+day|halloween|"
             r"valentine['\u2019]?s\s+day|independence\s+day|the\s+fourth\s+of\s+july|"
             r"thanksgiving)(?:,?\s+" + _YEAR + r")?)" + _E,
             FLAGS,
         ),
-        lambda m, obs: resolve_holiday(m, obs) if _holiday_qualified(m) else None,
+        _resolve_qualified_holiday,
     ),
 ]
-
-
-def _holiday_qualified(m: re.Match[str]) -> bool:
-    """A holiday is grounded only with a qualifier or a year ("I love Christmas" is generic)."""
-    first_word = m.group(0).lower().split()[0]
-    return first_word != m.group("hol").lower().split()[0] or m.group("y") is not None
 
 
 # Every pattern needs one of these words (or a digit): a cheap first pass.
@@ -327,12 +353,17 @@ def _obs_day(observed_at: int) -> date:
 _YEARLY = frozenset({"day", "month", "part_of_month", "season"})
 
 
-def _year_earlier(start: int, end: int, precision: str) -> tuple[int, int]:
-    """The same calendar interval one year earlier ("since June" means the past June)."""
+def _year_earlier(start: int, end: int, precision: str, obs: date) -> tuple[int, int] | None:
+    """The same calendar interval one year earlier ("since June" means the past
+    June); a day: the latest with its month and day on or before D (for Feb 29
+    the last leap year's, never a Feb 28), None where the calendar has none."""
     a, b = day_of(start), day_of(end)
     if precision == "day":
-        s = day_start(_back(a))
-        return s, s + DAY
+        for y in range(obs.year, max(0, obs.year - 9), -1):
+            if a.day <= calendar.monthrange(y, a.month)[1] and date(y, a.month, a.day) <= obs:
+                s = day_start(date(y, a.month, a.day))
+                return s, s + DAY
+        return None
     return day_start(_back(a)), day_start(_back(b))
 
 
@@ -397,7 +428,8 @@ def _ground_piece(text: str, obs: date) -> list[TimeRef]:
         return []
     found: list[tuple[int, int, int, int, str, bool, Resolved | None]] = []
     # an ordinal week of a month after "since" is the one before the
-    # observation: resolved as if observed a year earlier
+    # observation: resolved as if observed a year earlier; a holiday the
+    # latest on or before the observation day
     year_before = _back(obs) if obs.year > 1 else None
     for pattern, resolve in _PATTERNS:
         for m in pattern.finditer(text):
@@ -410,11 +442,13 @@ def _ground_piece(text: str, obs: date) -> list[TimeRef]:
             group = "x" if "x" in pattern.groupindex and m.group("x") is not None else 0
             a, b = m.span(group)
             earlier = None
-            if resolve is resolve_week_of_month and year_before is not None:
-                try:
+            try:
+                if resolve is resolve_week_of_month and year_before is not None:
                     earlier = resolve(m, year_before)
-                except (ValueError, OverflowError, KeyError):
-                    earlier = None  # a year before the calendar's first
+                elif resolve is _resolve_qualified_holiday:
+                    earlier = resolve_holiday_before(m, obs)
+            except (ValueError, OverflowError, KeyError):
+                earlier = None  # a year before the calendar's first
             found.append((a, b, *res, earlier))
     found.sort(key=lambda f: (f[0], -(f[1] - f[0])))
     refs: list[TimeRef] = []
@@ -430,7 +464,10 @@ def _ground_piece(text: str, obs: date) -> list[TimeRef]:
             if ahead and earlier is not None:
                 start, end = earlier[0], earlier[1]
             elif ahead and precision in _YEARLY:
-                start, end = _year_earlier(start, end, precision)
+                shifted = _year_earlier(start, end, precision, obs)
+                if shifted is None:
+                    continue  # no such day before D in the calendar (Feb 29 in years 1-3)
+                start, end = shifted
             refs.append(
                 TimeRef(
                     text=text[a:b],

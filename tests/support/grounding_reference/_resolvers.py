@@ -41,6 +41,7 @@ __all__ = [
     "resolve_day_month",
     "resolve_decade",
     "resolve_holiday",
+    "resolve_holiday_before",
     "resolve_iso_day",
     "resolve_month",
     "resolve_month_range",
@@ -442,5 +443,20 @@ def resolve_holiday(m: re.Match[str], obs: date) -> Resolved | None:
         d = cands[1]
     else:
         d = min(cands, key=lambda c: abs(c.toordinal() - obs.toordinal()))
+    s, e = day_iv(d)
+    return s, e, "day", True
+
+
+def resolve_holiday_before(m: re.Match[str], obs: date) -> Resolved | None:
+    """A holiday without a year at its latest on or before D: where "since
+    <holiday>" starts when the nearest one lies ahead ("since Christmas" said
+    in December is last year's; "since Thanksgiving" said in October last
+    November's fourth Thursday, not the same date a year before)."""
+    if m.group("y"):
+        return None
+    name = " ".join(m.group("hol").lower().replace("\u2019", "'").split())
+    d = max(
+        c for c in (_holiday_date(name, obs.year - 1), _holiday_date(name, obs.year)) if c <= obs
+    )
     s, e = day_iv(d)
     return s, e, "day", True
