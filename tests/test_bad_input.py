@@ -501,3 +501,17 @@ def test_an_int_too_long_to_write_out_is_a_typed_error_and_changes_nothing() -> 
     assert m.store.to_bytes() == before
     kept = m.add("note", provenance={"n": 10**20})  # type: ignore[dict-item]
     assert m.get(kept).provenance["n"] == str(10**20)
+
+
+def test_numpy_floats_are_timestamps_as_a_float_is() -> None:
+    m = Memory(HashEmbedder(DIM), controller=LocalController())
+    i = m.add("Maya plays the cello", timestamp=np.float32(1.7e9))
+    assert m.get(i).timestamp == 1_700_000_000
+    assert m.get(m.add("tea", timestamp=np.float16(3.5))).timestamp == 3
+    hits = m.search("cello", filter={"$timestamp": {"$gte": np.float32(1.7e9)}}).evidence
+    assert [e.id for e in hits] == [i]
+    before = m.store.to_bytes()
+    for bad in (np.float32("nan"), np.bool_(True)):
+        with pytest.raises(JevmemError):
+            m.add("x", timestamp=bad)
+    assert m.store.to_bytes() == before

@@ -139,7 +139,7 @@ def parse_timestamp(s: str) -> int:
 
 def to_timestamp(x: int | float | datetime | date | str) -> int:
     """Unix seconds (UTC) from an int (a numpy integer too), a finite float
-    (floored), a ``datetime`` (naive means UTC), a ``date`` (midnight UTC) or
+    (a numpy float too; floored), a ``datetime`` (naive means UTC), a ``date`` (midnight UTC) or
     a string (:func:`parse_timestamp`). A bool is refused."""
     if isinstance(x, bool):
         raise TypeError("a bool is not a timestamp")
@@ -149,6 +149,9 @@ def to_timestamp(x: int | float | datetime | date | str) -> int:
     # float already); numpy's bool is not Integral, so it stays refused
     if isinstance(x, numbers.Integral):
         return int(x)
+    if isinstance(x, numbers.Real) and not isinstance(x, int | float):
+        # numpy's float32 and float16 (its float64 is a float already)
+        x = float(x)
     if isinstance(x, float):
         if not math.isfinite(x):
             raise ValueError(f"timestamp must be finite, got {x!r}")
