@@ -31,6 +31,10 @@
 //! writes every block of floats (the node and passage embeddings) as its
 //! little-endian bytes (`FloatBytes`), where older versions wrote a postcard
 //! sequence that decodes float by float; the fields are version 6's.
+//! Version 8 writes version 7's fields; its lexical content comes from the
+//! tokenizer that reads a word NFKC-composed ("cafe\u{301}" and "caf\u{e9}"
+//! one term), so an older file's lexical content and marks, made by the
+//! tokenizer before it, are dropped on load and its texts tokenized again.
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -49,7 +53,9 @@ use crate::store::{MemoryStore, ScopedKey, StoreConfig};
 use crate::types::{Edge, Node, NodeId, Timestamp, TypeScores};
 
 const MAGIC: &[u8; 8] = b"JEVMEMSS";
-pub const FORMAT_VERSION: u32 = 7;
+pub const FORMAT_VERSION: u32 = 8;
+/// The first version whose lexical content the current tokenizer made.
+const CURRENT_TOKENS_VERSION: u32 = 8;
 /// The oldest version this build still reads.
 pub const OLDEST_READABLE_VERSION: u32 = 1;
 const HEADER_LEN: usize = 8 + 4 + 4 + 8;
@@ -546,7 +552,7 @@ impl MemoryStore {
                 "checksum mismatch: the file is corrupted".into(),
             ));
         }
-        let body: Body = match version {
+        let mut body: Body = match version {
             1 => whole::<BodyV1>(payload)?.into(),
             2 => whole::<BodyV2>(payload)?.into(),
             3 => whole::<BodyV3>(payload)?.into(),
@@ -555,6 +561,11 @@ impl MemoryStore {
             6 => whole::<BodyV6>(payload)?.into(),
             _ => whole::<Body>(payload)?,
         };
+        if version < CURRENT_TOKENS_VERSION {
+            // another tokenizer's terms: the texts are tokenized again
+            body.lexical = None;
+            body.marks = None;
+        }
         // Config first: it sizes every index built below.
         body.config
             .validate()
@@ -947,6 +958,26 @@ mod tests {
         );
     }
 
+    /// A version 7 file's terms came from the tokenizer before words were
+    /// read NFKC-composed: its load tokenizes the texts again.
+    #[test]
+    fn reads_version_7_by_tokenizing_again() {
+        let mut s = sample();
+        let cafe = s
+            .add_node(NewNode::new(
+                "we met at the cafe\u{301}",
+                vec![0.0, 1.0, 0.0, 0.0],
+            ))
+            .unwrap();
+        let bytes = s.to_snapshot_bytes().unwrap();
+        let v7 = framed(7, bytes[HEADER_LEN..].to_vec());
+        let loaded = MemoryStore::from_snapshot_bytes(&v7).unwrap();
+        assert_eq!(lexical_bags(&loaded), lexical_bags(&s));
+        assert_eq!(loaded.to_snapshot_bytes().unwrap(), retokenized(&s));
+        let hit = loaded.search_lexical("caf\u{e9}", 1);
+        assert_eq!(hit.first().map(|h| h.0), Some(cafe));
+    }
+
     /// A version 5 load keeps the term numbering, so lexical scores come
     /// back bit for bit, also after a removal freed term slots and later
     /// texts reused them.
@@ -1172,15 +1203,16 @@ mod tests {
         (s, id)
     }
 
-    /// A version 6 file loads to the same memory, float for float, and the
-    /// next save writes version 7; the floats are the same bits either way.
+    /// A version 6 file loads to the same memory, float for float (its
+    /// texts tokenized again, as every file before version 8), and the next
+    /// save writes the current version; the floats are the same bits either way.
     #[test]
     fn reads_version_6() {
         let (s, id) = with_passages();
         let bytes = s.to_snapshot_bytes().unwrap();
         let old = v6_bytes(&s);
         let loaded = MemoryStore::from_snapshot_bytes(&old).unwrap();
-        assert_eq!(loaded.to_snapshot_bytes().unwrap(), bytes);
+        assert_eq!(loaded.to_snapshot_bytes().unwrap(), retokenized(&s));
         assert_eq!(loaded.passage_spans(id).unwrap(), &[(0, 10), (11, 25)]);
         let v7: Body = postcard::from_bytes(&bytes[HEADER_LEN..]).unwrap();
         let v6: BodyV6 = postcard::from_bytes(&old[HEADER_LEN..]).unwrap();

@@ -215,7 +215,7 @@ fn as_version_1(store: &MemoryStore) -> Vec<u8> {
 
 #[test]
 fn snapshots_keep_links_and_read_version_1() {
-    assert_eq!(FORMAT_VERSION, 7);
+    assert_eq!(FORMAT_VERSION, 8);
     let mut plain = store_with(&[Some(10), None, Some(30)]);
     plain.remove_node(1).unwrap();
     let v1 = as_version_1(&plain);
