@@ -220,10 +220,10 @@ def test_stdio_end_to_end(tmp_path: Path) -> None:
 
 @asynccontextmanager
 async def _http_server(
-    args: list[str], env: dict[str, str] | None = None
+    args: list[str], env: dict[str, str] | None = None, host: str = "127.0.0.1"
 ) -> AsyncIterator[tuple[str, subprocess.Popen[str]]]:
     proc = subprocess.Popen(
-        [*SERVER, *args, "--http", "127.0.0.1:0"],
+        [*SERVER, *args, "--http", f"{host}:0"],
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         text=True,
@@ -284,6 +284,31 @@ def test_http_bearer_token(tmp_path: Path) -> None:
 
     _run(main)
     assert seen == ["m"]
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2"])
+def test_a_loopback_bind_refuses_other_hosts_and_origins(tmp_path: Path, host: str) -> None:
+    """DNS rebinding: the SDK guarded three spellings of loopback only; a bind
+    to 127.0.0.2 took any Host and Origin, and warned of nothing."""
+    codes: dict[str, int] = {}
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    accept = {"Accept": "application/json, text/event-stream"}
+
+    async def main() -> None:
+        async with _http_server(["--memory", str(tmp_path / "m")], host=host) as (url, _):
+            port = url.rsplit(":", 1)[1].split("/")[0]
+            async with httpx2.AsyncClient() as http:
+                for name, headers in (
+                    ("host", {"Host": "evil.example"}),
+                    ("origin", {"Host": f"{host}:{port}", "Origin": "http://evil.example"}),
+                    ("own", {"Host": f"{host}:{port}", "Origin": f"http://{host}:{port}"}),
+                ):
+                    r = await http.post(url, json=ping, headers={**accept, **headers})
+                    codes[name] = r.status_code
+
+    _run(main)
+    assert codes["host"] == 421 and codes["origin"] == 403, codes
+    assert codes["own"] not in (421, 403), codes
 
 
 def test_several_memories_need_a_name(tmp_path: Path) -> None:

@@ -410,6 +410,60 @@ def test_serve_removes_the_directory_a_failed_first_write_made(tmp_path: Path) -
     assert len(Memory.open(tmp_path / "new", HashEmbedder(32))) == 1
 
 
+def test_serve_removes_what_a_failed_open_left(tmp_path: Path) -> None:
+    """An open that fails part way (out of file descriptors, say) left a lock
+    and a log without a MANIFEST: the name failed on every write after, a
+    restart too."""
+    from jevmem.remote.cli import MemoryFactory
+
+    def make(name: str) -> Memory:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "LOCK").write_text("")
+        raise OSError(24, "Too many open files", str(tmp_path / name))
+
+    factory = MemoryFactory(make, tmp_path)
+    with pytest.raises(OSError):
+        factory("m")
+    assert not (tmp_path / "m").exists()
+    (tmp_path / "mine").mkdir()
+    with pytest.raises(OSError):
+        MemoryFactory(lambda name: make(name + "x"), tmp_path)("mine")
+    assert (tmp_path / "mine").is_dir()  # not made by this call: left alone
+
+
+def test_a_controller_request_nested_too_deep_is_invalid_argument() -> None:
+    from jevmem._proto.jevmem.v1 import controller_pb2 as pb
+    from jevmem._proto.jevmem.v1 import controller_pb2_grpc as pbg
+    from jevmem.remote import serve_controller
+
+    server = serve_controller(LocalController(), ServerOptions(port=0))
+    try:
+        stub = pbg.SystemOneStub(grpc.insecure_channel(server.address))
+        template = pb.QuestionTemplate(
+            kind="assess.sufficiency", instruction="x", noul=pb.NoulSpec()
+        )
+        deep = '{"a":' + "[" * 5000 + "]" * 5000 + "}"
+        req = pb.DecideRequest(
+            requests=[
+                pb.DecisionRequest(
+                    purpose="assessment",
+                    state_json=deep,
+                    question_ids=["q"],
+                    question_templates=[0],
+                )
+            ],
+            templates=[template],
+        )
+        for call in (
+            lambda: stub.Decide(req, timeout=10),
+            lambda: list(stub.DecideStream(iter([req]), timeout=10)),
+        ):
+            code, details = _code(call)
+            assert code == grpc.StatusCode.INVALID_ARGUMENT and "too deep" in details
+    finally:
+        server.stop(0)
+
+
 def test_an_exception_escaping_a_handler_ends_the_call() -> None:
     # `embedder_named` refuses a bad spec with SystemExit: the call must not
     # hang to its deadline, for that nor for any other exception
@@ -442,6 +496,7 @@ def test_the_client_encodes_what_the_in_process_api_accepts() -> None:
             np.int64(1_700_000_000),
             np.int32(1_700_000_001),
             1_700_000_002.9,
+            np.float32(1_700_000_128.0),  # numpy's float32 is a float too
             dt.datetime(2023, 11, 14, 22, 13, 23, tzinfo=dt.timezone.utc),
             dt.date(2023, 11, 15),
             "2023-11-16T10:00:00Z",
@@ -456,7 +511,7 @@ def test_the_client_encodes_what_the_in_process_api_accepts() -> None:
         # refused here as in-process, with the same typed errors, and nothing sent
         refused: list[tuple[dict[str, Any], type[Exception]]] = [
             ({"timestamp": True}, InvalidTypeError),
-            ({"timestamp": np.float32(1.5)}, InvalidTypeError),
+            ({"timestamp": np.float32("nan")}, InvalidInputError),
             ({"timestamp": float("nan")}, InvalidInputError),
             ({"timestamp": 10**15}, InvalidInputError),
             ({"entities": "Ines"}, InvalidTypeError),

@@ -708,6 +708,27 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def _loopback_only(host: str) -> Any:
+    """DNS-rebinding protection for a loopback bind: only requests whose Host
+    (and Origin, if any) name a loopback address. The SDK turns it on by
+    itself for three spellings only (127.0.0.1, localhost, ::1); a bind to
+    127.0.0.2 or ::ffff:127.0.0.1 is as local and gets the same. None for
+    any other bind (which warns instead, or takes a token)."""
+    if not _is_loopback(host):
+        return None
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    hosts = ["127.0.0.1", "localhost", "[::1]"]
+    bound = f"[{host}]" if ":" in host else host
+    if bound not in hosts:
+        hosts.append(bound)
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{h}:*" for h in hosts],
+        allowed_origins=[f"http://{h}:*" for h in hosts],
+    )
+
+
 def serve(
     memories: Mapping[str, Memory],
     http: tuple[str, int] | None = None,
@@ -736,7 +757,9 @@ def serve(
     except OSError as exc:
         sock.close()
         raise InvalidInputError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
-    app: Any = server.streamable_http_app(streamable_http_path=path, host=host)
+    app: Any = server.streamable_http_app(
+        streamable_http_path=path, host=host, transport_security=_loopback_only(host)
+    )
     if token is not None:
         app = _BearerToken(app, token)
     elif not _is_loopback(host):

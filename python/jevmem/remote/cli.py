@@ -151,7 +151,14 @@ class MemoryFactory:
     def __call__(self, name: str) -> Memory:
         # (names are checked by the service: safe as directory names)
         new = self._data_dir is not None and not (self._data_dir / name).exists()
-        memory = self._make(name)
+        try:
+            memory = self._make(name)
+        except BaseException:
+            if new and self._data_dir is not None:
+                # what a failed open left (a lock, a first checkpoint): the
+                # name stays free, as for a first write that fails after it
+                shutil.rmtree(self._data_dir / name, ignore_errors=True)
+            raise
         if new:
             self._new_dirs.add(name)
         else:

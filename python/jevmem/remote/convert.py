@@ -336,6 +336,8 @@ def requests_from_proto(msg: pb.DecideRequest) -> list[DecisionRequest]:
             state = json.loads(req.state_json) if req.state_json else {}
         except ValueError as exc:
             raise BadRequest(f"{where}.state_json is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise BadRequest(f"{where}.state_json nests too deep") from None
         if not isinstance(state, dict):
             raise BadRequest(
                 f"{where}.state_json must be a JSON object, got {type(state).__name__}"
