@@ -712,7 +712,7 @@ def _loopback_only(host: str) -> Any:
     """DNS-rebinding protection for a loopback bind: only requests whose Host
     (and Origin, if any) name a loopback address. The SDK turns it on by
     itself for three spellings only (127.0.0.1, localhost, ::1); a bind to
-    127.0.0.2 or ::ffff:127.0.0.1 is as local and gets the same. None for
+    127.0.0.2 is as local and gets the same. None for
     any other bind (which warns instead, or takes a token)."""
     if not _is_loopback(host):
         return None
