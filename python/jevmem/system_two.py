@@ -51,8 +51,8 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
-from urllib.parse import SplitResult, urlsplit
 
+from jevmem._http_settings import header_safe, url_parts
 from jevmem.errors import (
     InvalidConfigError,
     InvalidInputError,
@@ -296,30 +296,6 @@ def _count(usage: Any, key: str) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
 
 
-def _url_parts(base: str) -> tuple[SplitResult, str, int | None]:
-    """``base`` split, with its host and port, or InvalidConfigError: an http(s)
-    URL with a host, a port in range and a path a request line can carry."""
-    try:
-        parts = urlsplit(base)
-        port = parts.port
-    except ValueError as exc:  # a bad port or an unclosed IPv6 bracket
-        raise InvalidConfigError(f"base_url is not a URL ({exc}): {base!r:.80}") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InvalidConfigError(f"base_url must be an http:// or https:// URL, got {base!r:.80}")
-    rest = parts.path + parts.query
-    if not rest.isascii() or any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in rest):
-        raise InvalidConfigError(
-            f"base_url's path must be ASCII without spaces (percent-encode it), got {base!r:.80}"
-        )
-    return parts, parts.hostname, port
-
-
-def _header_safe(value: str) -> bool:
-    """Whether an HTTP header can carry ``value`` as it is: ASCII without
-    control characters (a tab is allowed)."""
-    return value.isascii() and not any((ord(c) < 32 and c != "\t") or ord(c) == 127 for c in value)
-
-
 class ChatCompletionsClient:
     """:class:`SystemTwo` over an OpenAI-compatible ``/chat/completions`` endpoint.
 
@@ -365,8 +341,8 @@ class ChatCompletionsClient:
         key = api_key if api_key is not None else _env(ENV_API_KEY)
         if not isinstance(base, str):
             raise InvalidTypeError(f"base_url must be a string, got {type(base).__name__}")
-        parts, host, port = _url_parts(base.strip())
-        if key is not None and isinstance(key, str) and not _header_safe(key):
+        parts, host, port = url_parts(base.strip())
+        if key is not None and isinstance(key, str) and not header_safe(key):
             raise InvalidConfigError(
                 "api_key holds characters an HTTP header cannot carry (non-ASCII or control)"
             )
@@ -419,7 +395,7 @@ class ChatCompletionsClient:
         self.extra_body = dict(extra_body or {})
         self._headers = {str(k): str(v) for k, v in (headers or {}).items()}
         for name, value in self._headers.items():
-            if not (name and _header_safe(name) and _header_safe(value)) or ":" in name:
+            if not (name and header_safe(name) and header_safe(value)) or ":" in name:
                 raise InvalidConfigError(f"headers: {name!r:.40} cannot be sent as an HTTP header")
         self._https = parts.scheme == "https"
         self._host = host
