@@ -553,3 +553,22 @@ def test_a_jvm_suffix_in_any_case_names_an_export(tmp_path: Path) -> None:
         == 0
     )
     assert memory.is_file() and jevmem.Memory.load(memory).get(0).text == "Maya plays the cello"
+
+
+def test_ingest_reads_standard_input_and_pipes(tmp_path: Path) -> None:
+    rows = '{"text": "Maya plays the cello"}\n{"text": "Tom has a dog"}\n'
+    memory = tmp_path / "m.jvm"
+    for name in ("-", "/dev/stdin"):
+        p = subprocess.run(
+            [sys.executable, "-m", "jevmem", "ingest", name, "--memory", str(memory)],
+            input=rows, capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        )  # fmt: skip
+        assert p.returncode == 0, p.stderr
+    # the second read of the same rows added nothing: content keys
+    assert [n.text for n in jevmem.Memory.load(memory).list()[0]] == [
+        "Maya plays the cello",
+        "Tom has a dog",
+    ]
+    _one_line_error(
+        _run("ingest", str(tmp_path), "--memory", str(memory), cwd=tmp_path), "is a directory"
+    )

@@ -46,8 +46,12 @@ def _progress(done: int, total: int, t0: float) -> None:
 def cmd_ingest(args: argparse.Namespace) -> int:
     from jevmem._ingest import read_rows
 
-    path = Path(args.file)
-    if not path.is_file():  # before opening the memory (loading an embedder takes seconds)
+    # "-" and pipes ("<(...)", /dev/stdin) read as files do
+    path = Path("/dev/stdin") if args.file == "-" else Path(args.file)
+    # before opening the memory (loading an embedder takes seconds)
+    if path.is_dir():
+        raise IsADirectoryError(21, "is a directory, not a file of observations", str(path))
+    if not path.exists():
         raise FileNotFoundError(2, "no such file", str(path))
     if args.batch < 1:
         raise SystemExit(f"--batch must be at least 1, got {args.batch}")
@@ -184,7 +188,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         epilog=FORMAT_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("file")
+    p.add_argument("file", help="JSONL, chat JSONL or a LoCoMo file; - reads standard input")
     p.add_argument("--batch", type=int, default=256)
     p.add_argument(
         "--scope",
