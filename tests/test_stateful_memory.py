@@ -36,7 +36,16 @@ from hypothesis.stateful import (
     precondition,
     rule,
 )
-from support.stateful import CONFIG, DIM, MAX_TS, MODES, SESSIONS, T0, ts_ints
+from support.stateful import (
+    CONFIG,
+    DIM,
+    MAX_TS,
+    MODES,
+    SESSIONS,
+    T0,
+    search_scopes_of,
+    ts_ints,
+)
 
 import jevmem
 from jevmem import (
@@ -145,15 +154,7 @@ scopes = st.one_of(
         lambda u, s: {"session": s, "user": u}, st.sampled_from(USERS), st.sampled_from(SESSIONS)
     ),
 )
-search_scopes = st.one_of(
-    st.none(),
-    st.just({}),
-    st.builds(lambda u: {"user": u}, st.sampled_from(USERS)),
-    st.builds(lambda s: {"session": s}, st.sampled_from(SESSIONS)),
-    st.builds(
-        lambda u, s: {"user": u, "session": s}, st.sampled_from(USERS), st.sampled_from(SESSIONS)
-    ),
-)
+search_scopes = search_scopes_of(USERS)
 priorities = st.one_of(
     st.integers(min_value=0, max_value=3),
     st.sampled_from([1.0, 2.5, 0.0, 2**53 + 1, float(2**53), -(2**63), 2**63 - 1]),

@@ -57,7 +57,16 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
-from support.stateful import CONFIG, DIM, MAX_TS, MODES, SESSIONS, T0, ts_ints
+from support.stateful import (
+    CONFIG,
+    DIM,
+    MAX_TS,
+    MODES,
+    SESSIONS,
+    T0,
+    search_scopes_of,
+    ts_ints,
+)
 
 from jevmem import (
     ChatCompletionsClient,
@@ -176,15 +185,7 @@ scopes = st.one_of(
         lambda u, s: {"session": s, "user": u}, st.sampled_from(USERS), st.sampled_from(SESSIONS)
     ),
 )
-search_scopes = st.one_of(
-    st.none(),
-    st.just({}),
-    st.builds(lambda u: {"user": u}, st.sampled_from(USERS)),
-    st.builds(lambda s: {"session": s}, st.sampled_from(SESSIONS)),
-    st.builds(
-        lambda u, s: {"user": u, "session": s}, st.sampled_from(USERS), st.sampled_from(SESSIONS)
-    ),
-)
+search_scopes = search_scopes_of(USERS)
 BIG_INTS = [2**53, 2**53 + 1, 2**63 - 1, -(2**63), -1, 0]
 EDGE_FLOATS = [1.0, 2.5, 0.1, -0.0, 5e-324, 1.7976931348623157e308, float(2**53), -1e-300]
 meta_values = st.one_of(

@@ -18,3 +18,19 @@ MODES = ("lexical", "anchors", "traversal", "full")
 SESSIONS = ("s1", "s2")
 
 ts_ints = st.integers(min_value=T0, max_value=T0 + 400 * 86_400)
+
+
+def search_scopes_of(users: tuple[str, ...]) -> st.SearchStrategy[dict[str, str] | None]:
+    """The scopes a search is drawn with: none, the empty one, a user, a
+    session, or both."""
+    return st.one_of(
+        st.none(),
+        st.just({}),
+        st.builds(lambda u: {"user": u}, st.sampled_from(users)),
+        st.builds(lambda s: {"session": s}, st.sampled_from(SESSIONS)),
+        st.builds(
+            lambda u, s: {"user": u, "session": s},
+            st.sampled_from(users),
+            st.sampled_from(SESSIONS),
+        ),
+    )
