@@ -192,7 +192,8 @@ def test_the_demo_memory_answers_the_milk_question_with_soy() -> None:
     oat = next(i for i, (_, _, t) in enumerate(LOG) if "prefer oat" in t)
     assert m.superseded_by(oat) == [soy]
     # "yesterday" dates the switch a day before it was said
-    assert m.validity(soy)[0] == event_time(START, ground(LOG[soy][2], START + 11 * DAY + soy * 60))
+    said = START + 11 * DAY + soy * 60
+    assert m.validity(soy)[0] == event_time(said, ground(LOG[soy][2], said)) < said
     q = "What milk does Maya take in her coffee now?"
     assert rank(m, q, soy, now=START + 14 * DAY) == 0
     assert rank(m, q, oat, now=START + 8 * DAY) == 0
@@ -487,3 +488,62 @@ def test_a_denial_replaces_what_the_same_speaker_asserted(controller: Any) -> No
 
     assert links("Maya") == [(4, 1)]
     assert links("Tom") == []
+
+
+def _ts(iso: str) -> int:
+    return int(datetime.fromisoformat(iso).replace(tzinfo=timezone.utc).timestamp())
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "old_said", "new_said", "new_from", "query", "now"),
+    [
+        # "in March" without a year reads as the nearest March (next year's,
+        # said in December): a time ahead never dates when a fact began
+        (
+            "I live in Porto.",
+            "I moved from Porto to Lisbon in March.",
+            "2026-01-05T09:00",
+            "2026-12-01T09:00",
+            "2026-12-01T09:00",
+            "Where does Ana live?",
+            "2026-12-15T00:00",
+        ),
+        # the first time named is the old fact's ("since 2016"): the latest
+        # one before the statement dates the change
+        (
+            "I live in Porto.",
+            "After ten years in Porto since 2016, I moved to Lisbon last month.",
+            "2025-06-01T09:00",
+            "2026-03-10T09:00",
+            "2026-02-01T00:00",
+            "Where does Ana live?",
+            "2026-02-15T00:00",
+        ),
+        # a date ahead is the event the fact is about, not when it began
+        (
+            "My dentist appointment is on June 3.",
+            "My dentist appointment moved to June 10.",
+            "2026-01-10T09:00",
+            "2026-03-10T09:00",
+            "2026-03-10T09:00",
+            "When is Ana's dentist appointment?",
+            "2026-06-05T00:00",
+        ),
+    ],
+)
+def test_a_fact_begins_at_the_latest_time_named_before_it_was_said(
+    old: str, new: str, old_said: str, new_said: str, new_from: str, query: str, now: str
+) -> None:
+    m = Memory(HashEmbedder(256), HAND)
+    m.add_batch(
+        ["We had pasta for dinner.", "The weather was rainy all week."],
+        timestamps=[_ts("2025-01-02T09:00"), _ts("2025-02-02T09:00")],
+        speakers=["Ana"] * 2,
+    )
+    a = m.add(old, timestamp=_ts(old_said), speaker="Ana")
+    b = m.update(a, new, timestamp=_ts(new_said))
+    assert m.validity(b) == (_ts(new_from), None)
+    assert m.validity(a) == (_ts(old_said), _ts(new_from))
+    # the fact in force at `now` ranks first; before the change, the old one
+    assert rank(m, query, b, now=_ts(now)) == 0
+    assert rank(m, query, a, now=_ts(new_from) - DAY) == 0

@@ -346,8 +346,8 @@ def bridged(links: set[tuple[int, int]], gone: set[int]) -> set[tuple[int, int]]
 
 
 def event_time_of(node: dict[str, Any]) -> int | None:
-    """When a node's fact began: the first time its text names, grounded at
-    its observation time; else that observation time."""
+    """When a node's fact began: the latest time its text names that starts
+    at or before its observation (grounded there); else that observation time."""
     from jevmem.temporal import event_time, ground
 
     ts = node["timestamp"]

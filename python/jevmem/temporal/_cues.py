@@ -86,10 +86,16 @@ def time_cues_of(query: str, found: Any) -> TimeCues:
 
 
 def event_time(observed_at: int | None, refs: Sequence[TimeRef]) -> int | None:
-    """When the fact an observation states became true: the start of the first
-    time its text grounds ("I switched to soy yesterday": the day before), else
-    the observation time itself."""
-    return refs[0].start if refs else observed_at
+    """When the fact an observation states became true: the start of the
+    latest time its text grounds that begins at or before the observation
+    ("after years in Porto since 2016, I moved last month": last month; "I
+    switched to soy yesterday": the day before), else the observation time
+    itself. A time ahead is an event the fact is about ("my appointment is on
+    June 3"), not when it began. Untimed: the first time its text names."""
+    if observed_at is None:
+        return refs[0].start if refs else None
+    past = [r.start for r in refs if r.start <= observed_at]
+    return max(past) if past else observed_at
 
 
 class FactTime(NamedTuple):

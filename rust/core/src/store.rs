@@ -1067,17 +1067,16 @@ impl MemoryStore {
     }
 
     /// When the node's fact became true: its explicit event time
-    /// (`set_valid_from`), else the start of the first time its text
-    /// grounds ("I switched to soy yesterday": the day before), else its
-    /// timestamp. Read from the node's own facts, whatever its links: a
-    /// link made and taken back (a failed write, a forgotten version)
-    /// leaves nothing behind.
+    /// (`set_valid_from`), else [`event_start`] of the times its text
+    /// grounds, else its timestamp. Read from the node's own facts,
+    /// whatever its links: a link made and taken back (a failed write, a
+    /// forgotten version) leaves nothing behind.
     pub fn valid_from(&self, id: NodeId) -> Result<Option<Timestamp>> {
         let node = self.require(id)?;
         Ok(self
             .facts
             .explicit_valid_from(id)
-            .or_else(|| self.time_refs(id).first().map(|r| r.start))
+            .or_else(|| event_start(self.time_refs(id), node.timestamp))
             .or(node.timestamp))
     }
 
@@ -1575,10 +1574,47 @@ impl GraphAccess for MemoryStore {
     }
 }
 
+/// The start of the latest time a text grounds that begins at or before
+/// its observation ("after years in Porto since 2016, I moved last month":
+/// last month): the latest such time is the change the text reports. A
+/// time ahead of the observation is an event the fact is about ("my
+/// appointment is on June 3"), not when the fact began. An untimed
+/// observation has no relative references: its first time, if any.
+pub fn event_start(refs: &[TimeRef], observed_at: Option<Timestamp>) -> Option<Timestamp> {
+    match observed_at {
+        None => refs.first().map(|r| r.start),
+        Some(at) => refs.iter().map(|r| r.start).filter(|&s| s <= at).max(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    fn time_ref(start: Timestamp) -> TimeRef {
+        TimeRef {
+            text: String::new(),
+            start,
+            end: start + 86_400,
+            precision: 0,
+            relative: false,
+            span: (0, 0),
+            anchor_precision: None,
+        }
+    }
+
+    #[test]
+    fn a_fact_begins_at_the_latest_time_named_by_its_observation() {
+        let refs = [time_ref(100), time_ref(900), time_ref(500), time_ref(2_000)];
+        // 2,000 lies ahead (an event), 900 is the latest at or before 1,000
+        assert_eq!(event_start(&refs, Some(1_000)), Some(900));
+        assert_eq!(event_start(&refs, Some(900)), Some(900));
+        assert_eq!(event_start(&refs, Some(50)), None);
+        assert_eq!(event_start(&[], Some(50)), None);
+        // untimed: no time to compare with, the first named
+        assert_eq!(event_start(&refs, None), Some(100));
+    }
 
     /// The form `normalize_entity` had: a lowercased string per word, joined.
     fn normalize_entity_by_words(raw: &str) -> String {
