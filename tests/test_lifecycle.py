@@ -230,6 +230,19 @@ def test_forget_empties_text_keyed_caches() -> None:
         assert cached.cache_info().currsize == 0
 
 
+def test_forget_drops_the_rendered_time_of_a_forgotten_text() -> None:
+    from jevmem.temporal import _describe
+
+    m = memory()
+    gone = m.add("I met Zorblatt on the second Tuesday of March 2025", timestamp=1_767_225_600)
+    m.add("another note", timestamp=1_767_312_000)
+    m.search("when did I meet Zorblatt?")
+    assert _describe.describe.cache_info().currsize > 0
+    m.forget(gone)
+    # its key is a time reference, which holds the text's words
+    assert _describe.describe.cache_info().currsize == 0
+
+
 def test_forget_many_at_once_matches_the_oracle() -> None:
     m = memory(consolidation_period=4)
     speakers = ["Maya", "Sam", "Ines"]

@@ -793,3 +793,27 @@ def test_a_float_timestamp_filters_as_add_stores_it() -> None:
     assert m.search("cello", filter={"$timestamp": {"$gt": t}}).evidence == []
     with pytest.raises(InvalidInputError):
         m.search("cello", filter={"$timestamp": float("nan")})
+
+
+def test_a_timestamp_filter_refuses_what_is_no_time() -> None:
+    """A bool or a string equals no node's time, so `$ne`/`$nin` of one would
+    match every node and `forget` would take them all: refused."""
+    m = fresh()
+    ids = m.add_batch(["a note", "b note", "c note"], timestamps=[1_767_225_600, 1_769_904_000, None])
+    before = m.store.to_bytes()
+    for f in (
+        {"$timestamp": True},
+        {"$timestamp": {"$eq": False}},
+        {"$timestamp": {"$ne": True}},
+        {"$timestamp": {"$in": [True]}},
+        {"$timestamp": {"$nin": [1_767_225_600, False]}},
+    ):
+        with pytest.raises(InvalidInputError, match="must be a time"):
+            m.matching_ids(filter=f)
+        with pytest.raises(InvalidInputError, match="must be a time"):
+            m.forget(filter=f)
+    assert m.store.to_bytes() == before and len(m) == 3
+    # a list operator given one value says it wants a list, naming what it got
+    with pytest.raises(InvalidInputError, match="must be a list, got str"):
+        m.matching_ids(filter={"$timestamp": {"$in": "2026-01-01"}})
+    assert m.matching_ids(filter={"$timestamp": {"$nin": ["2026-01-01T00:00:00Z"]}}) == ids[1:]

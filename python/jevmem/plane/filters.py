@@ -24,7 +24,7 @@ def filter_times(f: Any, depth: int = 0) -> dict[str, Any]:
             # floored as `add` stores it: a float names the second it falls in
             return math.floor(x)
         if isinstance(x, (bool, int, float)):
-            return x  # the core refuses a bool or a non-finite float
+            return x  # the core refuses a bool (no time) or a non-finite float
         try:
             return to_timestamp(x)
         except (TypeError, ValueError, OverflowError) as exc:
@@ -38,11 +38,13 @@ def filter_times(f: Any, depth: int = 0) -> dict[str, Any]:
             out[k] = filter_times(v, depth + 1)
         elif k == "$timestamp":
             if isinstance(v, Mapping):
+                # ($exists and a list operator's non-list stay as given: the
+                # core's error names them)
                 out[k] = {
                     op: [unix(x) for x in x_list]
                     if op in ("$in", "$nin") and isinstance(x_list, (list, tuple))
                     else x_list
-                    if op == "$exists"
+                    if op in ("$exists", "$in", "$nin")
                     else unix(x_list)
                     for op, x_list in v.items()
                 }

@@ -9,6 +9,9 @@ def drop_text_caches() -> None:
     kept alive there; they refill on use."""
     from jevmem.controller import local
     from jevmem.plane import derived
+    from jevmem.temporal import _describe
 
     local.clear_text_caches()
     derived.time_ref_entry.cache_clear()
+    # keyed by time references, which carry their words of the text
+    _describe.describe.cache_clear()

@@ -243,16 +243,28 @@ impl Filter {
             Field::Timestamp => Ok(()),
             Field::Meta(k) => check_attr_key("filter field", k),
         };
+        // A time is a number: a bool or a string there equals no node, so
+        // `$ne`/`$nin` of one would match every node (and forget them all).
+        let check_term_value = |f: &Field, v: &MetaValue| {
+            check_value(&format!("filter value for {:?}", f.name()), v)?;
+            match (f, v) {
+                (Field::Timestamp, MetaValue::Int(_) | MetaValue::Float(_))
+                | (Field::Meta(_), _) => Ok(()),
+                (Field::Timestamp, _) => Err(Error::invalid(format!(
+                    "filter value for \"$timestamp\" must be a time, got {v:?}"
+                ))),
+            }
+        };
         match self {
             Filter::Eq(f, v) => {
                 check_field(f)?;
-                check_value(&format!("filter value for {:?}", f.name()), v)?;
+                check_term_value(f, v)?;
             }
             Filter::In(f, vs) => {
                 check_field(f)?;
                 *terms += vs.len();
                 for v in vs {
-                    check_value(&format!("filter value for {:?}", f.name()), v)?;
+                    check_term_value(f, v)?;
                 }
             }
             Filter::Range {
@@ -514,6 +526,20 @@ mod tests {
         assert!(deep.validate().is_err());
         let wide = Filter::In(f("a"), vec![MetaValue::Int(1); MAX_FILTER_TERMS]);
         assert!(wide.validate().is_err());
+        // a time is a number: `$ne: true` would otherwise match every node
+        let t = || Field::Timestamp;
+        for v in [MetaValue::Bool(true), MetaValue::Str("2026".into())] {
+            assert!(Filter::Eq(t(), v.clone()).validate().is_err());
+            let not_in = Filter::Not(Box::new(Filter::In(t(), vec![MetaValue::Int(1), v])));
+            assert!(not_in.validate().is_err());
+        }
+        assert!(Filter::Eq(t(), MetaValue::Int(5)).validate().is_ok());
+        assert!(Filter::In(t(), vec![MetaValue::Float(5.0)])
+            .validate()
+            .is_ok());
+        assert!(Filter::Eq(f("flag"), MetaValue::Bool(true))
+            .validate()
+            .is_ok());
     }
 
     #[test]
