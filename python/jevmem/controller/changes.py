@@ -55,6 +55,26 @@ def _own_sentences(
     return tuple(out)
 
 
+@lru_cache(maxsize=4096)
+def _value_changes(new_text: str) -> tuple[tuple[int, _Values], ...]:
+    """The sentences of a text that state a changed value but are nobody's
+    own ("the sync is rescheduled to 4:30 PM", "rent went up to $1,500"):
+    a change cue and a value, no "I", "we", "my", "our" (those are
+    `_own_sentences`). Each comes with its count of change cues and its
+    values. Without a speaker to say whose fact it is, such a sentence
+    replaces only an earlier statement of another value of that kind with
+    the same words around it."""
+    out = []
+    for sentence in VALUE.sentences_with(new_text, _CHANGE_SENTENCES):
+        if OWN.found(sentence):
+            continue
+        cues = CHANGE.count(sentence)
+        values = _values(sentence) if cues else {}
+        if values:
+            out.append((cues, values))
+    return tuple(out)
+
+
 #: A sentence's values by kind ("money", "percent", "time", "date",
 #: "number"): each value normalised ("$1,200" and "1200 dollars" are
 #: "1200"; "April 5" and "5th of April" are "apr 5") with the content words
@@ -194,7 +214,8 @@ def change_statements(new_text: str, old_texts: Sequence[str]) -> list[float]:
     value.
     """
     own = _own_sentences(new_text)
-    if not own:
+    impersonal = _value_changes(new_text)
+    if not own and not impersonal:
         # without a sentence that could state a change there is nothing to
         # compare (the old texts' words are not read)
         return [0.0] * len(old_texts)
@@ -202,6 +223,11 @@ def change_statements(new_text: str, old_texts: Sequence[str]) -> list[float]:
     for old_text in old_texts:
         old_words = _content_words(old_text)
         best = 0.0
+        for cues, values in impersonal if old_words else ():
+            slot = _value_slot(values, _stated_values(old_text))
+            if slot >= _SLOT_LEAST:
+                change = 1.0 - math.exp(-cues / 0.6)
+                best = max(best, change * min(1.0, slot / _SLOT_FULL))
         for _, cues, words, denies, given_up, values in own if old_words else ():
             scale = _topical(words, old_words)
             if not scale:
@@ -303,5 +329,12 @@ def _denies(text: str) -> bool:
 
 def clear_caches() -> None:
     """Empty the caches keyed by texts (`local.clear_text_caches` calls this)."""
-    for cached in (_content_words, _own_sentences, _stated_values, _denial_scopes, _denies):
+    for cached in (
+        _content_words,
+        _own_sentences,
+        _value_changes,
+        _stated_values,
+        _denial_scopes,
+        _denies,
+    ):
         cached.cache_clear()
