@@ -28,6 +28,7 @@ import math
 import re
 import string
 import time
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -60,7 +61,7 @@ __all__ = [
 ]
 
 #: The evidence pack's layout (see `evidence_pack`); in every answer's trace.
-PACK_VERSION = "pack-1"
+PACK_VERSION = "pack-2"
 #: Abstain when the search's sufficiency is below this. The local
 #: controller's sufficiency is 0.5 when undecided and near 0 when the query's
 #: content is asserted only about someone else; on LoCoMo dev, 0.2 refuses
@@ -113,8 +114,8 @@ class AnswerPrompt:
     and ``{question}`` and may use ``{now}`` (the query time, or "not
     given"). ``evidence_order`` lays the pack out by observation time
     (``"time"``, a conversation read in order) or by rank (``"rank"``).
-    Items longer than ``max_item_chars`` are cut to their best-matching
-    passage. Change ``version`` whenever the wording changes: it is in
+    Items longer than ``max_item_chars`` are cut to that many characters
+    around their best-matching passage (see `evidence_pack`). Change ``version`` whenever the wording changes: it is in
     every trace, so results stay attributable to the prompt that made them.
     """
 
@@ -259,23 +260,92 @@ class EvidencePack:
         return estimate_tokens(self.text)
 
 
-def _item_text(item: EvidenceItem, max_chars: int) -> str:
-    text = item.text
-    if len(text) <= max_chars:
-        return text
-    # a long observation: its best-matching passage, widened to the cap
+_QUERY_WORD = re.compile(r"\w{2,}")
+#: Every character `str.splitlines` breaks a line at (a model may read any as one).
+_BREAK = r"[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]"
+_BREAKS = re.compile(_BREAK + "+")
+#: A line of stored text that starts like a block's header (``[E3]``).
+_HEADER_LIKE = re.compile(r"(?:^|(?<=" + _BREAK + r"))\s*\[(?=E\d+\])", re.I)
+
+
+def _one_line(value: object) -> str:
+    """A header field with its line breaks folded to spaces: a speaker or
+    session name cannot add a line to the pack."""
+    return _BREAKS.sub(" ", str(value))
+
+
+def _escape_headers(text: str, start: int, end: int) -> tuple[str, int, int]:
+    """``text`` with a backslash before the bracket of each line that starts
+    like a block header (``\\[E1]``), so stored text cannot forge an item of
+    the pack; and ``[start, end)`` moved to the same characters."""
+    at = [m.end() - 1 for m in _HEADER_LIKE.finditer(text)]
+    if not at:
+        return text, start, end
+    pieces, prev = [], 0
+    for i in at:
+        pieces += [text[prev:i], "\\"]
+        prev = i
+    pieces.append(text[prev:])
+    return "".join(pieces), start + bisect_left(at, start), end + bisect_left(at, end)
+
+
+def _term_centre(text: str, start: int, end: int, width: int, query: str) -> int:
+    """The middle of the ``width``-character stretch of ``text[start:end]`` that
+    holds the most of the query's words (each weighted by its rarity there, so
+    "the" counts for little); ``start`` when none of them occurs."""
+    words = sorted({w.casefold() for w in _QUERY_WORD.findall(query)}, key=len, reverse=True)
+    if not words:
+        return start
+    pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, words)) + r")\b", re.I)
+    hits = [(m.start(), m.end(), m.group().casefold()) for m in pattern.finditer(text, start, end)]
+    if not hits:
+        return start
+    total: dict[str, int] = {}
+    for _, _, w in hits:
+        total[w] = total.get(w, 0) + 1
+    inside: dict[str, int] = {}
+    score, best, best_span, left = 0.0, -1.0, (start, start), 0
+    for right, (_, h_end, w) in enumerate(hits):
+        inside[w] = inside.get(w, 0) + 1
+        if inside[w] == 1:
+            score += 1.0 / total[w]
+        while left < right and h_end - hits[left][0] > width:
+            lw = hits[left][2]
+            inside[lw] -= 1
+            if not inside[lw]:
+                score -= 1.0 / total[lw]
+            left += 1
+        if score > best + 1e-9:
+            best, best_span = score, (hits[left][0], h_end)
+    return (best_span[0] + best_span[1]) // 2
+
+
+def _item_text(item: EvidenceItem, max_chars: int, query: str = "") -> str:
+    """At most ``max_chars`` characters of the item's text, with "..." where it was cut."""
     start, end = item.passage
-    if not 0 <= start < end <= len(text):
-        start, end = 0, 0
-    pad = max(0, (max_chars - (end - start)) // 2)
-    lo = max(0, start - pad)
-    hi = min(len(text), max(end + pad, lo + max_chars))
-    lo = max(0, min(lo, hi - max_chars))
-    return ("..." if lo > 0 else "") + text[lo:hi] + ("..." if hi < len(text) else "")
+    if not 0 <= start < end <= len(item.text):
+        start, end = 0, len(item.text)
+    # escaped before it is cut, so the escapes count within the cap
+    text, start, end = _escape_headers(item.text, start, end)
+    n = len(text)
+    if n <= max_chars:
+        return text
+    if end - start > max_chars:
+        # the passage itself is over the cap (a cap below the embedder's window,
+        # or a long run of few tokens): keep the part around the query's words
+        centre = _term_centre(text, start, end, max_chars, query)
+        lo = min(max(start, centre - max_chars // 2), end - max_chars)
+    else:
+        # the whole passage, widened evenly to the cap
+        lo = max(0, min(start - (max_chars - (end - start)) // 2, n - max_chars))
+    hi = lo + max_chars
+    return ("..." if lo > 0 else "") + text[lo:hi] + ("..." if hi < n else "")
 
 
 def evidence_pack(
-    evidence: Sequence[EvidenceItem], prompt: AnswerPrompt = DEFAULT_ANSWER_PROMPT
+    evidence: Sequence[EvidenceItem],
+    prompt: AnswerPrompt = DEFAULT_ANSWER_PROMPT,
+    query: str = "",
 ) -> EvidencePack:
     """Lay the evidence out for the model (format ``PACK_VERSION``).
 
@@ -287,7 +357,13 @@ def evidence_pack(
         - replaced by E4
 
     Labels follow the pack's order (``prompt.evidence_order``); a supersedes
-    link is shown only between items of the pack."""
+    link is shown only between items of the pack. An item's text is at most
+    ``prompt.max_item_chars`` characters, plus "..." at each end where it
+    was cut: the best-matching passage widened to the cap, or, when that
+    passage alone is longer, the cap's worth of it around ``query``'s words.
+    Stored text cannot forge a block: header fields and time references have
+    their line breaks folded to spaces, and a line of an item's text that
+    starts like a header gets a backslash before its bracket (``\\[E3]``)."""
     items = list(evidence)
     if prompt.evidence_order == "time":
         # stable: items without a time keep their rank order, after the dated ones
@@ -301,14 +377,14 @@ def evidence_pack(
         if prov.get("kind") == "summary":
             head.append("a summary of earlier notes")
         if prov.get("speaker"):
-            head.append(f"said by {prov['speaker']}")
+            head.append(f"said by {_one_line(prov['speaker'])}")
         if prov.get("session"):
-            head.append(f"session {prov['session']}")
-        lines = ["; ".join(head), _item_text(e, prompt.max_item_chars)]
+            head.append(f"session {_one_line(prov['session'])}")
+        lines = ["; ".join(head), _item_text(e, prompt.max_item_chars, query)]
         for ref in e.time_refs:
             resolved = ref.get("resolved")
             if resolved:
-                lines.append(f'- "{ref.get("text", "")}" = {resolved}')
+                lines.append(f'- "{_one_line(ref.get("text", ""))}" = {_one_line(resolved)}')
         for name, ids in (("replaces", e.supersedes), ("replaced by", e.superseded_by)):
             inside = [label_of[i] for i in ids if i in label_of]
             if inside:
@@ -515,7 +591,7 @@ def prepare(
     if why is not None:
         return PreparedAnswer(result, prompt, why, None, None, trace)
     p0 = time.perf_counter()
-    pack = evidence_pack(result.evidence, prompt)
+    pack = evidence_pack(result.evidence, prompt, result.query)
     msgs = prompt.messages(result.query, pack.text, _now_text(now_ts))
     trace["pack_s"] = time.perf_counter() - p0
     return PreparedAnswer(result, prompt, None, pack, msgs, trace)
@@ -627,7 +703,7 @@ class SystemTwoSummariser:
         for n in ordered:
             head = f"recorded {_when(n.timestamp)}"
             if n.provenance.get("speaker"):
-                head += f"; said by {n.provenance['speaker']}"
+                head += f"; said by {_one_line(n.provenance['speaker'])}"
             blocks.append(f"{head}\n{n.text}")
         return [
             {"role": "system", "content": self.prompt.system},
