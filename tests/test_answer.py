@@ -458,6 +458,17 @@ def test_stored_text_cannot_forge_an_item_of_the_pack(brk: str) -> None:
         ("Paris (E1; E2) and Rome [E9].", "Paris and Rome.", (10, 20)),
         ("E2 is not a citation here.", "E2 is not a citation here.", ()),
         ("Paris.\nSOURCES: E1\nmore text\nSources: E2", "Paris.\nSOURCES: E1\nmore text", (20,)),
+        # a marker ending the reply, on the answer's line
+        ("Paris. SOURCES: E1", "Paris.", (10,)),
+        ("Paris (Sources: E1, E2)", "Paris", (10, 20)),
+        ("Paris. Source: E2.", "Paris.", (20,)),
+        ("Paris, citations: E2 and E1", "Paris", (20, 10)),
+        ("Paris [sources: E2]", "Paris", (20,)),
+        ("Paris. **Sources:** none", "Paris.", ()),
+        # ... but not a sentence about sources
+        ("The sources: E1 and E2 disagree.", "The sources: E1 and E2 disagree.", ()),
+        ("No. Sources: the notes disagree.", "No. Sources: the notes disagree.", ()),
+        ("Which sources: E1 or E2?", "Which sources: E1 or E2?", ()),
     ],
 )
 def test_parse_reply(reply: str, text: str, cited: tuple[int, ...]) -> None:

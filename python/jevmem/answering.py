@@ -396,6 +396,14 @@ def evidence_pack(
 # ---- parsing the reply --------------------------------------------------------------
 
 _SOURCES_LINE = re.compile(r"^[\s*_#>-]*(?:sources?|citations?|cited)[\s*_]*[:\-]", re.I | re.M)
+#: A marker at the reply's end, after a sentence's punctuation or in brackets
+#: ("Paris. Sources: E2", "Paris (citations: E1, E2)"): only ids, "none",
+#: separators and punctuation may follow it, so a sentence about sources is kept.
+_SOURCES_TAIL = re.compile(
+    r"(?:(?<=[.!?])|[,;(\[])[\s*_]*(?:sources?|citations?)[\s*_]*:"
+    r"(?:\s|[,;/&.!?*_()\[\]-]|E\d{1,6}\b|none\b|and\b)*\Z",
+    re.I,
+)
 _LABEL = re.compile(r"\bE(\d{1,6})\b")
 _INLINE = re.compile(r"\s*[\[(]\s*(E\d{1,6}(?:\s*[,;]\s*E\d{1,6})*)\s*[\])]")
 _ANSWER_PREFIX = re.compile(r"^\s*(?:\*\*)?answer(?:\*\*)?\s*:\s*", re.I)
@@ -404,12 +412,15 @@ _ANSWER_PREFIX = re.compile(r"^\s*(?:\*\*)?answer(?:\*\*)?\s*:\s*", re.I)
 def parse_reply(reply: str, pack: EvidencePack) -> tuple[str, tuple[int, ...], tuple[str, ...]]:
     """(answer text, cited node ids, cited labels not in the pack).
 
-    Citations come from the last ``SOURCES:`` line; without one, from inline
-    markers (``[E2]``, ``(E2, E5)``), which are then taken out of the text.
+    Citations come from the last ``SOURCES:`` line, or a ``Sources:`` marker
+    ending the reply (after a sentence's end or in brackets, followed only by
+    ids); without either, from inline markers (``[E2]``, ``(E2, E5)``),
+    which are then taken out of the text.
     Node ids are unique, in citation order, and always ids of ``pack``."""
-    matches = list(_SOURCES_LINE.finditer(reply))
-    if matches:
-        at = matches[-1].start()
+    lines = list(_SOURCES_LINE.finditer(reply))
+    tail = _SOURCES_TAIL.search(reply)
+    at = max(lines[-1].start() if lines else -1, tail.start() if tail else -1)
+    if at >= 0:
         body, cites = reply[:at], reply[at:]
         labels = [f"E{int(n)}" for n in _LABEL.findall(cites)]
     else:
