@@ -620,6 +620,15 @@ def test_summariser_arguments_are_checked() -> None:
             SummaryPrompt("v", "s", user)
 
 
+def test_a_summary_prompt_s_system_text_is_sent_formatted(fake: FakeChatServer) -> None:
+    fake.reply = lambda msgs: "Maya plays the cello."
+    prompt = SummaryPrompt("v", 'Reply as {{"note": ...}}', "{sources}")
+    m = Memory(HashEmbedder(64))
+    m.add("Maya plays the cello", speaker="Maya")
+    SystemTwoSummariser(s2(fake), prompt)([m.get(0)])
+    assert fake.requests[-1]["messages"][0]["content"] == 'Reply as {"note": ...}'
+
+
 def test_any_summariser_raising_a_system_two_error_skips_the_summary() -> None:
     def broken(nodes: Sequence[Any]) -> str:
         raise SystemTwoError("down")

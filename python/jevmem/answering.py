@@ -192,7 +192,8 @@ class SummaryPrompt:
     """The prompt of approved summaries (the consolidation escalation, SPEC §2).
 
     ``user`` must use ``{sources}``; it gets the source observations, one per
-    block, oldest first."""
+    block, oldest first. ``system`` is a template without fields: a brace is
+    written ``{{`` / ``}}``, as in the answer prompt."""
 
     version: str
     system: str
@@ -717,7 +718,8 @@ class SystemTwoSummariser:
                 head += f"; said by {_one_line(n.provenance['speaker'])}"
             blocks.append(f"{head}\n{n.text}")
         return [
-            {"role": "system", "content": self.prompt.system},
+            # checked as a template (a literal brace written {{), so formatted like one
+            {"role": "system", "content": self.prompt.system.format()},
             {"role": "user", "content": self.prompt.user.format(sources="\n\n".join(blocks))},
         ]
 
