@@ -3,6 +3,7 @@ as headless Chromium renders it (DOM and screenshot)."""
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -345,3 +346,23 @@ def test_the_page_names_a_memory_whose_file_name_is_not_utf8(
     out = tmp_path / "page.html"
     assert main(["inspect", str(path), "-o", str(out)]) == 0
     assert "jevmem: notes-\ufffd.jvm" in out.read_text(encoding="utf-8")
+
+
+def _dom(tmp_path: Path, d: dict[str, Any], address: str = "") -> str:
+    page = tmp_path / "page.html"
+    page.write_text(inspect.to_html(d), encoding="utf-8")
+    return _chromium(tmp_path, "--dump-dom", page.as_uri() + address).stdout
+
+
+@needs_chromium
+def test_chromium_prints_scores_as_the_cli_does(tmp_path: Path) -> None:
+    d = inspect.graph_data(_memory(), query="Who teaches Maya the cello?", k=2)
+    # a float32 score as the core hands it over; 0.29 * 100 is 28.999999999999996
+    f32_02 = float(np.float32(0.2))
+    d["query"].update(sufficient=False, sufficiency=0.29, missing=f32_02, contradiction=0.1501)
+    stop = re.search(r'id="qstop">([^<]*)<', _dom(tmp_path, d))
+    assert stop is not None
+    said = html.unescape(stop.group(1))
+    assert "sufficiency 0.29; early-stop rule not met: " in said
+    # above a threshold is rounded up, never down to it: the CLI's words
+    assert "missing 0.20 (needs < 0.15), contradiction 0.16 (needs < 0.15)" in said

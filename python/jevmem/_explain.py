@@ -26,15 +26,22 @@ STOP_RULE_NOTE = (
 )
 
 
+# Scores are float32 (about 7 significant digits) and v * scale is inexact:
+# 0.29 * 100 is 28.999999999999996 and float32 0.2 * 100 is 20.0000003. Rounding
+# the scaled value to 4 places first drops that noise, so floor and ceil move
+# only a value that really lies between two printed ones.
+_NOISE_PLACES = 4
+
+
 def _floor(v: float, digits: int) -> str:
     # never print a value below a threshold as the threshold itself (0.949 as "0.95")
     scale = 10**digits
-    return f"{math.floor(v * scale) / scale:.{digits}f}"
+    return f"{math.floor(round(v * scale, _NOISE_PLACES)) / scale:.{digits}f}"
 
 
 def _ceil(v: float, digits: int) -> str:
     scale = 10**digits
-    return f"{math.ceil(v * scale) / scale:.{digits}f}"
+    return f"{math.ceil(round(v * scale, _NOISE_PLACES)) / scale:.{digits}f}"
 
 
 def sufficiency_line(r: SearchResult) -> str:

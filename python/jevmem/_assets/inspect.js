@@ -25,6 +25,10 @@
     var keys = Object.keys(s || {}).sort();
     return keys.length ? keys.map(function (k) { return k + "=" + s[k]; }).join(", ") : "(global)";
   }
+  // as jevmem/_explain.py: the scaled score is rounded to 4 places before the
+  // floor or ceil, so float noise (0.29 * 100 = 28.999...) moves no digit
+  function floor2(v) { return (Math.floor(Math.round(v * 1e6) / 1e4) / 100).toFixed(2); }
+  function ceil2(v) { return (Math.ceil(Math.round(v * 1e6) / 1e4) / 100).toFixed(2); }
   function when(ts) { return ts === null || ts === undefined ? "" : new Date(ts * 1000).toISOString().slice(0, 16).replace("T", " "); }
 
   // ---- the query's nodes and path -------------------------------------------
@@ -189,10 +193,10 @@
     var th = q.thresholds || {}, s = q.sufficiency, unmet = [];
     var ts = th.theta_suff || 0.95, tm = th.theta_missing || 0.15, tc = th.theta_contradiction || 0.15;
     if (s !== null && s < ts) unmet.push("sufficiency below " + ts.toFixed(2));
-    if ((q.missing || 0) >= tm) unmet.push("missing " + q.missing.toFixed(2) + " (needs < " + tm.toFixed(2) + ")");
-    if ((q.contradiction || 0) >= tc) unmet.push("contradiction " + q.contradiction.toFixed(2) + " (needs < " + tc.toFixed(2) + ")");
+    if ((q.missing || 0) >= tm) unmet.push("missing " + ceil2(q.missing) + " (needs < " + tm.toFixed(2) + ")");
+    if ((q.contradiction || 0) >= tc) unmet.push("contradiction " + ceil2(q.contradiction) + " (needs < " + tc.toFixed(2) + ")");
     $("qstop").textContent = "stop: " + q.stop_reason + "; " + q.rounds.length + " rounds; sufficiency " +
-      (s === null ? "n/a" : (Math.floor(s * 100) / 100).toFixed(2)) +
+      (s === null ? "n/a" : floor2(s)) +
       (q.sufficient ? "; sufficient (early-stop rule met)" : "; early-stop rule not met: " + unmet.join(", "));
     var body = $("rounds").querySelector("tbody");
     q.rounds.forEach(function (r, i) {
