@@ -366,3 +366,39 @@ def test_chromium_prints_scores_as_the_cli_does(tmp_path: Path) -> None:
     assert "sufficiency 0.29; early-stop rule not met: " in said
     # above a threshold is rounded up, never down to it: the CLI's words
     assert "missing 0.20 (needs < 0.15), contradiction 0.16 (needs < 0.15)" in said
+
+
+@needs_chromium
+def test_chromium_page_survives_odd_addresses_scopes_and_speakers(tmp_path: Path) -> None:
+    m = jevmem.Memory(HashEmbedder(64), controller=LocalController())
+    # two scopes whose "k=v, k=v" labels are the same, and a speaker named as
+    # a property every plain JavaScript object has
+    m.add("Maya plays the cello", speaker="Maya", scope={"a": "b, c=d"})
+    m.add("Tom plays the piano", speaker="__proto__", scope={"a": "b", "c": "d"})
+    m.add("Lena plays the flute", speaker="constructor")
+    d = inspect.graph_data(m)
+    dom = _dom(tmp_path, d)
+    values = re.findall(r'<option value="([^"]*)">a=b, c=d</option>', dom)
+    assert len(values) == 2 and len(set(values)) == 2
+    speakers = re.search(r'<select id="speaker">(.*?)</select>', dom)
+    assert speakers is not None
+    assert re.findall(r'<option value="([^"]*)"', speakers.group(1)) == [
+        "",
+        "Maya",
+        "__proto__",
+        "constructor",
+    ]
+    dom = _dom(tmp_path, d, "#search=100%")  # not valid percent-encoding
+    assert 'data-ready="1"' in dom and "showing 0 of 3 nodes" in dom
+    one_scope = json.dumps([["a", "b"], ["c", "d"]], separators=(",", ":"))
+    for address, shown in [
+        ("#scope=" + one_scope.replace('"', "%22"), "Tom"),
+        ("#speaker=__proto__", "Tom"),
+        ("#scope=a%3Db%2C%20c%3Dd", None),  # a label two scopes share filters nothing
+    ]:
+        dom = _dom(tmp_path, d, address)
+        visible = re.findall(r'<circle class="node(?![^"]*hidden)[^"]*"[^>]*data-id="(\d+)"', dom)
+        if shown is None:
+            assert len(visible) == 3
+        else:
+            assert visible == [str(next(n["id"] for n in d["nodes"] if shown in n["text"]))]

@@ -21,9 +21,14 @@
     if (text !== undefined) x.textContent = text;
     return x;
   }
+  // a scope's readable name; two scopes can share one ({"a": "b, c=d"} and
+  // {"a": "b", "c": "d"}), so the filter matches on scopeValue instead
   function scopeKey(s) {
     var keys = Object.keys(s || {}).sort();
     return keys.length ? keys.map(function (k) { return k + "=" + s[k]; }).join(", ") : "(global)";
+  }
+  function scopeValue(s) {
+    return JSON.stringify(Object.keys(s || {}).sort().map(function (k) { return [k, s[k]]; }));
   }
   // as jevmem/_explain.py: the scaled score is rounded to 4 places before the
   // floor or ceil, so float noise (0.29 * 100 = 28.999...) moves no digit
@@ -114,7 +119,7 @@
   }
 
   // ---- filters -----------------------------------------------------------------
-  var viewOn = {};
+  var viewOn = {}, scopeByLabel = Object.create(null);
   function controls() {
     var counts = {};
     edges.forEach(function (e) { counts[e.view] = (counts[e.view] || 0) + 1; });
@@ -135,9 +140,18 @@
       lab.appendChild(document.createTextNode(t));
       $("types").appendChild(lab);
     });
-    var scopes = {}, speakers = {};
-    nodes.forEach(function (n) { scopes[scopeKey(n.scope)] = 1; if (n.speaker) speakers[n.speaker] = 1; });
-    Object.keys(scopes).sort().forEach(function (s) { $("scope").appendChild(el("option", { value: s }, s)); });
+    // no prototype: a speaker named "__proto__" or "constructor" is a key like any other
+    var scopes = Object.create(null), speakers = Object.create(null);
+    nodes.forEach(function (n) {
+      var v = scopeValue(n.scope);
+      if (!(v in scopes)) scopes[v] = scopeKey(n.scope);
+      if (n.speaker) speakers[n.speaker] = 1;
+    });
+    Object.keys(scopes).sort().forEach(function (v) {
+      $("scope").appendChild(el("option", { value: v }, scopes[v]));
+      // an address may name a scope by its label, unless two scopes share it
+      scopeByLabel[scopes[v]] = scopes[v] in scopeByLabel ? null : v;
+    });
     Object.keys(speakers).sort().forEach(function (s) { $("speaker").appendChild(el("option", { value: s }, s)); });
     ["scope", "speaker", "pathonly"].forEach(function (id) { $(id).addEventListener("change", apply); });
     $("search").addEventListener("input", apply);
@@ -146,7 +160,7 @@
     var scope = $("scope").value, speaker = $("speaker").value, words = $("search").value.toLowerCase().trim();
     var pathOnly = $("pathonly").checked, visible = {}, shownNodes = 0, shownEdges = 0;
     nodes.forEach(function (n) {
-      var ok = (!scope || scopeKey(n.scope) === scope) && (!speaker || n.speaker === speaker) &&
+      var ok = (!scope || scopeValue(n.scope) === scope) && (!speaker || n.speaker === speaker) &&
         (!words || n.text.toLowerCase().indexOf(words) >= 0) && (!pathOnly || pathNode[n.id]);
       visible[n.id] = ok;
       n.dom.classList.toggle("hidden", !ok);
@@ -214,12 +228,15 @@
     });
   }
 
-  // the page's address can set the filters: #views=semantic,causal&speaker=Maya&search=cello&scope=...&path=1
+  // a stray "%" (#search=100%) is taken as written rather than stopping the page
+  function decode(s) { try { return decodeURIComponent(s); } catch (e) { return s; } }
+  // the page's address can set the filters: #views=semantic,causal&speaker=Maya&search=cello&path=1
+  // and scope=user=maya (its label) or its option value
   function fromHash() {
-    var h = {};
+    var h = Object.create(null);
     location.hash.replace(/^#/, "").split("&").forEach(function (kv) {
       var i = kv.indexOf("=");
-      if (i > 0) h[decodeURIComponent(kv.slice(0, i))] = decodeURIComponent(kv.slice(i + 1));
+      if (i > 0) h[decode(kv.slice(0, i))] = decode(kv.slice(i + 1));
     });
     if (h.views !== undefined) {
       var on = h.views.split(",");
@@ -228,7 +245,7 @@
         box.checked = on.indexOf(v) >= 0; viewOn[v] = box.checked;
       });
     }
-    if (h.scope !== undefined) $("scope").value = h.scope;
+    if (h.scope !== undefined) $("scope").value = scopeByLabel[h.scope] || h.scope;
     if (h.speaker !== undefined) $("speaker").value = h.speaker;
     if (h.search !== undefined) $("search").value = h.search;
     if (h.path !== undefined) $("pathonly").checked = h.path === "1";
