@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import calendar
+import json
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from langchain_core.messages import (
     HumanMessage,
     SystemMessage,
     ToolMessage,
+    message_to_dict,
 )
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 
@@ -179,6 +181,54 @@ def test_chat_history_refuses_what_it_cannot_store() -> None:
     with pytest.raises(InvalidInputError):
         h.add_messages([HumanMessage("fine"), "not a message"])  # type: ignore[list-item]
     assert h.messages == [] and len(m) == len(NOTES)
+
+
+def test_chat_history_keeps_long_block_content_and_cjk_within_the_metadata_limit() -> None:
+    """List content (Anthropic, OpenAI Responses) keeps its text as the
+    observation's, as plain string content does: only the blocks' other
+    parts go in the 4,096-byte metadata value, written as UTF-8."""
+    m = Memory(HashEmbedder(64), LocalController())
+    h = JevmemChatMessageHistory(m, "s1")
+    reply = AIMessage(
+        content=[
+            {"type": "text", "text": "日本語の移行計画には段階がある。" * 120, "annotations": []},
+            {"type": "tool_use", "id": "toolu_1", "name": "plan", "input": {"step": "二"}},
+            "a plain string part, ",
+            {"id": "b3", "type": "text", "text": "then the English summary. " * 60},
+            {"type": "text", "text": ""},
+        ],
+        tool_calls=[{"name": "plan", "args": {"q": "日本" * 350}, "id": "c1", "type": "tool_call"}],
+    )
+    assert len(reply.text.encode()) > 4096
+    h.add_messages([reply, HumanMessage(content=["only ", "strings"])])
+    got = h.messages
+    assert got == [reply, HumanMessage(content=["only ", "strings"])]
+    assert json.dumps(got[0].content) == json.dumps(reply.content)  # key order too
+    (node, _) = m.list({"session": "s1"}, limit=2)[0]
+    assert node.text == reply.text
+    # a lone surrogate, which UTF-8 cannot hold, is escaped instead
+    odd = HumanMessage("hi", additional_kwargs={"x": "a\ud800b"})
+    h.add_messages([odd])
+    assert h.messages[-1] == odd
+
+
+def test_chat_history_reads_forms_stored_before_list_content_was_split() -> None:
+    m = Memory(HashEmbedder(64), LocalController())
+    blocks = AIMessage(
+        content=[{"type": "text", "text": "Viola "}, "reads alto clef", {"type": "x"}]
+    )
+    plain = AIMessage("Viola reads the alto clef.", tool_calls=[])
+    plain_form = message_to_dict(plain)
+    del plain_form["data"]["content"]
+    # as the history wrote them: json.dumps, list content whole, str content left out
+    for msg, form in [(blocks, message_to_dict(blocks)), (plain, plain_form)]:
+        m.add(
+            msg.text,
+            speaker="ai",
+            scope={"session": "s1"},
+            metadata={"lc_message": json.dumps(form), "lc_type": "ai"},
+        )
+    assert JevmemChatMessageHistory(m, "s1").messages == [blocks, plain]
 
 
 _WORDS = ["cello", "viola", "lesson", "Maya", "Ines", "garden", "pizza", "Friday", "band", "dog"]

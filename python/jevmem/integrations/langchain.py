@@ -110,6 +110,58 @@ class JevmemRetriever(BaseRetriever):
 #: content is left out where it is the observation's text
 _MESSAGE = "lc_message"
 _TYPE = "lc_type"  # human, ai, system, tool...
+#: in a stored form whose content is a list of blocks: ``[[index, length],
+#: ...]`` of its text parts (a plain string, or a text block's ``"text"``),
+#: which are stored as null; the observation's text is their concatenation
+_TEXT_PARTS = "jevmem_text_parts"
+
+
+def _is_text_part(block: object) -> bool:
+    # the parts LangChain's ``BaseMessage.text`` joins
+    return isinstance(block, str) or (
+        isinstance(block, dict)
+        and block.get("type") == "text"
+        and isinstance(block.get("text"), str)
+    )
+
+
+def _without_text(content: list[Any], text: str) -> tuple[list[Any], list[list[int]]] | None:
+    """``content`` with its text parts nulled, and where they were; None when
+    they do not join to ``text`` (then the content is kept whole)."""
+    kept: list[Any] = []
+    parts: list[list[int]] = []
+    pieces: list[str] = []
+    for i, block in enumerate(content):
+        if not _is_text_part(block):
+            kept.append(block)
+            continue
+        piece = block if isinstance(block, str) else block["text"]
+        pieces.append(piece)
+        parts.append([i, len(piece)])
+        # a block keeps its key order: "text" stays where it was, as null
+        kept.append(None if isinstance(block, str) else {**block, "text": None})
+    return (kept, parts) if parts and "".join(pieces) == text else None
+
+
+def _with_text(content: list[Any], parts: list[list[int]], text: str) -> list[Any]:
+    """The content `_without_text` took apart, its text parts cut from ``text``."""
+    out = list(content)
+    at = 0
+    for i, n in parts:
+        piece, at = text[at : at + n], at + n
+        out[i] = piece if out[i] is None else {**out[i], "text": piece}
+    return out
+
+
+def _dumps(form: dict[str, Any]) -> str:
+    # UTF-8 as it is (an escaped CJK character is 6 bytes against 3), unless
+    # a lone surrogate, which UTF-8 cannot hold, needs JSON's \u escape
+    raw = json.dumps(form, ensure_ascii=False)
+    try:
+        raw.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(form)
+    return raw
 
 
 class JevmemChatMessageHistory(BaseChatMessageHistory):
@@ -126,10 +178,12 @@ class JevmemChatMessageHistory(BaseChatMessageHistory):
 
     A message without text (a tool-call-only AI message) is stored with the
     text ``"(no text)"`` so that it can be kept; it round-trips unchanged.
-    A message's text is its observation's, of any length the memory takes;
-    its other fields (tool calls, additional kwargs) are kept in one
-    metadata value, so together they must fit its 4,096 bytes (a longer
-    message is refused, with its whole batch).
+    A message's text is its observation's, of any length the memory takes
+    (with list content, the text blocks' text joined, as ``message.text``);
+    its other fields (tool calls, additional kwargs, the other parts of the
+    blocks) are kept in one metadata value, as UTF-8 JSON, so together they
+    must fit its 4,096 bytes (a longer message is refused, with its whole
+    batch).
     """
 
     def __init__(
@@ -176,9 +230,12 @@ class JevmemChatMessageHistory(BaseChatMessageHistory):
         for n in nodes:
             form = json.loads(str(n.metadata[_MESSAGE]))  # a str: `_own` keeps no other
             data = form.get("data")
+            parts = form.pop(_TEXT_PARTS, None)
             if isinstance(data, dict) and "content" not in data:
                 # kept once, as the observation's text (see add_messages)
                 form["data"] = {**data, "content": n.text}
+            elif isinstance(data, dict) and parts is not None:
+                form["data"] = {**data, "content": _with_text(data["content"], parts, n.text)}
             out.extend(messages_from_dict([form]))
         return out
 
@@ -192,13 +249,17 @@ class JevmemChatMessageHistory(BaseChatMessageHistory):
             text = m.text if m.text.strip() else "(no text)"
             form = message_to_dict(m)
             data = form.get("data")
+            # the text is the observation's own: not kept a second time in the
+            # metadata, whose values are short (a long reply fits)
             if isinstance(data, dict) and data.get("content") == text:
-                # the text is the observation's own: not kept a second time in
-                # the metadata, whose values are short (a long reply fits)
                 form = {**form, "data": {k: v for k, v in data.items() if k != "content"}}
+            elif isinstance(data, dict) and isinstance(data.get("content"), list):
+                split = _without_text(data["content"], text)
+                if split is not None:
+                    form = {**form, "data": {**data, "content": split[0]}, _TEXT_PARTS: split[1]}
             texts.append(text)
             speakers.append(m.type)
-            metadatas.append({_MESSAGE: json.dumps(form), _TYPE: m.type})
+            metadatas.append({_MESSAGE: _dumps(form), _TYPE: m.type})
         if not texts:
             return
         now = int(time.time())  # observation time: "what did I say yesterday" can be recalled
