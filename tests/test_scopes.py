@@ -799,7 +799,9 @@ def test_a_timestamp_filter_refuses_what_is_no_time() -> None:
     """A bool or a string equals no node's time, so `$ne`/`$nin` of one would
     match every node and `forget` would take them all: refused."""
     m = fresh()
-    ids = m.add_batch(["a note", "b note", "c note"], timestamps=[1_767_225_600, 1_769_904_000, None])
+    ids = m.add_batch(
+        ["a note", "b note", "c note"], timestamps=[1_767_225_600, 1_769_904_000, None]
+    )
     before = m.store.to_bytes()
     for f in (
         {"$timestamp": True},

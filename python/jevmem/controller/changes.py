@@ -11,7 +11,16 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
 from jevmem._core import WordSet
-from jevmem.controller.cues import CHANGE, DENIAL, NEGATION, OWN, VALUE, WORD, replaced_values
+from jevmem.controller.cues import (
+    CHANGE,
+    DENIAL,
+    NEGATION,
+    OWN,
+    VALUE,
+    VALUE_CHANGED_TO,
+    WORD,
+    replaced_values,
+)
 
 __all__ = ["change_statements", "clear_caches", "denials"]
 
@@ -59,19 +68,18 @@ def _own_sentences(
 def _value_changes(new_text: str) -> tuple[tuple[int, _Values], ...]:
     """The sentences of a text that state a changed value but are nobody's
     own ("the sync is rescheduled to 4:30 PM", "rent went up to $1,500"):
-    a change cue and a value, no "I", "we", "my", "our" (those are
+    `VALUE_CHANGED_TO`, no "I", "we", "my", "our" (those are
     `_own_sentences`). Each comes with its count of change cues and its
     values. Without a speaker to say whose fact it is, such a sentence
     replaces only an earlier statement of another value of that kind with
     the same words around it."""
     out = []
-    for sentence in VALUE.sentences_with(new_text, _CHANGE_SENTENCES):
+    for sentence in VALUE_CHANGED_TO.sentences_with(new_text, _CHANGE_SENTENCES):
         if OWN.found(sentence):
             continue
-        cues = CHANGE.count(sentence)
-        values = _values(sentence) if cues else {}
+        values = _values(sentence)
         if values:
-            out.append((cues, values))
+            out.append((max(1, CHANGE.count(sentence)), values))
     return tuple(out)
 
 

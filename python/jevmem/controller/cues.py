@@ -186,6 +186,16 @@ VALUE = Cue(
     rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}"
     r"|\b\d[\d,]*(?:\.\d+)?\b"
 )
+# A value said to have changed to another with nobody's "I" or "we": a verb
+# of changing and "to" right before the new value ("the sync was
+# rescheduled to 4:30 PM", "rent increased to $1,350"). Ranges ("from 7 PM
+# to 9 PM"), headings ("Update the config") and "there are now 51 cards"
+# state no change of a value.
+VALUE_CHANGED_TO = Cue(
+    r"\b(?:rescheduled|moved|changed|raised|increased|decreased|reduced|lowered|cut"
+    r"|bumped(?: up)?|pushed(?: back)?|postponed|updated|switched|shifted|extended"
+    r"|went (?:up|down)|dropped|rose|fell|grew) to\s+[$\u20ac\u00a3]?\d"
+)
 # What a change statement says was given up: the word after these names the
 # old value ("switched from oat", "instead of Airflow", "no longer in Paris");
 # `replaced_values` reads it off each match.
