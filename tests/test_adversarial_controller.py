@@ -11,6 +11,8 @@ import subprocess
 import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from decimal import Decimal
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ from hypothesis import strategies as st
 from jevmem import HashEmbedder, Memory
 from jevmem.controller import (
     Answer,
+    Choice,
     ChoiceAnswer,
     ControllerError,
     DecisionRequest,
@@ -34,6 +37,7 @@ from jevmem.controller import (
 from jevmem.controller.features import SCORING_SIGNALS
 from jevmem.controller.learned import LearnedController, SystemOneModel
 from jevmem.controller.types import (
+    PAIR_NOULS,
     CandidateAnswers,
     CandidateQuestions,
     CandidateTable,
@@ -115,6 +119,12 @@ def _object_cell(a: Any) -> None:
     a.array[0, 0] = "0.5"
 
 
+def _masked(a: Any) -> None:
+    mask = np.zeros(a.array.shape, dtype=bool)
+    mask[0, 0] = True
+    a.array = np.ma.masked_array(a.array, mask=mask)
+
+
 WRONG: dict[str, Callable[[], tuple[list[DecisionRequest], Any]]] = {
     "a generator": lambda: ([_assessment()[0]], (x for x in [_assessment()[1]])),
     "None": lambda: ([_assessment()[0]], None),
@@ -134,6 +144,11 @@ WRONG: dict[str, Callable[[], tuple[list[DecisionRequest], Any]]] = {
     "pair answers reshaped": _pairs(_set("array", np.zeros((1, 1)))),
     "pair temporal answers cut short": _pairs(_set("temporal", [])),
     "pair cells of strings": _pairs(_object_cell),
+    "candidate cells complex": _candidates(lambda a: setattr(a, "array", a.array + 0j)),
+    "pair cells complex": _pairs(lambda a: setattr(a, "array", a.array + 0j)),
+    # what a mask hides is neither checked nor used: refused
+    "candidate cells masked": _candidates(_masked),
+    "pair cells masked": _pairs(_masked),
 }
 
 
@@ -149,6 +164,57 @@ def test_the_first_bad_cell_is_still_named() -> None:
     name = requests[0].questions.names[1]
     with pytest.raises(ControllerError, match=f"candidate_2_{name}: value nan"):
         validate_answers(requests, answers)
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # np.matrix itself
+@pytest.mark.parametrize("round_kind", ["candidates", "pairs"])
+def test_answers_as_a_matrix_are_read_as_a_plain_array(round_kind: str) -> None:
+    make = _candidates if round_kind == "candidates" else _pairs
+    requests, answers = make(lambda a: setattr(a, "array", np.asmatrix(a.array)))()
+    (got,) = validate_answers(requests, answers)
+    assert type(got.array) is np.ndarray and got.array.dtype == np.float64  # type: ignore[attr-defined]
+
+
+class AliasEverywhere:
+    """The local controller, with a model that writes the whole entity_alias
+    column of a relation round, the pairs it was not asked of too."""
+
+    name = "alias-everywhere"
+
+    def __init__(self, value: float) -> None:
+        self.inner = LocalController()
+        self.value = value
+
+    def decide(self, requests: Sequence[DecisionRequest]) -> Any:
+        out = self.inner.decide(requests)
+        for a in out:
+            if type(a) is PairAnswers:
+                a.array[:, PAIR_NOULS.index("entity_alias")] = self.value
+        return out
+
+
+@pytest.mark.parametrize("value", [7.5, float("inf"), -3.0])
+def test_a_relation_answer_nobody_asked_is_not_used(value: float) -> None:
+    """Only the asked cells were checked, but every cell of the alias column
+    was read: 7.5 there failed in the core with InvalidScoreError."""
+
+    def graph(controller: Any) -> list[str]:
+        m = Memory(HashEmbedder(32), controller=LocalController())
+        m.add("Ines teaches the cello on Mondays.", speaker="Maya")
+        m.controller = controller
+        new = m.add("Ines moved the lesson to Tuesday.", speaker="Maya")
+        return [repr(e) for e in m.neighbors(new)]
+
+    asked: list[bool] = []
+
+    class Spy(AliasEverywhere):
+        def decide(self, requests: Sequence[DecisionRequest]) -> Any:
+            out = super().decide(requests)
+            asked.extend(a for r in out if type(r) is PairAnswers for a in r.questions.alias)
+            return out
+
+    assert graph(Spy(value)) == graph(LocalController())
+    assert asked and not any(asked)  # the round did not ask for an alias
 
 
 # ---- a memory whose controller answers wrongly is left as it was ------------------
@@ -249,6 +315,128 @@ def test_a_wrongly_typed_answer_fails_the_call_and_changes_nothing(
     finally:
         ctl.purpose = None
     assert snapshot(m) == before
+
+
+# ---- numbers a model hands over: numpy scalars, Decimals, 0-d arrays ----------------
+
+
+NUMBERS: dict[str, Callable[[float], Any]] = {
+    "numpy float32": np.float32,
+    "Decimal": Decimal,
+    "Fraction": Fraction,
+    "0-d array": np.array,
+}
+
+
+class Converting:
+    """The default controller, every number it answers handed over as
+    ``convert`` makes it (a torch or numpy model's float32 scalars...)."""
+
+    name = "converting"
+
+    def __init__(self, convert: Callable[[float], Any]) -> None:
+        self.inner = default_controller()
+        self.convert = convert
+
+    def _answer(self, a: Any) -> Any:
+        if isinstance(a, NoulAnswer):
+            return NoulAnswer(self.convert(a.value))
+        if isinstance(a, ChoiceAnswer):
+            return ChoiceAnswer(a.label, {k: self.convert(p) for k, p in a.distribution.items()})
+        return a
+
+    def decide(self, requests: Sequence[DecisionRequest]) -> Any:
+        out: list[Any] = []
+        got: Any
+        for got in self.inner.decide(requests):
+            if type(got) in (CandidateAnswers, PairAnswers):
+                got.array = got.array.astype(np.float32)
+                if type(got) is PairAnswers:
+                    got.temporal = [c and self._answer(c) for c in got.temporal]
+                out.append(got)
+            else:
+                out.append({k: self._answer(a) for k, a in got.items()})
+        return out
+
+
+CHAT = [f"note {i}: cello practice with Ines on Monday {i}" for i in range(20)]
+
+
+def _all_plain(x: Any) -> bool:
+    """Whether ``x`` is made only of what JSON writes (a float is a Python float)."""
+    if isinstance(x, dict):
+        return all(type(k) is str and _all_plain(v) for k, v in x.items())
+    if isinstance(x, list | tuple):
+        return all(_all_plain(v) for v in x)
+    return x is None or type(x) in (str, int, float, bool)
+
+
+@pytest.mark.parametrize("number", sorted(NUMBERS))
+def test_answers_as_other_numbers_are_used_as_floats(tmp_path: Path, number: str) -> None:
+    """Answers that pass the check but are not Python floats were kept as
+    given: the consolidation record and a search's sufficiency held them, and
+    saving failed (a durable write left its log record open)."""
+    m = Memory(HashEmbedder(32), controller=Converting(NUMBERS[number]))
+    m.add_batch(CHAT, speakers=["Maya"] * len(CHAT))  # one consolidation round
+    assert m.decisions and _all_plain(m.decisions)
+    r = m.search("When does Maya practise the cello?")
+    assert type(r.sufficiency) is float
+    m.save(tmp_path / "m.jvm")
+
+    d = Memory.open(tmp_path / "d", HashEmbedder(32), Converting(NUMBERS[number]))
+    d.add_batch(CHAT, speakers=["Maya"] * len(CHAT))
+    d.add("one more note")
+    decisions = list(d.decisions)
+    assert decisions and _all_plain(decisions)
+    d.close()
+    again = Memory.open(tmp_path / "d", HashEmbedder(32), LocalController())
+    assert len(again) == len(CHAT) + 1 and again.decisions == decisions
+
+
+def test_validated_answers_are_python_floats() -> None:
+    req, good = _assessment()
+    q = catalogue.consolidation_questions()[-1]
+    assert isinstance(q, Choice)
+    choice = DecisionRequest("consolidation", {}, (q,))
+    dist: Any = {o: np.float32(1 / len(q.options)) for o in q.options}
+    given: list[Any] = [
+        {k: NoulAnswer(Decimal("0.25")) for k in good},  # type: ignore[arg-type]
+        {q.id: ChoiceAnswer(q.options[0], dist)},
+    ]
+    got = validate_answers([req, choice], given)
+    assert all(type(a.value) is float for a in got[0].values())  # type: ignore[union-attr]
+    (c,) = got[1].values()
+    assert isinstance(c, ChoiceAnswer)
+    assert all(type(p) is float for p in c.distribution.values())
+    requests, answers = _candidates(lambda a: setattr(a, "array", a.array.astype(np.float32)))()
+    (cand,) = validate_answers(requests, answers)
+    assert isinstance(cand, CandidateAnswers) and cand.array.dtype == np.float64
+
+
+def test_a_write_whose_record_cannot_be_encoded_is_taken_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The durable log record was built after the log write was opened; a
+    record JSON could not encode left it open: the batch stayed visible
+    unlogged, every later write failed, and reopening lost the batch."""
+    import jevmem.plane.state as plane_state
+
+    d = Memory.open(tmp_path / "d", HashEmbedder(32), Converting(np.float32))
+    d.add_batch(CHAT[:5], speakers=["Maya"] * 5)
+    before = snapshot(d)
+    # answers checked but kept as given: the record holds float32 numbers
+    monkeypatch.setattr(
+        plane_state, "validate_answers", lambda req, got: (validate_answers(req, got), got)[1]
+    )
+    with pytest.raises(ControllerError, match="could not be encoded"):
+        d.add_batch(CHAT, speakers=["Maya"] * len(CHAT))
+    assert snapshot(d) == before
+    monkeypatch.undo()
+    d.add("one more note")  # the memory still writes
+    held = {**snapshot(d), "stats": len(d)}  # (the checkpoint's number moves on)
+    d.close()
+    again = Memory.open(tmp_path / "d", HashEmbedder(32), Converting(np.float32))
+    assert {**snapshot(again), "stats": len(again)} == held
 
 
 # ---- the controller server names a wrongly typed answer --------------------------

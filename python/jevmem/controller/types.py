@@ -594,13 +594,21 @@ def _first_outside(
 
 def validate_answers(
     requests: Sequence[DecisionRequest], answers: Sequence[Mapping[str, Answer]]
-) -> None:
-    """Reject anything but one finite, in-range answer per question.
+) -> list[Mapping[str, Answer]]:
+    """Reject anything but one finite, in-range answer per question, and
+    return the answers as the memory uses them.
 
     Controllers are not trusted: a wrong-shaped, NaN or out-of-range answer
     raises :class:`ControllerError` before any of it is used, and so does
     one of the wrong type (answers that are not a sequence of mappings, a
     value that is not a number, arrays reshaped after they were built).
+
+    In what it returns every value is a Python float (a number a model gave
+    as a numpy scalar, a Decimal or a 0-d array is converted: the memory
+    keeps answers in records it writes as JSON), array answers are float64
+    ndarrays, and a relation round's unasked cells are 0. A mapping that
+    needed converting is returned as a new dict; array answers are
+    converted in their own object.
     """
     try:
         n_answers = len(answers)
@@ -611,52 +619,50 @@ def validate_answers(
         ) from None
     if n_answers != len(requests):
         raise ControllerError(f"expected answers for {len(requests)} requests, got {n_answers}")
+    out: list[Mapping[str, Answer]] = []
     for r, (req, got) in enumerate(zip(requests, answers, strict=True)):
         if type(got) is CandidateAnswers and (
             got.questions is req.questions or got.questions == req.questions
         ):
             # the whole round at once: every cell is a Noul's value
-            values = got.array
             shape = (got.questions.n_candidates, len(got.questions.template))
-            if not isinstance(values, np.ndarray) or values.shape != shape:
-                raise ControllerError(
-                    f"request {r} ({req.purpose}): answers of shape {np.shape(values)}"
-                )
-            try:
-                in_unit = _all_in_unit(values)
-            except TypeError:  # an object array whose cells do not compare
-                in_unit = False
-            if not in_unit:
+            values = _real_array(r, req, got.array, shape)
+            if not _all_in_unit(values):
                 i, j = _first_outside(values, None)
                 qid = f"candidate_{i}_{got.questions.names[j]}"
                 raise ControllerError(f"{qid}: value {_shown(values[i, j])} is not in [0, 1]")
+            got.array = values.astype(np.float64, copy=False)
+            out.append(got)
             continue
         if type(got) is PairAnswers and got.questions is req.questions:
             n_pairs = got.questions.n_pairs
-            shape = (n_pairs, len(PAIR_NOULS))
-            if not isinstance(got.array, np.ndarray) or got.array.shape != shape:
-                raise ControllerError(
-                    f"request {r} ({req.purpose}): answers of shape {np.shape(got.array)}"
-                )
+            values = _real_array(r, req, got.array, (n_pairs, len(PAIR_NOULS)))
             if not isinstance(got.temporal, Sequence) or len(got.temporal) != n_pairs:
                 raise ControllerError(
                     f"request {r} ({req.purpose}): temporal answers for {n_pairs} pairs"
                 )
             asked = got._asked
-            try:
-                in_unit = _all_in_unit(got.array[asked])
-            except TypeError:
-                in_unit = False
-            if not in_unit:
-                i, j = _first_outside(got.array, asked)
+            if not _all_in_unit(values[asked]):
+                i, j = _first_outside(values, asked)
                 qid = f"pair_{i}_{PAIR_NOULS[j]}"
-                raise ControllerError(f"{qid}: value {_shown(got.array[i, j])} is not in [0, 1]")
+                raise ControllerError(f"{qid}: value {_shown(values[i, j])} is not in [0, 1]")
+            values = values.astype(np.float64, copy=False)
+            if values[~asked].any():
+                # a cell nobody asked (a model that fills the whole column)
+                # must not become an edge: it reads as not asked, 0
+                values = np.where(asked, values, 0.0)
+            got.array = values
             if any(got.questions.temporal):
                 choices = [q for q in req.questions if type(q) is Choice]
-                _validate_choices(choices, got)
+                fixed = _validate_choices(choices, got)
+                if fixed:
+                    got.temporal = list(got.temporal)
+                    for qid, choice in fixed.items():
+                        got[qid] = choice
+            out.append(got)
             continue
         try:
-            _validate_mapping(r, req, got)
+            out.append(_validate_mapping(r, req, got))
         except (TypeError, AttributeError, KeyError, IndexError, ValueError) as exc:
             # not a mapping of question id to answer (a list, None, a
             # mapping that fails its own reads)
@@ -664,10 +670,35 @@ def validate_answers(
                 f"request {r} ({req.purpose}): the answers must be a mapping from question id "
                 f"to answer, got {type(got).__name__} ({type(exc).__name__}: {exc})"
             ) from None
+    return out
 
 
-def _validate_mapping(r: int, req: DecisionRequest, got: Mapping[str, Answer]) -> None:
-    """`validate_answers` for a request answered as a plain mapping."""
+def _real_array(
+    r: int, req: DecisionRequest, values: object, shape: tuple[int, int]
+) -> npt.NDArray[Any]:
+    """A round's answer array as a plain ndarray of real numbers, else a
+    ControllerError: a mask would hide values from the check, and complex
+    or object cells do not compare with the bounds."""
+    if not isinstance(values, np.ndarray) or isinstance(values, np.ma.MaskedArray):
+        raise ControllerError(
+            f"request {r} ({req.purpose}): answers must be a numpy array, "
+            f"got {type(values).__name__}"
+        )
+    plain = np.asarray(values)  # np.matrix and other subclasses as the ndarray they hold
+    if plain.shape != shape:
+        raise ControllerError(f"request {r} ({req.purpose}): answers of shape {plain.shape}")
+    if plain.dtype.kind not in "fiub":
+        raise ControllerError(
+            f"request {r} ({req.purpose}): answers of dtype {plain.dtype}, not real numbers"
+        )
+    return plain
+
+
+def _validate_mapping(
+    r: int, req: DecisionRequest, got: Mapping[str, Answer]
+) -> Mapping[str, Answer]:
+    """`validate_answers` for a request answered as a plain mapping: ``got``,
+    or a dict of its answers with every value a Python float."""
     ids = {q.id for q in req.questions}
     keys = set(got)
     if keys != ids:
@@ -675,6 +706,7 @@ def _validate_mapping(r: int, req: DecisionRequest, got: Mapping[str, Answer]) -
         raise ControllerError(
             f"request {r} ({req.purpose}): missing answers {missing[:5]}, unexpected {extra[:5]}"
         )
+    fixed: dict[str, Answer] = {}
     for q in req.questions:
         if isinstance(q, Noul):
             a = got[q.id]
@@ -682,11 +714,21 @@ def _validate_mapping(r: int, req: DecisionRequest, got: Mapping[str, Answer]) -
                 raise ControllerError(f"{q.id}: a Noul needs a NoulAnswer, got {type(a).__name__}")
             if not _in_unit(a.value):
                 raise ControllerError(f"{q.id}: value {_shown(a.value)} is not in [0, 1]")
-    _validate_choices([q for q in req.questions if not isinstance(q, Noul)], got)
+            if type(a.value) is not float:
+                fixed[q.id] = NoulAnswer(float(a.value))
+    fixed.update(_validate_choices([q for q in req.questions if not isinstance(q, Noul)], got))
+    if not fixed:
+        return got
+    return {qid: fixed[qid] if qid in fixed else got[qid] for qid in got}
 
 
-def _validate_choices(choices: Sequence[Question], got: Mapping[str, Answer]) -> None:
-    """The Choice half of `validate_answers`."""
+def _validate_choices(
+    choices: Sequence[Question], got: Mapping[str, Answer]
+) -> dict[str, ChoiceAnswer]:
+    """The Choice half of `validate_answers`; returns, by question id, the
+    answers that needed converting (a label or probability that is not a
+    plain str or float), converted."""
+    fixed: dict[str, ChoiceAnswer] = {}
     for q in choices:
         assert isinstance(q, Choice)
         a = got.get(q.id)
@@ -696,12 +738,24 @@ def _validate_choices(choices: Sequence[Question], got: Mapping[str, Answer]) ->
             raise ControllerError(f"{q.id}: label {a.label!r} is not one of {q.options}")
         try:
             covered = set(a.distribution) == set(q.options)
-            probs = list(a.distribution.values()) if covered else []
-        except (TypeError, AttributeError):  # not a mapping
+            keys = list(a.distribution) if covered else []
+            probs = [a.distribution[k] for k in keys]
+        except (TypeError, AttributeError, KeyError):  # not a mapping
             covered = False
         if not covered:
             raise ControllerError(f"{q.id}: the distribution must cover exactly {q.options}")
         if not all(_in_unit(p) for p in probs):
             raise ControllerError(f"{q.id}: probabilities must be in [0, 1]")
-        if abs(sum(probs) - 1.0) > 1e-3:
-            raise ControllerError(f"{q.id}: probabilities sum to {sum(probs):.4f}, not 1")
+        floats = [float(p) for p in probs]  # a Decimal and a float do not add
+        if abs(sum(floats) - 1.0) > 1e-3:
+            raise ControllerError(f"{q.id}: probabilities sum to {sum(floats):.4f}, not 1")
+        if type(a.label) is not str or not all(
+            type(k) is str and type(p) is float for k, p in zip(keys, probs, strict=True)
+        ):
+            # the question's own option strings, in the distribution's order
+            option = q.options.index
+            fixed[q.id] = ChoiceAnswer(
+                q.options[option(a.label)],
+                {q.options[option(k)]: p for k, p in zip(keys, floats, strict=True)},
+            )
+    return fixed

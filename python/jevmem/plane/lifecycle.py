@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from jevmem._core import MemoryStore
-from jevmem.controller.types import SystemOne
+from jevmem.controller.types import ControllerError, SystemOne
 from jevmem.embed import Embedder, embedder_from_spec, embedder_spec
 from jevmem.errors import (
     DurabilityError,
@@ -490,6 +490,58 @@ class LifecycleMemory(MemoryState):
             self.decisions = list(delta["decisions_all"])
         self.decisions.extend(delta.get("decisions", []))
 
+    def _write_record(self, before: tuple[int, int, int]) -> bytes:
+        """The log record of the memory's own state changes since ``before``
+        (writes, decisions, write calls), as JSON."""
+        writes, decided, calls = before
+        delta: dict[str, Any] = {}
+        if self._writes != writes:
+            delta["writes"] = self._writes - writes
+        if self.calls["write"] != calls:  # the write path's controller calls
+            delta["calls"] = {"write": self.calls["write"] - calls}
+        if self._decisions_rewritten:
+            delta["decisions_all"] = self.decisions
+        elif len(self.decisions) != decided:
+            delta["decisions"] = self.decisions[decided:]
+        return json.dumps(delta, separators=(",", ":")).encode() if delta else b""
+
+    def _end_write(self, before: tuple[int, int, int], first_id: int) -> int | None:
+        """Log the write opened by ``store._begin_write`` (logged even when the
+        request failed half way: the log always holds what the memory holds).
+        A record that cannot be encoded takes the write back, as a failed add
+        is taken back, and raises ControllerError; the write is closed in
+        every case, or each later one would find it open."""
+        try:
+            record = self._write_record(before)
+        except Exception as exc:
+            try:
+                self._take_back(before, first_id)
+                record = self._write_record(before)
+            except BaseException:
+                self._decisions_rewritten = False
+                self.store._log_write(b"")
+                raise
+            self._decisions_rewritten = False
+            self.store._log_write(record)
+            raise ControllerError(
+                f"the write's record could not be encoded ({type(exc).__name__}: {exc}); "
+                "the write was taken back"
+            ) from exc
+        self._decisions_rewritten = False
+        return self.store._log_write(record)
+
+    def _take_back(self, before: tuple[int, int, int], first_id: int) -> None:
+        """Undo what a write request added: its nodes (with their edges and
+        summaries), its decisions and its count of writes (its controller
+        calls were made, and stay counted as a failed add's do)."""
+        writes, decided, _ = before
+        self._writes = writes
+        del self.decisions[decided:]
+        added = [i for i in range(first_id, self.store.next_id) if i in self.store]
+        if added:
+            with self._removal_gate.removal():
+                self._forget_ids(added)
+
     @contextmanager
     def _durable_write(self) -> Iterator[None]:
         """One write request. On a durable memory its store calls become one
@@ -506,29 +558,15 @@ class LifecycleMemory(MemoryState):
             outer = self._write_depth == 0
             if outer:
                 self.store._begin_write()
-                writes, decided = self._writes, len(self.decisions)
-                calls = self.calls["write"]
+                before = (self._writes, len(self.decisions), self.calls["write"])
+                first_id = self.store.next_id
             self._write_depth += 1
             try:
                 yield
             finally:
                 self._write_depth -= 1
                 if outer:
-                    # logged even when the request failed half way: the log
-                    # always holds what the memory holds
-                    delta: dict[str, Any] = {}
-                    if self._writes != writes:
-                        delta["writes"] = self._writes - writes
-                    if self.calls["write"] != calls:  # the write path's controller calls
-                        delta["calls"] = {"write": self.calls["write"] - calls}
-                    if self._decisions_rewritten:
-                        delta["decisions_all"] = self.decisions
-                        self._decisions_rewritten = False
-                    elif len(self.decisions) != decided:
-                        delta["decisions"] = self.decisions[decided:]
-                    seq = self.store._log_write(
-                        json.dumps(delta, separators=(",", ":")).encode() if delta else b""
-                    )
+                    seq = self._end_write(before, first_id)
         if seq is not None:
             self.store._wait_durable(seq)
             last = self.store.last_seq or 0

@@ -461,8 +461,7 @@ class GrpcController:
             f.attempts += attempts_before
             raise
         t3 = time.perf_counter()
-        answers = answers_from_proto(response, requests)
-        validate_answers(requests, answers)
+        answers = validate_answers(requests, answers_from_proto(response, requests))
         seconds = self.seconds
         seconds["encode"] += chunks.encode_s + t2 - t1
         seconds["call"] += t3 - t2
@@ -532,8 +531,7 @@ class GrpcController:
                         )
                     requests = chunks.chunks[i]
                     t0 = time.perf_counter()
-                    got = answers_from_proto(response, requests)
-                    validate_answers(requests, got)
+                    got = validate_answers(requests, answers_from_proto(response, requests))
                     decode_s += time.perf_counter() - t0
                     answers.extend(got)
                     controller = response.controller or controller
@@ -612,8 +610,9 @@ class GrpcController:
             )
         with self._lock:
             self._batch_fell_back = True
-        answers = self.fallback.decide(requests)
-        validate_answers(requests, answers)  # see answers_validated
+        answers = validate_answers(
+            requests, self.fallback.decide(requests)
+        )  # see answers_validated
         self.counters["fallbacks"] += 1
         self._record(CallOutcome("fallback", f.reason, attempts, time.monotonic() - t0, f.detail))
         return answers

@@ -413,7 +413,7 @@ class ControllerServicer(pb_grpc.SystemOneServicer):
             )
         try:
             if self.validate:
-                validate_answers(requests, answers)
+                answers = validate_answers(requests, answers)
             # the compact wire form cannot carry a missing, extra or mistyped
             # answer, so encoding checks those even without validation
             return answers_to_proto(requests, answers, self.controller_name)
