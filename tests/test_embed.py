@@ -32,6 +32,7 @@ from jevmem.embed import (
     vocab_path,
 )
 from jevmem.errors import (
+    DimensionMismatchError,
     InvalidConfigError,
     InvalidInputError,
     InvalidTypeError,
@@ -120,6 +121,93 @@ def test_hash_embedder_checks_its_input_types() -> None:
 
 def test_protocol_rejects_non_embedders() -> None:
     assert not isinstance(object(), Embedder)
+
+
+# ------------------------------------------------- a user's embedder's output, checked
+
+
+class _Output:
+    """A 64-wide HashEmbedder whose output, once armed, ``change`` makes of it."""
+
+    dim = 64
+
+    def __init__(self, change: Any) -> None:
+        self.inner, self.change, self.armed = HashEmbedder(64), change, False
+
+    def embed(self, texts: Any) -> Any:
+        out = self.inner.embed(list(texts))
+        return self.change(out) if self.armed else out
+
+    def embed_one(self, text: str) -> Any:
+        return self.embed([text])[0]
+
+
+_PATHS: dict[str, Any] = {
+    "add": lambda m: m.add("Ines teaches on Fridays.", speaker="Maya"),
+    "add_batch": lambda m: m.add_batch(["Ines teaches on Fridays.", "The bow is new."]),
+    "search": lambda m: [(e.id, e.score) for e in m.search("Who teaches Maya?").evidence],
+    "search_batch": lambda m: [
+        [(e.id, e.score) for e in r.evidence]
+        for r in m.search_batch(["Who teaches Maya?", "What milk?"])
+    ],
+}
+
+_BAD_OUTPUTS: dict[str, tuple[Any, type[JevmemError]]] = {
+    "a row short": (lambda v: v[:-1], InvalidInputError),
+    "a row over": (lambda v: np.vstack([v, v[:1]]), InvalidInputError),
+    "one flat row": (lambda v: v[0], InvalidInputError),
+    "3-d": (lambda v: v[None], InvalidInputError),
+    "transposed": (lambda v: v.T, InvalidInputError),
+    "too narrow": (lambda v: v[:, :32], DimensionMismatchError),
+    "NaN": (lambda v: np.full_like(v, np.nan), InvalidInputError),
+    "beyond float32": (lambda v: v.astype(np.float64) * 1e300, InvalidInputError),
+    "None": (lambda v: None, InvalidTypeError),
+    "a string": (lambda v: "vectors", InvalidTypeError),
+    "complex": (lambda v: v.astype(np.complex64), InvalidTypeError),
+    "objects": (lambda v: v.astype(object), InvalidTypeError),
+    "ragged rows": (lambda v: [[*r[:-1], [r[-1]]] for r in v.tolist()], InvalidTypeError),
+}
+
+
+def _fresh(change: Any) -> tuple[Any, _Output, Any]:
+    from jevmem import Memory
+
+    e = _Output(change)
+    m = Memory(e, controller=_local())
+    m.add_batch(["I learn the cello with Ines.", "I switched from oat milk to soy."])
+    e.armed = True
+    return m, e, (m.store.to_bytes(), m.stats())
+
+
+def _local() -> Any:
+    from jevmem.controller import LocalController
+
+    return LocalController()
+
+
+@pytest.mark.parametrize("path", sorted(_PATHS))
+@pytest.mark.parametrize("case", sorted(_BAD_OUTPUTS))
+def test_a_bad_embedder_output_is_a_typed_error_on_every_path(case: str, path: str) -> None:
+    """Search took the embedder's output unchecked (a list of lists failed
+    with 'list indices must be integers', a row count off with a zip
+    ValueError), and a write cut rows to spare silently."""
+    change, error = _BAD_OUTPUTS[case]
+    m, _, before = _fresh(change)
+    with pytest.raises(error, match="the embedder"):
+        _PATHS[path](m)
+    assert (m.store.to_bytes(), m.stats()) == before
+
+
+@pytest.mark.parametrize("path", sorted(_PATHS))
+@pytest.mark.parametrize(
+    "form",
+    [lambda v: v.tolist(), lambda v: list(v), np.asmatrix, lambda v: v.astype(np.float64)],
+    ids=["lists", "a list of rows", "matrix", "float64"],
+)
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # np.matrix itself
+def test_an_embedder_output_in_another_array_form_is_converted(form: Any, path: str) -> None:
+    got, want = _fresh(form)[0], _fresh(lambda v: v)[0]
+    assert _PATHS[path](got) == _PATHS[path](want)
 
 
 # ------------------------------------------------------------- shipped vocabulary

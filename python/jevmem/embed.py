@@ -38,7 +38,13 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from jevmem.errors import InvalidConfigError, InvalidInputError, InvalidTypeError, JevmemError
+from jevmem.errors import (
+    DimensionMismatchError,
+    InvalidConfigError,
+    InvalidInputError,
+    InvalidTypeError,
+    JevmemError,
+)
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -49,6 +55,7 @@ __all__ = [
     "OnnxEmbedder",
     "OnnxModelSpec",
     "default_embedder",
+    "embed_checked",
     "embedder_from_spec",
     "embedder_spec",
     "vocab_path",
@@ -74,6 +81,43 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...
 
     def embed_one(self, text: str) -> npt.NDArray[np.float32]: ...
+
+
+def embed_checked(embedder: Embedder, texts: list[str], dim: int) -> npt.NDArray[np.float32]:
+    """``embedder.embed(texts)`` as an ``(len(texts), dim)`` float32 array,
+    checked as given embeddings are: the embedder is the user's code, and a
+    wrong shape or type would otherwise fail far from it (or, with rows to
+    spare, be cut silently). A list of rows is converted; a row count other
+    than one per text is InvalidInputError, a row width other than ``dim``
+    DimensionMismatchError, anything but real numbers InvalidTypeError, and
+    a value float32 cannot hold finite InvalidInputError."""
+    got = embedder.embed(texts)
+    n, what = len(texts), f"the embedder ({type(embedder).__name__}) returned"
+    if got is None or isinstance(got, str | bytes | Mapping | np.ma.MaskedArray):
+        raise InvalidTypeError(f"{what} {type(got).__name__}, not an array of vectors")
+    try:
+        arr = np.asarray(got)  # np.matrix and other subclasses as a plain array
+    except (TypeError, ValueError) as exc:  # rows of different lengths
+        raise InvalidTypeError(f"{what} no array of vectors: {exc}") from None
+    if arr.dtype.kind not in "fiub":
+        raise InvalidTypeError(f"{what} values of dtype {arr.dtype}, not real numbers")
+    if arr.ndim != 2 or arr.shape[0] != n:
+        raise InvalidInputError(
+            f"{what} an array of shape {arr.shape}, not ({n}, {dim}): one row per text"
+        )
+    if arr.shape[1] != dim:
+        raise DimensionMismatchError(
+            f"{what} vectors of dimension {arr.shape[1]}, this memory expects {dim}"
+        )
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = arr.astype(np.float32, copy=False)
+    finite = np.isfinite(out).all(axis=1)
+    if not finite.all():
+        i = int(np.argmin(finite))
+        raise InvalidInputError(
+            f"{what} a vector for text {i} that is not finite (NaN, inf or beyond float32)"
+        )
+    return out
 
 
 class EmbedderUnavailableError(JevmemError, ImportError):

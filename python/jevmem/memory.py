@@ -139,7 +139,7 @@ class Memory(WritingMemory):
         # the gate must not hold the lock a thread it waits for needs (a
         # search from inside a write's or a search's round)
         with self._removal_gate.search():
-            return self._search_queue.search(self.embedder.embed, self._search_lock, me)
+            return self._search_queue.search(self._embed, self._search_lock, me)
 
     def search_batch(
         self,
@@ -222,7 +222,7 @@ class Memory(WritingMemory):
         if given is not None:
             qvecs = given
         else:
-            qvecs = self.embedder.embed(list(queries)) if queries else np.zeros((0, self.store.dim))
+            qvecs = self._embed(list(queries)) if queries else np.zeros((0, self.store.dim))
         runs = [
             QueryRun(self, q, qv, k, now_ts, mode, t0, view)
             for q, qv, t0 in zip(queries, qvecs, starts, strict=True)

@@ -10,6 +10,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, SupportsIndex
 
+import numpy as np
+import numpy.typing as npt
+
 from jevmem import answering as _answering
 from jevmem._core import Allowed, MemoryStore, Node, question_share
 from jevmem.controller import default_controller
@@ -20,7 +23,7 @@ from jevmem.controller.types import (
     SystemOne,
     validate_answers,
 )
-from jevmem.embed import Embedder, default_embedder
+from jevmem.embed import Embedder, default_embedder, embed_checked
 from jevmem.errors import (
     InvalidConfigError,
     InvalidInputError,
@@ -178,6 +181,10 @@ class MemoryState:
                 yield
             finally:
                 self._writes_held.n = depth
+
+    def _embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        """The embedder's vectors of ``texts``, checked (`embed_checked`)."""
+        return embed_checked(self.embedder, texts, self.store.dim)
 
     def _time_refs_of(self, node_id: int) -> tuple[TimeRef, ...]:
         """A node's grounded time references, as the core keeps them."""

@@ -261,11 +261,9 @@ class WritingMemory(LifecycleMemory):
                 p + t[a:b] for t, p, sp in zip(texts, prefixes, spans, strict=True) for a, b in sp
             ]
             everything = (
-                self.embedder.embed(
-                    [p + t for t, p in zip(texts, prefixes, strict=True)] + passage_texts
-                )
+                self._embed([p + t for t, p in zip(texts, prefixes, strict=True)] + passage_texts)
                 if n
-                else np.zeros((0, self.embedder.dim), np.float32)
+                else np.zeros((0, self.store.dim), np.float32)
             )
             vectors = everything[:n]
             at = n

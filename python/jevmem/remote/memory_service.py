@@ -54,6 +54,7 @@ from jevmem import _validate, answering, errors
 from jevmem._core import DEFAULT_MAX_TEXT_BYTES, MemoryStore
 from jevmem._proto.jevmem.v1 import memory_pb2 as pb
 from jevmem._proto.jevmem.v1 import memory_pb2_grpc as pb_grpc
+from jevmem.embed import embed_checked
 from jevmem.errors import InvalidConfigError, JevmemError, SystemTwoError, SystemTwoHTTPError
 from jevmem.memory import Memory, SearchResult
 from jevmem.plane.search_queue import Pending, SearchQueue
@@ -189,7 +190,9 @@ class _SearchQueue:
             alive=context.is_active,
             gone=lambda: _Abort(grpc.StatusCode.CANCELLED, "the caller went away"),
         )
-        return self._queue.search(memory.embedder.embed, memory_lock, me)
+        return self._queue.search(
+            lambda texts: embed_checked(memory.embedder, texts, memory.store.dim), memory_lock, me
+        )
 
 
 class MemoryServicer(pb_grpc.MemoryServiceServicer):
