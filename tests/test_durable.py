@@ -109,6 +109,46 @@ def test_another_embedder_is_refused_naming_both(tmp_path: Path) -> None:
         Memory.open(d, HashEmbedder(48), LocalController())
 
 
+class _Reversed(HashEmbedder):
+    """A user's own model on HashEmbedder's plumbing: another vector space."""
+
+    def embed(self, texts: Any) -> Any:
+        return np.ascontiguousarray(super().embed(texts)[:, ::-1])
+
+    def embed_one(self, text: str) -> Any:
+        return self.embed([text])[0]
+
+
+def test_a_subclass_of_a_built_in_embedder_is_recorded_as_custom(tmp_path: Path) -> None:
+    """It was recorded as the built-in: reopening without it silently made
+    the base class, and the base class was accepted in its place."""
+    d = tmp_path / "m"
+    with Memory.open(d, _Reversed(DIM), LocalController()) as m:
+        m.add("Ines teaches Maya the cello")
+        m.save(tmp_path / "m.jvm")
+    for load, path in ((Memory.open, d), (Memory.load, tmp_path / "m.jvm")):
+        with pytest.raises(InvalidConfigError, match=r"custom embedder .*_Reversed"):
+            load(path)
+        with pytest.raises(InvalidConfigError, match="_Reversed"):
+            load(path, HashEmbedder(DIM), LocalController())
+        back = load(path, _Reversed(DIM), LocalController())
+        assert [e.text for e in back.search("who teaches the cello?").evidence] == [
+            "Ines teaches Maya the cello"
+        ]
+        back.close()
+
+
+def test_load_refuses_another_embedder_as_open_does(tmp_path: Path) -> None:
+    m = Memory(HashEmbedder(DIM), LocalController())
+    m.add("a note")
+    m.save(tmp_path / "m.jvm")
+    with pytest.raises(InvalidConfigError, match=f'made with embedder "hash-{DIM}"'):
+        Memory.load(tmp_path / "m.jvm", _Reversed(DIM))
+    # the embedder the file names, given or not, loads it
+    assert len(Memory.load(tmp_path / "m.jvm", HashEmbedder(DIM))) == 1
+    assert len(Memory.load(tmp_path / "m.jvm")) == 1
+
+
 def test_every_mode_recovers_what_it_acknowledged(tmp_path: Path) -> None:
     for mode in ("sync", "interval:5", "none"):
         d = tmp_path / mode.replace(":", "_")

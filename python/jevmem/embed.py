@@ -591,10 +591,11 @@ def default_embedder(*, threads: int = 2, warn: bool = True, spin: bool = True) 
 def embedder_spec(e: Embedder) -> str:
     """The name a memory records for its embedder, so reopening it needs no
     argument: ``hash-DIM``, ``onnx:MODEL``, or ``custom:module.Class`` (a
-    custom embedder has to be passed again on open)."""
-    if isinstance(e, HashEmbedder):
+    custom embedder has to be passed again on open). A subclass of a
+    built-in one is custom: its vectors may be another model's."""
+    if type(e) is HashEmbedder:
         return f"hash-{e.dim}"
-    if isinstance(e, OnnxEmbedder):
+    if type(e) is OnnxEmbedder:
         return f"onnx:{e.name}"
     cls = type(e)
     return f"custom:{cls.__module__}.{cls.__qualname__}"

@@ -16,6 +16,7 @@ from jevmem.controller.types import ControllerError, SystemOne
 from jevmem.embed import Embedder, embedder_from_spec, embedder_spec
 from jevmem.errors import (
     DurabilityError,
+    InvalidConfigError,
     InvalidInputError,
     InvalidTypeError,
     JevmemError,
@@ -299,7 +300,9 @@ class LifecycleMemory(MemoryState):
     ) -> SelfMemory:
         """Import a file written by :meth:`save` (or a bare store snapshot,
         with the side files older versions wrote beside it). Without
-        ``embedder`` the one the file names is made. ``max_absent_ids``:
+        ``embedder`` the one the file names is made; another one than it
+        names is refused (InvalidConfigError), as :meth:`open` refuses it.
+        ``max_absent_ids``:
         how many removed ids the file may claim, for a memory of yours that
         forgot more nodes than the default bound (sized from the file, so a
         crafted file cannot claim billions) admits; the refusal names it."""
@@ -322,8 +325,17 @@ class LifecycleMemory(MemoryState):
             except (OSError, ValueError) as exc:
                 raise SnapshotError(f"{path}: unreadable side file: {exc}") from None
         check_state(state, f"{path}")
-        if embedder is None and isinstance(state.get("embedder"), str):
-            embedder = embedder_from_spec(state["embedder"])
+        named = state.get("embedder")
+        if embedder is None and isinstance(named, str):
+            embedder = embedder_from_spec(named)
+        elif embedder is not None and isinstance(named, str) and named != "default":
+            # (older side files wrote "default" for any embedder they could not name)
+            given = embedder_spec(embedder)
+            if given != named:
+                raise InvalidConfigError(
+                    f'{path} was made with embedder "{named}" (dimension {store.dim}); '
+                    f'this one is "{given}" (dimension {getattr(embedder, "dim", None)})'
+                )
         m = cls(
             embedder,
             controller,
