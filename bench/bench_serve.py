@@ -134,6 +134,11 @@ def main(argv: list[str] | None = None) -> int:
             store = jv.MemoryStore(emb.dim, max_text_bytes=MAX_TEXT_BYTES)
             m = jv.Memory(embedder=CachedEmbedder(emb, args.embedding_cache), store=store)
             m.add_batch(texts, timestamps=ts, speakers=spk, provenances=provs)
+            # the file names the embedder serve is given (a load refuses
+            # another one), not the cache, which only sped up the build
+            named = getattr(jv.embed, "embedder_from_spec", None)
+            if named is not None:
+                m.embedder = emb if tree is None else named(jevmem.embed.embedder_spec(emb))
             path = Path(tmp) / f"conv{name}.jvm"
             m.save(path)
             flags = ["--memory", f"conv={path}", "--embedder", args.embedder, "--grace", "0"]
