@@ -4,6 +4,7 @@ was (its stats and its snapshot bytes)."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -305,6 +306,66 @@ BAD_CONFIGS: list[tuple[str, Callable[[], Any]]] = [
 def test_bad_configs_raise_invalid_config_error(label: str, make: Callable[[], Any]) -> None:
     with pytest.raises(InvalidConfigError):
         make()
+
+
+class _Dim:
+    """An embedder that is right in all but its ``dim``."""
+
+    def __init__(self, dim: Any) -> None:
+        self.dim, self.inner = dim, HashEmbedder(16)
+
+    def embed(self, texts: Any) -> Any:
+        return self.inner.embed(texts)
+
+    def embed_one(self, text: str) -> Any:
+        return self.inner.embed_one(text)
+
+
+BAD_PARTS: list[tuple[str, dict[str, Any], type[JevmemError]]] = [
+    ("controller a name", {"controller": "local"}, InvalidTypeError),
+    ("controller the class", {"controller": LocalController}, InvalidTypeError),
+    ("controller without decide", {"controller": object()}, InvalidTypeError),
+    ("embedder a name", {"embedder": "hash"}, InvalidTypeError),
+    ("embedder the class", {"embedder": HashEmbedder}, InvalidTypeError),
+    ("embedder without embed", {"embedder": object()}, InvalidTypeError),
+    ("dim a str", {"embedder": _Dim("64")}, InvalidTypeError),
+    ("dim a float", {"embedder": _Dim(64.0)}, InvalidTypeError),
+    ("dim a bool", {"embedder": _Dim(True)}, InvalidTypeError),
+    ("dim negative", {"embedder": _Dim(-5)}, InvalidConfigError),
+    ("dim 0", {"embedder": _Dim(0)}, InvalidConfigError),
+]
+
+
+@pytest.mark.parametrize(
+    ("label", "parts", "error"), BAD_PARTS, ids=[label for label, *_ in BAD_PARTS]
+)
+def test_a_memory_refuses_a_bad_embedder_or_controller_when_made(
+    tmp_path: Path, label: str, parts: dict[str, Any], error: type[JevmemError]
+) -> None:
+    """They were taken, to fail at the first write with an AttributeError or
+    TypeError (a dim of True was taken as 1)."""
+    parts = {"embedder": HashEmbedder(16), "controller": LocalController(), **parts}
+    with pytest.raises(error):
+        Memory(parts["embedder"], parts["controller"])
+    saved = Memory(HashEmbedder(16))
+    saved.save(tmp_path / "m.jvm")
+    with pytest.raises(error):
+        Memory.load(tmp_path / "m.jvm", parts["embedder"], parts["controller"])
+    with pytest.raises(error):
+        Memory.open(tmp_path / "d", parts["embedder"], parts["controller"])
+    assert not (tmp_path / "d").exists()  # refused before the directory is made
+
+
+def test_a_learned_controller_refuses_a_model_that_is_not_one(tmp_path: Path) -> None:
+    from jevmem.controller.learned import LearnedController, SystemOneModel
+
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(SystemOneModel.shipped().to_json()))
+    not_models: list[Any] = [str(path), path, {}]
+    for model in not_models:
+        with pytest.raises(InvalidTypeError, match="SystemOneModel"):
+            LearnedController(model)
+    assert LearnedController(SystemOneModel.load(path)).model.heads
 
 
 def test_good_configs_are_the_core_s_own(tmp_path: Path) -> None:

@@ -75,7 +75,7 @@ from jevmem.controller.types import (
     DecisionRequest,
     NoulAnswer,
 )
-from jevmem.errors import InvalidConfigError
+from jevmem.errors import InvalidConfigError, InvalidTypeError
 
 __all__ = [
     "ASSESSMENT_BASE",
@@ -432,6 +432,12 @@ class LearnedController(LocalController):
 
     def __init__(self, model: SystemOneModel | None = None) -> None:
         super().__init__()
+        if model is not None and not isinstance(model, SystemOneModel):
+            # a path is not read here: SystemOneModel.load says what is wrong with the file
+            raise InvalidTypeError(
+                f"model must be a SystemOneModel, got {type(model).__name__} "
+                "(a model file: LearnedController(SystemOneModel.load(path)))"
+            )
         self.model = model if model is not None else SystemOneModel.shipped()
         head = self.model.heads.get("assess.sufficiency")
         known = set(ASSESSMENT_BASE)

@@ -25,7 +25,7 @@ from jevmem.errors import (
 from jevmem.plane.config import MemoryConfig, SummariserLike, count_setting
 from jevmem.plane.derived import decode_derived
 from jevmem.plane.filters import holds_no_condition
-from jevmem.plane.state import MemoryState
+from jevmem.plane.state import MemoryState, check_controller, check_embedder
 from jevmem.plane.text import drop_text_caches
 
 #: the class a classmethod constructor is called on (`jevmem.Memory`)
@@ -141,6 +141,14 @@ def _durability(path: str | os.PathLike[str] | None, action: str) -> Iterator[No
         where = exc.filename if exc.filename is not None else path
         where = os.fspath(where) if where is not None else None
         raise DurabilityError(exc.errno, exc.strerror, where) from exc
+
+
+def _check_parts(embedder: object, controller: object) -> None:
+    """The checks the constructor makes, before a file is read or a directory made."""
+    if embedder is not None:
+        check_embedder(embedder)
+    if controller is not None:
+        check_controller(controller)
 
 
 class LifecycleMemory(MemoryState):
@@ -307,6 +315,7 @@ class LifecycleMemory(MemoryState):
         forgot more nodes than the default bound (sized from the file, so a
         crafted file cannot claim billions) admits; the refusal names it."""
         path = _path_arg(path, "load")
+        _check_parts(embedder, controller)
         if max_absent_ids is not None:
             count_setting("max_absent_ids", max_absent_ids, 0, "a non-negative integer")
         with _naming(path):
@@ -388,6 +397,7 @@ class LifecycleMemory(MemoryState):
         is left and ``memory.store.finish_graph()`` waits for it.
         """
         path = _path_arg(path, "open")
+        _check_parts(embedder, controller)
         count_setting("checkpoint_every", checkpoint_every, 0, "a non-negative integer")
         if max_absent_ids is not None:
             count_setting("max_absent_ids", max_absent_ids, 0, "a non-negative integer")

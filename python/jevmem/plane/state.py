@@ -44,6 +44,42 @@ from jevmem.system_two import SystemTwo
 from jevmem.temporal import TimeRef, ground
 
 
+def _kind(value: object) -> str:
+    """What a refused argument is, as an error message names it."""
+    if isinstance(value, type):
+        return f"the class {value.__name__} (pass an instance)"
+    if isinstance(value, str):
+        return f"the str {value!r:.40}"
+    return type(value).__name__
+
+
+def check_embedder(embedder: object) -> None:
+    """Refuse, when a memory is made, what cannot serve as its embedder (it
+    would fail at the first write, far from the mistake): an object with
+    ``embed`` and ``embed_one`` and a ``dim`` that is an int >= 1."""
+    if isinstance(embedder, type) or not all(
+        callable(getattr(embedder, f, None)) for f in ("embed", "embed_one")
+    ):
+        hint = (
+            " (a named one: jevmem.embed.embedder_from_spec)" if isinstance(embedder, str) else ""
+        )
+        raise InvalidTypeError(
+            f"embedder must have embed(texts) and embed_one(text), got {_kind(embedder)}{hint}"
+        )
+    dim = getattr(embedder, "dim", None)
+    if isinstance(dim, bool | np.bool_) or not isinstance(dim, int | np.integer):
+        raise InvalidTypeError(f"embedder.dim must be an int, got {type(dim).__name__}")
+    if dim < 1:
+        raise InvalidConfigError(f"embedder.dim must be at least 1, got {dim}")
+
+
+def check_controller(controller: object) -> None:
+    """Refuse, when a memory is made, what cannot serve as its controller:
+    it needs a callable ``decide(requests)``."""
+    if isinstance(controller, type) or not callable(getattr(controller, "decide", None)):
+        raise InvalidTypeError(f"controller must have decide(requests), got {_kind(controller)}")
+
+
 class MemoryState:
     """The state a `jevmem.Memory` keeps beside its store: per-node facts,
     the timeline, speaker statistics; and the reads that use them."""
@@ -62,6 +98,10 @@ class MemoryState:
         # snapshot and log kept (see jevmem.plane.derived).
         # The measured offline default (ONNX MiniLM), or the hashing embedder
         # with a warning when the `onnx` extra is not installed.
+        if embedder is not None:
+            check_embedder(embedder)
+        if controller is not None:
+            check_controller(controller)
         self.embedder: Embedder = embedder if embedder is not None else default_embedder()
         self.controller: SystemOne = controller if controller is not None else default_controller()
         self.config = config or MemoryConfig()
