@@ -51,6 +51,7 @@ import argparse
 import hashlib
 import itertools
 import json
+import math
 import pickle
 import shlex
 import sys
@@ -225,7 +226,12 @@ def build_all(args: argparse.Namespace) -> list[Built]:
     cache = CachedEmbedder(emb, args.embedding_cache) if args.embedding_cache else None
     out: list[Built] = []
     for path in args.data:
-        convs, _report = load_samples(json.loads(Path(path).read_text()))
+        try:
+            convs, _report = load_samples(json.loads(Path(path).read_text()))
+        except jevmem.InvalidInputError as exc:  # the loader names the sample and field
+            raise SystemExit(f"train_controller: {path}: {exc}") from None
+        if not convs:  # a wrong file, most likely: say so rather than fit on the others
+            raise SystemExit(f"train_controller: {path} holds no conversations")
         convs = convs[: args.limit_conversations or None]
         styles = list(dict.fromkeys([*args.styles, *args.speakerless_styles, *args.judge_styles]))
         for conv, style in ((RESTYLES[st](c), st) for c in convs for st in styles):
@@ -1070,6 +1076,17 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--k", type=int, default=20)
     ap.add_argument("--version", default="1")
     args = ap.parse_args(argv)
+    # each refused here, not in a traceback after stage 1 has run for minutes
+    if args.folds < 2:
+        ap.error("--folds must be at least 2: each fold is held out while the others fit")
+    if args.hidden < 0:
+        ap.error("--hidden must be >= 0 (0: a logistic head)")
+    if args.members < 1:
+        ap.error("--members must be >= 1")
+    if args.epochs < 1:
+        ap.error("--epochs must be >= 1")
+    if not (math.isfinite(args.l2) and args.l2 >= 0):
+        ap.error(f"--l2 must be a finite number >= 0, got {args.l2}")
     if any(z < 1 for z in args.windows):
         ap.error("--windows sizes must be >= 1")
     for style in [*args.styles, *args.speakerless_styles, *args.judge_styles]:

@@ -611,6 +611,13 @@ def _no_questions(c: dict[str, Any]) -> dict[str, Any]:
     return {**c, "qa": []}
 
 
+def _null_text(c: dict[str, Any]) -> dict[str, Any]:
+    """``c`` with its first turn's text null."""
+    conv = json.loads(json.dumps(c["conversation"]))
+    conv["session_1"][0]["text"] = None
+    return {**c, "conversation": conv}
+
+
 @pytest.mark.parametrize(
     ("files", "message"),
     [
@@ -623,8 +630,23 @@ def _no_questions(c: dict[str, Any]) -> dict[str, Any]:
             {"a": [_no_questions(synthetic_conversation(f"a-{i}", i)) for i in range(2)]},
             "no questions to fit on",
         ),
+        (
+            # it was skipped: the model fitted on the other files alone
+            {"a": [synthetic_conversation(f"a-{i}", i) for i in range(2)], "empty": []},
+            "empty.json holds no conversations",
+        ),
+        (
+            {"a": [_null_text(synthetic_conversation(f"a-{i}", i)) for i in range(2)]},
+            "text must be a str, got null",
+        ),
     ],
-    ids=["one conversation", "one conversation per file", "no questions"],
+    ids=[
+        "one conversation",
+        "one conversation per file",
+        "no questions",
+        "a file of no conversations",
+        "a null text",
+    ],
 )
 def test_training_on_degenerate_data_says_why(
     tmp_path: Path, files: Mapping[str, list[dict[str, Any]]], message: str
@@ -646,6 +668,33 @@ def _script() -> Any:
     sys.modules[spec.name] = mod  # its dataclasses look their module up
     spec.loader.exec_module(mod)
     return mod
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--folds", "0", "--folds must be at least 2"),  # was a ZeroDivisionError
+        ("--folds", "1", "--folds must be at least 2"),
+        ("--hidden", "-1", "--hidden must be >= 0"),
+        ("--members", "0", "--members must be >= 1"),
+        ("--epochs", "0", "--epochs must be >= 1"),  # was accepted
+        ("--epochs", "-3", "--epochs must be >= 1"),
+        ("--l2", "-1", "--l2 must be a finite number >= 0"),
+        ("--l2", "nan", "--l2 must be a finite number >= 0"),
+        ("--l2", "inf", "--l2 must be a finite number >= 0"),
+    ],
+)
+def test_training_settings_out_of_range_are_refused_before_any_work(
+    capsys: pytest.CaptureFixture[str], flag: str, value: str, message: str
+) -> None:
+    parse = _script().parse_args
+    with pytest.raises(SystemExit) as exited:
+        parse(["--data", "x.json", flag, value])
+    assert exited.value.code == 2 and message in capsys.readouterr().err
+    # the smallest accepted values
+    args = parse(["--data", "x.json", "--folds", "2", "--hidden", "0", "--members", "1",
+                  "--epochs", "1", "--l2", "0"])  # fmt: skip
+    assert (args.folds, args.hidden, args.members, args.epochs, args.l2) == (2, 0, 1, 1, 0.0)
 
 
 def test_a_head_nothing_judged_does_not_beat_the_hand_rule() -> None:

@@ -251,6 +251,15 @@ MALFORMED = [
         lambda s: s["conversation"].__setitem__("session_1", None),
         "conversation.session_1 must be a list, got null",
     ),
+    (
+        # str(None) was kept: a model was trained on the word "None"
+        lambda s: s["conversation"]["session_1"][0].__setitem__("text", None),
+        r"conversation\.session_1\[0\]\.text must be a str, got null",
+    ),
+    (
+        lambda s: s["conversation"]["session_1"][0].__setitem__("text", 42),
+        r"conversation\.session_1\[0\]\.text must be a str, got int",
+    ),
     (lambda s: s["qa"][1].pop("question"), r"qa\[1\]\.question is missing"),
     (lambda s: s["qa"][0].pop("category"), r"qa\[0\]\.category is missing"),
     (lambda s: s["qa"][0].__setitem__("category", "x"), r"qa\[0\]\.category must be an integer"),

@@ -305,10 +305,13 @@ def parse_conversation(
             if not isinstance(dia_raw, str) or not dia_raw.strip():
                 raise _refuse(where, f"{name}[{i}].dia_id must be a non-empty str")
             caption = t.get("blip_caption")
+            text = t.get("text", "")
+            if not isinstance(text, str):  # str(None) would be trained on as the word "None"
+                raise _refuse(where, f"{name}[{i}].text must be a str, got {_kind(text)}")
             turn = Turn(
                 dia_id=_turn_dia_id(dia_raw),
                 speaker=str(t.get("speaker", "")),
-                text=str(t.get("text", "")),
+                text=text,
                 blip_caption=str(caption) if caption else None,
                 session=n,
                 index=i,
