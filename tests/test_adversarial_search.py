@@ -285,6 +285,9 @@ BAD_CALLS: list[tuple[str, Any]] = [
     ("history -1", lambda m, a: m.history(-1)),
     ("forget twice", lambda m, a: m.forget([a, a])),
     ("forget empty filter", lambda m, a: m.forget(filter={"$and": []})),
+    # an "all but these" whose list came out empty selects everything
+    ("forget empty exclusion", lambda m, a: m.forget(filter={"p": {"$nin": []}})),
+    ("forget empty exclusions", lambda m, a: m.forget(filter={"$and": [{"p": {"$nin": ()}}]})),
     ("list cursor", lambda m, a: m.list(cursor="-1")),
 ]
 

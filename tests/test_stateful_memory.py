@@ -840,6 +840,7 @@ class MemoryMachine(RuleBasedStateMachine):
             lambda m: m.forget(scope={}),
             lambda m: m.forget(filter={}),
             lambda m: m.forget(filter={"$and": []}),
+            lambda m: m.forget(filter={"tag": {"$nin": []}}),
             lambda m: m.forget(scope={}, filter={"$or": [{}]}),
             lambda m: m.forget("1"),
             lambda m: m.forget(1.5),

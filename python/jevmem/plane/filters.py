@@ -69,8 +69,9 @@ def scope_and_filter(
 
 def holds_no_condition(f: Any) -> bool:
     """Whether a filter matches every observation by its form alone: ``{}``,
-    or one that only combines such (``{"$and": []}``, ``{"$not": {"$or":
-    []}}``). A malformed filter is not: the core refuses it."""
+    an empty exclusion (``{"tag": {"$nin": []}}``), or one that only
+    combines such (``{"$and": []}``, ``{"$not": {"$or": []}}``). A malformed
+    filter is not: the core refuses it."""
     return _constant(f, 0) is True
 
 
@@ -87,9 +88,20 @@ def _constant(f: Any, depth: int) -> bool | None:
         elif k == "$not":
             inner = _constant(v, depth + 1)
             parts.append(None if inner is None else not inner)
+        elif isinstance(v, Mapping) and v:
+            # a field's operators: an empty exclusion list (`{"$nin": []}`,
+            # an "all but these" whose list came out empty) holds for every
+            # node, an empty `$in` for none; any other depends on the nodes
+            parts.append(_all([_empty_list_op(op, x) for op, x in v.items()]))
         else:
             parts.append(None)  # a condition on a field
     return _all(parts)
+
+
+def _empty_list_op(op: str, value: Any) -> bool | None:
+    if isinstance(value, (list, tuple)) and not value and op in ("$in", "$nin"):
+        return op == "$nin"
+    return None
 
 
 def _all(parts: list[bool | None]) -> bool | None:
