@@ -277,3 +277,11 @@ def test_property_history_round_trips_in_order(
     assert h.messages == sent
     h.clear()
     assert h.messages == [] and neighbour.messages == [other] and len(m) == 1
+
+
+@pytest.mark.parametrize("k", [True, 0, 3.0, "3", 10_001, 2**70])
+def test_a_retriever_refuses_a_bad_k_when_made(k: Any) -> None:
+    # as a per-call k is: an int (not a bool) in 1 .. 10,000, checked up front
+    with pytest.raises(ValueError, match="k"):
+        JevmemRetriever(memory=_memory(), k=k)
+    assert JevmemRetriever(memory=_memory(), k=10_000).k == 10_000

@@ -34,6 +34,7 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field
 
 from jevmem._core import Node
+from jevmem._validate import MAX_K
 from jevmem.errors import InvalidInputError
 from jevmem.integrations._common import evidence_dict, memory_lock, short_trace
 from jevmem.memory import Memory
@@ -59,7 +60,7 @@ class JevmemRetriever(BaseRetriever):
 
     memory: Memory
     """The memory to search."""
-    k: int = Field(default=4, ge=1)
+    k: int = Field(default=4, ge=1, le=MAX_K, strict=True)
     """How many documents, at most."""
     scope: dict[str, str] | None = None
     """Search only these observations (see `Memory.search`)."""
