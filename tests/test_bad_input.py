@@ -576,3 +576,43 @@ def test_numpy_floats_are_timestamps_as_a_float_is() -> None:
         with pytest.raises(JevmemError):
             m.add("x", timestamp=bad)
     assert m.store.to_bytes() == before
+
+
+@pytest.mark.parametrize("config", [MemoryConfig, {}, {"anchors": 5}, 0, "", []])
+def test_a_memory_refuses_a_config_that_is_not_one(config: Any, tmp_path: Path) -> None:
+    # a falsy one read as the defaults, the class failed at the first search
+    with pytest.raises(InvalidConfigError, match="config must be a MemoryConfig"):
+        Memory(HashEmbedder(DIM), LocalController(), config=config)
+    with pytest.raises(InvalidConfigError, match="config must be a MemoryConfig"):
+        Memory.open(tmp_path / "d", HashEmbedder(DIM), config=config)
+    assert not (tmp_path / "d").exists()
+
+
+def test_a_count_setting_takes_numpy_integers_as_ints() -> None:
+    c = MemoryConfig(anchors=np.int64(5), context_seeds=np.uint8(0), passage_tokens=np.int32(64))
+    assert (c.anchors, c.context_seeds, c.passage_tokens) == (5, 0, 64)
+    assert all(type(v) is int for v in (c.anchors, c.context_seeds, c.passage_tokens))
+    with pytest.raises(InvalidConfigError, match="anchors"):
+        MemoryConfig(anchors=np.bool_(True))
+
+
+def test_the_text_limit_a_memory_was_made_with_holds_after_load_and_reopen(
+    tmp_path: Path,
+) -> None:
+    made = MemoryConfig(max_text_bytes=100)
+    m = Memory(HashEmbedder(DIM), LocalController(), config=made)
+    m.add("short")
+    m.save(tmp_path / "a.jvm")
+    with Memory.open(tmp_path / "d", HashEmbedder(DIM), config=made) as d:
+        d.add("short")
+    loaded = [
+        Memory.load(tmp_path / "a.jvm", HashEmbedder(DIM)),
+        Memory.load(tmp_path / "a.jvm", HashEmbedder(DIM), config=MemoryConfig(max_text_bytes=50)),
+    ]
+    with Memory.open(tmp_path / "d", config=MemoryConfig(max_text_bytes=10_000)) as reopened:
+        for got in [*loaded, reopened]:
+            # the config says the limit the store holds the memory to
+            assert got.config.max_text_bytes == got.store.max_text_bytes == 100
+            got.add("y" * 80)
+            with pytest.raises(InvalidInputError, match="limit of 100"):
+                got.add("z" * 101)

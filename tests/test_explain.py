@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
+from jevmem import HashEmbedder, LocalController, Memory
 from jevmem._explain import sufficiency_line
+from jevmem.controller.types import NoulAnswer
 from jevmem.memory import SearchResult
 
 
@@ -39,3 +43,41 @@ def test_a_score_between_printed_values_is_floored_or_ceiled() -> None:
     assert line(f32(0.95)) == "sufficiency 0.95; sufficient (early-stop rule met)"
     assert "missing 0.16 (needs < 0.15)" in line(0.5, missing=0.1501)
     assert "sufficiency n/a" in line(None)  # type: ignore[arg-type]
+
+
+class _FixedAssessment:
+    """The local controller, with every assessment fixed."""
+
+    name = "fixed-assessment"
+
+    def __init__(self, sufficiency: float, missing: float) -> None:
+        self.inner, self.values = LocalController(), (sufficiency, missing)
+
+    def decide(self, requests: Any) -> Any:
+        out = list(self.inner.decide(requests))
+        for i, r in enumerate(requests):
+            if r.purpose == "assessment":
+                out[i] = {
+                    "sufficiency": NoulAnswer(self.values[0]),
+                    "usefulness": NoulAnswer(1.0),
+                    "missing": NoulAnswer(self.values[1]),
+                    "contradiction": NoulAnswer(0.0),
+                }
+        return out
+
+
+@pytest.mark.parametrize(
+    ("sufficiency", "missing"),
+    # between two float32 neighbours of a threshold: 1 - 0.85 is what the
+    # local controller's own arithmetic gives for a missing of 0.15
+    [(1.0, 1 - 0.85), (0.94999998, 0.0), (0.9499999, 0.0), (1.0, 0.1499999)],
+)
+def test_sufficient_and_its_line_agree_with_the_stop_the_core_made(
+    sufficiency: float, missing: float
+) -> None:
+    m = Memory(HashEmbedder(64), _FixedAssessment(sufficiency, missing))
+    m.add_batch([f"Maya talked about cello and Ines, note {i}" for i in range(40)])
+    r = m.search("who teaches Maya cello", k=5)
+    stopped = r.trace["stop_reason"] == "sufficient"
+    assert r.sufficient == stopped
+    assert ("sufficient (early-stop rule met)" in sufficiency_line(r)) == stopped

@@ -48,19 +48,14 @@ def sufficiency_line(r: SearchResult) -> str:
     """``sufficiency 0.99; stop rule not met: missing 0.22 (needs < 0.15)`` and the like."""
     if r.sufficiency is None:
         return "sufficiency n/a (no assessment ran)"
-    th = r.trace.get("thresholds", {})
-    suff_th = float(th.get("theta_suff", 0.95))
-    miss_th = float(th.get("theta_missing", 0.15))
-    con_th = float(th.get("theta_contradiction", 0.15))
     head = f"sufficiency {_floor(r.sufficiency, 2)}"
-    if r.sufficient:
+    # the parts the core's (float32) stop decision found unmet
+    unmet = [
+        f"sufficiency below {th:.2f}"
+        if name == "sufficiency"
+        else f"{name} {_ceil(value, 2)} (needs < {th:.2f})"
+        for name, value, th in r.unmet_stop_rule()
+    ]
+    if not unmet:
         return f"{head}; sufficient (early-stop rule met)"
-    unmet = []
-    if r.sufficiency < suff_th:
-        unmet.append(f"sufficiency below {suff_th:.2f}")
-    missing, contradiction = r.missing or 0.0, r.contradiction or 0.0
-    if missing >= miss_th:
-        unmet.append(f"missing {_ceil(missing, 2)} (needs < {miss_th:.2f})")
-    if contradiction >= con_th:
-        unmet.append(f"contradiction {_ceil(contradiction, 2)} (needs < {con_th:.2f})")
     return f"{head}; early-stop rule not met: {', '.join(unmet)}"

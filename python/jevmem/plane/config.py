@@ -54,10 +54,15 @@ def _real(v: object) -> float:
 
 def count_setting(name: str, v: object, minimum: int, what: str = "an integer") -> int:
     """``v`` as an integer setting in ``minimum`` .. `MAX_SETTING`, or
-    InvalidConfigError naming it (a bool is refused)."""
-    if isinstance(v, bool) or not isinstance(v, int) or not minimum <= v <= MAX_SETTING:
+    InvalidConfigError naming it (a bool is refused; numpy's integers are
+    taken, as every other setting takes numpy's numbers)."""
+    if (
+        isinstance(v, bool)
+        or not isinstance(v, numbers.Integral)
+        or not minimum <= int(v) <= MAX_SETTING
+    ):
         raise InvalidConfigError(f"{name} must be {what} in {minimum} .. 2**63 - 1, got {v!r:.80}")
-    return v
+    return int(v)
 
 
 @dataclass(frozen=True)
@@ -137,11 +142,12 @@ class MemoryConfig:
             "anchors",
             "max_text_bytes",
         ):
-            count_setting(name, getattr(self, name), 1)
+            object.__setattr__(self, name, count_setting(name, getattr(self, name), 1))
         for name in ("context_seeds", "time_window_nodes", "feedback_nodes"):
-            count_setting(name, getattr(self, name), 0)
+            object.__setattr__(self, name, count_setting(name, getattr(self, name), 0))
         if self.passage_tokens is not None:
-            count_setting("passage_tokens", self.passage_tokens, 4, "None or an integer")
+            tokens = count_setting("passage_tokens", self.passage_tokens, 4, "None or an integer")
+            object.__setattr__(self, "passage_tokens", tokens)
         for name in ("feedback_weight", "reply_link"):
             v = getattr(self, name)
             if not (math.isfinite(_real(v)) and _real(v) >= 0):
@@ -166,3 +172,16 @@ class MemoryConfig:
             got = self.traversal.as_dict()
             object.__setattr__(self, "_traversal_limits", got)
         return MappingProxyType(got)
+
+
+def memory_config(config: object) -> MemoryConfig:
+    """The config a Memory runs with: ``config``, or the defaults for None;
+    anything else (a dict, the class itself) is an InvalidConfigError."""
+    if config is None:
+        return MemoryConfig()
+    if not isinstance(config, MemoryConfig):
+        raise InvalidConfigError(
+            f"config must be a MemoryConfig or None, got {type(config).__name__}"
+            + (" (the class: call it)" if config is MemoryConfig else "")
+        )
+    return config

@@ -22,7 +22,7 @@ from jevmem.errors import (
     JevmemError,
     SnapshotError,
 )
-from jevmem.plane.config import MemoryConfig, SummariserLike, count_setting
+from jevmem.plane.config import MemoryConfig, SummariserLike, count_setting, memory_config
 from jevmem.plane.derived import decode_derived
 from jevmem.plane.filters import holds_no_condition
 from jevmem.plane.state import MemoryState, check_controller, check_embedder
@@ -413,7 +413,7 @@ class LifecycleMemory(MemoryState):
             )
         if embedder is None:
             embedder = embedder_from_spec(manifest_embedder(path) or "default")
-        config = config or MemoryConfig()
+        config = memory_config(config)
         initial = json.dumps({"format": 1, "embedder": embedder_spec(embedder)}).encode()
         with _naming(path):
             store, raw_state, deltas, report = MemoryStore.open(

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class Via:
@@ -66,10 +68,24 @@ class SearchResult:
     @property
     def sufficient(self) -> bool:
         """The last assessment met the stop rule (sufficient, nothing missing, no contradiction)."""
+        return self.sufficiency is not None and not self.unmet_stop_rule()
+
+    def unmet_stop_rule(self) -> list[tuple[str, float, float]]:
+        """The parts of the stop rule the last assessment did not meet, as
+        (name, value, threshold): ``sufficiency`` below its threshold,
+        ``missing`` or ``contradiction`` at or above theirs. Compared in
+        float32, as the core decides the stop (its thresholds are float32:
+        in float64 a missing of 0.15000000000000002 would fail a threshold
+        the core meets)."""
         cfg = self.trace.get("thresholds", {})
-        return (
-            self.sufficiency is not None
-            and self.sufficiency >= cfg.get("theta_suff", 0.95)
-            and (self.missing or 0.0) < cfg.get("theta_missing", 0.15)
-            and (self.contradiction or 0.0) < cfg.get("theta_contradiction", 0.15)
-        )
+        unmet = []
+        got = [
+            ("sufficiency", self.sufficiency, cfg.get("theta_suff", 0.95)),
+            ("missing", self.missing, cfg.get("theta_missing", 0.15)),
+            ("contradiction", self.contradiction, cfg.get("theta_contradiction", 0.15)),
+        ]
+        for name, value, threshold in got:
+            v, th = np.float32(value or 0.0), np.float32(threshold)
+            if (v < th) if name == "sufficiency" else (v >= th):
+                unmet.append((name, float(value or 0.0), float(threshold)))
+        return unmet

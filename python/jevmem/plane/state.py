@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import json
 import operator
 import threading
@@ -35,6 +36,7 @@ from jevmem.plane.config import (
     MemoryConfig,
     Summariser,
     SummariserLike,
+    memory_config,
 )
 from jevmem.plane.derived import DERIVED_VERSION, DerivedFacts, RefTuple, ref_of, ref_tuple
 from jevmem.plane.filters import scope_and_filter
@@ -104,7 +106,7 @@ class MemoryState:
             check_controller(controller)
         self.embedder: Embedder = embedder if embedder is not None else default_embedder()
         self.controller: SystemOne = controller if controller is not None else default_controller()
-        self.config = config or MemoryConfig()
+        self.config = memory_config(config)
         self.summariser: Summariser | None = (
             _answering.SystemTwoSummariser(summariser)
             if summariser is not None and not callable(summariser)
@@ -117,6 +119,10 @@ class MemoryState:
             if store is not None
             else MemoryStore(self.embedder.dim, max_text_bytes=self.config.max_text_bytes)
         )
+        if self.store.max_text_bytes != self.config.max_text_bytes:
+            # a loaded or reopened store keeps the limit it was made with:
+            # the config says the limit that holds
+            self.config = dataclasses.replace(self.config, max_text_bytes=self.store.max_text_bytes)
         self._planner = PassagePlanner(self.embedder, self.config.passage_tokens)
         if self.store.dim != self.embedder.dim:
             raise InvalidConfigError(
