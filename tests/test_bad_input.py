@@ -593,7 +593,7 @@ def test_a_count_setting_takes_numpy_integers_as_ints() -> None:
     assert (c.anchors, c.context_seeds, c.passage_tokens) == (5, 0, 64)
     assert all(type(v) is int for v in (c.anchors, c.context_seeds, c.passage_tokens))
     with pytest.raises(InvalidConfigError, match="anchors"):
-        MemoryConfig(anchors=np.bool_(True))
+        MemoryConfig(anchors=np.bool_(True))  # type: ignore[arg-type]
 
 
 def test_the_text_limit_a_memory_was_made_with_holds_after_load_and_reopen(
