@@ -616,3 +616,30 @@ def test_the_text_limit_a_memory_was_made_with_holds_after_load_and_reopen(
             got.add("y" * 80)
             with pytest.raises(InvalidInputError, match="limit of 100"):
                 got.add("z" * 101)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("dim", True),
+        ("dim", -1),
+        ("dim", 4.0),
+        ("exact_threshold", -1),
+        ("exact_threshold", 2**64),
+        ("connectivity", True),
+        ("expansion_add", 1.5),
+        ("expansion_search", -1),
+        ("bm25_k1", True),
+        ("bm25_b", True),
+        ("candidate_k", True),
+        ("candidate_pool", 2**64),
+        ("max_text_bytes", -1),
+        ("max_text_bytes", 0),
+    ],
+)
+def test_a_store_setting_out_of_its_range_names_itself(name: str, value: Any) -> None:
+    # a bool read as 1, a negative int a bare OverflowError naming nothing
+    kw: dict[str, Any] = {"dim": DIM, name: value}
+    with pytest.raises(InvalidConfigError, match=name):
+        MemoryStore(**kw)
+    assert MemoryStore(DIM, exact_threshold=None).dim == DIM

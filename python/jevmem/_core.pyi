@@ -155,19 +155,25 @@ class MemoryStore:
         *,
         quantization: Literal["f32", "f16", "i8"] = "f32",
         exact_threshold: int | None = None,
-        connectivity: int = 16,
-        expansion_add: int = 128,
+        connectivity: int | None = None,
+        expansion_add: int | None = None,
         expansion_search: int | None = None,
-        bm25_k1: float = 1.2,
-        bm25_b: float = 0.75,
+        bm25_k1: float | None = None,
+        bm25_b: float | None = None,
         stem: bool = True,
         stopwords: bool = True,
-        candidate_k: int = 10,
-        candidate_pool: int = 32,
-        max_text_bytes: int = ...,  # DEFAULT_MAX_TEXT_BYTES (4 MiB)
+        candidate_k: int | None = None,
+        candidate_pool: int | None = None,
+        max_text_bytes: int | None = None,
         lexical_fields: Sequence[str] | None = None,
     ) -> MemoryStore:
-        """``lexical_fields``: provenance keys BM25 indexes with the text (default ``["speaker"]``)."""
+        """None takes a setting's default: ``connectivity`` 16, ``expansion_add``
+        128, ``expansion_search`` growing with the index, ``bm25_k1`` 1.2,
+        ``bm25_b`` 0.75, ``candidate_k`` 10, ``candidate_pool`` 32,
+        ``max_text_bytes`` `DEFAULT_MAX_TEXT_BYTES` (4 MiB); ``lexical_fields``:
+        provenance keys BM25 indexes with the text (default ``["speaker"]``). A
+        setting of the wrong type (a bool for a number too) or out of its range
+        is an InvalidConfigError naming it."""
     @property
     def dim(self) -> int: ...
     @property

@@ -71,7 +71,7 @@ impl StoreConfig {
         self.bm25.validate()?;
         self.candidates.validate()?;
         if self.max_content_bytes == 0 {
-            return Err(Error::config("max_content_bytes must be at least 1"));
+            return Err(Error::config("max_text_bytes must be at least 1"));
         }
         Ok(())
     }

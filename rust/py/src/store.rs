@@ -36,8 +36,8 @@ use pyo3::types::PyBytes;
 
 use crate::durable::{DurableHandle, OpenResult};
 use crate::errors::{
-    embedding_arg, embeddings_arg, extract_arg, node_id_arg, node_ids_arg, timestamp_arg,
-    timestamps_arg, IntoPyResult,
+    embedding_arg, embeddings_arg, extract_arg, node_id_arg, node_ids_arg, setting_arg,
+    timestamp_arg, timestamps_arg, to_py, IntoPyResult,
 };
 use crate::scope::{
     key_arg, metadata_arg, metadata_dict, scope_arg, selection_arg, Allowed, MetaPy,
@@ -467,42 +467,62 @@ impl MemoryStore {
 impl MemoryStore {
     #[new]
     #[pyo3(signature = (
-        dim, *, quantization = "f32", exact_threshold = None, connectivity = 16,
-        expansion_add = 128, expansion_search = None, bm25_k1 = 1.2, bm25_b = 0.75,
-        stem = true, stopwords = true, candidate_k = 10, candidate_pool = 32,
-        max_text_bytes = DEFAULT_MAX_CONTENT_BYTES, lexical_fields = None
+        dim, *, quantization = "f32", exact_threshold = None, connectivity = None,
+        expansion_add = None, expansion_search = None, bm25_k1 = None, bm25_b = None,
+        stem = true, stopwords = true, candidate_k = None, candidate_pool = None,
+        max_text_bytes = None, lexical_fields = None
     ))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
-        dim: usize,
+        dim: &Bound<'_, PyAny>,
         quantization: &str,
-        exact_threshold: Option<usize>,
-        connectivity: usize,
-        expansion_add: usize,
-        expansion_search: Option<usize>,
-        bm25_k1: f32,
-        bm25_b: f32,
+        exact_threshold: Option<&Bound<'_, PyAny>>,
+        connectivity: Option<&Bound<'_, PyAny>>,
+        expansion_add: Option<&Bound<'_, PyAny>>,
+        expansion_search: Option<&Bound<'_, PyAny>>,
+        bm25_k1: Option<&Bound<'_, PyAny>>,
+        bm25_b: Option<&Bound<'_, PyAny>>,
         stem: bool,
         stopwords: bool,
-        candidate_k: usize,
-        candidate_pool: usize,
-        max_text_bytes: usize,
+        candidate_k: Option<&Bound<'_, PyAny>>,
+        candidate_pool: Option<&Bound<'_, PyAny>>,
+        max_text_bytes: Option<&Bound<'_, PyAny>>,
         lexical_fields: Option<Vec<String>>,
     ) -> PyResult<Self> {
+        // each number read as its setting (a bool, a float for a count, a
+        // negative or too large int: InvalidConfigError naming it)
+        let dim: usize = setting_arg(Some(dim), "dim")?
+            .ok_or_else(|| to_py(Error::InvalidConfig("dim must be an int, not None".into())))?;
         let mut config = StoreConfig::new(dim);
         config.vector.quantization = parse_quantization(quantization).py()?;
-        if let Some(t) = exact_threshold {
+        if let Some(t) = setting_arg(exact_threshold, "exact_threshold")? {
             config.vector.exact_threshold = t;
         }
-        config.vector.connectivity = connectivity;
-        config.vector.expansion_add = expansion_add;
-        config.vector.expansion_search = search_expansion(expansion_search);
-        config.bm25.k1 = bm25_k1;
-        config.bm25.b = bm25_b;
+        if let Some(v) = setting_arg(connectivity, "connectivity")? {
+            config.vector.connectivity = v;
+        }
+        if let Some(v) = setting_arg(expansion_add, "expansion_add")? {
+            config.vector.expansion_add = v;
+        }
+        config.vector.expansion_search =
+            search_expansion(setting_arg(expansion_search, "expansion_search")?);
+        if let Some(v) = setting_arg(bm25_k1, "bm25_k1")? {
+            config.bm25.k1 = v;
+        }
+        if let Some(v) = setting_arg(bm25_b, "bm25_b")? {
+            config.bm25.b = v;
+        }
         config.tokenizer.stem = stem;
         config.tokenizer.stopwords = stopwords;
-        config.candidates.k = candidate_k;
-        config.candidates.pool = candidate_pool;
-        config.max_content_bytes = max_text_bytes;
+        if let Some(v) = setting_arg(candidate_k, "candidate_k")? {
+            config.candidates.k = v;
+        }
+        if let Some(v) = setting_arg(candidate_pool, "candidate_pool")? {
+            config.candidates.pool = v;
+        }
+        if let Some(v) = setting_arg(max_text_bytes, "max_text_bytes")? {
+            config.max_content_bytes = v;
+        }
         if let Some(fields) = lexical_fields {
             config.lexical_fields = fields;
         }
