@@ -79,9 +79,10 @@ fn a_fact_begins_when_its_text_says_whatever_its_links() {
         span: (0, 9),
         anchor_precision: None,
     };
-    let later = TimeRef {
-        start: 900,
-        end: 950,
+    // and one ahead of it (an appointment it names), which dates no fact
+    let ahead = TimeRef {
+        start: 1_200,
+        end: 1_250,
         ..last_week.clone()
     };
     s.set_derived(
@@ -89,11 +90,11 @@ fn a_fact_begins_when_its_text_says_whatever_its_links() {
         vec![DerivedFacts {
             id: 1,
             question_share: 0.0,
-            time_refs: vec![last_week, later],
+            time_refs: vec![ahead, last_week],
         }],
     )
     .unwrap();
-    // unlinked: its first grounded time, not its observation
+    // unlinked: its latest grounded time by its observation, not the observation
     assert_eq!(s.validity(1).unwrap(), (Some(400), None));
     assert_eq!(s.validity(0).unwrap(), (Some(100), None));
     // linked and unlinked again: the same start, nothing left behind
