@@ -82,6 +82,8 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 #: The rule every memory name follows (it is also a safe directory name under --data-dir).
 NAME_RULE = "1-128 letters, digits, '.', '_' or '-', starting with a letter or digit"
 MAX_K = 1000
+#: How often a call waiting for its memory looks whether it was cancelled, in seconds.
+_CALLER_CHECK_S = 0.5
 #: Largest observation text (and query) a call may carry, in UTF-8 bytes.
 MAX_TEXT_BYTES = DEFAULT_MAX_TEXT_BYTES
 #: Largest request, serialised: four observations at the text limit, plus room for metadata.
@@ -144,6 +146,30 @@ def _meta_value(v: pb.MetaValue, where: str) -> str | int | float | bool:
         _bad(f"{where} has no value")
     out: str | int | float | bool = getattr(v, which)
     return out
+
+
+def _check_caller(context: grpc.ServicerContext) -> None:
+    """Refuse a call whose deadline has passed or whose caller cancelled it."""
+    if context.time_remaining() <= 0:
+        raise _Abort(
+            grpc.StatusCode.DEADLINE_EXCEEDED,
+            "the deadline passed while the call waited for the memory: nothing was done",
+        )
+    if not context.is_active():
+        raise _Abort(grpc.StatusCode.CANCELLED, "the caller went away: nothing was done")
+
+
+@contextmanager
+def _turn(lock: threading.Lock, context: grpc.ServicerContext) -> Iterator[None]:
+    """Hold a memory's lock. The wait ends at the caller's deadline, and
+    looks every `_CALLER_CHECK_S` whether the caller cancelled, so a call
+    nobody waits for gives back its admission instead of holding it."""
+    while not lock.acquire(timeout=min(max(context.time_remaining(), 0.0), _CALLER_CHECK_S)):
+        _check_caller(context)
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def _to_ts(now: int | str) -> int | None:
@@ -258,10 +284,13 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         while it is still empty takes it away again (`_unmake`)."""
         while True:
             with self._admitted(name, context, create=create) as (m, lock, _, made):
-                with lock:
+                with _turn(lock, context):
                     if self._memories.get(name) is not m:
                         continue  # taken away after a failed first write: look again
                     try:
+                        # a caller gone while this call waited must not find
+                        # its write applied (its retry would store it again)
+                        _check_caller(context)
                         yield m
                     except BaseException:
                         if made and len(m) == 0:
