@@ -81,7 +81,8 @@ log = logging.getLogger("jevmem.remote")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 #: The rule every memory name follows (it is also a safe directory name under --data-dir).
 NAME_RULE = "1-128 letters, digits, '.', '_' or '-', starting with a letter or digit"
-MAX_K = 1000
+#: Largest ``k`` a search may ask for: the in-process limit.
+MAX_K = _validate.MAX_K
 #: How often a call waiting for its memory looks whether it was cancelled, in seconds.
 _CALLER_CHECK_S = 0.5
 #: Largest observation text (and query) a call may carry, in UTF-8 bytes.
