@@ -48,6 +48,7 @@ from jevmem.controller.catalogue import (
     routing_questions,
     scoring_questions,
 )
+from jevmem.errors import InvalidInputError
 from jevmem.remote import (
     GrpcController,
     MemoryClient,
@@ -1227,8 +1228,16 @@ def test_scopes_filters_and_keys_through_the_memory_service(
         assert {e.id for e in r.evidence} <= {ids[2], ids[3]} and r.evidence
     rs = c.search_batch("s", ["cello", "lessons"], mode="lexical", filter={"odd": True})
     assert all({e.id for e in r.evidence} <= {ids[1], ids[3]} for r in rs)
-    with pytest.raises(grpc.RpcError) as err:
+    # a bad filter: the client refuses it as in-process, the server too
+    with pytest.raises(InvalidInputError, match="bogus"):
         c.search("s", "cello", filter={"round": {"$bogus": 1}})
+    bogus = mpb.SearchOptions(filter_json='{"round": {"$bogus": 1}}')
+    with pytest.raises(grpc.RpcError) as err:
+        c.stub.Search(
+            mpb.SearchRequest(memory="s", query="cello", options=bogus),
+            timeout=5,
+            metadata=c.metadata,
+        )
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     bad = mpb.SearchRequest(
         memory="s", query="cello", options=mpb.SearchOptions(filter_json="[1, 2")

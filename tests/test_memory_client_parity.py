@@ -5,7 +5,11 @@ memory takes."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from functools import partial
+from types import MappingProxyType
+from typing import Any
 
+import numpy as np
 import pytest
 
 from jevmem import HashEmbedder, LocalController, Memory
@@ -49,3 +53,62 @@ def test_k_above_1000_is_served_as_in_process(
     _, mine = _refusal(lambda: twin.search("note", k=MAX_K + 1))
     _, theirs = _refusal(lambda: c.search("m", "note", k=MAX_K + 1))
     assert mine in theirs
+
+
+def _same_refusal(remote: Callable[[], object], local: Callable[[], object]) -> None:
+    mine, theirs = _refusal(local), _refusal(remote)
+    assert theirs == mine
+
+
+def test_scope_metadata_and_filter_are_refused_as_in_process(
+    pair: tuple[MemoryClient, Memory, Memory],
+) -> None:
+    c, served, twin = pair
+    # a scope that is no dict: protobuf's map would take pairs and store them
+    not_dicts: list[Any] = [[("user", "u1")], {"user": "u2"}.items(), "user"]
+    bad_rows: list[dict[str, Any]] = [{"scope": s} for s in not_dicts] + [
+        {"scope": {"user": 1}},
+        {"scope": {1: "u1"}},
+        {"metadata": {1: "a"}},
+        {"metadata": {"n": np.int64(1)}},
+        {"metadata": {"n": None}},
+        {"metadata": [("n", 1)]},
+        {"key": 1},
+        {"key": ""},
+    ]
+    bad_reads: list[dict[str, Any]] = [{"scope": s} for s in not_dicts] + [
+        {"scope": {"user": 1}},
+        {"filter": {"n": np.int64(1)}},
+        {"filter": {"n": {1, 2}}},
+        {"filter": {"n": {"$in": {1, 2}}}},
+        {"filter": {1: 1}},
+        {"filter": {"n": float("nan")}},
+    ]
+    before = served.store.to_bytes()
+    for kw in bad_rows:
+        _same_refusal(partial(c.add, "m", "x", **kw), partial(twin.add, "x", **kw))
+        _same_refusal(
+            partial(c.observation, "x", **kw), partial(twin.add_batch, ["x"], **_cols(kw))
+        )
+    for kw in bad_reads:
+        _same_refusal(partial(c.search, "m", "note", **kw), partial(twin.search, "note", **kw))
+        _same_refusal(
+            partial(c.search_batch, "m", ["note"], **kw), partial(twin.search_batch, ["note"], **kw)
+        )
+    assert served.store.to_bytes() == before
+    # what in-process takes, the client takes: any Mapping, numpy times in a filter
+    scope = MappingProxyType({"user": "u1"})
+    assert c.add("m", "tea with Bob", scope=scope) == twin.add("tea with Bob", scope=scope)
+    assert dict(served.get(1200).scope) == dict(twin.get(1200).scope) == {"user": "u1"}
+    flt = {"$timestamp": {"$lte": np.int64(1_700_000_000)}}
+    got = c.search("m", "tea", scope=scope, filter=flt).evidence
+    assert [e.id for e in got] == [
+        e.id for e in twin.search("tea", scope=scope, filter=flt).evidence
+    ]
+
+
+def _cols(kw: dict[str, Any]) -> dict[str, Any]:
+    """`Memory.add` keywords as `add_batch` columns of one row."""
+    return {
+        {"scope": "scopes", "metadata": "metadatas", "key": "keys"}[k]: [v] for k, v in kw.items()
+    }

@@ -258,15 +258,18 @@ def test_a_refused_write_to_a_new_name_creates_nothing() -> None:
         o = c.observation
         refused: list[Callable[[], object]] = [
             lambda: c.add("typo1", "hello", timestamp="soonish"),
-            lambda: c.add("typo2", "hello", metadata={"x": float("nan")}),
-            lambda: c.add("typo3", "hello", scope={"user": ""}),
-            # (the client refuses this one itself, as in-process: sent as built)
+            # (the client refuses these itself, as in-process: sent as built)
+            lambda: c.add_batch(
+                "typo2",
+                [mpb.Observation(text="hello", metadata={"x": mpb.MetaValue(number=float("nan"))})],
+            ),
+            lambda: c.add_batch("typo3", [mpb.Observation(text="hello", scope={"user": ""})]),
             lambda: c.add_batch(
                 "typo4", [mpb.Observation(text="hello", provenance={"src": "a\x00b"})]
             ),
             lambda: c.add("typo5", "nul\x00here"),
             lambda: c.add_batch("typo6", [o("fine"), o("bad", timestamp="soonish")]),
-            lambda: c.add_batch("typo7", [o("fine"), o("bad", scope={"": "x"})]),
+            lambda: c.add_batch("typo7", [o("fine"), mpb.Observation(text="bad", scope={"": "x"})]),
         ]
         for call in refused:
             code, details = _code(call)
@@ -279,7 +282,8 @@ def test_a_refused_write_to_a_new_name_creates_nothing() -> None:
         assert c.add_batch("real2", [o("one"), o("two")]) == [0, 1]
         assert made == ["real1", "real2"]
         # an existing memory refuses the same rows the same way, unchanged
-        code, _ = _code(lambda: c.add_batch("real1", [o("fine"), o("x", scope={"user": ""})]))
+        unscoped = mpb.Observation(text="x", scope={"user": ""})
+        code, _ = _code(lambda: c.add_batch("real1", [o("fine"), unscoped]))
         assert code == grpc.StatusCode.INVALID_ARGUMENT
         assert c.stats("real1")["nodes"] == 1
 
@@ -730,8 +734,8 @@ def test_a_refused_call_raises_the_type_the_same_call_raises_in_process() -> Non
             InvalidInputError,
         ),
         (
-            lambda c: c.search("m", "x", filter={"n": {"$bogus": 1}}),
-            lambda m: m.search("x", filter={"n": {"$bogus": 1}}),
+            lambda c: c.search("m", "x", now="not a date"),
+            lambda m: m.search("x", now="not a date"),
             InvalidInputError,
         ),
         (lambda c: c.get("m", 999), lambda m: m.get(999), NodeNotFoundError),

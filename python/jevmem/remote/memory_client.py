@@ -17,11 +17,12 @@ from typing import Any, SupportsIndex
 import grpc
 
 from jevmem import _validate, errors
+from jevmem._core import MemoryStore
 from jevmem._proto.jevmem.v1 import memory_pb2 as pb
 from jevmem._proto.jevmem.v1 import memory_pb2_grpc as pb_grpc
 from jevmem.errors import InvalidInputError, InvalidTypeError, JevmemError, NodeNotFoundError
 from jevmem.memory import SearchResult
-from jevmem.plane.filters import filter_times
+from jevmem.plane.filters import scope_and_filter
 from jevmem.remote.memory_convert import meta_to_proto, result_from_proto
 
 __all__ = ["MemoryClient", "MemoryServiceError", "RemoteAnswer"]
@@ -148,16 +149,6 @@ def _seconds(value: Any, field: str) -> int:
     return ts
 
 
-def _meta(key: str, value: Any) -> pb.MetaValue:
-    """A metadata value: a str, int, float or bool, as `Memory.add` takes them."""
-    if not isinstance(value, str | int | float):  # bool is an int
-        raise InvalidInputError(
-            f"metadata value of {key!r:.40} must be a str, int, float or bool, "
-            f"got {type(value).__name__}"
-        )
-    return meta_to_proto(value)
-
-
 def _str(value: Any, field: str) -> str:
     """A str argument, refused as in-process when it is not one (the wire
     would send None as "")."""
@@ -166,19 +157,16 @@ def _str(value: Any, field: str) -> str:
     return value
 
 
-def _filter_keys(f: Any, depth: int = 0) -> None:
-    """Refuse a filter key that is not a str, as the core does in-process
-    (JSON would write ``{1: ...}`` as ``{"1": ...}``, another field)."""
-    if depth > 64:
-        raise InvalidInputError("filter nests too deep")
-    if isinstance(f, Mapping):
-        for k, v in f.items():
-            if not isinstance(k, str):
-                raise InvalidInputError(f"filter key must be a string, got {type(k).__name__}")
-            _filter_keys(v, depth + 1)
-    elif isinstance(f, list | tuple):
-        for x in f:
-            _filter_keys(x, depth + 1)
+@functools.cache
+def _checks() -> MemoryStore:
+    """An empty store, to check scopes, metadata, keys and filters with the
+    core's own rules (and messages), as the in-process calls do."""
+    return MemoryStore(1)
+
+
+def _as_dict(value: Any) -> Any:
+    """A Mapping as the dict the core reads (`Memory.add_batch` does the same)."""
+    return dict(value) if isinstance(value, Mapping) and not isinstance(value, dict) else value
 
 
 class MemoryClient:
@@ -247,28 +235,37 @@ class MemoryClient:
         The wire reads an empty string as no value: an empty speaker travels
         in the provenance, where `Memory.add` keeps it, and an empty key is
         refused here, as in-process."""
+        # checked in `Memory.add`'s order, with its checks
         _str(text, "text")
+        seconds = (
+            None
+            if timestamp is None or isinstance(timestamp, str)
+            else _seconds(timestamp, "timestamp")
+        )
+        if speaker is not None:
+            _str(speaker, "speaker")
         prov = _validate.provenance_arg(provenance, "provenance") or {}
-        if speaker is not None and _str(speaker, "speaker") == "":
+        if speaker == "":
             prov["speaker"] = ""
-        if metadata is not None and not isinstance(metadata, Mapping):
-            raise InvalidInputError(f"metadata must be a dict, got {type(metadata).__name__}")
-        if key is not None and _str(key, "key") == "":
-            raise InvalidInputError("idempotency key must be non-empty")
+        ents = _validate.entities_arg(entities, "entities") or []
+        # the wire would take a list of pairs as a scope, and protobuf's own
+        # refusals name no field: the core checks these first
+        scope_d, meta_d = _as_dict(scope), _as_dict(metadata)
+        _checks().check_attributes(1, scopes=[scope_d], metadatas=[meta_d], keys=[key])
         with _encoding("observation"):
             o = pb.Observation(
                 text=text,
                 speaker=speaker or "",
                 provenance=prov,
-                entities=[] if entities is None else _validate.sequence(entities, "entities"),
-                scope=scope or {},
-                metadata={k: _meta(k, v) for k, v in (metadata or {}).items()},
+                entities=ents,
+                scope=scope_d or {},
+                metadata={k: meta_to_proto(v) for k, v in (meta_d or {}).items()},
                 key=key or "",
             )
             if isinstance(timestamp, str):
                 o.time_text = timestamp
-            elif timestamp is not None:
-                o.unix_seconds = _seconds(timestamp, "timestamp")
+            elif seconds is not None:
+                o.unix_seconds = seconds
         return o
 
     def add(self, memory: str, text: str, **kw: Any) -> int:
@@ -301,22 +298,27 @@ class MemoryClient:
         (refused here as in-process: the wire reads 0 as the default 10);
         ``now`` the query time, as ``now=`` in-process (Unix seconds, a
         datetime or a date sent as seconds; a str sent as text for the
-        server to parse). A filter's ``$timestamp`` bounds go as Unix
-        seconds, converted as in-process (a datetime, a date, a numpy int)."""
-        if filter is not None:
-            _filter_keys(filter)
-            filter = filter_times(filter)
+        server to parse). ``scope`` and ``filter`` are checked by the
+        memory's own rules, with its messages; a filter's ``$timestamp``
+        bounds go as Unix seconds, converted as in-process (a datetime, a
+        date, a numpy int)."""
+        k = _validate.k_arg(k)
+        seconds = None if now is None or isinstance(now, str) else _seconds(now, "now")
+        # as `Memory.search` checks them (the wire would take a list of
+        # pairs as a scope, JSON a set or a numpy value in a filter)
+        scope, filter = scope_and_filter(scope, filter)
+        _checks().select(scope, filter)
         with _encoding("options"):
             o = pb.SearchOptions(
-                k=_validate.k_arg(k),
+                k=k,
                 mode=mode,
                 scope=scope or {},
                 filter_json="" if filter is None else json.dumps(filter),
             )
             if isinstance(now, str):
                 o.now_text = now
-            elif now is not None:
-                o.now_unix_seconds = _seconds(now, "now")
+            elif seconds is not None:
+                o.now_unix_seconds = seconds
         return o
 
     def search(
