@@ -112,3 +112,35 @@ def _cols(kw: dict[str, Any]) -> dict[str, Any]:
     return {
         {"scope": "scopes", "metadata": "metadatas", "key": "keys"}[k]: [v] for k, v in kw.items()
     }
+
+
+def test_empty_batches_answer_empty_without_a_call() -> None:
+    # no server at this address: a call would fail (UNAVAILABLE)
+    twin = _memory()
+    with MemoryClient("127.0.0.1:1", timeout_s=5) as c:
+        assert c.add_batch("m", []) == twin.add_batch([]) == []
+        assert c.add_batch("m", ()) == []
+        assert c.search_batch("m", []) == twin.search_batch([]) == []
+        # the options are checked all the same, as in-process
+        for kw in ({"k": 0}, {"mode": None}, {"scope": [("user", "u1")]}):
+            _same_refusal(
+                partial(c.search_batch, "m", [], **kw), partial(twin.search_batch, [], **kw)
+            )
+
+
+def test_mode_none_is_refused_as_in_process(pair: tuple[MemoryClient, Memory, Memory]) -> None:
+    c, _, twin = pair
+    # the wire would read None as no mode and run a "full" search
+    modes: list[Any] = [None, 1]
+    for mode in modes:
+        _same_refusal(
+            partial(c.search, "m", "note", mode=mode), partial(twin.search, "note", mode=mode)
+        )
+        _same_refusal(
+            partial(c.search_batch, "m", ["note"], mode=mode),
+            partial(twin.search_batch, ["note"], mode=mode),
+        )
+        # (in-process, answer looks for its model first)
+        assert _refusal(partial(c.answer, "m", "note", mode=mode)) == _refusal(
+            partial(twin.search, "note", mode=mode)
+        )

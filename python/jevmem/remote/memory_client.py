@@ -277,11 +277,14 @@ class MemoryClient:
         return int(r.id)
 
     def add_batch(self, memory: str, observations: Sequence[pb.Observation]) -> list[int]:
-        """`Memory.add_batch` on the server, of :meth:`observation` results."""
+        """`Memory.add_batch` on the server, of :meth:`observation` results.
+        No observations: [] as in-process, without a call (the server
+        refuses an empty batch)."""
+        got = _validate.sequence(observations, "observations")
+        if not got:
+            return []
         with _encoding("request"):
-            req = pb.AddBatchRequest(
-                memory=memory, observations=_validate.sequence(observations, "observations")
-            )
+            req = pb.AddBatchRequest(memory=memory, observations=got)
         r = self._rpc("AddBatch", req, timeout=self.timeout_s, metadata=self.metadata)
         return [int(i) for i in r.ids]
 
@@ -302,6 +305,10 @@ class MemoryClient:
         memory's own rules, with its messages; a filter's ``$timestamp``
         bounds go as Unix seconds, converted as in-process (a datetime, a
         date, a numpy int)."""
+        # the wire reads None as no mode, the default: refused as in-process
+        # ("" stays the client's default, the server's "full")
+        if not isinstance(mode, str):
+            raise InvalidInputError(f"unknown mode {mode!r:.40}")
         k = _validate.k_arg(k)
         seconds = None if now is None or isinstance(now, str) else _seconds(now, "now")
         # as `Memory.search` checks them (the wire would take a list of
@@ -350,10 +357,15 @@ class MemoryClient:
         scope: Mapping[str, str] | None = None,
         filter: Mapping[str, Any] | None = None,
     ) -> list[SearchResult]:
+        """`Memory.search_batch` on the server. No queries: [] as in-process
+        (the options checked all the same), without a call (the server
+        refuses an empty batch)."""
         got = _validate.sequence(queries, "queries")
         for i, q in enumerate(got):
             _str(q, f"queries[{i}]")
         opts = self.options(k, mode, scope, filter, now=now)
+        if not got:
+            return []
         with _encoding("request"):
             req = pb.SearchBatchRequest(memory=memory, queries=got, options=opts)
         r = self._rpc("SearchBatch", req, timeout=self.timeout_s, metadata=self.metadata)
