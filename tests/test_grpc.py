@@ -1219,8 +1219,7 @@ def test_scopes_filters_and_keys_through_the_memory_service(
     assert c.add("s", "a global note", key="msg-3") == 4
     node = c.get("s", ids[1])
     assert dict(node.scope) == {"user": "u2"} and node.key == "msg-1"
-    meta = {k: getattr(v, str(v.WhichOneof("kind"))) for k, v in node.metadata.items()}
-    assert meta == {"round": 1, "weight": 0.5, "odd": True, "who": "u2"}
+    assert node.metadata == {"round": 1, "weight": 0.5, "odd": True, "who": "u2"}
     for mode in ("full", "lexical"):
         r = c.search("s", "cello lessons canaryu2", k=10, mode=mode, scope={"user": "u1"})
         assert {e.id for e in r.evidence} <= {ids[0], ids[2]} and r.evidence

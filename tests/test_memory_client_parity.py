@@ -4,6 +4,7 @@ memory takes."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator
 from functools import partial
 from types import MappingProxyType
@@ -16,6 +17,7 @@ from jevmem import HashEmbedder, LocalController, Memory
 from jevmem._validate import MAX_K
 from jevmem.errors import InvalidInputError
 from jevmem.remote import MemoryClient, ServerOptions, serve_memory
+from jevmem.remote.memory_client import RemoteNode
 
 
 def _memory() -> Memory:
@@ -144,3 +146,33 @@ def test_mode_none_is_refused_as_in_process(pair: tuple[MemoryClient, Memory, Me
         assert _refusal(partial(c.answer, "m", "note", mode=mode)) == _refusal(
             partial(twin.search, "note", mode=mode)
         )
+
+
+def test_get_returns_the_node_as_memory_get_does(
+    pair: tuple[MemoryClient, Memory, Memory],
+) -> None:
+    c, _, twin = pair
+    rows: list[dict[str, Any]] = [
+        {},  # no time, no key, no scope, no metadata
+        {
+            "timestamp": 1_700_000_000,
+            "speaker": "Maya",
+            "entities": ["Ines"],
+            "scope": {"user": "u1"},
+            "metadata": {"n": 3, "w": 0.5, "ok": True, "tag": "music"},
+            "key": "msg-1",
+        },
+    ]
+    for kw in rows:
+        got = c.get("m", c.add("m", "Maya plays the cello", **kw))
+        want = twin.get(twin.add("Maya plays the cello", **kw))
+        assert isinstance(got, RemoteNode)
+        for field in dataclasses.fields(RemoteNode):
+            mine, theirs = getattr(got, field.name), getattr(want, field.name)
+            assert mine == theirs, field.name
+            # plain values of the same types: None for no time or key, not 0 or ""
+            assert type(mine) is type(theirs), field.name
+        # (1 == True: the types tell a bool from an int)
+        typed = {k: type(v) for k, v in got.metadata.items()}
+        assert typed == {k: type(v) for k, v in want.metadata.items()}
+    assert c.get("m", 1200).timestamp is None and c.get("m", 1200).key is None

@@ -510,7 +510,7 @@ def test_the_client_encodes_what_the_in_process_api_accepts() -> None:
             rid = c.add("m", f"remote note {i}", timestamp=ts, entities=("Ines",))
             lid = local.add(f"local note {i}", timestamp=ts, entities=("Ines",))
             node = c.get("m", rid)
-            assert node.HasField("timestamp") and node.timestamp == local.get(lid).timestamp
+            assert node.timestamp is not None and node.timestamp == local.get(lid).timestamp
             assert list(node.entities) == local.get(lid).entities
         before = served.stats()
         # refused here as in-process, with the same typed errors, and nothing sent

@@ -79,7 +79,7 @@ from jevmem import (
 from jevmem._proto.jevmem.v1 import memory_pb2 as mpb
 from jevmem.memory import Mode
 from jevmem.remote import MemoryClient, MemoryServiceError, ServerOptions, serve_memory
-from jevmem.remote.memory_service import MAX_K
+from jevmem.remote.memory_service import MAX_K, RemoteNode
 from jevmem.testing import FakeChatServer
 
 
@@ -355,18 +355,17 @@ def _typed(v: Any) -> tuple[str, str]:
     return (type(v).__name__, repr(v))
 
 
-def same_node(remote: mpb.Node, local: Any) -> None:
-    meta = {k: getattr(v, str(v.WhichOneof("kind"))) for k, v in remote.metadata.items()}
+def same_node(remote: RemoteNode, local: Any) -> None:
     got = (
         remote.id,
         remote.text,
-        remote.timestamp if remote.HasField("timestamp") else None,
-        dict(remote.provenance),
-        list(remote.entities),
+        remote.timestamp,
+        remote.provenance,
+        remote.entities,
         list(remote.types),
-        dict(remote.scope),
-        {k: _typed(v) for k, v in meta.items()},
-        remote.key or None,
+        remote.scope,
+        {k: _typed(v) for k, v in remote.metadata.items()},
+        remote.key,
     )
     want = (
         local.id,

@@ -23,9 +23,14 @@ from jevmem._proto.jevmem.v1 import memory_pb2_grpc as pb_grpc
 from jevmem.errors import InvalidInputError, InvalidTypeError, JevmemError, NodeNotFoundError
 from jevmem.memory import SearchResult
 from jevmem.plane.filters import scope_and_filter
-from jevmem.remote.memory_convert import meta_to_proto, result_from_proto
+from jevmem.remote.memory_convert import (
+    RemoteNode,
+    meta_to_proto,
+    node_from_proto,
+    result_from_proto,
+)
 
-__all__ = ["MemoryClient", "MemoryServiceError", "RemoteAnswer"]
+__all__ = ["MemoryClient", "MemoryServiceError", "RemoteAnswer", "RemoteNode"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -409,9 +414,10 @@ class MemoryClient:
             json.loads(r.trace_json or "{}"),
         )
 
-    def get(self, memory: str, node_id: int) -> pb.Node:
-        """`Memory.get` on the server; an id that is not an int, or that no
-        node can have, is refused here with the in-process error."""
+    def get(self, memory: str, node_id: int) -> RemoteNode:
+        """`Memory.get` on the server: the node's fields as plain values (a
+        `RemoteNode`). An id that is not an int, or that no node can have,
+        is refused here with the in-process error."""
         try:
             if isinstance(node_id, bool) or not isinstance(node_id, SupportsIndex):
                 raise TypeError
@@ -425,7 +431,7 @@ class MemoryClient:
         with _encoding("request"):
             req = pb.GetRequest(memory=memory, id=wanted)
         r: pb.GetResponse = self._rpc("Get", req, timeout=self.timeout_s, metadata=self.metadata)
-        return r.node
+        return node_from_proto(r.node)
 
     def stats(self, memory: str) -> dict[str, Any]:
         r = self._rpc(

@@ -6,12 +6,30 @@ Shared by the servicer (:mod:`jevmem.remote.memory_service`) and the client
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from jevmem._proto.jevmem.v1 import memory_pb2 as pb
 from jevmem.memory import EvidenceItem, SearchResult, Via
 
-__all__ = ["meta_to_proto", "result_from_proto", "result_to_proto"]
+__all__ = ["RemoteNode", "meta_to_proto", "node_from_proto", "result_from_proto", "result_to_proto"]
+
+
+@dataclasses.dataclass(frozen=True)
+class RemoteNode:
+    """A node as `MemoryClient.get` returns it: the fields of the node
+    `Memory.get` returns, as plain Python values (no time or key: None)."""
+
+    id: int
+    text: str
+    timestamp: int | None
+    provenance: dict[str, str]
+    entities: list[str]
+    #: (episodic, semantic, procedural, preference), each in [0, 1]
+    types: tuple[float, ...]
+    scope: dict[str, str]
+    metadata: dict[str, str | int | float | bool]
+    key: str | None
 
 
 def meta_to_proto(v: str | int | float | bool) -> pb.MetaValue:
@@ -23,6 +41,21 @@ def meta_to_proto(v: str | int | float | bool) -> pb.MetaValue:
     if isinstance(v, float):
         return pb.MetaValue(number=v)
     return pb.MetaValue(text=v)
+
+
+def node_from_proto(n: pb.Node) -> RemoteNode:
+    # the wire reads an unset time as 0 and an unset key as ""
+    return RemoteNode(
+        id=n.id,
+        text=n.text,
+        timestamp=n.timestamp if n.HasField("timestamp") else None,
+        provenance=dict(n.provenance),
+        entities=list(n.entities),
+        types=tuple(n.types),
+        scope=dict(n.scope),
+        metadata={k: getattr(v, str(v.WhichOneof("kind"))) for k, v in n.metadata.items()},
+        key=n.key or None,
+    )
 
 
 def result_to_proto(r: SearchResult) -> pb.SearchResult:

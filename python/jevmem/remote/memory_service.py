@@ -60,6 +60,7 @@ from jevmem.memory import Memory, SearchResult
 from jevmem.plane.search_queue import Pending, SearchQueue
 from jevmem.remote.memory_client import ERROR_KEY, REMOTE_ERRORS, MemoryClient, RemoteAnswer
 from jevmem.remote.memory_client import MemoryServiceError as MemoryServiceError  # re-export
+from jevmem.remote.memory_client import RemoteNode as RemoteNode  # re-export
 from jevmem.remote.memory_convert import meta_to_proto, result_to_proto
 from jevmem.remote.server import RunningServer, ServerOptions, TokenAccess, start_server
 from jevmem.system_two import SystemTwo
@@ -72,6 +73,7 @@ __all__ = [
     "MemoryClient",
     "MemoryServicer",
     "RemoteAnswer",
+    "RemoteNode",
     "serve_memory",
     "valid_memory_name",
 ]
