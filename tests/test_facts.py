@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from jevmem import HashEmbedder, InvalidInputError, LocalController, Memory, MemoryStore
 from jevmem.controller import DecisionRequest, Noul, catalogue
+from jevmem.controller.types import PAIR_NOULS, PairAnswers
 from jevmem.embed import Embedder
 from jevmem.errors import InvalidScoreError, NodeNotFoundError
 from jevmem.temporal import event_time, ground, query_fact_time, query_time_cues
@@ -278,10 +279,13 @@ def test_supersedes_question_reads_change_cues_subject_and_age() -> None:
     switch = "I switched from oat milk to soy."
     assert relation(switch, old) >= 0.6
     assert relation("Oat milk in coffee is lovely.", old) < 0.6
-    # every factor is needed: the same topic, the same subject, the older candidate
+    # every factor is needed: the same topic, the same subject, a change
     assert relation(switch, old, vector=0.05, lexical=0.0) < 0.6
     assert relation(switch, old, same_speaker=0.0) < relation(switch, old)
-    assert relation(switch, old, older=0.0) == 0.0
+    # the change is the one said later: a candidate said after the new text
+    # (a log written out of order) replaces it when it states the change
+    assert relation(switch, old, older=0.0) < 0.2
+    assert relation(old, switch, older=0.0) == relation(switch, old)
     # naming the old value as given up counts for more than a bare cue
     assert relation("I switched to soy.", old) < relation(switch, old)
 
@@ -564,3 +568,55 @@ def test_a_fact_begins_at_the_latest_time_named_before_it_was_said(
     # the fact in force at `now` ranks first; before the change, the old one
     assert rank(m, query, b, now=_ts(now)) == 0
     assert rank(m, query, a, now=_ts(new_from) - DAY) == 0
+
+
+@pytest.mark.parametrize("name", sorted(SEQUENCES))
+def test_a_change_written_before_the_fact_it_replaces_still_replaces_it(name: str) -> None:
+    # a log back-filled out of order: the update is written first, the older
+    # statement after it with its earlier time; one by one and in one batch
+    old, new, present, dated = SEQUENCES[name]
+    said_old, said_new = START + 3 * DAY, START + 10 * DAY
+    m = Memory(HashEmbedder(256), HAND)
+    m.add_batch(
+        FILLER[:4], timestamps=[START + d * DAY for d in (0, 1, 2, 4)], speakers=["Maya"] * 4
+    )
+    new_id = m.add(new, timestamp=said_new, speaker="Maya")
+    old_id = m.add(old, timestamp=said_old, speaker="Maya")
+    assert m.superseded_by(old_id) == [new_id], name
+    assert m.history(new_id) == [new_id, old_id]
+    start_new, _ = m.validity(new_id)
+    assert m.validity(old_id) == (said_old, start_new)
+    assert rank(m, present, new_id) == 0, name
+    assert rank(m, present, old_id, now=START + 7 * DAY) == 0, name
+    assert rank(m, dated.format(date=date_of(6)), old_id) == 0, name
+    batch = Memory(HashEmbedder(256), HAND)
+    batch.add_batch(
+        FILLER[:4], timestamps=[START + d * DAY for d in (0, 1, 2, 4)], speakers=["Maya"] * 4
+    )
+    batch.add_batch([new, old], timestamps=[said_new, said_old], speakers=["Maya"] * 2)
+    assert batch.store.to_bytes() == m.store.to_bytes()
+
+
+class _EverythingReplaces(LocalController):
+    """The hand rules, but every pair's supersedes answer is 1."""
+
+    def decide(self, requests: Any) -> Any:
+        out = super().decide(requests)
+        for req, got in zip(requests, out, strict=True):
+            if req.purpose == "relations":
+                assert isinstance(got, PairAnswers)
+                got.array[:, PAIR_NOULS.index("supersedes")] = 1.0
+        return out
+
+
+def test_a_link_that_would_close_a_cycle_is_left_out_and_the_write_stands() -> None:
+    # `update` links by what the caller says, whatever the times: B replaces
+    # A though said before it; C, said between them, then replaces B (said
+    # earlier) and is replaced by A (said later): A -> C -> B -> A
+    m = Memory(HashEmbedder(64), _EverythingReplaces())
+    a = m.add("Maya lives in Porto", timestamp=START + 10 * DAY, speaker="Maya")
+    b = m.update(a, "Maya lives in Berlin", timestamp=START + DAY)
+    c = m.add("Maya lives in Lisbon now", timestamp=START + 5 * DAY, speaker="Maya")
+    assert c in m and len(m) == 3
+    links = {(link.new, link.old) for link in m.store.supersedes_links()}
+    assert (b, a) in links and (c, b) in links and (a, c) not in links

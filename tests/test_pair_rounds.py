@@ -233,12 +233,15 @@ def relation_reference(new: str, cand: dict[str, Any]) -> list[float]:
 
     vec, lex, ent, tmp = read("vector"), read("lexical"), read("entity"), read("temporal")
     alias, speaker, session = read("alias"), read("same_speaker"), read("same_session")
-    older = read("older", 1.0)
+    # the one said later states the change (a candidate said after the new
+    # text: a log written out of order)
+    later = read("older", 1.0) < 0.5
     match = 0.6 * vec + 0.4 * lex
     topical = _squash(match, 0.45, 10.0)
     about = 0.6 + 0.4 * max(ent, tmp)
     old = str(cand["text"])
     subject = max(speaker, min(1.0, 2.0 * ent), alias)
+    changer, changed = (old, new) if later else (new, old)
     got = {
         "semantic": _squash(match, 0.55, 10.0),
         "causal_candidate_to_new": topical * (0.25 + 0.75 * cause_cue(new)) * about,
@@ -246,8 +249,14 @@ def relation_reference(new: str, cand: dict[str, Any]) -> list[float]:
         "same_episode": 0.55 * session + 0.35 * tmp + 0.1 * vec,
         "supersedes": _squash(match, 0.4, 10.0)
         * (0.4 + 0.6 * subject)
-        * older
-        * (0.1 + 0.9 * max(change_statements(new, [old])[0], denials(new, [old])[0] * speaker)),
+        * (
+            0.1
+            + 0.9
+            * max(
+                change_statements(changer, [changed])[0],
+                denials(changer, [changed])[0] * speaker,
+            )
+        ),
         "entity_alias": alias * (0.5 + 0.5 * vec),
     }
     return [_clip(got[name]) for name in PAIR_NOULS]

@@ -134,8 +134,9 @@ def relation_questions(i: int, *, ask_alias: bool, ask_temporal: bool) -> tuple[
         Noul(
             p + "supersedes",
             "relation.supersedes",
-            "Does the new observation change what the earlier one said about the same "
-            "subject, so that the earlier statement no longer holds as it stood?",
+            "Does the one of the two said later (the new observation, unless the log is "
+            "written out of order) change what the other said about the same subject, so "
+            "that the earlier statement no longer holds as it stood?",
             "Both speak of one subject (a person's habit, a setting, a tool, a place, a "
             "number) and the new one gives it a different value from now on: an update, a "
             "switch, a move, a correction, or a denial of the earlier claim.",

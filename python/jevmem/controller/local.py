@@ -439,12 +439,23 @@ def _relation_columns(
     cue_old: list[float] = []
     change: list[float] = []
     denied: list[float] = []
+    # a candidate said after the new text (a log written out of order): the
+    # change, if any, is the candidate's, stated about the new text
+    said_later = (sig["older"] < 0.5).tolist()
+    at = 0
     for state, olds in zip(states, texts, strict=True):
         new_text = str(state["observation"]["text"])
         cue_new.extend([cause_cue(new_text)] * len(olds))
         cue_old.extend([cause_cue(t) for t in olds])
-        change.extend(change_statements(new_text, olds))
-        denied.extend(denials(new_text, olds))
+        forward_change = change_statements(new_text, olds)
+        forward_denied = denials(new_text, olds)
+        for j, old_text in enumerate(olds):
+            if said_later[at + j]:
+                forward_change[j] = change_statements(old_text, [new_text])[0]
+                forward_denied[j] = denials(old_text, [new_text])[0]
+        change.extend(forward_change)
+        denied.extend(forward_denied)
+        at += len(olds)
     vec, ent, tmp, alias = sig["vector"], sig["entity"], sig["temporal"], sig["alias"]
     out = np.empty((len(vec), len(PAIR_NOULS)))
     with np.errstate(all="ignore"):  # NaN and infinities are clipped to 0, as clip_value does
@@ -452,12 +463,11 @@ def _relation_columns(
         # Causal: the cause comes first; the explaining text carries the cue word.
         topical = _squash_column(match, 0.45, 10.0)
         about = 0.6 + 0.4 * np.maximum(ent, tmp)
-        # Supersedes: four things must hold together, so the answer is their
+        # Supersedes: three things must hold together, so the answer is their
         # product: the two are on one topic (vector and lexical match), about
-        # one subject (same speaker, a shared entity or an alias), the
-        # candidate is the older statement, and the new text says something
-        # changed (change words, the old value named as given up, or a flip
-        # between asserting and denying).
+        # one subject (same speaker, a shared entity or an alias), and the
+        # one said later says something changed (change words, the old value
+        # named as given up, or a flip between asserting and denying).
         on_topic = _squash_column(match, 0.4, 10.0)
         subject = np.maximum(np.maximum(sig["same_speaker"], np.minimum(1.0, 2.0 * ent)), alias)
         on = {
@@ -467,7 +477,6 @@ def _relation_columns(
             "same_episode": 0.55 * sig["same_session"] + 0.35 * tmp + 0.1 * vec,
             "supersedes": on_topic
             * (0.4 + 0.6 * subject)
-            * sig["older"]
             # a denial of what the same speaker asserted changes it too
             * (0.1 + 0.9 * np.maximum(change, np.array(denied) * sig["same_speaker"])),
             "entity_alias": alias * (0.5 + 0.5 * vec),

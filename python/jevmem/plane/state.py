@@ -132,6 +132,9 @@ class MemoryState:
         self._speakers: set[str] = set()
         self._speaker_order: list[str] = []  # the same, sorted: prefix lookups
         self._writes = 0
+        #: the node an `update` in progress replaces: the caller says which
+        #: text replaces which, so no judged link may say the opposite
+        self._update_target: int | None = None
         # writes change Python-side indexes as well as the store: one at a
         # time, so concurrent writers (and idempotency keys) stay consistent
         # (taken through `_writing`, which notes the thread holding it)

@@ -355,7 +355,19 @@ class WritingMemory(LifecycleMemory):
 
             # 3. relation judgment: one call for every pair of the batch
             answers = self._decide(relation_requests, "write")
-            controller_edges, supersedes = judged_links(pair_index, answers, self.config.theta_rel)
+            said_later = [
+                np.asarray(r.state["candidates"].columns["older"]) < 0.5 for r in relation_requests
+            ]
+            controller_edges, supersedes = judged_links(
+                pair_index, answers, self.config.theta_rel, said_later
+            )
+            if self._update_target is not None:
+                fresh = set(ids)
+                supersedes = [
+                    link
+                    for link in supersedes
+                    if not (link[0] == self._update_target and link[1] in fresh)
+                ]
             if controller_edges:
                 self.store.add_edges(controller_edges)
             if supersedes:
@@ -383,7 +395,17 @@ class WritingMemory(LifecycleMemory):
         the world timeline: the core reads when each fact began from its own
         grounded times (`MemoryStore.valid_from`), so nothing here outlives
         the link."""
-        self.store.add_supersedes_batch([(new, old, w, origin) for new, old, w in links])
+        try:
+            self.store.add_supersedes_batch([(new, old, w, origin) for new, old, w in links])
+        except InvalidInputError:
+            if origin != "controller":
+                raise  # a link the caller asked for fails as its write does
+            # a link that would close a cycle (a log written out of order can
+            # make one: an earlier text found to replace one that already
+            # replaces it, through links made by `update`): the others stand
+            for new, old, w in links:
+                if new not in self.store.history(old):
+                    self.store.add_supersedes_batch([(new, old, w, origin)])
 
     # ---- update: a new version of a fact --------------------------------------
 
@@ -445,23 +467,28 @@ class WritingMemory(LifecycleMemory):
         if provenance is None:
             # the speaker goes in as `speaker`, so it is embedded with the text as in `add`
             provenance = {k: v for k, v in old.provenance.items() if k != "speaker"}
-        new_id = self.add(
-            text,
-            timestamp=timestamp,
-            speaker=speaker,
-            provenance=provenance,
-            entities=entities,
-            embedding=embedding,
-            # a tenant's fact stays the tenant's: the scope searches, lists and
-            # forgets select it by, and the metadata filters read
-            scope=dict(old.scope),
-            metadata=dict(old.metadata),
-        )
+        self._update_target = old_id
+        try:
+            new_id = self.add(
+                text,
+                timestamp=timestamp,
+                speaker=speaker,
+                provenance=provenance,
+                entities=entities,
+                embedding=embedding,
+                # a tenant's fact stays the tenant's: the scope searches, lists and
+                # forgets select it by, and the metadata filters read
+                scope=dict(old.scope),
+                metadata=dict(old.metadata),
+            )
+        finally:
+            self._update_target = None
         try:
             # the add's own controller rounds run on this thread and may
             # have forgotten the old node (the write lock is re-entrant)
             self._live_id(old_id)
-            # a fresh node supersedes nothing that could lead back to it: no cycle
+            # (a link the add judged the other way was left out; one that
+            # would close a cycle through other links fails the update)
             self._record_supersedes([(new_id, old_id, 1.0)], origin="rule")
         except BaseException:
             # the update failed: take the new node back, so the error
@@ -575,12 +602,15 @@ def judged_links(
     pair_index: Sequence[tuple[int, Sequence[int]]],
     answers: Sequence[Mapping[str, Any]],
     theta: float,
+    said_later: Sequence[npt.NDArray[np.bool_]] | None = None,
 ) -> tuple[list[tuple[object, ...]], list[tuple[int, int, float]]]:
     """The edges a relation round's answers call for (each answer at least
     ``theta``), pair by pair in the round's order, and the supersedes links
     (new, old, weight): a statement of change replaces the earlier statement
     it is most about, not every earlier one on the topic (per new node, its
-    best candidates; ties are all kept)."""
+    best candidates; ties are all kept). Where ``said_later`` marks a
+    candidate said after the new node (a log written out of order), the
+    candidate is the statement of change: the link is candidate -> new."""
     nodes: list[int] = []
     cands: list[int] = []
     blocks = []
@@ -618,12 +648,18 @@ def judged_links(
     if timed:
         keyed = sorted(keyed + timed, key=lambda x: (x[0], x[1]))
     edges = [edge for _, _, edge in keyed]
+    later = np.concatenate(said_later).tolist() if said_later else [False] * len(nodes)
     best: dict[int, list[tuple[int, int, float]]] = {}
+    backward: list[tuple[int, int, float]] = []
     sup = values[:, _SUPERSEDES]
     for p in np.flatnonzero(sup >= theta).tolist():
-        best.setdefault(nodes[p], []).append((nodes[p], cands[p], float(sup[p])))
+        if later[p]:
+            # one pair per round and candidate: kept as adds one by one keep it
+            backward.append((cands[p], nodes[p], float(sup[p])))
+        else:
+            best.setdefault(nodes[p], []).append((nodes[p], cands[p], float(sup[p])))
     supersedes: list[tuple[int, int, float]] = []
     for replaced in best.values():
         top = max(w for _, _, w in replaced)
         supersedes.extend(link for link in replaced if link[2] == top)
-    return edges, supersedes
+    return edges, supersedes + backward
