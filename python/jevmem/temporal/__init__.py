@@ -74,8 +74,7 @@ Supported patterns (``D`` = observation day; precision in brackets):
   end of D [range].
 * ``in|during|by|until|till|through|from|since|around|before|after|of
   <Month>`` (text = the month name) = the occurrence nearest D (so within about
-  6 months either side), or as the sentence's tense says (see below);
-  ``last <Month>`` = the most recent one before D's
+  6 months either side); ``last <Month>`` = the most recent one before D's
   month; ``this <Month>`` = in D's year; ``next <Month>`` = the first after D's
   month [month]. ``<Month> [,] [of] <Year>`` = that month [month]. ``early|mid|
   late <Month> [Year]`` = days 1-10 / 11-20 / 21-end [part_of_month].
@@ -84,16 +83,14 @@ Supported patterns (``D`` = observation day; precision in brackets):
   (a dash or "to"; without "between" or "from" only before a year) = from the
   first month's start to the last's end; a year given at one end sets the
   other's (a range across a new year takes the year before or after), and
-  without either the first month is the one nearest D, or as the tense says
-  [month].
+  without either the first month is the one nearest D [month].
 * ``[the] first|second|third|fourth|1st|...|last|final week|weekend|<Weekday>
   of|in <Month> [Year]`` = the month's days 1-7, 8-14, 15-21, 22-28 or its
   last seven [week]; its first to fourth Saturday, or its last, and the
   Sunday after [weekend]; its first to fourth such weekday, or its last
   [day]; without a year, the month nearest D.
 * ``8 May``, ``8th of May``, ``May 8th``, ``May 8`` with an optional ``[,]
-  2023`` = that day; without a year, the occurrence nearest D, or as the
-  tense says [day]. A
+  2023`` = that day; without a year, the occurrence nearest D [day]. A
   number after a quantifier ("all", "the", "these"...) before "may" or
   "march" and another word is a count ("all 3 may attend"), unless the month
   is capitalised ("the 3 May deadline").
@@ -116,20 +113,6 @@ Supported patterns (``D`` = observation day; precision in brackets):
   the preposition): Christmas (Eve/Day), New Year's Eve/Day, Halloween,
   Valentine's Day, Independence Day / the Fourth of July, Thanksgiving (US,
   4th Thursday of November); bare = nearest D [day].
-* The tense of a month, a day of a month or a range of months without a year
-  (not after ``since``): the words before it in its sentence (from the last
-  ".", "!", "?" or line break, at most 80 characters back). Past words (was,
-  were, did, had, didn't, went, came, took, saw, met, spent, bought, found,
-  gave, began, ran, won, lost, moved, flew, drove, sold, or I/we/he/she/
-  they/you before a word ending in "ed", an adverb such as "just" between
-  them or not: "we visited", not "I need") and no future ones: the latest
-  occurrence on or before D (a month that started by D), unless "to" comes
-  right before it ("the appointment moved to June 10"); future words (will,
-  won't, 'll, shall, going to, gonna, plan(s) to, planning to/on, am/is/are
-  planning, about to, hope/hoping to, next) and no past ones: the earliest
-  on or after D (a month not yet over); both or neither: the nearest. "I
-  moved to Lisbon in March" said in December is that March, "I'm going to
-  Japan in February" said in May next February.
 * ``since <any of the above>`` (or ``ever since``) = from that reference's
   start to the end of D; a month, season or ordinal week, weekend or weekday
   of a month without a year that would lie in the future is taken one year

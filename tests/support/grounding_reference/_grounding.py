@@ -8,7 +8,6 @@ from __future__ import annotations
 import calendar
 import dataclasses
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
 
@@ -333,60 +332,6 @@ _TRIGGER = re.compile(
     FLAGS,
 )
 _SINCE_RE = re.compile(r"(?:^|(?<![\w-]))(?:ever\s+)?since\s+$", FLAGS)
-
-# The tense of the words before a month or a day without a year, in its
-# sentence (at most _TENSE_BACK characters back): a word's edges refuse a
-# letter, digit, "_" or apostrophe ("won't" holds no "won").
-_TENSE_BACK = 80
-_TL = r"(?<![\w'\u2019])"
-_TR = r"(?![\w'\u2019])"
-# an auxiliary or a common irregular past, or a subject pronoun right before
-# a word ending in "ed", an adverb between them or not ("we visited", "we
-# just agreed"; "I need" is no past)
-_PAST_RE = re.compile(
-    _TL + r"(?:(?:was|were|did|had)(?:n['\u2019]t)?|went|came|took|saw|met|spent|bought|found|"
-    r"gave|began|ran|won|lost|moved|flew|drove|sold|(?:i|we|he|she|they|you)\s+"
-    r"(?:(?:just|also|already|finally|recently|then|all|both|never|first|actually|really)\s+)?"
-    r"(?!(?:need|feed|proceed|succeed|exceed|speed|bleed|breed|heed|seed|weed|embed|shed|"
-    r"shred|wed)" + _TR + r")\w+ed)" + _TR,
-    FLAGS,
-)
-# "to" right before the reference: what was moved to a day is where it lies
-# now ("the appointment moved to June 10"), no past
-_TO_BEFORE_RE = re.compile(_TL + r"to\s+$", FLAGS)
-# a modal, "going to", "gonna", a plan ("plan to", "we're planning"; "Estate
-# Planning" is none) or hope, "about to", "next"
-_FUTURE_RE = re.compile(
-    r"(?:" + _TL + r"(?:will|won['\u2019]t|shall|gonna|going\s+to|plans?\s+to|"
-    r"planning\s+(?:to|on)|(?:am|is|are)\s+planning|about\s+to|hope\s+to|hoping\s+to|next)"
-    r"|\w['\u2019](?:ll|m\s+planning|re\s+planning|s\s+planning))" + _TR,
-    FLAGS,
-)
-
-
-def _lean(text: str, a: int) -> str:
-    """ "past" where the words before ``a`` in its sentence (from the last
-    ".", "!", "?" or line break) have past words and no future ones (and do
-    not end in "to"),
-    "future" for the reverse, else "" (the nearest)."""
-    lo = max(0, a - _TENSE_BACK)
-    words = text[lo:a]
-    words = words[max(words.rfind(c) for c in ".!?\n") + 1 :]
-    past = _PAST_RE.search(words) is not None and _TO_BEFORE_RE.search(words) is None
-    future = _FUTURE_RE.search(words) is not None
-    if past and not future:
-        return "past"
-    if future and not past:
-        return "future"
-    return ""
-
-
-#: The resolvers of a month or a day without a year, which take the tense.
-_LEANING: dict[Resolver, Callable[[re.Match[str], date, str], Resolved | None]] = {
-    resolve_month: resolve_month,
-    resolve_month_range: resolve_month_range,
-    resolve_day_month: resolve_day_month,
-}
 #: Long texts are grounded in pieces of about this many characters, cut at a
 #: line break (else a space), so the work stays linear in the text's length
 #: whatever a pattern costs on one piece.
@@ -488,20 +433,14 @@ def _ground_piece(text: str, obs: date) -> list[TimeRef]:
     year_before = _back(obs) if obs.year > 1 else None
     for pattern, resolve in _PATTERNS:
         for m in pattern.finditer(text):
-            group = "x" if "x" in pattern.groupindex and m.group("x") is not None else 0
-            a, b = m.span(group)
-            leaning = _LEANING.get(resolve)
             try:
-                if leaning is None:
-                    res = resolve(m, obs)
-                else:
-                    # "since" first has a rule of its own (below)
-                    after_since = _SINCE_RE.search(text, max(0, a - 16), a) is not None
-                    res = leaning(m, obs, "" if after_since else _lean(text, a))
+                res = resolve(m, obs)
             except (ValueError, OverflowError, KeyError):
                 res = None  # out of the calendar's range, or an unknown word form
             if res is None:
                 continue
+            group = "x" if "x" in pattern.groupindex and m.group("x") is not None else 0
+            a, b = m.span(group)
             earlier = None
             try:
                 if resolve is resolve_week_of_month and year_before is not None:

@@ -36,8 +36,6 @@ from ._calendar import (
 __all__ = [
     "Resolved",
     "Resolver",
-    "day_month_year",
-    "month_year",
     "resolve_ago",
     "resolve_anaphoric_unit",
     "resolve_day_month",
@@ -233,46 +231,7 @@ def resolve_window(m: re.Match[str], obs: date) -> Resolved | None:
     return day_start(obs), day_start(_shift_day(obs, unit, hi)) + DAY, "range", True
 
 
-def month_year(obs: date, month: int, lean: str) -> int:
-    """The year of a month named without one: the nearest; after past words
-    ``lean == "past"`` the latest whose start is on or before ``obs``, after
-    future words the earliest that has not ended before it (the month holding
-    ``obs`` is this year's either way)."""
-    if lean == "past":
-        return obs.year if month <= obs.month else obs.year - 1
-    if lean == "future":
-        return obs.year if month >= obs.month else obs.year + 1
-    return nearest_year(obs, month)
-
-
-def day_month_year(obs: date, month: int, day: int, lean: str) -> int | None:
-    """The year of a day named without one, among the years in which it
-    exists: the nearest (ties: the earlier); after past words the latest on
-    or before ``obs``, after future words the earliest on or after it
-    (within eight years, so a leap day has one)."""
-
-    def exists(y: int) -> bool:
-        return 1 <= y <= 9999 and day <= calendar.monthrange(y, month)[1]
-
-    if lean == "past":
-        for y in range(obs.year, obs.year - 9, -1):
-            if exists(y) and date(y, month, day) <= obs:
-                return y
-        return None
-    if lean == "future":
-        for y in range(obs.year, obs.year + 9):
-            if exists(y) and date(y, month, day) >= obs:
-                return y
-        return None
-    years = [
-        (abs(date(y, month, day).toordinal() - obs.toordinal()), y)
-        for y in range(obs.year - 4, obs.year + 5)
-        if exists(y)
-    ]
-    return min(years)[1] if years else None
-
-
-def resolve_month(m: re.Match[str], obs: date, lean: str = "") -> Resolved | None:
+def resolve_month(m: re.Match[str], obs: date) -> Resolved | None:
     month = month_num(first_group(m, "mon", "mon2", "mon3", "x") or "")
     rel = (first_group(m, "rel") or "").lower()
     year_s = first_group(m, "y", "y2")
@@ -290,7 +249,7 @@ def resolve_month(m: re.Match[str], obs: date, lean: str = "") -> Resolved | Non
     elif rel == "this":
         year, relative = obs.year, True
     else:
-        year, relative = month_year(obs, month, lean), True
+        year, relative = nearest_year(obs, month), True
     s, e = month_iv(year, month)
     if mod:
         last = calendar.monthrange(year, month)[1]
@@ -299,12 +258,11 @@ def resolve_month(m: re.Match[str], obs: date, lean: str = "") -> Resolved | Non
     return s, e, "month", relative
 
 
-def resolve_month_range(m: re.Match[str], obs: date, lean: str = "") -> Resolved | None:
+def resolve_month_range(m: re.Match[str], obs: date) -> Resolved | None:
     """From the first month's start to the last's end. A year given on one
     end sets the other's (the later month of the two in that year, or the
     year after / before it when the range crosses a new year); without
-    either, the first month's year is the one the words before lean to
-    (:func:`month_year`)."""
+    either, the first month is the nearest one."""
     first = month_num(first_group(m, "ma", "ma2") or "")
     last = month_num(first_group(m, "mb", "mb2") or "")
     start_s, end_s = first_group(m, "ya", "ya2"), m.group("yb")
@@ -318,7 +276,7 @@ def resolve_month_range(m: re.Match[str], obs: date, lean: str = "") -> Resolved
         end = int(end_s)
         start = end - wraps
     else:
-        start = month_year(obs, first, lean)
+        start = nearest_year(obs, first)
         end = start + wraps
     if (end, last) < (start, first):
         return None
@@ -363,7 +321,7 @@ def resolve_week_of_month(m: re.Match[str], obs: date) -> Resolved | None:
     return start, start + 7 * DAY, "week", not year_s
 
 
-def resolve_day_month(m: re.Match[str], obs: date, lean: str = "") -> Resolved | None:
+def resolve_day_month(m: re.Match[str], obs: date) -> Resolved | None:
     month = month_num(first_group(m, "mon", "mon2") or "")
     day = int(first_group(m, "d", "d2") or "0")
     year_s = m.group("y")
@@ -372,10 +330,15 @@ def resolve_day_month(m: re.Match[str], obs: date, lean: str = "") -> Resolved |
     else:
         if not 1 <= day <= 31:
             return None
-        found = day_month_year(obs, month, day, lean)
-        if found is None:
+        # the nearest year in which the date exists (ties: the earlier)
+        years = [
+            (abs(date(y, month, day).toordinal() - obs.toordinal()), y)
+            for y in range(obs.year - 4, obs.year + 5)
+            if 1 <= y <= 9999 and day <= calendar.monthrange(y, month)[1]
+        ]
+        if not years:
             return None
-        year, relative = found, True
+        year, relative = min(years)[1], True
     if day < 1 or day > calendar.monthrange(year, month)[1]:
         return None
     s, e = day_iv(date(year, month, day))
