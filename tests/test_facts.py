@@ -618,3 +618,15 @@ def test_a_link_that_would_close_a_cycle_is_left_out_and_the_write_stands() -> N
     assert c in m and len(m) == 3
     links = {(link.new, link.old) for link in m.store.supersedes_links()}
     assert (b, a) in links and (c, b) in links and (a, c) not in links
+
+
+def test_an_update_said_before_the_versions_it_replaces_stands() -> None:
+    # every judged link runs from the later text: here from both older
+    # versions to the update, which the update's own link (new -> B -> A)
+    # would close into a cycle; the caller's word wins
+    m = Memory(HashEmbedder(64), _EverythingReplaces())
+    a = m.add("Maya lives in Porto", timestamp=START, speaker="Maya")
+    b = m.update(a, "Maya lives in Lisbon", timestamp=START + 10 * DAY)
+    c = m.update(b, "Maya lives in Berlin", timestamp=START - 10 * DAY)
+    assert m.history(c) == [c, b, a]
+    assert not m.superseded_by(c)

@@ -362,11 +362,13 @@ class WritingMemory(LifecycleMemory):
                 pair_index, answers, self.config.theta_rel, said_later
             )
             if self._update_target is not None:
+                # no judged link may run from the replaced fact (or a fact it
+                # replaced) to the new text: with the update's own link new ->
+                # target it would close a cycle
+                replaced = set(self.store.history(self._update_target))
                 fresh = set(ids)
                 supersedes = [
-                    link
-                    for link in supersedes
-                    if not (link[0] == self._update_target and link[1] in fresh)
+                    link for link in supersedes if not (link[0] in replaced and link[1] in fresh)
                 ]
             if controller_edges:
                 self.store.add_edges(controller_edges)
@@ -487,8 +489,7 @@ class WritingMemory(LifecycleMemory):
             # the add's own controller rounds run on this thread and may
             # have forgotten the old node (the write lock is re-entrant)
             self._live_id(old_id)
-            # (a link the add judged the other way was left out; one that
-            # would close a cycle through other links fails the update)
+            # (a judged link that would close a cycle with it was left out)
             self._record_supersedes([(new_id, old_id, 1.0)], origin="rule")
         except BaseException:
             # the update failed: take the new node back, so the error
