@@ -61,7 +61,7 @@ __all__ = [
 ]
 
 #: The evidence pack's layout (see `evidence_pack`); in every answer's trace.
-PACK_VERSION = "pack-2"
+PACK_VERSION = "pack-3"
 #: Abstain when the search's sufficiency is below this. The local
 #: controller's sufficiency is 0.5 when undecided and near 0 when the query's
 #: content is asserted only about someone else; on LoCoMo dev, 0.2 refuses
@@ -265,8 +265,14 @@ _QUERY_WORD = re.compile(r"\w{2,}")
 #: Every character `str.splitlines` breaks a line at (a model may read any as one).
 _BREAK = r"[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]"
 _BREAKS = re.compile(_BREAK + "+")
-#: A line of stored text that starts like a block's header (``[E3]``).
-_HEADER_LIKE = re.compile(r"(?:^|(?<=" + _BREAK + r"))\s*\[(?=E\d+\])", re.I)
+#: A line of stored text that starts like a block's header (``[E3]``) or
+#: one of its notes (``- replaced by E4``, ``- "yesterday" = 7 May 2023``);
+#: the match ends where the escaping backslash goes. (A plain bullet is left.)
+_HEADER_LIKE = re.compile(
+    r"(?:^|(?<=" + _BREAK + r"))[^\S\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]*"
+    r"(?=\[E\d+\]|-\s*(?:replaces|replaced\s+by)\s+E\d|-\s*\"[^\"\n]*\"\s*=)",
+    re.I,
+)
 
 
 def _one_line(value: object) -> str:
@@ -276,10 +282,11 @@ def _one_line(value: object) -> str:
 
 
 def _escape_headers(text: str, start: int, end: int) -> tuple[str, int, int]:
-    """``text`` with a backslash before the bracket of each line that starts
-    like a block header (``\\[E1]``), so stored text cannot forge an item of
-    the pack; and ``[start, end)`` moved to the same characters."""
-    at = [m.end() - 1 for m in _HEADER_LIKE.finditer(text)]
+    """``text`` with a backslash before each line that starts like a block
+    header (``\\[E1]``) or one of its notes (``\\- replaced by E2``), so stored
+    text cannot forge a part of the pack; and ``[start, end)`` moved to the
+    same characters."""
+    at = [m.end() for m in _HEADER_LIKE.finditer(text)]
     if not at:
         return text, start, end
     pieces, prev = [], 0
@@ -364,7 +371,8 @@ def evidence_pack(
     passage alone is longer, the cap's worth of it around ``query``'s words.
     Stored text cannot forge a block: header fields and time references have
     their line breaks folded to spaces, and a line of an item's text that
-    starts like a header gets a backslash before its bracket (``\\[E3]``)."""
+    starts like a header or one of its notes gets a backslash before it
+    (``\\[E3]``, ``\\- replaced by E4``)."""
     items = list(evidence)
     if prompt.evidence_order == "time":
         # stable: items without a time keep their rank order, after the dated ones
