@@ -81,3 +81,11 @@ def test_sufficient_and_its_line_agree_with_the_stop_the_core_made(
     stopped = r.trace["stop_reason"] == "sufficient"
     assert r.sufficient == stopped
     assert ("sufficient (early-stop rule met)" in sufficiency_line(r)) == stopped
+
+
+def test_a_sufficiency_just_below_its_threshold_never_prints_as_it() -> None:
+    # float32 0.95 less one step: rounding away float noise lifts it to 0.95
+    below = float(np.nextafter(np.float32(0.95), np.float32(0)))
+    got = line(below)
+    assert got == "sufficiency 0.94; early-stop rule not met: sufficiency below 0.95", got
+    assert line(f32(0.95)).endswith("sufficient (early-stop rule met)")

@@ -48,13 +48,20 @@ def sufficiency_line(r: SearchResult) -> str:
     """``sufficiency 0.99; stop rule not met: missing 0.22 (needs < 0.15)`` and the like."""
     if r.sufficiency is None:
         return "sufficiency n/a (no assessment ran)"
-    head = f"sufficiency {_floor(r.sufficiency, 2)}"
+    unmet_parts = r.unmet_stop_rule()
+    shown = _floor(r.sufficiency, 2)
+    for name, _, th in unmet_parts:
+        if name == "sufficiency" and float(shown) >= float(f"{th:.2f}"):
+            # below the threshold by less than the noise rounded away: shown
+            # one step under it, never as the threshold it did not reach
+            shown = f"{float(f'{th:.2f}') - 0.01:.2f}"
+    head = f"sufficiency {shown}"
     # the parts the core's (float32) stop decision found unmet
     unmet = [
         f"sufficiency below {th:.2f}"
         if name == "sufficiency"
         else f"{name} {_ceil(value, 2)} (needs < {th:.2f})"
-        for name, value, th in r.unmet_stop_rule()
+        for name, value, th in unmet_parts
     ]
     if not unmet:
         return f"{head}; sufficient (early-stop rule met)"
