@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from jevmem import Memory
 from jevmem._core import MemoryStore, _set_failpoint
 from jevmem.controller import LocalController
-from jevmem.embed import HashEmbedder
+from jevmem.embed import EmbedderSubclassWarning, HashEmbedder
 from jevmem.errors import DurabilityError, InvalidConfigError, InvalidInputError, SnapshotError
 
 DIM = 32
@@ -138,12 +138,27 @@ def test_a_subclass_of_a_built_in_embedder_is_recorded_as_custom(tmp_path: Path)
         back.close()
 
 
+class _Other:
+    """An embedder of the same dimension that is no HashEmbedder."""
+
+    def __init__(self, dim: int) -> None:
+        self.dim, self.inner = dim, HashEmbedder(dim)
+
+    def embed(self, texts: Any) -> Any:
+        return self.inner.embed(texts)
+
+    def embed_one(self, text: str) -> Any:
+        return self.inner.embed_one(text)
+
+
 def test_load_refuses_another_embedder_as_open_does(tmp_path: Path) -> None:
     m = Memory(HashEmbedder(DIM), LocalController())
     m.add("a note")
     m.save(tmp_path / "m.jvm")
     with pytest.raises(InvalidConfigError, match=f'made with embedder "hash-{DIM}"'):
-        Memory.load(tmp_path / "m.jvm", _Reversed(DIM))
+        Memory.load(tmp_path / "m.jvm", _Other(DIM))
+    with pytest.raises(InvalidConfigError, match=f'made with embedder "hash-{DIM}"'):
+        Memory.load(tmp_path / "m.jvm", HashEmbedder(DIM * 2))
     # the embedder the file names, given or not, loads it
     assert len(Memory.load(tmp_path / "m.jvm", HashEmbedder(DIM))) == 1
     assert len(Memory.load(tmp_path / "m.jvm")) == 1
@@ -578,3 +593,20 @@ def test_a_direct_store_forget_is_logged(tmp_path: Path) -> None:
     assert sorted(i for i in ids if i in reopened) == [ids[0], ids[2], ids[3], ids[5]]
     reopened.checkpoint(b"")
     reopened.close()
+
+
+def test_a_memory_named_for_a_built_in_opens_with_a_subclass_of_it_with_a_warning(
+    tmp_path: Path,
+) -> None:
+    # memories made before subclasses were recorded as custom name the
+    # built-in: their own embedder (a subclass) still opens them, said aloud
+    m = Memory(HashEmbedder(DIM), LocalController())
+    m.add("Ines teaches Maya the cello")
+    m.save(tmp_path / "m.jvm")
+    with Memory.open(tmp_path / "d", HashEmbedder(DIM), LocalController()) as d:
+        d.add("Ines teaches Maya the cello")
+    for load, path in ((Memory.load, tmp_path / "m.jvm"), (Memory.open, tmp_path / "d")):
+        with pytest.warns(EmbedderSubclassWarning, match=f'"hash-{DIM}"'):
+            back = load(path, _Reversed(DIM), LocalController())
+        assert len(back) == 1
+        back.close()

@@ -50,6 +50,7 @@ __all__ = [
     "DEFAULT_MODEL",
     "MODELS",
     "Embedder",
+    "EmbedderSubclassWarning",
     "EmbedderUnavailableError",
     "HashEmbedder",
     "OnnxEmbedder",
@@ -58,6 +59,7 @@ __all__ = [
     "embed_checked",
     "embedder_from_spec",
     "embedder_spec",
+    "spec_for",
     "vocab_path",
 ]
 
@@ -607,6 +609,34 @@ def embedder_spec(e: Embedder) -> str:
         return f"onnx:{e.name}"
     cls = type(e)
     return f"custom:{cls.__module__}.{cls.__qualname__}"
+
+
+def spec_for(e: Embedder, named: str | None) -> str:
+    """The name to check ``e`` against a memory that names ``named``: its own
+    (`embedder_spec`), except that a subclass of a built-in embedder answers
+    to the built-in's name when that name is what the memory records (memories
+    made before subclasses were named custom recorded them so)."""
+    own = embedder_spec(e)
+    if named is None or own == named:
+        return own
+    if (isinstance(e, HashEmbedder) and named == f"hash-{e.dim}") or (
+        isinstance(e, OnnxEmbedder) and named == f"onnx:{e.name}"
+    ):
+        warnings.warn(
+            f'the memory names embedder "{named}" and is opened with {own}, a subclass '
+            "of it: taken as the embedder it was made with (if it embeds otherwise, "
+            "searches will miss)",
+            EmbedderSubclassWarning,
+            stacklevel=3,
+        )
+        return named
+    return own
+
+
+class EmbedderSubclassWarning(UserWarning):
+    """A memory recorded as made by a built-in embedder is opened with a
+    subclass of it (memories made before subclasses were recorded as custom
+    name the built-in)."""
 
 
 def embedder_from_spec(spec: str, *, spin: bool = True) -> Embedder:

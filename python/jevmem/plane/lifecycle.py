@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from jevmem._core import MemoryStore
 from jevmem.controller.types import ControllerError, SystemOne
-from jevmem.embed import Embedder, embedder_from_spec, embedder_spec
+from jevmem.embed import Embedder, embedder_from_spec, embedder_spec, spec_for
 from jevmem.errors import (
     DurabilityError,
     InvalidConfigError,
@@ -339,7 +339,7 @@ class LifecycleMemory(MemoryState):
             embedder = embedder_from_spec(named)
         elif embedder is not None and isinstance(named, str) and named != "default":
             # (older side files wrote "default" for any embedder they could not name)
-            given = embedder_spec(embedder)
+            given = spec_for(embedder, named)
             if given != named:
                 raise InvalidConfigError(
                     f'{path} was made with embedder "{named}" (dimension {store.dim}); '
@@ -411,15 +411,17 @@ class LifecycleMemory(MemoryState):
                 "not a directory (Memory.open takes a memory's directory, Memory.load a saved file)",
                 os.fspath(path),
             )
+        named = manifest_embedder(path)
         if embedder is None:
-            embedder = embedder_from_spec(manifest_embedder(path) or "default")
+            embedder = embedder_from_spec(named or "default")
         config = memory_config(config)
-        initial = json.dumps({"format": 1, "embedder": embedder_spec(embedder)}).encode()
+        spec = spec_for(embedder, named)
+        initial = json.dumps({"format": 1, "embedder": spec}).encode()
         with _naming(path):
             store, raw_state, deltas, report = MemoryStore.open(
                 path,
                 embedder.dim,
-                embedder=embedder_spec(embedder),
+                embedder=spec,
                 state=initial,
                 durability=durability,
                 salvage=salvage,
