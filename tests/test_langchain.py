@@ -9,6 +9,7 @@ import calendar
 import json
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -285,3 +286,4 @@ def test_a_retriever_refuses_a_bad_k_when_made(k: Any) -> None:
     with pytest.raises(ValueError, match="k"):
         JevmemRetriever(memory=_memory(), k=k)
     assert JevmemRetriever(memory=_memory(), k=10_000).k == 10_000
+    assert JevmemRetriever(memory=_memory(), k=np.int64(3)).k == 3

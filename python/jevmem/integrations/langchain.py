@@ -31,10 +31,10 @@ from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, field_validator
 
 from jevmem._core import Node
-from jevmem._validate import MAX_K
+from jevmem._validate import k_arg
 from jevmem.errors import InvalidInputError
 from jevmem.integrations._common import evidence_dict, memory_lock, short_trace
 from jevmem.memory import Memory
@@ -60,7 +60,7 @@ class JevmemRetriever(BaseRetriever):
 
     memory: Memory
     """The memory to search."""
-    k: int = Field(default=4, ge=1, le=MAX_K, strict=True)
+    k: int = 4
     """How many documents, at most."""
     scope: dict[str, str] | None = None
     """Search only these observations (see `Memory.search`)."""
@@ -68,6 +68,12 @@ class JevmemRetriever(BaseRetriever):
     """Metadata conditions every document must meet (see `Memory.search`)."""
     mode: SearchMode = "full"
     """The read path (see `Memory.search`)."""
+
+    @field_validator("k", mode="before")
+    @classmethod
+    def _k(cls, value: Any) -> int:
+        # as a per-call k is: an int (numpy's too, not a bool) in 1 .. MAX_K
+        return k_arg(value)
 
     def _search(self, query: str, kwargs: dict[str, Any]) -> list[Document]:
         unknown = set(kwargs) - {"k", "scope", "filter", "mode", "now"}
