@@ -5,13 +5,11 @@ applied, so a retry cannot store it twice, and it gives back its admission."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
 from typing import Any
 
 import grpc
-import numpy as np
-import numpy.typing as npt
 import pytest
+from support.gated import GatedEmbedder
 
 from jevmem import HashEmbedder, LocalController, Memory
 from jevmem._proto.jevmem.v1 import memory_pb2 as pb
@@ -21,23 +19,6 @@ from jevmem.remote.memory_service import MemoryServicer
 
 def _memory(embedder: HashEmbedder | None = None) -> Memory:
     return Memory(embedder or HashEmbedder(32), controller=LocalController())
-
-
-class _GatedEmbedder(HashEmbedder):
-    """Once armed, an embed call waits for ``release`` (the write holding its memory)."""
-
-    def __init__(self) -> None:
-        super().__init__(32)
-        self.armed = False
-        self.entered = threading.Event()
-        self.release = threading.Event()
-
-    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        if self.armed:
-            self.armed = False  # only the first write waits
-            self.entered.set()
-            assert self.release.wait(30), "the test never released the embedder"
-        return super().embed(texts)
 
 
 class _Aborted(Exception):
@@ -68,7 +49,7 @@ class _Context:
 def test_a_write_whose_deadline_passed_while_it_waited_is_not_applied(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    gated = _GatedEmbedder()
+    gated = GatedEmbedder(once=True)
     m = _memory(gated)
     ended: list[str] = []
     changed = threading.Condition()

@@ -21,6 +21,7 @@ import grpc
 import numpy as np
 import numpy.typing as npt
 import pytest
+from support.gated import GatedEmbedder
 
 from jevmem import HashEmbedder, LocalController, Memory
 from jevmem._proto.jevmem.v1 import memory_pb2 as mpb
@@ -184,24 +185,8 @@ def test_default_limits_are_documented_and_sized() -> None:
 # ---- a busy memory does not starve the others ----------------------------------------
 
 
-class _GatedEmbedder(HashEmbedder):
-    """A hash embedder whose embed calls, once armed, wait for ``release``."""
-
-    def __init__(self) -> None:
-        super().__init__(32)
-        self.armed = False
-        self.entered = threading.Event()
-        self.release = threading.Event()
-
-    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        if self.armed:
-            self.entered.set()
-            assert self.release.wait(30), "the test never released the embedder"
-        return super().embed(texts)
-
-
 def test_a_busy_memory_does_not_hold_the_threads_other_memories_need() -> None:
-    gated = _GatedEmbedder()
+    gated = GatedEmbedder()
     busy = Memory(gated, controller=LocalController())
     busy.add("an observation on the busy memory")
     other = _memory()
