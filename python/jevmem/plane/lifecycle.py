@@ -90,8 +90,8 @@ def manifest_embedder(path: Path) -> str | None:
     """The embedder a memory directory names, read before opening it."""
     try:
         manifest = json.loads((path / "MANIFEST").read_text())
-    except FileNotFoundError:
-        return None
+    except (FileNotFoundError, NotADirectoryError):
+        return None  # no memory there yet: opening it says what is in the way
     except (OSError, ValueError) as exc:
         raise SnapshotError(f"{path}/MANIFEST is not readable: {exc}") from None
     name = manifest.get("embedder") if isinstance(manifest, dict) else None
