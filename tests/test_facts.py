@@ -630,3 +630,44 @@ def test_an_update_said_before_the_versions_it_replaces_stands() -> None:
     c = m.update(b, "Maya lives in Berlin", timestamp=START - 10 * DAY)
     assert m.history(c) == [c, b, a]
     assert not m.superseded_by(c)
+
+
+_STATEMENTS = [
+    "I prefer oat milk in my coffee.",
+    "I switched from oat milk to soy milk.",
+    "I live in Porto, near the old town.",
+    "We moved from Porto to Berlin last year.",
+    "Our weekly sync is at 3 PM on Thursdays.",
+    "The weekly sync was rescheduled to 4:30 PM.",
+    "I never drink coffee after noon.",
+    "Maya went hiking on Saturday.",
+]
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(_STATEMENTS), st.integers(0, 30), st.sampled_from(["Maya", "Sam"])
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_links_of_a_log_in_any_time_order_are_the_same_one_by_one_and_batched(
+    rows: list[tuple[str, int, str]],
+) -> None:
+    # changes written before or after what they replace, in one batch or
+    # one by one: the same links, the same memory
+    texts = [t for t, _, _ in rows]
+    stamps = [START + d * DAY for _, d, _ in rows]
+    speakers = [s for _, _, s in rows]
+    one = Memory(HashEmbedder(64), HAND)
+    for t, ts, s in zip(texts, stamps, speakers, strict=True):
+        one.add(t, timestamp=ts, speaker=s)
+    batch = Memory(HashEmbedder(64), HAND)
+    batch.add_batch(texts, timestamps=stamps, speakers=speakers)
+    assert batch.store.to_bytes() == one.store.to_bytes()
+    for link in one.store.supersedes_links():
+        # a link runs from the one said later (or at the same time)
+        assert stamps[link.new] >= stamps[link.old]
