@@ -635,6 +635,9 @@ def test_the_text_limit_a_memory_was_made_with_holds_after_load_and_reopen(
         ("candidate_pool", 2**64),
         ("max_text_bytes", -1),
         ("max_text_bytes", 0),
+        # numpy's bool is no subclass of bool, and converts as it does
+        ("bm25_k1", np.True_),
+        ("candidate_k", np.True_),
     ],
 )
 def test_a_store_setting_out_of_its_range_names_itself(name: str, value: Any) -> None:

@@ -117,12 +117,22 @@ where
         return Ok(None);
     };
     let py = obj.py();
-    if obj.is_instance_of::<pyo3::types::PyBool>() {
+    if obj.is_instance_of::<pyo3::types::PyBool>() || is_numpy_bool(obj) {
         return Err(INVALID_CONFIG.err(py, format!("{name} must be a number, not a bool")));
     }
     obj.extract::<T>()
         .map(Some)
         .map_err(|e| INVALID_CONFIG.err(py, format!("{name}: {}", e.into().value(py))))
+}
+
+/// Whether `obj` is numpy's bool scalar (`numpy.bool_`), which converts to
+/// a number as Python's bool does but is no subclass of it.
+fn is_numpy_bool(obj: &Bound<'_, PyAny>) -> bool {
+    let ty = obj.get_type();
+    let named = |r: PyResult<Bound<'_, pyo3::types::PyString>>, want: &[&str]| {
+        r.is_ok_and(|s| want.iter().any(|w| s.to_str().is_ok_and(|v| v == *w)))
+    };
+    named(ty.module(), &["numpy"]) && named(ty.name(), &["bool", "bool_"])
 }
 
 /// A node id argument of the store's public calls: an int that names no
